@@ -1,0 +1,79 @@
+"""Errors a request can fail with. Each has a stable JSON-RPC code listed in protocol.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TokendError(Exception):
+    """Base: a request failed for a reason the user can act on."""
+
+    code: int = -32000
+    name: str = "TokendError"
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(TokendError):
+    code = -32602
+    name = "InvalidParams"
+
+
+class SessionNotFound(TokendError):
+    code = -32001
+    name = "SessionNotFound"
+
+
+class UnknownModel(TokendError):
+    code = -32002
+    name = "UnknownModel"
+
+
+class ContextOverflow(TokendError):
+    """The assembled context does not fit; data = {total, limit, suggestions}."""
+
+    code = -32003
+    name = "ContextOverflow"
+
+
+class TokenizerUnavailable(TokendError):
+    code = -32004
+    name = "TokenizerUnavailable"
+
+
+class MessageTooLarge(TokendError):
+    code = -32005
+    name = "MessageTooLarge"
+
+
+class VersionConflict(TokendError):
+    """ifVersion was stale; data = {currentVersion}."""
+
+    code = -32006
+    name = "VersionConflict"
+
+
+class Unauthorized(TokendError):
+    code = -32007
+    name = "Unauthorized"
+
+
+class StoreError(TokendError):
+    code = -32010
+    name = "StoreError"
+
+
+ALL_ERRORS: tuple[type[TokendError], ...] = (
+    InvalidParams,
+    SessionNotFound,
+    UnknownModel,
+    ContextOverflow,
+    TokenizerUnavailable,
+    MessageTooLarge,
+    VersionConflict,
+    Unauthorized,
+    StoreError,
+)

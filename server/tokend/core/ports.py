@@ -1,0 +1,88 @@
+"""The seams: `typing.Protocol`s that adapters implement and tests fake in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from tokend.core.types import Message, SessionInfo
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of plain text with one tokenizer (or one estimator)."""
+
+    @property
+    def name(self) -> str:
+        """Stable id of the tokenizer, e.g. "o200k_base", "cl100k_base", "estimate"."""
+        ...
+
+    @property
+    def exact(self) -> bool:
+        """True when counts come from the model's real tokenizer."""
+        ...
+
+    def count(self, text: str) -> int: ...
+
+
+class CountCache(Protocol):
+    """Content-hash -> token count, keyed by "<counter name>:<sha256 hex of the UTF-8 text>"."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, int]: ...
+
+    def put_many(self, counts: Mapping[str, int]) -> None: ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class Summarizer(Protocol):
+    """Turns the old part of a conversation into a summary (a model call in production)."""
+
+    def summarize(self, messages: Sequence[Message], target_tokens: int) -> str: ...
+
+
+class Store(Protocol):
+    """Durable sessions, messages and parts. Every write is atomic: all of it or nothing."""
+
+    def create_session(self, info: SessionInfo) -> None: ...
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        """None when absent or soft-deleted."""
+        ...
+
+    def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
+        """Not deleted, newest updated first; all workspaces when workspace_uri is None."""
+        ...
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        """Set fields of SessionInfo by name (title, model, updated_at, compacted_at, deleted_at, extra)."""
+        ...
+
+    def append_message(self, message: Message) -> None:
+        """Insert the message with all its parts in one transaction; bumps the session's updated_at."""
+        ...
+
+    def load_messages(self, session_id: str) -> list[Message]:
+        """Messages from the last compaction boundary forward (the boundary's summary message first),
+        oldest first. Parts keep their order; pruned parts carry compacted_at."""
+        ...
+
+    def load_all_messages(self, session_id: str) -> list[Message]:
+        """Every message ever appended, oldest first (nothing is ever deleted)."""
+        ...
+
+    def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None: ...
+
+    def set_part_tokens(self, counts: Mapping[str, int]) -> None:
+        """Cache token counts on parts (part id -> tokens)."""
+        ...
+
+    def load_calibration(self) -> dict[str, Any]:
+        """The persisted calibration state (opaque JSON object); {} when none."""
+        ...
+
+    def save_calibration(self, state: Mapping[str, Any]) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,131 @@
+"""Domain types shared by every layer. Frozen dataclasses; units are tokens unless a name says chars."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool", "system"]
+ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
+
+
+class ContentClass(enum.StrEnum):
+    """What a piece of text looks like; the estimator and the calibrator key on it."""
+
+    PROSE = "prose"
+    CODE = "code"
+    JSON = "json"
+    CJK = "cjk"  # mostly non-ASCII text (CJK, Cyrillic, ...)
+    BLOB = "blob"  # base64 / hex dumps
+    LOG = "log"
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPart:
+    text: str
+    provider_metadata: dict[str, Any] | None = None  # round-tripped untouched (signatures etc.)
+    kind: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    call_id: str
+    name: str
+    input: Any  # JSON value
+    kind: Literal["toolCall"] = "toolCall"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    kind: Literal["toolResult"] = "toolResult"
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    media_type: str
+    data_base64: str | None = None
+    kind: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class FilePart:
+    path: str
+    kind: Literal["file"] = "file"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPart:
+    """Marks a compaction boundary; `summary` replaces everything before it in assembly."""
+
+    summary: str
+    kind: Literal["compaction"] = "compaction"
+
+
+Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | ImagePart | FilePart | CompactionPart
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What a provider reported for one call. All figures are tokens, all >= 0."""
+
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """The input the call consumed: input + cache read + cache write."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPart:
+    """A part as the store holds it: with its id, cached token count and prune mark."""
+
+    id: str
+    part: Part
+    tokens: int | None = None  # cached count (by the session model's counter)
+    compacted_at: datetime | None = None  # set when pruned; the original stays
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: str
+    session_id: str
+    role: Role
+    parts: tuple[StoredPart, ...]
+    created_at: datetime
+    model: str | None = None
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    summary: bool = False  # a compaction summary message
+    completed_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    model: str
+    created_at: datetime
+    updated_at: datetime
+    title: str | None = None
+    workspace_uri: str | None = None
+    parent_id: str | None = None
+    context_window: int | None = None  # per-session override of the catalog window
+    compacted_at: datetime | None = None
+    deleted_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
