@@ -1,0 +1,49 @@
+"""How a part reads as text to a tokenizer: the one place that decides what gets counted."""
+
+from __future__ import annotations
+
+import json
+
+from tokend.core.types import (
+    CompactionPart,
+    ContentClass,
+    FilePart,
+    ImagePart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+PRUNED_TOOL_RESULT = "[Old tool result content cleared]"
+
+
+def to_json_text(value: object) -> str:
+    """Compact JSON as providers serialise tool inputs (no spaces after separators)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+
+
+def part_text(part: Part, *, pruned: bool = False) -> str:
+    """The text a tokenizer sees for `part` (images have none: they are fixed amounts)."""
+    match part:
+        case TextPart(text=text) | ReasoningPart(text=text):
+            return text
+        case ToolCallPart(name=name, input=value):
+            return name + " " + to_json_text(value)
+        case ToolResultPart(output=output):
+            return PRUNED_TOOL_RESULT if pruned else output
+        case CompactionPart(summary=summary):
+            return summary
+        case FilePart(path=path):
+            return path
+        case ImagePart():
+            return ""
+    raise TypeError(f"not a part: {part!r}")
+
+
+def part_content_hint(part: Part) -> ContentClass | None:
+    """A content class known from the part's kind alone (None: classify the text)."""
+    if isinstance(part, ToolCallPart):
+        return ContentClass.JSON
+    return None
