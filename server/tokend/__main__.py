@@ -1,0 +1,5 @@
+import sys
+
+from tokend.cli import main
+
+sys.exit(main())

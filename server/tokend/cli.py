@@ -1,0 +1,106 @@
+"""The `tokend` command: serve, lsp, status, context, models show, import, replay."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokend", description="The context-window daemon for AI coding agents.")
+    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--database-url", help="SQLAlchemy URL of the store (default: SQLite in the user data dir)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the daemon in the foreground")
+    serve.add_argument("--listen", action="append", default=[], help="unix:PATH or tcp:127.0.0.1:PORT (repeatable)")
+    serve.add_argument("--idle-timeout", type=float, default=None, help="seconds with no connection before exiting")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--name", default=None, help="a separately named daemon")
+
+    lsp = sub.add_parser("lsp", help="the stdio server editors launch (forwards to the daemon)")
+    lsp.add_argument("--standalone", action="store_true", help="serve in this process, no daemon")
+    lsp.add_argument("--remote", default="auto", help="auto, or auto;NAME for a named daemon")
+
+    status = sub.add_parser("status", help="a one-line gauge of the active session")
+    status.add_argument("--json", action="store_true")
+    status.add_argument("--session", help="a session id (default: the workspace's active session)")
+    status.add_argument("--daemon", action="store_true", help="the daemon's status instead")
+
+    context = sub.add_parser("context", help="a breakdown table of the active session's window")
+    context.add_argument("--session", help="a session id (default: the workspace's active session)")
+    context.add_argument("--json", action="store_true")
+
+    models = sub.add_parser("models", help="the model catalog")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    show = models_sub.add_parser("show", help="one model's window, output limit, prices, tokenizer")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true")
+
+    imp = sub.add_parser("import", help="import a transcript into a session")
+    imp_sub = imp.add_subparsers(dest="import_kind", required=True)
+    cc = imp_sub.add_parser("claude-code", help="a Claude Code JSONL transcript")
+    cc.add_argument("file", type=Path)
+    cc.add_argument("--context-window", type=int, default=None, help="override the model's window")
+    cc.add_argument("--json", action="store_true")
+
+    replay = sub.add_parser("replay", help="replay a transcript and compare the gauge with provider usage")
+    replay.add_argument("file", type=Path)
+    replay.add_argument("--json", action="store_true")
+    return parser
+
+
+def _version() -> str:
+    import tokend
+
+    return f"tokend {tokend.__version__}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from tokend.core.errors import TokendError
+
+    try:
+        return _dispatch(args)
+    except TokendError as exc:
+        print(f"tokend: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "replay":
+        from tokend.commands.replay import run_replay
+
+        return run_replay(args.file, args.json, sys.stdout)
+    if args.command == "models":
+        from tokend.commands.models import show_model
+
+        return show_model(args.name, args.json, sys.stdout)
+    if args.command == "serve":
+        from tokend.commands.serve import run_serve
+
+        return run_serve(args)
+    if args.command == "lsp":
+        from tokend.commands.serve import run_lsp
+
+        return run_lsp(args)
+    if args.command == "import":
+        from tokend.commands.importer import import_claude_code
+
+        return import_claude_code(args.file, args.database_url, args.context_window, args.json, sys.stdout)
+    if args.command == "status":
+        from tokend.commands.status import run_status
+
+        return run_status(args, sys.stdout)
+    if args.command == "context":
+        from tokend.commands.status import run_context
+
+        return run_context(args, sys.stdout)
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

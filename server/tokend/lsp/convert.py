@@ -1,0 +1,168 @@
+"""Pure converters between wire values and domain types (`from_wire_*` / `to_wire_*`)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from tokend.core.errors import InvalidParams
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.types import (
+    ROLES,
+    FilePart,
+    ImagePart,
+    Part,
+    ReasoningPart,
+    Role,
+    SessionInfo,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from tokend.lsp import wire
+
+PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file")
+
+
+def _field(raw: dict[str, Any], index: int, name: str, kind: type | tuple[type, ...]) -> Any:
+    if name not in raw:
+        raise InvalidParams(f"message.parts[{index}] ({raw.get('type')}) needs the field {name!r}")
+    value = raw[name]
+    if not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise InvalidParams(f"message.parts[{index}].{name} must be {expected}")
+    return value
+
+
+def from_wire_part(raw: Any, index: int) -> Part:
+    """One part of `session/append`; raises InvalidParams naming the part and field."""
+    if not isinstance(raw, dict):
+        raise InvalidParams(f"message.parts[{index}] must be an object with a 'type'")
+    kind = raw.get("type")
+    if kind == "text":
+        return TextPart(_field(raw, index, "text", str))
+    if kind == "reasoning":
+        meta = raw.get("providerMetadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise InvalidParams(f"message.parts[{index}].providerMetadata must be an object")
+        return ReasoningPart(_field(raw, index, "text", str), meta)
+    if kind == "toolCall":
+        if "input" not in raw:
+            raise InvalidParams(f"message.parts[{index}] (toolCall) needs the field 'input'")
+        return ToolCallPart(
+            _field(raw, index, "callId", str), _field(raw, index, "name", str), raw["input"]
+        )
+    if kind == "toolResult":
+        is_error = raw.get("isError", False)
+        if not isinstance(is_error, bool):
+            raise InvalidParams(f"message.parts[{index}].isError must be a boolean")
+        return ToolResultPart(
+            _field(raw, index, "callId", str),
+            _field(raw, index, "name", str),
+            _field(raw, index, "output", str),
+            is_error,
+        )
+    if kind == "image":
+        data = raw.get("dataBase64")
+        if data is not None:
+            if not isinstance(data, str):
+                raise InvalidParams(f"message.parts[{index}].dataBase64 must be a string")
+            try:
+                base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidParams(f"message.parts[{index}].dataBase64 is not valid base64") from None
+        return ImagePart(_field(raw, index, "mediaType", str), data)
+    if kind == "file":
+        return FilePart(_field(raw, index, "path", str))
+    raise InvalidParams(
+        f"message.parts[{index}].type is {kind!r}; expected one of {', '.join(PART_TYPES)}"
+    )
+
+
+def from_wire_role(role: str) -> Role:
+    if role not in ROLES:
+        raise InvalidParams(f"message.role is {role!r}; expected one of {', '.join(ROLES)}")
+    return role  # type: ignore[return-value]
+
+
+def from_wire_usage(usage: wire.UsageParams | None) -> Usage | None:
+    if usage is None:
+        return None
+    values = {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheWriteTokens": usage.cache_write_tokens,
+    }
+    for name, value in values.items():
+        if value < 0:
+            raise InvalidParams(f"message.usage.{name} is {value}; token counts cannot be negative")
+    if usage.reasoning_tokens > usage.output_tokens:
+        raise InvalidParams("message.usage.reasoningTokens cannot exceed outputTokens")
+    return Usage(
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+    )
+
+
+def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
+    """All figures in tokens except usedPercentage (0-100, of contextWindow) and cost (USD)."""
+    call = s.last_call
+    return wire.SnapshotWire(
+        session_id=s.session_id,
+        model=s.model,
+        context_window=s.context_window,
+        max_output_tokens=s.max_output_tokens,
+        used_tokens=s.used_tokens,
+        used_percentage=s.used_percentage,
+        remaining_tokens=s.remaining_tokens,
+        estimated=s.estimated,
+        breakdown=[wire.BreakdownWire(b.category, b.tokens, b.basis) for b in s.breakdown],
+        autocompact_threshold=s.autocompact_threshold,
+        compactions=s.compactions,
+        cost=wire.CostWire(s.cost_total_usd, dict(s.cost_by_model)),
+        totals=wire.TotalsWire(
+            s.totals.calls,
+            s.totals.input_tokens,
+            s.totals.output_tokens,
+            s.totals.reasoning_tokens,
+            s.totals.cache_read_tokens,
+            s.totals.cache_write_tokens,
+        ),
+        last_call=None
+        if call is None
+        else wire.LastCallWire(
+            call.message_id,
+            call.input_tokens,
+            call.output_tokens,
+            call.reasoning_tokens,
+            call.cache_read_tokens,
+            call.cache_write_tokens,
+            call.context_tokens,
+            call.predicted_tokens,
+            call.error_pct,
+        ),
+        last_estimate_error_pct=s.last_estimate_error_pct,
+        version=s.version,
+        warnings=list(s.warnings),
+    )
+
+
+def to_wire_session_summary(info: SessionInfo, s: BudgetSnapshot) -> wire.SessionSummaryWire:
+    return wire.SessionSummaryWire(
+        session_id=info.id,
+        model=info.model,
+        title=info.title,
+        workspace_uri=info.workspace_uri,
+        created_at=info.created_at.isoformat(),
+        updated_at=info.updated_at.isoformat(),
+        used_tokens=s.used_tokens,
+        used_percentage=s.used_percentage,
+        context_window=s.context_window,
+    )

@@ -1,0 +1,64 @@
+"""session/create, session/append, session/list, session/compact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokend.lsp import wire
+from tokend.lsp.convert import (
+    from_wire_part,
+    from_wire_role,
+    from_wire_usage,
+    to_wire_session_summary,
+    to_wire_snapshot,
+)
+from tokend.lsp.server import TokendServer, rpc
+from tokend.service.compaction import compact
+
+
+def register(server: TokendServer) -> None:
+    @server.feature("session/create")
+    @rpc
+    def create(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionCreateParams, params)
+        info = ls.service.create_session(
+            p.model, title=p.title, workspace_uri=p.workspace_uri, context_window=p.context_window
+        )
+        ls.watch(info.id)
+        return wire.to_wire(wire.SessionCreateResult(info.id, ls.service.snapshot(info.id).version))
+
+    @server.feature("session/append")
+    @rpc
+    def append(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionAppendParams, params)
+        role = from_wire_role(p.message.role)
+        parts = [from_wire_part(raw, i) for i, raw in enumerate(p.message.parts)]
+        usage = from_wire_usage(p.message.usage)
+        ls.watch(p.session_id)
+        message, snapshot = ls.service.append(
+            p.session_id, role, parts, usage=usage, model=p.message.model, if_version=p.if_version
+        )
+        tokens = ls.service.session(p.session_id).message_tokens[message.id]
+        return wire.to_wire(wire.SessionAppendResult(message.id, snapshot.version, tokens))
+
+    @server.feature("session/list")
+    @rpc
+    def list_sessions(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionListParams, params)
+        items = [
+            to_wire_session_summary(info, ls.service.snapshot(info.id))
+            for info in ls.service.list_sessions(p.workspace_uri)
+        ]
+        return {"sessions": wire.to_wire(items)}
+
+    @server.feature("session/compact")
+    @rpc
+    def compact_session(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionCompactParams, params)
+        ls.watch(p.session_id)
+        result = compact(ls.service, p.session_id, p.strategy)
+        actions = [
+            wire.CompactActionWire(a.kind, a.parts, a.tokens_freed, a.detail) for a in result.actions
+        ]
+        snapshot = to_wire_snapshot(result.snapshot)
+        return wire.to_wire(wire.CompactResult(result.before, result.after, actions, snapshot))

@@ -1,0 +1,94 @@
+"""create_server: a fresh pygls LanguageServer around the shared TokendService.
+
+One server per connection (the daemon) or per process (stdio); no module globals.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+import tokend
+from tokend.core.errors import TokendError
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.lsp import wire
+from tokend.lsp.convert import to_wire_snapshot
+from tokend.lsp.protocol import TokendProtocol
+from tokend.service.service import TokendService
+
+log = logging.getLogger(__name__)
+
+BUDGET_DID_CHANGE = "budget/didChange"
+
+
+class TokendServer(LanguageServer):
+    """One connection's server: knows the shared service and which sessions it watches."""
+
+    def __init__(self, service: TokendService) -> None:
+        super().__init__("tokend", tokend.__version__, protocol_cls=TokendProtocol)
+        self.service = service
+        self.client_name: str | None = None
+        self.initialization_options: dict[str, Any] = {}
+        self._watching: dict[str, Callable[[], None]] = {}
+
+    def watch(self, session_id: str) -> None:
+        """Send budget/didChange for `session_id` to this connection after every change."""
+        if session_id not in self._watching:
+            self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
+
+    def unwatch(self, session_id: str) -> None:
+        unsubscribe = self._watching.pop(session_id, None)
+        if unsubscribe:
+            unsubscribe()
+
+    def unwatch_all(self) -> None:
+        for session_id in list(self._watching):
+            self.unwatch(session_id)
+
+    @property
+    def watching(self) -> list[str]:
+        return list(self._watching)
+
+    def _did_change(self, snapshot: BudgetSnapshot) -> None:
+        params = {"sessionId": snapshot.session_id, "snapshot": wire.to_wire(to_wire_snapshot(snapshot))}
+        self.protocol.notify(BUDGET_DID_CHANGE, params)
+
+
+def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn domain errors into JSON-RPC errors with their stable code (see protocol.md)."""
+
+    @functools.wraps(handler)
+    def wrapper(ls: TokendServer, params: Any) -> Any:
+        try:
+            return handler(ls, params)
+        except TokendError as exc:
+            raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from None
+
+    return wrapper
+
+
+def create_server(service: TokendService) -> TokendServer:
+    from tokend.lsp.handlers import budget, context, session
+
+    server = TokendServer(service)
+    logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every body at INFO
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TokendServer, params: types.InitializeParams) -> None:
+        ls.client_name = params.client_info.name if params.client_info else None
+        options = params.initialization_options
+        ls.initialization_options = options if isinstance(options, dict) else {}
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TokendServer, *args: Any) -> None:
+        ls.unwatch_all()
+
+    for module in (session, budget, context):
+        module.register(server)
+    return server

@@ -1,0 +1,241 @@
+"""Wire types: attrs classes mirroring protocol.md, camelCase on the wire, snake_case here.
+
+`converter` structures params (raising InvalidParams with a message naming the bad field)
+and unstructures results. Part unions are converted by hand in `convert.py` so that a
+malformed part gets a precise message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from tokend.core.errors import InvalidParams
+
+T = TypeVar("T")
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(omit_if_default=False, forbid_extra_keys=False)
+
+    def structure_factory(cls: type) -> Any:
+        renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
+        return make_dict_structure_fn(cls, conv, **renames)
+
+    def unstructure_factory(cls: type) -> Any:
+        renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
+        return make_dict_unstructure_fn(cls, conv, **renames)
+
+    conv.register_structure_hook_factory(attrs.has, structure_factory)
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    return conv
+
+
+converter = _make_converter()
+
+
+def from_wire(cls: type[T], params: Any) -> T:
+    """Structure request params into `cls`, or raise InvalidParams naming what is wrong."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParams(f"params must be an object, got {type(params).__name__}")
+    try:
+        return converter.structure(params, cls)
+    except cattrs.ClassValidationError as exc:
+        details = "; ".join(cattrs.transform_error(exc, path="params"))
+        raise InvalidParams(f"invalid params: {details}") from None
+
+
+def to_wire(value: Any) -> Any:
+    return converter.unstructure(value)
+
+
+# -- params -----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SessionCreateParams:
+    model: str
+    title: str | None = None
+    workspace_uri: str | None = None
+    context_window: int | None = None
+
+
+@attrs.frozen
+class UsageParams:
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@attrs.frozen
+class MessageParams:
+    role: str
+    parts: list[Any]
+    usage: UsageParams | None = None
+    model: str | None = None
+
+
+@attrs.frozen
+class SessionAppendParams:
+    session_id: str
+    message: MessageParams
+    if_version: int | None = None
+
+
+@attrs.frozen
+class SessionIdParams:
+    session_id: str
+
+
+@attrs.frozen
+class FileParams:
+    path: str
+    text: str
+
+
+@attrs.frozen
+class ContextAssembleParams:
+    session_id: str
+    format: Literal["openai", "anthropic"] = "openai"
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    examples: list[dict[str, Any]] | None = None
+    read_only_files: list[FileParams] | None = None
+    repo_map: str | None = None
+    chat_files: list[FileParams] | None = None
+    reminder: str | None = None
+
+
+@attrs.frozen
+class SessionCompactParams:
+    session_id: str
+    strategy: Literal["auto", "prune"] = "auto"
+
+
+@attrs.frozen
+class SessionListParams:
+    workspace_uri: str | None = None
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SessionCreateResult:
+    session_id: str
+    version: int
+
+
+@attrs.frozen
+class SessionAppendResult:
+    message_id: str
+    version: int
+    tokens: int
+
+
+@attrs.frozen
+class BreakdownWire:
+    category: str
+    tokens: int
+    basis: str
+
+
+@attrs.frozen
+class CostWire:
+    total_usd: float
+    by_model: dict[str, float]
+
+
+@attrs.frozen
+class TotalsWire:
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+@attrs.frozen
+class LastCallWire:
+    message_id: str
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    context_tokens: int
+    predicted_tokens: int | None
+    error_pct: float | None
+
+
+@attrs.frozen
+class SnapshotWire:
+    session_id: str
+    model: str
+    context_window: int
+    max_output_tokens: int
+    used_tokens: int
+    used_percentage: float
+    remaining_tokens: int
+    estimated: bool
+    breakdown: list[BreakdownWire]
+    autocompact_threshold: int
+    compactions: int
+    cost: CostWire
+    totals: TotalsWire
+    last_call: LastCallWire | None
+    last_estimate_error_pct: float | None
+    version: int
+    warnings: list[str]
+
+
+@attrs.frozen
+class ChunkWire:
+    name: str
+    tokens: int
+
+
+@attrs.frozen
+class CompactActionWire:
+    kind: str
+    parts: int
+    tokens_freed: int
+    detail: str
+
+
+@attrs.frozen
+class CompactResult:
+    before: int
+    after: int
+    actions: list[CompactActionWire]
+    snapshot: SnapshotWire
+
+
+@attrs.frozen
+class SessionSummaryWire:
+    session_id: str
+    model: str
+    title: str | None
+    workspace_uri: str | None
+    created_at: str
+    updated_at: str
+    used_tokens: int
+    used_percentage: float
+    context_window: int

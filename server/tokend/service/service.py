@@ -1,0 +1,312 @@
+"""TokendService: the one shared core every connection talks to.
+
+Methods are synchronous and run on the event-loop thread, so changes to one session are
+serialized. Each change publishes a new frozen snapshot and tells the session's listeners.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from ulid import ULID
+
+from tokend.core.budget import autocompact_threshold
+from tokend.core.calibration import Calibrator
+from tokend.core.catalog import Catalog, ModelInfo, cost_usd, with_context_window
+from tokend.core.config import TokendConfig
+from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, VersionConflict
+from tokend.core.ports import Clock, CountCache, Store
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.types import CompactionPart, Message, Part, Role, SessionInfo, StoredPart, Usage
+from tokend.service.counting import ModelCounter
+from tokend.service.live import LiveSession, add_usage
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[BudgetSnapshot], None]
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(ULID())
+
+
+class TokendService:
+    def __init__(
+        self,
+        store: Store,
+        catalog: Catalog,
+        config: TokendConfig,
+        *,
+        cache: CountCache | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self._cache = cache
+        self._sessions: dict[str, LiveSession] = {}
+        self._counters: dict[str, ModelCounter] = {}
+        self._listeners: dict[str, list[Listener]] = {}
+        self.calibrator = Calibrator.from_state(store.load_calibration())
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        model: str,
+        *,
+        title: str | None = None,
+        workspace_uri: str | None = None,
+        context_window: int | None = None,
+    ) -> SessionInfo:
+        if context_window is not None and context_window <= 0:
+            raise InvalidParams("contextWindow must be a positive number of tokens")
+        self.catalog.get(model)  # raises UnknownModel with the two ways to declare it
+        now = self.clock.now()
+        info = SessionInfo(
+            id=new_id(),
+            model=model,
+            created_at=now,
+            updated_at=now,
+            title=title,
+            workspace_uri=workspace_uri,
+            context_window=context_window,
+        )
+        self.store.create_session(info)
+        return info
+
+    def session(self, session_id: str) -> LiveSession:
+        live = self._sessions.get(session_id)
+        if live is None:
+            live = self._load(session_id)
+            self._sessions[session_id] = live
+        return live
+
+    def model_info(self, info: SessionInfo) -> ModelInfo:
+        model = self.catalog.get(info.model)
+        if info.context_window:
+            model = with_context_window(model, info.context_window)
+        return model
+
+    def counter(self, model: ModelInfo) -> ModelCounter:
+        key = f"{model.name}@{model.context_window}"
+        counter = self._counters.get(key)
+        if counter is None:
+            counter = self._counters[key] = ModelCounter(model, self._cache, self.calibrator)
+        return counter
+
+    def _load(self, session_id: str) -> LiveSession:
+        info = self.store.get_session(session_id)
+        if info is None:
+            raise SessionNotFound(
+                f"no session {session_id!r}: create one with session/create, or list them with session/list"
+            )
+        model = self.model_info(info)
+        counter = self.counter(model)
+        messages = self.store.load_messages(session_id)
+        live = LiveSession(
+            info=info,
+            model=model,
+            config=self.config,
+            messages=[],
+            message_tokens={},
+            version=0,
+            compactions=int(info.extra.get("compactions", 0)),
+            measured=dict(info.extra.get("measured", {})),
+        )
+        for message in self.store.load_all_messages(session_id) if len(messages) else []:
+            if message.usage is not None:
+                live.totals = add_usage(live.totals, message.usage)
+                key = message.model or model.name
+                live.cost_by_model[key] = live.cost_by_model.get(key, 0.0) + (message.cost_usd or 0.0)
+        missing: dict[str, int] = {}
+        for message in messages:
+            live.messages.append(message)
+            live.message_tokens[message.id] = counter.stored_total(message.role, message.parts)
+            missing.update(_uncached(counter, message))
+        if missing:
+            self.store.set_part_tokens(missing)
+        self._replay_anchor(live, info)
+        live.version = len(live.messages) + live.compactions
+        live.publish()
+        return live
+
+    def _replay_anchor(self, live: LiveSession, info: SessionInfo) -> None:
+        """Re-derive the last provider call and what was added since, from the loaded window."""
+        for index in range(len(live.messages) - 1, -1, -1):
+            message = live.messages[index]
+            if message.usage is None or message.summary:
+                continue
+            if info.compacted_at is not None and message.created_at <= info.compacted_at:
+                return
+            live.messages, after = live.messages[: index + 1], live.messages[index + 1 :]
+            live.restore_call(message, None, record=False)
+            for later in after:
+                tokens = live.message_tokens.pop(later.id)
+                live.add_message(later, tokens, Counter(), 0.0)
+            return
+
+    # -- changes ----------------------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        role: Role,
+        parts: Sequence[Part],
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        if_version: int | None = None,
+    ) -> tuple[Message, BudgetSnapshot]:
+        live = self.session(session_id)
+        if if_version is not None and if_version != live.version:
+            raise VersionConflict(
+                f"session {session_id} is at version {live.version}, not {if_version}: "
+                "fetch budget/snapshot and retry",
+                {"currentVersion": live.version},
+            )
+        counter = self.counter(live.model)
+        counts = counter.count_parts(role, parts)
+        if counts.total > live.model.effective_input_tokens:
+            raise MessageTooLarge(
+                f"the message is {counts.total} tokens but {live.model.name} accepts at most "
+                f"{live.model.effective_input_tokens} input tokens: split it or attach the file by path",
+                {"tokens": counts.total, "limit": live.model.effective_input_tokens},
+            )
+        now = self.clock.now()
+        message_id = new_id()
+        stored = tuple(
+            StoredPart(id=new_id(), part=p, tokens=t) for p, t in zip(parts, counts.tokens, strict=True)
+        )
+        cost = cost_usd(self.catalog.get(model or live.info.model), usage) if usage else None
+        message = Message(
+            id=message_id,
+            session_id=session_id,
+            role=role,
+            parts=stored,
+            created_at=now,
+            model=model or (live.info.model if role == "assistant" else None),
+            usage=usage,
+            cost_usd=cost,
+            completed_at=now if usage else None,
+        )
+        self.store.append_message(message)
+        before_anchor = live.anchored
+        observed = (live.added_chars_since_call.copy(), live.added_estimate_since_call)
+        last = live.last_call
+        call = live.add_message(message, counts.total, counts.chars_by_class, cost or 0.0)
+        if call is not None and before_anchor and last is not None and not counter.exact:
+            self._calibrate(live, last, call.context_tokens, observed)
+        return message, self._changed(live)
+
+    def _calibrate(self, live: LiveSession, last: Any, actual_context: int, observed: Any) -> None:
+        chars_by_class, estimated = observed
+        dropped = last.reasoning_tokens if live.model.strips_reasoning else 0
+        actual_added = actual_context - (last.context_tokens + last.output_tokens - dropped)
+        if actual_added > 0 and estimated > 0:
+            self.calibrator.observe(live.model.name, chars_by_class, estimated, actual_added)
+            self.store.save_calibration(self.calibrator.to_state())
+
+    def append_boundary(self, session_id: str, summary: str) -> BudgetSnapshot:
+        """Start a new window whose first message holds `summary` (a compaction boundary)."""
+        live = self.session(session_id)
+        counter = self.counter(live.model)
+        counts = counter.count_parts("user", [CompactionPart(summary)])
+        now = self.clock.now()
+        message = Message(
+            id=new_id(),
+            session_id=session_id,
+            role="user",
+            parts=(StoredPart(new_id(), CompactionPart(summary), counts.tokens[0]),),
+            created_at=now,
+            summary=True,
+        )
+        self.store.append_message(message)
+        live.compactions += 1
+        self.store.update_session(
+            session_id, compacted_at=now, extra={**live.info.extra, "compactions": live.compactions}
+        )
+        self._sessions.pop(session_id, None)
+        return self._changed(self.session(session_id))
+
+    def set_measured(self, session_id: str, measured: dict[str, int], exact: bool) -> None:
+        """Remember what the system prompt, tools, ... measured at the last assembly."""
+        live = self.session(session_id)
+        if measured == live.measured:
+            return
+        live.measured = dict(measured)
+        live.measured_exact = exact
+        extra = {**live.info.extra, "measured": live.measured}
+        self.store.update_session(session_id, extra=extra)
+        live.info = _with_extra(live.info, extra)
+        live.version += 1
+        self._changed(live)
+
+    def reload(self, session_id: str) -> LiveSession:
+        """Drop the in-memory state and read the session again from the store."""
+        self._sessions.pop(session_id, None)
+        return self.session(session_id)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def snapshot(self, session_id: str) -> BudgetSnapshot:
+        live = self.session(session_id)
+        assert live.snapshot is not None
+        return live.snapshot
+
+    def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
+        return self.store.list_sessions(workspace_uri)
+
+    def threshold(self, live: LiveSession) -> int:
+        return autocompact_threshold(live.model, self.config.compaction)
+
+    # -- notifications ----------------------------------------------------------------------
+
+    def subscribe(self, session_id: str, listener: Listener) -> Callable[[], None]:
+        self._listeners.setdefault(session_id, []).append(listener)
+
+        def unsubscribe() -> None:
+            listeners = self._listeners.get(session_id, [])
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return unsubscribe
+
+    def _changed(self, live: LiveSession) -> BudgetSnapshot:
+        snapshot = live.publish()
+        for listener in list(self._listeners.get(live.id, ())):
+            try:
+                listener(snapshot)
+            except Exception:  # one broken listener never stops the others
+                log.exception("budget listener failed for session %s", live.id)
+        return snapshot
+
+    def notify_changed(self, session_id: str) -> BudgetSnapshot:
+        return self._changed(self.session(session_id))
+
+    def close(self) -> None:
+        self.store.save_calibration(self.calibrator.to_state())
+        self.store.close()
+
+
+def _uncached(counter: ModelCounter, message: Message) -> dict[str, int]:
+    todo = [sp for sp in message.parts if sp.tokens is None and sp.compacted_at is None]
+    if not todo:
+        return {}
+    counts = counter.count_parts(message.role, [sp.part for sp in todo])
+    return {sp.id: t for sp, t in zip(todo, counts.tokens, strict=True)}
+
+
+def _with_extra(info: SessionInfo, extra: dict[str, Any]) -> SessionInfo:
+    return replace(info, extra=extra)
