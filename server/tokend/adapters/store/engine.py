@@ -1,0 +1,115 @@
+"""The store's Engine (with SQLite tuned for a daemon and its editors) and its schema upgrades.
+
+All SQLite-specific SQL lives in `_install_sqlite_hooks`; everything else is portable.
+Migrations are run from code with an Alembic Config built here (no alembic.ini file), so they
+work from an installed package.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, create_engine, event
+
+from tokend.adapters.store.codec import dumps_json, loads_json
+from tokend.core.errors import StoreError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+BUSY_TIMEOUT_MS = 5_000
+WRITE_OPTION = "tokend_write"  # execution option: this connection's transactions will write
+
+
+def create_store_engine(url: str) -> Engine:
+    """An Engine for `url` (any SQLAlchemy URL); SQLite files get WAL, foreign keys, a 5 s busy
+    timeout and synchronous=NORMAL on every connection. The schema is not touched."""
+    engine = create_engine(url, json_serializer=dumps_json, json_deserializer=loads_json)
+    if engine.dialect.name == "sqlite":
+        _install_sqlite_hooks(engine)
+    return engine
+
+
+def writer(engine: Engine) -> Engine:
+    """The same Engine (and pool) marked so that its transactions are write transactions."""
+    return engine.execution_options(**{WRITE_OPTION: True})
+
+
+def _install_sqlite_hooks(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # The driver's own implicit BEGIN is off: `_on_begin` below emits real BEGINs, so reads
+        # see one snapshot and DDL is transactional.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")  # first: the next may wait
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # A writer takes the write lock up front (waiting up to busy_timeout for it); a deferred
+        # transaction that reads first could not wait and fail at once with "database is locked".
+        writes = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+
+
+def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
+    """The equivalent of alembic.ini, built in code. `connection` (inside a transaction) is used
+    by migrations/env.py when given; otherwise `url`."""
+    config = Config(stdout=sys.stderr)  # never stdout: it is the JSON-RPC wire
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.attributes["connection"] = connection
+    return config
+
+
+@functools.cache
+def _script() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def head_revisions() -> frozenset[str]:
+    """The revisions the code's migrations end at."""
+    return frozenset(_script().get_heads())
+
+
+def current_revisions(connection: Connection) -> frozenset[str]:
+    """The revisions the database is at (empty for a new database)."""
+    return frozenset(MigrationContext.configure(connection).get_current_heads())
+
+
+def upgrade_to_head(engine: Engine) -> bool:
+    """Bring the schema to the newest revision; True when migrations ran.
+
+    An up-to-date database costs one read. Otherwise migrations run in one write transaction;
+    on SQLite that holds the write lock, so a second process opening the same new file waits,
+    then finds the schema at head and does nothing.
+    """
+    heads = head_revisions()
+    with engine.connect() as connection:
+        if current_revisions(connection) == heads:
+            return False
+    with writer(engine).connect() as connection, connection.begin():
+        current = current_revisions(connection)
+        if current == heads:
+            return False
+        known = {script.revision for script in _script().walk_revisions()}
+        unknown = current - known
+        if unknown:
+            raise StoreError(
+                f"the database schema is at revision {sorted(unknown)}, unknown to this tokend "
+                "(made by a newer version?); upgrade tokend or use another database"
+            )
+        command.upgrade(alembic_config(connection), "head")
+    return True

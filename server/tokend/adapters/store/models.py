@@ -1,0 +1,123 @@
+"""The store's tables as typed SQLAlchemy models. The schema itself is created by the Alembic
+migrations in `migrations/versions`; these models must describe the same columns."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware datetime stored in UTC; always read back aware (UTC).
+
+    Naive datetimes are refused: the store cannot know which zone they meant.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()}: pass a timezone-aware one")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:  # SQLite keeps no zone: what we wrote was UTC
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+# JSON whose Python None is SQL NULL (not the JSON text "null").
+NullableJSON = JSON(none_as_null=True)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    workspace_uri: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    parent_id: Mapped[str | None] = mapped_column(ForeignKey("sessions.id"))
+    context_window: Mapped[int | None] = mapped_column(Integer)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    compacted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    __table_args__ = (Index("ix_sessions_workspace_updated", "workspace_uri", "updated_at"),)
+
+
+class MessageRow(Base):
+    __tablename__ = "messages"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id"))
+    seq: Mapped[int] = mapped_column(Integer)  # 1, 2, 3... per session, in append order
+    role: Mapped[str] = mapped_column(String(16))
+    model: Mapped[str | None] = mapped_column(Text)
+    usage: Mapped[dict[str, int] | None] = mapped_column(NullableJSON)
+    cost_usd: Mapped[float | None] = mapped_column(Float)
+    summary: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    __table_args__ = (
+        # Orders a session's messages and makes seq unique per session.
+        Index("ix_messages_session_seq", "session_id", "seq", unique=True),
+        # Finds the newest compaction boundary without scanning the session.
+        Index("ix_messages_session_summary_seq", "session_id", "summary", "seq"),
+    )
+
+
+class PartRow(Base):
+    __tablename__ = "parts"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    message_id: Mapped[str] = mapped_column(ForeignKey("messages.id"))
+    idx: Mapped[int] = mapped_column(Integer)  # 0-based order within the message
+    kind: Mapped[str] = mapped_column(String(16))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    tokens: Mapped[int | None] = mapped_column(Integer)
+    compacted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    __table_args__ = (Index("ix_parts_message_idx", "message_id", "idx", unique=True),)
+
+
+class TokenCacheRow(Base):
+    __tablename__ = "token_cache"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)  # "<counter>:<sha256 hex>"
+    tokens: Mapped[int] = mapped_column(Integer)
+
+
+class CalibrationRow(Base):
+    __tablename__ = "calibration"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -1,0 +1,34 @@
+"""Where the session database lives: an explicit URL, the environment, or the user data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+DATABASE_URL_ENV = "TOKEND_DATABASE_URL"
+DEFAULT_DB_FILENAME = "tokend.sqlite3"
+
+
+def default_database_path() -> Path:
+    """The SQLite file in the user data folder for "tokend" (the folder is created)."""
+    folder = Path(platformdirs.user_data_dir("tokend", appauthor=False))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / DEFAULT_DB_FILENAME
+
+
+def sqlite_url(path: Path | str) -> str:
+    """A SQLAlchemy URL for a SQLite file at `path` (made absolute)."""
+    return "sqlite:///" + Path(path).resolve().as_posix()
+
+
+def resolve_database_url(explicit: str | None = None) -> str:
+    """The SQLAlchemy URL to open: `explicit` if given, else $TOKEND_DATABASE_URL, else the
+    SQLite file `tokend.sqlite3` in platformdirs' user data dir for "tokend"."""
+    if explicit:
+        return explicit
+    from_env = os.environ.get(DATABASE_URL_ENV, "").strip()
+    if from_env:
+        return from_env
+    return sqlite_url(default_database_path())
