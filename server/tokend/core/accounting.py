@@ -1,0 +1,107 @@
+"""Usage accounting: the next call's input predicted from the last call's usage, and how wrong it was.
+
+All figures are tokens. The rule (verified on real Claude Code sessions, see core/replay.py):
+the next request re-sends everything the last request consumed (its whole input, cached or not)
+plus everything the model wrote (its output, thinking included) plus what was added since.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tokend.core.types import Usage
+
+DEFAULT_ERROR_LOG_SIZE = 200
+
+
+def predict_next_input(
+    last_usage: Usage, added_tokens: int, reasoning_tokens_dropped: int = 0
+) -> int:
+    """Tokens the next call will consume as input.
+
+    = last input (input + cache read + cache write) + last output - reasoning dropped + added.
+    `reasoning_tokens_dropped` is for providers that strip earlier reasoning from the next request
+    (Anthropic models before Opus 4.5 did, outside a tool loop); it cannot exceed the last output.
+    """
+    if added_tokens < 0 or reasoning_tokens_dropped < 0:
+        raise ValueError("added_tokens and reasoning_tokens_dropped must be >= 0")
+    resent_output = max(0, last_usage.output_tokens - reasoning_tokens_dropped)
+    return last_usage.context_tokens + resent_output + added_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateError:
+    """A predicted input (tokens) against the provider's report; error_pct is signed (+ = over)."""
+
+    predicted: int
+    actual: int
+
+    @property
+    def error_pct(self) -> float:
+        """(predicted - actual) / actual * 100; 0 when both are 0, inf when only actual is 0."""
+        if self.actual == 0:
+            return 0.0 if self.predicted == 0 else math.inf
+        return (self.predicted - self.actual) / self.actual * 100.0
+
+    @property
+    def abs_error_pct(self) -> float:
+        return abs(self.error_pct)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSummary:
+    """Statistics of |error| in percent over the logged estimates (None when none are logged)."""
+
+    count: int
+    median_abs_error_pct: float | None
+    p90_abs_error_pct: float | None
+    max_abs_error_pct: float | None
+
+
+def summarize_abs_errors(abs_errors_pct: Iterable[float]) -> ErrorSummary:
+    """Median, 90th percentile (nearest rank) and max of absolute errors in percent."""
+    ordered = sorted(abs_errors_pct)
+    if not ordered:
+        return ErrorSummary(0, None, None, None)
+    rank = max(1, math.ceil(0.9 * len(ordered)))
+    return ErrorSummary(
+        count=len(ordered),
+        median_abs_error_pct=statistics.median(ordered),
+        p90_abs_error_pct=ordered[rank - 1],
+        max_abs_error_pct=ordered[-1],
+    )
+
+
+class ErrorLog:
+    """The last `size` estimate errors of one session (oldest dropped first)."""
+
+    def __init__(self, size: int = DEFAULT_ERROR_LOG_SIZE) -> None:
+        if size < 1:
+            raise ValueError("size must be >= 1")
+        self._errors: deque[EstimateError] = deque(maxlen=size)
+
+    def record(self, predicted: int, actual: int) -> EstimateError:
+        error = EstimateError(predicted=predicted, actual=actual)
+        self._errors.append(error)
+        return error
+
+    @property
+    def errors(self) -> tuple[EstimateError, ...]:
+        return tuple(self._errors)
+
+    @property
+    def last_error_pct(self) -> float | None:
+        """Signed error of the latest estimate in percent; None before the first."""
+        return self._errors[-1].error_pct if self._errors else None
+
+    def summary(self) -> ErrorSummary:
+        return summarize_abs_errors(
+            error.abs_error_pct for error in self._errors if math.isfinite(error.error_pct)
+        )
+
+    def __len__(self) -> int:
+        return len(self._errors)
