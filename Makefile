@@ -14,7 +14,6 @@ lsp: bootstrap
 	@$(BIN)/tokend lsp
 
 test: bootstrap
-	$(BIN)/lint-imports --config pyproject.toml
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: bootstrap

@@ -240,6 +240,30 @@ class TokendService:
         self._sessions.pop(session_id, None)
         return self._changed(self.session(session_id))
 
+    def prune_parts(self, session_id: str, part_ids: Sequence[str]) -> BudgetSnapshot:
+        """Mark parts compacted (assembly shows a placeholder); the originals stay in the store."""
+        live = self.session(session_id)
+        now = self.clock.now()
+        wanted = set(part_ids)
+        self.store.mark_parts_compacted(wanted, now)
+        live.compactions += 1
+        extra = {**live.info.extra, "compactions": live.compactions}
+        self.store.update_session(session_id, compacted_at=now, extra=extra)
+        live.info = replace(live.info, compacted_at=now, extra=extra)
+        counter = self.counter(live.model)
+        for i, message in enumerate(live.messages):
+            if not any(sp.id in wanted for sp in message.parts):
+                continue
+            parts = tuple(
+                replace(sp, compacted_at=now) if sp.id in wanted else sp for sp in message.parts
+            )
+            live.messages[i] = replace(message, parts=parts)
+            live.message_tokens[message.id] = counter.stored_total(message.role, parts)
+        # Right after a compaction no provider figure describes the context: count it whole.
+        live.anchored = False
+        live.version += 1
+        return self._changed(live)
+
     def set_measured(self, session_id: str, measured: dict[str, int], exact: bool) -> None:
         """Remember what the system prompt, tools, ... measured at the last assembly."""
         live = self.session(session_id)

@@ -1,0 +1,39 @@
+"""Shared fixtures: every test runs with its own data, config, state and runtime folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSIONS_DIR = ROOT.parent / "shared" / "data" / "claude-code-sessions"
+BIG_SESSION = SESSIONS_DIR / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point XDG folders (and so platformdirs) at a fresh temp tree; no test touches the user's."""
+    base = tmp_path_factory.mktemp("xdg")
+    for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        path = base / var.lower()
+        path.mkdir()
+        monkeypatch.setenv(var, str(path))
+    runtime = base / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.delenv("TOKEND_DATABASE_URL", raising=False)
+    return base
+
+
+def sessions_dir_or_skip() -> Path:
+    if not SESSIONS_DIR.is_dir():
+        pytest.skip(f"the shared Claude Code sessions are not beside the repo ({SESSIONS_DIR.name})")
+    return SESSIONS_DIR
+
+
+def tokend_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    return env
