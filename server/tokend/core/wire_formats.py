@@ -1,0 +1,381 @@
+"""Stored messages as provider request shapes: OpenAI Chat Completions and Anthropic Messages.
+
+Two steps. `render_message` turns ONE message into wire messages; its output depends only on
+that message, so callers may memoize it by message id (the output must then never be mutated).
+A `Joiner` then strings rendered messages into a request the provider accepts: Anthropic's
+roles alternate and start with "user" (consecutive same-role messages are merged), every tool
+result directly answers its tool call, orphan results are sent as text and unanswered calls get
+a placeholder result (each repair adds a warning). Token counts are not touched here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from tokend.core.render import PRUNED_TOOL_RESULT, to_json_text
+from tokend.core.types import (
+    CompactionPart,
+    FilePart,
+    ImagePart,
+    Message,
+    ReasoningPart,
+    StoredPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+WireFormat = Literal["openai", "anthropic"]
+WIRE_FORMATS: tuple[WireFormat, ...] = ("openai", "anthropic")
+WireMessage = dict[str, Any]
+
+UNANSWERED_TOOL_CALL = "[No result: the tool call was interrupted]"
+CONVERSATION_START = "[Earlier conversation omitted]"
+ORPHAN_RESULT_PREFIX = "[Tool result]\n"
+_NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
+    """The wire messages for one stored message (several when an assistant step has tool results).
+
+    A summary message renders as a user message; pruned tool results as PRUNED_TOOL_RESULT.
+    """
+    if fmt not in WIRE_FORMATS:
+        raise ValueError(f"unknown wire format {fmt!r}; expected one of {WIRE_FORMATS}")
+    said_as = _speaker(message, fmt)
+    wire: list[WireMessage] = []
+    if said_as != "assistant":  # results first: Anthropic wants tool_result blocks leading
+        said = [sp for sp in message.parts if not isinstance(sp.part, ToolResultPart)]
+        results = [sp for sp in message.parts if isinstance(sp.part, ToolResultPart)]
+        _emit(wire, fmt, "user", [], results)
+        _emit(wire, fmt, said_as, said, [])
+        return tuple(wire)
+    said, results = [], []
+    for sp in message.parts:
+        if isinstance(sp.part, ToolResultPart):
+            results.append(sp)
+            continue
+        if results:  # a new step after the results of the previous one
+            _emit(wire, fmt, "assistant", said, results)
+            said, results = [], []
+        said.append(sp)
+    _emit(wire, fmt, "assistant", said, results)
+    return tuple(wire)
+
+
+def _speaker(message: Message, fmt: WireFormat) -> str:
+    if message.summary or message.role in ("user", "tool"):
+        return "user"
+    if message.role == "system":
+        return "system" if fmt == "openai" else "user"
+    return "assistant"
+
+
+def _emit(
+    wire: list[WireMessage],
+    fmt: WireFormat,
+    role: str,
+    said: Sequence[StoredPart],
+    results: Sequence[StoredPart],
+) -> None:
+    if fmt == "openai":
+        said_message = _openai_said(role, said) if said else None
+        if said_message is not None and role == "assistant":
+            wire.append(said_message)
+        wire.extend(_openai_result(sp) for sp in results)
+        if said_message is not None and role != "assistant":
+            wire.append(said_message)
+        return
+    blocks = [_anthropic_result(sp) for sp in results] if role == "user" else []
+    blocks.extend(b for b in (_anthropic_block(role, sp.part) for sp in said) if b is not None)
+    if blocks:
+        wire.append({"role": role, "content": blocks})
+    if role == "assistant" and results:
+        wire.append({"role": "user", "content": [_anthropic_result(sp) for sp in results]})
+
+
+def _result_text(sp: StoredPart) -> str:
+    assert isinstance(sp.part, ToolResultPart)
+    return PRUNED_TOOL_RESULT if sp.compacted_at is not None else sp.part.output
+
+
+def _mention(part: Any) -> str:
+    match part:
+        case FilePart(path=path):
+            return f"[file: {path}]"
+        case ImagePart(media_type=media_type):
+            return f"[image: {media_type}]"
+        case ToolCallPart(name=name, input=value):
+            return f"[tool call {name}: {to_json_text(value)}]"
+    raise TypeError(f"no mention for {part!r}")
+
+
+def _openai_said(role: str, said: Sequence[StoredPart]) -> WireMessage | None:
+    content: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for sp in said:
+        part = sp.part
+        if isinstance(part, TextPart | CompactionPart):
+            text = part.text if isinstance(part, TextPart) else part.summary
+            if text:
+                content.append({"type": "text", "text": text})
+        elif isinstance(part, ToolCallPart) and role == "assistant":
+            function = {"name": part.name, "arguments": to_json_text(part.input)}
+            calls.append({"id": part.call_id, "type": "function", "function": function})
+        elif isinstance(part, ImagePart) and role == "user" and part.data_base64:
+            url = f"data:{part.media_type};base64,{part.data_base64}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+        elif not isinstance(part, ReasoningPart):  # reasoning is never sent to OpenAI
+            content.append({"type": "text", "text": _mention(part)})
+    if not content and not calls:
+        return None
+    message: WireMessage = {"role": role, "content": _openai_content(content)}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _openai_content(content: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
+    if not content:
+        return None
+    if len(content) == 1 and content[0]["type"] == "text":
+        return content[0]["text"]
+    return content
+
+
+def _openai_result(sp: StoredPart) -> WireMessage:
+    assert isinstance(sp.part, ToolResultPart)
+    return {"role": "tool", "tool_call_id": sp.part.call_id, "content": _result_text(sp)}
+
+
+def _anthropic_result(sp: StoredPart) -> dict[str, Any]:
+    part = sp.part
+    assert isinstance(part, ToolResultPart)
+    return {
+        "type": "tool_result",
+        "tool_use_id": part.call_id,
+        "content": _result_text(sp),
+        "is_error": part.is_error,
+    }
+
+
+def _anthropic_block(role: str, part: Any) -> dict[str, Any] | None:
+    """One content block (None: nothing to send, e.g. blank text or reasoning outside assistant)."""
+    match part:
+        case TextPart(text=text) | CompactionPart(summary=text):
+            return {"type": "text", "text": text} if text.strip() else None
+        case ReasoningPart():
+            return _anthropic_thinking(part) if role == "assistant" else None
+        case ToolCallPart(call_id=call_id, name=name, input=value) if role == "assistant":
+            tool_input = value if isinstance(value, dict) else {"input": value}
+            return {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}
+        case ImagePart(media_type=media_type, data_base64=data) if role == "user" and data:
+            source = {"type": "base64", "media_type": media_type, "data": data}
+            return {"type": "image", "source": source}
+    return {"type": "text", "text": _mention(part)}
+
+
+def _anthropic_thinking(part: ReasoningPart) -> dict[str, Any] | None:
+    metadata: Any = part.provider_metadata or {}
+    if isinstance(metadata.get("anthropic"), dict):
+        metadata = metadata["anthropic"]
+    redacted = metadata.get("redactedData") or metadata.get("redacted_data")
+    if redacted is None and metadata.get("type") == "redacted_thinking":
+        redacted = metadata.get("data")
+    if redacted is not None:
+        return {"type": "redacted_thinking", "data": redacted}
+    if not part.text.strip() and not metadata.get("signature"):
+        return None
+    block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
+    if metadata.get("signature"):
+        block["signature"] = metadata["signature"]
+    return block
+
+
+class Joiner:
+    """Strings rendered messages into one valid request, in order. `add`, then `messages`."""
+
+    def __init__(self, fmt: WireFormat) -> None:
+        self.fmt = fmt
+        self.messages: list[WireMessage] = []
+        self.warnings: list[str] = []
+        self._pending: dict[str, str] = {}  # tool call id -> tool name, awaiting a result
+
+    def add(self, wire: WireMessage) -> None:
+        if self.fmt == "openai":
+            self._add_openai(wire)
+        else:
+            self._add_anthropic(wire)
+
+    def finish(self) -> list[WireMessage]:
+        """Answer calls left unanswered at the end; returns the joined messages."""
+        if self.fmt == "openai":
+            self._answer_pending_openai()
+        else:
+            self._answer_pending_anthropic()
+        return self.messages
+
+    def end_position(self) -> tuple[int, dict[str, Any]] | None:
+        """(index, last block) of the newest message: where a chunk that ends now ends."""
+        if not self.messages:
+            return None
+        content = self.messages[-1].get("content")
+        return len(self.messages) - 1, content[-1] if isinstance(content, list) else {}
+
+    def _add_openai(self, wire: WireMessage) -> None:
+        if wire["role"] == "tool":
+            if self._pending.pop(wire["tool_call_id"], None) is not None:
+                self.messages.append(wire)
+                return
+            self.warnings.append(
+                f"tool result {wire['tool_call_id']} answers no call; sent as text"
+            )
+            wire = {"role": "user", "content": ORPHAN_RESULT_PREFIX + wire["content"]}
+        self._answer_pending_openai()
+        self.messages.append(wire)
+        for call in wire.get("tool_calls") or ():
+            self._pending[call["id"]] = call["function"]["name"]
+
+    def _answer_pending_openai(self) -> None:
+        for call_id, name in self._pending.items():
+            self.warnings.append(f"tool call {call_id} ({name}) had no result; sent a placeholder")
+            self.messages.append(
+                {"role": "tool", "tool_call_id": call_id, "content": UNANSWERED_TOOL_CALL}
+            )
+        self._pending.clear()
+
+    def _add_anthropic(self, wire: WireMessage) -> None:
+        out = self.messages
+        if wire["role"] == "assistant":
+            if out and out[-1]["role"] == "assistant":
+                out[-1] = {"role": "assistant", "content": [*out[-1]["content"], *wire["content"]]}
+            else:
+                self._answer_pending_anthropic()
+                if not out:
+                    self.warnings.append("the conversation starts with the assistant; added a stub")
+                    stub = {"type": "text", "text": CONVERSATION_START}
+                    out.append({"role": "user", "content": [stub]})
+                out.append(wire)
+            for block in wire["content"]:
+                if block["type"] == "tool_use":
+                    self._pending[block["id"]] = block["name"]
+            return
+        results: list[dict[str, Any]] = []
+        others: list[dict[str, Any]] = []
+        for block in wire["content"]:
+            if block["type"] != "tool_result":
+                others.append(block)
+            elif self._pending.pop(block["tool_use_id"], None) is not None:
+                results.append(block)
+            else:
+                self.warnings.append(
+                    f"tool result {block['tool_use_id']} answers no call; sent as text"
+                )
+                others.append({"type": "text", "text": ORPHAN_RESULT_PREFIX + block["content"]})
+        self._add_user_blocks(results, others)
+
+    def _answer_pending_anthropic(self) -> None:
+        placeholders = []
+        for call_id, name in self._pending.items():
+            self.warnings.append(f"tool call {call_id} ({name}) had no result; sent a placeholder")
+            placeholders.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call_id,
+                    "content": UNANSWERED_TOOL_CALL,
+                    "is_error": True,
+                }
+            )
+        self._pending.clear()
+        if placeholders:
+            self._add_user_blocks(placeholders, [])
+
+    def _add_user_blocks(self, results: list[dict[str, Any]], others: list[dict[str, Any]]) -> None:
+        """Append to the conversation as the user; tool results stay ahead of other blocks."""
+        out = self.messages
+        if out and out[-1]["role"] == "user":
+            previous = out[-1]["content"]
+            kept = [b for b in previous if b["type"] == "tool_result"]
+            rest = [b for b in previous if b["type"] != "tool_result"]
+            out[-1] = {"role": "user", "content": [*kept, *results, *rest, *others]}
+        elif results or others:
+            out.append({"role": "user", "content": [*results, *others]})
+
+
+def cacheable_block_index(content: Sequence[dict[str, Any]], block: dict[str, Any]) -> int | None:
+    """Where `block` sits in `content`, moved back past thinking blocks (they take no cache_control)."""
+    for index in range(len(content) - 1, -1, -1):
+        if content[index] is block:
+            while index >= 0 and content[index]["type"] in _NOT_CACHEABLE:
+                index -= 1
+            return index if index >= 0 else None
+    return None
+
+
+def shape_problems(messages: Sequence[WireMessage], fmt: WireFormat) -> list[str]:
+    """What a provider would reject in `messages` (empty: the shape is valid)."""
+    return _anthropic_problems(messages) if fmt == "anthropic" else _openai_problems(messages)
+
+
+def _anthropic_problems(messages: Sequence[WireMessage]) -> list[str]:
+    problems: list[str] = []
+    if messages and messages[0]["role"] != "user":
+        problems.append("the first message is not from the user")
+    previous_uses: set[str] = set()
+    for i, message in enumerate(messages):
+        role, content = message["role"], message["content"]
+        if i and role == messages[i - 1]["role"]:
+            problems.append(f"messages {i - 1} and {i} have the same role")
+        if not content:
+            problems.append(f"message {i} is empty")
+        kinds = [b["type"] for b in content]
+        answered = {b["tool_use_id"] for b in content if b["type"] == "tool_result"}
+        if role == "user" and kinds[: len(answered)] != ["tool_result"] * len(answered):
+            problems.append(f"message {i}: tool results do not come first")
+        if answered - previous_uses:
+            problems.append(f"message {i}: tool results without a preceding tool use")
+        if role == "user" and previous_uses - answered:
+            problems.append(f"message {i}: tool uses of message {i - 1} left unanswered")
+        bad = (
+            {"tool_use", "thinking", "redacted_thinking"}
+            if role == "user"
+            else {"tool_result", "image"}
+        )
+        if bad & set(kinds):
+            problems.append(f"message {i}: {role} message holds {sorted(bad & set(kinds))}")
+        if any(b["type"] == "text" and not b["text"].strip() for b in content):
+            problems.append(f"message {i}: blank text block")
+        previous_uses = {b["id"] for b in content if b["type"] == "tool_use"}
+    if previous_uses:
+        problems.append("the last message has unanswered tool uses")
+    return problems
+
+
+def _openai_problems(messages: Sequence[WireMessage]) -> list[str]:
+    problems: list[str] = []
+    awaiting: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message["role"]
+        if role == "tool":
+            if message["tool_call_id"] not in awaiting:
+                problems.append(f"message {i}: tool result answers no open tool call")
+            awaiting.discard(message["tool_call_id"])
+            continue
+        if awaiting:
+            problems.append(f"message {i}: tool calls {sorted(awaiting)} left unanswered")
+        awaiting = set()
+        if role not in ("system", "user", "assistant"):
+            problems.append(f"message {i}: unknown role {role!r}")
+        if not message.get("content") and not message.get("tool_calls"):
+            problems.append(f"message {i} is empty")
+        for call in message.get("tool_calls") or ():
+            awaiting.add(call["id"])
+            try:
+                json.loads(call["function"]["arguments"])
+            except (ValueError, TypeError):
+                problems.append(f"message {i}: tool call arguments are not JSON")
+    if awaiting:
+        problems.append(f"tool calls {sorted(awaiting)} left unanswered at the end")
+    return problems
