@@ -8,7 +8,6 @@ sessions are soft-deleted (deleted_at), pruned parts only marked (compacted_at).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -17,9 +16,9 @@ from typing import Any, Self
 from sqlalchemy import Engine, bindparam, func, insert, select, true, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
-from ulid import ULID
 
-from tokend.adapters.store.codec import part_from_json, part_to_json, usage_from_json, usage_to_json
+from tokend.adapters.store import rows
+from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
 from tokend.adapters.store.models import (
     CalibrationRow,
@@ -30,24 +29,13 @@ from tokend.adapters.store.models import (
 )
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.errors import InvalidParams, SessionNotFound, StoreError
-from tokend.core.types import Message, SessionInfo, StoredPart
+from tokend.core.types import Message, SessionInfo
 
 UPDATABLE_SESSION_FIELDS = frozenset(
     {"title", "model", "workspace_uri", "parent_id", "context_window", "updated_at"}
     | {"compacted_at", "deleted_at", "extra"}
 )
 CALIBRATION_KEY = "default"
-IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
-
-
-def new_id() -> str:
-    """A fresh ULID string (26 chars, sortable by creation time)."""
-    return str(ULID())
-
-
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), IN_CHUNK):
-        yield items[start : start + IN_CHUNK]
 
 
 class SqlStore:
@@ -106,11 +94,11 @@ class SqlStore:
 
     def create_session(self, info: SessionInfo) -> None:
         with self._writing() as session:
-            if info.parent_id is not None and _live(session, info.parent_id) is None:
+            if info.parent_id is not None and rows.live(session, info.parent_id) is None:
                 raise SessionNotFound(f"parent session {info.parent_id} not found")
             session.add(
                 SessionRow(
-                    id=info.id or new_id(),
+                    id=info.id or rows.new_id(),
                     workspace_uri=info.workspace_uri,
                     title=info.title,
                     model=info.model,
@@ -126,8 +114,8 @@ class SqlStore:
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         with self._reading() as session:
-            row = _live(session, session_id)
-            return None if row is None else _session_info(row)
+            row = rows.live(session, session_id)
+            return None if row is None else rows.session_info(row)
 
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         query = select(SessionRow).where(SessionRow.deleted_at.is_(None))
@@ -135,7 +123,7 @@ class SqlStore:
             query = query.where(SessionRow.workspace_uri == workspace_uri)
         query = query.order_by(SessionRow.updated_at.desc(), SessionRow.id.desc())
         with self._reading() as session:
-            return [_session_info(row) for row in session.scalars(query)]
+            return [rows.session_info(row) for row in session.scalars(query)]
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Set SessionInfo fields by name; works on soft-deleted sessions too (deleted_at=None
@@ -158,11 +146,11 @@ class SqlStore:
     def append_message(self, message: Message) -> None:
         """Insert the message and its parts in one transaction; the session's updated_at moves
         forward to the message's completed_at (else created_at). Empty ids get fresh ULIDs."""
-        message_id = message.id or new_id()
+        message_id = message.id or rows.new_id()
         stamped_at = message.completed_at or message.created_at
         with self._writing() as session:
             # Locks the session row (PostgreSQL), so concurrent appends take seq numbers in turn.
-            row = _live(session, message.session_id, lock=True)
+            row = rows.live(session, message.session_id, lock=True)
             if row is None:
                 raise SessionNotFound(f"session {message.session_id} not found")
             last_seq = session.scalar(
@@ -186,7 +174,7 @@ class SqlStore:
                 ],
             )
             if message.parts:
-                session.execute(insert(PartRow), _part_rows(message_id, message.parts))
+                session.execute(insert(PartRow), rows.part_rows(message_id, message.parts))
             if stamped_at > row.updated_at:
                 row.updated_at = stamped_at
 
@@ -194,18 +182,18 @@ class SqlStore:
         """From the newest summary message (the compaction boundary) on, oldest first; all
         messages when there is none. Two queries whatever the length."""
         with self._reading() as session:
-            _require_live(session, session_id)
+            rows.require_live(session, session_id)
             boundary = session.scalar(
                 select(func.max(MessageRow.seq)).where(
                     MessageRow.session_id == session_id, MessageRow.summary == true()
                 )
             )
-            return _load_from(session, session_id, from_seq=boundary or 0)
+            return rows.load_from(session, session_id, from_seq=boundary or 0)
 
     def load_all_messages(self, session_id: str) -> list[Message]:
         with self._reading() as session:
-            _require_live(session, session_id)
-            return _load_from(session, session_id, from_seq=0)
+            rows.require_live(session, session_id)
+            return rows.load_from(session, session_id, from_seq=0)
 
     def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None:
         """Set compacted_at on parts not marked yet (the first prune time stays); the parts
@@ -214,7 +202,7 @@ class SqlStore:
         if not ids:
             return
         with self._writing() as session:
-            for chunk in _chunks(ids):
+            for chunk in rows.chunks(ids):
                 session.execute(
                     update(PartRow)
                     .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
@@ -259,11 +247,11 @@ class SqlStore:
             return {}
         found: dict[str, int] = {}
         with self._reading() as session:
-            for chunk in _chunks(wanted):
+            for chunk in rows.chunks(wanted):
                 query = select(TokenCacheRow.key, TokenCacheRow.tokens).where(
                     TokenCacheRow.key.in_(chunk)
                 )
-                found.update(session.execute(query).tuples())
+                found.update(session.execute(query).all())
         return found
 
     def put_many(self, counts: Mapping[str, int]) -> None:
@@ -271,7 +259,7 @@ class SqlStore:
         if not counts:
             return
         with self._writing() as session:
-            existing = _existing_counts(session, list(counts))
+            existing = rows.existing_counts(session, list(counts))
             fresh = [{"key": k, "tokens": v} for k, v in counts.items() if k not in existing]
             changed = [
                 {"k": k, "n": v} for k, v in counts.items() if k in existing and existing[k] != v
@@ -286,104 +274,3 @@ class SqlStore:
                     .values(tokens=bindparam("n")),
                     changed,
                 )
-
-
-def _live(session: Session, session_id: str, *, lock: bool = False) -> SessionRow | None:
-    row = session.get(SessionRow, session_id, with_for_update=lock)
-    return None if row is None or row.deleted_at is not None else row
-
-
-def _require_live(session: Session, session_id: str) -> None:
-    if _live(session, session_id) is None:
-        raise SessionNotFound(f"session {session_id} not found")
-
-
-def _existing_counts(session: Session, keys: list[str]) -> dict[str, int]:
-    existing: dict[str, int] = {}
-    for chunk in _chunks(keys):
-        query = select(TokenCacheRow.key, TokenCacheRow.tokens).where(TokenCacheRow.key.in_(chunk))
-        existing.update(session.execute(query).tuples())
-    return existing
-
-
-def _part_rows(message_id: str, parts: Sequence[StoredPart]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": stored.id or new_id(),
-            "message_id": message_id,
-            "idx": idx,
-            "kind": stored.part.kind,
-            "data": part_to_json(stored.part),
-            "tokens": stored.tokens,
-            "compacted_at": stored.compacted_at,
-        }
-        for idx, stored in enumerate(parts)
-    ]
-
-
-def _load_from(session: Session, session_id: str, *, from_seq: int) -> list[Message]:
-    """Messages with seq >= from_seq, oldest first, with their parts: exactly two queries."""
-    in_range = (MessageRow.session_id == session_id, MessageRow.seq >= from_seq)
-    part_rows = session.execute(
-        select(
-            PartRow.message_id,
-            PartRow.id,
-            PartRow.kind,
-            PartRow.data,
-            PartRow.tokens,
-            PartRow.compacted_at,
-        )
-        .join(MessageRow, PartRow.message_id == MessageRow.id)
-        .where(*in_range)
-        .order_by(MessageRow.seq, PartRow.idx)
-    ).tuples()
-    parts_of: defaultdict[str, list[StoredPart]] = defaultdict(list)
-    for message_id, part_id, kind, data, tokens, compacted_at in part_rows:
-        parts_of[message_id].append(
-            StoredPart(part_id, part_from_json(kind, data), tokens, compacted_at)
-        )
-    message_rows = session.execute(
-        select(
-            MessageRow.id,
-            MessageRow.role,
-            MessageRow.created_at,
-            MessageRow.model,
-            MessageRow.usage,
-            MessageRow.cost_usd,
-            MessageRow.summary,
-            MessageRow.completed_at,
-        )
-        .where(*in_range)
-        .order_by(MessageRow.seq)
-    ).tuples()
-    return [
-        Message(
-            id=message_id,
-            session_id=session_id,
-            role=role,  # type: ignore[arg-type]  # written from a Role
-            parts=tuple(parts_of.get(message_id, ())),
-            created_at=created_at,
-            model=model,
-            usage=usage_from_json(usage),
-            cost_usd=cost_usd,
-            summary=summary,
-            completed_at=completed_at,
-        )
-        for message_id, role, created_at, model, usage, cost_usd, summary, completed_at in message_rows
-    ]
-
-
-def _session_info(row: SessionRow) -> SessionInfo:
-    return SessionInfo(
-        id=row.id,
-        model=row.model,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        title=row.title,
-        workspace_uri=row.workspace_uri,
-        parent_id=row.parent_id,
-        context_window=row.context_window,
-        compacted_at=row.compacted_at,
-        deleted_at=row.deleted_at,
-        extra=dict(row.extra or {}),
-    )

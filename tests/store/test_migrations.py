@@ -1,0 +1,108 @@
+"""The schema comes from the Alembic migrations, applied by SqlStore.open on a real SQLite file."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from tokend.adapters.store import SqlStore
+from tokend.adapters.store.engine import (
+    MIGRATIONS_DIR,
+    create_store_engine,
+    head_revisions,
+    upgrade_to_head,
+)
+from tokend.adapters.store.models import Base
+from tokend.adapters.store.url import sqlite_url
+from tokend.core.errors import StoreError
+
+from .conftest import message, session_info
+
+TABLES = {"sessions", "messages", "parts", "token_cache", "calibration", "alembic_version"}
+
+
+def test_open_creates_the_schema_from_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)  # no alembic.ini anywhere near: the config is built in code
+    path = tmp_path / "new" / "..." / "tokend.sqlite3"
+    path.parent.mkdir(parents=True)
+    with SqlStore.open(sqlite_url(path)) as store:
+        assert set(inspect(store.engine).get_table_names()) == TABLES
+    versions = sqlite3.connect(path).execute("SELECT version_num FROM alembic_version").fetchall()
+    assert {v for (v,) in versions} == head_revisions()
+
+
+def test_migration_scripts_ship_inside_the_package():
+    import tokend
+
+    package_dir = Path(tokend.__file__).resolve().parent
+    assert MIGRATIONS_DIR.is_relative_to(package_dir)
+    assert (MIGRATIONS_DIR / "env.py").is_file()
+
+
+def test_reopening_runs_no_migration_and_keeps_the_data(db_url: str):
+    engine = create_store_engine(db_url)
+    try:
+        assert upgrade_to_head(engine) is True
+        assert upgrade_to_head(engine) is False  # at head: only the revision was read
+    finally:
+        engine.dispose()
+    with SqlStore.open(db_url) as store:
+        store.create_session(session_info("s1"))
+    with SqlStore.open(db_url) as store:
+        assert store.get_session("s1") is not None
+
+
+def test_models_describe_exactly_what_the_migrations_create(store: SqlStore):
+    with store.engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert differences == []
+
+
+def test_sqlite_runs_in_wal_mode_with_foreign_keys_and_a_busy_timeout(store: SqlStore, db_url):
+    path = db_url.removeprefix("sqlite:///")
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    with store.engine.connect() as connection:
+        pragma = connection.exec_driver_sql
+        assert pragma("PRAGMA foreign_keys").scalar() == 1
+        assert pragma("PRAGMA busy_timeout").scalar() == 5000
+        assert pragma("PRAGMA synchronous").scalar() == 1  # NORMAL
+
+
+def test_a_database_from_a_newer_tokend_is_refused_clearly(db_url: str):
+    SqlStore.open(db_url).close()
+    path = db_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE alembic_version SET version_num = '9999_future'")
+    with pytest.raises(StoreError, match="newer version"):
+        SqlStore.open(db_url)
+
+
+def _open_and_append(url: str, barrier, session_id: str) -> None:  # runs in a child process
+    barrier.wait()
+    with SqlStore.open(url) as store:
+        store.create_session(session_info(session_id))
+        store.append_message(message(session_id))
+
+
+def test_processes_opening_one_new_file_at_once_all_succeed(db_url: str):
+    context = multiprocessing.get_context("spawn")
+    count = 4
+    barrier = context.Barrier(count)
+    workers = [
+        context.Process(target=_open_and_append, args=(db_url, barrier, f"s{i}"))
+        for i in range(count)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0] * count
+    with SqlStore.open(db_url) as store:
+        assert sorted(s.id for s in store.list_sessions()) == [f"s{i}" for i in range(count)]
+        assert all(len(store.load_messages(f"s{i}")) == 1 for i in range(count))
