@@ -26,11 +26,11 @@ MIN_CHARS_PER_TOKEN = 1.0
 MAX_CHARS_PER_TOKEN = 8.0
 MIN_CORRECTION = 0.5
 MAX_CORRECTION = 2.0
-MAX_WEIGHT = 0.3
-MAX_STEP = 0.25
+MAX_WEIGHT = 0.2
+MAX_STEP = 0.1
 FULL_WEIGHT_CHARS = 4000
 MIN_LEARN_CHARS = 200
-MIN_LEARN_TOKENS = 50
+MIN_LEARN_TOKENS = 150
 SINGLE_CLASS_SHARE = 0.9
 NEUTRAL_CHARS_PER_TOKEN = 4.0  # starting point for a class without prior nor sample
 STATE_VERSION = 1
@@ -93,8 +93,10 @@ class Calibrator:
             if share >= SINGLE_CLASS_SHARE:
                 content_class = ContentClass(content_class)
                 old = self._ratio(state, content_class)
+                # The estimate scales as 1 / ratio, so the ratio that would have hit the actual
+                # count is old * estimated / actual (= chars / actual for a plain chars/ratio).
                 observed_ratio = _clamp(
-                    chars / (actual_tokens * share), MIN_CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
+                    old * estimated_tokens / actual_tokens, MIN_CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
                 )
                 new = _clamp(
                     _moved(old, observed_ratio, weight), MIN_CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN
