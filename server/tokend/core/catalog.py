@@ -261,7 +261,7 @@ class Catalog:
         self._entries: Mapping[str, Any] = entries or {}
         self._parsed: dict[str, ModelInfo] = {}
         self._by_lower: dict[str, str] = {}  # lower-cased name -> catalog name
-        self._newest_dated: dict[str, str] = {}  # lower undated name -> newest dated catalog name
+        self._dated: dict[str, list[str]] = {}  # lower undated name -> its dated catalog names
         self._first_party: dict[str, str] = {}  # lower bare name -> "vendor/bare"
         for key, entry in self._entries.items():
             if _is_chat_entry(entry):
@@ -269,16 +269,28 @@ class Catalog:
         warnings: list[str] = []
         for layer in override_layers:
             for name, table in layer.items():
-                if not isinstance(table, Mapping):
-                    warnings.append(f'[models."{name}"] must be a table; ignored')
-                    continue
-                key = self._resolve(name)
-                info, found = apply_override(key or name, self._info(key) if key else None, table)
-                warnings.extend(found)
-                if info is not None:
-                    self._parsed[info.name] = info
-                    self._index(info.name, info.provider)
+                warnings.extend(self._override(name, table))
         self.warnings: tuple[str, ...] = tuple(warnings)
+
+    def _override(self, name: str, table: Any) -> list[str]:
+        """Apply one `[models."NAME"]` table to the model it names and that model's dated
+        variants (an override of claude-opus-4-5 also covers claude-opus-4-5-20251101)."""
+        if not isinstance(table, Mapping):
+            return [f'[models."{name}"] must be a table; ignored']
+        key = self._resolve(name)
+        if key is None:
+            info, warnings = apply_override(name, None, table)
+            if info is not None:
+                self._parsed[name] = info
+                self._index(name, info.provider)
+            return warnings
+        warnings: list[str] = []
+        for target in (key, *self._dated.get(key.lower(), ())):
+            info, found = apply_override(target, self._info(target), table)
+            warnings = warnings or found
+            if info is not None:  # always, given a base
+                self._parsed[target] = info
+        return warnings
 
     def get(self, name: str) -> ModelInfo:
         """The model `name` spells: exact, any case, provider-prefixed ("anthropic/claude-..."),
@@ -316,10 +328,7 @@ class Catalog:
         self._by_lower.setdefault(lower, key)
         dated = _DATE_SUFFIX.search(lower)
         if dated:
-            undated = lower[: dated.start()]
-            newest = self._newest_dated.get(undated)
-            if newest is None or newest.lower() < lower:
-                self._newest_dated[undated] = key
+            self._dated.setdefault(lower[: dated.start()], []).append(key)
         prefix, _, bare = lower.rpartition("/")
         if prefix and prefix == provider and prefix in FIRST_PARTY_PROVIDERS:
             self._first_party.setdefault(bare, key)
@@ -333,9 +342,12 @@ class Catalog:
                 return self._by_lower[spelling]
         for spelling in spellings:
             undated = _DATE_SUFFIX.sub("", spelling)
-            for table in (self._by_lower, self._newest_dated, self._first_party):
-                if undated in table:
-                    return table[undated]
+            if undated in self._by_lower:
+                return self._by_lower[undated]
+            if undated in self._dated:
+                return max(self._dated[undated], key=str.lower)  # the newest date
+            if undated in self._first_party:
+                return self._first_party[undated]
         return None
 
 

@@ -1,0 +1,127 @@
+"""Config layers: workspace beats user beats defaults; bad values warn and keep what was there."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tokend.core.budget import BudgetConfig, CompactionConfig
+from tokend.core.config import BUDGET_CHECKS, COMPACTION_CHECKS, TokendConfig, merge_config
+
+
+def test_empty_layers_give_the_documented_defaults() -> None:
+    config, warnings = merge_config(TokendConfig(), {}, {})
+    assert warnings == []
+    assert config == TokendConfig()
+    assert (config.idle_timeout_s, config.log_level, config.database_url) == (60, "info", None)
+
+
+def test_every_budget_and_compaction_field_is_configurable() -> None:
+    assert set(BUDGET_CHECKS) == {f.name for f in fields(BudgetConfig)}
+    assert set(COMPACTION_CHECKS) == {f.name for f in fields(CompactionConfig)}
+
+
+def test_workspace_beats_user_beats_defaults() -> None:
+    user = {
+        "log_level": "DEBUG",
+        "idle_timeout_s": 300,
+        "budget": {"output_reserve_cap": 16_000, "safety_margin_ratio": 0.1},
+        "compaction": {"reserved": 30_000, "protected_tools": ["skill", "todo"]},
+    }
+    workspace = {"budget": {"output_reserve_cap": 8000}, "compaction": {"auto": False}}
+    config, warnings = merge_config(TokendConfig(), user, workspace)
+    assert warnings == []
+    assert config.log_level == "debug"
+    assert config.idle_timeout_s == 300
+    assert config.budget.output_reserve_cap == 8000  # workspace
+    assert config.budget.safety_margin_ratio == 0.1  # user
+    assert config.budget.repo_map_max_tokens == 4096  # default
+    assert config.compaction == CompactionConfig(
+        auto=False, reserved=30_000, protected_tools=("skill", "todo")
+    )
+
+
+def test_model_tables_merge_key_by_key() -> None:
+    user = {"models": {"claude-opus-4-6": {"context_window": 200_000, "max_output_tokens": 64_000}}}
+    workspace = {
+        "models": {
+            "claude-opus-4-6": {"context_window": 1_000_000},
+            "mine": {"context_window": 8000},
+        }
+    }
+    config, warnings = merge_config(TokendConfig(), user, workspace)
+    assert warnings == []
+    assert config.models == {
+        "claude-opus-4-6": {"context_window": 1_000_000, "max_output_tokens": 64_000},
+        "mine": {"context_window": 8000},
+    }
+
+
+def test_invalid_values_are_reported_and_the_lower_layer_value_kept() -> None:
+    user = {"budget": {"output_reserve_cap": 20_000}}
+    workspace = {
+        "budget": {"output_reserve_cap": -1, "safety_margin_ratio": 2, "colour": "red"},
+        "compaction": {"auto": "yes"},
+        "log_level": "loud",
+        "idle_timeout_s": True,
+        "models": {"x": 5},
+    }
+    config, warnings = merge_config(TokendConfig(), user, workspace, sources=("u.toml", "w.toml"))
+    assert config.budget.output_reserve_cap == 20_000  # the user's value survives
+    assert config.budget.safety_margin_ratio == 0.05
+    assert config.compaction.auto is True
+    assert (config.log_level, config.idle_timeout_s, config.models) == ("info", 60, {})
+    assert len(warnings) == 7
+    assert all(w.startswith("w.toml: ") for w in warnings)
+    assert any("output_reserve_cap = -1 is invalid" in w and "using 20000" in w for w in warnings)
+
+
+def test_min_above_max_keeps_the_previous_range() -> None:
+    user = {"budget": {"repo_map_min_tokens": 5000}}
+    config, warnings = merge_config(TokendConfig(), user, {})
+    assert (config.budget.repo_map_min_tokens, config.budget.repo_map_max_tokens) == (1024, 4096)
+    assert len(warnings) == 1 and "repo_map_min_tokens is above repo_map_max_tokens" in warnings[0]
+
+
+def test_a_workspace_cannot_move_the_database() -> None:
+    config, warnings = merge_config(
+        TokendConfig(), {"database_url": "sqlite:///mine.db"}, {"database_url": "sqlite:///evil.db"}
+    )
+    assert config.database_url == "sqlite:///mine.db"
+    assert len(warnings) == 1 and "database_url" in warnings[0]
+
+
+def test_a_table_where_a_value_belongs_is_reported() -> None:
+    config, warnings = merge_config(TokendConfig(), {"budget": 5, "compaction": [1]}, {})
+    assert config == TokendConfig()
+    assert len(warnings) == 2
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+keys = st.sampled_from(
+    ["budget", "compaction", "models", "log_level", "idle_timeout_s", "database_url", "other"]
+)
+
+
+@given(
+    user=st.dictionaries(keys, json_values, max_size=4),
+    workspace=st.dictionaries(keys, json_values, max_size=4),
+)
+def test_any_document_merges_without_raising_into_a_valid_config(
+    user: dict, workspace: dict
+) -> None:
+    config, warnings = merge_config(TokendConfig(), user, workspace)
+    assert isinstance(warnings, list)
+    assert config.budget.output_reserve_cap >= 1
+    assert 0 <= config.budget.safety_margin_ratio < 0.5
+    assert config.budget.repo_map_min_tokens <= config.budget.repo_map_max_tokens
+    assert config.log_level in ("debug", "info", "warning", "error")
+    assert all(isinstance(t, dict) for t in config.models.values())
