@@ -198,10 +198,10 @@ def apply_override(
     for key, value in table.items():
         if key in ("context_window", "input_limit") and (_count(value) or 0) > 0:
             changes[key] = value
-        elif key == "max_output_tokens" and (_count(value) or 0) >= 0 and _count(value) is not None:
+        elif key == "max_output_tokens" and _count(value) is not None and value >= 0:
             changes[key] = value
         elif key in ("tokenizer", "provider") and isinstance(value, str):
-            changes[key] = value or None
+            changes[key] = value or None  # tokenizer = "": estimate, no exact tokenizer
         elif key in ("strips_reasoning", "supports_prompt_caching") and isinstance(value, bool):
             changes[key] = value
         elif key in PRICE_KEYS and _price(value) is not None:
