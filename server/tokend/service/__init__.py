@@ -1,0 +1,1 @@
+"""The shared core every connection talks to: sessions, the gauge, assembly, compaction."""
