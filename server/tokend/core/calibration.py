@@ -7,10 +7,14 @@ the correction factor multiplies an estimate in tokens (actual / estimated).
 Learning is a bounded moving average, so one odd sample cannot swing it:
 - an observed ratio is clamped to [MIN_CHARS_PER_TOKEN, MAX_CHARS_PER_TOKEN] first;
 - its weight is at most MAX_WEIGHT, less for small samples (scaled by chars / FULL_WEIGHT_CHARS);
-- one update moves a ratio by at most MAX_STEP (relative).
+- one update moves a ratio by at most MAX_STEP (relative);
+- samples under MIN_LEARN_TOKENS are ignored (there, a few tokens of framing or a hidden reminder
+  the client injected dominate the delta).
 Attribution: a delta between two provider calls usually mixes classes. A class ratio learns only from
 deltas where one class holds >= SINGLE_CLASS_SHARE of the chars (and >= MIN_LEARN_CHARS chars); the
-overall correction learns from every delta, so mixed traffic still corrects the total.
+overall correction learns from every delta the error the class ratios leave unexplained, each sample
+counted as at most CORRECTION_SAMPLE_BOUND times off the current factor.
+The constants were chosen on a real 150-call Claude Code session (bench/replay.py).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ MAX_CHARS_PER_TOKEN = 8.0
 MIN_CORRECTION = 0.5
 MAX_CORRECTION = 2.0
 MAX_WEIGHT = 0.2
+CORRECTION_WEIGHT = 0.2
+CORRECTION_SAMPLE_BOUND = 1.3  # one sample counts as at most 1.3x off the current factor
 MAX_STEP = 0.1
 FULL_WEIGHT_CHARS = 4000
 MIN_LEARN_CHARS = 200
@@ -106,9 +112,16 @@ class Calibrator:
                 # What the estimate would have been with the updated ratio.
                 explained = estimated_tokens * (share * old / new + (1 - share))
         # The overall factor learns the error the class ratios do not explain.
-        observed_correction = _clamp(actual_tokens / explained, MIN_CORRECTION, MAX_CORRECTION)
+        observed_correction = _clamp(
+            actual_tokens / explained,
+            state.correction / CORRECTION_SAMPLE_BOUND,
+            state.correction * CORRECTION_SAMPLE_BOUND,
+        )
+        correction_weight = CORRECTION_WEIGHT * min(1.0, total_chars / FULL_WEIGHT_CHARS)
         state.correction = _clamp(
-            _moved(state.correction, observed_correction, weight), MIN_CORRECTION, MAX_CORRECTION
+            _moved(state.correction, observed_correction, correction_weight),
+            MIN_CORRECTION,
+            MAX_CORRECTION,
         )
 
     def ratios(self, model: str) -> dict[ContentClass, float]:

@@ -24,7 +24,7 @@ from tokend.core.accounting import EstimateError, predict_next_input, summarize_
 from tokend.core.calibration import Calibrator
 from tokend.core.render import part_content_hint, part_text
 from tokend.core.transcript import CompactionBoundary, ProviderCall, TranscriptEvent
-from tokend.core.types import ContentClass, Part, ReasoningPart
+from tokend.core.types import ContentClass, ImagePart, Part, ReasoningPart
 
 DEFAULT_MODEL = "unknown"
 
@@ -75,6 +75,7 @@ class CalibratedEstimator:
 
     `estimate_tokens(text, content_class, chars_per_token)` and `classify(text)` are the estimator
     functions (core.estimate); they are passed in so this module stays independent of them.
+    An image costs `image_tokens` (fixed, not learnt: it has no text).
     """
 
     def __init__(
@@ -82,10 +83,12 @@ class CalibratedEstimator:
         calibrator: Calibrator,
         estimate_tokens: TokenEstimate,
         classify: Callable[[str], ContentClass],
+        image_tokens: int = 0,
     ) -> None:
         self.calibrator = calibrator
         self._estimate_tokens = estimate_tokens
         self._classify = classify
+        self._image_tokens = image_tokens
 
     def _by_class(self, parts: Sequence[Part]) -> list[tuple[str, ContentClass]]:
         texts = []
@@ -95,15 +98,19 @@ class CalibratedEstimator:
                 texts.append((text, part_content_hint(part) or self._classify(text)))
         return texts
 
+    def _images(self, parts: Sequence[Part]) -> int:
+        return self._image_tokens * sum(isinstance(part, ImagePart) for part in parts)
+
     def _raw(self, texts: Sequence[tuple[str, ContentClass]], model: str) -> int:
         ratios = self.calibrator.ratios(model) or None
         return sum(self._estimate_tokens(text, cls, ratios) for text, cls in texts)
 
     def estimate(self, parts: Sequence[Part], model: str) -> int:
         raw = self._raw(self._by_class(parts), model)
-        return round(raw * self.calibrator.correction(model))
+        return round(raw * self.calibrator.correction(model)) + self._images(parts)
 
     def learn(self, parts: Sequence[Part], model: str, actual_tokens: int) -> None:
+        actual_tokens -= self._images(parts)
         texts = self._by_class(parts)
         chars: dict[ContentClass, int] = {}
         for text, cls in texts:
