@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from tokend.core.accounting import ErrorLog, predict_next_input
+from tokend.core.assemble import RenderCache
 from tokend.core.budget import autocompact_threshold
 from tokend.core.catalog import ModelInfo
 from tokend.core.config import TokendConfig
@@ -44,6 +45,7 @@ class LiveSession:
     compactions: int = 0
     errors: ErrorLog = field(default_factory=ErrorLog)
     snapshot: BudgetSnapshot | None = None
+    render_cache: RenderCache = field(default_factory=RenderCache)  # wire messages by id
 
     @property
     def id(self) -> str:
@@ -82,7 +84,9 @@ class LiveSession:
             used_percentage=used_percentage(used, window),
             estimated=estimated,
             breakdown=items,
-            autocompact_threshold=autocompact_threshold(self.model, self.config.compaction),
+            autocompact_threshold=autocompact_threshold(
+                self.model, self.config.compaction, self.config.budget
+            ),
             compactions=self.compactions,
             cost_total_usd=round(sum(self.cost_by_model.values()), 6),
             cost_by_model=dict(self.cost_by_model),

@@ -15,7 +15,7 @@ from typing import Any
 
 from ulid import ULID
 
-from tokend.core.budget import autocompact_threshold
+from tokend.core.budget import autocompact_threshold, output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, cost_usd, with_context_window
 from tokend.core.config import TokendConfig
@@ -178,11 +178,12 @@ class TokendService:
             )
         counter = self.counter(live.model)
         counts = counter.count_parts(role, parts)
-        if counts.total > live.model.effective_input_tokens:
+        limit = self.input_limit(live)
+        if counts.total > limit:
             raise MessageTooLarge(
-                f"the message is {counts.total} tokens but {live.model.name} accepts at most "
-                f"{live.model.effective_input_tokens} input tokens: split it or attach the file by path",
-                {"tokens": counts.total, "limit": live.model.effective_input_tokens},
+                f"the message is {counts.total:,} tokens but a {live.model.name} request holds at "
+                f"most {limit:,} input tokens: split it, or attach the file by path",
+                {"tokens": counts.total, "limit": limit},
             )
         now = self.clock.now()
         message_id = new_id()
@@ -293,7 +294,16 @@ class TokendService:
         return self.store.list_sessions(workspace_uri)
 
     def threshold(self, live: LiveSession) -> int:
-        return autocompact_threshold(live.model, self.config.compaction)
+        return autocompact_threshold(live.model, self.config.compaction, self.config.budget)
+
+    def input_limit(self, live: LiveSession) -> int:
+        """Tokens a request may hold: the window less the output reserve, and less the safety
+        margin when counts are estimates (no local tokenizer for the model)."""
+        model = live.model
+        limit = model.context_window - output_reserve_tokens(model, self.config.budget)
+        if not self.counter(model).exact:
+            limit -= safety_margin_tokens(model, self.config.budget)
+        return max(0, limit)
 
     # -- notifications ----------------------------------------------------------------------
 

@@ -1,0 +1,45 @@
+"""context/assemble."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokend.lsp import wire
+from tokend.lsp.server import TokendServer, rpc
+from tokend.service.assembly import AssembleInput, assemble_context
+
+
+def register(server: TokendServer) -> None:
+    @server.feature("context/assemble")
+    @rpc
+    def assemble(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.ContextAssembleParams, params)
+        ls.watch(p.session_id)
+        assembly = assemble_context(
+            ls.service,
+            p.session_id,
+            AssembleInput(
+                format=p.format,
+                system=p.system,
+                tools=p.tools or (),
+                examples=p.examples or (),
+                read_only_files=[(f.path, f.text) for f in p.read_only_files or ()],
+                repo_map=p.repo_map,
+                chat_files=[(f.path, f.text) for f in p.chat_files or ()],
+                reminder=p.reminder,
+            ),
+        )
+        result: dict[str, Any] = {
+            "messages": list(assembly.messages),
+            "totalTokens": assembly.total_tokens,
+            "chunks": [{"name": n, "tokens": t} for n, t in assembly.chunks],
+            "cacheBreakpoints": [
+                {"chunk": b.chunk, "messageIndex": b.message_index} for b in assembly.cache_breakpoints
+            ],
+            "warnings": list(assembly.warnings),
+        }
+        if assembly.system is not None:
+            result["system"] = list(assembly.system)
+        if assembly.tools:
+            result["tools"] = list(assembly.tools)
+        return result

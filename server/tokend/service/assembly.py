@@ -1,0 +1,92 @@
+"""context/assemble: the next request, built from the session and validated against the limit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokend.core.assemble import (
+    Assembly,
+    AssemblyRequest,
+    CountedText,
+    ExampleTurn,
+    FileText,
+    assemble,
+    file_block_text,
+)
+from tokend.core.errors import InvalidParams
+from tokend.core.framing import message_overhead, tool_schemas_tokens
+from tokend.core.types import Message
+from tokend.service.service import TokendService
+
+
+@dataclass(frozen=True)
+class AssembleInput:
+    format: str = "openai"
+    system: str | None = None
+    tools: Sequence[Mapping[str, Any]] = ()
+    examples: Sequence[Mapping[str, Any]] = ()
+    read_only_files: Sequence[tuple[str, str]] = ()
+    repo_map: str | None = None
+    chat_files: Sequence[tuple[str, str]] = ()
+    reminder: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def assemble_context(service: TokendService, session_id: str, inp: AssembleInput) -> Assembly:
+    live = service.session(session_id)
+    counter = service.counter(live.model)
+    provider = live.model.provider
+    count = counter.count_text
+
+    def counted(text: str | None) -> CountedText | None:
+        return CountedText(text, count(text)) if text else None
+
+    def files(items: Sequence[tuple[str, str]]) -> list[FileText]:
+        return [FileText(p, t, count(file_block_text(p, t))) for p, t in items]
+
+    examples = [_example(i, e, count) for i, e in enumerate(inp.examples)]
+    read_only, chat = files(inp.read_only_files), files(inp.chat_files)
+    repo_map = counted(inp.repo_map)
+    system_tokens = count(inp.system) if inp.system else 0
+    tools_tokens = tool_schemas_tokens(list(inp.tools), count, provider) if inp.tools else 0
+    request = AssemblyRequest(
+        format=inp.format,  # type: ignore[arg-type]
+        limit_tokens=service.input_limit(live),
+        history=live.messages,
+        system=inp.system,
+        system_tokens=system_tokens or None,
+        tools=tuple(inp.tools),
+        tools_tokens=tools_tokens,
+        examples=examples,
+        read_only_files=read_only,
+        repo_map=repo_map,
+        chat_files=chat,
+        reminder=counted(inp.reminder),
+        message_overhead=lambda m: _overhead(m, provider),
+        count=count,
+        pruned_result_tokens=counter.pruned_tokens(),
+        render_cache=live.render_cache,
+    )
+    assembly = assemble(request)
+    measured = {
+        "system": system_tokens + sum(e.tokens or 0 for e in examples),
+        "tools": tools_tokens,
+        "memory": sum(f.tokens or 0 for f in read_only),
+        "repoMap": repo_map.tokens or 0 if repo_map else 0,
+        "chatFiles": sum(f.tokens or 0 for f in chat),
+    }
+    service.set_measured(session_id, {k: v for k, v in measured.items() if v}, counter.exact)
+    return assembly
+
+
+def _overhead(message: Message, provider: str) -> int:
+    return message_overhead(message.role, provider)
+
+
+def _example(index: int, raw: Mapping[str, Any], count: Any) -> ExampleTurn:
+    role, text = raw.get("role"), raw.get("text")
+    if role not in ("user", "assistant") or not isinstance(text, str):
+        raise InvalidParams(f"examples[{index}] must be {{role: 'user'|'assistant', text: string}}")
+    return ExampleTurn(role, text, count(text))
