@@ -1,0 +1,348 @@
+"""Context assembly: what the next provider request holds, in a cache-friendly order, within the limit.
+
+Order (stable prefix first): tools -> system -> examples -> read-only files -> repo map ->
+history -> chat files -> current turn -> reminder. The current turn is the last user turn of
+the history and everything after it (the tool results of the turn in progress). The reminder
+is sent only if it fits; when even without it the context exceeds the limit, ContextOverflow
+says what to drop. All figures are tokens; nothing is tokenized here: counts come cached on
+the parts, pre-counted on the inputs, or from the `count` callable the caller passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, NamedTuple
+
+from tokend.core.errors import ContextOverflow, InvalidParams
+from tokend.core.prune import is_user_turn
+from tokend.core.render import PRUNED_TOOL_RESULT, part_text, to_json_text
+from tokend.core.types import Message, StoredPart, TextPart
+from tokend.core.wire_formats import (
+    Joiner,
+    WireFormat,
+    WireMessage,
+    cacheable_block_index,
+    render_message,
+)
+
+CHUNKS = (
+    "tools",
+    "system",
+    "examples",
+    "readOnlyFiles",
+    "repoMap",
+    "history",
+    "chatFiles",
+    "current",
+    "reminder",
+)
+_PREFIX_CHUNKS = ("examples", "readOnlyFiles", "repoMap")
+_EPHEMERAL = {"type": "ephemeral"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MAX_SUGGESTIONS = 8
+
+
+class FileText(NamedTuple):
+    """A file sent whole; `tokens` counts file_block_text(path, text), as sent."""
+
+    path: str
+    text: str
+    tokens: int | None = None
+
+
+class CountedText(NamedTuple):
+    text: str
+    tokens: int | None = None
+
+
+class ExampleTurn(NamedTuple):
+    role: Literal["user", "assistant"]
+    text: str
+    tokens: int | None = None
+
+
+def file_block_text(path: str, text: str) -> str:
+    """How a file is sent (count this text for FileText.tokens)."""
+    return f"{path}\n```\n{text}\n```"
+
+
+def no_overhead(message: Message) -> int:
+    return 0
+
+
+class RenderCache:
+    """Rendered wire messages by format and message id, re-rendered when the parts change
+    (a pruned part, a streamed one). One per session; the cached output is never mutated."""
+
+    def __init__(self) -> None:
+        self._by_format: dict[str, dict[str, tuple[tuple[StoredPart, ...], Any]]] = {}
+
+    def render(self, message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
+        entries = self._by_format.setdefault(fmt, {})
+        hit = entries.get(message.id)
+        if hit is not None and (hit[0] is message.parts or hit[0] == message.parts):
+            return hit[1]  # type: ignore[no-any-return]
+        wire = render_message(message, fmt)
+        entries[message.id] = (message.parts, wire)
+        return wire
+
+    def clear(self) -> None:
+        self._by_format.clear()
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self._by_format.values())
+
+
+@dataclass(frozen=True, slots=True)
+class AssemblyRequest:
+    """What to assemble. `limit_tokens` is the effective input limit; `history` runs from the
+    last compaction boundary, oldest first. Tokens left None are counted with `count`."""
+
+    format: WireFormat
+    limit_tokens: int
+    history: Sequence[Message] = ()
+    system: str | None = None
+    system_tokens: int | None = None
+    tools: Sequence[Mapping[str, Any]] = ()
+    tools_tokens: int | None = None
+    examples: Sequence[ExampleTurn] = ()
+    read_only_files: Sequence[FileText] = ()
+    repo_map: CountedText | None = None
+    chat_files: Sequence[FileText] = ()
+    reminder: CountedText | None = None
+    message_overhead: Callable[[Message], int] = no_overhead  # framing tokens per message
+    count: Callable[[str], int] | None = None
+    pruned_result_tokens: int | None = None  # count of PRUNED_TOOL_RESULT
+    render_cache: RenderCache | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CacheBreakpoint:
+    """Where a cached prefix ends: after `chunk`, at `message_index` in Assembly.messages
+    (None for tools and for Anthropic's separate system)."""
+
+    chunk: str
+    message_index: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    format: WireFormat
+    messages: tuple[WireMessage, ...]
+    system: tuple[dict[str, Any], ...] | None  # Anthropic only: the system text blocks
+    tools: tuple[Mapping[str, Any], ...]
+    total_tokens: int
+    chunks: tuple[tuple[str, int], ...]  # in CHUNKS order, adding up to total_tokens
+    cache_breakpoints: tuple[CacheBreakpoint, ...]
+    warnings: tuple[str, ...]
+
+
+def assemble(request: AssemblyRequest) -> Assembly:
+    """The request that fits `limit_tokens` (raises ContextOverflow when none does)."""
+    req = request
+    split = len(req.history)
+    for index in range(len(req.history) - 1, -1, -1):
+        if is_user_turn(req.history[index]):
+            split = index
+            break
+    groups: dict[str, Sequence[Message]] = {
+        "examples": [
+            _message(f"example{i}", t.role, [(t.text, t.tokens)])
+            for i, t in enumerate(req.examples)
+        ],
+        "readOnlyFiles": _files_message("readOnlyFiles", req.read_only_files),
+        "repoMap": _texts_message("repoMap", req.repo_map),
+        "history": req.history[:split],
+        "chatFiles": _files_message("chatFiles", req.chat_files),
+        "current": req.history[split:],
+        "reminder": _texts_message("reminder", req.reminder),
+    }
+    tokens = {
+        "tools": _tools_tokens(req),
+        "system": _text_tokens(req.system, req.system_tokens, req.count, "the system prompt"),
+    }
+    pruned_tokens = _pruned_tokens(req)
+    for name, messages in groups.items():
+        tokens[name] = _messages_tokens(messages, req, pruned_tokens)
+    warnings: list[str] = []
+    total = sum(tokens.values()) - tokens["reminder"]
+    if tokens["reminder"]:
+        if total + tokens["reminder"] <= req.limit_tokens:
+            total += tokens["reminder"]
+        else:
+            warnings.append(f"reminder dropped: its {tokens['reminder']:,} tokens do not fit")
+            tokens["reminder"] = 0
+            groups["reminder"] = ()
+    if total > req.limit_tokens:
+        raise _overflow(req, tokens, total)
+    return _build(req, groups, tokens, total, warnings)
+
+
+def _build(
+    req: AssemblyRequest,
+    groups: Mapping[str, Sequence[Message]],
+    tokens: Mapping[str, int],
+    total: int,
+    warnings: list[str],
+) -> Assembly:
+    cached = req.render_cache.render if req.render_cache is not None else render_message
+    fmt = req.format
+    joiner = Joiner(fmt)
+    ends: dict[str, tuple[int, dict[str, Any]] | None] = {}
+    if fmt == "openai" and req.system is not None:
+        joiner.messages.append({"role": "system", "content": req.system})
+        ends["system"] = joiner.end_position()
+    add = joiner.add
+    for name, messages in groups.items():
+        render = cached if name in ("history", "current") else render_message
+        for message in messages:
+            for wire in render(message, fmt):
+                add(wire)
+        if messages:
+            ends[name] = joiner.end_position()
+    out = joiner.finish()
+    warnings.extend(joiner.warnings)
+    marked = ["tools"] if req.tools else []
+    if req.system is not None:
+        marked.append("system")
+    marked.extend([c for c in _PREFIX_CHUNKS if c in ends][-1:])
+    if "history" in ends:
+        marked.append("history")
+    breakpoints: list[CacheBreakpoint] = []
+    tools = tuple(req.tools)
+    system = None
+    for chunk in marked:
+        end = ends.get(chunk)
+        breakpoints.append(CacheBreakpoint(chunk, end[0] if end else None))
+        if fmt != "anthropic" or chunk == "system" or chunk == "tools":
+            continue
+        if end is not None:
+            _mark_block(out, *end)
+    if fmt == "anthropic":
+        if tools:
+            tools = (*tools[:-1], {**tools[-1], "cache_control": _EPHEMERAL})
+        if req.system is not None:
+            system = ({"type": "text", "text": req.system, "cache_control": _EPHEMERAL},)
+    return Assembly(
+        format=fmt,
+        messages=tuple(out),
+        system=system,
+        tools=tools,
+        total_tokens=total,
+        chunks=tuple((name, tokens[name]) for name in CHUNKS),
+        cache_breakpoints=tuple(breakpoints),
+        warnings=tuple(warnings),
+    )
+
+
+def _mark_block(out: list[WireMessage], message_index: int, block: dict[str, Any]) -> None:
+    """Put cache_control on `block` (or the nearest cacheable block before it), copying."""
+    content = out[message_index]["content"]
+    index = cacheable_block_index(content, block)
+    if index is None:
+        return
+    marked = {**content[index], "cache_control": _EPHEMERAL}
+    out[message_index] = {
+        **out[message_index],
+        "content": [*content[:index], marked, *content[index + 1 :]],
+    }
+
+
+def _messages_tokens(messages: Sequence[Message], req: AssemblyRequest, pruned: int) -> int:
+    overhead = req.message_overhead
+    total = 0
+    for message in messages:
+        total += overhead(message)
+        for stored in message.parts:
+            if stored.compacted_at is not None:
+                total += pruned
+            elif stored.tokens is not None:
+                total += stored.tokens
+            else:
+                total += _uncounted(stored, req.count)
+    return total
+
+
+def _uncounted(stored: StoredPart, count: Callable[[str], int] | None) -> int:
+    if count is None:
+        raise InvalidParams(f"part {stored.id} has no cached token count and no counter was given")
+    return count(part_text(stored.part))
+
+
+def _pruned_tokens(req: AssemblyRequest) -> int:
+    if req.pruned_result_tokens is not None:
+        return req.pruned_result_tokens
+    return _text_tokens(PRUNED_TOOL_RESULT, None, req.count, "the pruned-result placeholder")
+
+
+def _text_tokens(
+    text: str | None, tokens: int | None, count: Callable[[str], int] | None, what: str
+) -> int:
+    if text is None:
+        return 0
+    if tokens is not None:
+        return tokens
+    if count is None:
+        raise InvalidParams(f"{what} has no token count and no counter was given")
+    return count(text)
+
+
+def _tools_tokens(req: AssemblyRequest) -> int:
+    if not req.tools:
+        return 0
+    return _text_tokens(to_json_text(list(req.tools)), req.tools_tokens, req.count, "the tools")
+
+
+def _message(name: str, role: Any, texts: Sequence[tuple[str, int | None]]) -> Message:
+    parts = tuple(
+        StoredPart(id=f"{name}:{i}", part=TextPart(text), tokens=tokens)
+        for i, (text, tokens) in enumerate(texts)
+    )
+    return Message(id=name, session_id="", role=role, parts=parts, created_at=_EPOCH)
+
+
+def _files_message(name: str, files: Sequence[FileText]) -> list[Message]:
+    if not files:
+        return []
+    return [_message(name, "user", [(file_block_text(f[0], f[1]), f[2]) for f in files])]
+
+
+def _texts_message(name: str, text: CountedText | None) -> list[Message]:
+    return [_message(name, "user", [(text[0], text[1])])] if text is not None else []
+
+
+def _overflow(req: AssemblyRequest, tokens: Mapping[str, int], total: int) -> ContextOverflow:
+    limit = req.limit_tokens
+    essential = tokens["system"] + tokens["tools"] + tokens["current"]
+    suggestions: list[tuple[int, str]]
+    if essential > limit:
+        message = (
+            f"the current message alone does not fit: system prompt {tokens['system']:,} + "
+            f"tools {tokens['tools']:,} + current message {tokens['current']:,} = "
+            f"{essential:,} tokens, over the {limit:,}-token limit"
+        )
+        suggestions = [
+            (tokens["current"], f"shorten the current message ({tokens['current']:,} tokens)"),
+            (tokens["tools"], f"offer fewer tools (tools: {tokens['tools']:,} tokens)"),
+            (tokens["system"], f"shorten the system prompt ({tokens['system']:,} tokens)"),
+        ]
+    else:
+        message = f"the context needs {total:,} tokens, over the {limit:,}-token limit"
+        suggestions = [
+            (tokens["history"], f"compact the session (history: {tokens['history']:,} tokens)"),
+            (tokens["repoMap"], f"drop the repo map ({tokens['repoMap']:,} tokens)"),
+            (tokens["examples"], f"drop the example messages ({tokens['examples']:,} tokens)"),
+        ]
+        for kind, files in (("chat file", req.chat_files), ("read-only file", req.read_only_files)):
+            for path, text, counted in files:
+                size = _text_tokens(file_block_text(path, text), counted, req.count, path)
+                suggestions.append((size, f"drop {kind} {path} ({size:,} tokens)"))
+    ranked = sorted((s for s in suggestions if s[0] > 0), key=lambda s: -s[0])
+    data = {
+        "total": total,
+        "limit": limit,
+        "suggestions": [s for _, s in ranked][:_MAX_SUGGESTIONS],
+    }
+    return ContextOverflow(message, data)
