@@ -207,7 +207,8 @@ def test_assembly_fits_adds_up_and_is_valid_or_overflows(
         pruned_result_tokens=8,
     )
     unlimited = assemble(dataclasses.replace(request, limit_tokens=10**12))
-    limit = max(0, unlimited.total_tokens - reminder_tokens + slack)  # around the edge
+    reminder_cost = dict(unlimited.chunks)["reminder"]  # its tokens + message overhead
+    limit = max(0, unlimited.total_tokens - reminder_cost + slack)  # around the edge
     request = dataclasses.replace(request, limit_tokens=limit)
     without_reminder = dataclasses.replace(request, reminder=None)
     try:
@@ -220,8 +221,8 @@ def test_assembly_fits_adds_up_and_is_valid_or_overflows(
     assert sum(tokens for _, tokens in assembly.chunks) == assembly.total_tokens
     assert assembly.total_tokens <= limit
     reminder_sent = dict(assembly.chunks)["reminder"] > 0
-    if not reminder_sent and reminder_tokens:
-        assert assemble(without_reminder).total_tokens + reminder_tokens > limit
+    if not reminder_sent and reminder_cost:
+        assert assemble(without_reminder).total_tokens + reminder_cost > limit
     assert shape_problems(list(assembly.messages), fmt) == []
     if fmt == "anthropic":
         blob = json.dumps([assembly.tools, assembly.system, assembly.messages])
