@@ -1,0 +1,340 @@
+"""Connections: one per client of the daemon, each with its own pygls server and outbox.
+
+`run_connection` is the whole life of one connection: build its server with the
+integrator's `connection_factory(conn)`, hook `exit` to close only this connection, read LSP
+frames with pygls's `run_async`, and clean up. Nothing one connection sends (garbage, a cut
+frame, a huge Content-Length, `exit`, a handler that raises) reaches another connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import run_async
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from tokend.core.errors import Unauthorized
+from tokend.daemon.outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+PeerKind = Literal["unix", "tcp"]
+MAX_FRAME_BYTES = 64 << 20  # bytes; a bigger Content-Length closes the connection
+CLOSE_GRACE_SECONDS = 5.0  # to flush queued replies after the client stops sending
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+class ConnectionProtocol(LanguageServerProtocol):
+    """A LanguageServerProtocol whose `exit` closes only its own connection.
+
+    The daemon sets `on_exit` on every connection's protocol; without a daemon (stdio) `exit`
+    ends the process as pygls does. Any protocol with an `on_exit` attribute works the same.
+    """
+
+    on_exit: Callable[[], None] | None = None
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Any:
+        if self.on_exit is None:
+            yield from super().lsp_exit(*args)
+            return
+        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
+            yield user_handler, args, None
+        self.on_exit()
+
+
+class DaemonHandle(Protocol):
+    """What a connection's server may ask of the daemon."""
+
+    def busy(self) -> AbstractContextManager[None]: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+
+class Connection:
+    """One client: its id, who it is, its session slot, its outbox and its pygls server.
+
+    `requires_auth` is True on TCP listeners: until an `initialize` carrying
+    initializationOptions.authToken passes `check_token`, no method reaches the server.
+    """
+
+    def __init__(
+        self,
+        conn_id: str,
+        peer: PeerKind,
+        outbox: Outbox,
+        daemon: DaemonHandle,
+        registry: Registry,
+        *,
+        expected_token: str | None = None,
+        peer_pid: int | None = None,
+    ) -> None:
+        self.id = conn_id
+        self.peer = peer
+        self.outbox = outbox
+        self.daemon = daemon
+        self.registry = registry
+        self.peer_pid = peer_pid
+        self.requires_auth = expected_token is not None
+        self.authenticated = not self.requires_auth
+        self.client_name: str | None = None  # clientInfo.name from initialize
+        self.session_id: str | None = None  # set by the session methods when attached
+        self.server: Any = None  # the LanguageServer the factory built
+        self.connected_at = time.monotonic()
+        self._expected_token = expected_token
+
+    def check_token(self, token: object) -> bool:
+        """True if `token` is this listener's auth token (constant-time compare)."""
+        if self._expected_token is None:
+            return True
+        return isinstance(token, str) and hmac.compare_digest(
+            token.encode(), self._expected_token.encode()
+        )
+
+    @property
+    def closing(self) -> bool:
+        return self.outbox.closing
+
+    def close(self) -> None:
+        """Flush queued replies, then close this connection only."""
+        self.outbox.close()
+
+    def add_close_callback(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once when the connection ends (e.g. unsubscribe its watchers)."""
+        self.outbox.add_close_callback(callback)
+
+    def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        self.outbox.write(
+            encode_frame(
+                {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+            )
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "clientName": self.client_name,
+            "sessionId": self.session_id,
+            "peer": self.peer,
+        }
+
+
+class Registry:
+    """The daemon's live connections, in connection order."""
+
+    def __init__(self) -> None:
+        self._connections: dict[str, Connection] = {}
+        self._ids = itertools.count(1)
+
+    def new_id(self) -> str:
+        return f"c{next(self._ids)}"
+
+    def add(self, conn: Connection) -> None:
+        self._connections[conn.id] = conn
+
+    def remove(self, conn: Connection) -> None:
+        self._connections.pop(conn.id, None)
+
+    def get(self, conn_id: str) -> Connection | None:
+        return self._connections.get(conn_id)
+
+    def __len__(self) -> int:
+        return len(self._connections)
+
+    def __iter__(self) -> Iterator[Connection]:
+        return iter(list(self._connections.values()))
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [conn.describe() for conn in self]
+
+    def notify_all(
+        self,
+        method: str,
+        params: Any,
+        *,
+        session_id: str | None = None,
+        exclude: Connection | None = None,
+    ) -> int:
+        """Send a notification to every served connection (attached to `session_id` if given)."""
+        sent = 0
+        for conn in self:
+            if conn is exclude or conn.server is None or conn.closing or not conn.authenticated:
+                continue
+            if session_id is not None and conn.session_id != session_id:
+                continue
+            conn.server.protocol.notify(method, params)
+            sent += 1
+        return sent
+
+
+def authorize_initialize(conn: Connection, message: Any) -> bool:
+    """The TCP auth gate: True if `message` may reach the server.
+
+    The first message must be `initialize` with initializationOptions.authToken equal to the
+    daemon's token. Otherwise the client gets an Unauthorized (-32007) error reply and the
+    connection is closed before any method runs. The daemon calls this for every message of an
+    unauthenticated connection; the integrator's handlers need not call it.
+    """
+    if getattr(message, "method", None) == "initialize":
+        options = _field(
+            getattr(message, "params", None), "initialization_options", "initializationOptions"
+        )
+        if conn.check_token(_field(options, "authToken")):
+            conn.authenticated = True
+            return True
+    log.warning("connection %s: refused (no valid authToken in initialize)", conn.id)
+    if getattr(message, "id", None) is not None:
+        conn.send_error(
+            message.id,
+            Unauthorized.code,
+            "this TCP listener needs initializationOptions.authToken: the contents of the "
+            "token file in tokend's runtime directory",
+        )
+    conn.close()
+    return False
+
+
+class _Gate:
+    """Stands in for the protocol in run_async: records clientInfo, enforces auth."""
+
+    def __init__(self, conn: Connection, protocol: Any) -> None:
+        self._conn = conn
+        self._protocol = protocol
+        self.structure_message = protocol.structure_message
+
+    def handle_message(self, message: Any) -> None:
+        conn = self._conn
+        if conn.closing:
+            return
+        if getattr(message, "method", None) == "initialize":
+            name = _field(
+                _field(getattr(message, "params", None), "client_info", "clientInfo"), "name"
+            )
+            conn.client_name = name if isinstance(name, str) else None
+        if not conn.authenticated and not authorize_initialize(conn, message):
+            return
+        self._protocol.handle_message(message)
+
+
+class FrameTooLarge(ValueError):
+    pass
+
+
+class _BoundedReader:
+    """An asyncio.StreamReader that refuses bodies over `max_frame_bytes`."""
+
+    def __init__(self, reader: asyncio.StreamReader, max_frame_bytes: int) -> None:
+        self._reader = reader
+        self._max = max_frame_bytes
+
+    async def readline(self) -> bytes:
+        return await self._reader.readline()
+
+    async def readexactly(self, n: int) -> bytes:
+        if n > self._max:
+            raise FrameTooLarge(f"Content-Length {n} exceeds {self._max} bytes")
+        return await self._reader.readexactly(n)
+
+
+class _MalformedLog:
+    """The logger run_async reports bad frames to: logs the first few, then every 100th."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self.malformed = 0
+
+    def debug(self, *args: Any) -> None:
+        pass
+
+    def exception(self, message: str, *args: Any) -> None:
+        self.malformed += 1
+        if self.malformed <= 3 or self.malformed % 100 == 0:
+            log.warning(
+                "connection %s: malformed message #%d: %r",
+                self._conn.id,
+                self.malformed,
+                sys.exc_info()[1],
+            )
+
+
+def _reply_to_bad_message(conn: Connection, error: Exception, _source: object) -> None:
+    if isinstance(error, ValueError):  # json.JSONDecodeError, UnicodeDecodeError
+        conn.send_error(None, PARSE_ERROR, f"the message body is not JSON: {error}")
+    elif isinstance(error, JsonRpcException):
+        conn.send_error(None, error.code, error.message or "invalid message")
+    else:
+        conn.send_error(None, INVALID_REQUEST, "the message is not a JSON-RPC 2.0 object")
+
+
+async def run_connection(
+    conn: Connection,
+    reader: asyncio.StreamReader,
+    connection_factory: Callable[[Connection], Any],
+    *,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
+) -> None:
+    """Serve one connection until the client leaves, sends `exit`, or breaks the framing."""
+    try:
+        server = connection_factory(conn)
+        protocol = server.protocol
+        if not hasattr(protocol, "on_exit"):
+            raise TypeError(
+                f"{type(protocol).__name__} has no on_exit hook, so `exit` would stop the whole "
+                "daemon; derive the protocol from tokend.daemon.ConnectionProtocol"
+            )
+        protocol.on_exit = conn.close
+        protocol.set_writer(conn.outbox)
+        conn.server = server
+        await run_async(
+            stop_event=threading.Event(),
+            reader=_BoundedReader(reader, max_frame_bytes),
+            protocol=_Gate(conn, protocol),  # type: ignore[arg-type]
+            logger=_MalformedLog(conn),  # type: ignore[arg-type]
+            error_handler=lambda error, source: _reply_to_bad_message(conn, error, source),
+        )
+    except (asyncio.IncompleteReadError, ValueError, ConnectionError) as exc:
+        log.info("connection %s: closing after a framing error: %s", conn.id, exc)
+    except Exception:
+        log.exception("connection %s: its server failed; closing this connection only", conn.id)
+    finally:
+        _release_server(conn.server)
+        conn.close()
+        try:
+            await asyncio.wait_for(conn.outbox.wait_closed(), CLOSE_GRACE_SECONDS)
+        except TimeoutError:
+            conn.outbox.abort()
+
+
+def _release_server(server: Any) -> None:
+    """Handlers still running finish (a write in flight completes); their replies are dropped."""
+    pool = getattr(server, "_thread_pool", None) if server is not None else None
+    if pool is not None:
+        pool.shutdown(wait=False)
+
+
+def encode_frame(message: Any) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _field(obj: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(obj, dict):
+            if name in obj:
+                return obj[name]
+        elif hasattr(obj, name):
+            return getattr(obj, name)
+    return None

@@ -1,0 +1,341 @@
+"""Daemon: the per-user accept loop (a unix socket, optionally loopback TCP with a token).
+
+Each accepted connection gets its own pygls server from `connection_factory(conn)` (see
+conn.run_connection). The daemon exits after `idle_timeout` seconds with no connection and
+nothing busy, removing its socket. It never steals a live daemon's socket: it holds an flock on
+`<socket>.lock` for its whole life, and a socket file nobody answers on is replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import logging.handlers
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokend.daemon.conn import MAX_FRAME_BYTES, Connection, PeerKind, Registry, run_connection
+from tokend.daemon.outbox import Outbox
+from tokend.daemon.paths import (
+    DaemonAlreadyRunning,
+    UnsafePathError,
+    bind_unix_socket,
+    load_or_create_token,
+    log_path,
+    socket_path,
+)
+
+log = logging.getLogger(__name__)
+
+ConnectionFactory = Callable[[Connection], Any]
+
+
+@dataclass(frozen=True)
+class ListenAddress:
+    kind: PeerKind
+    path: Path | None = None
+    host: str = ""
+    port: int = 0
+
+    def __str__(self) -> str:
+        if self.kind == "unix":
+            return f"unix:{self.path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"tcp:{host}:{self.port}"
+
+
+def parse_listen(spec: str) -> ListenAddress:
+    """Parse `unix:PATH` or `tcp:127.0.0.1:PORT` / `tcp:[::1]:PORT` (loopback only)."""
+    kind, _, rest = spec.partition(":")
+    if kind == "unix" and rest:
+        return ListenAddress("unix", path=Path(rest).expanduser().absolute())
+    if kind == "tcp" and ":" in rest:
+        host, _, port_text = rest.rpartition(":")
+        host = host.strip("[]")
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ValueError(f"--listen {spec}: tokend accepts TCP on 127.0.0.1 or ::1 only")
+        if not port_text.isdigit() or int(port_text) > 65535:
+            raise ValueError(f"--listen {spec}: the port must be a number 0-65535")
+        return ListenAddress("tcp", host=host, port=int(port_text))
+    raise ValueError(f"--listen {spec}: expected unix:PATH or tcp:127.0.0.1:PORT")
+
+
+class Daemon:
+    """Accepts connections on its listeners and serves each with its own server."""
+
+    def __init__(
+        self,
+        connection_factory: ConnectionFactory,
+        listen: Sequence[ListenAddress],
+        *,
+        idle_timeout: float | None = 60.0,
+        token: str | None = None,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        outbox_options: dict[str, Any] | None = None,
+    ) -> None:
+        """`idle_timeout` is in seconds; None or <= 0 means never exit for idleness."""
+        self.registry = Registry()
+        self._factory = connection_factory
+        self._listen = list(listen)
+        self._idle_timeout = idle_timeout if idle_timeout and idle_timeout > 0 else None
+        self._token = token
+        self._max_frame_bytes = max_frame_bytes
+        self._outbox_options = outbox_options or {}
+        self._servers: list[asyncio.Server] = []
+        self._unix_sockets: list[tuple[Path, int, int]] = []  # path, inode, lock fd
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._busy_count = 0
+        self._busy_lock = threading.Lock()
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self._started_at = time.monotonic()
+        self._stopping: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self) -> list[str]:
+        """Bind every listener; returns their addresses (TCP with the real port)."""
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        if self._token is None and any(a.kind == "tcp" for a in self._listen):
+            self._token = load_or_create_token()
+        addresses: list[str] = []
+        try:
+            for address in self._listen:
+                addresses.append(await self._bind(address))
+        except BaseException:
+            self._release_listeners()
+            raise
+        self._arm_idle_timer()
+        return addresses
+
+    async def run(self) -> None:
+        """Serve until stop() or the idle timeout, then remove the socket and return."""
+        assert self._stopping is not None, "call start() first"
+        await self._stopping.wait()
+        self._release_listeners()
+        for conn in self.registry:
+            conn.outbox.abort()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=5.0)
+        log.info("daemon stopped")
+
+    def stop(self) -> None:
+        if self._stopping is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        """Hold the daemon alive (no idle exit) while a write or compaction is in flight."""
+        with self._busy_lock:
+            self._busy_count += 1
+        self._call_in_loop(self._arm_idle_timer)
+        try:
+            yield
+        finally:
+            with self._busy_lock:
+                self._busy_count -= 1
+            self._call_in_loop(self._arm_idle_timer)
+
+    def status(self) -> dict[str, Any]:
+        """For daemon/status: {pid, uptimeSeconds, busy, connections: [{id, clientName, sessionId, peer}]}."""
+        return {
+            "pid": os.getpid(),
+            "uptimeSeconds": round(time.monotonic() - self._started_at, 3),
+            "busy": self._busy_count,
+            "connections": self.registry.describe(),
+        }
+
+    # -- listeners -------------------------------------------------------------------------
+
+    async def _bind(self, address: ListenAddress) -> str:
+        if address.kind == "unix":
+            assert address.path is not None
+            sock, lock_fd = bind_unix_socket(address.path)
+            self._unix_sockets.append((address.path, os.stat(address.path).st_ino, lock_fd))
+            server = await asyncio.start_unix_server(self._client_handler("unix"), sock=sock)
+            self._servers.append(server)
+            log.info("listening on %s", address)
+            return str(address)
+        server = await asyncio.start_server(self._client_handler("tcp"), address.host, address.port)
+        self._servers.append(server)
+        port = server.sockets[0].getsockname()[1]
+        bound = ListenAddress("tcp", host=address.host, port=port)
+        log.info("listening on %s (clients must send authToken)", bound)
+        return str(bound)
+
+    def _release_listeners(self) -> None:
+        for path, inode, lock_fd in self._unix_sockets:
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_ino == inode:
+                    path.unlink()
+            os.close(lock_fd)
+        self._unix_sockets.clear()
+        for server in self._servers:
+            server.close()
+        self._servers.clear()
+
+    def _client_handler(self, peer: PeerKind) -> Callable[..., Any]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._tasks.add(task)
+            try:
+                await self._serve_client(reader, writer, peer)
+            finally:
+                self._tasks.discard(task)
+
+        return handle
+
+    async def _serve_client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: PeerKind
+    ) -> None:
+        peer_pid = _check_peer(writer, peer)
+        if peer_pid is False or (self._stopping is not None and self._stopping.is_set()):
+            writer.transport.abort()
+            return
+        conn_id = self.registry.new_id()
+        outbox = Outbox(writer, name=conn_id, **self._outbox_options)
+        token = self._token if peer == "tcp" else None
+        conn = Connection(
+            conn_id,
+            peer,
+            outbox,
+            self,
+            self.registry,
+            expected_token=token,
+            peer_pid=peer_pid or None,
+        )
+        self.registry.add(conn)
+        self._arm_idle_timer()
+        log.info("connection %s opened (%s, pid %s)", conn_id, peer, peer_pid or "?")
+        try:
+            await run_connection(conn, reader, self._factory, max_frame_bytes=self._max_frame_bytes)
+        finally:
+            self.registry.remove(conn)
+            log.info("connection %s closed (%d left)", conn_id, len(self.registry))
+            self._arm_idle_timer()
+
+    # -- idle shutdown -----------------------------------------------------------------------
+
+    def _arm_idle_timer(self) -> None:
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+        if (
+            self._idle_timeout is None
+            or self._loop is None
+            or len(self.registry)
+            or self._busy_count
+        ):
+            return
+        self._idle_handle = self._loop.call_later(self._idle_timeout, self._idle_expired)
+
+    def _idle_expired(self) -> None:
+        self._idle_handle = None
+        if not len(self.registry) and not self._busy_count:
+            log.info("no connection for %.1f s; shutting down", self._idle_timeout)
+            self.stop()
+
+    def _call_in_loop(self, callback: Callable[[], None]) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            callback()
+        else:
+            loop.call_soon_threadsafe(callback)
+
+
+def _check_peer(writer: asyncio.StreamWriter, peer: PeerKind) -> int | bool:
+    """The peer's pid for unix peers of our uid, True for loopback TCP, False to refuse."""
+    sock = writer.get_extra_info("socket")
+    if peer == "tcp":
+        host = writer.get_extra_info("peername")[0]
+        if not ipaddress.ip_address(host.split("%")[0]).is_loopback:
+            log.warning("refused a TCP connection from %s", host)
+            return False
+        return True
+    if not hasattr(socket, "SO_PEERCRED") or sock is None:
+        return True
+    pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    if uid != os.getuid():
+        log.warning("refused a unix connection from uid %d (pid %d)", uid, pid)
+        return False
+    return pid
+
+
+async def serve(
+    listen: list[str],
+    idle_timeout: float | None,
+    connection_factory: ConnectionFactory,
+    ready: Callable[[list[str]], None],
+) -> None:
+    """Run the daemon until idle or SIGTERM/SIGINT; calls ready(addresses) once listening.
+
+    `listen` holds `unix:PATH` / `tcp:127.0.0.1:PORT` specs; empty means the default socket.
+    Prints nothing. Raises DaemonAlreadyRunning, UnsafePathError or ValueError (bad spec).
+    """
+    addresses = [parse_listen(spec) for spec in listen] or [ListenAddress("unix", socket_path())]
+    daemon = Daemon(connection_factory, addresses, idle_timeout=idle_timeout)
+    bound = await daemon.start()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, daemon.stop)
+    ready(bound)
+    await daemon.run()
+
+
+def run_daemon(
+    listen: list[str],
+    *,
+    connection_factory: ConnectionFactory,
+    ready: Callable[[list[str]], None],
+    idle_timeout: float | None = 60.0,
+    log_level: str = "info",
+    name: str | None = None,
+) -> int:
+    """`tokend serve`: log to the state dir and stderr, serve until idle; 1 if it cannot start."""
+    configure_logging(log_level, log_path(name))
+    listen = listen or [f"unix:{socket_path(name)}"]
+    try:
+        asyncio.run(serve(listen, idle_timeout, connection_factory, ready))
+    except (DaemonAlreadyRunning, UnsafePathError, ValueError) as exc:
+        log.error("%s", exc)
+        return 1
+    return 0
+
+
+def configure_logging(level: str, log_file: Path) -> None:
+    """Log to `log_file` (rotated, 3 x 1 MB) and stderr; never stdout. pygls is kept at WARNING
+    unless `level` is debug (it logs every message body at INFO)."""
+    formatter = logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    root.setLevel(level.upper())
+    handlers: list[logging.Handler] = [
+        logging.handlers.RotatingFileHandler(log_file, maxBytes=1 << 20, backupCount=3),
+        logging.StreamHandler(sys.stderr),
+    ]
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    if level.lower() != "debug":
+        logging.getLogger("pygls").setLevel(logging.WARNING)

@@ -1,0 +1,181 @@
+"""Outbox: the writer pygls writes to for one connection.
+
+pygls calls `write(frame)` synchronously with one whole LSP frame (headers + body). The
+outbox queues it and a task drains the queue into the socket, so a slow reader never blocks
+the event loop or any other connection. Memory per connection is bounded:
+
+- above `soft_limit_bytes` queued, the OLDEST queued notifications of droppable methods
+  (gauge updates such as `budget/didChange`, where only the newest matters) are dropped;
+  responses and other messages are never dropped;
+- above `hard_limit_bytes` of undroppable frames, the client is not reading at all: the
+  connection is aborted (the editor's forwarder exits, and the editor restarts it).
+
+At most about `transport_high_water_bytes` sit in the socket transport's own buffer; the rest
+waits in the queue, where it can still be dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+DROPPABLE_METHODS: frozenset[str] = frozenset({"budget/didChange"})
+
+
+class Outbox:
+    """Bounded, non-blocking, per-connection frame queue drained into a StreamWriter."""
+
+    def __init__(
+        self,
+        stream_writer: asyncio.StreamWriter,
+        *,
+        droppable_methods: Iterable[str] = DROPPABLE_METHODS,
+        soft_limit_bytes: int = 1 << 20,
+        hard_limit_bytes: int = 32 << 20,
+        transport_high_water_bytes: int = 64 << 10,
+        name: str = "",
+    ) -> None:
+        self._writer = stream_writer
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._droppable_methods = frozenset(droppable_methods)
+        self._needles = tuple(_method_needles(self._droppable_methods))
+        self.soft_limit_bytes = soft_limit_bytes
+        self.hard_limit_bytes = hard_limit_bytes
+        self._high_water = transport_high_water_bytes
+        self._name = name
+        self._queue: collections.deque[tuple[bytes, bool]] = collections.deque()
+        self.queued_bytes = 0
+        self.dropped_frames = 0
+        self.sent_frames = 0
+        self._closing = False
+        self._wakeup = asyncio.Event()
+        self._on_closed: list[Callable[[], None]] = []
+        self._task = self._loop.create_task(self._drain(), name=f"outbox {name}")
+
+    # -- the pygls writer interface --------------------------------------------------------
+
+    def write(self, frame: bytes) -> None:
+        """Queue one frame; never blocks. Safe to call from pygls's worker threads."""
+        if threading.get_ident() == self._loop_thread:
+            self._enqueue(frame)
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._enqueue, frame)
+
+    def close(self) -> None:
+        """Send what is queued, then close the socket (pygls calls this on `exit`)."""
+        self._closing = True
+        self._wakeup.set()
+
+    # -- for the daemon ----------------------------------------------------------------------
+
+    @property
+    def closing(self) -> bool:
+        """True once close() or abort() was called or the peer went away."""
+        return self._closing
+
+    @property
+    def closed(self) -> bool:
+        return self._task.done()
+
+    def abort(self) -> None:
+        """Drop everything queued and cut the connection now."""
+        self._closing = True
+        self._discard_queue()
+        self._writer.transport.abort()
+        self._task.cancel()
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._task)
+
+    def add_close_callback(self, callback: Callable[[], None]) -> None:
+        self._on_closed.append(callback)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _enqueue(self, frame: bytes) -> None:
+        if self._closing:
+            log.debug("outbox %s closed: dropped a %d-byte frame", self._name, len(frame))
+            return
+        droppable = self._is_droppable(frame)
+        if self.queued_bytes + len(frame) > self.soft_limit_bytes:
+            self._drop_oldest_droppable(self.queued_bytes + len(frame) - self.soft_limit_bytes)
+        if self.queued_bytes + len(frame) > self.hard_limit_bytes:
+            log.warning(
+                "connection %s: client has not read %d bytes of replies; disconnecting it",
+                self._name,
+                self.queued_bytes,
+            )
+            self.abort()
+            return
+        self._queue.append((frame, droppable))
+        self.queued_bytes += len(frame)
+        self._wakeup.set()
+
+    def _is_droppable(self, frame: bytes) -> bool:
+        if not any(needle in frame for needle in self._needles):
+            return False
+        _, _, body = frame.partition(b"\r\n\r\n")
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return False
+        return (
+            isinstance(message, dict)
+            and "id" not in message
+            and message.get("method") in self._droppable_methods
+        )
+
+    def _drop_oldest_droppable(self, bytes_to_free: int) -> None:
+        kept: collections.deque[tuple[bytes, bool]] = collections.deque()
+        freed = 0
+        for frame, droppable in self._queue:
+            if droppable and freed < bytes_to_free:
+                freed += len(frame)
+                self.dropped_frames += 1
+            else:
+                kept.append((frame, droppable))
+        self._queue = kept
+        self.queued_bytes -= freed
+
+    def _discard_queue(self) -> None:
+        self._queue.clear()
+        self.queued_bytes = 0
+
+    async def _drain(self) -> None:
+        transport = self._writer.transport
+        try:
+            while True:
+                if not self._queue:
+                    if self._closing:
+                        break
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                while self._queue and transport.get_write_buffer_size() < self._high_water:
+                    frame, _ = self._queue.popleft()
+                    self.queued_bytes -= len(frame)
+                    self._writer.write(frame)
+                    self.sent_frames += 1
+                await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            log.debug("outbox %s: peer went away: %s", self._name, exc)
+        finally:
+            self._closing = True
+            self._discard_queue()
+            transport.close()
+            for callback in self._on_closed:
+                callback()
+
+
+def _method_needles(methods: Iterable[str]) -> Iterable[bytes]:
+    for method in methods:
+        # json.dumps writes `"method": "x"`; other writers may omit the space.
+        yield f'"method": "{method}"'.encode()
+        yield f'"method":"{method}"'.encode()

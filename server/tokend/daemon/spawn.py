@@ -1,0 +1,131 @@
+"""Starting the user's daemon on demand: exactly one, even when five editors start at once.
+
+A forwarder that finds no daemon takes an exclusive flock on `spawn.lock`, looks again, and
+only then starts `python -m tokend serve --listen unix:PATH` detached (its own session, stdio
+to /dev/null, stderr to a file next to the log), and waits for the socket to answer. Forwarders
+waiting on the lock find the new daemon when they get it.
+
+Tests point this at a test daemon with the TOKEND_DAEMON_CMD environment variable (a shell-style
+command line; `--listen unix:PATH` is appended) or the `command` parameter.
+
+This module imports neither pygls nor asyncio: `tokend lsp` must start fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tokend.daemon.paths import check_socket_owner, log_dir, socket_path, spawn_lock_path
+
+ENV_DAEMON_CMD = "TOKEND_DAEMON_CMD"
+CONNECT_TIMEOUT_SECONDS = 10.0
+_NOT_LISTENING = (FileNotFoundError, ConnectionRefusedError)
+
+
+class DaemonUnavailable(RuntimeError):
+    """The daemon could not be reached or started; the message says where to look."""
+
+
+def daemon_command(sock: Path, command: Sequence[str] | None = None) -> list[str]:
+    """The command line that starts a daemon on `sock` (default: `python -m tokend serve`)."""
+    if command is None:
+        override = os.environ.get(ENV_DAEMON_CMD)
+        command = shlex.split(override) if override else [sys.executable, "-m", "tokend", "serve"]
+    return [*command, "--listen", f"unix:{sock}"]
+
+
+def connect_unix(path: Path, timeout: float | None = None) -> socket.socket:
+    """Connect to a daemon socket after checking that it is a socket we own."""
+    check_socket_owner(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        sock.settimeout(None)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def connect_or_spawn(
+    name: str | None = None,
+    *,
+    command: Sequence[str] | None = None,
+    timeout: float = CONNECT_TIMEOUT_SECONDS,
+) -> socket.socket:
+    """A connected socket to the user's daemon (named `name`), starting it if needed."""
+    path = socket_path(name)
+    with contextlib.suppress(*_NOT_LISTENING):
+        return connect_unix(path)
+    deadline = time.monotonic() + timeout
+    lock_fd = os.open(spawn_lock_path(name), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        _flock_until(lock_fd, deadline)
+        with contextlib.suppress(*_NOT_LISTENING):
+            return connect_unix(path)  # another forwarder started it while we waited
+        process = spawn_daemon(path, command)
+        return _connect_when_ready(path, process, deadline)
+    finally:
+        os.close(lock_fd)  # releases the flock
+
+
+def spawn_daemon(sock: Path, command: Sequence[str] | None = None) -> subprocess.Popen[bytes]:
+    """Start a detached daemon on `sock`; it outlives this process and its terminal."""
+    stderr_path = log_dir() / f"{sock.stem}.stderr"
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(
+            daemon_command(sock, command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+            close_fds=True,
+        )
+    # Reap it if it exits while we live, so it never lingers as a zombie.
+    threading.Thread(target=process.wait, name="reap-daemon", daemon=True).start()
+    return process
+
+
+def _flock_until(lock_fd: int, deadline: float) -> None:
+    while True:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise DaemonUnavailable(
+                    "timed out waiting for another tokend to start the daemon"
+                ) from None
+            time.sleep(0.02)
+
+
+def _connect_when_ready(
+    path: Path, process: subprocess.Popen[bytes], deadline: float
+) -> socket.socket:
+    delay = 0.01
+    while True:
+        try:
+            return connect_unix(path)
+        except _NOT_LISTENING:
+            pass
+        exit_code = process.poll()
+        if exit_code is not None and not path.exists():
+            raise DaemonUnavailable(
+                f"the daemon exited with code {exit_code} before listening; "
+                f"see {log_dir() / (path.stem + '.stderr')} and the daemon log in {log_dir()}"
+            )
+        if time.monotonic() > deadline:
+            raise DaemonUnavailable(f"the daemon did not listen on {path} in time; see {log_dir()}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)

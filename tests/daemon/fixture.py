@@ -1,0 +1,79 @@
+"""A small real pygls server for the daemon tests, one per connection.
+
+Requests: test/echo (params back, with the connection id), test/broadcast (a notification
+to every other connection), test/status (the daemon's status), test/busy (holds daemon.busy()
+for params.seconds), test/flood (params.count droppable budget/didChange notifications, then
+the reply), test/attach (sets the connection's session id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import attrs
+from pygls.lsp.server import LanguageServer
+
+from tokend.daemon.conn import Connection, ConnectionProtocol
+
+
+@attrs.define
+class RawRequest:
+    id: int | str
+    method: str
+    jsonrpc: str
+    params: Any = None
+
+
+@attrs.define
+class RawNotification:
+    method: str
+    jsonrpc: str
+    params: Any = None
+
+
+class FixtureProtocol(ConnectionProtocol):
+    """Keeps test/* params as plain JSON (pygls would make namedtuples of them)."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        method = data.get("method")
+        if "jsonrpc" in data and isinstance(method, str) and method.startswith("test/"):
+            if "id" in data:
+                return RawRequest(data["id"], method, data["jsonrpc"], data.get("params"))
+            return RawNotification(method, data["jsonrpc"], data.get("params"))
+        return super().structure_message(data)
+
+
+def create_fixture_server(conn: Connection) -> LanguageServer:
+    server = LanguageServer("tokend-fixture", "0", protocol_cls=FixtureProtocol)
+
+    @server.feature("test/echo")
+    def echo(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        return {"echo": params, "connectionId": conn.id}
+
+    @server.feature("test/broadcast")
+    def broadcast(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        return {"sent": conn.registry.notify_all("test/broadcast", params, exclude=conn)}
+
+    @server.feature("test/status")
+    def status(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        return conn.daemon.status()
+
+    @server.feature("test/busy")
+    async def busy(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        with conn.daemon.busy():
+            await asyncio.sleep(params["seconds"])
+        return {}
+
+    @server.feature("test/flood")
+    def flood(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        for seq in range(params["count"]):
+            ls.protocol.notify("budget/didChange", {"seq": seq, "pad": "x" * params.get("pad", 0)})
+        return {"count": params["count"]}
+
+    @server.feature("test/attach")
+    def attach(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        conn.session_id = params["sessionId"]
+        return {}
+
+    return server
