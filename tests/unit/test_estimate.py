@@ -1,0 +1,161 @@
+"""Tier-1 estimate: properties of the arithmetic and classification of real files."""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.core.estimate import (
+    DEFAULT_CHARS_PER_TOKEN,
+    IMAGE_TOKENS,
+    EstimateCounter,
+    classify,
+    estimate_tokens,
+    image_tokens,
+    pdf_page_tokens,
+    text_features,
+)
+from tokend.core.types import ContentClass
+
+SERVER = Path(__file__).resolve().parents[2] / "server" / "tokend"
+PURELIB = Path(sysconfig.get_paths()["purelib"])
+CJK_DIR = Path(sysconfig.get_paths()["stdlib"]) / "test" / "cjkencodings"
+
+texts = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=400)
+classes = st.sampled_from(list(ContentClass))
+
+
+@given(texts)
+def test_estimate_is_zero_only_for_empty_text(text: str) -> None:
+    tokens = estimate_tokens(text)
+    assert tokens >= 0
+    assert (tokens == 0) == (text == "")
+
+
+@given(texts, texts, classes)
+def test_concatenation_costs_about_the_sum_of_the_parts(
+    a: str, b: str, klass: ContentClass
+) -> None:
+    # Joining can merge or split one run at the seam, and each estimate rounds: a few tokens at most.
+    joined = estimate_tokens(a + b, klass)
+    assert abs(joined - estimate_tokens(a, klass) - estimate_tokens(b, klass)) <= 4
+    assert joined >= max(estimate_tokens(a, klass), estimate_tokens(b, klass)) - 4
+
+
+@settings(max_examples=50)
+@given(st.text(min_size=20, max_size=200), st.integers(min_value=2, max_value=20), classes)
+def test_estimate_grows_linearly_with_repetition(
+    text: str, times: int, klass: ContentClass
+) -> None:
+    once = estimate_tokens(text, klass)
+    many = estimate_tokens(text * times, klass)
+    assert abs(many - once * times) <= 0.05 * once * times + 2 * times
+
+
+@given(texts)
+def test_features_are_counts_never_negative(text: str) -> None:
+    assert all(f >= 0 for f in text_features(text))
+
+
+def test_learned_ratios_scale_the_estimate_of_their_class_only() -> None:
+    code = (SERVER / "core" / "estimate.py").read_text()
+    base = estimate_tokens(code, ContentClass.CODE)
+    half = {ContentClass.CODE: DEFAULT_CHARS_PER_TOKEN[ContentClass.CODE] / 2}
+    assert estimate_tokens(code, ContentClass.CODE, half) == pytest.approx(2 * base, rel=0.01)
+    assert estimate_tokens(code, ContentClass.PROSE, half) == estimate_tokens(
+        code, ContentClass.PROSE
+    )
+    assert estimate_tokens(code, ContentClass.CODE, {ContentClass.CODE: 0.0}) == base  # ignored
+
+
+def test_estimate_counter_uses_its_ratios() -> None:
+    text = "The quick brown fox jumps over the lazy dog. " * 40
+    plain = EstimateCounter()
+    assert (plain.name, plain.exact) == ("estimate", False)
+    denser = EstimateCounter({ContentClass.PROSE: 2.0})
+    assert denser.count(text) > plain.count(text)
+    assert plain.count_as(text, ContentClass.PROSE) == plain.count(text)
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def test_classifies_this_projects_python_as_code() -> None:
+    files = sorted(SERVER.rglob("*.py"))
+    sources = [p.read_text() for p in files if p.stat().st_size > 1500]
+    assert sources
+    labels = [classify(s) for s in sources]
+    assert labels.count(ContentClass.CODE) >= 0.9 * len(labels)
+
+
+def test_classifies_installed_markdown_as_prose() -> None:
+    candidates = sorted(p for p in PURELIB.rglob("*.md") if 2000 < p.stat().st_size < 200_000)
+    if len(candidates) < 3:
+        pytest.skip("fewer than 3 markdown files installed")
+    labels = [classify(p.read_text(encoding="utf-8", errors="replace")) for p in candidates[:30]]
+    assert labels.count(ContentClass.PROSE) >= 0.7 * len(labels)
+
+
+def test_classifies_installed_json_as_json() -> None:
+    candidates = sorted(p for p in PURELIB.rglob("*.json") if 500 < p.stat().st_size < 2_000_000)
+    if not candidates:
+        pytest.skip("no json file installed")
+    labels = [classify(p.read_text(encoding="utf-8", errors="replace")) for p in candidates[:30]]
+    assert labels.count(ContentClass.JSON) >= 0.8 * len(labels)
+
+
+def test_classifies_cjk_text_as_cjk() -> None:
+    files = sorted(CJK_DIR.glob("*-utf8.txt"))
+    if not files:
+        pytest.skip("this interpreter ships no test/cjkencodings")
+    assert {classify(p.read_text(encoding="utf-8")) for p in files if p.stat().st_size > 100} == {
+        ContentClass.CJK
+    }
+
+
+def test_classifies_logging_output_as_log() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("tokend.test.classify")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        for i in range(40):
+            logger.info("request %d served in %d ms for session=%s", i, 3 * i, f"s{i:04d}")
+            if i % 7 == 0:
+                logger.warning("slow store write: %d ms", 100 + i)
+    finally:
+        logger.removeHandler(handler)
+    assert classify(stream.getvalue()) == ContentClass.LOG
+
+
+def test_classifies_base64_of_a_real_binary_as_blob() -> None:
+    data = Path(sys.executable).resolve().read_bytes()[4096 : 4096 + 6000]
+    encoded = base64.b64encode(data).decode()
+    assert classify(encoded) == ContentClass.BLOB
+    assert classify("\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))) == (
+        ContentClass.BLOB
+    )
+    assert classify(data.hex()) == ContentClass.BLOB
+
+
+# --------------------------------------------------------------------------- images
+
+
+def test_image_figures_follow_the_providers_rules() -> None:
+    assert IMAGE_TOKENS["anthropic"] == round(1092 * 1092 / 750)
+    assert IMAGE_TOKENS["openai"] == 85 + 170 * 4
+    assert image_tokens("openai") == 765
+    assert image_tokens("azure") == 765
+    assert image_tokens(None) == max(IMAGE_TOKENS.values())  # unknown: never under-counted
+    assert image_tokens("some-new-provider") == max(IMAGE_TOKENS.values())
+    assert pdf_page_tokens("anthropic") > image_tokens("anthropic")
