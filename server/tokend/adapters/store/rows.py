@@ -6,16 +6,39 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, case, func, insert, select, update
 from sqlalchemy.orm import Session
 from ulid import ULID
 
 from tokend.adapters.store.codec import part_from_json, part_to_json, usage_from_json
-from tokend.adapters.store.models import MessageRow, PartRow, SessionRow, TokenCacheRow
+from tokend.adapters.store.models import (
+    MessageRow,
+    PartRow,
+    SessionRow,
+    TokenCacheRow,
+    UtcDateTime,
+)
 from tokend.core.errors import SessionNotFound
 from tokend.core.types import Message, SessionInfo, StoredPart
 
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
+
+# Statements of the append path, built once (building them per call costs more than running them).
+_sessions, _messages = SessionRow.__table__, MessageRow.__table__
+_stamp = bindparam("stamp", type_=UtcDateTime())
+# Moves updated_at forward to :stamp (never back) on a live session; rowcount 0: none such.
+BUMP_LIVE_SESSION = (
+    update(_sessions)
+    .where(_sessions.c.id == bindparam("session_id"), _sessions.c.deleted_at.is_(None))
+    .values(
+        updated_at=case((_sessions.c.updated_at < _stamp, _stamp), else_=_sessions.c.updated_at)
+    )
+)
+LAST_SEQ = select(func.max(_messages.c.seq)).where(
+    _messages.c.session_id == bindparam("session_id")
+)
+INSERT_MESSAGE = insert(_messages)
+INSERT_PARTS = insert(PartRow.__table__)
 
 
 def new_id() -> str:

@@ -149,34 +149,30 @@ class SqlStore:
         message_id = message.id or rows.new_id()
         stamped_at = message.completed_at or message.created_at
         with self._writing() as session:
-            # Locks the session row (PostgreSQL), so concurrent appends take seq numbers in turn.
-            row = rows.live(session, message.session_id, lock=True)
-            if row is None:
-                raise SessionNotFound(f"session {message.session_id} not found")
-            last_seq = session.scalar(
-                select(func.max(MessageRow.seq)).where(MessageRow.session_id == row.id)
+            # Also locks the session row (PostgreSQL): concurrent appends take seq numbers in turn.
+            bumped = session.execute(
+                rows.BUMP_LIVE_SESSION, {"session_id": message.session_id, "stamp": stamped_at}
             )
+            if bumped.rowcount != 1:
+                raise SessionNotFound(f"session {message.session_id} not found")
+            last_seq = session.scalar(rows.LAST_SEQ, {"session_id": message.session_id})
             session.execute(
-                insert(MessageRow),
-                [
-                    {
-                        "id": message_id,
-                        "session_id": row.id,
-                        "seq": (last_seq or 0) + 1,
-                        "role": message.role,
-                        "model": message.model,
-                        "usage": usage_to_json(message.usage),
-                        "cost_usd": message.cost_usd,
-                        "summary": message.summary,
-                        "created_at": message.created_at,
-                        "completed_at": message.completed_at,
-                    }
-                ],
+                rows.INSERT_MESSAGE,
+                {
+                    "id": message_id,
+                    "session_id": message.session_id,
+                    "seq": (last_seq or 0) + 1,
+                    "role": message.role,
+                    "model": message.model,
+                    "usage": usage_to_json(message.usage),
+                    "cost_usd": message.cost_usd,
+                    "summary": message.summary,
+                    "created_at": message.created_at,
+                    "completed_at": message.completed_at,
+                },
             )
             if message.parts:
-                session.execute(insert(PartRow), rows.part_rows(message_id, message.parts))
-            if stamped_at > row.updated_at:
-                row.updated_at = stamped_at
+                session.execute(rows.INSERT_PARTS, rows.part_rows(message_id, message.parts))
 
     def load_messages(self, session_id: str) -> list[Message]:
         """From the newest summary message (the compaction boundary) on, oldest first; all
