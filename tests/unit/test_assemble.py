@@ -22,9 +22,9 @@ from tokend.core.assemble import (
 from tokend.core.errors import ContextOverflow, InvalidParams
 from tokend.core.render import PRUNED_TOOL_RESULT
 from tokend.core.types import StoredPart, TextPart, ToolCallPart, ToolResultPart
-from tokend.core.wire_formats import WIRE_FORMATS, shape_problems
+from tokend.core.wire_formats import WIRE_FORMATS
 
-from .test_wire_formats import PRUNED_AT, histories, msg
+from .test_wire_formats import PRUNED_AT, histories, msg, shape_problems
 
 
 def words(text: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,8 +29,8 @@ from tokend.core.wire_formats import (
     WIRE_FORMATS,
     Joiner,
     WireFormat,
+    WireMessage,
     render_message,
-    shape_problems,
 )
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -106,6 +107,76 @@ def histories(draw: st.DrawFn, max_turns: int = 6) -> list[Message]:
             if results and not inline:
                 add("tool", results)
     return messages
+
+
+# --- what a provider would reject ---------------------------------------------------------
+
+
+def shape_problems(messages: Sequence[WireMessage], fmt: WireFormat) -> list[str]:
+    """What a provider would reject in `messages` (empty: the shape is valid)."""
+    return _anthropic_problems(messages) if fmt == "anthropic" else _openai_problems(messages)
+
+
+def _anthropic_problems(messages: Sequence[WireMessage]) -> list[str]:
+    problems: list[str] = []
+    if messages and messages[0]["role"] != "user":
+        problems.append("the first message is not from the user")
+    previous_uses: set[str] = set()
+    for i, message in enumerate(messages):
+        role, content = message["role"], message["content"]
+        if i and role == messages[i - 1]["role"]:
+            problems.append(f"messages {i - 1} and {i} have the same role")
+        if not content:
+            problems.append(f"message {i} is empty")
+        kinds = [b["type"] for b in content]
+        answered = {b["tool_use_id"] for b in content if b["type"] == "tool_result"}
+        if role == "user" and kinds[: len(answered)] != ["tool_result"] * len(answered):
+            problems.append(f"message {i}: tool results do not come first")
+        if answered - previous_uses:
+            problems.append(f"message {i}: tool results without a preceding tool use")
+        if role == "user" and previous_uses - answered:
+            problems.append(f"message {i}: tool uses of message {i - 1} left unanswered")
+        bad = (
+            {"tool_use", "thinking", "redacted_thinking"}
+            if role == "user"
+            else {"tool_result", "image"}
+        )
+        if bad & set(kinds):
+            problems.append(f"message {i}: {role} message holds {sorted(bad & set(kinds))}")
+        if any(b["type"] == "text" and not b["text"].strip() for b in content):
+            problems.append(f"message {i}: blank text block")
+        previous_uses = {b["id"] for b in content if b["type"] == "tool_use"}
+    if previous_uses:
+        problems.append("the last message has unanswered tool uses")
+    return problems
+
+
+def _openai_problems(messages: Sequence[WireMessage]) -> list[str]:
+    problems: list[str] = []
+    awaiting: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message["role"]
+        if role == "tool":
+            if message["tool_call_id"] not in awaiting:
+                problems.append(f"message {i}: tool result answers no open tool call")
+            awaiting.discard(message["tool_call_id"])
+            continue
+        if awaiting:
+            problems.append(f"message {i}: tool calls {sorted(awaiting)} left unanswered")
+        awaiting = set()
+        if role not in ("system", "user", "assistant"):
+            problems.append(f"message {i}: unknown role {role!r}")
+        if not message.get("content") and not message.get("tool_calls"):
+            problems.append(f"message {i} is empty")
+        for call in message.get("tool_calls") or ():
+            awaiting.add(call["id"])
+            try:
+                json.loads(call["function"]["arguments"])
+            except (ValueError, TypeError):
+                problems.append(f"message {i}: tool call arguments are not JSON")
+    if awaiting:
+        problems.append(f"tool calls {sorted(awaiting)} left unanswered at the end")
+    return problems
 
 
 # --- examples -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ the parts, pre-counted on the inputs, or from the `count` callable the caller pa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
@@ -87,6 +87,17 @@ class RenderCache:
         wire = render_message(message, fmt)
         entries[message.id] = (message.parts, wire)
         return wire
+
+    def render_all(self, messages: Iterable[Message], fmt: WireFormat) -> Iterator[WireMessage]:
+        """The wire messages of `messages`, in order (the warm path of a whole history)."""
+        entries = self._by_format.setdefault(fmt, {})
+        get = entries.get
+        for message in messages:
+            hit = get(message.id)
+            if hit is None or (hit[0] is not message.parts and hit[0] != message.parts):
+                hit = (message.parts, render_message(message, fmt))
+                entries[message.id] = hit
+            yield from hit[1]
 
     def clear(self) -> None:
         self._by_format.clear()
@@ -187,19 +198,18 @@ def _build(
     total: int,
     warnings: list[str],
 ) -> Assembly:
-    cached = req.render_cache.render if req.render_cache is not None else render_message
+    cache = req.render_cache
     fmt = req.format
     joiner = Joiner(fmt)
     ends: dict[str, tuple[int, dict[str, Any]] | None] = {}
     if fmt == "openai" and req.system is not None:
         joiner.messages.append({"role": "system", "content": req.system})
         ends["system"] = joiner.end_position()
-    add = joiner.add
     for name, messages in groups.items():
-        render = cached if name in ("history", "current") else render_message
-        for message in messages:
-            for wire in render(message, fmt):
-                add(wire)
+        if cache is not None and name in ("history", "current"):
+            joiner.extend(cache.render_all(messages, fmt))
+        else:
+            joiner.extend(wire for message in messages for wire in render_message(message, fmt))
         if messages:
             ends[name] = joiner.end_position()
     out = joiner.finish()

@@ -10,8 +10,7 @@ a placeholder result (each repair adds a warning). Token counts are not touched 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from tokend.core.render import PRUNED_TOOL_RESULT, to_json_text
@@ -204,10 +203,49 @@ class Joiner:
         self._pending: dict[str, str] = {}  # tool call id -> tool name, awaiting a result
 
     def add(self, wire: WireMessage) -> None:
+        self.extend((wire,))
+
+    def extend(self, wires: Iterable[WireMessage]) -> None:
+        """Add wire messages in order; the common, already valid case takes a fast path."""
         if self.fmt == "openai":
-            self._add_openai(wire)
+            self._extend_openai(wires)
         else:
+            self._extend_anthropic(wires)
+
+    def _extend_openai(self, wires: Iterable[WireMessage]) -> None:
+        append, pending = self.messages.append, self._pending
+        for wire in wires:
+            if wire["role"] != "tool" and not pending:
+                append(wire)
+                for call in wire.get("tool_calls") or ():
+                    pending[call["id"]] = call["function"]["name"]
+            elif wire["role"] == "tool" and pending.pop(wire["tool_call_id"], None) is not None:
+                append(wire)
+            else:
+                self._add_openai(wire)
+
+    def _extend_anthropic(self, wires: Iterable[WireMessage]) -> None:
+        out, pending = self.messages, self._pending
+        last = out[-1]["role"] if out else None
+        for wire in wires:
+            content = wire["content"]
+            if wire["role"] == "assistant":
+                if last == "user" and not pending:
+                    out.append(wire)
+                    for block in content:
+                        if block["type"] == "tool_use":
+                            pending[block["id"]] = block["name"]
+                    last = "assistant"
+                    continue
+            elif last == "assistant" and _answers_only(content, pending):
+                out.append(wire)
+                for block in content:
+                    if block["type"] == "tool_result":
+                        del pending[block["tool_use_id"]]
+                last = "user"
+                continue
             self._add_anthropic(wire)
+            last = out[-1]["role"] if out else None
 
     def finish(self) -> list[WireMessage]:
         """Answer calls left unanswered at the end; returns the joined messages."""
@@ -304,6 +342,13 @@ class Joiner:
             out.append({"role": "user", "content": [*results, *others]})
 
 
+def _answers_only(content: Sequence[dict[str, Any]], pending: dict[str, str]) -> bool:
+    """True when every tool result in `content` answers a pending call (results lead)."""
+    if not content or content[0]["type"] != "tool_result":
+        return bool(content)
+    return all(b["tool_use_id"] in pending for b in content if b["type"] == "tool_result")
+
+
 def cacheable_block_index(content: Sequence[dict[str, Any]], block: dict[str, Any]) -> int | None:
     """Where `block` sits in `content`, moved back past thinking blocks (they take no cache_control)."""
     for index in range(len(content) - 1, -1, -1):
@@ -312,70 +357,3 @@ def cacheable_block_index(content: Sequence[dict[str, Any]], block: dict[str, An
                 index -= 1
             return index if index >= 0 else None
     return None
-
-
-def shape_problems(messages: Sequence[WireMessage], fmt: WireFormat) -> list[str]:
-    """What a provider would reject in `messages` (empty: the shape is valid)."""
-    return _anthropic_problems(messages) if fmt == "anthropic" else _openai_problems(messages)
-
-
-def _anthropic_problems(messages: Sequence[WireMessage]) -> list[str]:
-    problems: list[str] = []
-    if messages and messages[0]["role"] != "user":
-        problems.append("the first message is not from the user")
-    previous_uses: set[str] = set()
-    for i, message in enumerate(messages):
-        role, content = message["role"], message["content"]
-        if i and role == messages[i - 1]["role"]:
-            problems.append(f"messages {i - 1} and {i} have the same role")
-        if not content:
-            problems.append(f"message {i} is empty")
-        kinds = [b["type"] for b in content]
-        answered = {b["tool_use_id"] for b in content if b["type"] == "tool_result"}
-        if role == "user" and kinds[: len(answered)] != ["tool_result"] * len(answered):
-            problems.append(f"message {i}: tool results do not come first")
-        if answered - previous_uses:
-            problems.append(f"message {i}: tool results without a preceding tool use")
-        if role == "user" and previous_uses - answered:
-            problems.append(f"message {i}: tool uses of message {i - 1} left unanswered")
-        bad = (
-            {"tool_use", "thinking", "redacted_thinking"}
-            if role == "user"
-            else {"tool_result", "image"}
-        )
-        if bad & set(kinds):
-            problems.append(f"message {i}: {role} message holds {sorted(bad & set(kinds))}")
-        if any(b["type"] == "text" and not b["text"].strip() for b in content):
-            problems.append(f"message {i}: blank text block")
-        previous_uses = {b["id"] for b in content if b["type"] == "tool_use"}
-    if previous_uses:
-        problems.append("the last message has unanswered tool uses")
-    return problems
-
-
-def _openai_problems(messages: Sequence[WireMessage]) -> list[str]:
-    problems: list[str] = []
-    awaiting: set[str] = set()
-    for i, message in enumerate(messages):
-        role = message["role"]
-        if role == "tool":
-            if message["tool_call_id"] not in awaiting:
-                problems.append(f"message {i}: tool result answers no open tool call")
-            awaiting.discard(message["tool_call_id"])
-            continue
-        if awaiting:
-            problems.append(f"message {i}: tool calls {sorted(awaiting)} left unanswered")
-        awaiting = set()
-        if role not in ("system", "user", "assistant"):
-            problems.append(f"message {i}: unknown role {role!r}")
-        if not message.get("content") and not message.get("tool_calls"):
-            problems.append(f"message {i} is empty")
-        for call in message.get("tool_calls") or ():
-            awaiting.add(call["id"])
-            try:
-                json.loads(call["function"]["arguments"])
-            except (ValueError, TypeError):
-                problems.append(f"message {i}: tool call arguments are not JSON")
-    if awaiting:
-        problems.append(f"tool calls {sorted(awaiting)} left unanswered at the end")
-    return problems
