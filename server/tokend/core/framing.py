@@ -40,9 +40,16 @@ ANTHROPIC_TOOL_PROMPT_AUTO = 346  # tool_choice "auto" or "none"
 ANTHROPIC_TOOL_PROMPT_FORCED = 313  # tool_choice "any" or a named tool
 
 
+# Anthropic documents no framing; replaying real Claude Code sessions (claude-opus-4-6) leaves
+# about 20 tokens per new message (role markers, block wrappers, tool-use ids) once the text is counted.
+ANTHROPIC_MESSAGE_OVERHEAD = 20
+
+
 def message_overhead(role: str, provider: str | None, has_name: bool = False) -> int:
     """Framing tokens one message of `role` adds around its content (not the reply priming)."""
-    del role, provider  # same framing for every role and provider (see the module docstring)
+    del role  # same framing for every role
+    if provider_family(provider) == "anthropic":
+        return ANTHROPIC_MESSAGE_OVERHEAD
     return TOKENS_PER_MESSAGE + (TOKENS_PER_NAME if has_name else 0)
 
 

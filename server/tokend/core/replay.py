@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from tokend.core.accounting import EstimateError, predict_next_input, summarize_abs_errors
 from tokend.core.calibration import Calibrator
+from tokend.core.framing import ANTHROPIC_MESSAGE_OVERHEAD
 from tokend.core.render import part_content_hint, part_text
 from tokend.core.transcript import CompactionBoundary, ProviderCall, TranscriptEvent
 from tokend.core.types import ContentClass, ImagePart, Part, ReasoningPart
@@ -38,7 +39,7 @@ class PredictionRules:
     taken for a streaming snapshot and replaced by the estimate (0 = always trust the report).
     """
 
-    message_overhead_tokens: int = 20
+    message_overhead_tokens: int = ANTHROPIC_MESSAGE_OVERHEAD
     final_output_share: float = 0.5
 
 

@@ -49,11 +49,10 @@ def from_wire_part(raw: Any, index: int) -> Part:
             raise InvalidParams(f"message.parts[{index}].providerMetadata must be an object")
         return ReasoningPart(_field(raw, index, "text", str), meta)
     if kind == "toolCall":
+        call_id, name = _field(raw, index, "callId", str), _field(raw, index, "name", str)
         if "input" not in raw:
             raise InvalidParams(f"message.parts[{index}] (toolCall) needs the field 'input'")
-        return ToolCallPart(
-            _field(raw, index, "callId", str), _field(raw, index, "name", str), raw["input"]
-        )
+        return ToolCallPart(call_id, name, raw["input"])
     if kind == "toolResult":
         is_error = raw.get("isError", False)
         if not isinstance(is_error, bool):

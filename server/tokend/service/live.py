@@ -14,6 +14,7 @@ from tokend.core.assemble import RenderCache
 from tokend.core.budget import autocompact_threshold
 from tokend.core.catalog import ModelInfo
 from tokend.core.config import TokendConfig
+from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import (
     BudgetSnapshot,
     CallFigures,
@@ -37,6 +38,7 @@ class LiveSession:
     last_call: CallFigures | None = None
     last_call_index: int = -1  # index in `messages` of the last provider call in this window
     anchored: bool = False  # a provider call since the last compaction
+    gauge_output_tokens: int = 0  # the last call's output as the gauge counts it
     added_since_call: int = 0  # tokens added after the last call (incl. framing)
     added_chars_since_call: Counter[ContentClass] = field(default_factory=Counter)
     added_estimate_since_call: int = 0
@@ -59,7 +61,7 @@ class LiveSession:
             dropped = self.last_call.reasoning_tokens if self.model.strips_reasoning else 0
             usage = Usage(
                 input_tokens=self.last_call.input_tokens,
-                output_tokens=self.last_call.output_tokens,
+                output_tokens=self.gauge_output_tokens,
                 reasoning_tokens=self.last_call.reasoning_tokens,
                 cache_read_tokens=self.last_call.cache_read_tokens,
                 cache_write_tokens=self.last_call.cache_write_tokens,
@@ -113,16 +115,28 @@ class LiveSession:
             self.added_chars_since_call.update(chars_by_class)
             return None
         predicted, _ = self.used_tokens()
-        call = self.restore_call(message, predicted if self.anchored else None, record=True)
+        call = self.restore_call(
+            message, predicted if self.anchored else None, record=True, content_tokens=tokens
+        )
         self.totals = add_usage(self.totals, message.usage)
         model = message.model or self.model.name
         self.cost_by_model[model] = self.cost_by_model.get(model, 0.0) + cost
         return call
 
-    def restore_call(self, message: Message, predicted: int | None, record: bool) -> CallFigures:
-        """Make `message` (the last one appended, carrying usage) the anchor of the gauge."""
+    def restore_call(
+        self, message: Message, predicted: int | None, record: bool, content_tokens: int
+    ) -> CallFigures:
+        """Make `message` (the last one appended, carrying usage) the anchor of the gauge.
+
+        A reported output far below the message's own count is a streaming snapshot, not the
+        final figure (seen in real transcripts): the message's count stands in for it.
+        """
         usage = message.usage
         assert usage is not None
+        share = MEASURED_RULES.final_output_share
+        self.gauge_output_tokens = max(usage.output_tokens, 0)
+        if usage.output_tokens < share * content_tokens:
+            self.gauge_output_tokens = content_tokens
         actual = usage.context_tokens
         error_pct = None
         if record and predicted is not None and actual > 0:

@@ -151,7 +151,7 @@ class TokendService:
             if info.compacted_at is not None and message.created_at <= info.compacted_at:
                 return
             live.messages, after = live.messages[: index + 1], live.messages[index + 1 :]
-            live.restore_call(message, None, record=False)
+            live.restore_call(message, None, record=False, content_tokens=live.message_tokens[message.id])
             for later in after:
                 tokens = live.message_tokens.pop(later.id)
                 live.add_message(later, tokens, Counter(), 0.0)
@@ -238,8 +238,10 @@ class TokendService:
         self.store.update_session(
             session_id, compacted_at=now, extra={**live.info.extra, "compactions": live.compactions}
         )
-        self._sessions.pop(session_id, None)
-        return self._changed(self.session(session_id))
+        old = self._sessions.pop(session_id)
+        fresh = self.session(session_id)
+        fresh.errors = old.errors  # the verification metric spans windows
+        return self._changed(fresh)
 
     def prune_parts(self, session_id: str, part_ids: Sequence[str]) -> BudgetSnapshot:
         """Mark parts compacted (assembly shows a placeholder); the originals stay in the store."""

@@ -1,0 +1,63 @@
+"""The live gauge, fed a real Claude Code session call by call, predicts each call's input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import BIG_SESSION, sessions_dir_or_skip, tokend_env
+from tokend.commands.importer import import_events
+from tokend.service.factory import build_service
+
+
+def test_gauge_predicts_real_provider_usage(tmp_path):
+    sessions_dir_or_skip()
+    service = build_service(None, f"sqlite:///{tmp_path}/gauge.sqlite3")
+    outcome = import_events(service, BIG_SESSION)
+    live = service.session(outcome.session_id)
+    summary = live.errors.summary()
+    # 152 calls, minus the first of each window (2): every other call was predicted before it was made
+    assert outcome.calls == 152 and outcome.compactions == 1
+    assert summary.count == 150
+    assert summary.median_abs_error_pct <= 0.1
+    assert summary.p90_abs_error_pct <= 0.6
+    snap = service.snapshot(outcome.session_id)
+    assert snap.context_window == 200_000  # Claude Code's standard window, not the catalog's 1M
+    assert snap.compactions == 1 and not snap.estimated
+    assert sum(item.tokens for item in snap.breakdown) == snap.used_tokens
+    service.close()
+
+    # the same session reopened from SQLite gives the same gauge
+    reopened = build_service(None, f"sqlite:///{tmp_path}/gauge.sqlite3")
+    again = reopened.snapshot(outcome.session_id)
+    assert again.used_tokens == snap.used_tokens
+    assert again.totals == snap.totals
+    reopened.close()
+
+
+def test_cli_import_then_status(tmp_path):
+    sessions_dir_or_skip()
+    env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path}/cli.sqlite3")
+    run = [sys.executable, "-m", "tokend"]
+    imported = subprocess.run(
+        [*run, "import", "claude-code", str(BIG_SESSION), "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert imported.returncode == 0, imported.stderr
+    outcome = json.loads(imported.stdout)
+    status = subprocess.run(
+        [*run, "status", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert status.returncode == 0, status.stderr
+    snapshot = json.loads(status.stdout)
+    assert snapshot["sessionId"] == outcome["session_id"]
+    assert snapshot["usedTokens"] == outcome["usedTokens"]
+    line = subprocess.run(
+        [*run, "status"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "/ 200,000 tokens" in line.stdout
+    table = subprocess.run(
+        [*run, "context"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "messages" in table.stdout and "free space" in table.stdout
