@@ -142,6 +142,8 @@ def test_missing_counts_without_a_counter_are_refused():
         assemble(AssemblyRequest("openai", 1000, history=[uncounted], pruned_result_tokens=7))
     with pytest.raises(InvalidParams):
         assemble(AssemblyRequest("openai", 1000, system="hi", pruned_result_tokens=7))
+    with pytest.raises(InvalidParams, match="unknown format 'gemini'"):
+        assemble(AssemblyRequest("gemini", 1000, pruned_result_tokens=7))  # type: ignore[arg-type]
 
 
 def test_anthropic_cache_breakpoints_sit_on_the_four_stable_ends():

@@ -20,6 +20,7 @@ from tokend.core.prune import is_user_turn
 from tokend.core.render import PRUNED_TOOL_RESULT, part_text, to_json_text
 from tokend.core.types import Message, StoredPart, TextPart
 from tokend.core.wire_formats import (
+    WIRE_FORMATS,
     Joiner,
     WireFormat,
     WireMessage,
@@ -109,7 +110,10 @@ class RenderCache:
 @dataclass(frozen=True, slots=True)
 class AssemblyRequest:
     """What to assemble. `limit_tokens` is the effective input limit; `history` runs from the
-    last compaction boundary, oldest first. Tokens left None are counted with `count`."""
+    last compaction boundary, oldest first. Tokens left None are counted with `count`.
+    `system_tokens` and `tools_tokens` are taken as given (include their framing);
+    `message_overhead` is added for every message sent, the synthetic ones holding
+    examples, files, the repo map and the reminder included."""
 
     format: WireFormat
     limit_tokens: int
@@ -153,6 +157,8 @@ class Assembly:
 def assemble(request: AssemblyRequest) -> Assembly:
     """The request that fits `limit_tokens` (raises ContextOverflow when none does)."""
     req = request
+    if req.format not in WIRE_FORMATS:
+        raise InvalidParams(f"unknown format {req.format!r}; expected one of {WIRE_FORMATS}")
     split = len(req.history)
     for index in range(len(req.history) - 1, -1, -1):
         if is_user_turn(req.history[index]):
