@@ -104,3 +104,8 @@ def test_another_tool_always_costs_more(
     assert tool_schemas_tokens(tools + [extra], words, provider) > tool_schemas_tokens(
         tools, words, provider
     )
+
+
+def test_anthropic_and_unknown_providers_get_the_measured_larger_framing() -> None:
+    assert message_overhead("user", "anthropic") > message_overhead("user", "openai")
+    assert message_overhead("tool", None) == message_overhead("tool", "anthropic")

@@ -3,7 +3,8 @@
 All figures are tokens. Message framing follows OpenAI's cookbook ("How to count tokens with
 tiktoken"): every message is wrapped as <|start|>{role}<|message|>{content}<|end|>, i.e. 3 tokens
 (the role is one token), +1 when the message carries a name, and the reply is primed with 3 more.
-No provider documents its framing otherwise; the same figures are used for every provider.
+Anthropic documents no framing: ANTHROPIC_MESSAGE_OVERHEAD (~20 per message) was measured by
+replaying real Claude Code sessions, and is also used for an unknown provider (never under-count).
 
 Tool definitions:
 - OpenAI renders them into the system prompt as a TypeScript-like namespace. The community-measured
