@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import sqlite3
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
@@ -14,6 +16,7 @@ from sqlalchemy import inspect
 from tokend.adapters.store import SqlStore
 from tokend.adapters.store.engine import (
     MIGRATIONS_DIR,
+    alembic_config,
     create_store_engine,
     head_revisions,
     upgrade_to_head,
@@ -81,6 +84,24 @@ def test_a_database_from_a_newer_tokend_is_refused_clearly(db_url: str):
         raw.execute("UPDATE alembic_version SET version_num = '9999_future'")
     with pytest.raises(StoreError, match="newer version"):
         SqlStore.open(db_url)
+
+
+def test_an_unopenable_database_fails_with_a_store_error_naming_it(tmp_path: Path):
+    missing_folder = tmp_path / "no" / "such" / "folder" / "tokend.sqlite3"
+    with pytest.raises(StoreError, match="cannot open the database sqlite:///"):
+        SqlStore.open(sqlite_url(missing_folder))
+    with pytest.raises(StoreError, match=r"\*\*\*"):  # the password is not shown
+        SqlStore.open("nosuchdialect://user:secret@host/db")
+
+
+def test_the_migrations_render_for_postgresql():
+    config = alembic_config(url="postgresql://tokend@localhost/tokend")
+    config.output_buffer = io.StringIO()
+    command.upgrade(config, "head", sql=True)  # offline: SQL text only, no server needed
+    sql = config.output_buffer.getvalue()
+    assert "CREATE TABLE sessions" in sql and "CREATE TABLE token_cache" in sql
+    assert "TIMESTAMP WITH TIME ZONE" in sql
+    assert "PRAGMA" not in sql
 
 
 def _open_and_append(url: str, barrier, session_id: str) -> None:  # runs in a child process

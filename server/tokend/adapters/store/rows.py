@@ -61,7 +61,8 @@ def require_live(session: Session, session_id: str) -> None:
         raise SessionNotFound(f"session {session_id} not found")
 
 
-def existing_counts(session: Session, keys: list[str]) -> dict[str, int]:
+def existing_counts(session: Session, keys: Sequence[str]) -> dict[str, int]:
+    """token_cache rows for `keys` (key -> tokens); absent keys are left out."""
     existing: dict[str, int] = {}
     for chunk in chunks(keys):
         query = select(TokenCacheRow.key, TokenCacheRow.tokens).where(TokenCacheRow.key.in_(chunk))

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from sqlalchemy import Engine, bindparam, func, insert, select, true, update
+from sqlalchemy import Engine, bindparam, func, insert, make_url, select, true, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,6 +38,20 @@ UPDATABLE_SESSION_FIELDS = frozenset(
 CALIBRATION_KEY = "default"
 
 
+def _shown(url: str) -> str:
+    """The URL for a message, password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except SQLAlchemyError:
+        return "(unparsable URL)"
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    """The driver's own words (e.g. "UNIQUE constraint failed: parts.id"), without the SQL
+    statement and its parameters, which may hold whole tool outputs."""
+    return str(getattr(exc, "orig", None) or exc)
+
+
 class SqlStore:
     """Store and CountCache on one database. Build with `SqlStore.open(url)`."""
 
@@ -51,10 +65,19 @@ class SqlStore:
     def open(cls, url: str | None = None) -> Self:
         """Open the database at `url` (default: `resolve_database_url()`), migrating it to the
         newest schema first when needed."""
-        engine = create_store_engine(resolve_database_url(url))
+        resolved = resolve_database_url(url)
+        try:
+            engine = create_store_engine(resolved)
+        except (SQLAlchemyError, ImportError) as exc:
+            raise StoreError(f"cannot use database URL {_shown(resolved)}: {exc}") from exc
         try:
             upgrade_to_head(engine)
-        except Exception:
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            raise StoreError(
+                f"cannot open the database {_shown(resolved)}: {_reason(exc)}"
+            ) from exc
+        except BaseException:
             engine.dispose()
             raise
         return cls(engine)
@@ -79,7 +102,7 @@ class SqlStore:
             with self._read_session() as session, session.begin():
                 yield session
         except SQLAlchemyError as exc:
-            raise StoreError(f"reading the session store failed: {exc}") from exc
+            raise StoreError(f"reading the session store failed: {_reason(exc)}") from exc
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
@@ -88,7 +111,7 @@ class SqlStore:
             with self._write_session() as session, session.begin():
                 yield session
         except SQLAlchemyError as exc:
-            raise StoreError(f"writing to the session store failed: {exc}") from exc
+            raise StoreError(f"writing to the session store failed: {_reason(exc)}") from exc
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -241,14 +264,8 @@ class SqlStore:
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
-        found: dict[str, int] = {}
         with self._reading() as session:
-            for chunk in rows.chunks(wanted):
-                query = select(TokenCacheRow.key, TokenCacheRow.tokens).where(
-                    TokenCacheRow.key.in_(chunk)
-                )
-                found.update(session.execute(query).all())
-        return found
+            return rows.existing_counts(session, wanted)
 
     def put_many(self, counts: Mapping[str, int]) -> None:
         """Insert or overwrite token counts (key -> tokens) in one transaction."""
