@@ -35,7 +35,9 @@ def main(argv: list[str]) -> int:
             failed += 1
             section = f"### {name}\n\nFAILED:\n\n```\n{traceback.format_exc()}```\n"
         parts.append(section.rstrip() + "\n")
-        print(f"bench: {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"bench: {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True
+        )
     if not argv:
         (ROOT / "BENCHMARKS.md").write_text("\n".join(parts))
         print("bench: wrote BENCHMARKS.md", file=sys.stderr)

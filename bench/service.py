@@ -20,7 +20,9 @@ MODEL = "gpt-4o"
 def _build_session(service, sid: str) -> None:
     from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 
-    body = (Path(__file__).resolve().parents[1] / "server" / "tokend" / "service" / "service.py").read_text()
+    body = (
+        Path(__file__).resolve().parents[1] / "server" / "tokend" / "service" / "service.py"
+    ).read_text()
     lines = body.splitlines()
     context = 0
     for i in range(MESSAGES // 4):
@@ -34,7 +36,9 @@ def _build_session(service, sid: str) -> None:
             usage=Usage(input_tokens=200, output_tokens=30, cache_read_tokens=context),
         )
         service.append(sid, "tool", [ToolResultPart(f"call_{i}", "read_file", chunk)])
-        service.append(sid, "assistant", [TextPart(f"I changed line {i % 300}; the test passes now.")])
+        service.append(
+            sid, "assistant", [TextPart(f"I changed line {i % 300}; the test passes now.")]
+        )
         context += 160
 
 

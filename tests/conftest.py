@@ -13,7 +13,9 @@ BIG_SESSION = SESSIONS_DIR / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 
 
 @pytest.fixture(autouse=True)
-def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Point XDG folders (and so platformdirs) at a fresh temp tree; no test touches the user's."""
     base = tmp_path_factory.mktemp("xdg")
     for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
@@ -29,7 +31,9 @@ def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 
 def sessions_dir_or_skip() -> Path:
     if not SESSIONS_DIR.is_dir():
-        pytest.skip(f"the shared Claude Code sessions are not beside the repo ({SESSIONS_DIR.name})")
+        pytest.skip(
+            f"the shared Claude Code sessions are not beside the repo ({SESSIONS_DIR.name})"
+        )
     return SESSIONS_DIR
 
 

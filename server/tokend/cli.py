@@ -8,14 +8,22 @@ from pathlib import Path
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tokend", description="The context-window daemon for AI coding agents.")
+    parser = argparse.ArgumentParser(
+        prog="tokend", description="The context-window daemon for AI coding agents."
+    )
     parser.add_argument("--version", action="version", version=_version())
-    parser.add_argument("--database-url", help="SQLAlchemy URL of the store (default: SQLite in the user data dir)")
+    parser.add_argument(
+        "--database-url", help="SQLAlchemy URL of the store (default: SQLite in the user data dir)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the daemon in the foreground")
-    serve.add_argument("--listen", action="append", default=[], help="unix:PATH or tcp:127.0.0.1:PORT (repeatable)")
-    serve.add_argument("--idle-timeout", type=float, default=None, help="seconds with no connection before exiting")
+    serve.add_argument(
+        "--listen", action="append", default=[], help="unix:PATH or tcp:127.0.0.1:PORT (repeatable)"
+    )
+    serve.add_argument(
+        "--idle-timeout", type=float, default=None, help="seconds with no connection before exiting"
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--name", default=None, help="a separately named daemon")
 
@@ -45,7 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     cc.add_argument("--context-window", type=int, default=None, help="override the model's window")
     cc.add_argument("--json", action="store_true")
 
-    replay = sub.add_parser("replay", help="replay a transcript and compare the gauge with provider usage")
+    replay = sub.add_parser(
+        "replay", help="replay a transcript and compare the gauge with provider usage"
+    )
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true")
     return parser
@@ -90,7 +100,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "import":
         from tokend.commands.importer import import_claude_code
 
-        return import_claude_code(args.file, args.database_url, args.context_window, args.json, sys.stdout)
+        return import_claude_code(
+            args.file, args.database_url, args.context_window, args.json, sys.stdout
+        )
     if args.command == "status":
         from tokend.commands.status import run_status
 

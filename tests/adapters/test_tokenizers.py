@@ -159,8 +159,9 @@ class BrokenCountCache:
         raise OSError("database is locked")
 
 
-LONG_A = "def first(x):\n    return x * 2  # a text long enough to be cached\n"
-LONG_B = "The second text, also comfortably above the short-text threshold."
+# Long enough for the persistent cache (PERSIST_MIN_CHARS); shorter texts stay in memory only.
+LONG_A = "def first(x):\n    return x * 2  # a text long enough to be cached\n" * 80
+LONG_B = "The second text, also comfortably above the persistent-cache threshold. " * 80
 
 
 def test_a_text_is_tokenized_once(bundled: Path) -> None:

@@ -79,8 +79,13 @@ class RpcClient:
     async def initialize(self, options: dict[str, Any] | None = None, name: str = "test") -> Any:
         result = await self.request(
             "initialize",
-            {"processId": None, "rootUri": None, "capabilities": {}, "clientInfo": {"name": name},
-             "initializationOptions": options or {}},
+            {
+                "processId": None,
+                "rootUri": None,
+                "capabilities": {},
+                "clientInfo": {"name": name},
+                "initializationOptions": options or {},
+            },
         )
         self.notify("initialized", {})
         return result
@@ -106,9 +111,15 @@ class ProcessClient(RpcClient):
     @classmethod
     async def spawn(cls, *args: str, cwd: Path, env: dict[str, str]) -> ProcessClient:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tokend", *args,
-            cwd=cwd, env=env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "tokend",
+            *args,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         return cls(proc)
 

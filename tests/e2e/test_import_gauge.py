@@ -42,12 +42,21 @@ def test_cli_import_then_status(tmp_path):
     run = [sys.executable, "-m", "tokend"]
     imported = subprocess.run(
         [*run, "import", "claude-code", str(BIG_SESSION), "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert imported.returncode == 0, imported.stderr
     outcome = json.loads(imported.stdout)
     status = subprocess.run(
-        [*run, "status", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        [*run, "status", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert status.returncode == 0, status.stderr
     snapshot = json.loads(status.stdout)

@@ -27,7 +27,10 @@ async def test_append_usage_and_snapshot_agree(server: ProcessClient):
     sid = created["sessionId"]
     first = await server.request(
         "session/append",
-        {"sessionId": sid, "message": {"role": "user", "parts": [{"type": "text", "text": "hello world"}]}},
+        {
+            "sessionId": sid,
+            "message": {"role": "user", "parts": [{"type": "text", "text": "hello world"}]},
+        },
     )
     assert first["tokens"] > 2
     change = await server.next_notification("budget/didChange")
@@ -68,14 +71,21 @@ async def test_bad_input_gets_stable_codes_and_server_keeps_serving(server: Proc
     assert missing.value.code == -32001
 
     sid = (await server.request("session/create", {"model": "gpt-4o"}))["sessionId"]
-    bad_part = {"sessionId": sid, "message": {"role": "user", "parts": [{"type": "toolCall", "name": "x"}]}}
+    bad_part = {
+        "sessionId": sid,
+        "message": {"role": "user", "parts": [{"type": "toolCall", "name": "x"}]},
+    }
     with pytest.raises(RpcError) as malformed:
         await server.request("session/append", bad_part)
     assert malformed.value.code == -32602 and "callId" in malformed.value.message
 
     negative = {
         "sessionId": sid,
-        "message": {"role": "assistant", "parts": [], "usage": {"inputTokens": -1, "outputTokens": 3}},
+        "message": {
+            "role": "assistant",
+            "parts": [],
+            "usage": {"inputTokens": -1, "outputTokens": 3},
+        },
     }
     with pytest.raises(RpcError) as neg:
         await server.request("session/append", negative)

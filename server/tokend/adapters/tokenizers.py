@@ -206,6 +206,10 @@ class TiktokenCounter:
 # but below 16 chars a miss costs hash + encode + a persistent row to save ~1.5 us: not worth it.
 SHORT_TEXT_CHARS = 16
 MEMORY_ENTRIES = 65_536
+# Texts shorter than this stay in memory only: tokenizing them again after a restart (~0.3 ms for
+# 4 KB) costs about what one SQLite round trip to the persistent cache does, and a session's parts
+# keep their counts on their own rows anyway. Measured with bench.service (append path).
+PERSIST_MIN_CHARS = 4096
 
 
 class CachedCounter:
@@ -246,12 +250,13 @@ class CachedCounter:
             else:
                 wanted.setdefault(self.key(text), []).append(i)
         if wanted:
-            found = self._recall(list(wanted))
+            durable = {k for k, pos in wanted.items() if len(texts[pos[0]]) >= PERSIST_MIN_CHARS}
+            found = self._recall(list(wanted), durable)
             missing = [k for k in wanted if k not in found]
             if missing:
                 fresh = self._count_fresh([texts[wanted[k][0]] for k in missing])
                 new = dict(zip(missing, fresh, strict=True))
-                self._remember(new, persist=True)
+                self._remember(new, persist={k for k in new if k in durable})
                 found.update(new)
             for k, positions in wanted.items():
                 for i in positions:
@@ -264,14 +269,14 @@ class CachedCounter:
             return list(many(texts))
         return [self._inner.count(t) for t in texts]
 
-    def _recall(self, keys: list[str]) -> dict[str, int]:
+    def _recall(self, keys: list[str], durable: set[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         with self._lock:
             for k in keys:
                 if k in self._memory:
                     self._memory.move_to_end(k)
                     found[k] = self._memory[k]
-        rest = [k for k in keys if k not in found]
+        rest = [k for k in keys if k not in found and k in durable]
         if rest and self._cache is not None:
             try:
                 stored = self._cache.get_many(rest)
@@ -279,20 +284,20 @@ class CachedCounter:
                 log.warning("count cache read failed, counting directly: %s", exc)
                 stored = {}
             stored = {k: int(v) for k, v in stored.items() if k in rest}
-            self._remember(stored, persist=False)
+            self._remember(stored, persist=set())
             found.update(stored)
         return found
 
-    def _remember(self, counts: dict[str, int], *, persist: bool) -> None:
+    def _remember(self, counts: dict[str, int], *, persist: set[str]) -> None:
         with self._lock:
             for k, v in counts.items():
                 self._memory[k] = v
                 self._memory.move_to_end(k)
             while len(self._memory) > MEMORY_ENTRIES:
                 self._memory.popitem(last=False)
-        if persist and counts and self._cache is not None:
+        if persist and self._cache is not None:
             try:
-                self._cache.put_many(counts)
+                self._cache.put_many({k: counts[k] for k in persist})
             except Exception as exc:
                 log.warning("count cache write failed: %s", exc)
 

@@ -131,6 +131,9 @@ class AssemblyRequest:
     count: Callable[[str], int] | None = None
     pruned_result_tokens: int | None = None  # count of PRUNED_TOOL_RESULT
     render_cache: RenderCache | None = None
+    # Known totals per message id (parts + framing, pruned parts as placeholders); a caller that
+    # keeps them saves summing every part on every assembly.
+    message_tokens: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,8 +271,13 @@ def _mark_block(out: list[WireMessage], message_index: int, block: dict[str, Any
 
 def _messages_tokens(messages: Sequence[Message], req: AssemblyRequest, pruned: int) -> int:
     overhead = req.message_overhead
+    known = req.message_tokens or {}
     total = 0
     for message in messages:
+        cached = known.get(message.id)
+        if cached is not None:
+            total += cached
+            continue
         total += overhead(message)
         for stored in message.parts:
             if stored.compacted_at is not None:

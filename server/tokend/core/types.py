@@ -73,7 +73,9 @@ class CompactionPart:
     kind: Literal["compaction"] = "compaction"
 
 
-Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | ImagePart | FilePart | CompactionPart
+Part = (
+    TextPart | ReasoningPart | ToolCallPart | ToolResultPart | ImagePart | FilePart | CompactionPart
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,9 @@ def from_wire_part(raw: Any, index: int) -> Part:
             try:
                 base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError):
-                raise InvalidParams(f"message.parts[{index}].dataBase64 is not valid base64") from None
+                raise InvalidParams(
+                    f"message.parts[{index}].dataBase64 is not valid base64"
+                ) from None
         return ImagePart(_field(raw, index, "mediaType", str), data)
     if kind == "file":
         return FilePart(_field(raw, index, "path", str))

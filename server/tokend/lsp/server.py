@@ -56,7 +56,10 @@ class TokendServer(LanguageServer):
         return list(self._watching)
 
     def _did_change(self, snapshot: BudgetSnapshot) -> None:
-        params = {"sessionId": snapshot.session_id, "snapshot": wire.to_wire(to_wire_snapshot(snapshot))}
+        params = {
+            "sessionId": snapshot.session_id,
+            "snapshot": wire.to_wire(to_wire_snapshot(snapshot)),
+        }
         self.protocol.notify(BUDGET_DID_CHANGE, params)
 
 

@@ -17,7 +17,6 @@ from tokend.core.assemble import (
 )
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import message_overhead, tool_schemas_tokens
-from tokend.core.types import Message
 from tokend.service.service import TokendService
 
 
@@ -50,6 +49,7 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
     read_only, chat = files(inp.read_only_files), files(inp.chat_files)
     repo_map = counted(inp.repo_map)
     system_tokens = count(inp.system) if inp.system else 0
+    overhead = message_overhead("user", provider)  # the same for every role
     tools_tokens = tool_schemas_tokens(list(inp.tools), count, provider) if inp.tools else 0
     request = AssemblyRequest(
         format=inp.format,  # type: ignore[arg-type]
@@ -64,10 +64,11 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
         repo_map=repo_map,
         chat_files=chat,
         reminder=counted(inp.reminder),
-        message_overhead=lambda m: _overhead(m, provider),
+        message_overhead=lambda _message: overhead,
         count=count,
         pruned_result_tokens=counter.pruned_tokens(),
         render_cache=live.render_cache,
+        message_tokens=live.message_tokens,
     )
     assembly = assemble(request)
     measured = {
@@ -79,10 +80,6 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
     }
     service.set_measured(session_id, {k: v for k, v in measured.items() if v}, counter.exact)
     return assembly
-
-
-def _overhead(message: Message, provider: str) -> int:
-    return message_overhead(message.role, provider)
 
 
 def _example(index: int, raw: Mapping[str, Any], count: Any) -> ExampleTurn:

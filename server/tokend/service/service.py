@@ -125,11 +125,14 @@ class TokendService:
             compactions=int(info.extra.get("compactions", 0)),
             measured=dict(info.extra.get("measured", {})),
         )
-        for message in self.store.load_all_messages(session_id) if len(messages) else []:
+        windowed = bool(messages) and messages[0].summary
+        for message in self.store.load_all_messages(session_id) if windowed else messages:
             if message.usage is not None:
                 live.totals = add_usage(live.totals, message.usage)
                 key = message.model or model.name
-                live.cost_by_model[key] = live.cost_by_model.get(key, 0.0) + (message.cost_usd or 0.0)
+                live.cost_by_model[key] = live.cost_by_model.get(key, 0.0) + (
+                    message.cost_usd or 0.0
+                )
         missing: dict[str, int] = {}
         for message in messages:
             live.messages.append(message)
@@ -151,7 +154,9 @@ class TokendService:
             if info.compacted_at is not None and message.created_at <= info.compacted_at:
                 return
             live.messages, after = live.messages[: index + 1], live.messages[index + 1 :]
-            live.restore_call(message, None, record=False, content_tokens=live.message_tokens[message.id])
+            live.restore_call(
+                message, None, record=False, content_tokens=live.message_tokens[message.id]
+            )
             for later in after:
                 tokens = live.message_tokens.pop(later.id)
                 live.add_message(later, tokens, Counter(), 0.0)
@@ -188,7 +193,8 @@ class TokendService:
         now = self.clock.now()
         message_id = new_id()
         stored = tuple(
-            StoredPart(id=new_id(), part=p, tokens=t) for p, t in zip(parts, counts.tokens, strict=True)
+            StoredPart(id=new_id(), part=p, tokens=t)
+            for p, t in zip(parts, counts.tokens, strict=True)
         )
         cost = cost_usd(self.catalog.get(model or live.info.model), usage) if usage else None
         message = Message(

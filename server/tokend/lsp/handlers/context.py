@@ -34,7 +34,8 @@ def register(server: TokendServer) -> None:
             "totalTokens": assembly.total_tokens,
             "chunks": [{"name": n, "tokens": t} for n, t in assembly.chunks],
             "cacheBreakpoints": [
-                {"chunk": b.chunk, "messageIndex": b.message_index} for b in assembly.cache_breakpoints
+                {"chunk": b.chunk, "messageIndex": b.message_index}
+                for b in assembly.cache_breakpoints
             ],
             "warnings": list(assembly.warnings),
         }

@@ -58,7 +58,8 @@ def register(server: TokendServer) -> None:
         ls.watch(p.session_id)
         result = compact(ls.service, p.session_id, p.strategy)
         actions = [
-            wire.CompactActionWire(a.kind, a.parts, a.tokens_freed, a.detail) for a in result.actions
+            wire.CompactActionWire(a.kind, a.parts, a.tokens_freed, a.detail)
+            for a in result.actions
         ]
         snapshot = to_wire_snapshot(result.snapshot)
         return wire.to_wire(wire.CompactResult(result.before, result.after, actions, snapshot))
