@@ -185,12 +185,9 @@ def _anthropic_thinking(part: ReasoningPart) -> dict[str, Any] | None:
         redacted = metadata.get("data")
     if redacted is not None:
         return {"type": "redacted_thinking", "data": redacted}
-    if not part.text.strip() and not metadata.get("signature"):
-        return None
-    block: dict[str, Any] = {"type": "thinking", "thinking": part.text}
-    if metadata.get("signature"):
-        block["signature"] = metadata["signature"]
-    return block
+    if not metadata.get("signature"):
+        return None  # Anthropic rejects a thinking block it did not sign: leave it out
+    return {"type": "thinking", "thinking": part.text, "signature": metadata["signature"]}
 
 
 class Joiner:
