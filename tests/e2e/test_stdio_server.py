@@ -98,3 +98,110 @@ async def test_bad_input_gets_stable_codes_and_server_keeps_serving(server: Proc
     # nothing half-written: the session is still empty and the server still answers
     snap = await server.request("budget/snapshot", {"sessionId": sid})
     assert snap["version"] == 0 and snap["usedTokens"] == 0
+
+
+def _text(role: str, text: str) -> dict:
+    return {"role": role, "parts": [{"type": "text", "text": text}]}
+
+
+async def test_assemble_orders_chunks_and_marks_cache_breakpoints(server: ProcessClient):
+    sid = (await server.request("session/create", {"model": "claude-sonnet-4-5"}))["sessionId"]
+    await server.request(
+        "session/append", {"sessionId": sid, "message": _text("user", "first question")}
+    )
+    await server.request(
+        "session/append", {"sessionId": sid, "message": _text("assistant", "first answer")}
+    )
+    await server.request(
+        "session/append", {"sessionId": sid, "message": _text("user", "second question")}
+    )
+    tool = {
+        "name": "read_file",
+        "description": "Read a file",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+    }
+    result = await server.request(
+        "context/assemble",
+        {
+            "sessionId": sid,
+            "format": "anthropic",
+            "system": "You are careful.",
+            "tools": [tool],
+            "chatFiles": [{"path": "a.py", "text": "print('hi')\n"}],
+            "reminder": "Answer briefly.",
+        },
+    )
+    names = [c["name"] for c in result["chunks"]]
+    assert names == [
+        "tools", "system", "examples", "readOnlyFiles", "repoMap",
+        "history", "chatFiles", "current", "reminder",
+    ]  # fmt: skip
+    assert sum(c["tokens"] for c in result["chunks"]) == result["totalTokens"]
+    assert result["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert result["messages"][0]["role"] == "user"
+    assert "first question" in str(result["messages"][0]) and "second question" in str(
+        result["messages"][-1]
+    )
+    assert {b["chunk"] for b in result["cacheBreakpoints"]} >= {"tools", "system", "history"}
+    # the measured system and tools now show in the gauge's breakdown, still adding up
+    snap = await server.request("budget/snapshot", {"sessionId": sid})
+    categories = {b["category"]: b["tokens"] for b in snap["breakdown"]}
+    assert categories["tools"] > 346 and categories["system"] > 0
+    assert sum(categories.values()) == snap["usedTokens"]
+
+
+async def test_overflow_says_what_to_drop(server: ProcessClient):
+    sid = (await server.request("session/create", {"model": "gpt-4o", "contextWindow": 20_000}))[
+        "sessionId"
+    ]
+    # the input limit is 20,000 - 16,384 (gpt-4o's output reserve) = 3,616 tokens
+    for i in range(3):
+        await server.request(
+            "session/append", {"sessionId": sid, "message": _text("user", f"word{i} " * 1000)}
+        )
+    with pytest.raises(RpcError) as overflow:
+        await server.request("context/assemble", {"sessionId": sid, "format": "openai"})
+    assert overflow.value.code == -32003
+    assert overflow.value.data["limit"] == 3616
+    assert overflow.value.data["total"] > 3616
+    assert any("compact the session" in s for s in overflow.value.data["suggestions"])
+
+    with pytest.raises(RpcError) as too_large:
+        await server.request(
+            "session/append", {"sessionId": sid, "message": _text("user", "x " * 5000)}
+        )
+    assert too_large.value.code == -32005
+
+
+async def test_prune_clears_old_tool_output_but_keeps_recent_turns(server: ProcessClient):
+    sid = (await server.request("session/create", {"model": "gpt-4o", "contextWindow": 1_000_000}))[
+        "sessionId"
+    ]
+    for i in range(12):
+        await server.request(
+            "session/append", {"sessionId": sid, "message": _text("user", f"task {i}")}
+        )
+        call = {
+            "type": "toolCall",
+            "callId": f"c{i}",
+            "name": "bash",
+            "input": {"cmd": f"cat log{i}"},
+        }
+        await server.request(
+            "session/append", {"sessionId": sid, "message": {"role": "assistant", "parts": [call]}}
+        )
+        output = f"line {i} of a long build log with warnings\n" * 900  # ~9k tokens each
+        result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
+        await server.request(
+            "session/append", {"sessionId": sid, "message": {"role": "tool", "parts": [result]}}
+        )
+    compacted = await server.request("session/compact", {"sessionId": sid, "strategy": "prune"})
+    prune = compacted["actions"][0]
+    assert prune["kind"] == "prune" and prune["tokensFreed"] >= 20_000
+    assert compacted["after"] < compacted["before"] - 20_000
+    assert compacted["snapshot"]["estimated"] is True and compacted["snapshot"]["compactions"] == 1
+    assembled = await server.request("context/assemble", {"sessionId": sid, "format": "openai"})
+    tool_messages = [m for m in assembled["messages"] if m["role"] == "tool"]
+    assert tool_messages[0]["content"] == "[Old tool result content cleared]"
+    assert tool_messages[-1]["content"].startswith("line 11")  # the newest output stays whole
+    assert assembled["totalTokens"] == compacted["after"]
