@@ -42,7 +42,9 @@ class Runtime:
         for spec in listen:
             args += ["--listen", spec]
         with open(stderr_path, "wb") as stderr:
-            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+            proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
+            )
         self.processes.append(proc)
         if not wait_ready:
             return proc, [], stderr_path

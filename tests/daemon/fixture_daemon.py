@@ -26,7 +26,9 @@ def main() -> int:
     return run_daemon(
         args.listen,
         connection_factory=create_fixture_server,
-        ready=lambda addresses: print(f"listening on {' '.join(addresses)} ready", file=sys.stderr, flush=True),
+        ready=lambda addresses: print(
+            f"listening on {' '.join(addresses)} ready", file=sys.stderr, flush=True
+        ),
         idle_timeout=args.idle_timeout,
         log_level=args.log_level,
     )

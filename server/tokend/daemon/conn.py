@@ -158,7 +158,8 @@ class Registry:
         return iter(list(self._connections.values()))
 
     def describe(self) -> list[dict[str, Any]]:
-        return [conn.describe() for conn in self]
+        """The open connections (one that is closing is already gone for its client)."""
+        return [conn.describe() for conn in self if not conn.closing]
 
     def notify_all(
         self,

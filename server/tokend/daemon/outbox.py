@@ -49,9 +49,12 @@ class Outbox:
         self.soft_limit_bytes = soft_limit_bytes
         self.hard_limit_bytes = hard_limit_bytes
         self._high_water = transport_high_water_bytes
+        # The transport pauses us (drain() waits) only above its high-water mark: keep ours equal.
+        stream_writer.transport.set_write_buffer_limits(high=transport_high_water_bytes)
         self._name = name
         self._queue: collections.deque[tuple[bytes, bool]] = collections.deque()
         self.queued_bytes = 0
+        self._droppable_queued = 0
         self.dropped_frames = 0
         self.sent_frames = 0
         self._closing = False
@@ -89,10 +92,10 @@ class Outbox:
         self._closing = True
         self._discard_queue()
         self._writer.transport.abort()
-        self._task.cancel()
+        self._wakeup.set()
 
     async def wait_closed(self) -> None:
-        await asyncio.shield(self._task)
+        await asyncio.wait({self._task})
 
     def add_close_callback(self, callback: Callable[[], None]) -> None:
         self._on_closed.append(callback)
@@ -105,7 +108,7 @@ class Outbox:
             return
         droppable = self._is_droppable(frame)
         if self.queued_bytes + len(frame) > self.soft_limit_bytes:
-            self._drop_oldest_droppable(self.queued_bytes + len(frame) - self.soft_limit_bytes)
+            self._make_room(len(frame))
         if self.queued_bytes + len(frame) > self.hard_limit_bytes:
             log.warning(
                 "connection %s: client has not read %d bytes of replies; disconnecting it",
@@ -116,6 +119,7 @@ class Outbox:
             return
         self._queue.append((frame, droppable))
         self.queued_bytes += len(frame)
+        self._droppable_queued += droppable
         self._wakeup.set()
 
     def _is_droppable(self, frame: bytes) -> bool:
@@ -132,21 +136,28 @@ class Outbox:
             and message.get("method") in self._droppable_methods
         )
 
-    def _drop_oldest_droppable(self, bytes_to_free: int) -> None:
+    def _make_room(self, incoming_bytes: int) -> None:
+        """Drop the oldest droppable frames until the queue is at 3/4 of the soft limit.
+
+        Freeing more than one frame's worth means the queue is rescanned rarely, not per write.
+        """
+        if not self._droppable_queued:
+            return
+        target = self.soft_limit_bytes * 3 // 4 - incoming_bytes
         kept: collections.deque[tuple[bytes, bool]] = collections.deque()
-        freed = 0
         for frame, droppable in self._queue:
-            if droppable and freed < bytes_to_free:
-                freed += len(frame)
+            if droppable and self.queued_bytes > target:
+                self.queued_bytes -= len(frame)
+                self._droppable_queued -= 1
                 self.dropped_frames += 1
             else:
                 kept.append((frame, droppable))
         self._queue = kept
-        self.queued_bytes -= freed
 
     def _discard_queue(self) -> None:
         self._queue.clear()
         self.queued_bytes = 0
+        self._droppable_queued = 0
 
     async def _drain(self) -> None:
         transport = self._writer.transport
@@ -158,9 +169,10 @@ class Outbox:
                     self._wakeup.clear()
                     await self._wakeup.wait()
                     continue
-                while self._queue and transport.get_write_buffer_size() < self._high_water:
-                    frame, _ = self._queue.popleft()
+                while self._queue and transport.get_write_buffer_size() <= self._high_water:
+                    frame, droppable = self._queue.popleft()
                     self.queued_bytes -= len(frame)
+                    self._droppable_queued -= droppable
                     self._writer.write(frame)
                     self.sent_frames += 1
                 await self._writer.drain()
