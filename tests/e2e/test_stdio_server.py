@@ -205,3 +205,31 @@ async def test_prune_clears_old_tool_output_but_keeps_recent_turns(server: Proce
     assert tool_messages[0]["content"] == "[Old tool result content cleared]"
     assert tool_messages[-1]["content"].startswith("line 11")  # the newest output stays whole
     assert assembled["totalTokens"] == compacted["after"]
+
+
+async def test_a_new_connection_follows_the_workspaces_active_session(tmp_path):
+    env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path}/shared.sqlite3")
+    workspace = tmp_path.as_uri()
+    first = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    await first.initialize()
+    sid = (await first.request("session/create", {"model": "gpt-4o", "workspaceUri": workspace}))[
+        "sessionId"
+    ]
+    await first.request(
+        "session/append", {"sessionId": sid, "message": _text("user", "remember me")}
+    )
+    assert await first.shutdown() == 0
+
+    second = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    result = await second.request(
+        "initialize",
+        {"processId": None, "rootUri": workspace, "capabilities": {}, "initializationOptions": {}},
+    )
+    assert result["serverInfo"]["name"] == "tokend"
+    second.notify("initialized", {})
+    change = await second.next_notification("budget/didChange")
+    assert change["sessionId"] == sid and change["snapshot"]["version"] == 1
+    await second.request("session/detach", {"sessionId": sid})
+    attached = await second.request("session/attach", {"sessionId": sid})
+    assert attached["usedTokens"] == change["snapshot"]["usedTokens"]
+    assert await second.shutdown() == 0

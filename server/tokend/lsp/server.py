@@ -35,7 +35,41 @@ class TokendServer(LanguageServer):
         self.service = service
         self.client_name: str | None = None
         self.initialization_options: dict[str, Any] = {}
+        self.workspace_uri: str | None = None
+        self.attached_session: str | None = None  # the session this connection follows
         self._watching: dict[str, Callable[[], None]] = {}
+
+    def attach(self, session_id: str) -> BudgetSnapshot:
+        """Follow `session_id`: its snapshot now, and budget/didChange after every change."""
+        snapshot = self.service.snapshot(session_id)  # raises SessionNotFound
+        self.attached_session = session_id
+        self.watch(session_id)
+        return snapshot
+
+    def detach(self, session_id: str) -> None:
+        self.unwatch(session_id)
+        if self.attached_session == session_id:
+            self.attached_session = None
+
+    def attach_initial_session(self) -> None:
+        """initializationOptions.session: "active" (the workspace's newest session) or an id."""
+        wanted = self.initialization_options.get("session", "active")
+        if not isinstance(wanted, str) or not wanted:
+            return
+        session_id = wanted
+        if wanted == "active":
+            sessions = self.service.list_sessions(self.workspace_uri) if self.workspace_uri else []
+            if not sessions:
+                return
+            session_id = sessions[0].id
+        try:
+            snapshot = self.attach(session_id)
+        except TokendError as exc:
+            self.window_log_message(
+                types.LogMessageParams(types.MessageType.Warning, f"tokend: {exc.message}")
+            )
+            return
+        self._did_change(snapshot)
 
     def watch(self, session_id: str) -> None:
         """Send budget/didChange for `session_id` to this connection after every change."""
@@ -63,6 +97,12 @@ class TokendServer(LanguageServer):
         self.protocol.notify(BUDGET_DID_CHANGE, params)
 
 
+def _workspace_uri(params: types.InitializeParams) -> str | None:
+    if params.workspace_folders:
+        return params.workspace_folders[0].uri
+    return params.root_uri
+
+
 def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
     """Turn domain errors into JSON-RPC errors with their stable code (see protocol.md)."""
 
@@ -87,6 +127,11 @@ def create_server(service: TokendService) -> TokendServer:
         ls.client_name = params.client_info.name if params.client_info else None
         options = params.initialization_options
         ls.initialization_options = options if isinstance(options, dict) else {}
+        ls.workspace_uri = _workspace_uri(params)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: TokendServer, params: types.InitializedParams) -> None:
+        ls.attach_initial_session()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TokendServer, *args: Any) -> None:

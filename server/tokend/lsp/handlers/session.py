@@ -24,8 +24,8 @@ def register(server: TokendServer) -> None:
         info = ls.service.create_session(
             p.model, title=p.title, workspace_uri=p.workspace_uri, context_window=p.context_window
         )
-        ls.watch(info.id)
-        return wire.to_wire(wire.SessionCreateResult(info.id, ls.service.snapshot(info.id).version))
+        snapshot = ls.attach(info.id)
+        return wire.to_wire(wire.SessionCreateResult(info.id, snapshot.version))
 
     @server.feature("session/append")
     @rpc
@@ -50,6 +50,19 @@ def register(server: TokendServer) -> None:
             for info in ls.service.list_sessions(p.workspace_uri)
         ]
         return {"sessions": wire.to_wire(items)}
+
+    @server.feature("session/attach")
+    @rpc
+    def attach(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionIdParams, params)
+        return wire.to_wire(to_wire_snapshot(ls.attach(p.session_id)))
+
+    @server.feature("session/detach")
+    @rpc
+    def detach(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionIdParams, params)
+        ls.detach(p.session_id)
+        return None
 
     @server.feature("session/compact")
     @rpc
