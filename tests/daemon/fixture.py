@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 from pygls.lsp.server import LanguageServer
 
-from tokend.daemon.conn import Connection, ConnectionProtocol
+from tokend.daemon.conn import Connection, ConnectionProtocol, shared_converter
 
 
 @attrs.define
@@ -45,7 +45,9 @@ class FixtureProtocol(ConnectionProtocol):
 
 
 def create_fixture_server(conn: Connection) -> LanguageServer:
-    server = LanguageServer("tokend-fixture", "0", protocol_cls=FixtureProtocol)
+    server = LanguageServer(
+        "tokend-fixture", "0", protocol_cls=FixtureProtocol, converter_factory=shared_converter
+    )
 
     @server.feature("test/echo")
     def echo(ls: LanguageServer, params: Any) -> dict[str, Any]:

@@ -7,5 +7,23 @@
 - `tokend lsp` runs `forwarder.forward(remote)`: relays stdio to the daemon, starting it first
   if needed, under a lock so concurrent editors start exactly one (spawn.py).
 
+Writing a connection factory (the only seam):
+
+    def connection_factory(conn: Connection) -> LanguageServer:
+        server = create_server(service, converter_factory=shared_converter)  # one converter
+        conn.add_close_callback(server.unwatch_all)  # the client may vanish without shutdown
+        return server
+
+- The server's protocol must have an `on_exit` attribute (derive from ConnectionProtocol, or
+  any protocol with the same hook): the daemon sets it so `exit` closes only this connection.
+  A protocol without it is refused, since its `exit` would end the whole daemon.
+- TCP auth needs nothing in the handlers: until `initialize` carries the right
+  initializationOptions.authToken, no message reaches the server; the client gets an
+  Unauthorized (-32007) reply and is disconnected (conn.authorize_initialize).
+- conn.client_name (clientInfo.name) is filled in before the initialize handler runs;
+  conn.session_id is the slot the session methods set; conn.daemon.status() is daemon/status;
+  `with conn.daemon.busy():` around writes and compactions defers the idle exit;
+  conn.registry.notify_all(method, params, session_id=...) fans a notification out.
+
 This package imports nothing heavy on purpose: the forwarder imports only paths and spawn.
 """
