@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -182,3 +183,28 @@ def test_a_garbage_body_gets_a_parse_error_and_the_connection_lives_on(runtime: 
         assert client.request("test/echo", 1)["result"]["echo"] == 1
     except ConnectionClosed as exc:
         raise AssertionError("the daemon closed the connection after one bad body") from exc
+
+
+def test_sigterm_stops_the_daemon_and_removes_its_socket(runtime: Runtime) -> None:
+    daemon, _, _ = runtime.start_daemon()
+    client = LspClient.unix(runtime.socket_path())
+    client.initialize("cli")
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=10) == 0
+    assert client.wait_closed()
+    assert not runtime.socket_path().exists()
+
+
+def test_the_next_editor_replaces_a_daemon_that_was_killed(runtime: Runtime) -> None:
+    first = LspClient.process(runtime.start_forwarder())
+    first.initialize("editor-1")
+    crashed_pid = first.request("test/status")["result"]["pid"]
+    os.kill(crashed_pid, signal.SIGKILL)
+    assert first.wait_closed()
+    assert runtime.socket_path().exists()  # left behind by the killed daemon
+
+    second = LspClient.process(runtime.start_forwarder())
+    assert "result" in second.initialize("editor-2")
+    new_pid = second.request("test/status")["result"]["pid"]
+    assert new_pid != crashed_pid
+    assert runtime.daemon_pids() == {new_pid}
