@@ -7,12 +7,12 @@ the LSP specification keeps its params as plain JSON, and the handler structures
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 from lsprotocol import types
-from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from tokend.daemon.conn import ConnectionProtocol
 
 MsgId = int | str
 
@@ -32,9 +32,8 @@ class RawNotification:
     params: Any = None
 
 
-class TokendProtocol(LanguageServerProtocol):
-    # Set by a daemon: close only this connection on `exit` instead of ending the process.
-    on_exit: Callable[[], None] | None = None
+class TokendProtocol(ConnectionProtocol):
+    """`exit` closes only this connection under a daemon (ConnectionProtocol's on_exit hook)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         method = data.get("method") if isinstance(data, dict) else None
@@ -43,12 +42,3 @@ class TokendProtocol(LanguageServerProtocol):
                 return RawRequest(data["id"], method, data["jsonrpc"], data.get("params"))
             return RawNotification(method, data["jsonrpc"], data.get("params"))
         return super().structure_message(data)
-
-    @lsp_method(types.EXIT)
-    def lsp_exit(self, *args: Any) -> Any:
-        if self.on_exit is None:
-            yield from super().lsp_exit(*args)
-            return
-        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
-            yield user_handler, args, None
-        self.on_exit()

@@ -17,8 +17,10 @@ from pygls.lsp.server import LanguageServer
 import tokend
 from tokend.core.errors import TokendError
 from tokend.core.snapshot import BudgetSnapshot
+from tokend.daemon.conn import shared_converter
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
+from tokend.lsp.host import ServerHost, StandaloneHost
 from tokend.lsp.protocol import TokendProtocol
 from tokend.service.service import TokendService
 
@@ -30,9 +32,15 @@ BUDGET_DID_CHANGE = "budget/didChange"
 class TokendServer(LanguageServer):
     """One connection's server: knows the shared service and which sessions it watches."""
 
-    def __init__(self, service: TokendService) -> None:
-        super().__init__("tokend", tokend.__version__, protocol_cls=TokendProtocol)
+    def __init__(self, service: TokendService, host: ServerHost) -> None:
+        super().__init__(
+            "tokend",
+            tokend.__version__,
+            protocol_cls=TokendProtocol,
+            converter_factory=shared_converter,  # one cattrs converter for every connection
+        )
         self.service = service
+        self.host = host
         self.client_name: str | None = None
         self.initialization_options: dict[str, Any] = {}
         self.workspace_uri: str | None = None
@@ -43,6 +51,7 @@ class TokendServer(LanguageServer):
         """Follow `session_id`: its snapshot now, and budget/didChange after every change."""
         snapshot = self.service.snapshot(session_id)  # raises SessionNotFound
         self.attached_session = session_id
+        self.host.attached(session_id, self.client_name)
         self.watch(session_id)
         return snapshot
 
@@ -50,6 +59,7 @@ class TokendServer(LanguageServer):
         self.unwatch(session_id)
         if self.attached_session == session_id:
             self.attached_session = None
+            self.host.attached(None, self.client_name)
 
     def attach_initial_session(self) -> None:
         """initializationOptions.session: "active" (the workspace's newest session) or an id."""
@@ -116,10 +126,10 @@ def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def create_server(service: TokendService) -> TokendServer:
-    from tokend.lsp.handlers import budget, context, session
+def create_server(service: TokendService, host: ServerHost | None = None) -> TokendServer:
+    from tokend.lsp.handlers import budget, context, daemon, session
 
-    server = TokendServer(service)
+    server = TokendServer(service, host or StandaloneHost())
     logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every body at INFO
 
     @server.feature(types.INITIALIZE)
@@ -137,6 +147,6 @@ def create_server(service: TokendService) -> TokendServer:
     def shutdown(ls: TokendServer, *args: Any) -> None:
         ls.unwatch_all()
 
-    for module in (session, budget, context):
+    for module in (session, budget, context, daemon):
         module.register(server)
     return server

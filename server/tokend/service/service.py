@@ -298,6 +298,13 @@ class TokendService:
         assert live.snapshot is not None
         return live.snapshot
 
+    def loaded_snapshots(self) -> list[BudgetSnapshot]:
+        """The current snapshot of every session loaded in this process."""
+        return [live.snapshot for live in self._sessions.values() if live.snapshot is not None]
+
+    def loaded_workspaces(self) -> set[str]:
+        return {live.info.workspace_uri for live in self._sessions.values() if live.info.workspace_uri}
+
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         return self.store.list_sessions(workspace_uri)
 

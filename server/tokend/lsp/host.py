@@ -1,0 +1,56 @@
+"""What a connection's server may ask of the process that hosts it (the daemon, or stdio)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+
+class ServerHost(Protocol):
+    def status(self) -> dict[str, Any]:
+        """{pid, uptimeSeconds, connections: [{id, clientName, sessionId, ...}]}."""
+        ...
+
+    def attached(self, session_id: str | None, client_name: str | None) -> None:
+        """This connection now follows `session_id` (None: none)."""
+        ...
+
+    def busy(self) -> AbstractContextManager[None]:
+        """Held around writes and compactions: the host does not exit while it is."""
+        ...
+
+    def notify_others(self, method: str, params: Any, session_id: str) -> None:
+        """A notification to every OTHER connection attached to `session_id`."""
+        ...
+
+
+class StandaloneHost:
+    """The host of `tokend lsp --standalone`: one connection, this process."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._session_id: str | None = None
+        self._client_name: str | None = None
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "uptimeSeconds": round(time.monotonic() - self._started, 3),
+            "connections": [
+                {"id": "stdio", "clientName": self._client_name, "sessionId": self._session_id}
+            ],
+        }
+
+    def attached(self, session_id: str | None, client_name: str | None) -> None:
+        self._session_id, self._client_name = session_id, client_name
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        yield
+
+    def notify_others(self, method: str, params: Any, session_id: str) -> None:
+        return None
