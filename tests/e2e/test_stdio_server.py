@@ -195,7 +195,13 @@ async def test_prune_clears_old_tool_output_but_keeps_recent_turns(server: Proce
         await server.request(
             "session/append", {"sessionId": sid, "message": {"role": "tool", "parts": [result]}}
         )
-    compacted = await server.request("session/compact", {"sessionId": sid, "strategy": "prune"})
+    compacted = await server.request(
+        "session/compact", {"sessionId": sid, "strategy": "prune", "workDoneToken": "compact-1"}
+    )
+    begin = await server.next_notification("$/progress")
+    end = await server.next_notification("$/progress")
+    assert begin["token"] == end["token"] == "compact-1"
+    assert (begin["value"]["kind"], end["value"]["kind"]) == ("begin", "end")
     prune = compacted["actions"][0]
     assert prune["kind"] == "prune" and prune["tokensFreed"] >= 20_000
     assert compacted["after"] < compacted["before"] - 20_000

@@ -126,6 +126,7 @@ class ContextAssembleParams:
 class SessionCompactParams:
     session_id: str
     strategy: Literal["auto", "prune"] = "auto"
+    work_done_token: Any = None  # an LSP ProgressToken: integer or string
 
 
 @attrs.frozen

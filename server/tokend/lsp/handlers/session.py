@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lsprotocol import types
+
+from tokend.core.errors import InvalidParams
 from tokend.lsp import wire
 from tokend.lsp.convert import (
     from_wire_part,
@@ -35,9 +38,15 @@ def register(server: TokendServer) -> None:
         parts = [from_wire_part(raw, i) for i, raw in enumerate(p.message.parts)]
         usage = from_wire_usage(p.message.usage)
         ls.watch(p.session_id)
-        message, snapshot = ls.service.append(
-            p.session_id, role, parts, usage=usage, model=p.message.model, if_version=p.if_version
-        )
+        with ls.host.busy():
+            message, snapshot = ls.service.append(
+                p.session_id,
+                role,
+                parts,
+                usage=usage,
+                model=p.message.model,
+                if_version=p.if_version,
+            )
         tokens = ls.service.session(p.session_id).message_tokens[message.id]
         return wire.to_wire(wire.SessionAppendResult(message.id, snapshot.version, tokens))
 
@@ -69,10 +78,28 @@ def register(server: TokendServer) -> None:
     def compact_session(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionCompactParams, params)
         ls.watch(p.session_id)
-        result = compact(ls.service, p.session_id, p.strategy)
+        token = p.work_done_token
+        if token is not None and not isinstance(token, int | str):
+            raise InvalidParams("workDoneToken must be an integer or a string")
+        if token is not None:
+            ls.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title="tokend: compacting the session")
+            )
+        with ls.host.busy():
+            result = compact(ls.service, p.session_id, p.strategy)
         actions = [
             wire.CompactActionWire(a.kind, a.parts, a.tokens_freed, a.detail)
             for a in result.actions
         ]
+        done = f"{result.before:,} -> {result.after:,} tokens"
+        if token is not None:
+            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done))
+        summary = {
+            "sessionId": p.session_id,
+            "before": result.before,
+            "after": result.after,
+            "actions": wire.to_wire(actions),
+        }
+        ls.host.notify_others("session/didCompact", summary, p.session_id)
         snapshot = to_wire_snapshot(result.snapshot)
         return wire.to_wire(wire.CompactResult(result.before, result.after, actions, snapshot))
