@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, TextIO
 
-from tokend.daemon.conn import Connection
+from lsprotocol import types
+
+from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.paths import socket_path
 from tokend.daemon.spawn import connect_unix
@@ -37,13 +41,45 @@ class DaemonHost:
         self._conn.registry.notify_all(method, params, session_id=session_id, exclude=self._conn)
 
 
+class ClientLogHandler(logging.Handler):
+    """Forwards the daemon's warnings and errors to every client as window/logMessage."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.registry: Registry | None = None
+        self._sending = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.registry is None or self._sending or record.name.startswith("pygls"):
+            return
+        if threading.current_thread() is not threading.main_thread():
+            return  # the registry belongs to the event loop's thread
+        kind = (
+            types.MessageType.Error
+            if record.levelno >= logging.ERROR
+            else types.MessageType.Warning
+        )
+        self._sending = True
+        try:
+            params = {"type": kind.value, "message": f"tokend: {record.getMessage()}"}
+            self.registry.notify_all("window/logMessage", params)
+        except Exception:  # a log line must never break the daemon
+            pass
+        finally:
+            self._sending = False
+
+
 def serve_forever(args: argparse.Namespace) -> int:
     from tokend.lsp.server import create_server
     from tokend.service.factory import build_service
 
     service = build_service(None, args.database_url)
 
+    to_clients = ClientLogHandler()
+    logging.getLogger("tokend").addHandler(to_clients)
+
     def connection_factory(conn: Connection) -> Any:
+        to_clients.registry = conn.registry
         server = create_server(service, DaemonHost(conn))
         conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
         return server
@@ -64,6 +100,7 @@ def serve_forever(args: argparse.Namespace) -> int:
             name=args.name,
         )
     finally:
+        logging.getLogger("tokend").removeHandler(to_clients)
         service.close()
 
 
