@@ -8,7 +8,7 @@ bootstrap:
 	@scripts/bootstrap
 
 run: bootstrap
-	@$(BIN)/tokend serve
+	@$(BIN)/tokend serve --idle-timeout 0
 
 lsp: bootstrap
 	@$(BIN)/tokend lsp
