@@ -11,42 +11,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import attrs
 from pygls.lsp.server import LanguageServer
 
-from tokend.daemon.conn import Connection, ConnectionProtocol, shared_converter
-
-
-@attrs.define
-class RawRequest:
-    id: int | str
-    method: str
-    jsonrpc: str
-    params: Any = None
-
-
-@attrs.define
-class RawNotification:
-    method: str
-    jsonrpc: str
-    params: Any = None
-
-
-class FixtureProtocol(ConnectionProtocol):
-    """Keeps test/* params as plain JSON (pygls would make namedtuples of them)."""
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        method = data.get("method")
-        if "jsonrpc" in data and isinstance(method, str) and method.startswith("test/"):
-            if "id" in data:
-                return RawRequest(data["id"], method, data["jsonrpc"], data.get("params"))
-            return RawNotification(method, data["jsonrpc"], data.get("params"))
-        return super().structure_message(data)
+from tokend.daemon.conn import Connection, shared_converter
+from tokend.lsp.protocol import TokendProtocol  # keeps test/* params as plain JSON
 
 
 def create_fixture_server(conn: Connection) -> LanguageServer:
     server = LanguageServer(
-        "tokend-fixture", "0", protocol_cls=FixtureProtocol, converter_factory=shared_converter
+        "tokend-fixture", "0", protocol_cls=TokendProtocol, converter_factory=shared_converter
     )
 
     @server.feature("test/echo")
