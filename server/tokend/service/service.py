@@ -126,7 +126,8 @@ class TokendService:
             measured=dict(info.extra.get("measured", {})),
         )
         windowed = bool(messages) and messages[0].summary
-        for message in self.store.load_all_messages(session_id) if windowed else messages:
+        every_message = self.store.load_all_messages(session_id) if windowed else messages
+        for message in every_message:
             if message.usage is not None:
                 live.totals = add_usage(live.totals, message.usage)
                 key = message.model or model.name
@@ -141,7 +142,9 @@ class TokendService:
         if missing:
             self.store.set_part_tokens(missing)
         self._replay_anchor(live, info)
-        live.version = len(live.messages) + live.compactions
+        # Every change adds one to a persisted count: messages ever appended, compactions, and
+        # changes of the measured context. So the version never goes back, across restarts too.
+        live.version = len(every_message) + live.compactions + _measured_changes(info)
         live.publish()
         return live
 
@@ -280,7 +283,11 @@ class TokendService:
             return
         live.measured = dict(measured)
         live.measured_exact = exact
-        extra = {**live.info.extra, "measured": live.measured}
+        extra = {
+            **live.info.extra,
+            "measured": live.measured,
+            "measuredChanges": _measured_changes(live.info) + 1,
+        }
         self.store.update_session(session_id, extra=extra)
         live.info = _with_extra(live.info, extra)
         live.version += 1
@@ -303,7 +310,9 @@ class TokendService:
         return [live.snapshot for live in self._sessions.values() if live.snapshot is not None]
 
     def loaded_workspaces(self) -> set[str]:
-        return {live.info.workspace_uri for live in self._sessions.values() if live.info.workspace_uri}
+        return {
+            live.info.workspace_uri for live in self._sessions.values() if live.info.workspace_uri
+        }
 
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         return self.store.list_sessions(workspace_uri)
@@ -355,6 +364,10 @@ def _uncached(counter: ModelCounter, message: Message) -> dict[str, int]:
         return {}
     counts = counter.count_parts(message.role, [sp.part for sp in todo])
     return {sp.id: t for sp, t in zip(todo, counts.tokens, strict=True)}
+
+
+def _measured_changes(info: SessionInfo) -> int:
+    return int(info.extra.get("measuredChanges", 0))
 
 
 def _with_extra(info: SessionInfo, extra: dict[str, Any]) -> SessionInfo:

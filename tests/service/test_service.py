@@ -1,0 +1,110 @@
+"""The shared service on a real SQLite file: versions, compaction marks, calibration, reloads."""
+
+from __future__ import annotations
+
+import pytest
+
+from tokend.core.errors import MessageTooLarge, SessionNotFound, UnknownModel, VersionConflict
+from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
+from tokend.service.assembly import AssembleInput, assemble_context
+from tokend.service.compaction import compact
+from tokend.service.factory import build_service
+
+
+@pytest.fixture
+def url(tmp_path):
+    return f"sqlite:///{tmp_path}/service.sqlite3"
+
+
+def _tool_turn(service, sid, i, lines=900):
+    service.append(sid, "user", [TextPart(f"task {i}")])
+    service.append(sid, "assistant", [ToolCallPart(f"c{i}", "bash", {"cmd": f"make {i}"})])
+    output = f"build step {i} printed a warning about deprecated flags\n" * lines
+    service.append(sid, "tool", [ToolResultPart(f"c{i}", "bash", output)])
+
+
+def test_versions_never_go_back_across_restarts_and_compactions(url):
+    service = build_service(None, url)
+    sid = service.create_session("gpt-4o", context_window=1_000_000).id
+    seen = [service.snapshot(sid).version]
+    for i in range(10):
+        _tool_turn(service, sid, i)
+        seen.append(service.snapshot(sid).version)
+    assemble_context(service, sid, AssembleInput(system="Be brief."))
+    seen.append(service.snapshot(sid).version)
+    compact(service, sid, "prune")
+    seen.append(service.snapshot(sid).version)
+    service.append_boundary(sid, "summary of the work so far")
+    seen.append(service.snapshot(sid).version)
+    service.close()
+
+    reopened = build_service(None, url)
+    seen.append(reopened.snapshot(sid).version)
+    assert seen == sorted(seen) and len(set(seen[:-1])) == len(seen) - 1
+    assert seen[-1] == seen[-2]  # the reloaded session is at the version it was left at
+    with pytest.raises(VersionConflict) as stale:
+        reopened.append(sid, "user", [TextPart("late")], if_version=seen[-1] - 1)
+    assert stale.value.data == {"currentVersion": seen[-1]}
+    reopened.close()
+
+
+def test_pruned_parts_stay_pruned_and_the_gauge_counts_the_whole_context_after(url):
+    service = build_service(None, url)
+    sid = service.create_session("gpt-4o", context_window=1_000_000).id
+    for i in range(10):
+        _tool_turn(service, sid, i)
+    service.append(
+        sid, "assistant", [TextPart("done")], usage=Usage(input_tokens=100_000, output_tokens=10)
+    )
+    assert not service.snapshot(sid).estimated
+    outcome = compact(service, sid, "prune")
+    assert outcome.actions[0].kind == "prune" and outcome.after < outcome.before
+    after = service.snapshot(sid)
+    assert after.estimated and after.compactions == 1
+    service.close()
+
+    reopened = build_service(None, url)
+    again = reopened.snapshot(sid)
+    assert again.used_tokens == after.used_tokens and again.estimated
+    every = reopened.store.load_all_messages(sid)
+    pruned = [p for m in every for p in m.parts if p.compacted_at is not None]
+    assert len(pruned) == outcome.actions[0].parts
+    assert all(p.part.output.startswith("build step") for p in pruned)  # originals kept
+    reopened.close()
+
+
+def test_calibration_learns_for_models_without_a_tokenizer_and_persists(url):
+    service = build_service(None, url)
+    sid = service.create_session("claude-sonnet-4-5").id
+    context = 20_000
+    for i in range(30):
+        text = f"def handler_{i}(request):\n    return respond(request, status={i})\n" * 40
+        service.append(sid, "tool", [ToolResultPart(f"c{i}", "read", text)])
+        context += int(len(text) / 3.1) + 20  # Claude's tokenizer: ~3.1 chars/token on code
+        service.append(sid, "assistant", [TextPart("ok")], usage=Usage(context, 5))
+        context += 5
+    learned = service.calibrator.to_state()
+    assert learned, "the calibrator saw provider figures and should have learned"
+    errors = [abs(e.error_pct) for e in service.session(sid).errors.errors]
+    assert len(errors) == 29
+    # the gauge's prediction gets better as it learns the model's chars-per-token
+    assert sum(errors[-5:]) < sum(errors[:5]) / 2
+    service.close()
+    reopened = build_service(None, url)
+    assert reopened.calibrator.to_state() == learned
+    assert not reopened.counter(reopened.session(sid).model).exact  # Claude: estimated counts
+    reopened.close()
+
+
+def test_bad_requests_write_nothing(url):
+    service = build_service(None, url)
+    with pytest.raises(UnknownModel):
+        service.create_session("no-such-model")
+    with pytest.raises(SessionNotFound):
+        service.snapshot("01JD0000000000000000000000")
+    sid = service.create_session("gpt-4o", context_window=20_000).id
+    with pytest.raises(MessageTooLarge):
+        service.append(sid, "user", [TextPart("word " * 10_000)])
+    assert service.store.load_all_messages(sid) == []
+    assert service.snapshot(sid).version == 0
+    service.close()
