@@ -1,0 +1,73 @@
+"""The `tokend` command as a user runs it: real processes, real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import BIG_SESSION, sessions_dir_or_skip, tokend_env
+
+
+def tokend(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tokend", *args],
+        cwd=cwd,
+        env=tokend_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_models_show(tmp_path):
+    shown = tokend("models", "show", "gpt-4o", "--json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    figures = json.loads(shown.stdout)
+    assert figures["contextWindow"] == 128_000
+    assert figures["maxOutputTokens"] == 16_384
+    assert figures["tokenizer"] == "o200k_base"
+    table = tokend("models", "show", "claude-opus-4-6", cwd=tmp_path)
+    assert "1,000,000" in table.stdout and "contextWindow" in table.stdout
+
+
+def test_a_workspace_declares_a_model_the_catalog_lacks(tmp_path):
+    missing = tokend("models", "show", "acme-coder-7", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert ".tokend.toml" in missing.stderr and "config.toml" in missing.stderr
+    (tmp_path / ".tokend.toml").write_text(
+        '[models."acme-coder-7"]\ncontext_window = 64000\nmax_output_tokens = 8000\n'
+        'tokenizer = "cl100k_base"\n'
+    )
+    shown = tokend("models", "show", "acme-coder-7", "--json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["contextWindow"] == 64_000
+
+
+def test_replay_json_beats_the_goals(tmp_path):
+    sessions_dir_or_skip()
+    replayed = tokend("replay", str(BIG_SESSION), "--json", cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    report = json.loads(replayed.stdout)
+    first = report["calls"][0]
+    assert first["predicted"] is None and first["errorPct"] is None
+    summary = report["summary"]
+    assert summary["calls"] == 150
+    assert summary["medianAbsErrorPct"] <= 0.1
+    assert summary["p90AbsErrorPct"] <= 0.6
+    readable = tokend("replay", str(BIG_SESSION), cwd=tmp_path)
+    assert "median" in readable.stdout.lower()
+
+
+def test_replay_of_a_missing_file_says_so(tmp_path):
+    replayed = tokend("replay", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
+    assert replayed.returncode == 2
+    assert "nope.jsonl" in replayed.stdout + replayed.stderr
+
+
+def test_status_without_a_session_explains_what_to_do(tmp_path):
+    status = tokend("status", cwd=tmp_path)
+    assert status.returncode == 2
+    assert "tokend import claude-code" in status.stderr
+    daemon = tokend("status", "--daemon", cwd=tmp_path)
+    assert daemon.returncode == 1 and "no tokend daemon" in daemon.stdout
