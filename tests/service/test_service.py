@@ -108,3 +108,18 @@ def test_bad_requests_write_nothing(url):
     assert service.store.load_all_messages(sid) == []
     assert service.snapshot(sid).version == 0
     service.close()
+
+
+def test_each_workspace_sees_its_own_declared_models(url, tmp_path):
+    declared, other = tmp_path / "declared", tmp_path / "other"
+    declared.mkdir()
+    other.mkdir()
+    (declared / ".tokend.toml").write_text(
+        '[models."acme-coder-7"]\ncontext_window = 64000\nmax_output_tokens = 8000\n'
+    )
+    service = build_service(None, url)  # as the daemon: one service for every workspace
+    sid = service.create_session("acme-coder-7", workspace_uri=declared.as_uri()).id
+    assert service.snapshot(sid).context_window == 64_000
+    with pytest.raises(UnknownModel):
+        service.create_session("acme-coder-7", workspace_uri=other.as_uri())
+    service.close()

@@ -49,9 +49,13 @@ class TokendService:
         *,
         cache: CountCache | None = None,
         clock: Clock | None = None,
+        workspace_catalog: Callable[[str], Catalog] | None = None,
     ) -> None:
         self.store = store
         self.catalog = catalog
+        # A workspace's .tokend.toml may declare or override models: one catalog per workspace.
+        self._workspace_catalog = workspace_catalog
+        self._catalogs: dict[str, Catalog] = {}
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self._cache = cache
@@ -72,7 +76,7 @@ class TokendService:
     ) -> SessionInfo:
         if context_window is not None and context_window <= 0:
             raise InvalidParams("contextWindow must be a positive number of tokens")
-        self.catalog.get(model)  # raises UnknownModel with the two ways to declare it
+        self.catalog_for(workspace_uri).get(model)  # UnknownModel names the two ways to declare it
         now = self.clock.now()
         info = SessionInfo(
             id=new_id(),
@@ -93,8 +97,17 @@ class TokendService:
             self._sessions[session_id] = live
         return live
 
+    def catalog_for(self, workspace_uri: str | None) -> Catalog:
+        """The catalog with the workspace's overrides (the user's when no workspace is known)."""
+        if workspace_uri is None or self._workspace_catalog is None:
+            return self.catalog
+        catalog = self._catalogs.get(workspace_uri)
+        if catalog is None:
+            catalog = self._catalogs[workspace_uri] = self._workspace_catalog(workspace_uri)
+        return catalog
+
     def model_info(self, info: SessionInfo) -> ModelInfo:
-        model = self.catalog.get(info.model)
+        model = self.catalog_for(info.workspace_uri).get(info.model)
         if info.context_window:
             model = with_context_window(model, info.context_window)
         return model
@@ -199,7 +212,8 @@ class TokendService:
             StoredPart(id=new_id(), part=p, tokens=t)
             for p, t in zip(parts, counts.tokens, strict=True)
         )
-        cost = cost_usd(self.catalog.get(model or live.info.model), usage) if usage else None
+        catalog = self.catalog_for(live.info.workspace_uri)
+        cost = cost_usd(catalog.get(model or live.info.model), usage) if usage else None
         message = Message(
             id=message_id,
             session_id=session_id,
