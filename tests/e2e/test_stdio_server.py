@@ -239,3 +239,38 @@ async def test_a_new_connection_follows_the_workspaces_active_session(tmp_path):
     attached = await second.request("session/attach", {"sessionId": sid})
     assert attached["usedTokens"] == change["snapshot"]["usedTokens"]
     assert await second.shutdown() == 0
+
+
+async def test_passing_the_threshold_prunes_automatically_and_says_so(server: ProcessClient):
+    sid = (await server.request("session/create", {"model": "gpt-4o"}))["sessionId"]
+    for i in range(12):
+        await server.request(
+            "session/append", {"sessionId": sid, "message": _text("user", f"task {i}")}
+        )
+        call = {
+            "type": "toolCall",
+            "callId": f"c{i}",
+            "name": "bash",
+            "input": {"cmd": f"cat log{i}"},
+        }
+        await server.request(
+            "session/append", {"sessionId": sid, "message": {"role": "assistant", "parts": [call]}}
+        )
+        output = f"line {i} of a long build log with warnings\n" * 700  # ~7k tokens
+        result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
+        await server.request(
+            "session/append", {"sessionId": sid, "message": {"role": "tool", "parts": [result]}}
+        )
+    # the provider reports a context over gpt-4o's threshold (128,000 - 16,384 = 111,616)
+    usage = {"inputTokens": 112_000, "outputTokens": 50}
+    reply = {
+        "role": "assistant",
+        "parts": [{"type": "text", "text": "all logs read"}],
+        "usage": usage,
+    }
+    await server.request("session/append", {"sessionId": sid, "message": reply})
+    announced = await server.next_notification("session/didCompact")
+    assert announced["automatic"] is True and announced["actions"][0]["kind"] == "prune"
+    assert announced["after"] < announced["before"]
+    snap = await server.request("budget/snapshot", {"sessionId": sid})
+    assert snap["usedTokens"] < snap["autocompactThreshold"] and snap["compactions"] == 1

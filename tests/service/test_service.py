@@ -123,3 +123,14 @@ def test_each_workspace_sees_its_own_declared_models(url, tmp_path):
     with pytest.raises(UnknownModel):
         service.create_session("acme-coder-7", workspace_uri=other.as_uri())
     service.close()
+
+
+def test_over_the_threshold_with_nothing_to_prune_the_snapshot_warns(url):
+    service = build_service(None, url)
+    sid = service.create_session("gpt-4o").id
+    service.append(sid, "user", [TextPart("a long conversation")])
+    service.append(sid, "assistant", [TextPart("yes")], usage=Usage(112_000, 40))
+    snapshot = service.snapshot(sid)
+    assert snapshot.used_tokens >= snapshot.autocompact_threshold
+    assert any("autocompact threshold" in w for w in snapshot.warnings)
+    service.close()

@@ -55,3 +55,18 @@ def compact(service: TokendService, session_id: str, strategy: str = "auto") -> 
             actions.append(CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}"))
     snapshot = service.snapshot(session_id)
     return CompactOutcome(before, snapshot.used_tokens, actions, snapshot)
+
+
+def auto_compact(service: TokendService, session_id: str) -> CompactOutcome | None:
+    """compaction.auto: prune when the gauge passes the autocompact threshold.
+
+    None when not needed or nothing could be pruned (the snapshot then carries a warning that
+    the session is over the threshold). Never silent: the caller announces what was done.
+    """
+    if not service.config.compaction.auto:
+        return None
+    snapshot = service.snapshot(session_id)
+    if snapshot.used_tokens < snapshot.autocompact_threshold:
+        return None
+    outcome = compact(service, session_id, "auto")
+    return outcome if any(a.kind != "skip" for a in outcome.actions) else None

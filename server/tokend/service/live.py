@@ -76,6 +76,12 @@ class LiveSession:
         messages_tokens = None if not estimated else sum(self.message_tokens.values())
         items, more_warnings = breakdown(used, self.measured, messages_tokens, measured_basis=basis)
         window = self.model.context_window
+        threshold = autocompact_threshold(self.model, self.config.compaction, self.config.budget)
+        if used >= threshold:
+            more_warnings += (
+                f"{used:,} tokens is over the autocompact threshold ({threshold:,}): "
+                "compact the session (session/compact) or start a new one",
+            )
         self.snapshot = BudgetSnapshot(
             session_id=self.info.id,
             model=self.model.name,
@@ -86,9 +92,7 @@ class LiveSession:
             used_percentage=used_percentage(used, window),
             estimated=estimated,
             breakdown=items,
-            autocompact_threshold=autocompact_threshold(
-                self.model, self.config.compaction, self.config.budget
-            ),
+            autocompact_threshold=threshold,
             compactions=self.compactions,
             cost_total_usd=round(sum(self.cost_by_model.values()), 6),
             cost_by_model=dict(self.cost_by_model),

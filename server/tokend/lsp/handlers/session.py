@@ -16,7 +16,7 @@ from tokend.lsp.convert import (
     to_wire_snapshot,
 )
 from tokend.lsp.server import TokendServer, rpc
-from tokend.service.compaction import compact
+from tokend.service.compaction import CompactOutcome, auto_compact, compact
 
 
 def register(server: TokendServer) -> None:
@@ -47,6 +47,9 @@ def register(server: TokendServer) -> None:
                 model=p.message.model,
                 if_version=p.if_version,
             )
+            auto = auto_compact(ls.service, p.session_id)
+        if auto is not None:
+            _announce(ls, p.session_id, auto, everyone=True)
         tokens = ls.service.session(p.session_id).message_tokens[message.id]
         return wire.to_wire(wire.SessionAppendResult(message.id, snapshot.version, tokens))
 
@@ -94,12 +97,23 @@ def register(server: TokendServer) -> None:
         done = f"{result.before:,} -> {result.after:,} tokens"
         if token is not None:
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done))
-        summary = {
-            "sessionId": p.session_id,
-            "before": result.before,
-            "after": result.after,
-            "actions": wire.to_wire(actions),
-        }
-        ls.host.notify_others("session/didCompact", summary, p.session_id)
+        _announce(ls, p.session_id, result, everyone=False)
         snapshot = to_wire_snapshot(result.snapshot)
         return wire.to_wire(wire.CompactResult(result.before, result.after, actions, snapshot))
+
+
+def _announce(ls: TokendServer, session_id: str, result: CompactOutcome, *, everyone: bool) -> None:
+    """session/didCompact to the session's other connections (and this one for an automatic one)."""
+    params = {
+        "sessionId": session_id,
+        "before": result.before,
+        "after": result.after,
+        "automatic": everyone,
+        "actions": [
+            {"kind": a.kind, "parts": a.parts, "tokensFreed": a.tokens_freed, "detail": a.detail}
+            for a in result.actions
+        ],
+    }
+    ls.host.notify_others("session/didCompact", params, session_id)
+    if everyone:
+        ls.protocol.notify("session/didCompact", params)
