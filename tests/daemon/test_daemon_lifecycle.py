@@ -11,17 +11,11 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from tests.daemon.abuse import discard_until_closed, malformed_frames, rss_kib
 from tests.daemon.conftest import Runtime
 from tests.daemon.lsp_client import ConnectionClosed, LspClient
 
 UNAUTHORIZED = -32007
-
-
-def _rss_kib(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_idle_daemon_exits_and_removes_its_socket(runtime: Runtime) -> None:
@@ -117,28 +111,6 @@ def test_a_tcp_listener_on_a_public_address_is_refused(runtime: Runtime) -> None
     assert "127.0.0.1 or ::1" in stderr.read_text()
 
 
-def _discard_until_closed(sock: socket.socket) -> None:
-    try:
-        while sock.recv(65536):
-            pass
-    except OSError:
-        pass
-
-
-def _malformed_frames() -> list[bytes]:
-    """Garbage lines, bodies that are not JSON / not JSON-RPC, and frames cut short."""
-    frame = b"Content-Length: %d\r\n\r\n%s"
-    return [
-        b"\x00\xff garbage without any header\r\n",
-        frame % (9, b"{not json"),
-        frame % (7, b"[1,2,3]"),
-        frame % (12, b'{"hello": 1}'),
-        frame % (2, b"\xc3\x28"),  # invalid UTF-8
-        b"Content-Length: 60\r\n\r\n" + b'{"jsonrpc": "2.0", "id": 1, "method": "test/echo", "par',
-        b"Content-Length: nope\r\n\r\n{}",
-    ]
-
-
 def test_malformed_frames_on_one_connection_disturb_no_other(runtime: Runtime) -> None:
     daemon, _, _ = runtime.start_daemon()
     good = LspClient.unix(runtime.socket_path())
@@ -147,11 +119,11 @@ def test_malformed_frames_on_one_connection_disturb_no_other(runtime: Runtime) -
     def open_bad() -> socket.socket:
         bad = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         bad.connect(str(runtime.socket_path()))
-        threading.Thread(target=_discard_until_closed, args=(bad,), daemon=True).start()
+        threading.Thread(target=discard_until_closed, args=(bad,), daemon=True).start()
         return bad
 
     bad = open_bad()
-    kinds = _malformed_frames()
+    kinds = malformed_frames()
     baseline_kib = 0
     for sent in range(1000):
         try:
@@ -164,9 +136,9 @@ def test_malformed_frames_on_one_connection_disturb_no_other(runtime: Runtime) -
         if sent % 50 == 0:
             assert good.request("test/echo", sent)["result"]["echo"] == sent
         if sent == 200:
-            baseline_kib = _rss_kib(daemon.pid)
+            baseline_kib = rss_kib(daemon.pid)
     assert good.request("test/echo", "after")["result"]["echo"] == "after"
-    growth_kib = _rss_kib(daemon.pid) - baseline_kib
+    growth_kib = rss_kib(daemon.pid) - baseline_kib
     assert growth_kib < 4 * 1024, f"daemon RSS grew {growth_kib} KiB over 800 malformed frames"
 
     fresh = LspClient.unix(runtime.socket_path())  # and the daemon still takes new clients

@@ -6,13 +6,16 @@ Real processes and sockets: `python -m tokend lsp` (the forwarder editors spawn)
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon.abuse import discard_until_closed, malformed_frames, rss_kib
 from tests.daemon.lsp_client import LspClient
 from tokend.daemon import paths
 from tokend.daemon.spawn import ENV_DAEMON_CMD
@@ -204,3 +208,68 @@ def test_idle_daemon_exits_and_removes_its_socket(real: RealRuntime) -> None:
     client.close()
     assert proc.wait(15) == 0
     assert not sock.exists()
+
+
+def _frame(body: dict) -> bytes:
+    data = json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+def _bad_tokend_requests() -> list[bytes]:
+    """Well-framed JSON-RPC that tokend's handlers must refuse with an error reply."""
+
+    def call(method: str, params: object) -> bytes:
+        return _frame({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+
+    return [
+        call("session/append", "not an object"),
+        call("session/append", {"sessionId": "x", "message": {"role": "robot", "parts": []}}),
+        call(
+            "session/append",
+            {"sessionId": "x", "message": {"role": "user", "parts": [{"type": "?"}]}},
+        ),
+        call("budget/snapshot", {}),
+        call("session/create", {"model": 42}),
+        call("context/assemble", {"sessionId": "x", "format": "xml"}),
+        call("no/such/method", None),
+    ]
+
+
+def test_a_thousand_bad_frames_on_one_connection_leave_the_others_served(real: RealRuntime) -> None:
+    proc, _ = real.serve()
+    good = LspClient.unix(paths.socket_path())
+    assert "result" in good.initialize("good")
+    sid = good.request("session/create", {"model": "gpt-4o"})["result"]["sessionId"]
+
+    def open_bad() -> socket.socket:
+        bad = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        bad.connect(str(paths.socket_path()))
+        threading.Thread(target=discard_until_closed, args=(bad,), daemon=True).start()
+        bad.sendall(
+            _frame(
+                {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}}
+            )
+        )
+        return bad
+
+    frames = malformed_frames() + _bad_tokend_requests()
+    bad = open_bad()
+    baseline_kib = 0
+    for sent in range(1000):
+        try:
+            bad.sendall(frames[sent % len(frames)])
+        except OSError:
+            bad.close()
+            bad = open_bad()
+        if sent % 50 == 0:
+            appended = good.request(
+                "session/append", {"sessionId": sid, "message": _text(f"ping {sent}")}
+            )
+            assert "result" in appended, appended
+        if sent == 200:
+            baseline_kib = rss_kib(proc.pid)
+    snap = good.request("budget/snapshot", {"sessionId": sid})["result"]
+    assert snap["version"] == 20  # every good append landed, no bad one did
+    growth_kib = rss_kib(proc.pid) - baseline_kib
+    assert growth_kib < 8 * 1024, f"the daemon grew {growth_kib} KiB over 800 bad frames"
+    assert proc.poll() is None
