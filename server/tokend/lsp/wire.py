@@ -24,9 +24,6 @@ def camel(name: str) -> str:
     return head + "".join(word.title() for word in rest)
 
 
-_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
-
-
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(omit_if_default=False, forbid_extra_keys=False)
 
@@ -55,8 +52,16 @@ def from_wire(cls: type[T], params: Any) -> T:
     try:
         return converter.structure(params, cls)
     except cattrs.ClassValidationError as exc:
-        details = "; ".join(cattrs.transform_error(exc, path="params"))
+        details = "; ".join(_wire_path(m) for m in cattrs.transform_error(exc, path="params"))
         raise InvalidParams(f"invalid params: {details}") from None
+
+
+def _wire_path(message: str) -> str:
+    """cattrs names fields as Python spells them; the user wrote them in camelCase."""
+    text, at, path = message.rpartition(" @ ")
+    if not at:
+        return message
+    return f"{text} @ " + re.sub(r"(?<=\.)[a-z_]+", lambda m: camel(m.group(0)), path)
 
 
 def to_wire(value: Any) -> Any:
