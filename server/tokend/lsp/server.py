@@ -82,8 +82,11 @@ class TokendServer(LanguageServer):
         self._did_change(snapshot)
 
     def watch(self, session_id: str) -> None:
-        """Send budget/didChange for `session_id` to this connection after every change."""
+        """Send budget/didChange for `session_id` to this connection after every change.
+
+        Raises SessionNotFound for an unknown id (no listener is kept for it)."""
         if session_id not in self._watching:
+            self.service.session(session_id)
             self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
 
     def unwatch(self, session_id: str) -> None:
