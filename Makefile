@@ -20,6 +20,7 @@ lint: bootstrap
 	$(BIN)/ruff check server tests bench
 	$(BIN)/ruff format --check server tests bench
 	$(BIN)/lint-imports --config pyproject.toml
+	$(BIN)/mypy
 
 bench: bootstrap
 	$(BIN)/python -m bench.run

@@ -78,13 +78,15 @@ class RenderCache:
     (a pruned part, a streamed one). One per session; the cached output is never mutated."""
 
     def __init__(self) -> None:
-        self._by_format: dict[str, dict[str, tuple[tuple[StoredPart, ...], Any]]] = {}
+        self._by_format: dict[
+            str, dict[str, tuple[tuple[StoredPart, ...], tuple[WireMessage, ...]]]
+        ] = {}
 
     def render(self, message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
         entries = self._by_format.setdefault(fmt, {})
         hit = entries.get(message.id)
         if hit is not None and (hit[0] is message.parts or hit[0] == message.parts):
-            return hit[1]  # type: ignore[no-any-return]
+            return hit[1]
         wire = render_message(message, fmt)
         entries[message.id] = (message.parts, wire)
         return wire

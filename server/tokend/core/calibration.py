@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from tokend.core.types import ContentClass
 
@@ -205,5 +205,6 @@ def _content_class(key: Any) -> ContentClass | None:
         return None
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
+    """A finite int or float that is not a bool."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

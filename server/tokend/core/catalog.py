@@ -279,11 +279,11 @@ class Catalog:
             return [f'[models."{name}"] must be a table; ignored']
         key = self._resolve(name)
         if key is None:
-            info, warnings = apply_override(name, None, table)
+            info, new_model_warnings = apply_override(name, None, table)
             if info is not None:
                 self._parsed[name] = info
                 self._index(name, info.provider)
-            return warnings
+            return new_model_warnings
         warnings: list[str] = []
         for target in (key, *self._dated.get(key.lower(), ())):
             info, found = apply_override(target, self._info(target), table)

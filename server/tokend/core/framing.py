@@ -120,7 +120,7 @@ def _compact_json(value: object) -> str:
 
 
 def tool_schemas_tokens(
-    tools: Sequence[dict[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
     count: Callable[[str], int],
     provider: str | None,
     tool_choice: str = "auto",

@@ -95,9 +95,9 @@ def parse_transcript(lines: Iterable[str | Mapping[str, Any]]) -> list[Transcrip
                     tool_names[part.call_id] = part.name
             events.extend((call, message))
         elif kind == "user":
-            message = _user_message(record, tool_names)
-            if message is not None:
-                events.append(message)
+            user_message = _user_message(record, tool_names)
+            if user_message is not None:
+                events.append(user_message)
         elif kind == "system" and record.get("subtype") == "compact_boundary":
             metadata = record.get("compactMetadata") or {}
             events.append(

@@ -140,7 +140,8 @@ def _openai_content(content: list[dict[str, Any]]) -> str | list[dict[str, Any]]
     if not content:
         return None
     if len(content) == 1 and content[0]["type"] == "text":
-        return content[0]["text"]
+        text: str = content[0]["text"]
+        return text
     return content
 
 

@@ -66,7 +66,8 @@ def shared_converter() -> cattrs.Converter:
     code again for each one: ~25 ms and ~180 KB per connection. The converter is only read
     after it is built, so connections can share it.
     """
-    return default_converter()
+    converter: cattrs.Converter = default_converter()
+    return converter
 
 
 class DaemonHandle(Protocol):
@@ -312,6 +313,8 @@ async def run_connection(
         protocol.on_exit = conn.close
         protocol.set_writer(conn.outbox)
         conn.server = server
+        # run_async is annotated with pygls's concrete protocol and logging.Logger; it only calls
+        # structure_message/handle_message and debug/exception, which the stand-ins provide.
         await run_async(
             stop_event=threading.Event(),
             reader=_BoundedReader(reader, max_frame_bytes),

@@ -275,6 +275,8 @@ def _check_peer(writer: asyncio.StreamWriter, peer: PeerKind) -> int | bool:
         return True
     if not hasattr(socket, "SO_PEERCRED") or sock is None:
         return True
+    pid: int
+    uid: int
     pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     if uid != os.getuid():
         log.warning("refused a unix connection from uid %d (pid %d)", uid, pid)

@@ -141,6 +141,7 @@ def print_daemon_status(args: argparse.Namespace, out: TextIO) -> int:
 
 def _request_status(sock: socket.socket) -> dict[str, Any]:
     frames = _frames(sock)
+    status: dict[str, Any] = {}
     for msg_id, method, params in (
         (
             1,

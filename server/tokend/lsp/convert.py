@@ -85,7 +85,7 @@ def from_wire_part(raw: Any, index: int) -> Part:
 def from_wire_role(role: str) -> Role:
     if role not in ROLES:
         raise InvalidParams(f"message.role is {role!r}; expected one of {', '.join(ROLES)}")
-    return role  # type: ignore[return-value]
+    return role
 
 
 def from_wire_usage(usage: wire.UsageParams | None) -> Usage | None:

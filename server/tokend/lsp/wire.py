@@ -27,13 +27,15 @@ def camel(name: str) -> str:
 def _make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(omit_if_default=False, forbid_extra_keys=False)
 
+    # cattrs takes the per-field overrides as **kwargs next to its own keyword options; mypy
+    # cannot tell that `**renames` (field names only) fills no option, hence the ignores.
     def structure_factory(cls: type) -> Any:
         renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
-        return make_dict_structure_fn(cls, conv, **renames)
+        return make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
 
     def unstructure_factory(cls: type) -> Any:
         renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
-        return make_dict_unstructure_fn(cls, conv, **renames)
+        return make_dict_unstructure_fn(cls, conv, **renames)  # type: ignore[arg-type]
 
     conv.register_structure_hook_factory(attrs.has, structure_factory)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)

@@ -52,7 +52,7 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
     overhead = message_overhead("user", provider)  # the same for every role
     tools_tokens = tool_schemas_tokens(list(inp.tools), count, provider) if inp.tools else 0
     request = AssemblyRequest(
-        format=inp.format,  # type: ignore[arg-type]
+        format=inp.format,  # type: ignore[arg-type]  # assemble() refuses unknown formats
         limit_tokens=service.input_limit(live),
         history=live.messages,
         system=inp.system,

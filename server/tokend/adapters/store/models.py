@@ -16,6 +16,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     TypeDecorator,
 )
@@ -52,6 +53,12 @@ NullableJSON = JSON(none_as_null=True)
 
 class Base(DeclarativeBase):
     pass
+
+
+def table_of(model: type[Base]) -> Table:
+    """The Core table of a mapped class: the same object as `model.__table__`, which
+    SQLAlchemy types as a FromClause (so `insert`/`update` of it would not type-check)."""
+    return Base.metadata.tables[model.__tablename__]
 
 
 class SessionRow(Base):

@@ -17,6 +17,7 @@ from tokend.adapters.store.models import (
     SessionRow,
     TokenCacheRow,
     UtcDateTime,
+    table_of,
 )
 from tokend.core.errors import SessionNotFound
 from tokend.core.types import Message, SessionInfo, StoredPart
@@ -24,7 +25,7 @@ from tokend.core.types import Message, SessionInfo, StoredPart
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 
 # Statements of the append path, built once (building them per call costs more than running them).
-_sessions, _messages = SessionRow.__table__, MessageRow.__table__
+_sessions, _messages = table_of(SessionRow), table_of(MessageRow)
 _stamp = bindparam("stamp", type_=UtcDateTime())
 # Moves updated_at forward to :stamp (never back) on a live session; rowcount 0: none such.
 BUMP_LIVE_SESSION = (
@@ -38,7 +39,7 @@ LAST_SEQ = select(func.max(_messages.c.seq)).where(
     _messages.c.session_id == bindparam("session_id")
 )
 INSERT_MESSAGE = insert(_messages)
-INSERT_PARTS = insert(PartRow.__table__)
+INSERT_PARTS = insert(table_of(PartRow))
 
 
 def new_id() -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, Self, cast
 
-from sqlalchemy import Engine, bindparam, func, insert, make_url, select, true, update
+from sqlalchemy import CursorResult, Engine, bindparam, func, insert, make_url, select, true, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,6 +26,7 @@ from tokend.adapters.store.models import (
     PartRow,
     SessionRow,
     TokenCacheRow,
+    table_of,
 )
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.errors import InvalidParams, SessionNotFound, StoreError
@@ -173,8 +174,13 @@ class SqlStore:
         stamped_at = message.completed_at or message.created_at
         with self._writing() as session:
             # Also locks the session row (PostgreSQL): concurrent appends take seq numbers in turn.
-            bumped = session.execute(
-                rows.BUMP_LIVE_SESSION, {"session_id": message.session_id, "stamp": stamped_at}
+            # An UPDATE's result is a CursorResult (it has rowcount); Session.execute's stubs
+            # only promise a Result.
+            bumped = cast(
+                CursorResult[Any],
+                session.execute(
+                    rows.BUMP_LIVE_SESSION, {"session_id": message.session_id, "stamp": stamped_at}
+                ),
             )
             if bumped.rowcount != 1:
                 raise SessionNotFound(f"session {message.session_id} not found")
@@ -233,7 +239,7 @@ class SqlStore:
         """Cache token counts on parts (part id -> tokens). Unknown ids are ignored."""
         if not counts:
             return
-        table = PartRow.__table__
+        table = table_of(PartRow)
         statement = (
             update(table).where(table.c.id == bindparam("part_id")).values(tokens=bindparam("n"))
         )
@@ -280,7 +286,7 @@ class SqlStore:
             if fresh:
                 session.execute(insert(TokenCacheRow), fresh)
             if changed:
-                table = TokenCacheRow.__table__
+                table = table_of(TokenCacheRow)
                 session.execute(
                     update(table)
                     .where(table.c.key == bindparam("k"))
