@@ -6,7 +6,6 @@ serialized. Each change publishes a new frozen snapshot and tells the session's 
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -17,18 +16,26 @@ from ulid import ULID
 
 from tokend.core.budget import autocompact_threshold, output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
-from tokend.core.catalog import Catalog, ModelInfo, cost_usd, with_context_window
+from tokend.core.catalog import Catalog, ModelInfo, cost_usd
 from tokend.core.config import TokendConfig
 from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, VersionConflict
 from tokend.core.ports import Clock, CountCache, Store
-from tokend.core.snapshot import BudgetSnapshot
-from tokend.core.types import CompactionPart, Message, Part, Role, SessionInfo, StoredPart, Usage
+from tokend.core.snapshot import BudgetSnapshot, CallFigures
+from tokend.core.types import (
+    CompactionPart,
+    ContentClass,
+    Message,
+    Part,
+    Role,
+    SessionInfo,
+    StoredPart,
+    Usage,
+)
 from tokend.service.counting import ModelCounter
-from tokend.service.live import LiveSession, add_usage
-
-log = logging.getLogger(__name__)
-
-Listener = Callable[[BudgetSnapshot], None]
+from tokend.service.listeners import Listener, SnapshotListeners
+from tokend.service.live import LiveSession
+from tokend.service.loading import load_session, measured_changes
+from tokend.service.models import SessionModels
 
 
 class SystemClock:
@@ -53,16 +60,12 @@ class TokendService:
     ) -> None:
         self.store = store
         self.catalog = catalog
-        # A workspace's .tokend.toml may declare or override models: one catalog per workspace.
-        self._workspace_catalog = workspace_catalog
-        self._catalogs: dict[str, Catalog] = {}
         self.config = config
         self.clock: Clock = clock or SystemClock()
-        self._cache = cache
         self._sessions: dict[str, LiveSession] = {}
-        self._counters: dict[str, ModelCounter] = {}
-        self._listeners: dict[str, list[Listener]] = {}
+        self._listeners = SnapshotListeners()
         self.calibrator = Calibrator.from_state(store.load_calibration())
+        self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -76,7 +79,8 @@ class TokendService:
     ) -> SessionInfo:
         if context_window is not None and context_window <= 0:
             raise InvalidParams("contextWindow must be a positive number of tokens")
-        self.catalog_for(workspace_uri).get(model)  # UnknownModel names the two ways to declare it
+        # An unknown model raises UnknownModel, which names the two ways to declare it.
+        self.models.catalog_for(workspace_uri).get(model)
         now = self.clock.now()
         info = SessionInfo(
             id=new_id(),
@@ -97,27 +101,9 @@ class TokendService:
             self._sessions[session_id] = live
         return live
 
-    def catalog_for(self, workspace_uri: str | None) -> Catalog:
-        """The catalog with the workspace's overrides (the user's when no workspace is known)."""
-        if workspace_uri is None or self._workspace_catalog is None:
-            return self.catalog
-        catalog = self._catalogs.get(workspace_uri)
-        if catalog is None:
-            catalog = self._catalogs[workspace_uri] = self._workspace_catalog(workspace_uri)
-        return catalog
-
-    def model_info(self, info: SessionInfo) -> ModelInfo:
-        model = self.catalog_for(info.workspace_uri).get(info.model)
-        if info.context_window:
-            model = with_context_window(model, info.context_window)
-        return model
-
     def counter(self, model: ModelInfo) -> ModelCounter:
-        key = f"{model.name}@{model.context_window}"
-        counter = self._counters.get(key)
-        if counter is None:
-            counter = self._counters[key] = ModelCounter(model, self._cache, self.calibrator)
-        return counter
+        """The token counter of `model` (shared by its sessions)."""
+        return self.models.counter(model)
 
     def _load(self, session_id: str) -> LiveSession:
         info = self.store.get_session(session_id)
@@ -125,58 +111,8 @@ class TokendService:
             raise SessionNotFound(
                 f"no session {session_id!r}: create one with session/create, or list them with session/list"
             )
-        model = self.model_info(info)
-        counter = self.counter(model)
-        messages = self.store.load_messages(session_id)
-        live = LiveSession(
-            info=info,
-            model=model,
-            config=self.config,
-            messages=[],
-            message_tokens={},
-            version=0,
-            compactions=int(info.extra.get("compactions", 0)),
-            measured=dict(info.extra.get("measured", {})),
-        )
-        windowed = bool(messages) and messages[0].summary
-        every_message = self.store.load_all_messages(session_id) if windowed else messages
-        for message in every_message:
-            if message.usage is not None:
-                live.totals = add_usage(live.totals, message.usage)
-                key = message.model or model.name
-                live.cost_by_model[key] = live.cost_by_model.get(key, 0.0) + (
-                    message.cost_usd or 0.0
-                )
-        missing: dict[str, int] = {}
-        for message in messages:
-            live.messages.append(message)
-            live.message_tokens[message.id] = counter.stored_total(message.role, message.parts)
-            missing.update(_uncached(counter, message))
-        if missing:
-            self.store.set_part_tokens(missing)
-        self._replay_anchor(live, info)
-        # Every change adds one to a persisted count: messages ever appended, compactions, and
-        # changes of the measured context. So the version never goes back, across restarts too.
-        live.version = len(every_message) + live.compactions + _measured_changes(info)
-        live.publish()
-        return live
-
-    def _replay_anchor(self, live: LiveSession, info: SessionInfo) -> None:
-        """Re-derive the last provider call and what was added since, from the loaded window."""
-        for index in range(len(live.messages) - 1, -1, -1):
-            message = live.messages[index]
-            if message.usage is None or message.summary:
-                continue
-            if info.compacted_at is not None and message.created_at <= info.compacted_at:
-                return
-            live.messages, after = live.messages[: index + 1], live.messages[index + 1 :]
-            live.restore_call(
-                message, None, record=False, content_tokens=live.message_tokens[message.id]
-            )
-            for later in after:
-                tokens = live.message_tokens.pop(later.id)
-                live.add_message(later, tokens, Counter(), 0.0)
-            return
+        model = self.models.model_info(info)
+        return load_session(self.store, self.config, info, model, self.counter(model))
 
     # -- changes ----------------------------------------------------------------------------
 
@@ -212,7 +148,7 @@ class TokendService:
             StoredPart(id=new_id(), part=p, tokens=t)
             for p, t in zip(parts, counts.tokens, strict=True)
         )
-        catalog = self.catalog_for(live.info.workspace_uri)
+        catalog = self.models.catalog_for(live.info.workspace_uri)
         cost = cost_usd(catalog.get(model or live.info.model), usage) if usage else None
         message = Message(
             id=message_id,
@@ -234,7 +170,13 @@ class TokendService:
             self._calibrate(live, last, call.context_tokens, observed)
         return message, self._changed(live)
 
-    def _calibrate(self, live: LiveSession, last: Any, actual_context: int, observed: Any) -> None:
+    def _calibrate(
+        self,
+        live: LiveSession,
+        last: CallFigures,
+        actual_context: int,
+        observed: tuple[Counter[ContentClass], int],
+    ) -> None:
         chars_by_class, estimated = observed
         dropped = last.reasoning_tokens if live.model.strips_reasoning else 0
         actual_added = actual_context - (last.context_tokens + last.output_tokens - dropped)
@@ -300,7 +242,7 @@ class TokendService:
         extra = {
             **live.info.extra,
             "measured": live.measured,
-            "measuredChanges": _measured_changes(live.info) + 1,
+            "measuredChanges": measured_changes(live.info) + 1,
         }
         self.store.update_session(session_id, extra=extra)
         live.info = _with_extra(live.info, extra)
@@ -346,22 +288,12 @@ class TokendService:
     # -- notifications ----------------------------------------------------------------------
 
     def subscribe(self, session_id: str, listener: Listener) -> Callable[[], None]:
-        self._listeners.setdefault(session_id, []).append(listener)
-
-        def unsubscribe() -> None:
-            listeners = self._listeners.get(session_id, [])
-            if listener in listeners:
-                listeners.remove(listener)
-
-        return unsubscribe
+        """Call `listener` with each new snapshot of the session; returns the unsubscribe."""
+        return self._listeners.subscribe(session_id, listener)
 
     def _changed(self, live: LiveSession) -> BudgetSnapshot:
         snapshot = live.publish()
-        for listener in list(self._listeners.get(live.id, ())):
-            try:
-                listener(snapshot)
-            except Exception:  # one broken listener never stops the others
-                log.exception("budget listener failed for session %s", live.id)
+        self._listeners.tell(live.id, snapshot)
         return snapshot
 
     def notify_changed(self, session_id: str) -> BudgetSnapshot:
@@ -370,18 +302,6 @@ class TokendService:
     def close(self) -> None:
         self.store.save_calibration(self.calibrator.to_state())
         self.store.close()
-
-
-def _uncached(counter: ModelCounter, message: Message) -> dict[str, int]:
-    todo = [sp for sp in message.parts if sp.tokens is None and sp.compacted_at is None]
-    if not todo:
-        return {}
-    counts = counter.count_parts(message.role, [sp.part for sp in todo])
-    return {sp.id: t for sp, t in zip(todo, counts.tokens, strict=True)}
-
-
-def _measured_changes(info: SessionInfo) -> int:
-    return int(info.extra.get("measuredChanges", 0))
 
 
 def _with_extra(info: SessionInfo, extra: dict[str, Any]) -> SessionInfo:

@@ -1,0 +1,38 @@
+"""Who hears of a session's new budget snapshot: callbacks registered per session id."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from tokend.core.snapshot import BudgetSnapshot
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[BudgetSnapshot], None]
+
+
+class SnapshotListeners:
+    """The listeners of each session. A listener that raises is logged and never stops the
+    others; a listener may unsubscribe (itself or another) while being told."""
+
+    def __init__(self) -> None:
+        self._by_session: dict[str, list[Listener]] = {}
+
+    def subscribe(self, session_id: str, listener: Listener) -> Callable[[], None]:
+        """Call `listener` with each new snapshot of the session; returns the unsubscribe."""
+        self._by_session.setdefault(session_id, []).append(listener)
+
+        def unsubscribe() -> None:
+            listeners = self._by_session.get(session_id, [])
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return unsubscribe
+
+    def tell(self, session_id: str, snapshot: BudgetSnapshot) -> None:
+        for listener in list(self._by_session.get(session_id, ())):
+            try:
+                listener(snapshot)
+            except Exception:  # one broken listener never stops the others
+                log.exception("budget listener failed for session %s", session_id)
