@@ -10,17 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.assemble import (
-    CHUNKS,
-    AssemblyRequest,
-    CountedText,
-    ExampleTurn,
-    FileText,
-    RenderCache,
-    assemble,
-)
+from tokend.core.assemble import CHUNKS, AssemblyRequest, assemble
+from tokend.core.context_inputs import CountedText, ExampleTurn, FileText
 from tokend.core.errors import ContextOverflow, InvalidParams
 from tokend.core.render import PRUNED_TOOL_RESULT
+from tokend.core.render_cache import RenderCache
 from tokend.core.types import StoredPart, TextPart, ToolCallPart, ToolResultPart
 from tokend.core.wire_formats import WIRE_FORMATS
 

@@ -6,19 +6,32 @@ the history and everything after it (the tool results of the turn in progress). 
 is sent only if it fits; when even without it the context exceeds the limit, ContextOverflow
 says what to drop. All figures are tokens; nothing is tokenized here: counts come cached on
 the parts, pre-counted on the inputs, or from the `count` callable the caller passes.
+
+The inputs besides the history live in context_inputs.py, the overflow's suggestions in
+overflow.py, the per-session cache of rendered messages in render_cache.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
+from tokend.core.context_inputs import (
+    CountedText,
+    ExampleTurn,
+    FileText,
+    examples_messages,
+    file_block_text,
+    files_messages,
+    text_messages,
+)
 from tokend.core.errors import ContextOverflow, InvalidParams
+from tokend.core.overflow import context_overflow
 from tokend.core.prune import is_user_turn
 from tokend.core.render import PRUNED_TOOL_RESULT, part_text, to_json_text
-from tokend.core.types import Message, StoredPart, TextPart
+from tokend.core.render_cache import RenderCache
+from tokend.core.types import Message, StoredPart
 from tokend.core.wire_formats import (
     WIRE_FORMATS,
     Joiner,
@@ -41,72 +54,10 @@ CHUNKS = (
 )
 _PREFIX_CHUNKS = ("examples", "readOnlyFiles", "repoMap")
 _EPHEMERAL = {"type": "ephemeral"}
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MAX_SUGGESTIONS = 8
-
-
-class FileText(NamedTuple):
-    """A file sent whole; `tokens` counts file_block_text(path, text), as sent."""
-
-    path: str
-    text: str
-    tokens: int | None = None
-
-
-class CountedText(NamedTuple):
-    text: str
-    tokens: int | None = None
-
-
-class ExampleTurn(NamedTuple):
-    role: Literal["user", "assistant"]
-    text: str
-    tokens: int | None = None
-
-
-def file_block_text(path: str, text: str) -> str:
-    """How a file is sent (count this text for FileText.tokens)."""
-    return f"{path}\n```\n{text}\n```"
 
 
 def no_overhead(message: Message) -> int:
     return 0
-
-
-class RenderCache:
-    """Rendered wire messages by format and message id, re-rendered when the parts change
-    (a pruned part, a streamed one). One per session; the cached output is never mutated."""
-
-    def __init__(self) -> None:
-        self._by_format: dict[
-            str, dict[str, tuple[tuple[StoredPart, ...], tuple[WireMessage, ...]]]
-        ] = {}
-
-    def render(self, message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
-        entries = self._by_format.setdefault(fmt, {})
-        hit = entries.get(message.id)
-        if hit is not None and (hit[0] is message.parts or hit[0] == message.parts):
-            return hit[1]
-        wire = render_message(message, fmt)
-        entries[message.id] = (message.parts, wire)
-        return wire
-
-    def render_all(self, messages: Iterable[Message], fmt: WireFormat) -> Iterator[WireMessage]:
-        """The wire messages of `messages`, in order (the warm path of a whole history)."""
-        entries = self._by_format.setdefault(fmt, {})
-        get = entries.get
-        for message in messages:
-            hit = get(message.id)
-            if hit is None or (hit[0] is not message.parts and hit[0] != message.parts):
-                hit = (message.parts, render_message(message, fmt))
-                entries[message.id] = hit
-            yield from hit[1]
-
-    def clear(self) -> None:
-        self._by_format.clear()
-
-    def __len__(self) -> int:
-        return sum(len(entries) for entries in self._by_format.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,16 +121,13 @@ def assemble(request: AssemblyRequest) -> Assembly:
             split = index
             break
     groups: dict[str, Sequence[Message]] = {
-        "examples": [
-            _message(f"example{i}", t.role, [(t.text, t.tokens)])
-            for i, t in enumerate(req.examples)
-        ],
-        "readOnlyFiles": _files_message("readOnlyFiles", req.read_only_files),
-        "repoMap": _texts_message("repoMap", req.repo_map),
+        "examples": examples_messages(req.examples),
+        "readOnlyFiles": files_messages("readOnlyFiles", req.read_only_files),
+        "repoMap": text_messages("repoMap", req.repo_map),
         "history": req.history[:split],
-        "chatFiles": _files_message("chatFiles", req.chat_files),
+        "chatFiles": files_messages("chatFiles", req.chat_files),
         "current": req.history[split:],
-        "reminder": _texts_message("reminder", req.reminder),
+        "reminder": text_messages("reminder", req.reminder),
     }
     tokens = {
         "tools": _tools_tokens(req),
@@ -321,54 +269,10 @@ def _tools_tokens(req: AssemblyRequest) -> int:
     return _text_tokens(to_json_text(list(req.tools)), req.tools_tokens, req.count, "the tools")
 
 
-def _message(name: str, role: Any, texts: Sequence[tuple[str, int | None]]) -> Message:
-    parts = tuple(
-        StoredPart(id=f"{name}:{i}", part=TextPart(text), tokens=tokens)
-        for i, (text, tokens) in enumerate(texts)
-    )
-    return Message(id=name, session_id="", role=role, parts=parts, created_at=_EPOCH)
-
-
-def _files_message(name: str, files: Sequence[FileText]) -> list[Message]:
-    if not files:
-        return []
-    return [_message(name, "user", [(file_block_text(f[0], f[1]), f[2]) for f in files])]
-
-
-def _texts_message(name: str, text: CountedText | None) -> list[Message]:
-    return [_message(name, "user", [(text[0], text[1])])] if text is not None else []
-
-
 def _overflow(req: AssemblyRequest, tokens: Mapping[str, int], total: int) -> ContextOverflow:
-    limit = req.limit_tokens
-    essential = tokens["system"] + tokens["tools"] + tokens["current"]
-    suggestions: list[tuple[int, str]]
-    if essential > limit:
-        message = (
-            f"the current message alone does not fit: system prompt {tokens['system']:,} + "
-            f"tools {tokens['tools']:,} + current message {tokens['current']:,} = "
-            f"{essential:,} tokens, over the {limit:,}-token limit"
-        )
-        suggestions = [
-            (tokens["current"], f"shorten the current message ({tokens['current']:,} tokens)"),
-            (tokens["tools"], f"offer fewer tools (tools: {tokens['tools']:,} tokens)"),
-            (tokens["system"], f"shorten the system prompt ({tokens['system']:,} tokens)"),
-        ]
-    else:
-        message = f"the context needs {total:,} tokens, over the {limit:,}-token limit"
-        suggestions = [
-            (tokens["history"], f"compact the session (history: {tokens['history']:,} tokens)"),
-            (tokens["repoMap"], f"drop the repo map ({tokens['repoMap']:,} tokens)"),
-            (tokens["examples"], f"drop the example messages ({tokens['examples']:,} tokens)"),
-        ]
-        for kind, files in (("chat file", req.chat_files), ("read-only file", req.read_only_files)):
-            for path, text, counted in files:
-                size = _text_tokens(file_block_text(path, text), counted, req.count, path)
-                suggestions.append((size, f"drop {kind} {path} ({size:,} tokens)"))
-    ranked = sorted((s for s in suggestions if s[0] > 0), key=lambda s: -s[0])
-    data = {
-        "total": total,
-        "limit": limit,
-        "suggestions": [s for _, s in ranked][:_MAX_SUGGESTIONS],
-    }
-    return ContextOverflow(message, data)
+    files = (
+        (kind, path, _text_tokens(file_block_text(path, text), counted, req.count, path))
+        for kind, group in (("chat file", req.chat_files), ("read-only file", req.read_only_files))
+        for path, text, counted in group
+    )
+    return context_overflow(tokens, total, req.limit_tokens, files)

@@ -6,15 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokend.core.assemble import (
-    Assembly,
-    AssemblyRequest,
-    CountedText,
-    ExampleTurn,
-    FileText,
-    assemble,
-    file_block_text,
-)
+from tokend.core.assemble import Assembly, AssemblyRequest, assemble
+from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import message_overhead, tool_schemas_tokens
 from tokend.service.service import TokendService

@@ -10,10 +10,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from tokend.core.accounting import ErrorLog, predict_next_input
-from tokend.core.assemble import RenderCache
 from tokend.core.budget import autocompact_threshold
 from tokend.core.catalog import ModelInfo
 from tokend.core.config import TokendConfig
+from tokend.core.render_cache import RenderCache
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import (
     BudgetSnapshot,
