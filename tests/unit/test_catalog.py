@@ -11,12 +11,12 @@ from tokend.core.catalog import (
     Catalog,
     ModelInfo,
     TokenPrices,
-    cost_usd,
     parse_litellm_entry,
     tokenizer_for,
     with_context_window,
 )
 from tokend.core.errors import InvalidParams, UnknownModel
+from tokend.core.pricing import cost_usd
 from tokend.core.types import Usage
 
 

@@ -2,22 +2,19 @@
 
 Built from litellm's price/context mapping (name -> JSON object) plus `[models."NAME"]` override
 tables from the user and workspace configs. Pure: the adapter reads the JSON and the TOML files.
-Units: windows and limits are tokens; prices are US dollars per token.
+Units: windows and limits are tokens; prices are US dollars per token. How a spelling finds its
+catalog name is in model_names.py; what a call costs, in pricing.py.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tokend.core.errors import InvalidParams, UnknownModel
-from tokend.core.types import Usage
-
-TIER_THRESHOLD_TOKENS = 200_000
-"""Above this many context tokens in one call (input + cache), the `_above_200k_tokens` rates apply."""
+from tokend.core.model_names import ModelNames
 
 CHAT_MODES = frozenset(
     {"chat", "responses"}
@@ -140,35 +137,6 @@ def with_context_window(info: ModelInfo, window: int) -> ModelInfo:
     return replace(info, context_window=window)
 
 
-def cost_usd(info: ModelInfo, usage: Usage) -> float:
-    """Dollars for one call: input, output, cache reads and cache writes at their rates.
-
-    When the call's context (input + cache tokens) exceeds 200,000 and the model has an
-    above-200k tier, each tier rate replaces its base rate (a missing tier rate keeps the base).
-    Missing cache rates fall back to the input rate; a missing input/output rate counts as 0.
-    Reasoning tokens are taken to be part of `output_tokens`, as OpenAI and Anthropic report them.
-    """
-    rates = info.prices
-    if info.prices_above_200k is not None and usage.context_tokens > TIER_THRESHOLD_TOKENS:
-        tier = info.prices_above_200k
-        rates = TokenPrices(
-            *(t if t is not None else b for t, b in zip(_fields(tier), _fields(rates), strict=True))
-        )
-    input_rate = rates.input or 0.0
-    return (
-        usage.input_tokens * input_rate
-        + usage.output_tokens * (rates.output or 0.0)
-        + usage.cache_read_tokens
-        * (rates.cache_read if rates.cache_read is not None else input_rate)
-        + usage.cache_write_tokens
-        * (rates.cache_write if rates.cache_write is not None else input_rate)
-    )
-
-
-def _fields(p: TokenPrices) -> tuple[float | None, ...]:
-    return (p.input, p.output, p.cache_read, p.cache_write)
-
-
 # -- overrides -------------------------------------------------------------------------------
 
 OVERRIDE_KEYS = (
@@ -227,13 +195,6 @@ def apply_override(
 
 # -- the catalog -----------------------------------------------------------------------------
 
-FIRST_PARTY_PROVIDERS = frozenset(
-    {"openai", "anthropic", "gemini", "deepseek", "mistral", "xai", "moonshot", "zai", "dashscope"}
-)
-"""Vendors whose own "vendor/model" entry answers a bare "model" that litellm lists only prefixed."""
-
-_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")  # claude-...-20251101, gpt-4o-2024-08-06
-
 
 def _is_chat_entry(entry: Any) -> bool:
     return (
@@ -260,12 +221,10 @@ class Catalog:
     ) -> None:
         self._entries: Mapping[str, Any] = entries or {}
         self._parsed: dict[str, ModelInfo] = {}
-        self._by_lower: dict[str, str] = {}  # lower-cased name -> catalog name
-        self._dated: dict[str, list[str]] = {}  # lower undated name -> its dated catalog names
-        self._first_party: dict[str, str] = {}  # lower bare name -> "vendor/bare"
+        self._names = ModelNames()
         for key, entry in self._entries.items():
             if _is_chat_entry(entry):
-                self._index(key, entry.get("litellm_provider"))
+                self._names.add(key, entry.get("litellm_provider"))
         warnings: list[str] = []
         for layer in override_layers:
             for name, table in layer.items():
@@ -282,10 +241,10 @@ class Catalog:
             info, new_model_warnings = apply_override(name, None, table)
             if info is not None:
                 self._parsed[name] = info
-                self._index(name, info.provider)
+                self._names.add(name, info.provider)
             return new_model_warnings
         warnings: list[str] = []
-        for target in (key, *self._dated.get(key.lower(), ())):
+        for target in (key, *self._names.dated_variants(key)):
             info, found = apply_override(target, self._info(target), table)
             warnings = warnings or found
             if info is not None:  # always, given a base
@@ -297,8 +256,7 @@ class Catalog:
         with or without a date suffix. Raises UnknownModel saying how to declare it."""
         info = self.find(name)
         if info is None:
-            close = difflib.get_close_matches(name.lower(), list(self._by_lower), n=3, cutoff=0.75)
-            suggestions = [self._by_lower[c] for c in close]
+            suggestions = self._names.close_matches(name)
             raise UnknownModel(
                 unknown_model_message(name), {"model": name, "suggestions": suggestions}
             )
@@ -310,7 +268,7 @@ class Catalog:
 
     def names(self) -> Iterator[str]:
         """Every catalog name (litellm chat models and declared ones)."""
-        return iter(self._by_lower.values())
+        return iter(self._names)
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._resolve(name) is not None
@@ -323,40 +281,7 @@ class Catalog:
             self._parsed[key] = info
         return info
 
-    def _index(self, key: str, provider: Any) -> None:
-        lower = key.lower()
-        self._by_lower.setdefault(lower, key)
-        dated = _DATE_SUFFIX.search(lower)
-        if dated:
-            self._dated.setdefault(lower[: dated.start()], []).append(key)
-        prefix, _, bare = lower.rpartition("/")
-        if prefix and prefix == provider and prefix in FIRST_PARTY_PROVIDERS:
-            self._first_party.setdefault(bare, key)
-
     def _resolve(self, name: str) -> str | None:
         if name in self._parsed or (name in self._entries and _is_chat_entry(self._entries[name])):
             return name
-        spellings = list(_spellings(name))
-        for spelling in spellings:
-            if spelling in self._by_lower:
-                return self._by_lower[spelling]
-        for spelling in spellings:
-            undated = _DATE_SUFFIX.sub("", spelling)
-            if undated in self._by_lower:
-                return self._by_lower[undated]
-            if undated in self._dated:
-                return max(self._dated[undated], key=str.lower)  # the newest date
-            if undated in self._first_party:
-                return self._first_party[undated]
-        return None
-
-
-def _spellings(name: str) -> Iterator[str]:
-    """Lower-cased candidates: the name, then without each leading "provider/" segment;
-    Claude names also with dots between digits as dashes (OpenRouter's "claude-opus-4.5")."""
-    parts = name.strip().lower().split("/")
-    for i in range(len(parts)):
-        tail = "/".join(parts[i:])
-        yield tail
-        if "claude" in tail:
-            yield re.sub(r"(?<=\d)\.(?=\d)", "-", tail)
+        return self._names.resolve(name)

@@ -16,10 +16,11 @@ from ulid import ULID
 
 from tokend.core.budget import autocompact_threshold, output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
-from tokend.core.catalog import Catalog, ModelInfo, cost_usd
+from tokend.core.catalog import Catalog, ModelInfo
 from tokend.core.config import TokendConfig
 from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, VersionConflict
 from tokend.core.ports import Clock, CountCache, Store
+from tokend.core.pricing import cost_usd
 from tokend.core.snapshot import BudgetSnapshot, CallFigures
 from tokend.core.types import (
     CompactionPart,

@@ -1,0 +1,80 @@
+"""Which catalog name a user's spelling of a model means.
+
+"anthropic/claude-opus-4-5", "Claude-Opus-4.5" and "claude-opus-4-5-20251101" may all mean
+one catalog entry: names match in any case, without leading "provider/" segments, with or
+without a date suffix (an undated name means the newest dated one), and a bare name finds a
+first-party vendor's "vendor/model" entry when litellm lists the model only prefixed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator, Sequence
+
+FIRST_PARTY_PROVIDERS = frozenset(
+    {"openai", "anthropic", "gemini", "deepseek", "mistral", "xai", "moonshot", "zai", "dashscope"}
+)
+"""Vendors whose own "vendor/model" entry answers a bare "model" that litellm lists only prefixed."""
+
+_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")  # claude-...-20251101, gpt-4o-2024-08-06
+
+
+class ModelNames:
+    """An index of catalog names, filled with `add`, answering `resolve`."""
+
+    def __init__(self) -> None:
+        self._by_lower: dict[str, str] = {}  # lower-cased name -> catalog name
+        self._dated: dict[str, list[str]] = {}  # lower undated name -> its dated catalog names
+        self._first_party: dict[str, str] = {}  # lower bare name -> "vendor/bare"
+
+    def add(self, key: str, provider: object) -> None:
+        """Index the catalog name `key` (its litellm_provider, if any, as `provider`)."""
+        lower = key.lower()
+        self._by_lower.setdefault(lower, key)
+        dated = _DATE_SUFFIX.search(lower)
+        if dated:
+            self._dated.setdefault(lower[: dated.start()], []).append(key)
+        prefix, _, bare = lower.rpartition("/")
+        if prefix and prefix == provider and prefix in FIRST_PARTY_PROVIDERS:
+            self._first_party.setdefault(bare, key)
+
+    def resolve(self, name: str) -> str | None:
+        """The catalog name `name` spells, or None."""
+        spellings = list(_spellings(name))
+        for spelling in spellings:
+            if spelling in self._by_lower:
+                return self._by_lower[spelling]
+        for spelling in spellings:
+            undated = _DATE_SUFFIX.sub("", spelling)
+            if undated in self._by_lower:
+                return self._by_lower[undated]
+            if undated in self._dated:
+                return max(self._dated[undated], key=str.lower)  # the newest date
+            if undated in self._first_party:
+                return self._first_party[undated]
+        return None
+
+    def dated_variants(self, key: str) -> Sequence[str]:
+        """The dated catalog names of the undated name `key` (claude-opus-4-5-20251101 for
+        claude-opus-4-5)."""
+        return self._dated.get(key.lower(), ())
+
+    def close_matches(self, name: str) -> list[str]:
+        """Up to three catalog names that look like `name` (for an unknown model's error)."""
+        close = difflib.get_close_matches(name.lower(), list(self._by_lower), n=3, cutoff=0.75)
+        return [self._by_lower[c] for c in close]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_lower.values())
+
+
+def _spellings(name: str) -> Iterator[str]:
+    """Lower-cased candidates: the name, then without each leading "provider/" segment;
+    Claude names also with dots between digits as dashes (OpenRouter's "claude-opus-4.5")."""
+    parts = name.strip().lower().split("/")
+    for i in range(len(parts)):
+        tail = "/".join(parts[i:])
+        yield tail
+        if "claude" in tail:
+            yield re.sub(r"(?<=\d)\.(?=\d)", "-", tail)
