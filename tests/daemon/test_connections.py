@@ -16,7 +16,8 @@ from pygls.lsp.server import LanguageServer
 from tests.daemon.fixture import create_fixture_server
 from tests.daemon.lsp_client import LspClient
 from tokend.daemon.conn import Connection
-from tokend.daemon.listener import Daemon, ListenAddress
+from tokend.daemon.endpoints import ListenAddress
+from tokend.daemon.listener import Daemon
 
 
 class InProcessDaemon:

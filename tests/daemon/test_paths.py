@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tokend.daemon import paths
+from tokend.daemon.endpoints import ListenAddress, parse_listen
 from tokend.daemon.forwarder import parse_remote
-from tokend.daemon.listener import ListenAddress, parse_listen
 from tokend.daemon.spawn import ENV_DAEMON_CMD, connect_unix, daemon_command
 
 

@@ -2,8 +2,8 @@
 
 - `tokend serve` runs `listener.run_daemon(...)`: a unix socket in the user's private runtime
   dir (paths.py), optionally loopback TCP with a token, one pygls server per connection built by
-  a pluggable `connection_factory(conn)` (conn.py), a bounded outbox per connection (outbox.py),
-  and exit after an idle timeout.
+  a pluggable `connection_factory(conn)` (conn.py; served by serve_conn.py), a bounded outbox
+  per connection (outbox.py), and exit after an idle timeout.
 - `tokend lsp` runs `forwarder.forward(remote)`: relays stdio to the daemon, starting it first
   if needed, under a lock so concurrent editors start exactly one (spawn.py).
 
@@ -19,7 +19,7 @@ Writing a connection factory (the only seam):
   A protocol without it is refused, since its `exit` would end the whole daemon.
 - TCP auth needs nothing in the handlers: until `initialize` carries the right
   initializationOptions.authToken, no message reaches the server; the client gets an
-  Unauthorized (-32007) reply and is disconnected (conn.authorize_initialize).
+  Unauthorized (-32007) reply and is disconnected (serve_conn.authorize_initialize).
 - conn.client_name (clientInfo.name) is filled in before the initialize handler runs;
   conn.session_id is the slot the session methods set; conn.daemon.status() is daemon/status;
   `with conn.daemon.busy():` around writes and compactions defers the idle exit;

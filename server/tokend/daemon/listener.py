@@ -1,31 +1,29 @@
 """Daemon: the per-user accept loop (a unix socket, optionally loopback TCP with a token).
 
 Each accepted connection gets its own pygls server from `connection_factory(conn)` (see
-conn.run_connection). The daemon exits after `idle_timeout` seconds with no connection and
+serve_conn.run_connection). The daemon exits after `idle_timeout` seconds with no connection and
 nothing busy, removing its socket. It never steals a live daemon's socket: it holds an flock on
-`<socket>.lock` for its whole life, and a socket file nobody answers on is replaced.
+`<socket>.lock` for its whole life, and a socket file nobody answers on is replaced. What
+`--listen` accepts and which peers are let in is in endpoints.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import logging.handlers
 import os
 import signal
-import socket
-import struct
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokend.daemon.conn import MAX_FRAME_BYTES, Connection, PeerKind, Registry, run_connection
+from tokend.daemon.conn import Connection, PeerKind, Registry
+from tokend.daemon.endpoints import ListenAddress, check_peer, parse_listen
 from tokend.daemon.outbox import Outbox
 from tokend.daemon.paths import (
     DaemonAlreadyRunning,
@@ -35,44 +33,11 @@ from tokend.daemon.paths import (
     log_path,
     socket_path,
 )
+from tokend.daemon.serve_conn import MAX_FRAME_BYTES, run_connection
 
 log = logging.getLogger(__name__)
 
 ConnectionFactory = Callable[[Connection], Any]
-
-
-@dataclass(frozen=True)
-class ListenAddress:
-    kind: PeerKind
-    path: Path | None = None
-    host: str = ""
-    port: int = 0
-
-    def __str__(self) -> str:
-        if self.kind == "unix":
-            return f"unix:{self.path}"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"tcp:{host}:{self.port}"
-
-
-def parse_listen(spec: str) -> ListenAddress:
-    """Parse `unix:PATH` or `tcp:127.0.0.1:PORT` / `tcp:[::1]:PORT` (loopback only)."""
-    kind, _, rest = spec.partition(":")
-    if kind == "unix" and rest:
-        return ListenAddress("unix", path=Path(rest).expanduser().absolute())
-    if kind == "tcp" and ":" in rest:
-        host, _, port_text = rest.rpartition(":")
-        host = host.strip("[]")
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise ValueError(f"--listen {spec}: tokend accepts TCP on 127.0.0.1 or ::1 only")
-        if not port_text.isdigit() or int(port_text) > 65535:
-            raise ValueError(f"--listen {spec}: the port must be a number 0-65535")
-        return ListenAddress("tcp", host=host, port=int(port_text))
-    raise ValueError(f"--listen {spec}: expected unix:PATH or tcp:127.0.0.1:PORT")
 
 
 class Daemon:
@@ -203,7 +168,7 @@ class Daemon:
     async def _serve_client(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: PeerKind
     ) -> None:
-        peer_pid = _check_peer(writer, peer)
+        peer_pid = check_peer(writer, peer)
         if peer_pid is False or (self._stopping is not None and self._stopping.is_set()):
             writer.transport.abort()
             return
@@ -262,26 +227,6 @@ class Daemon:
             callback()
         else:
             loop.call_soon_threadsafe(callback)
-
-
-def _check_peer(writer: asyncio.StreamWriter, peer: PeerKind) -> int | bool:
-    """The peer's pid for unix peers of our uid, True for loopback TCP, False to refuse."""
-    sock = writer.get_extra_info("socket")
-    if peer == "tcp":
-        host = writer.get_extra_info("peername")[0]
-        if not ipaddress.ip_address(host.split("%")[0]).is_loopback:
-            log.warning("refused a TCP connection from %s", host)
-            return False
-        return True
-    if not hasattr(socket, "SO_PEERCRED") or sock is None:
-        return True
-    pid: int
-    uid: int
-    pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-    if uid != os.getuid():
-        log.warning("refused a unix connection from uid %d (pid %d)", uid, pid)
-        return False
-    return pid
 
 
 async def serve(
