@@ -23,15 +23,8 @@ from tokend.core.types import (
     ToolCallPart,
     ToolResultPart,
 )
-from tokend.core.wire_formats import (
-    CONVERSATION_START,
-    UNANSWERED_TOOL_CALL,
-    WIRE_FORMATS,
-    Joiner,
-    WireFormat,
-    WireMessage,
-    render_message,
-)
+from tokend.core.wire_formats import WIRE_FORMATS, WireFormat, WireMessage, render_message
+from tokend.core.wire_join import CONVERSATION_START, UNANSWERED_TOOL_CALL, Joiner
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 PRUNED_AT = datetime(2025, 1, 2, tzinfo=UTC)

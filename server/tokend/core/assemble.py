@@ -34,12 +34,12 @@ from tokend.core.render_cache import RenderCache
 from tokend.core.types import Message, StoredPart
 from tokend.core.wire_formats import (
     WIRE_FORMATS,
-    Joiner,
     WireFormat,
     WireMessage,
     cacheable_block_index,
     render_message,
 )
+from tokend.core.wire_join import Joiner
 
 CHUNKS = (
     "tools",
