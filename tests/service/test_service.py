@@ -134,3 +134,23 @@ def test_over_the_threshold_with_nothing_to_prune_the_snapshot_warns(url):
     assert snapshot.used_tokens >= snapshot.autocompact_threshold
     assert any("autocompact threshold" in w for w in snapshot.warnings)
     service.close()
+
+
+def test_unwatched_sessions_are_dropped_from_memory_and_reload_intact(url, monkeypatch):
+    import tokend.service.service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_LOADED_SESSIONS", 3)
+    service = build_service(None, url)
+    watched = service.create_session("gpt-4o").id
+    seen = []
+    unsubscribe = service.subscribe(watched, seen.append)
+    ids = [service.create_session("gpt-4o").id for _ in range(6)]
+    for sid in ids:
+        service.append(sid, "user", [TextPart(f"hello {sid}")])
+    service.append(watched, "user", [TextPart("still watched")])
+    loaded = {s.session_id for s in service.loaded_snapshots()}
+    assert watched in loaded and len(loaded) <= 3  # a watched session is never dropped
+    assert seen and seen[-1].version == 1
+    assert service.snapshot(ids[0]).version == 1  # dropped, then reloaded from the store
+    unsubscribe()
+    service.close()

@@ -27,8 +27,13 @@ class SnapshotListeners:
             listeners = self._by_session.get(session_id, [])
             if listener in listeners:
                 listeners.remove(listener)
+            if not listeners:
+                self._by_session.pop(session_id, None)
 
         return unsubscribe
+
+    def has_listeners(self, session_id: str) -> bool:
+        return bool(self._by_session.get(session_id))
 
     def tell(self, session_id: str, snapshot: BudgetSnapshot) -> None:
         for listener in list(self._by_session.get(session_id, ())):

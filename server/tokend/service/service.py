@@ -6,7 +6,7 @@ serialized. Each change publishes a new frozen snapshot and tells the session's 
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -38,6 +38,8 @@ from tokend.service.live import LiveSession
 from tokend.service.loading import load_session, measured_changes
 from tokend.service.models import SessionModels
 
+MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
+
 
 class SystemClock:
     def now(self) -> datetime:
@@ -63,7 +65,9 @@ class TokendService:
         self.catalog = catalog
         self.config = config
         self.clock: Clock = clock or SystemClock()
-        self._sessions: dict[str, LiveSession] = {}
+        # Loaded sessions, least recently used first; unwatched ones beyond the limit are dropped
+        # (they reload from the store on the next request).
+        self._sessions: OrderedDict[str, LiveSession] = OrderedDict()
         self._listeners = SnapshotListeners()
         self.calibrator = Calibrator.from_state(store.load_calibration())
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
@@ -100,7 +104,19 @@ class TokendService:
         if live is None:
             live = self._load(session_id)
             self._sessions[session_id] = live
+            self._evict_unwatched()
+        else:
+            self._sessions.move_to_end(session_id)
         return live
+
+    def _evict_unwatched(self) -> None:
+        surplus = len(self._sessions) - MAX_LOADED_SESSIONS
+        for session_id in list(self._sessions):
+            if surplus <= 0:
+                return
+            if not self._listeners.has_listeners(session_id):
+                del self._sessions[session_id]
+                surplus -= 1
 
     def counter(self, model: ModelInfo) -> ModelCounter:
         """The token counter of `model` (shared by its sessions)."""
