@@ -1,8 +1,9 @@
-"""Abuse for the daemon tests: malformed frames, a reader that discards, the RSS probe."""
+"""Probes and abuse for the daemon tests: process lookup, RSS, malformed frames, a discarding reader."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 
 def rss_kib(pid: int) -> int:
@@ -32,3 +33,19 @@ def malformed_frames() -> list[bytes]:
         b"Content-Length: 60\r\n\r\n" + b'{"jsonrpc": "2.0", "id": 1, "method": "test/echo", "par',
         b"Content-Length: nope\r\n\r\n{}",
     ]
+
+
+def live_pids(*needles: str) -> set[int]:
+    """Live (not zombie) processes whose command line contains every needle."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and all(needle in cmdline for needle in needles):
+            pids.add(int(entry.name))
+    return pids

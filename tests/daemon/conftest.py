@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon.abuse import live_pids
 from tokend.daemon import paths
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
@@ -71,18 +72,7 @@ class Runtime:
 
     def daemon_pids(self) -> set[int]:
         """Live fixture-daemon processes of this test (found by their command line)."""
-        pids = set()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if FIXTURE_DAEMON.name in cmdline and str(self.base) in cmdline and state != "Z":
-                pids.add(int(entry.name))
-        return pids
+        return live_pids(FIXTURE_DAEMON.name, str(self.base))
 
     def _log_file(self, kind: str) -> Path:
         self._logs += 1

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.abuse import discard_until_closed, malformed_frames, rss_kib
+from tests.daemon.abuse import discard_until_closed, live_pids, malformed_frames, rss_kib
 from tests.daemon.lsp_client import LspClient
 from tokend.daemon import paths
 from tokend.daemon.spawn import ENV_DAEMON_CMD
@@ -64,20 +64,7 @@ class RealRuntime:
         raise AssertionError(log.read_text())
 
     def daemon_pids(self) -> set[int]:
-        pids = set()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                cmdline = (
-                    (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                )
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if "tokend serve" in cmdline and str(self.base) in cmdline and state != "Z":
-                pids.add(int(entry.name))
-        return pids
+        return live_pids("tokend serve", str(self.base))
 
     def cleanup(self) -> None:
         for proc in self.processes:

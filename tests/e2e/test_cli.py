@@ -9,11 +9,11 @@ import sys
 from tests.conftest import BIG_SESSION, sessions_dir_or_skip, tokend_env
 
 
-def tokend(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def tokend(*args: str, cwd, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tokend", *args],
         cwd=cwd,
-        env=tokend_env(),
+        env=tokend_env(**env),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -71,3 +71,20 @@ def test_status_without_a_session_explains_what_to_do(tmp_path):
     assert "tokend import claude-code" in status.stderr
     daemon = tokend("status", "--daemon", cwd=tmp_path)
     assert daemon.returncode == 1 and "no tokend daemon" in daemon.stdout
+
+
+def test_import_then_status_and_context(tmp_path):
+    sessions_dir_or_skip()
+    db = {"TOKEND_DATABASE_URL": f"sqlite:///{tmp_path}/cli.sqlite3"}
+    imported = tokend("import", "claude-code", str(BIG_SESSION), "--json", cwd=tmp_path, **db)
+    assert imported.returncode == 0, imported.stderr
+    outcome = json.loads(imported.stdout)
+    assert (outcome["calls"], outcome["compactions"]) == (152, 1)
+    status = tokend("status", "--json", cwd=tmp_path, **db)
+    assert status.returncode == 0, status.stderr
+    snapshot = json.loads(status.stdout)
+    assert snapshot["sessionId"] == outcome["sessionId"]
+    assert snapshot["usedTokens"] == outcome["usedTokens"]
+    assert "/ 200,000 tokens" in tokend("status", cwd=tmp_path, **db).stdout
+    table = tokend("context", cwd=tmp_path, **db).stdout
+    assert "messages" in table and "free space" in table

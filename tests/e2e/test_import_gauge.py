@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from tests.conftest import BIG_SESSION, sessions_dir_or_skip, tokend_env
+from tests.conftest import BIG_SESSION, sessions_dir_or_skip
 from tokend.commands.importer import import_events
 from tokend.service.factory import build_service
 
@@ -34,39 +30,3 @@ def test_gauge_predicts_real_provider_usage(tmp_path):
     assert again.used_tokens == snap.used_tokens
     assert again.totals == snap.totals
     reopened.close()
-
-
-def test_cli_import_then_status(tmp_path):
-    sessions_dir_or_skip()
-    env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path}/cli.sqlite3")
-    run = [sys.executable, "-m", "tokend"]
-    imported = subprocess.run(
-        [*run, "import", "claude-code", str(BIG_SESSION), "--json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert imported.returncode == 0, imported.stderr
-    outcome = json.loads(imported.stdout)
-    status = subprocess.run(
-        [*run, "status", "--json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert status.returncode == 0, status.stderr
-    snapshot = json.loads(status.stdout)
-    assert snapshot["sessionId"] == outcome["session_id"]
-    assert snapshot["usedTokens"] == outcome["usedTokens"]
-    line = subprocess.run(
-        [*run, "status"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert "/ 200,000 tokens" in line.stdout
-    table = subprocess.run(
-        [*run, "context"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert "messages" in table.stdout and "free space" in table.stdout

@@ -100,6 +100,27 @@ async def test_bad_input_gets_stable_codes_and_server_keeps_serving(server: Proc
     assert snap["version"] == 0 and snap["usedTokens"] == 0
 
 
+async def _tool_turns(server: ProcessClient, sid: str, turns: int, log_lines: int) -> None:
+    """`turns` x (user asks, assistant calls bash, bash returns a build log of `log_lines` lines)."""
+    for i in range(turns):
+        await server.request(
+            "session/append", {"sessionId": sid, "message": _text("user", f"task {i}")}
+        )
+        call = {
+            "type": "toolCall",
+            "callId": f"c{i}",
+            "name": "bash",
+            "input": {"cmd": f"cat log{i}"},
+        }
+        calling = {"role": "assistant", "parts": [call]}
+        await server.request("session/append", {"sessionId": sid, "message": calling})
+        output = f"line {i} of a long build log with warnings\n" * log_lines  # ~10 tokens a line
+        result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
+        await server.request(
+            "session/append", {"sessionId": sid, "message": {"role": "tool", "parts": [result]}}
+        )
+
+
 def _text(role: str, text: str) -> dict:
     return {"role": role, "parts": [{"type": "text", "text": text}]}
 
@@ -177,24 +198,7 @@ async def test_prune_clears_old_tool_output_but_keeps_recent_turns(server: Proce
     sid = (await server.request("session/create", {"model": "gpt-4o", "contextWindow": 1_000_000}))[
         "sessionId"
     ]
-    for i in range(12):
-        await server.request(
-            "session/append", {"sessionId": sid, "message": _text("user", f"task {i}")}
-        )
-        call = {
-            "type": "toolCall",
-            "callId": f"c{i}",
-            "name": "bash",
-            "input": {"cmd": f"cat log{i}"},
-        }
-        await server.request(
-            "session/append", {"sessionId": sid, "message": {"role": "assistant", "parts": [call]}}
-        )
-        output = f"line {i} of a long build log with warnings\n" * 900  # ~9k tokens each
-        result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
-        await server.request(
-            "session/append", {"sessionId": sid, "message": {"role": "tool", "parts": [result]}}
-        )
+    await _tool_turns(server, sid, turns=12, log_lines=900)
     compacted = await server.request(
         "session/compact", {"sessionId": sid, "strategy": "prune", "workDoneToken": "compact-1"}
     )
@@ -243,24 +247,7 @@ async def test_a_new_connection_follows_the_workspaces_active_session(tmp_path):
 
 async def test_passing_the_threshold_prunes_automatically_and_says_so(server: ProcessClient):
     sid = (await server.request("session/create", {"model": "gpt-4o"}))["sessionId"]
-    for i in range(12):
-        await server.request(
-            "session/append", {"sessionId": sid, "message": _text("user", f"task {i}")}
-        )
-        call = {
-            "type": "toolCall",
-            "callId": f"c{i}",
-            "name": "bash",
-            "input": {"cmd": f"cat log{i}"},
-        }
-        await server.request(
-            "session/append", {"sessionId": sid, "message": {"role": "assistant", "parts": [call]}}
-        )
-        output = f"line {i} of a long build log with warnings\n" * 700  # ~7k tokens
-        result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
-        await server.request(
-            "session/append", {"sessionId": sid, "message": {"role": "tool", "parts": [result]}}
-        )
+    await _tool_turns(server, sid, turns=12, log_lines=700)
     # the provider reports a context over gpt-4o's threshold (128,000 - 16,384 = 111,616)
     usage = {"inputTokens": 112_000, "outputTokens": 50}
     reply = {

@@ -92,7 +92,14 @@ def import_claude_code(
     finally:
         service.close()
     if as_json:
-        out.write(json.dumps({**outcome.__dict__, "usedTokens": snapshot.used_tokens}) + "\n")
+        figures = {
+            "sessionId": outcome.session_id,
+            "messages": outcome.messages,
+            "calls": outcome.calls,
+            "compactions": outcome.compactions,
+            "usedTokens": snapshot.used_tokens,
+        }
+        out.write(json.dumps(figures) + "\n")
     else:
         out.write(
             f"imported {outcome.messages} messages, {outcome.calls} provider calls and "
