@@ -148,6 +148,8 @@ DEFAULT_CHARS_PER_TOKEN: dict[ContentClass, float] = {
 
 _SAMPLE_CHARS = 2048  # classify looks at up to three windows of this many characters
 _BLOB_RUN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
+_REPEAT_RUN = re.compile(r"(.)\1{3,}")  # a character repeated 4+ times
+REPEAT_RUN_TOKENS_PER_CHAR = 0.164  # o200k tokens per character of such runs inside a blob
 _LOG_LINE = re.compile(
     r"^\s*\[?(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d"
     r"|(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL|CRITICAL)\b)",
@@ -215,7 +217,15 @@ def estimate_tokens(
         return 0
     klass = content_class or classify(text)
     weights = WEIGHTS[klass]
+    repeated = 0
+    if klass is ContentClass.BLOB:
+        # Zero-filled binary encodes to runs like "AAAAAAAA", which o200k packs ~6 chars a token:
+        # counted apart, the error on base64 of real binaries drops from ~28% to ~3.4% (measured
+        # on 80 slices of installed extension modules, bench.estimator's base64 source).
+        core = _REPEAT_RUN.sub("", text)
+        repeated, text = len(text) - len(core), core
     tokens = sum(w * f for w, f in zip(weights, text_features(text), strict=True))
+    tokens += repeated * REPEAT_RUN_TOKENS_PER_CHAR
     learned = chars_per_token.get(klass) if chars_per_token else None
     if learned is not None and learned > 0:
         tokens *= DEFAULT_CHARS_PER_TOKEN[klass] / learned
