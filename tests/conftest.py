@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Shared machines are noisy: a slow example is not a failure. Property tests judge outcomes only.
+settings.register_profile(
+    "tokend", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=False
+)
+settings.load_profile("tokend")
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS_DIR = ROOT.parent / "shared" / "data" / "claude-code-sessions"
