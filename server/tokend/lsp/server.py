@@ -98,10 +98,6 @@ class TokendServer(LanguageServer):
         for session_id in list(self._watching):
             self.unwatch(session_id)
 
-    @property
-    def watching(self) -> list[str]:
-        return list(self._watching)
-
     def _did_change(self, snapshot: BudgetSnapshot) -> None:
         params = {
             "sessionId": snapshot.session_id,

@@ -36,12 +36,10 @@ class LiveSession:
     measured: dict[str, int] = field(default_factory=dict)  # system/tools/... of the last assembly
     measured_exact: bool = True
     last_call: CallFigures | None = None
-    last_call_index: int = -1  # index in `messages` of the last provider call in this window
     anchored: bool = False  # a provider call since the last compaction
     gauge_output_tokens: int = 0  # the last call's output as the gauge counts it
     added_since_call: int = 0  # tokens added after the last call (incl. framing)
     added_chars_since_call: Counter[ContentClass] = field(default_factory=Counter)
-    added_estimate_since_call: int = 0
     totals: Totals = field(default_factory=Totals)
     cost_by_model: dict[str, float] = field(default_factory=dict)
     compactions: int = 0
@@ -58,17 +56,24 @@ class LiveSession:
     def used_tokens(self) -> tuple[int, bool]:
         """(tokens the next request will consume, estimated?)."""
         if self.anchored and self.last_call is not None:
-            dropped = self.last_call.reasoning_tokens if self.model.strips_reasoning else 0
-            usage = Usage(
-                input_tokens=self.last_call.input_tokens,
-                output_tokens=self.gauge_output_tokens,
-                reasoning_tokens=self.last_call.reasoning_tokens,
-                cache_read_tokens=self.last_call.cache_read_tokens,
-                cache_write_tokens=self.last_call.cache_write_tokens,
-            )
-            return predict_next_input(usage, self.added_since_call, dropped), False
+            return self.anchor_tokens() + self.added_since_call, False
         whole = sum(self.measured.values()) + sum(self.message_tokens.values())
         return whole, True
+
+    def anchor_tokens(self) -> int:
+        """What the last provider call puts in the next request: its input (cached included)
+        plus its output as the gauge counts it, less reasoning the provider strips (tokens)."""
+        call = self.last_call
+        assert call is not None
+        usage = Usage(
+            input_tokens=call.input_tokens,
+            output_tokens=self.gauge_output_tokens,
+            reasoning_tokens=call.reasoning_tokens,
+            cache_read_tokens=call.cache_read_tokens,
+            cache_write_tokens=call.cache_write_tokens,
+        )
+        dropped = call.reasoning_tokens if self.model.strips_reasoning else 0
+        return predict_next_input(usage, 0, dropped)
 
     def publish(self, warnings: tuple[str, ...] = ()) -> BudgetSnapshot:
         used, estimated = self.used_tokens()
@@ -115,7 +120,6 @@ class LiveSession:
         self.version += 1
         if message.usage is None:
             self.added_since_call += tokens
-            self.added_estimate_since_call += tokens
             self.added_chars_since_call.update(chars_by_class)
             return None
         predicted, _ = self.used_tokens()
@@ -155,10 +159,8 @@ class LiveSession:
             predicted_tokens=predicted,
             error_pct=error_pct,
         )
-        self.last_call_index = len(self.messages) - 1
         self.anchored = True
         self.added_since_call = 0
-        self.added_estimate_since_call = 0
         self.added_chars_since_call = Counter()
         return self.last_call
 

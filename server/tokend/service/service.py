@@ -14,14 +14,14 @@ from typing import Any
 
 from ulid import ULID
 
-from tokend.core.budget import autocompact_threshold, output_reserve_tokens, safety_margin_tokens
+from tokend.core.budget import output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo
 from tokend.core.config import TokendConfig
 from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, VersionConflict
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import cost_usd
-from tokend.core.snapshot import BudgetSnapshot, CallFigures
+from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
     CompactionPart,
     ContentClass,
@@ -179,26 +179,31 @@ class TokendService:
             completed_at=now if usage else None,
         )
         self.store.append_message(message)
-        before_anchor = live.anchored
-        observed = (live.added_chars_since_call.copy(), live.added_estimate_since_call)
-        last = live.last_call
+        # Calibration learns from what was added between two provider calls (estimated models).
+        observed = None
+        if live.anchored and live.last_call is not None and not counter.exact:
+            observed = (
+                live.added_chars_since_call.copy(),
+                live.added_since_call,
+                live.anchor_tokens(),
+            )
         call = live.add_message(message, counts.total, counts.chars_by_class, cost or 0.0)
-        if call is not None and before_anchor and last is not None and not counter.exact:
-            self._calibrate(live, last, call.context_tokens, observed)
+        if call is not None and observed is not None:
+            self._calibrate(live.model.name, call.context_tokens, *observed)
         return message, self._changed(live)
 
     def _calibrate(
         self,
-        live: LiveSession,
-        last: CallFigures,
+        model: str,
         actual_context: int,
-        observed: tuple[Counter[ContentClass], int],
+        chars_by_class: Counter[ContentClass],
+        estimated_added: int,
+        anchor: int,
     ) -> None:
-        chars_by_class, estimated = observed
-        dropped = last.reasoning_tokens if live.model.strips_reasoning else 0
-        actual_added = actual_context - (last.context_tokens + last.output_tokens - dropped)
-        if actual_added > 0 and estimated > 0:
-            self.calibrator.observe(live.model.name, chars_by_class, estimated, actual_added)
+        """`actual_context - anchor` is what the provider counted for the added messages."""
+        actual_added = actual_context - anchor
+        if actual_added > 0 and estimated_added > 0:
+            self.calibrator.observe(model, chars_by_class, estimated_added, actual_added)
             self.store.save_calibration(self.calibrator.to_state())
 
     def append_boundary(self, session_id: str, summary: str) -> BudgetSnapshot:
@@ -290,9 +295,6 @@ class TokendService:
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         return self.store.list_sessions(workspace_uri)
 
-    def threshold(self, live: LiveSession) -> int:
-        return autocompact_threshold(live.model, self.config.compaction, self.config.budget)
-
     def input_limit(self, live: LiveSession) -> int:
         """Tokens a request may hold: the window less the output reserve, and less the safety
         margin when counts are estimates (no local tokenizer for the model)."""
@@ -312,9 +314,6 @@ class TokendService:
         snapshot = live.publish()
         self._listeners.tell(live.id, snapshot)
         return snapshot
-
-    def notify_changed(self, session_id: str) -> BudgetSnapshot:
-        return self._changed(self.session(session_id))
 
     def close(self) -> None:
         self.store.save_calibration(self.calibrator.to_state())
