@@ -37,11 +37,21 @@ def isolated_dirs(
 
 
 def sessions_dir_or_skip() -> Path:
+    """The real Claude Code sessions; a missing data folder FAILS the test (never a skip: the
+    figures they check would silently go unmeasured)."""
     if not SESSIONS_DIR.is_dir():
-        pytest.skip(
-            f"the shared Claude Code sessions are not beside the repo ({SESSIONS_DIR.name})"
+        pytest.fail(
+            f"the shared Claude Code sessions are not beside the repo: expected {SESSIONS_DIR} "
+            "(clone the shared folder next to this checkout)"
         )
     return SESSIONS_DIR
+
+
+def session_file(name: str) -> Path:
+    path = sessions_dir_or_skip() / name
+    if not path.is_file():
+        pytest.fail(f"the shared session {name} is missing from {SESSIONS_DIR}")
+    return path
 
 
 def tokend_env(**extra: str) -> dict[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.conftest import BIG_SESSION, sessions_dir_or_skip
 from tokend.commands.importer import import_events
+from tokend.core.accounting import summarize_abs_errors
 from tokend.service.factory import build_service
 
 
@@ -11,8 +12,8 @@ def test_gauge_predicts_real_provider_usage(tmp_path):
     sessions_dir_or_skip()
     service = build_service(None, f"sqlite:///{tmp_path}/gauge.sqlite3")
     outcome = import_events(service, BIG_SESSION)
-    live = service.session(outcome.session_id)
-    summary = live.errors.summary()
+    data = service.state(outcome.session_id).data
+    summary = summarize_abs_errors(e.abs_error_pct for e in data.errors)
     # 152 calls, minus the first of each window (2): every other call was predicted before it was made
     assert outcome.calls == 152 and outcome.compactions == 1
     assert summary.count == 150
@@ -29,4 +30,6 @@ def test_gauge_predicts_real_provider_usage(tmp_path):
     again = reopened.snapshot(outcome.session_id)
     assert again.used_tokens == snap.used_tokens
     assert again.totals == snap.totals
+    # the estimate errors survive the reload
+    assert reopened.state(outcome.session_id).data.errors == data.errors
     reopened.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tokend.adapters.tokenizers import load_encoding as exact_encoding
 from tokend.core.errors import MessageTooLarge, SessionNotFound, UnknownModel, VersionConflict
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.assembly import AssembleInput, assemble_context
@@ -48,7 +49,7 @@ def test_versions_never_go_back_across_restarts_and_compactions(url):
     reopened.close()
 
 
-def test_pruned_parts_stay_pruned_and_the_gauge_counts_the_whole_context_after(url):
+def test_a_prune_moves_the_anchored_gauge_by_what_it_freed_also_after_a_restart(url):
     service = build_service(None, url)
     sid = service.create_session("gpt-4o", context_window=1_000_000).id
     for i in range(10):
@@ -57,15 +58,31 @@ def test_pruned_parts_stay_pruned_and_the_gauge_counts_the_whole_context_after(u
         sid, "assistant", [TextPart("done")], usage=Usage(input_tokens=100_000, output_tokens=10)
     )
     assert not service.snapshot(sid).estimated
+    assemble_context(service, sid, AssembleInput(system="You are a careful engineer. " * 500))
+    before = service.snapshot(sid).used_tokens
     outcome = compact(service, sid, "prune")
-    assert outcome.actions[0].kind == "prune" and outcome.after < outcome.before
+    action = outcome.actions[0]
+    assert action.kind == "prune" and outcome.before == before
+    # Oracle: tiktoken's counts of the cleared outputs, less the placeholders sent instead.
+    enc = exact_encoding("o200k_base")
+    pruned_ids = {p.id for m in service.store.load_all_messages(sid) for p in m.parts if p.compacted_at}
+    outputs = [
+        p.part.output for m in service.store.load_all_messages(sid) for p in m.parts
+        if p.id in pruned_ids
+    ]
+    freed = sum(len(enc.encode(o)) for o in outputs) - len(outputs) * len(
+        enc.encode("[Old tool result content cleared]")
+    )
     after = service.snapshot(sid)
-    assert after.estimated and after.compactions == 1
+    assert action.tokens_freed == freed == before - after.used_tokens
+    # Still anchored on the provider's figure: the system prompt and tools stay counted.
+    assert not after.estimated and after.compactions == 1
+    assert {b.category for b in after.breakdown} >= {"system", "messages"}
     service.close()
 
     reopened = build_service(None, url)
     again = reopened.snapshot(sid)
-    assert again.used_tokens == after.used_tokens and again.estimated
+    assert again.used_tokens == after.used_tokens and not again.estimated
     every = reopened.store.load_all_messages(sid)
     pruned = [p for m in every for p in m.parts if p.compacted_at is not None]
     assert len(pruned) == outcome.actions[0].parts
@@ -77,22 +94,24 @@ def test_calibration_learns_for_models_without_a_tokenizer_and_persists(url):
     service = build_service(None, url)
     sid = service.create_session("claude-sonnet-4-5").id
     context = 20_000
+    service.append(sid, "assistant", [ToolCallPart("c0", "read", {})])
     for i in range(30):
         text = f"def handler_{i}(request):\n    return respond(request, status={i})\n" * 40
         service.append(sid, "tool", [ToolResultPart(f"c{i}", "read", text)])
         context += int(len(text) / 3.1) + 20  # Claude's tokenizer: ~3.1 chars/token on code
-        service.append(sid, "assistant", [TextPart("ok")], usage=Usage(context, 5))
+        call = ToolCallPart(f"c{i + 1}", "read", {})
+        service.append(sid, "assistant", [call], usage=Usage(context, 5))
         context += 5
     learned = service.calibrator.to_state()
     assert learned, "the calibrator saw provider figures and should have learned"
-    errors = [abs(e.error_pct) for e in service.session(sid).errors.errors]
+    errors = [abs(e.error_pct) for e in service.state(sid).data.errors]
     assert len(errors) == 29
     # the gauge's prediction gets better as it learns the model's chars-per-token
     assert sum(errors[-5:]) < sum(errors[:5]) / 2
     service.close()
     reopened = build_service(None, url)
     assert reopened.calibrator.to_state() == learned
-    assert not reopened.counter(reopened.session(sid).model).exact  # Claude: estimated counts
+    assert not reopened.counter(reopened.state(sid).data.model).exact  # Claude: estimated counts
     reopened.close()
 
 

@@ -1,44 +1,58 @@
-"""`tokend replay FILE [--json]`: replay a Claude Code transcript and compare the predicted input of
-every provider call with the usage the provider reported (tokens; errors in percent)."""
+"""`tokend replay FILE [--json]`: import a Claude Code transcript into a live TokendService on a
+temporary store, call by call, and compare the gauge's prediction of every provider call with
+the usage the provider reported (tokens; errors in percent).
+
+This is the product's own path: the same counting, calibration and gauge a user's editor sees
+(the calibration starts from the estimator's priors, as a new user's does).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import tempfile
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-from tokend.core.calibration import Calibrator
-from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN, classify, estimate_tokens, image_tokens
-from tokend.core.replay import CalibratedEstimator, ReplayResult, replay
-from tokend.core.transcript import parse_transcript
-
-
-def calibrated_estimator(calibration_state: Mapping[str, Any] | None = None) -> CalibratedEstimator:
-    """Our estimator: core.estimate with a calibrator, cold or restored from a persisted state."""
-    calibrator = Calibrator.from_state(calibration_state or {}, DEFAULT_CHARS_PER_TOKEN)
-    return CalibratedEstimator(calibrator, estimate_tokens, classify, image_tokens("anthropic"))
+from tokend.core.errors import TokendError
+from tokend.core.replay import ReplayCall, ReplayResult, summarize_calls
+from tokend.core.snapshot import BudgetSnapshot
 
 
-def replay_file(path: Path, calibration_state: Mapping[str, Any] | None = None) -> ReplayResult:
-    """Parse and replay one transcript file (raises OSError / ValueError when unreadable)."""
-    with path.open(encoding="utf-8") as lines:
-        events = parse_transcript(lines)
-    return replay(events, calibrated_estimator(calibration_state))
+def replay_file(path: Path) -> ReplayResult:
+    """Replay one transcript through the live service (raises OSError / ValueError /
+    TokendError when it cannot be read or imported)."""
+    from tokend.commands.importer import import_events
+    from tokend.service.factory import build_service
+
+    calls: list[ReplayCall] = []
+    seen: set[str] = set()
+
+    def record(snapshot: BudgetSnapshot) -> None:
+        call = snapshot.last_call
+        if call is not None and call.message_id not in seen:
+            seen.add(call.message_id)
+            calls.append(ReplayCall(call.predicted_tokens, call.context_tokens))
+
+    with tempfile.TemporaryDirectory(prefix="tokend-replay-") as folder:
+        service = build_service(None, f"sqlite:///{folder}/replay.sqlite3")
+        try:
+            service.subscribe_every(record)
+            import_events(service, path)
+        finally:
+            service.close()
+    return ReplayResult(tuple(calls), summarize_calls(calls))
 
 
-def run_replay(
-    path: Path,
-    as_json: bool,
-    out: TextIO,
-    calibration_state: Mapping[str, Any] | None = None,
-) -> int:
+def run_replay(path: Path, as_json: bool, out: TextIO) -> int:
     """Print the replay of `path` to `out`: exactly ReplayResult.to_json() with `as_json`, else a
     table and a summary. Returns 0, or 2 when the file cannot be read or parsed (message on `out`)."""
     try:
-        result = replay_file(path, calibration_state)
+        result = replay_file(path)
     except (OSError, UnicodeDecodeError, ValueError) as error:
         out.write(f"tokend replay: cannot read {path}: {error}\n")
+        return 2
+    except TokendError as error:
+        out.write(f"tokend replay: cannot replay {path}: {error.message}\n")
         return 2
     if as_json:
         out.write(json.dumps(result.to_json(), indent=2) + "\n")

@@ -37,6 +37,7 @@ from tokend.core.wire_formats import (
     WireFormat,
     WireMessage,
     cacheable_block_index,
+    part_is_sent,
     render_message,
 )
 from tokend.core.wire_join import Joiner
@@ -84,8 +85,8 @@ class AssemblyRequest:
     count: Callable[[str], int] | None = None
     pruned_result_tokens: int | None = None  # count of PRUNED_TOOL_RESULT
     render_cache: RenderCache | None = None
-    # Known totals per message id (parts + framing, pruned parts as placeholders); a caller that
-    # keeps them saves summing every part on every assembly.
+    # Known totals per message id (parts + framing, pruned parts as placeholders), counted for
+    # THIS format; a caller that keeps them saves summing every part on every assembly.
     message_tokens: Mapping[str, int] | None = None
 
 
@@ -230,6 +231,8 @@ def _messages_tokens(messages: Sequence[Message], req: AssemblyRequest, pruned: 
             continue
         total += overhead(message)
         for stored in message.parts:
+            if not part_is_sent(stored.part, message.role, req.format):
+                continue  # e.g. reasoning the format never carries: it costs nothing
             if stored.compacted_at is not None:
                 total += pruned
             elif stored.tokens is not None:

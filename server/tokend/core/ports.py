@@ -64,6 +64,19 @@ class Store(Protocol):
         """Insert the message with all its parts in one transaction; bumps the session's updated_at."""
         ...
 
+    def commit_change(
+        self,
+        session_id: str,
+        *,
+        message: Message | None = None,
+        compacted_part_ids: Iterable[str] = (),
+        compacted_at: datetime | None = None,
+        session_fields: Mapping[str, Any] | None = None,
+    ) -> None:
+        """One session change in one transaction: append `message`, mark parts compacted, set
+        session fields (as update_session). All of it or nothing."""
+        ...
+
     def load_messages(self, session_id: str) -> list[Message]:
         """Messages from the last compaction boundary forward (the boundary's summary message first),
         oldest first. Parts keep their order; pruned parts carry compacted_at."""
@@ -86,3 +99,11 @@ class Store(Protocol):
     def save_calibration(self, state: Mapping[str, Any]) -> None: ...
 
     def close(self) -> None: ...
+
+    def get_session_including_deleted(self, session_id: str) -> SessionInfo | None:
+        """The session, soft-deleted or not (deleted_at tells); None only for an unknown id."""
+        ...
+
+    def list_deleted_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
+        """Soft-deleted sessions, most recently deleted first; all workspaces when None."""
+        ...

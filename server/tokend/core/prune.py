@@ -40,10 +40,12 @@ class PrunePlan:
 
 
 def is_user_turn(message: Message) -> bool:
-    """A message the user typed: role user, not a summary, holding more than tool results."""
+    """A message the user typed: role user, not a summary, carrying no tool result. A message
+    that carries tool results belongs to the turn in progress, even when the client put a
+    reminder or other text beside them."""
     if message.role != "user" or message.summary:
         return False
-    return any(not isinstance(sp.part, ToolResultPart) for sp in message.parts)
+    return not any(isinstance(sp.part, ToolResultPart) for sp in message.parts)
 
 
 def plan_prune(history: Sequence[Message], cfg: PruneConfig = PruneConfig()) -> PrunePlan:

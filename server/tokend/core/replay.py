@@ -1,5 +1,7 @@
-"""Replay a parsed transcript call by call: predict each provider call's input from the previous
-call's usage plus an estimate of what was added, and compare with what the provider reported.
+"""Replay results, and the baseline replay a peer would do: predict each provider call's input
+from the previous call's usage plus chars/4 of what was added, and compare with what the
+provider reported. tokend's own replay drives the live service (commands/replay.py); this
+module's `replay` with PlainEstimator is the baseline it is measured against.
 
 What the next call's input contains (measured on real Claude Code sessions, claude-opus-4-6):
 - everything the previous call consumed (input + cache read + cache write), plus
@@ -16,16 +18,15 @@ All figures are tokens.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from tokend.core.accounting import EstimateError, predict_next_input, summarize_abs_errors
-from tokend.core.calibration import Calibrator
 from tokend.core.framing import ANTHROPIC_MESSAGE_OVERHEAD
-from tokend.core.render import part_content_hint, part_text
+from tokend.core.render import part_text
 from tokend.core.transcript import CompactionBoundary, ProviderCall, TranscriptEvent
-from tokend.core.types import ContentClass, ImagePart, Part, ReasoningPart
+from tokend.core.types import Part, ReasoningPart
 
 DEFAULT_MODEL = "unknown"
 
@@ -66,57 +67,6 @@ class PlainEstimator:
 
     def learn(self, parts: Sequence[Part], model: str, actual_tokens: int) -> None:
         return None
-
-
-TokenEstimate = Callable[[str, ContentClass | None, Mapping[ContentClass, float] | None], int]
-
-
-class CalibratedEstimator:
-    """Per-class estimates with the calibrator's ratios and correction; feeds the calibrator.
-
-    `estimate_tokens(text, content_class, chars_per_token)` and `classify(text)` are the estimator
-    functions (core.estimate); they are passed in so this module stays independent of them.
-    An image costs `image_tokens` (fixed, not learnt: it has no text).
-    """
-
-    def __init__(
-        self,
-        calibrator: Calibrator,
-        estimate_tokens: TokenEstimate,
-        classify: Callable[[str], ContentClass],
-        image_tokens: int = 0,
-    ) -> None:
-        self.calibrator = calibrator
-        self._estimate_tokens = estimate_tokens
-        self._classify = classify
-        self._image_tokens = image_tokens
-
-    def _by_class(self, parts: Sequence[Part]) -> list[tuple[str, ContentClass]]:
-        texts = []
-        for part in parts:
-            text = part_text(part)
-            if text:
-                texts.append((text, part_content_hint(part) or self._classify(text)))
-        return texts
-
-    def _images(self, parts: Sequence[Part]) -> int:
-        return self._image_tokens * sum(isinstance(part, ImagePart) for part in parts)
-
-    def _raw(self, texts: Sequence[tuple[str, ContentClass]], model: str) -> int:
-        ratios = self.calibrator.ratios(model) or None
-        return sum(self._estimate_tokens(text, cls, ratios) for text, cls in texts)
-
-    def estimate(self, parts: Sequence[Part], model: str) -> int:
-        raw = self._raw(self._by_class(parts), model)
-        return round(raw * self.calibrator.correction(model)) + self._images(parts)
-
-    def learn(self, parts: Sequence[Part], model: str, actual_tokens: int) -> None:
-        actual_tokens -= self._images(parts)
-        texts = self._by_class(parts)
-        chars: dict[ContentClass, int] = {}
-        for text, cls in texts:
-            chars[cls] = chars.get(cls, 0) + len(text)
-        self.calibrator.observe(model, chars, self._raw(texts, model), actual_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,15 +154,19 @@ def replay(
         else:
             new_input.extend(event.parts)
             new_messages += 1
+    return ReplayResult(calls=tuple(calls), summary=summarize_calls(calls))
+
+
+def summarize_calls(calls: Sequence[ReplayCall]) -> ReplaySummary:
+    """|error| statistics over the calls that had a prediction."""
     errors = [call.error_pct for call in calls if call.error_pct is not None]
     stats = summarize_abs_errors(abs(error) for error in errors if math.isfinite(error))
-    summary = ReplaySummary(
+    return ReplaySummary(
         calls=stats.count,
         median_abs_error_pct=stats.median_abs_error_pct,
         p90_abs_error_pct=stats.p90_abs_error_pct,
         max_abs_error_pct=stats.max_abs_error_pct,
     )
-    return ReplayResult(calls=tuple(calls), summary=summary)
 
 
 def _predict_and_learn(

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from tokend.core.estimate import provider_family
 from tokend.core.render import PRUNED_TOOL_RESULT, to_json_text
 from tokend.core.types import (
     CompactionPart,
     FilePart,
     ImagePart,
     Message,
+    Part,
     ReasoningPart,
     StoredPart,
     TextPart,
@@ -176,7 +178,10 @@ def _anthropic_thinking(part: ReasoningPart) -> dict[str, Any] | None:
     metadata: Any = part.provider_metadata or {}
     if isinstance(metadata.get("anthropic"), dict):
         metadata = metadata["anthropic"]
-    redacted = metadata.get("redactedData") or metadata.get("redacted_data")
+    # "redacted" is how the Claude Code importer stores a redacted_thinking block's data.
+    redacted = (
+        metadata.get("redactedData") or metadata.get("redacted_data") or metadata.get("redacted")
+    )
     if redacted is None and metadata.get("type") == "redacted_thinking":
         redacted = metadata.get("data")
     if redacted is not None:
@@ -184,6 +189,23 @@ def _anthropic_thinking(part: ReasoningPart) -> dict[str, Any] | None:
     if not metadata.get("signature"):
         return None  # Anthropic rejects a thinking block it did not sign: leave it out
     return {"type": "thinking", "thinking": part.text, "signature": metadata["signature"]}
+
+
+def default_format(provider: str | None) -> WireFormat:
+    """The wire format a provider's requests take: Anthropic's Messages for its family (unknown
+    providers included, as the estimator assumes), OpenAI's Chat Completions otherwise."""
+    return "anthropic" if provider_family(provider) == "anthropic" else "openai"
+
+
+def part_is_sent(part: Part, role: str, fmt: WireFormat) -> bool:
+    """Whether `render_message` puts the part's text in the request (what is not sent costs
+    nothing): OpenAI never receives reasoning; Anthropic takes signed or redacted thinking from
+    the assistant only."""
+    if not isinstance(part, ReasoningPart):
+        return True
+    if fmt == "openai" or role != "assistant":
+        return False
+    return _anthropic_thinking(part) is not None
 
 
 def cacheable_block_index(content: Sequence[dict[str, Any]], block: dict[str, Any]) -> int | None:

@@ -6,6 +6,7 @@ One server per connection (the daemon) or per process (stdio); no module globals
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -86,7 +87,7 @@ class TokendServer(LanguageServer):
 
         Raises SessionNotFound for an unknown id (no listener is kept for it)."""
         if session_id not in self._watching:
-            self.service.session(session_id)
+            self.service.state(session_id)
             self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
 
     def unwatch(self, session_id: str) -> None:
@@ -114,6 +115,17 @@ def _workspace_uri(params: types.InitializeParams) -> str | None:
 
 def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
     """Turn domain errors into JSON-RPC errors with their stable code (see protocol.md)."""
+
+    if inspect.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def async_wrapper(ls: TokendServer, params: Any) -> Any:
+            try:
+                return await handler(ls, params)
+            except TokendError as exc:
+                raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from None
+
+        return async_wrapper
 
     @functools.wraps(handler)
     def wrapper(ls: TokendServer, params: Any) -> Any:

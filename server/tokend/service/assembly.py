@@ -27,9 +27,11 @@ class AssembleInput:
 
 
 def assemble_context(service: TokendService, session_id: str, inp: AssembleInput) -> Assembly:
-    live = service.session(session_id)
-    counter = service.counter(live.model)
-    provider = live.model.provider
+    """The next request of the session (a read: the session's version does not move)."""
+    state = service.state(session_id)
+    data = state.data
+    counter = service.counter(data.model)
+    provider = data.model.provider
     count = counter.count_text
 
     def counted(text: str | None) -> CountedText | None:
@@ -46,8 +48,8 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
     tools_tokens = tool_schemas_tokens(list(inp.tools), count, provider) if inp.tools else 0
     request = AssemblyRequest(
         format=inp.format,  # type: ignore[arg-type]  # assemble() refuses unknown formats
-        limit_tokens=service.input_limit(live),
-        history=live.messages,
+        limit_tokens=service.input_limit(data),
+        history=data.messages,
         system=inp.system,
         system_tokens=system_tokens or None,
         tools=tuple(inp.tools),
@@ -60,8 +62,9 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
         message_overhead=lambda _message: overhead,
         count=count,
         pruned_result_tokens=counter.pruned_tokens(),
-        render_cache=live.render_cache,
-        message_tokens=live.message_tokens,
+        render_cache=state.render_cache,
+        # The session's totals are counted for its model's format; another format recounts.
+        message_tokens=data.message_tokens if inp.format == counter.format else None,
     )
     assembly = assemble(request)
     measured = {

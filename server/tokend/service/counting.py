@@ -1,41 +1,34 @@
 """Counting for one model: exact where a tokenizer exists, else the calibrated estimate.
 
-Every part's count is cached on the part in the store, and every text by its content hash,
-so nothing is tokenized twice, also across restarts.
+The estimate is the one `tokend replay` is measured with: the estimator's per-class weights,
+the chars-per-token ratios the calibrator learnt for the model, times the model's learnt
+correction. Every part's count is cached on the part in the store, and every text by its
+content hash, so nothing is tokenized twice, also across restarts. Only parts the session's
+wire format sends count (see core.wire_formats.part_is_sent).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tokend.adapters.tokenizers import counter_for
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
-from tokend.core.estimate import EstimateCounter, classify, image_tokens
+from tokend.core.changes import PartCounts
+from tokend.core.estimate import classify, estimate_tokens, image_tokens
 from tokend.core.framing import message_overhead
 from tokend.core.ports import CountCache, TokenCounter
 from tokend.core.render import PRUNED_TOOL_RESULT, part_content_hint, part_text
-from tokend.core.types import ContentClass, ImagePart, Part, Role, StoredPart
-
-
-@dataclass(frozen=True)
-class PartCounts:
-    tokens: list[int]  # one per part
-    framing: int  # per-message overhead
-    chars_by_class: Counter[ContentClass]
-
-    @property
-    def total(self) -> int:
-        return sum(self.tokens) + self.framing
+from tokend.core.types import ContentClass, ImagePart, Part, ReasoningPart, Role, StoredPart
+from tokend.core.wire_formats import WireFormat, default_format, part_is_sent
 
 
 class ModelCounter:
-    """Counts parts and texts the way `model` sees them."""
+    """Counts parts and texts the way `model` sees them (thread-safe: workers count too)."""
 
     def __init__(self, model: ModelInfo, cache: CountCache | None, calibrator: Calibrator) -> None:
         self.model = model
+        self.format: WireFormat = default_format(model.provider)
         self._calibrator = calibrator
         self._exact: TokenCounter | None = (
             counter_for(model.tokenizer, cache=cache) if model.tokenizer else None
@@ -45,46 +38,85 @@ class ModelCounter:
     def exact(self) -> bool:
         return self._exact is not None
 
-    def _counter(self) -> TokenCounter:
-        if self._exact is not None:
-            return self._exact
-        return EstimateCounter(chars_per_token=self._calibrator.ratios(self.model.name))
-
     def count_text(self, text: str) -> int:
-        return self._counter().count(text) if text else 0
+        return self.count_texts([text])[0]
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
-        counter = self._counter()
-        many = getattr(counter, "count_many", None)
+        if self._exact is None:
+            ratios = self._calibrator.ratios(self.model.name)
+            factor = self._calibrator.correction(self.model.name)
+            return [_corrected(estimate_tokens(t, None, ratios), factor) if t else 0 for t in texts]
+        many = getattr(self._exact, "count_many", None)
         if many is not None:
             return list(many(texts))
-        return [counter.count(t) if t else 0 for t in texts]
+        return [self._exact.count(t) if t else 0 for t in texts]
 
-    def count_parts(self, role: Role, parts: Sequence[Part]) -> PartCounts:
+    def count_parts(
+        self,
+        role: Role,
+        parts: Sequence[Part],
+        known: Sequence[int | None] | None = None,
+        *,
+        for_learning: bool = True,
+    ) -> PartCounts:
+        """Counts of a message's parts; `known` holds counts already cached per part (None:
+        count it). Without `for_learning`, known parts are not estimated again for raw_text."""
         texts = [part_text(p) for p in parts]
-        tokens = self.count_texts(texts)
-        chars: Counter[ContentClass] = Counter()
-        for i, (part, text) in enumerate(zip(parts, texts, strict=True)):
+        sent = tuple(part_is_sent(p, role, self.format) for p in parts)
+        classes = [
+            (part_content_hint(p) or classify(t)) if t and s else None
+            for p, t, s in zip(parts, texts, sent, strict=True)
+        ]
+        tokens: list[int | None] = list(known) if known is not None else [None] * len(parts)
+        raw_text = 0.0
+        if self._exact is None:
+            ratios = self._calibrator.ratios(self.model.name)
+            factor = self._calibrator.correction(self.model.name)
+            for i, (text, cls) in enumerate(zip(texts, classes, strict=True)):
+                if not text:
+                    tokens[i] = 0 if tokens[i] is None else tokens[i]
+                    continue
+                if tokens[i] is not None and not for_learning:
+                    continue
+                raw = estimate_tokens(text, cls, ratios)
+                if sent[i]:
+                    raw_text += raw
+                if tokens[i] is None:
+                    tokens[i] = _corrected(raw, factor)
+        else:
+            todo = [i for i, t in enumerate(tokens) if t is None]
+            for i, n in zip(todo, self.count_texts([texts[i] for i in todo]), strict=True):
+                tokens[i] = n
+        fixed = 0
+        chars: dict[ContentClass, int] = {}
+        for i, part in enumerate(parts):
             if isinstance(part, ImagePart):
                 tokens[i] = image_tokens(self.model.provider)
-                continue
-            if text:
-                chars[part_content_hint(part) or classify(text)] += len(text)
-        return PartCounts(tokens, message_overhead(role, self.model.provider), chars)
+                fixed += image_tokens(self.model.provider) if sent[i] else 0
+            elif classes[i] is not None:
+                cls = classes[i]
+                assert cls is not None
+                chars[cls] = chars.get(cls, 0) + len(texts[i])
+        return PartCounts(
+            tokens=tuple(int(t or 0) for t in tokens),
+            sent=sent,
+            framing=message_overhead(role, self.model.provider),
+            fixed=fixed,
+            raw_text=raw_text,
+            chars_by_class=chars,
+            has_reasoning=any(isinstance(p, ReasoningPart) for p in parts),
+        )
 
     def pruned_tokens(self) -> int:
         return self.count_text(PRUNED_TOOL_RESULT)
 
-    def stored_total(self, role: Role, parts: Sequence[StoredPart]) -> int:
-        """Tokens of a stored message, using cached part counts and pruned markers."""
-        pruned = None
-        total = message_overhead(role, self.model.provider)
-        for sp in parts:
-            if sp.compacted_at is not None:
-                pruned = self.pruned_tokens() if pruned is None else pruned
-                total += pruned
-            elif sp.tokens is not None:
-                total += sp.tokens
-            else:
-                total += self.count_parts(role, [sp.part]).tokens[0]
-        return total
+    def stored_counts(self, role: Role, parts: Sequence[StoredPart]) -> PartCounts:
+        """Counts of a stored message as it is sent now: cached part counts, placeholders for
+        pruned results, fresh counts for parts the store has none for."""
+        pruned = self.pruned_tokens() if any(sp.compacted_at for sp in parts) else 0
+        known = [pruned if sp.compacted_at is not None else sp.tokens for sp in parts]
+        return self.count_parts(role, [sp.part for sp in parts], known, for_learning=False)
+
+
+def _corrected(raw: int, factor: float) -> int:
+    return max(1, round(raw * factor)) if raw else 0

@@ -18,6 +18,12 @@ class SnapshotListeners:
 
     def __init__(self) -> None:
         self._by_session: dict[str, list[Listener]] = {}
+        self._every: list[Listener] = []  # told of every session's snapshots
+
+    def subscribe_every(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener` with each new snapshot of ANY session; returns the unsubscribe."""
+        self._every.append(listener)
+        return lambda: self._every.remove(listener) if listener in self._every else None
 
     def subscribe(self, session_id: str, listener: Listener) -> Callable[[], None]:
         """Call `listener` with each new snapshot of the session; returns the unsubscribe."""
@@ -36,7 +42,7 @@ class SnapshotListeners:
         return bool(self._by_session.get(session_id))
 
     def tell(self, session_id: str, snapshot: BudgetSnapshot) -> None:
-        for listener in list(self._by_session.get(session_id, ())):
+        for listener in [*self._by_session.get(session_id, ()), *self._every]:
             try:
                 listener(snapshot)
             except Exception:  # one broken listener never stops the others

@@ -1,87 +1,94 @@
-"""Loading a session from the store into a LiveSession.
+"""Loading a session from the store into SessionData.
 
-Reads the current window's messages (and, after a compaction, every message for the usage
-totals), counts the parts the store has no token count for, re-derives the last provider call
-from the window, and sets a version that never goes back across restarts.
+The current window's messages are played through `core.session_data.evolve` as reloaded
+(unscored) appends, so a reloaded gauge is built by the same code as a live one. What messages
+do not hold comes from the session row's `extra`: compactions, the measured context, the
+estimate errors, and a prune's delta on the anchor. Parts the store has no count for are
+counted and their counts saved. The version never goes back across restarts: it is derived
+from persisted counts.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from dataclasses import replace
+from types import MappingProxyType
 
 from tokend.core.catalog import ModelInfo
-from tokend.core.config import TokendConfig
+from tokend.core.changes import AppendMessage
 from tokend.core.ports import Store
+from tokend.core.session_data import SessionData, add_usage, evolve
+from tokend.core.snapshot import Totals
 from tokend.core.types import Message, SessionInfo
 from tokend.service.counting import ModelCounter
-from tokend.service.live import LiveSession, add_usage
+from tokend.service.session_state import restored_errors
 
 
-def load_session(
-    store: Store, config: TokendConfig, info: SessionInfo, model: ModelInfo, counter: ModelCounter
-) -> LiveSession:
-    """The live state of the stored session `info`, its first snapshot published."""
+def load_session_data(
+    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter
+) -> SessionData:
     session_id = info.id
     messages = store.load_messages(session_id)
-    live = LiveSession(
+    windowed = bool(messages) and messages[0].summary
+    every = store.load_all_messages(session_id) if windowed else messages
+    totals = Totals()
+    costs: dict[str, float] = {}
+    for message in every[: len(every) - len(messages)]:  # earlier windows
+        if message.usage is not None:
+            totals = add_usage(totals, message.usage)
+            key = message.model or model.name
+            costs[key] = costs.get(key, 0.0) + (message.cost_usd or 0.0)
+    extra = info.extra
+    data = SessionData(
         info=info,
         model=model,
-        config=config,
-        messages=[],
+        messages=(),
         message_tokens={},
         version=0,
-        compactions=int(info.extra.get("compactions", 0)),
-        measured=dict(info.extra.get("measured", {})),
+        measured=MappingProxyType(dict(extra.get("measured") or {})),
+        measured_exact=bool(extra.get("measuredExact", True)),
+        totals=totals,
+        cost_by_model=costs,
     )
-    windowed = bool(messages) and messages[0].summary
-    every_message = store.load_all_messages(session_id) if windowed else messages
-    for message in every_message:
-        if message.usage is not None:
-            live.totals = add_usage(live.totals, message.usage)
-            key = message.model or model.name
-            live.cost_by_model[key] = live.cost_by_model.get(key, 0.0) + (message.cost_usd or 0.0)
     missing: dict[str, int] = {}
-    for message in messages:
-        live.messages.append(message)
-        live.message_tokens[message.id] = counter.stored_total(message.role, message.parts)
-        missing.update(_uncached(counter, message))
+    for index, message in enumerate(messages):
+        counts = counter.stored_counts(message.role, message.parts)
+        missing.update(
+            (sp.id, n)
+            for sp, n in zip(message.parts, counts.tokens, strict=True)
+            if sp.tokens is None and sp.compacted_at is None
+        )
+        if index == 0 and message.summary:
+            data = replace(data, messages=(message,), message_tokens={message.id: counts.total})
+            continue
+        data = evolve(data, AppendMessage(_usage_checked(message), counts, learn=False)).data
     if missing:
         store.set_part_tokens(missing)
-    _replay_anchor(live, info)
-    # Every change adds one to a persisted count: messages ever appended, compactions, and
-    # changes of the measured context. So the version never goes back, across restarts too.
-    live.version = len(every_message) + live.compactions + measured_changes(info)
-    live.publish()
-    return live
+    compactions = int(extra.get("compactions", 0))
+    version = len(every) + compactions + int(extra.get("measuredChanges", 0))
+    data = replace(data, compactions=compactions, version=version, errors=restored_errors(extra))
+    return _restore_anchor_delta(data)
 
 
-def measured_changes(info: SessionInfo) -> int:
-    """How many times the measured context (system prompt, tools, ...) changed, as persisted."""
-    return int(info.extra.get("measuredChanges", 0))
+def _usage_checked(message: Message) -> Message:
+    """A summary message inside a window never anchors the gauge."""
+    return replace(message, usage=None) if message.summary and message.usage else message
 
 
-def _replay_anchor(live: LiveSession, info: SessionInfo) -> None:
-    """Re-derive the last provider call and what was added since, from the loaded window."""
-    for index in range(len(live.messages) - 1, -1, -1):
-        message = live.messages[index]
-        if message.usage is None or message.summary:
-            continue
-        if info.compacted_at is not None and message.created_at <= info.compacted_at:
-            return
-        live.messages, after = live.messages[: index + 1], live.messages[index + 1 :]
-        live.restore_call(
-            message, None, record=False, content_tokens=live.message_tokens[message.id]
-        )
-        for later in after:
-            tokens = live.message_tokens.pop(later.id)
-            live.add_message(later, tokens, Counter(), 0.0)
-        return
-
-
-def _uncached(counter: ModelCounter, message: Message) -> dict[str, int]:
-    """Token counts (part id -> tokens) of the message's live parts the store has none for."""
-    todo = [sp for sp in message.parts if sp.tokens is None and sp.compacted_at is None]
-    if not todo:
-        return {}
-    counts = counter.count_parts(message.role, [sp.part for sp in todo])
-    return {sp.id: t for sp, t in zip(todo, counts.tokens, strict=True)}
+def _restore_anchor_delta(data: SessionData) -> SessionData:
+    """A prune since the last call moved the anchor by a known delta (persisted); a prune made
+    before deltas were persisted leaves the gauge to count the whole context."""
+    anchor = data.anchor
+    if anchor is None:
+        return data
+    saved = data.info.extra.get("anchorDelta")
+    if isinstance(saved, dict) and saved.get("messageId") == anchor.call.message_id:
+        tokens = saved.get("tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            return replace(data, anchor=replace(anchor, delta_tokens=tokens, learn=False))
+    if saved is not None:
+        return data
+    compacted_at = data.info.compacted_at
+    call_message = next((m for m in data.messages if m.id == anchor.call.message_id), None)
+    if compacted_at is not None and call_message and call_message.created_at <= compacted_at:
+        return replace(data, anchor=None)
+    return data

@@ -49,7 +49,8 @@ class SessionModels:
         return model
 
     def counter(self, model: ModelInfo) -> ModelCounter:
-        key = f"{model.name}@{model.context_window}"
+        # Every field that changes counting: a workspace may override the tokenizer or provider.
+        key = f"{model.name}@{model.context_window}:{model.tokenizer}:{model.provider}"
         counter = self._counters.get(key)
         if counter is None:
             counter = self._counters[key] = ModelCounter(model, self._cache, self._calibrator)

@@ -1,44 +1,56 @@
 """TokendService: the one shared core every connection talks to.
 
-Methods are synchronous and run on the event-loop thread, so changes to one session are
-serialized. Each change publishes a new frozen snapshot and tells the session's listeners.
+Each loaded session has one owner, its SessionState; the service finds or loads it, turns a
+request into a change (counting the parts, which can be slow, in a worker thread when called
+from the event loop) and hands the change to the owner. Calibration learns from what the owner
+reports back. Readers get immutable snapshots.
 """
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+import asyncio
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypeVar
 
 from ulid import ULID
 
 from tokend.core.budget import output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
-from tokend.core.catalog import Catalog, ModelInfo
+from tokend.core.catalog import Catalog, ModelInfo, with_context_window
+from tokend.core.changes import AppendMessage, NewWindow, PruneParts, RecordMeasured, UpdateInfo
 from tokend.core.config import TokendConfig
-from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, VersionConflict
+from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, UnknownModel
+from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import cost_usd
+from tokend.core.session_data import Evolved, SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
     CompactionPart,
-    ContentClass,
     Message,
     Part,
     Role,
     SessionInfo,
     StoredPart,
+    ToolCallPart,
+    ToolResultPart,
     Usage,
 )
 from tokend.service.counting import ModelCounter
 from tokend.service.listeners import Listener, SnapshotListeners
-from tokend.service.live import LiveSession
-from tokend.service.loading import load_session, measured_changes
+from tokend.service.loading import load_session_data
 from tokend.service.models import SessionModels
+from tokend.service.session_state import Applied, SessionState
 
 MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
+MAX_TOKEN_COUNT = 2**31 - 1  # no token figure on the wire may exceed this (protocol.md)
+USAGE_WINDOW_FACTOR = 2  # a call's context may exceed the model's catalog window by this much
+
+T = TypeVar("T")
 
 
 class SystemClock:
@@ -60,17 +72,28 @@ class TokendService:
         cache: CountCache | None = None,
         clock: Clock | None = None,
         workspace_catalog: Callable[[str], Catalog] | None = None,
+        workspace_config: Callable[[str | None], TokendConfig] | None = None,
     ) -> None:
         self.store = store
         self.catalog = catalog
         self.config = config
         self.clock: Clock = clock or SystemClock()
+        self._workspace_config = workspace_config
         # Loaded sessions, least recently used first; unwatched ones beyond the limit are dropped
         # (they reload from the store on the next request).
-        self._sessions: OrderedDict[str, LiveSession] = OrderedDict()
+        self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._listeners = SnapshotListeners()
-        self.calibrator = Calibrator.from_state(store.load_calibration())
+        self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokend-work")
+
+    # -- settings ---------------------------------------------------------------------------
+
+    def config_for(self, workspace_uri: str | None) -> TokendConfig:
+        """The settings of a workspace (its .tokend.toml over the user's config)."""
+        if self._workspace_config is None:
+            return self.config
+        return self._workspace_config(workspace_uri)
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -82,12 +105,12 @@ class TokendService:
         workspace_uri: str | None = None,
         context_window: int | None = None,
     ) -> SessionInfo:
-        if context_window is not None and context_window <= 0:
-            raise InvalidParams("contextWindow must be a positive number of tokens")
         # An unknown model raises UnknownModel, which names the two ways to declare it.
-        self.models.catalog_for(workspace_uri).get(model)
+        info = self.models.catalog_for(workspace_uri).get(model)
+        if context_window is not None:
+            self._check_window(info, context_window, workspace_uri)
         now = self.clock.now()
-        info = SessionInfo(
+        session = SessionInfo(
             id=new_id(),
             model=model,
             created_at=now,
@@ -96,18 +119,34 @@ class TokendService:
             workspace_uri=workspace_uri,
             context_window=context_window,
         )
-        self.store.create_session(info)
-        return info
+        self.store.create_session(session)
+        return session
 
-    def session(self, session_id: str) -> LiveSession:
-        live = self._sessions.get(session_id)
-        if live is None:
-            live = self._load(session_id)
-            self._sessions[session_id] = live
+    def _check_window(self, model: ModelInfo, window: int, workspace_uri: str | None) -> None:
+        """A session's window must leave room for input once the reply is reserved."""
+        if window <= 0 or window > MAX_TOKEN_COUNT:
+            raise InvalidParams(f"contextWindow must be a positive number of tokens, not {window}")
+        budget = self.config_for(workspace_uri).budget
+        sized = with_context_window(model, window)
+        reserve = output_reserve_tokens(sized, budget)
+        margin = safety_margin_tokens(sized, budget)
+        if window - reserve - margin <= 0:
+            raise InvalidParams(
+                f"contextWindow {window:,} leaves no room for input: {model.name} keeps "
+                f"{reserve:,} tokens for its reply and {margin:,} as a safety margin; use a "
+                "larger window, or lower budget.output_reserve_cap"
+            )
+
+    def state(self, session_id: str) -> SessionState:
+        """The owner of a session, loading it when needed."""
+        state = self._sessions.get(session_id)
+        if state is None:
+            state = self._load(session_id)
+            self._sessions[session_id] = state
             self._evict_unwatched()
         else:
             self._sessions.move_to_end(session_id)
-        return live
+        return state
 
     def _evict_unwatched(self) -> None:
         surplus = len(self._sessions) - MAX_LOADED_SESSIONS
@@ -122,16 +161,76 @@ class TokendService:
         """The token counter of `model` (shared by its sessions)."""
         return self.models.counter(model)
 
-    def _load(self, session_id: str) -> LiveSession:
+    def _load(self, session_id: str) -> SessionState:
         info = self.store.get_session(session_id)
         if info is None:
             raise SessionNotFound(
                 f"no session {session_id!r}: create one with session/create, or list them with session/list"
             )
         model = self.models.model_info(info)
-        return load_session(self.store, self.config, info, model, self.counter(model))
+        data = load_session_data(self.store, info, model, self.counter(model))
+        workspace = info.workspace_uri
+        return SessionState(data, self.store, lambda: self.config_for(workspace))
+
+    def forget(self, session_id: str) -> None:
+        """Drop the in-memory state; the next request reads the session from the store."""
+        self._sessions.pop(session_id, None)
+
+    def reload(self, session_id: str) -> SessionState:
+        self.forget(session_id)
+        return self.state(session_id)
 
     # -- changes ----------------------------------------------------------------------------
+
+    def prepare_append(
+        self,
+        data: SessionData,
+        role: Role,
+        parts: Sequence[Part],
+        usage: Usage | None,
+        model: str | None,
+    ) -> AppendMessage:
+        """Validate and count a message (pure of session state; safe in a worker thread)."""
+        _check_message(data, role, parts, usage)
+        counter = self.counter(data.model)
+        counts = counter.count_parts(role, parts)
+        limit = self.input_limit(data)
+        if counts.total > limit:
+            raise MessageTooLarge(
+                f"the message is {counts.total:,} tokens but a {data.model.name} request holds at "
+                f"most {limit:,} input tokens: split it, or attach the file by path",
+                {"tokens": counts.total, "limit": limit},
+            )
+        now = self.clock.now()
+        stored = tuple(
+            StoredPart(id=new_id(), part=p, tokens=t)
+            for p, t in zip(parts, counts.tokens, strict=True)
+        )
+        priced = self._priced_model(data, model)
+        message = Message(
+            id=new_id(),
+            session_id=data.id,
+            role=role,
+            parts=stored,
+            created_at=now,
+            model=model or (data.info.model if role == "assistant" else None),
+            usage=usage,
+            cost_usd=cost_usd(priced, usage) if usage else None,
+            completed_at=now if usage else None,
+        )
+        return AppendMessage(message, counts)
+
+    def _priced_model(self, data: SessionData, model: str | None) -> ModelInfo:
+        """The model a call is priced with: the one the message names when the catalog knows
+        it, else the session's (a name like "claude-opus-4-6[1m]" must not lose the turn)."""
+        if not model:
+            return data.model
+        try:
+            return self.models.catalog_for(data.info.workspace_uri).get(model)
+        except UnknownModel:
+            base = model.split("[", 1)[0]
+            found = self.models.catalog_for(data.info.workspace_uri).find(base)
+            return found or data.model
 
     def append(
         self,
@@ -143,166 +242,149 @@ class TokendService:
         model: str | None = None,
         if_version: int | None = None,
     ) -> tuple[Message, BudgetSnapshot]:
-        live = self.session(session_id)
-        if if_version is not None and if_version != live.version:
-            raise VersionConflict(
-                f"session {session_id} is at version {live.version}, not {if_version}: "
-                "fetch budget/snapshot and retry",
-                {"currentVersion": live.version},
-            )
-        counter = self.counter(live.model)
-        counts = counter.count_parts(role, parts)
-        limit = self.input_limit(live)
-        if counts.total > limit:
-            raise MessageTooLarge(
-                f"the message is {counts.total:,} tokens but a {live.model.name} request holds at "
-                f"most {limit:,} input tokens: split it, or attach the file by path",
-                {"tokens": counts.total, "limit": limit},
-            )
-        now = self.clock.now()
-        message_id = new_id()
-        stored = tuple(
-            StoredPart(id=new_id(), part=p, tokens=t)
-            for p, t in zip(parts, counts.tokens, strict=True)
-        )
-        catalog = self.models.catalog_for(live.info.workspace_uri)
-        cost = cost_usd(catalog.get(model or live.info.model), usage) if usage else None
-        message = Message(
-            id=message_id,
-            session_id=session_id,
-            role=role,
-            parts=stored,
-            created_at=now,
-            model=model or (live.info.model if role == "assistant" else None),
-            usage=usage,
-            cost_usd=cost,
-            completed_at=now if usage else None,
-        )
-        self.store.append_message(message)
-        # Calibration learns from what was added between two provider calls (estimated models).
-        observed = None
-        if live.anchored and live.last_call is not None and not counter.exact:
-            observed = (
-                live.added_chars_since_call.copy(),
-                live.added_since_call,
-                live.anchor_tokens(),
-            )
-        call = live.add_message(message, counts.total, counts.chars_by_class, cost or 0.0)
-        if call is not None and observed is not None:
-            self._calibrate(live.model.name, call.context_tokens, *observed)
-        return message, self._changed(live)
+        state = self.state(session_id)
+        state.check_version(if_version)
+        change = self.prepare_append(state.data, role, parts, usage, model)
+        applied = state.apply(change, if_version)
+        self._learn(state, applied.evolved, save=self._save_calibration)
+        return change.message, self._changed(state, applied)
 
-    def _calibrate(
+    async def append_async(
         self,
-        model: str,
-        actual_context: int,
-        chars_by_class: Counter[ContentClass],
-        estimated_added: int,
-        anchor: int,
-    ) -> None:
-        """`actual_context - anchor` is what the provider counted for the added messages."""
-        actual_added = actual_context - anchor
-        if actual_added > 0 and estimated_added > 0:
-            self.calibrator.observe(model, chars_by_class, estimated_added, actual_added)
-            self.store.save_calibration(self.calibrator.to_state())
+        session_id: str,
+        role: Role,
+        parts: Sequence[Part],
+        *,
+        usage: Usage | None = None,
+        model: str | None = None,
+        if_version: int | None = None,
+    ) -> tuple[Message, BudgetSnapshot, int]:
+        """As append, counting and writing in a worker thread: the event loop stays free.
+        Also returns the message's tokens as counted."""
+        state = self.state(session_id)
+        state.check_version(if_version)
+        data = state.data
+        change = await self.run(lambda: self.prepare_append(data, role, parts, usage, model))
+        applied = await state.apply_async(change, if_version, self.run)
+        self._learn(state, applied.evolved, save=lambda: self._pool.submit(self._save_calibration))
+        return change.message, self._changed(state, applied), change.counts.total
 
     def append_boundary(self, session_id: str, summary: str) -> BudgetSnapshot:
         """Start a new window whose first message holds `summary` (a compaction boundary)."""
-        live = self.session(session_id)
-        counter = self.counter(live.model)
-        counts = counter.count_parts("user", [CompactionPart(summary)])
-        now = self.clock.now()
+        state = self.state(session_id)
+        counts = self.counter(state.data.model).count_parts("user", [CompactionPart(summary)])
         message = Message(
             id=new_id(),
             session_id=session_id,
             role="user",
             parts=(StoredPart(new_id(), CompactionPart(summary), counts.tokens[0]),),
-            created_at=now,
+            created_at=self.clock.now(),
             summary=True,
         )
-        self.store.append_message(message)
-        live.compactions += 1
-        self.store.update_session(
-            session_id, compacted_at=now, extra={**live.info.extra, "compactions": live.compactions}
-        )
-        old = self._sessions.pop(session_id)
-        fresh = self.session(session_id)
-        fresh.errors = old.errors  # the verification metric spans windows
-        return self._changed(fresh)
+        applied = state.apply(NewWindow(message, counts.total))
+        state.render_cache.clear()
+        return self._changed(state, applied)
+
+    def prune_change(self, data: SessionData, part_ids: Sequence[str]) -> PruneParts:
+        """The change that clears `part_ids` (tool results) to placeholders."""
+        wanted = frozenset(part_ids)
+        counter = self.counter(data.model)
+        at = self.clock.now()
+        totals: dict[str, int] = {}
+        for message in data.messages:
+            if any(sp.id in wanted for sp in message.parts):
+                marked = tuple(
+                    replace(sp, compacted_at=at) if sp.id in wanted else sp for sp in message.parts
+                )
+                totals[message.id] = counter.stored_counts(message.role, marked).total
+        return PruneParts(wanted, at, totals)
 
     def prune_parts(self, session_id: str, part_ids: Sequence[str]) -> BudgetSnapshot:
         """Mark parts compacted (assembly shows a placeholder); the originals stay in the store."""
-        live = self.session(session_id)
-        now = self.clock.now()
-        wanted = set(part_ids)
-        self.store.mark_parts_compacted(wanted, now)
-        live.compactions += 1
-        extra = {**live.info.extra, "compactions": live.compactions}
-        self.store.update_session(session_id, compacted_at=now, extra=extra)
-        live.info = replace(live.info, compacted_at=now, extra=extra)
-        counter = self.counter(live.model)
-        for i, message in enumerate(live.messages):
-            if not any(sp.id in wanted for sp in message.parts):
-                continue
-            parts = tuple(
-                replace(sp, compacted_at=now) if sp.id in wanted else sp for sp in message.parts
-            )
-            live.messages[i] = replace(message, parts=parts)
-            live.message_tokens[message.id] = counter.stored_total(message.role, parts)
-        # Right after a compaction no provider figure describes the context: count it whole.
-        live.anchored = False
-        live.version += 1
-        return self._changed(live)
+        state = self.state(session_id)
+        applied = state.apply(self.prune_change(state.data, part_ids))
+        return self._changed(state, applied)
+
+    async def prune_parts_async(
+        self, session_id: str, part_ids: Sequence[str], if_version: int | None = None
+    ) -> BudgetSnapshot:
+        state = self.state(session_id)
+        change = self.prune_change(state.data, part_ids)
+        applied = await state.apply_async(change, if_version, self.run)
+        return self._changed(state, applied)
 
     def set_measured(self, session_id: str, measured: dict[str, int], exact: bool) -> None:
-        """Remember what the system prompt, tools, ... measured at the last assembly."""
-        live = self.session(session_id)
-        if measured == live.measured:
+        """Remember what the system prompt, tools, ... measured at the last assembly. Not a
+        new version and not announced: an assembly is a read."""
+        state = self.state(session_id)
+        if dict(state.data.measured) == measured and state.data.measured_exact == exact:
             return
-        live.measured = dict(measured)
-        live.measured_exact = exact
-        extra = {
-            **live.info.extra,
-            "measured": live.measured,
-            "measuredChanges": measured_changes(live.info) + 1,
-        }
-        self.store.update_session(session_id, extra=extra)
-        live.info = _with_extra(live.info, extra)
-        live.version += 1
-        self._changed(live)
+        applied = state.apply(RecordMeasured(measured, exact))
+        self._changed(state, applied)
 
-    def reload(self, session_id: str) -> LiveSession:
-        """Drop the in-memory state and read the session again from the store."""
-        self._sessions.pop(session_id, None)
-        return self.session(session_id)
+    def update_info(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        extra: dict[str, object] | None = None,
+    ) -> SessionInfo:
+        """Set the title and/or merge keys into `extra` (None removes a key), through the
+        session's owner."""
+        state = self.state(session_id)
+        state.apply(UpdateInfo(title, extra or {}))
+        return state.data.info
+
+    # -- calibration ------------------------------------------------------------------------
+
+    def _learn(self, state: SessionState, evolved: Evolved, save: Callable[[], object]) -> None:
+        if not evolved.samples or self.counter(state.data.model).exact:
+            return
+        for sample in evolved.samples:
+            self.calibrator.observe(
+                state.data.model.name,
+                sample.chars_by_class,
+                sample.estimated_tokens,
+                sample.actual_tokens,
+            )
+        save()
+
+    def _save_calibration(self) -> None:
+        self.store.save_calibration(self.calibrator.to_state())
 
     # -- reads ------------------------------------------------------------------------------
 
     def snapshot(self, session_id: str) -> BudgetSnapshot:
-        live = self.session(session_id)
-        assert live.snapshot is not None
-        return live.snapshot
+        return self.state(session_id).snapshot
 
     def loaded_snapshots(self) -> list[BudgetSnapshot]:
         """The current snapshot of every session loaded in this process."""
-        return [live.snapshot for live in self._sessions.values() if live.snapshot is not None]
+        return [state.snapshot for state in self._sessions.values()]
 
     def loaded_workspaces(self) -> set[str]:
         return {
-            live.info.workspace_uri for live in self._sessions.values() if live.info.workspace_uri
+            s.data.info.workspace_uri for s in self._sessions.values() if s.data.info.workspace_uri
         }
 
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
+        """Sessions from the store (their `extra["gauge"]` holds the persisted gauge)."""
         return self.store.list_sessions(workspace_uri)
 
-    def input_limit(self, live: LiveSession) -> int:
+    def input_limit(self, data: SessionData) -> int:
         """Tokens a request may hold: the window less the output reserve, and less the safety
         margin when counts are estimates (no local tokenizer for the model)."""
-        model = live.model
-        limit = model.context_window - output_reserve_tokens(model, self.config.budget)
+        model = data.model
+        budget = self.config_for(data.info.workspace_uri).budget
+        limit = model.context_window - output_reserve_tokens(model, budget)
         if not self.counter(model).exact:
-            limit -= safety_margin_tokens(model, self.config.budget)
+            limit -= safety_margin_tokens(model, budget)
         return max(0, limit)
+
+    # -- work off the event loop --------------------------------------------------------------
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """Run `work` in the service's worker threads; the event loop serves others meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -310,15 +392,58 @@ class TokendService:
         """Call `listener` with each new snapshot of the session; returns the unsubscribe."""
         return self._listeners.subscribe(session_id, listener)
 
-    def _changed(self, live: LiveSession) -> BudgetSnapshot:
-        snapshot = live.publish()
-        self._listeners.tell(live.id, snapshot)
-        return snapshot
+    def subscribe_every(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener` with each new snapshot of every session (replay, status)."""
+        return self._listeners.subscribe_every(listener)
+
+    def _changed(self, state: SessionState, applied: Applied) -> BudgetSnapshot:
+        if applied.broadcast:
+            self._listeners.tell(state.id, applied.snapshot)
+        return applied.snapshot
 
     def close(self) -> None:
-        self.store.save_calibration(self.calibrator.to_state())
+        self._pool.shutdown(wait=True)
+        self._save_calibration()
         self.store.close()
 
 
-def _with_extra(info: SessionInfo, extra: dict[str, Any]) -> SessionInfo:
-    return replace(info, extra=extra)
+def _check_message(
+    data: SessionData, role: Role, parts: Sequence[Part], usage: Usage | None
+) -> None:
+    """Refuse what would poison the session: see protocol.md's session/append errors."""
+    if not parts:
+        raise InvalidParams("message.parts is empty: a message needs at least one part")
+    if usage is not None:
+        if role != "assistant":
+            raise InvalidParams(
+                f"message.usage on a {role} message: usage is what a provider reported for an "
+                "assistant reply; send it with that assistant message"
+            )
+        bound = USAGE_WINDOW_FACTOR * max(data.model.context_window, data.info.context_window or 0)
+        if usage.context_tokens > bound:
+            raise InvalidParams(
+                f"message.usage reports a {usage.context_tokens:,}-token context, more than "
+                f"{USAGE_WINDOW_FACTOR}x the {data.model.name} window: check the figures "
+                "(input + cache read + cache write tokens)"
+            )
+        if usage.output_tokens > bound:
+            raise InvalidParams(
+                f"message.usage.outputTokens is {usage.output_tokens:,}, more than "
+                f"{USAGE_WINDOW_FACTOR}x the {data.model.name} window"
+            )
+    if not any(isinstance(p, ToolResultPart) for p in parts):
+        return
+    calls = {
+        sp.part.call_id
+        for m in data.messages
+        for sp in m.parts
+        if isinstance(sp.part, ToolCallPart)
+    }
+    calls.update(p.call_id for p in parts if isinstance(p, ToolCallPart))
+    windowed = bool(data.messages) and data.messages[0].summary
+    for index, part in enumerate(parts):
+        if isinstance(part, ToolResultPart) and part.call_id not in calls and not windowed:
+            raise InvalidParams(
+                f"message.parts[{index}] answers callId {part.call_id!r}, which no toolCall "
+                "of this session made: append the assistant message with the call first"
+            )

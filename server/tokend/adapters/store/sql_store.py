@@ -170,38 +170,78 @@ class SqlStore:
     def append_message(self, message: Message) -> None:
         """Insert the message and its parts in one transaction; the session's updated_at moves
         forward to the message's completed_at (else created_at). Empty ids get fresh ULIDs."""
+        with self._writing() as session:
+            self._insert_message(session, message)
+
+    def _insert_message(self, session: Session, message: Message) -> None:
         message_id = message.id or rows.new_id()
         stamped_at = message.completed_at or message.created_at
-        with self._writing() as session:
-            # Also locks the session row (PostgreSQL): concurrent appends take seq numbers in turn.
-            # An UPDATE's result is a CursorResult (it has rowcount); Session.execute's stubs
-            # only promise a Result.
-            bumped = cast(
-                CursorResult[Any],
-                session.execute(
-                    rows.BUMP_LIVE_SESSION, {"session_id": message.session_id, "stamp": stamped_at}
-                ),
-            )
-            if bumped.rowcount != 1:
-                raise SessionNotFound(f"session {message.session_id} not found")
-            last_seq = session.scalar(rows.LAST_SEQ, {"session_id": message.session_id})
+        # Also locks the session row (PostgreSQL): concurrent appends take seq numbers in turn.
+        # An UPDATE's result is a CursorResult (it has rowcount); Session.execute's stubs
+        # only promise a Result.
+        bumped = cast(
+            CursorResult[Any],
             session.execute(
-                rows.INSERT_MESSAGE,
-                {
-                    "id": message_id,
-                    "session_id": message.session_id,
-                    "seq": (last_seq or 0) + 1,
-                    "role": message.role,
-                    "model": message.model,
-                    "usage": usage_to_json(message.usage),
-                    "cost_usd": message.cost_usd,
-                    "summary": message.summary,
-                    "created_at": message.created_at,
-                    "completed_at": message.completed_at,
-                },
-            )
-            if message.parts:
-                session.execute(rows.INSERT_PARTS, rows.part_rows(message_id, message.parts))
+                rows.BUMP_LIVE_SESSION, {"session_id": message.session_id, "stamp": stamped_at}
+            ),
+        )
+        if bumped.rowcount != 1:
+            raise SessionNotFound(f"session {message.session_id} not found")
+        last_seq = session.scalar(rows.LAST_SEQ, {"session_id": message.session_id})
+        session.execute(
+            rows.INSERT_MESSAGE,
+            {
+                "id": message_id,
+                "session_id": message.session_id,
+                "seq": (last_seq or 0) + 1,
+                "role": message.role,
+                "model": message.model,
+                "usage": usage_to_json(message.usage),
+                "cost_usd": message.cost_usd,
+                "summary": message.summary,
+                "created_at": message.created_at,
+                "completed_at": message.completed_at,
+            },
+        )
+        if message.parts:
+            session.execute(rows.INSERT_PARTS, rows.part_rows(message_id, message.parts))
+
+    def commit_change(
+        self,
+        session_id: str,
+        *,
+        message: Message | None = None,
+        compacted_part_ids: Iterable[str] = (),
+        compacted_at: datetime | None = None,
+        session_fields: Mapping[str, Any] | None = None,
+    ) -> None:
+        """One session change in ONE transaction, all of it or nothing: append `message`, mark
+        `compacted_part_ids` compacted at `compacted_at`, set `session_fields` (as
+        update_session takes them)."""
+        fields = dict(session_fields or {})
+        unknown = set(fields) - UPDATABLE_SESSION_FIELDS
+        if unknown:
+            raise InvalidParams(f"cannot update session field(s) {sorted(unknown)}")
+        with self._writing() as session:
+            if message is not None:
+                self._insert_message(session, message)
+            ids = list(dict.fromkeys(compacted_part_ids))
+            if ids:
+                if compacted_at is None:
+                    raise ValueError("compacted_at is needed with compacted_part_ids")
+                for chunk in rows.chunks(ids):
+                    session.execute(
+                        update(PartRow)
+                        .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
+                        .values(compacted_at=compacted_at)
+                        .execution_options(synchronize_session=False)
+                    )
+            if fields:
+                row = session.get(SessionRow, session_id, with_for_update=True)
+                if row is None:
+                    raise SessionNotFound(f"session {session_id} not found")
+                for name, value in fields.items():
+                    setattr(row, name, dict(value) if name == "extra" else value)
 
     def load_messages(self, session_id: str) -> list[Message]:
         """From the newest summary message (the compaction boundary) on, oldest first; all
@@ -293,3 +333,20 @@ class SqlStore:
                     .values(tokens=bindparam("n")),
                     changed,
                 )
+
+    # --- soft-deleted sessions (session/delete, session/restore, `tokend sessions --deleted`) --
+
+    def get_session_including_deleted(self, session_id: str) -> SessionInfo | None:
+        """The session, soft-deleted or not (deleted_at tells); None only for an unknown id."""
+        with self._reading() as session:
+            row = session.get(SessionRow, session_id)
+            return None if row is None else rows.session_info(row)
+
+    def list_deleted_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
+        """Soft-deleted sessions, most recently deleted first; all workspaces when None."""
+        query = select(SessionRow).where(SessionRow.deleted_at.is_not(None))
+        if workspace_uri is not None:
+            query = query.where(SessionRow.workspace_uri == workspace_uri)
+        query = query.order_by(SessionRow.deleted_at.desc(), SessionRow.id.desc())
+        with self._reading() as session:
+            return [rows.session_info(row) for row in session.scalars(query)]

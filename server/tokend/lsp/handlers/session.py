@@ -16,7 +16,7 @@ from tokend.lsp.convert import (
     to_wire_snapshot,
 )
 from tokend.lsp.server import TokendServer, rpc
-from tokend.service.compaction import CompactOutcome, auto_compact, compact
+from tokend.service.compaction import CompactOutcome, append_message, compact
 
 
 def register(server: TokendServer) -> None:
@@ -32,14 +32,15 @@ def register(server: TokendServer) -> None:
 
     @server.feature("session/append")
     @rpc
-    def append(ls: TokendServer, params: Any) -> Any:
+    async def append(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionAppendParams, params)
         role = from_wire_role(p.message.role)
         parts = [from_wire_part(raw, i) for i, raw in enumerate(p.message.parts)]
         usage = from_wire_usage(p.message.usage)
         ls.watch(p.session_id)
         with ls.host.busy():
-            message, snapshot = ls.service.append(
+            outcome = await append_message(
+                ls.service,
                 p.session_id,
                 role,
                 parts,
@@ -47,11 +48,12 @@ def register(server: TokendServer) -> None:
                 model=p.message.model,
                 if_version=p.if_version,
             )
-            auto = auto_compact(ls.service, p.session_id)
-        if auto is not None:
-            _announce(ls, p.session_id, auto, everyone=True)
-        tokens = ls.service.session(p.session_id).message_tokens[message.id]
-        return wire.to_wire(wire.SessionAppendResult(message.id, snapshot.version, tokens))
+        if outcome.auto is not None:
+            _announce(ls, p.session_id, outcome.auto, everyone=True)
+        result = wire.SessionAppendResult(
+            outcome.message_id, outcome.snapshot.version, outcome.tokens
+        )
+        return wire.to_wire(result)
 
     @server.feature("session/list")
     @rpc

@@ -1,0 +1,91 @@
+"""The changes a session goes through, as data. `core.session_data.evolve` applies them; the
+service's SessionState persists each one in one transaction before it publishes the result.
+All figures are tokens unless a name says chars."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tokend.core.types import ContentClass, Message
+
+
+@dataclass(frozen=True, slots=True)
+class PartCounts:
+    """One message counted the way its model sees it.
+
+    `tokens` has one count per part (what the part's text costs); `sent` says which parts the
+    session's wire format renders (OpenAI never receives reasoning; Anthropic drops unsigned
+    thinking): only those count in `total`. `raw_text` is the estimate of the sent text before
+    the model's learnt correction (0 with an exact tokenizer); `fixed` are amounts that are not
+    text (images)."""
+
+    tokens: tuple[int, ...]
+    sent: tuple[bool, ...]
+    framing: int
+    fixed: int = 0
+    raw_text: float = 0.0
+    chars_by_class: Mapping[ContentClass, int] = field(default_factory=dict)
+    has_reasoning: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.framing + sum(t for t, s in zip(self.tokens, self.sent, strict=True) if s)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendMessage:
+    message: Message
+    counts: PartCounts
+    # A new message (not one reloaded from the store): its figures are scored against the
+    # prediction and may teach calibration.
+    learn: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PruneParts:
+    """Tool results cleared at `at`; `message_tokens` holds the new totals of the messages
+    touched (placeholders instead of the results)."""
+
+    part_ids: frozenset[str]
+    at: datetime
+    message_tokens: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class NewWindow:
+    """A compaction boundary: `message` (a summary) starts the next window."""
+
+    message: Message
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMeasured:
+    """What the system prompt, tools, memory, ... measured at the last assembly."""
+
+    measured: Mapping[str, int]
+    exact: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateInfo:
+    """The session's title and free-form `extra` keys (merged; None removes a key). Not a new
+    version: no figure of the gauge moves."""
+
+    title: str | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+
+Change = AppendMessage | PruneParts | NewWindow | RecordMeasured | UpdateInfo
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationSample:
+    """Text of `chars_by_class` estimated at `estimated_tokens` (before correction) that the
+    provider counted as `actual_tokens`."""
+
+    chars_by_class: Mapping[ContentClass, int]
+    estimated_tokens: float
+    actual_tokens: int

@@ -1,0 +1,298 @@
+"""A session's state as immutable data, and the one function that moves it on: `evolve`.
+
+`SessionData` is what a loaded session knows: its window of messages, what each costs, the last
+provider call the gauge is anchored on, lifetime totals. Every change (`core.changes`) goes
+through `evolve(data, change)`, which returns the next data and what to learn from it; nothing
+else builds a new SessionData. The gauge of a SessionData is `core.gauge.gauge_snapshot`.
+All figures are tokens unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from tokend.core.accounting import EstimateError, predict_next_input
+from tokend.core.catalog import ModelInfo
+from tokend.core.changes import (
+    AppendMessage,
+    CalibrationSample,
+    Change,
+    NewWindow,
+    PruneParts,
+    RecordMeasured,
+    UpdateInfo,
+)
+from tokend.core.replay import MEASURED_RULES
+from tokend.core.snapshot import CallFigures, Totals
+from tokend.core.types import ContentClass, Message, SessionInfo, Usage
+
+ERROR_HISTORY = 200  # estimate errors kept per session (and persisted)
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The last provider call, as the gauge builds on it.
+
+    `output_tokens` is the call's output as the gauge counts it (the message's own count when the
+    reported figure was a streaming snapshot). `delta_tokens` are known changes since the call
+    that no provider has seen yet: a prune frees its results and adds placeholders, so the gauge
+    stays anchored and moves by exactly that much. `learn` is False once such a change happened:
+    the next call's figure then mixes it with the added messages, which would teach calibration
+    the wrong thing."""
+
+    call: CallFigures
+    output_tokens: int
+    delta_tokens: int = 0
+    learn: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What was appended since the last provider call (the estimate the next call checks)."""
+
+    tokens: int = 0  # as the gauge counts them (framing included)
+    framing_tokens: int = 0
+    fixed_tokens: int = 0  # images and other fixed amounts (not learnt from)
+    raw_text_tokens: float = 0.0  # estimate of the text before the model's correction
+    chars_by_class: Mapping[ContentClass, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionData:
+    info: SessionInfo
+    model: ModelInfo
+    messages: tuple[Message, ...]  # from the last compaction boundary, oldest first
+    message_tokens: Mapping[str, int]  # message id -> tokens as sent (framing, placeholders)
+    version: int
+    measured: Mapping[str, int] = field(default_factory=dict)  # system, tools, ... (last assembly)
+    measured_exact: bool = True
+    anchor: Anchor | None = None
+    added: Added = Added()
+    totals: Totals = Totals()
+    cost_by_model: Mapping[str, float] = field(default_factory=dict)
+    compactions: int = 0
+    errors: tuple[EstimateError, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    def used_tokens(self) -> tuple[int, bool]:
+        """(tokens the next request will consume, estimated?)."""
+        if self.anchor is not None:
+            return anchor_tokens(self.anchor, self.model) + self.added.tokens, False
+        whole = sum(self.measured.values()) + sum(self.message_tokens.values())
+        return whole, True
+
+
+def anchor_tokens(anchor: Anchor, model: ModelInfo) -> int:
+    """What the last call puts in the next request: its input (cached included) plus its
+    output as the gauge counts it, less reasoning the provider strips, plus known deltas."""
+    call = anchor.call
+    usage = Usage(
+        input_tokens=call.input_tokens,
+        output_tokens=anchor.output_tokens,
+        reasoning_tokens=call.reasoning_tokens,
+        cache_read_tokens=call.cache_read_tokens,
+        cache_write_tokens=call.cache_write_tokens,
+    )
+    dropped = min(call.reasoning_tokens, anchor.output_tokens) if model.strips_reasoning else 0
+    return predict_next_input(usage, 0, dropped) + anchor.delta_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Evolved:
+    """The next data, and what calibration may learn from the change (provider figures)."""
+
+    data: SessionData
+    samples: tuple[CalibrationSample, ...] = ()
+
+
+def evolve(data: SessionData, change: Change) -> Evolved:
+    """The session after `change`; the version moves on by one for every change."""
+    match change:
+        case AppendMessage():
+            return _append(data, change)
+        case PruneParts():
+            return Evolved(_prune(data, change))
+        case NewWindow():
+            return Evolved(_new_window(data, change))
+        case RecordMeasured():
+            measured = MappingProxyType(dict(change.measured))
+            return Evolved(
+                replace(
+                    data,
+                    measured=measured,
+                    measured_exact=change.exact,
+                    version=data.version + 1,
+                )
+            )
+        case UpdateInfo():
+            extra = {**data.info.extra, **change.extra}
+            extra = {k: v for k, v in extra.items() if v is not None}
+            title = change.title if change.title is not None else data.info.title
+            return Evolved(replace(data, info=replace(data.info, title=title, extra=extra)))
+    raise TypeError(f"not a change: {change!r}")
+
+
+def _append(data: SessionData, change: AppendMessage) -> Evolved:
+    message, counts = change.message, change.counts
+    tokens = {**data.message_tokens, message.id: counts.total}
+    messages = (*data.messages, message)
+    grown = replace(data, messages=messages, message_tokens=tokens, version=data.version + 1)
+    if message.usage is None:
+        added = data.added
+        chars = dict(added.chars_by_class)
+        for cls, n in counts.chars_by_class.items():
+            chars[cls] = chars.get(cls, 0) + n
+        return Evolved(
+            replace(
+                grown,
+                added=Added(
+                    tokens=added.tokens + counts.total,
+                    framing_tokens=added.framing_tokens + counts.framing,
+                    fixed_tokens=added.fixed_tokens + counts.fixed,
+                    raw_text_tokens=added.raw_text_tokens + counts.raw_text,
+                    chars_by_class=chars,
+                ),
+            )
+        )
+    return _call(grown, data, message, change)
+
+
+def _call(
+    grown: SessionData, before: SessionData, message: Message, change: AppendMessage
+) -> Evolved:
+    """An assistant message carrying the provider's usage: the gauge re-anchors on it."""
+    usage = message.usage
+    assert usage is not None
+    counts = change.counts
+    predicted = before.used_tokens()[0] if before.anchor is not None else None
+    actual = usage.context_tokens
+    errors = before.errors
+    error_pct = None
+    if predicted is not None and actual > 0 and change.learn:
+        error = EstimateError(predicted, actual)
+        errors = (*errors, error)[-ERROR_HISTORY:]
+        error_pct = error.error_pct
+    samples: list[CalibrationSample] = []
+    if before.anchor is not None and before.anchor.learn and change.learn:
+        added = before.added
+        # What the provider counted for the messages added since the last call.
+        actual_text = actual - anchor_tokens(before.anchor, before.model)
+        actual_text -= added.framing_tokens + added.fixed_tokens
+        samples.append(
+            CalibrationSample(dict(added.chars_by_class), added.raw_text_tokens, actual_text)
+        )
+    output = anchor_output(usage, counts.total - counts.framing)
+    if change.learn and output == usage.output_tokens and not counts.has_reasoning:
+        # The reply's visible text, counted by the provider itself.
+        samples.append(
+            CalibrationSample(dict(counts.chars_by_class), counts.raw_text, usage.output_tokens)
+        )
+    call = CallFigures(
+        message_id=message.id,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        predicted_tokens=predicted,
+        error_pct=error_pct,
+    )
+    model = message.model or grown.model.name
+    costs = dict(grown.cost_by_model)
+    costs[model] = costs.get(model, 0.0) + (message.cost_usd or 0.0)
+    next_data = replace(
+        grown,
+        anchor=Anchor(call, output),
+        added=Added(),
+        totals=add_usage(grown.totals, usage),
+        cost_by_model=costs,
+        errors=errors,
+    )
+    return Evolved(next_data, tuple(samples))
+
+
+def anchor_output(usage: Usage, content_tokens: int) -> int:
+    """The call's output as the gauge counts it. A reported output far below the message's own
+    count is a streaming snapshot, not the final figure (seen in real transcripts): the
+    message's count stands in for it."""
+    if usage.output_tokens < MEASURED_RULES.final_output_share * content_tokens:
+        return content_tokens
+    return max(usage.output_tokens, 0)
+
+
+def _prune(data: SessionData, change: PruneParts) -> SessionData:
+    wanted = change.part_ids
+    messages = []
+    tokens = dict(data.message_tokens)
+    anchor = data.anchor
+    # Messages up to the anchor's are inside the provider's last figure: their change moves
+    # the anchor; later ones were added since, and move what was added.
+    after_anchor = anchor is None
+    delta_anchor = delta_added = 0
+    for message in data.messages:
+        if message.id in change.message_tokens:
+            parts = tuple(
+                replace(sp, compacted_at=change.at)
+                if sp.id in wanted and sp.compacted_at is None
+                else sp
+                for sp in message.parts
+            )
+            message = replace(message, parts=parts)
+            new = change.message_tokens[message.id]
+            if after_anchor:
+                delta_added += new - tokens.get(message.id, 0)
+            else:
+                delta_anchor += new - tokens.get(message.id, 0)
+            tokens[message.id] = new
+        messages.append(message)
+        if anchor is not None and message.id == anchor.call.message_id:
+            after_anchor = True
+    added = data.added
+    if anchor is not None:
+        anchor = replace(anchor, delta_tokens=anchor.delta_tokens + delta_anchor, learn=False)
+        added = replace(added, tokens=added.tokens + delta_added)
+    compactions = data.compactions + 1
+    info = replace(data.info, compacted_at=change.at)
+    return replace(
+        data,
+        info=info,
+        messages=tuple(messages),
+        message_tokens=tokens,
+        anchor=anchor,
+        added=added,
+        compactions=compactions,
+        version=data.version + 1,
+    )
+
+
+def _new_window(data: SessionData, change: NewWindow) -> SessionData:
+    """A compaction boundary: the window restarts with the summary; the whole context is
+    counted again (no provider figure describes it yet)."""
+    message = change.message
+    return replace(
+        data,
+        info=replace(data.info, compacted_at=message.created_at),
+        messages=(message,),
+        message_tokens={message.id: change.tokens},
+        anchor=None,
+        added=Added(),
+        compactions=data.compactions + 1,
+        version=data.version + 1,
+    )
+
+
+def add_usage(totals: Totals, usage: Usage) -> Totals:
+    return replace(
+        totals,
+        calls=totals.calls + 1,
+        input_tokens=totals.input_tokens + usage.input_tokens,
+        output_tokens=totals.output_tokens + usage.output_tokens,
+        reasoning_tokens=totals.reasoning_tokens + usage.reasoning_tokens,
+        cache_read_tokens=totals.cache_read_tokens + usage.cache_read_tokens,
+        cache_write_tokens=totals.cache_write_tokens + usage.cache_write_tokens,
+    )

@@ -1,0 +1,168 @@
+"""SessionState: the one owner of a loaded session (gopls's Session/Snapshot, in our terms).
+
+Every change goes through `apply(change, if_version)` (or `apply_async` on the daemon's event
+loop): the version is checked, the next SessionData is computed by `core.session_data.evolve`,
+the change is persisted in ONE transaction, and only then is the new immutable data and its
+snapshot published. Readers take `data` / `snapshot`; they never see half an update, and
+nothing else writes a session's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from tokend.core.accounting import EstimateError
+from tokend.core.changes import (
+    AppendMessage,
+    Change,
+    NewWindow,
+    PruneParts,
+    RecordMeasured,
+    UpdateInfo,
+)
+from tokend.core.config import TokendConfig
+from tokend.core.errors import VersionConflict
+from tokend.core.gauge import gauge_snapshot
+from tokend.core.ports import Store
+from tokend.core.render_cache import RenderCache
+from tokend.core.session_data import Evolved, SessionData, evolve
+from tokend.core.snapshot import BudgetSnapshot
+
+T = TypeVar("T")
+Worker = Callable[[Callable[[], T]], Awaitable[T]]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    evolved: Evolved
+    snapshot: BudgetSnapshot
+    broadcast: bool  # False for changes that are reads to the user (measured context)
+
+
+class SessionState:
+    def __init__(self, data: SessionData, store: Store, config: Callable[[], TokendConfig]) -> None:
+        self._data = data
+        self._store = store
+        self._config = config
+        self._snapshot = gauge_snapshot(data, config())
+        self.render_cache = RenderCache()  # wire messages by id, for warm assemblies
+        self.lock = asyncio.Lock()  # serializes apply_async; reads never wait on it
+
+    @property
+    def id(self) -> str:
+        return self._data.id
+
+    @property
+    def data(self) -> SessionData:
+        return self._data
+
+    @property
+    def snapshot(self) -> BudgetSnapshot:
+        return self._snapshot
+
+    def refresh(self) -> BudgetSnapshot:
+        """Rebuild the snapshot after the workspace settings changed (no new version)."""
+        self._snapshot = gauge_snapshot(self._data, self._config())
+        return self._snapshot
+
+    def check_version(self, if_version: int | None) -> None:
+        if if_version is not None and if_version != self._data.version:
+            raise VersionConflict(
+                f"session {self.id} is at version {self._data.version}, not {if_version}: "
+                "fetch budget/snapshot and retry",
+                {"currentVersion": self._data.version},
+            )
+
+    def apply(self, change: Change, if_version: int | None = None) -> Applied:
+        """Check, evolve, persist (one transaction), publish; synchronously."""
+        self.check_version(if_version)
+        applied, persist = self._next(change)
+        persist()
+        return self._publish(applied)
+
+    async def apply_async(
+        self, change: Change, if_version: int | None, worker: Worker[None]
+    ) -> Applied:
+        """As apply, with the store write run by `worker` (off the event loop). Concurrent
+        calls are applied one at a time, each against the version the previous left."""
+        async with self.lock:
+            self.check_version(if_version)
+            applied, persist = self._next(change)
+            await worker(persist)
+            return self._publish(applied)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _next(self, change: Change) -> tuple[Applied, Callable[[], None]]:
+        before = self._data
+        evolved = evolve(before, change)
+        snapshot = gauge_snapshot(evolved.data, self._config())
+        extra = persisted_extra(evolved.data, snapshot)
+        data = replace(evolved.data, info=replace(evolved.data.info, extra=extra))
+        evolved = Evolved(data, evolved.samples)
+        fields: dict[str, Any] = {"extra": extra}
+        kwargs: dict[str, Any] = {}
+        if isinstance(change, AppendMessage | NewWindow):
+            kwargs["message"] = change.message
+        if isinstance(change, PruneParts):
+            kwargs["compacted_part_ids"] = change.part_ids
+            kwargs["compacted_at"] = change.at
+        if isinstance(change, PruneParts | NewWindow):
+            fields["compacted_at"] = data.info.compacted_at
+        if isinstance(change, UpdateInfo) and change.title is not None:
+            fields["title"] = change.title
+        store, session_id = self._store, before.id
+
+        def persist() -> None:
+            store.commit_change(session_id, session_fields=fields, **kwargs)
+
+        broadcast = not isinstance(change, RecordMeasured | UpdateInfo)
+        return Applied(evolved, snapshot, broadcast), persist
+
+    def _publish(self, applied: Applied) -> Applied:
+        data = applied.evolved.data
+        self._data = data
+        self._snapshot = applied.snapshot
+        return applied
+
+
+def persisted_extra(data: SessionData, snapshot: BudgetSnapshot | None) -> dict[str, Any]:
+    """The session row's `extra` after a change: what a reload needs that messages do not
+    hold (compactions, measured context, the estimate errors, a prune's delta on the anchor)
+    and, for session/list, the gauge's figures."""
+    extra: dict[str, Any] = dict(data.info.extra)
+    extra["compactions"] = data.compactions
+    extra["measured"] = dict(data.measured)
+    extra["measuredExact"] = data.measured_exact
+    extra["errors"] = [[e.predicted, e.actual] for e in data.errors]
+    anchor = data.anchor
+    if anchor is not None:
+        extra["anchorDelta"] = {"messageId": anchor.call.message_id, "tokens": anchor.delta_tokens}
+    else:
+        extra.pop("anchorDelta", None)
+    if snapshot is not None:
+        extra["gauge"] = {
+            "usedTokens": snapshot.used_tokens,
+            "usedPercentage": snapshot.used_percentage,
+            "contextWindow": snapshot.context_window,
+            "estimated": snapshot.estimated,
+            "version": snapshot.version,
+            "model": snapshot.model,
+        }
+    return extra
+
+
+def restored_errors(extra: Mapping[str, Any]) -> tuple[EstimateError, ...]:
+    """The persisted estimate errors (malformed entries are skipped)."""
+    errors = []
+    for item in extra.get("errors") or ():
+        if (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in item)
+        ):
+            errors.append(EstimateError(item[0], item[1]))
+    return tuple(errors)
