@@ -89,7 +89,7 @@ async def test_bad_input_gets_stable_codes_and_server_keeps_serving(server: Proc
     }
     with pytest.raises(RpcError) as neg:
         await server.request("session/append", negative)
-    assert neg.value.code == -32602 and "negative" in neg.value.message
+    assert neg.value.code == -32602 and "must be an integer from 0" in neg.value.message
 
     with pytest.raises(RpcError) as missing_field:
         await server.request("session/append", {"sessionId": sid, "message": {"role": "user"}})

@@ -31,8 +31,9 @@ def test_versions_never_go_back_across_restarts_and_compactions(url):
     for i in range(10):
         _tool_turn(service, sid, i)
         seen.append(service.snapshot(sid).version)
+    read = service.snapshot(sid).version
     assemble_context(service, sid, AssembleInput(system="Be brief."))
-    seen.append(service.snapshot(sid).version)
+    assert service.snapshot(sid).version == read  # an assembly is a read
     compact(service, sid, "prune")
     seen.append(service.snapshot(sid).version)
     service.append_boundary(sid, "summary of the work so far")

@@ -12,8 +12,8 @@ from tokend.core.framing import (
     ANTHROPIC_TOOL_PROMPT_AUTO,
     ANTHROPIC_TOOL_PROMPT_FORCED,
     REPLY_PRIMING,
-    conversation_overhead,
     message_overhead,
+    reply_priming,
     openai_tool_lines,
     tool_schemas_tokens,
 )
@@ -45,8 +45,7 @@ def test_message_framing_follows_the_cookbook() -> None:
     assert message_overhead("user", "openai") == 3
     assert message_overhead("user", "openai", has_name=True) == 4
     assert REPLY_PRIMING == 3
-    assert conversation_overhead(0, "openai") == 0
-    assert conversation_overhead(4, "openai", named=1) == 4 * 3 + 1 + 3
+    assert reply_priming("openai") == 3 and reply_priming("anthropic") == 0
 
 
 def test_openai_tool_cost_uses_the_measured_constants() -> None:

@@ -82,6 +82,7 @@ class AssemblyRequest:
     chat_files: Sequence[FileText] = ()
     reminder: CountedText | None = None
     message_overhead: Callable[[Message], int] = no_overhead  # framing tokens per message
+    reply_priming_tokens: int = 0  # the request's reply priming, counted in "current"
     count: Callable[[str], int] | None = None
     pruned_result_tokens: int | None = None  # count of PRUNED_TOOL_RESULT
     render_cache: RenderCache | None = None
@@ -137,6 +138,7 @@ def assemble(request: AssemblyRequest) -> Assembly:
     pruned_tokens = _pruned_tokens(req)
     for name, messages in groups.items():
         tokens[name] = _messages_tokens(messages, req, pruned_tokens)
+    tokens["current"] += req.reply_priming_tokens
     warnings: list[str] = []
     total = sum(tokens.values()) - tokens["reminder"]
     if tokens["reminder"]:

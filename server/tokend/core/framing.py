@@ -54,12 +54,10 @@ def message_overhead(role: str, provider: str | None, has_name: bool = False) ->
     return TOKENS_PER_MESSAGE + (TOKENS_PER_NAME if has_name else 0)
 
 
-def conversation_overhead(message_count: int, provider: str | None, named: int = 0) -> int:
-    """Framing tokens of a whole request: every message's framing plus the reply priming."""
-    if message_count <= 0:
-        return 0
-    del provider
-    return message_count * TOKENS_PER_MESSAGE + named * TOKENS_PER_NAME + REPLY_PRIMING
+def reply_priming(provider: str | None) -> int:
+    """Tokens a request spends priming the reply: OpenAI's <|start|>assistant<|message|> (3);
+    Anthropic documents none (its measured per-message framing covers what there is)."""
+    return 0 if provider_family(provider) == "anthropic" else REPLY_PRIMING
 
 
 # --------------------------------------------------------------------------- tool definitions

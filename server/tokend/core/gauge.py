@@ -16,7 +16,8 @@ def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
     """The snapshot of `data` under the session's workspace settings `config`."""
     used, estimated = data.used_tokens()
     basis = "exact" if data.measured_exact else "estimate"
-    messages_tokens = sum(data.message_tokens.values()) if estimated else None
+    # Counted whole, the messages' share includes the reply priming (framing of the request).
+    messages_tokens = used - sum(data.measured.values()) if estimated else None
     items, warnings = breakdown(used, data.measured, messages_tokens, measured_basis=basis)
     model = data.model
     window = model.context_window

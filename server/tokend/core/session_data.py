@@ -24,6 +24,7 @@ from tokend.core.changes import (
     RecordMeasured,
     UpdateInfo,
 )
+from tokend.core.framing import reply_priming
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import CallFigures, Totals
 from tokend.core.types import ContentClass, Message, SessionInfo, Usage
@@ -84,7 +85,8 @@ class SessionData:
         if self.anchor is not None:
             return anchor_tokens(self.anchor, self.model) + self.added.tokens, False
         whole = sum(self.measured.values()) + sum(self.message_tokens.values())
-        return whole, True
+        # A request also primes the reply; an empty session has no request yet.
+        return whole + (reply_priming(self.model.provider) if whole else 0), True
 
 
 def anchor_tokens(anchor: Anchor, model: ModelInfo) -> int:
@@ -111,7 +113,8 @@ class Evolved:
 
 
 def evolve(data: SessionData, change: Change) -> Evolved:
-    """The session after `change`; the version moves on by one for every change."""
+    """The session after `change`. The version moves on by one for every change of the
+    conversation; recording what an assembly measured, or the session's title, is not one."""
     match change:
         case AppendMessage():
             return _append(data, change)
@@ -121,14 +124,7 @@ def evolve(data: SessionData, change: Change) -> Evolved:
             return Evolved(_new_window(data, change))
         case RecordMeasured():
             measured = MappingProxyType(dict(change.measured))
-            return Evolved(
-                replace(
-                    data,
-                    measured=measured,
-                    measured_exact=change.exact,
-                    version=data.version + 1,
-                )
-            )
+            return Evolved(replace(data, measured=measured, measured_exact=change.exact))
         case UpdateInfo():
             extra = {**data.info.extra, **change.extra}
             extra = {k: v for k, v in extra.items() if v is not None}
@@ -282,7 +278,7 @@ def _new_window(data: SessionData, change: NewWindow) -> SessionData:
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
-        version=data.version + 1,
+        version=data.version + 2,  # a message and a compaction (as a reload counts them)
     )
 
 

@@ -22,6 +22,7 @@ from tokend.core.types import (
     Usage,
 )
 from tokend.lsp import wire
+from tokend.service.service import SessionGauge
 
 PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file")
 
@@ -155,7 +156,7 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
     )
 
 
-def to_wire_session_summary(info: SessionInfo, s: BudgetSnapshot) -> wire.SessionSummaryWire:
+def to_wire_session_summary(info: SessionInfo, gauge: SessionGauge) -> wire.SessionSummaryWire:
     return wire.SessionSummaryWire(
         session_id=info.id,
         model=info.model,
@@ -163,7 +164,8 @@ def to_wire_session_summary(info: SessionInfo, s: BudgetSnapshot) -> wire.Sessio
         workspace_uri=info.workspace_uri,
         created_at=info.created_at.isoformat(),
         updated_at=info.updated_at.isoformat(),
-        used_tokens=s.used_tokens,
-        used_percentage=s.used_percentage,
-        context_window=s.context_window,
+        used_tokens=gauge.used_tokens,
+        used_percentage=gauge.used_percentage,
+        context_window=gauge.context_window,
+        estimated=gauge.estimated,
     )

@@ -7,7 +7,9 @@ malformed part gets a precise message.
 
 from __future__ import annotations
 
+import json
 import re
+import typing
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -39,7 +41,76 @@ def _make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(attrs.has, structure_factory)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    # JSON types are taken as sent: "5", 5.5 and true are not token counts.
+    conv.register_structure_hook(int, _strict_int)
+    conv.register_structure_hook(str, _strict_str)
+    conv.register_structure_hook(bool, _strict_bool)
+    literal: Any = Literal
+    conv.register_structure_hook_func(lambda t: typing.get_origin(t) is literal, _strict_literal)
     return conv
+
+
+MAX_WIRE_INT = 2**31 - 1
+"""The largest integer (tokens, versions) a request may carry; see protocol.md."""
+
+
+class WireValueError(ValueError):
+    """A value of the wrong JSON type or range; its text is shown to the user as is."""
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _strict_int(value: Any, _type: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise WireValueError(f"must be an integer, not {_json_type(value)}")
+    if not 0 <= value <= MAX_WIRE_INT:
+        raise WireValueError(f"must be an integer from 0 to {MAX_WIRE_INT:,}, not {value:,}")
+    return value
+
+
+def _strict_str(value: Any, _type: Any) -> str:
+    if not isinstance(value, str):
+        raise WireValueError(f"must be a string, not {_json_type(value)}")
+    return value
+
+
+def _strict_bool(value: Any, _type: Any) -> bool:
+    if not isinstance(value, bool):
+        raise WireValueError(f"must be true or false, not {_json_type(value)}")
+    return value
+
+
+def _strict_literal(value: Any, literal: Any) -> Any:
+    allowed = typing.get_args(literal)
+    if value not in allowed or not isinstance(value, str):
+        shown = ", ".join(f'"{a}"' for a in allowed)
+        raise WireValueError(f"must be one of {shown}, not {json.dumps(value)}")
+    return value
+
+
+def _format_error(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, WireValueError):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return "is required"
+    if isinstance(exc, TypeError | ValueError) and type_ is not None:
+        name = getattr(type_, "__name__", None)
+        return f"must be {'an object' if attrs.has(type_) else name or 'valid'}"
+    return "is invalid"
 
 
 converter = _make_converter()
@@ -54,16 +125,19 @@ def from_wire(cls: type[T], params: Any) -> T:
     try:
         return converter.structure(params, cls)
     except cattrs.ClassValidationError as exc:
-        details = "; ".join(_wire_path(m) for m in cattrs.transform_error(exc, path="params"))
+        messages = cattrs.transform_error(exc, path="params", format_exception=_format_error)
+        details = "; ".join(_wire_path(m) for m in messages)
         raise InvalidParams(f"invalid params: {details}") from None
 
 
 def _wire_path(message: str) -> str:
-    """cattrs names fields as Python spells them; the user wrote them in camelCase."""
+    """ "params.message.usage.input_tokens must be ..." as the user wrote it (camelCase),
+    without the "params." prefix."""
     text, at, path = message.rpartition(" @ ")
     if not at:
         return message
-    return f"{text} @ " + re.sub(r"(?<=\.)[a-z_]+", lambda m: camel(m.group(0)), path)
+    path = re.sub(r"(?<=\.)[a-z_]+", lambda m: camel(m.group(0)), path)
+    return f"{path.removeprefix('params.')} {text}"
 
 
 def to_wire(value: Any) -> Any:
@@ -247,3 +321,4 @@ class SessionSummaryWire:
     used_tokens: int
     used_percentage: float
     context_window: int
+    estimated: bool

@@ -9,7 +9,7 @@ from typing import Any
 from tokend.core.assemble import Assembly, AssemblyRequest, assemble
 from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
-from tokend.core.framing import message_overhead, tool_schemas_tokens
+from tokend.core.framing import message_overhead, reply_priming, tool_schemas_tokens
 from tokend.service.service import TokendService
 
 
@@ -43,8 +43,10 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
     examples = [_example(i, e, count) for i, e in enumerate(inp.examples)]
     read_only, chat = files(inp.read_only_files), files(inp.chat_files)
     repo_map = counted(inp.repo_map)
-    system_tokens = count(inp.system) if inp.system else 0
     overhead = message_overhead("user", provider)  # the same for every role
+    # OpenAI sends the system prompt as a message (framed); Anthropic as a separate field.
+    system_framing = overhead if inp.format == "openai" else 0
+    system_tokens = count(inp.system) + system_framing if inp.system else 0
     tools_tokens = tool_schemas_tokens(list(inp.tools), count, provider) if inp.tools else 0
     request = AssemblyRequest(
         format=inp.format,  # type: ignore[arg-type]  # assemble() refuses unknown formats
@@ -60,6 +62,7 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
         chat_files=chat,
         reminder=counted(inp.reminder),
         message_overhead=lambda _message: overhead,
+        reply_priming_tokens=reply_priming(provider) if inp.format == "openai" else 0,
         count=count,
         pruned_result_tokens=counter.pruned_tokens(),
         render_cache=state.render_cache,

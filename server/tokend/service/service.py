@@ -12,7 +12,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -370,6 +370,30 @@ class TokendService:
         """Sessions from the store (their `extra["gauge"]` holds the persisted gauge)."""
         return self.store.list_sessions(workspace_uri)
 
+    def session_gauges(
+        self, workspace_uri: str | None = None
+    ) -> list[tuple[SessionInfo, SessionGauge]]:
+        """Every session with its gauge, newest first, without loading them: a loaded session
+        gives its live snapshot, others the figures persisted with their last change (a
+        session stored before those were persisted is loaded once)."""
+        listed = []
+        for info in self.store.list_sessions(workspace_uri):
+            state = self._sessions.get(info.id)
+            saved = info.extra.get("gauge")
+            if state is not None:
+                gauge = SessionGauge.of(state.snapshot)
+            elif isinstance(saved, dict) and _is_gauge(saved):
+                gauge = SessionGauge(
+                    saved["usedTokens"],
+                    float(saved["usedPercentage"]),
+                    saved["contextWindow"],
+                    bool(saved.get("estimated", True)),
+                )
+            else:
+                gauge = SessionGauge.of(self.snapshot(info.id))
+            listed.append((info, gauge))
+        return listed
+
     def input_limit(self, data: SessionData) -> int:
         """Tokens a request may hold: the window less the output reserve, and less the safety
         margin when counts are estimates (no local tokenizer for the model)."""
@@ -405,6 +429,32 @@ class TokendService:
         self._pool.shutdown(wait=True)
         self._save_calibration()
         self.store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionGauge:
+    """The gauge's headline figures of a session (tokens; percent of the window)."""
+
+    used_tokens: int
+    used_percentage: float
+    context_window: int
+    estimated: bool
+
+    @classmethod
+    def of(cls, snapshot: BudgetSnapshot) -> SessionGauge:
+        return cls(
+            snapshot.used_tokens,
+            snapshot.used_percentage,
+            snapshot.context_window,
+            snapshot.estimated,
+        )
+
+
+def _is_gauge(saved: dict[str, object]) -> bool:
+    return all(
+        isinstance(saved.get(key), int | float) and not isinstance(saved.get(key), bool)
+        for key in ("usedTokens", "usedPercentage", "contextWindow")
+    )
 
 
 def _check_message(

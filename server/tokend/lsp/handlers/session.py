@@ -60,8 +60,8 @@ def register(server: TokendServer) -> None:
     def list_sessions(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionListParams, params)
         items = [
-            to_wire_session_summary(info, ls.service.snapshot(info.id))
-            for info in ls.service.list_sessions(p.workspace_uri)
+            to_wire_session_summary(info, gauge)
+            for info, gauge in ls.service.session_gauges(p.workspace_uri)
         ]
         return {"sessions": wire.to_wire(items)}
 
