@@ -28,6 +28,7 @@ class PartCounts:
     raw_text: float = 0.0
     chars_by_class: Mapping[ContentClass, int] = field(default_factory=dict)
     has_reasoning: bool = False
+    partial: bool = False  # counting stopped early: the counts are lower bounds
 
     @property
     def total(self) -> int:

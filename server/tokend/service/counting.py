@@ -19,6 +19,7 @@ from tokend.core.estimate import classify, estimate_tokens, image_tokens
 from tokend.core.framing import message_overhead
 from tokend.core.ports import CountCache, TokenCounter
 from tokend.core.render import PRUNED_TOOL_RESULT, part_content_hint, part_text
+from tokend.core.text_chunks import CHUNK_CHARS, count_chunks
 from tokend.core.types import ContentClass, ImagePart, Part, ReasoningPart, Role, StoredPart
 from tokend.core.wire_formats import WireFormat, default_format, part_is_sent
 
@@ -41,6 +42,17 @@ class ModelCounter:
     def count_text(self, text: str) -> int:
         return self.count_texts([text])[0]
 
+    def count_long(self, text: str, stop_above: int | None = None) -> tuple[int, bool]:
+        """(tokens of a long text, whole?): counted piece by piece (core.text_chunks), so no
+        single call holds the interpreter for long, stopping once `stop_above` is passed
+        (then the count is a lower bound and `whole` is False)."""
+        total = 0
+        for piece in count_chunks(text):
+            total += self.count_texts([piece])[0]
+            if stop_above is not None and total > stop_above:
+                return total, False
+        return total, True
+
     def count_texts(self, texts: Sequence[str]) -> list[int]:
         if self._exact is None:
             ratios = self._calibrator.ratios(self.model.name)
@@ -58,9 +70,13 @@ class ModelCounter:
         known: Sequence[int | None] | None = None,
         *,
         for_learning: bool = True,
+        stop_above: int | None = None,
     ) -> PartCounts:
         """Counts of a message's parts; `known` holds counts already cached per part (None:
-        count it). Without `for_learning`, known parts are not estimated again for raw_text."""
+        count it). Without `for_learning`, known parts are not estimated again for raw_text. With
+        `stop_above`, exact counting may stop once the message is known to exceed it (the
+        counts are then lower bounds: `partial`)."""
+        partial = False
         texts = [part_text(p) for p in parts]
         sent = tuple(part_is_sent(p, role, self.format) for p in parts)
         classes = [
@@ -85,8 +101,17 @@ class ModelCounter:
                     tokens[i] = _corrected(raw, factor)
         else:
             todo = [i for i, t in enumerate(tokens) if t is None]
-            for i, n in zip(todo, self.count_texts([texts[i] for i in todo]), strict=True):
+            short = [i for i in todo if len(texts[i]) <= CHUNK_CHARS]
+            for i, n in zip(short, self.count_texts([texts[i] for i in short]), strict=True):
                 tokens[i] = n
+            counted = sum(t for t in tokens if t is not None)
+            for i in (i for i in todo if len(texts[i]) > CHUNK_CHARS):
+                room = None if stop_above is None else stop_above - counted
+                tokens[i], whole = self.count_long(texts[i], room)
+                counted += tokens[i] or 0
+                if not whole:
+                    partial = True
+                    break
         fixed = 0
         chars: dict[ContentClass, int] = {}
         for i, part in enumerate(parts):
@@ -105,6 +130,7 @@ class ModelCounter:
             raw_text=raw_text,
             chars_by_class=chars,
             has_reasoning=any(isinstance(p, ReasoningPart) for p in parts),
+            partial=partial,
         )
 
     def pruned_tokens(self) -> int:

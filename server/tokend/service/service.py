@@ -193,13 +193,14 @@ class TokendService:
         """Validate and count a message (pure of session state; safe in a worker thread)."""
         _check_message(data, role, parts, usage)
         counter = self.counter(data.model)
-        counts = counter.count_parts(role, parts)
         limit = self.input_limit(data)
+        counts = counter.count_parts(role, parts, stop_above=limit)
         if counts.total > limit:
+            size = f"at least {counts.total:,}" if counts.partial else f"{counts.total:,}"
             raise MessageTooLarge(
-                f"the message is {counts.total:,} tokens but a {data.model.name} request holds at "
+                f"the message is {size} tokens but a {data.model.name} request holds at "
                 f"most {limit:,} input tokens: split it, or attach the file by path",
-                {"tokens": counts.total, "limit": limit},
+                {"tokens": counts.total, "limit": limit, "partial": counts.partial},
             )
         now = self.clock.now()
         stored = tuple(

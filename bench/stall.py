@@ -1,0 +1,188 @@
+"""Nobody waits behind another connection's work: `budget/snapshot` latency on one connection
+while another connection appends a 30 MB tool result, on the real `tokend serve`.
+
+Measured in one run, on this checkout and on the baseline revision (the main before session
+state moved to one owner per session, where every append ran on the event loop), each a real
+daemon on a private temp dir:
+  idle      snapshot round trips with nothing else going on
+  stalled   snapshot round trips sent back to back while the 30 MB append is in flight
+plus how long the append took (gpt-4o refuses it as too large after counting it: the case the
+review measured) and the daemon's RSS before and after.
+
+`python -m bench.stall` prints the section.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.daemon import _Processes, _rss_mib, _unix_client
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE_REV = "5a9021a"  # main before "One owner per session"
+BIG_BYTES = 30 * 1024 * 1024
+IDLE_ROUND_TRIPS = 500
+ROUNDS = int(os.environ.get("BENCH_STALL_ROUNDS", "3"))
+
+
+def _big_output() -> str:
+    line = "src/module_{:05d}.c:120:7: warning: unused variable 'tmp' [-Wunused-variable]\n"
+    out, size, i = [], 0, 0
+    while size < BIG_BYTES:
+        text = line.format(i)
+        out.append(text)
+        size += len(text)
+        i += 1
+    return "".join(out)
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, round(share * len(ordered)) - 1))]
+
+
+def _one_round(server_dir: Path, big: str) -> dict[str, Any]:
+    base = Path(tempfile.mkdtemp(prefix="tokend-stall-"))
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(server_dir),
+        "XDG_RUNTIME_DIR": str(base / "run"),
+        "XDG_DATA_HOME": str(base / "data"),
+        "XDG_STATE_HOME": str(base / "state"),
+        "XDG_CONFIG_HOME": str(base / "config"),
+        "XDG_CACHE_HOME": str(base / "cache"),
+        "TOKEND_DATABASE_URL": f"sqlite:///{base}/tokend.sqlite3",
+    }
+    (base / "run").mkdir(mode=0o700)
+    procs = _Processes(base, env)
+    try:
+        sock = base / "run" / "tokend.sock"
+        daemon = procs.daemon(sock)
+        reader, writer = _unix_client(sock, "reader"), _unix_client(sock, "writer")
+        watched = reader.request("session/create", {"model": "gpt-4o"})["sessionId"]
+        reader.request(
+            "session/append",
+            {"sessionId": watched, "message": {"role": "user", "parts": [{"type": "text", "text": "hi"}]}},
+        )
+        target = writer.request("session/create", {"model": "gpt-4o"})["sessionId"]
+        call = {"type": "toolCall", "callId": "c1", "name": "bash", "input": {"cmd": "make"}}
+        writer.request(
+            "session/append",
+            {"sessionId": target, "message": {"role": "assistant", "parts": [call]}},
+        )
+        idle = []
+        for _ in range(IDLE_ROUND_TRIPS):
+            started = time.perf_counter()
+            reader.request("budget/snapshot", {"sessionId": watched})
+            idle.append((time.perf_counter() - started) * 1000)
+        rss_before = _rss_mib(daemon.pid)
+        result = {"type": "toolResult", "callId": "c1", "name": "bash", "output": big}
+        started_append = time.perf_counter()
+        request_id = writer.start_request(
+            "session/append", {"sessionId": target, "message": {"role": "tool", "parts": [result]}}
+        )
+        stalled: list[float] = []
+        while not select.select([writer.read_fd], [], [], 0)[0] or not _answered(writer, request_id):
+            started = time.perf_counter()
+            reader.request("budget/snapshot", {"sessionId": watched})
+            stalled.append((time.perf_counter() - started) * 1000)
+        append_s = time.perf_counter() - started_append
+        time.sleep(1.0)
+        rss_after = _rss_mib(daemon.pid)
+        reader.close()
+        writer.close()
+        return {
+            "idle": idle,
+            "stalled": stalled,
+            "append_s": append_s,
+            "rss_before": rss_before,
+            "rss_after": rss_after,
+        }
+    finally:
+        procs.stop_all()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _answered(client: Any, request_id: int) -> bool:
+    """True once the reply to `request_id` (result or error) has arrived."""
+    while True:
+        chunk = os.read(client.read_fd, 1 << 20)
+        if not chunk:
+            raise EOFError("the daemon closed the writer's connection")
+        client.buffer += chunk
+        if not select.select([client.read_fd], [], [], 0)[0]:
+            break
+    marker = b'"id": %d' % request_id
+    compact = b'"id":%d' % request_id
+    return marker in client.buffer or compact in client.buffer
+
+
+def _baseline_tree() -> Path | None:
+    target = Path(tempfile.mkdtemp(prefix="tokend-baseline-"))
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target), BASELINE_REV],
+        capture_output=True,
+        text=True,
+    )
+    return target if done.returncode == 0 else None
+
+
+def _summary(rounds: list[dict[str, Any]]) -> dict[str, float]:
+    idle = [v for r in rounds for v in r["idle"]]
+    stalled = [v for r in rounds for v in r["stalled"]]
+    return {
+        "idle_p50": statistics.median(idle),
+        "idle_p99": _percentile(idle, 0.99),
+        "n": len(stalled),
+        "p50": statistics.median(stalled),
+        "p99": _percentile(stalled, 0.99),
+        "max": max(stalled),
+        "append_s": statistics.median(r["append_s"] for r in rounds),
+        "rss_growth": statistics.median(r["rss_after"] - r["rss_before"] for r in rounds),
+    }
+
+
+def run() -> str:
+    big = _big_output()
+    ours = _summary([_one_round(ROOT / "server", big) for _ in range(ROUNDS)])
+    baseline_dir = _baseline_tree()
+    base = None
+    if baseline_dir is not None:
+        try:
+            base = _summary([_one_round(baseline_dir / "server", big) for _ in range(ROUNDS)])
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline_dir)])
+    lines = [
+        "### Nobody waits behind a 30 MB append (bench/stall.py)\n",
+        f"One connection appends a {BIG_BYTES >> 20} MB tool result to a gpt-4o session (refused as too",
+        "large once counted); another sends `budget/snapshot` back to back meanwhile. Milliseconds;",
+        f"{ROUNDS} rounds pooled; baseline = main at {BASELINE_REV} (all work on the event loop).\n",
+        "| | snapshot idle p50 / p99 | snapshots during the append | p50 | p99 | max | append took | RSS after - before |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in (("tokend", ours), (f"baseline {BASELINE_REV}", base)):
+        if s is None:
+            lines.append(f"| {name} | (baseline revision not available in this clone) |||||||")
+            continue
+        lines.append(
+            f"| {name} | {s['idle_p50']:.2f} / {s['idle_p99']:.2f} | {s['n']} | {s['p50']:.2f} | "
+            f"{s['p99']:.2f} | {s['max']:.1f} | {s['append_s']:.2f} s | {s['rss_growth']:+.0f} MiB |"
+        )
+    if base is not None:
+        lines.append(
+            f"\np99 during the append: {ours['p99']:.2f} ms vs {base['p99']:.1f} ms "
+            f"(x{base['p99'] / ours['p99']:.0f} better); goal <= 5 ms."
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(run())
