@@ -142,3 +142,18 @@ def test_damaged_state_degrades_to_bounded_values(state) -> None:
         assert MIN_CHARS_PER_TOKEN <= ratio <= MAX_CHARS_PER_TOKEN
     assert MIN_CORRECTION <= calibrator.correction("m") <= MAX_CORRECTION
     assert calibrator.samples("m") >= 0
+
+
+def test_an_implausible_sample_is_refused_not_learnt():
+    from tokend.core.calibration import Calibrator
+    from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
+    from tokend.core.types import ContentClass
+
+    calibrator = Calibrator(DEFAULT_CHARS_PER_TOKEN)
+    before = calibrator.to_state()
+    # 10,000 chars of JSON estimated at 3,000 tokens "really" cost 100,000: a miscounted usage.
+    assert not calibrator.observe("claude-x", {ContentClass.JSON: 10_000}, 3_000, 100_000)
+    assert not calibrator.observe("claude-x", {ContentClass.JSON: 100_000}, 30_000, 1_000)
+    assert calibrator.to_state() == before
+    assert calibrator.observe("claude-x", {ContentClass.JSON: 10_000}, 3_000, 3_300)
+    assert calibrator.ratios("claude-x")[ContentClass.JSON] < DEFAULT_CHARS_PER_TOKEN[ContentClass.JSON]
