@@ -1,4 +1,4 @@
-"""The two file readers behind the catalog and config: litellm's JSON and the TOML layers.
+"""The two file readers behind the catalog and config: the catalog JSON and the TOML layers.
 
 Real files in tmp_path; XDG folders point into tmp (tests/conftest.py), so platformdirs finds the
 test's own user config.
@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tokend.adapters.catalog_source import LitellmEntries, find_litellm_json, load_catalog
+from tokend.adapters import catalog_source
+from tokend.adapters.catalog_source import (
+    LitellmEntries,
+    find_catalog_json,
+    find_litellm_json,
+    load_catalog,
+)
 from tokend.adapters.config_files import (
     load_config,
     read_user_config,
@@ -27,8 +33,7 @@ def test_the_installed_litellm_json_is_found_without_importing_litellm() -> None
     import sys
 
     path = find_litellm_json()
-    if path is None:
-        pytest.skip("litellm is not installed")
+    assert path is not None, "litellm is not installed: run scripts/bootstrap"
     assert path.name == "model_prices_and_context_window_backup.json"
     assert "litellm" not in sys.modules
     assert load_catalog().get("gpt-4o").context_window == 128_000
@@ -47,6 +52,33 @@ def test_entries_are_read_once_even_from_many_threads(tmp_path: Path) -> None:
     assert len({id(mapping) for mapping in seen}) == 1
     path.unlink()  # read already: a later get does not need the file
     assert entries.get()["m"]["max_input_tokens"] == 1000
+
+
+def test_the_packaged_catalog_comes_before_litellms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    packaged = tmp_path / "tokend" / "data" / "model_prices_and_context_window_backup.json"
+    packaged.parent.mkdir(parents=True)
+    packaged.write_text(json.dumps({"packaged-llm": {"mode": "chat", "max_input_tokens": 9000}}))
+    monkeypatch.setattr(catalog_source, "packaged_catalog", lambda: packaged)
+    assert find_catalog_json() == packaged
+    assert load_catalog(entries=LitellmEntries()).get("packaged-llm").context_window == 9000
+    monkeypatch.setattr(catalog_source, "packaged_catalog", lambda: None)
+    assert find_catalog_json() == find_litellm_json()  # a checkout: litellm's copy
+
+
+def test_no_catalog_at_all_says_how_to_get_one(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(catalog_source, "packaged_catalog", lambda: None)
+    monkeypatch.setattr(catalog_source, "find_litellm_json", lambda: None)
+    with caplog.at_level(logging.WARNING):
+        catalog = load_catalog(entries=LitellmEntries())
+    assert "was not found" in caplog.text and "pipx" in caplog.text
+    with pytest.raises(UnknownModel) as caught:
+        catalog.get("gpt-4o")
+    assert "catalog itself is missing" in caught.value.message
+    assert "scripts/bootstrap" in caught.value.message
 
 
 def test_missing_json_leaves_only_configured_models(
@@ -73,8 +105,6 @@ def test_corrupt_json_is_a_warning_not_a_crash(
 
 
 def test_workspace_model_table_beats_user_table_beats_litellm(tmp_path: Path) -> None:
-    if find_litellm_json() is None:
-        pytest.skip("litellm is not installed")
     user_path = user_config_path()
     user_path.parent.mkdir(parents=True)
     user_path.write_text(

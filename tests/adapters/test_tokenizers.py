@@ -20,6 +20,7 @@ from tokend.adapters.tokenizers import (
     find_vocabulary,
     litellm_tokenizers_dir,
     load_encoding,
+    vocabulary_search_dirs,
 )
 from tokend.core.errors import TokenizerUnavailable
 from tokend.core.estimate import EstimateCounter, estimate_tokens
@@ -32,21 +33,31 @@ O200K = VOCABULARIES["o200k_base"]
 @pytest.fixture
 def bundled() -> Path:
     folder = litellm_tokenizers_dir()
-    if folder is None or not (folder / O200K.cache_file).is_file():
-        pytest.skip("litellm's wheel (the bundled vocabularies) is not installed")
+    assert folder is not None and (folder / O200K.cache_file).is_file(), (
+        "litellm's wheel (the vocabularies a checkout uses) is not installed: run scripts/bootstrap"
+    )
     return folder
 
 
 @pytest.fixture
 def nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No env folders, an empty default tiktoken cache, fresh per-process encodings."""
+    """No env folders, an empty default tiktoken cache, no packaged data (a checkout has none),
+    fresh per-process encodings."""
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
     monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
     empty_tmp = tmp_path / "tmp"
     empty_tmp.mkdir()
     monkeypatch.setattr(tokenizers.tempfile, "gettempdir", lambda: str(empty_tmp))
+    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: None)
     monkeypatch.setattr(tokenizers, "_encodings", {})
     return tmp_path
+
+
+def _copy_vocabularies(source: Path, folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for vocabulary in VOCABULARIES.values():
+        shutil.copy(source / vocabulary.cache_file, folder / vocabulary.cache_file)
+    return folder
 
 
 def test_resolves_from_tiktoken_cache_dir(
@@ -83,11 +94,37 @@ def test_a_corrupt_copy_is_skipped_not_deleted(
     assert (cache / O200K.cache_file).read_bytes() == b"truncated download"
 
 
-def test_nothing_found_says_how_to_fix_it(nowhere: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_search_order_puts_the_packaged_copy_between_tiktoken_and_litellm(
+    nowhere: Path, bundled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    packaged = _copy_vocabularies(
+        bundled, nowhere / "site-packages" / "tokend" / "data" / "tiktoken"
+    )
+    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: packaged)
+    assert find_vocabulary("o200k_base") == packaged  # before litellm's copy
+    assert TiktokenCounter("cl100k_base").count("hello world") == 2
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(nowhere / "env"))
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(nowhere / "gym"))
+    assert vocabulary_search_dirs() == [
+        nowhere / "env",
+        nowhere / "gym",
+        nowhere / "tmp" / "data-gym-cache",
+        packaged,
+        bundled,
+    ]
+    tiktoken_cache = _copy_vocabularies(bundled, nowhere / "tmp" / "data-gym-cache")
+    assert find_vocabulary("o200k_base") == tiktoken_cache  # tiktoken's own cache comes first
+
+
+def test_nothing_found_says_what_fails_and_how_to_fix_it(
+    nowhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tokenizers, "litellm_tokenizers_dir", lambda: None)
     with pytest.raises(TokenizerUnavailable) as caught:
         TiktokenCounter("o200k_base").count("hello")
     message = caught.value.message
+    assert "fails" in message and "estimate" not in message  # nothing falls back silently
+    assert "pip install" in message and "pipx install" in message
     assert "TIKTOKEN_CACHE_DIR" in message and "litellm" in message
     assert O200K.cache_file in message
     assert caught.value.code == -32004

@@ -6,10 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.adapters.catalog_source import LitellmEntries
+from tokend.adapters.catalog_source import LitellmEntries, load_catalog
+from tokend.adapters.tokenizers import VOCABULARIES
 from tokend.core.catalog import (
+    ENCODINGS,
     Catalog,
     ModelInfo,
+    PriceTier,
     TokenPrices,
     parse_litellm_entry,
     tokenizer_for,
@@ -23,8 +26,7 @@ from tokend.core.types import Usage
 @pytest.fixture(scope="module")
 def litellm() -> object:
     entries = LitellmEntries().get()
-    if not entries:
-        pytest.skip("litellm's JSON is not installed")
+    assert entries, "the model catalog JSON was not found: run scripts/bootstrap (installs litellm)"
     return entries
 
 
@@ -103,9 +105,9 @@ def test_a_session_window_must_be_a_positive_token_count(catalog: Catalog, windo
 def test_claude_sonnet_4_5_prices(catalog: Catalog) -> None:
     info = catalog.get("claude-sonnet-4-5")
     assert info.prices == TokenPrices(
-        input=3e-06, output=1.5e-05, cache_read=3e-07, cache_write=3.75e-06
+        input=3e-06, output=1.5e-05, cache_read=3e-07, cache_write=3.75e-06, cache_write_1h=6e-06
     )
-    assert info.prices_above_200k is None
+    assert info.price_tiers == ()
     assert (info.context_window, info.max_output_tokens) == (200_000, 64_000)
 
 
@@ -225,9 +227,47 @@ def test_invalid_override_values_are_reported_and_ignored(litellm: object) -> No
 def test_overriding_a_tier_price_keeps_the_other_rates(litellm: object) -> None:
     layer = {"gemini-2.5-pro": {"output_cost_per_token_above_200k_tokens": 2e-05}}
     info = Catalog(litellm, [layer]).get("gemini-2.5-pro")  # type: ignore[arg-type]
-    assert info.prices_above_200k == TokenPrices(
-        input=2.5e-06, output=2e-05, cache_read=2.5e-07, cache_write=2.5e-07
-    )
+    tier = TokenPrices(input=2.5e-06, output=2e-05, cache_read=2.5e-07, cache_write=2.5e-07)
+    assert info.price_tiers == (PriceTier(200_000, tier),)
+
+
+def test_an_override_adds_a_tier_the_catalog_lacks(litellm: object) -> None:
+    layer = {"gpt-4o": {"input_cost_per_token_above_100k_tokens": 5e-06}}
+    info = Catalog(litellm, [layer]).get("gpt-4o")  # type: ignore[arg-type]
+    assert info.price_tiers == (PriceTier(100_000, TokenPrices(input=5e-06)),)
+    assert info.prices.input == 2.5e-06  # the base rate is kept
+
+
+@pytest.mark.parametrize("spelling", ["o200k", "O200K_BASE", "gpt2", 200])
+def test_an_unknown_tokenizer_override_is_reported_and_the_catalog_value_kept(
+    spelling: object,
+) -> None:
+    user = {"models": {"gpt-4o": {"tokenizer": spelling, "context_window": 100_000}}}
+    catalog = load_catalog(user, {})  # as production builds it: tokenizers tokend can load
+    info = catalog.get("gpt-4o")
+    assert info.tokenizer == "o200k_base"
+    assert info.context_window == 100_000  # the table's valid keys still apply
+    (warning,) = catalog.warnings
+    assert repr(spelling) in warning and '"cl100k_base"' in warning and '"o200k_base"' in warning
+
+
+def test_a_valid_or_empty_tokenizer_override_applies(litellm: object) -> None:
+    layer = {"gpt-4o": {"tokenizer": "cl100k_base"}, "claude-opus-4-6": {"tokenizer": ""}}
+    catalog = Catalog(litellm, [layer])  # type: ignore[arg-type]
+    assert catalog.get("gpt-4o").tokenizer == "cl100k_base"
+    assert catalog.get("claude-opus-4-6").tokenizer is None  # "" means the estimate
+    assert catalog.warnings == ()
+
+
+def test_a_new_model_with_an_unknown_tokenizer_gets_its_family_default(litellm: object) -> None:
+    layer = {"gpt-4o-acme": {"context_window": 64_000, "tokenizer": "o200k"}}
+    catalog = Catalog(litellm, [layer])  # type: ignore[arg-type]
+    assert catalog.get("gpt-4o-acme").tokenizer == "o200k_base"
+    assert len(catalog.warnings) == 1 and "o200k" in catalog.warnings[0]
+
+
+def test_every_tokenizer_the_catalog_assigns_can_be_loaded() -> None:
+    assert ENCODINGS == set(VOCABULARIES)
 
 
 def test_parse_keeps_only_chat_models_with_an_input_limit() -> None:
@@ -249,7 +289,9 @@ def test_effective_input_is_never_negative_nor_above_the_window(window: int, out
 )
 def test_more_output_never_costs_less(counts: tuple[int, int, int, int], extra_output: int) -> None:
     base, tier = TokenPrices(1e-6, 5e-6, 1e-7, 2e-6), TokenPrices(2e-6, 1e-5, None, None)
-    info = ModelInfo("m", None, 1_000_000, 1000, prices=base, prices_above_200k=tier)
+    info = ModelInfo(
+        "m", None, 1_000_000, 1000, prices=base, price_tiers=(PriceTier(200_000, tier),)
+    )
     usage = Usage(counts[0], counts[1], cache_read_tokens=counts[2], cache_write_tokens=counts[3])
     more = Usage(
         counts[0],

@@ -42,8 +42,13 @@ def test_short_session_merges_one_response_written_as_five_records() -> None:
     assert kinds == ["user", "ProviderCall", "assistant", "tool", "tool", "user"]
     call = events[1]
     assert isinstance(call, ProviderCall)
+    # usage.cache_creation says all 13,835 written tokens have a 1-hour lifetime.
     assert call.usage == Usage(
-        input_tokens=3, output_tokens=13, cache_read_tokens=11515, cache_write_tokens=13835
+        input_tokens=3,
+        output_tokens=13,
+        cache_read_tokens=11515,
+        cache_write_tokens=13835,
+        cache_write_1h_tokens=13835,
     )
     assert call.usage.context_tokens == 25353
     assert call.model == "claude-opus-4-6"
@@ -89,7 +94,11 @@ def test_tool_heavy_session_counts_and_last_usage_wins() -> None:
     assert [m.role for m in messages].count("tool") == 6
     # The last response was written as two records with output 25 then 173: the last one counts.
     assert calls[-1].usage == Usage(
-        input_tokens=47, output_tokens=173, cache_read_tokens=26504, cache_write_tokens=1115
+        input_tokens=47,
+        output_tokens=173,
+        cache_read_tokens=26504,
+        cache_write_tokens=1115,
+        cache_write_1h_tokens=1115,
     )
     # ...and its two tool_use blocks, split by a tool result record, form one assistant message.
     last_assistant = [m for m in messages if m.role == "assistant"][-1]
@@ -153,3 +162,36 @@ def test_tool_result_given_as_text_blocks_is_joined() -> None:
 def test_malformed_line_names_its_line_number() -> None:
     with pytest.raises(ValueError, match="line 2"):
         parse_transcript(['{"type": "progress"}', "{not json"])
+
+
+def _assistant_record(usage: dict[str, object]) -> dict[str, object]:
+    message = {"id": "msg_1", "role": "assistant", "model": "claude-opus-4-6", "usage": usage}
+    return {"type": "assistant", "requestId": "req_1", "uuid": "a1", "message": message}
+
+
+@pytest.mark.parametrize(
+    ("cache_creation", "written_1h"),
+    [
+        ({"ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 700}, 700),
+        ({"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 0}, 0),
+        (None, 0),  # older clients and other providers: no split reported
+        ({"ephemeral_1h_input_tokens": 5000}, 1000),  # never more than the total written
+    ],
+)
+def test_one_hour_cache_writes_are_the_1h_share_of_the_cache_writes(
+    cache_creation: dict[str, int] | None, written_1h: int
+) -> None:
+    usage: dict[str, object] = {
+        "input_tokens": 5,
+        "output_tokens": 9,
+        "cache_read_input_tokens": 2000,
+        "cache_creation_input_tokens": 1000,
+    }
+    if cache_creation is not None:
+        usage["cache_creation"] = cache_creation
+
+    (call,) = provider_calls(parse_transcript([_assistant_record(usage)]))
+
+    assert call.usage.cache_write_tokens == 1000
+    assert call.usage.cache_write_1h_tokens == written_1h
+    assert call.usage.context_tokens == 5 + 2000 + 1000

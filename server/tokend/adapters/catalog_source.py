@@ -1,4 +1,8 @@
-"""Reads litellm's model price/context JSON (as data: litellm is never imported) into a Catalog."""
+"""Reads litellm's model price/context JSON (as data: litellm is never imported) into a Catalog.
+
+The JSON is the copy an installed tokend wheel ships in tokend/data/ (packaged_data.py), else the
+one inside an installed litellm package (a source checkout's .venv, from scripts/bootstrap).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from tokend.adapters.packaged_data import CATALOG_FILE, VOCABULARIES, packaged_catalog
 from tokend.core.catalog import Catalog
 
 log = logging.getLogger(__name__)
 
-LITELLM_JSON = "model_prices_and_context_window_backup.json"
+LITELLM_JSON = CATALOG_FILE
 
 
 def find_litellm_json() -> Path | None:
@@ -31,10 +36,15 @@ def find_litellm_json() -> Path | None:
     return None
 
 
+def find_catalog_json() -> Path | None:
+    """The catalog JSON: tokend's packaged copy first, then litellm's."""
+    return packaged_catalog() or find_litellm_json()
+
+
 class LitellmEntries:
     """litellm's name -> entry mapping, read once on first use (thread-safe) and read-only.
 
-    `path` None: find it in the installed litellm package. When the file is missing or
+    `path` None: find it (find_catalog_json). When the file is missing or
     unreadable, the mapping is empty and one warning is logged.
     """
 
@@ -51,11 +61,13 @@ class LitellmEntries:
         return self._entries
 
     def _read(self) -> dict[str, Any]:
-        path = self._path or find_litellm_json()
+        path = self._path or find_catalog_json()
         if path is None:
             log.warning(
-                "litellm's %s was not found (is litellm installed?); only models declared in "
-                '[models."NAME"] tables are known',
+                "the model catalog %s was not found, neither in tokend/data/ (an installed tokend "
+                "wheel ships it) nor in an installed litellm package; only models declared in "
+                '[models."NAME"] tables are known. Reinstall tokend with pip or pipx, or in a '
+                "source checkout run scripts/bootstrap.",
                 LITELLM_JSON,
             )
             return {}
@@ -82,13 +94,16 @@ def load_catalog(
     entries: LitellmEntries | None = None,
 ) -> Catalog:
     """litellm's catalog with the `[models."NAME"]` tables of the user, then workspace, config
-    documents applied (a workspace key beats a user key beats litellm). Override warnings are
-    logged and kept in `Catalog.warnings`."""
+    documents applied (a workspace key beats a user key beats litellm). An override's tokenizer
+    must be one tokend can load (packaged_data.VOCABULARIES). Override warnings are logged and
+    kept in `Catalog.warnings`."""
     layers = []
     for document in (user_config or {}, workspace_config or {}):
         models = document.get("models", {})
         layers.append(models if isinstance(models, Mapping) else {})
-    catalog = Catalog((entries or _DEFAULT_ENTRIES).get(), layers)
+    catalog = Catalog(
+        (entries or _DEFAULT_ENTRIES).get(), layers, tokenizers=frozenset(VOCABULARIES)
+    )
     for warning in catalog.warnings:
         log.warning("%s", warning)
     return catalog

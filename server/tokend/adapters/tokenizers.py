@@ -3,8 +3,9 @@
 tiktoken keeps a vocabulary in a cache folder under the name sha1(<its download URL>) and checks
 its sha256 (tiktoken/load.py, tiktoken_ext/openai_public.py). We look for that file, in order, in
   1. $TIKTOKEN_CACHE_DIR   2. $DATA_GYM_CACHE_DIR   3. tiktoken's default <tmp>/data-gym-cache
-  4. the copies litellm's wheel ships in litellm/litellm_core_utils/tokenizers/ (found with
-     importlib.util.find_spec, litellm is never imported),
+  4. the copies an installed tokend wheel ships in tokend/data/tiktoken/ (packaged_data.py)
+  5. the copies litellm's wheel ships in litellm/litellm_core_utils/tokenizers/ (found with
+     importlib.util.find_spec, litellm is never imported; what a source checkout uses),
 verify the sha256, and build the Encoding with tiktoken's own constructor while TIKTOKEN_CACHE_DIR
 points at the folder found (under a lock; restored right after). Nothing is ever downloaded.
 """
@@ -23,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tokend.adapters.packaged_data import VOCABULARIES as VOCABULARIES  # re-exported
+from tokend.adapters.packaged_data import packaged_vocabulary_dir
 from tokend.core.errors import TokenizerUnavailable
 from tokend.core.estimate import EstimateCounter
 from tokend.core.ports import CountCache, TokenCounter
@@ -30,31 +33,12 @@ from tokend.core.ports import CountCache, TokenCounter
 log = logging.getLogger(__name__)
 
 
-class Vocabulary:
-    """Where tiktoken keeps one encoding's vocabulary: cache file name and expected sha256."""
-
-    def __init__(self, cache_file: str, sha256: str) -> None:
-        self.cache_file = cache_file  # sha1 of the URL tiktoken downloads it from
-        self.sha256 = sha256
-
-
-VOCABULARIES: dict[str, Vocabulary] = {
-    "o200k_base": Vocabulary(
-        "fb374d419588a4632f3f557e76b4b70aebbca790",
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-    ),
-    "cl100k_base": Vocabulary(
-        "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
-        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    ),
-}
-
 _FIX_HINT = (
-    "Set TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cached vocabulary file {file} "
-    "(sha256 {sha}), or install the litellm wheel, which ships it "
-    "(pip install --no-deps litellm); counts fall back to the estimate meanwhile."
+    "Counting for models that use {encoding} fails (TokenizerUnavailable) until a copy is found: "
+    "reinstall tokend from its wheel or sdist (pip install / pipx install), which ships it in "
+    "tokend/data/, or set TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cached vocabulary file "
+    "{file} (sha256 {sha}), or pip install --no-deps litellm, whose wheel ships it."
 )
-
 
 # --------------------------------------------------------------------------- finding vocabularies
 
@@ -82,6 +66,9 @@ def vocabulary_search_dirs() -> list[Path]:
         if value:
             dirs.append(Path(value))
     dirs.append(Path(tempfile.gettempdir()) / "data-gym-cache")
+    packaged = packaged_vocabulary_dir()
+    if packaged is not None:
+        dirs.append(packaged)
     bundled = litellm_tokenizers_dir()
     if bundled is not None:
         dirs.append(bundled)
@@ -121,7 +108,7 @@ def find_vocabulary(encoding_name: str) -> Path:
         f"No local copy of the {encoding_name} vocabulary (searched: "
         + ", ".join(str(d) for d in searched)
         + "). "
-        + _FIX_HINT.format(file=vocab.cache_file, sha=vocab.sha256),
+        + _FIX_HINT.format(encoding=encoding_name, file=vocab.cache_file, sha=vocab.sha256),
         {"tokenizer": encoding_name, "searched": [str(d) for d in searched]},
     )
 

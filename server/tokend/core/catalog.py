@@ -3,32 +3,30 @@
 Built from litellm's price/context mapping (name -> JSON object) plus `[models."NAME"]` override
 tables from the user and workspace configs. Pure: the adapter reads the JSON and the TOML files.
 Units: windows and limits are tokens; prices are US dollars per token. How a spelling finds its
-catalog name is in model_names.py; what a call costs, in pricing.py.
+catalog name is in model_names.py; which price keys are read, in prices.py; what a call costs, in
+pricing.py.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tokend.core.errors import InvalidParams, UnknownModel
 from tokend.core.model_names import ModelNames
+from tokend.core.prices import BASE_PRICE_KEYS, parse_prices, price, price_key, with_rates
+from tokend.core.prices import PriceTier as PriceTier  # re-exported with ModelInfo
+from tokend.core.prices import TokenPrices as TokenPrices  # re-exported with ModelInfo
 
 CHAT_MODES = frozenset(
     {"chat", "responses"}
 )  # "responses": OpenAI models served by the Responses API only
 
 
-@dataclass(frozen=True, slots=True)
-class TokenPrices:
-    """US dollars per token; None when the source does not say."""
-
-    input: float | None = None
-    output: float | None = None
-    cache_read: float | None = None
-    cache_write: float | None = None
+ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
+"""The tokenizers `tokenizer_for` assigns; the adapter passes the list it can load (the same)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +43,7 @@ class ModelInfo:
     context_window: int
     max_output_tokens: int
     prices: TokenPrices = TokenPrices()
-    prices_above_200k: TokenPrices | None = None  # None: no tier, the base prices apply at any size
+    price_tiers: tuple[PriceTier, ...] = ()  # by threshold, ascending; () : one price at any size
     tokenizer: str | None = None  # "o200k_base" | "cl100k_base" | None (estimate)
     strips_reasoning: bool = False  # earlier turns' reasoning is dropped from later requests
     supports_prompt_caching: bool = False
@@ -84,29 +82,6 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _price(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-    return float(value) if ok else None
-
-
-PRICE_KEYS: dict[str, tuple[bool, str]] = {
-    "input_cost_per_token": (False, "input"),
-    "output_cost_per_token": (False, "output"),
-    "cache_read_input_token_cost": (False, "cache_read"),
-    "cache_creation_input_token_cost": (False, "cache_write"),
-    "input_cost_per_token_above_200k_tokens": (True, "input"),
-    "output_cost_per_token_above_200k_tokens": (True, "output"),
-    "cache_read_input_token_cost_above_200k_tokens": (True, "cache_read"),
-    "cache_creation_input_token_cost_above_200k_tokens": (True, "cache_write"),
-}
-"""litellm price key -> (is the above-200k tier, TokenPrices field). Also the override keys."""
-
-
-def _prices(entry: Mapping[str, Any], tier: bool) -> TokenPrices:
-    found = {f: _price(entry.get(k)) for k, (t, f) in PRICE_KEYS.items() if t is tier}
-    return TokenPrices(**found)
-
-
 def parse_litellm_entry(name: str, entry: Mapping[str, Any]) -> ModelInfo | None:
     """A chat model of litellm's mapping; None for other modes or entries without max_input_tokens."""
     window = _count(entry.get("max_input_tokens"))
@@ -115,14 +90,14 @@ def parse_litellm_entry(name: str, entry: Mapping[str, Any]) -> ModelInfo | None
     output = _count(entry.get("max_output_tokens")) or _count(entry.get("max_tokens")) or 0
     provider = entry.get("litellm_provider")
     provider = provider if isinstance(provider, str) else None
-    tier = _prices(entry, tier=True)
+    prices, tiers = parse_prices(entry)
     return ModelInfo(
         name=name,
         provider=provider,
         context_window=window,
         max_output_tokens=max(0, output),
-        prices=_prices(entry, tier=False),
-        prices_above_200k=None if tier == TokenPrices() else tier,
+        prices=prices,
+        price_tiers=tiers,
         tokenizer=tokenizer_for(name),
         strips_reasoning=_strips_reasoning(name, provider, entry),
         supports_prompt_caching=bool(entry.get("supports_prompt_caching", False)),
@@ -141,9 +116,10 @@ def with_context_window(info: ModelInfo, window: int) -> ModelInfo:
 
 OVERRIDE_KEYS = (
     "context_window", "max_output_tokens", "input_limit", "tokenizer", "provider",
-    "strips_reasoning", "supports_prompt_caching", *PRICE_KEYS,
+    "strips_reasoning", "supports_prompt_caching", *BASE_PRICE_KEYS,
 )  # fmt: skip
-"""Keys of a `[models."NAME"]` table (prices use litellm's key names, dollars per token)."""
+"""Keys of a `[models."NAME"]` table (prices use litellm's key names, dollars per token; a tier
+rate is a base price key + "_above_<N>k_tokens", e.g. input_cost_per_token_above_272k_tokens)."""
 
 
 def unknown_model_message(name: str) -> str:
@@ -156,33 +132,44 @@ def unknown_model_message(name: str) -> str:
 
 
 def apply_override(
-    name: str, base: ModelInfo | None, table: Mapping[str, Any]
+    name: str,
+    base: ModelInfo | None,
+    table: Mapping[str, Any],
+    tokenizers: Collection[str] = ENCODINGS,
 ) -> tuple[ModelInfo | None, list[str]]:
     """`base` with the valid keys of one `[models."NAME"]` table; a new model when base is None.
-    Invalid or unknown keys are skipped with a warning; a new model without context_window is None."""
+    Invalid or unknown keys are skipped with a warning (a tokenizer not in `tokenizers` too, the
+    warning naming the valid ones); a new model without context_window is None."""
     warnings: list[str] = []
     changes: dict[str, Any] = {}
-    price_changes: dict[bool, dict[str, float]] = {False: {}, True: {}}
+    rates: list[tuple[int | None, str, float]] = []
     for key, value in table.items():
+        rate_key, rate = price_key(key), price(value)
         if key in ("context_window", "input_limit") and (_count(value) or 0) > 0:
             changes[key] = value
         elif key == "max_output_tokens" and _count(value) is not None and value >= 0:
             changes[key] = value
-        elif key in ("tokenizer", "provider") and isinstance(value, str):
+        elif key == "tokenizer" and value in ("", *tokenizers):
             changes[key] = value or None  # tokenizer = "": estimate, no exact tokenizer
+        elif key == "tokenizer":
+            valid = ", ".join(f'"{t}"' for t in sorted(tokenizers))
+            warnings.append(
+                f'[models."{name}"] tokenizer = {value!r} is not a tokenizer tokend has; ignored '
+                f'(valid: {valid}, or "" for the estimate)'
+            )
+        elif key == "provider" and isinstance(value, str):
+            changes[key] = value or None
         elif key in ("strips_reasoning", "supports_prompt_caching") and isinstance(value, bool):
             changes[key] = value
-        elif key in PRICE_KEYS and _price(value) is not None:
-            is_tier, field_name = PRICE_KEYS[key]
-            price_changes[is_tier][field_name] = float(value)
+        elif rate_key is not None and rate is not None:
+            rates.append((*rate_key, rate))
         else:
-            problem = "is invalid" if key in OVERRIDE_KEYS else "is not a known key"
+            known = key in OVERRIDE_KEYS or rate_key is not None
+            problem = "is invalid" if known else "is not a known key"
             warnings.append(f'[models."{name}"] {key} = {value!r} {problem}; ignored')
-    if price_changes[False]:
-        changes["prices"] = replace(base.prices if base else TokenPrices(), **price_changes[False])
-    if price_changes[True]:
-        old_tier = (base.prices_above_200k if base else None) or TokenPrices()
-        changes["prices_above_200k"] = replace(old_tier, **price_changes[True])
+    if rates:
+        old = (base.prices, base.price_tiers) if base else (TokenPrices(), ())
+        changes["prices"], changes["price_tiers"] = with_rates(*old, rates)
     if base is not None:
         return replace(base, **changes), warnings
     if "context_window" not in changes:
@@ -218,8 +205,10 @@ class Catalog:
         self,
         entries: Mapping[str, Any] | None = None,
         override_layers: Sequence[Mapping[str, Any]] = (),
+        tokenizers: Collection[str] = ENCODINGS,
     ) -> None:
         self._entries: Mapping[str, Any] = entries or {}
+        self._tokenizers = tokenizers
         self._parsed: dict[str, ModelInfo] = {}
         self._names = ModelNames()
         for key, entry in self._entries.items():
@@ -238,14 +227,14 @@ class Catalog:
             return [f'[models."{name}"] must be a table; ignored']
         key = self._resolve(name)
         if key is None:
-            info, new_model_warnings = apply_override(name, None, table)
+            info, new_model_warnings = apply_override(name, None, table, self._tokenizers)
             if info is not None:
                 self._parsed[name] = info
                 self._names.add(name, info.provider)
             return new_model_warnings
         warnings: list[str] = []
         for target in (key, *self._names.dated_variants(key)):
-            info, found = apply_override(target, self._info(target), table)
+            info, found = apply_override(target, self._info(target), table, self._tokenizers)
             warnings = warnings or found
             if info is not None:  # always, given a base
                 self._parsed[target] = info
@@ -257,9 +246,14 @@ class Catalog:
         info = self.find(name)
         if info is None:
             suggestions = self._names.close_matches(name)
-            raise UnknownModel(
-                unknown_model_message(name), {"model": name, "suggestions": suggestions}
-            )
+            message = unknown_model_message(name)
+            if not self._entries:
+                message += (
+                    " The model catalog itself is missing (its data file was not found): reinstall "
+                    "tokend with pip or pipx (its wheel ships the catalog), or in a source "
+                    "checkout run scripts/bootstrap."
+                )
+            raise UnknownModel(message, {"model": name, "suggestions": suggestions})
         return info
 
     def find(self, name: str) -> ModelInfo | None:

@@ -173,11 +173,21 @@ def _group_responses(
 
 
 def _usage(raw: Mapping[str, Any]) -> Usage:
+    """Anthropic's usage object; `cache_creation.ephemeral_1h_input_tokens` is the share of
+    `cache_creation_input_tokens` written with a 1-hour lifetime (capped at that total)."""
+    cache_write = _int_or_none(raw.get("cache_creation_input_tokens")) or 0
+    by_lifetime = raw.get("cache_creation")
+    written_1h = (
+        _int_or_none(by_lifetime.get("ephemeral_1h_input_tokens"))
+        if isinstance(by_lifetime, Mapping)
+        else None
+    )
     return Usage(
         input_tokens=_int_or_none(raw.get("input_tokens")) or 0,
         output_tokens=_int_or_none(raw.get("output_tokens")) or 0,
         cache_read_tokens=_int_or_none(raw.get("cache_read_input_tokens")) or 0,
-        cache_write_tokens=_int_or_none(raw.get("cache_creation_input_tokens")) or 0,
+        cache_write_tokens=cache_write,
+        cache_write_1h_tokens=min(written_1h or 0, cache_write),
     )
 
 

@@ -84,9 +84,10 @@ class Usage:
 
     input_tokens: int
     output_tokens: int
-    reasoning_tokens: int = 0
+    reasoning_tokens: int = 0  # the reasoning share of output_tokens
     cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    cache_write_tokens: int = 0  # every cache write, whatever its lifetime
+    cache_write_1h_tokens: int = 0  # the share of cache_write_tokens written with a 1-hour lifetime
 
     @property
     def context_tokens(self) -> int:

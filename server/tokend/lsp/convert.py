@@ -104,12 +104,18 @@ def from_wire_usage(usage: wire.UsageParams | None) -> Usage | None:
             raise InvalidParams(f"message.usage.{name} is {value}; token counts cannot be negative")
     if usage.reasoning_tokens > usage.output_tokens:
         raise InvalidParams("message.usage.reasoningTokens cannot exceed outputTokens")
+    if usage.cache_write_1h_tokens > usage.cache_write_tokens:
+        raise InvalidParams(
+            "message.usage.cacheWrite1hTokens is the part of cacheWriteTokens written with a "
+            "1-hour lifetime: it cannot exceed cacheWriteTokens"
+        )
     return Usage(
         usage.input_tokens,
         usage.output_tokens,
         usage.reasoning_tokens,
         usage.cache_read_tokens,
         usage.cache_write_tokens,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens,
     )
 
 

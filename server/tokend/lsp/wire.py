@@ -162,6 +162,7 @@ class UsageParams:
     reasoning_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # the part of cache_write_tokens kept for an hour
 
 
 @attrs.frozen
