@@ -8,7 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokend.core.budget import BudgetConfig, CompactionConfig
-from tokend.core.config import BUDGET_CHECKS, COMPACTION_CHECKS, TokendConfig, merge_config
+from tokend.core.catalog import ModelInfo
+from tokend.core.config import (
+    BUDGET_CHECKS,
+    COMPACTION_CHECKS,
+    ConfigLayer,
+    TokendConfig,
+    merge_config,
+    merge_layers,
+    room_problems,
+)
 
 
 def test_empty_layers_give_the_documented_defaults() -> None:
@@ -125,3 +134,55 @@ def test_any_document_merges_without_raising_into_a_valid_config(
     assert config.budget.repo_map_min_tokens <= config.budget.repo_map_max_tokens
     assert config.log_level in ("debug", "info", "warning", "error")
     assert all(isinstance(t, dict) for t in config.models.values())
+
+
+def test_origins_name_the_layer_that_set_each_value() -> None:
+    user = {"budget": {"output_reserve_cap": 16_000}, "idle_timeout_s": 300}
+    workspace = {
+        "budget": {"output_reserve_cap": 8000, "safety_margin_ratio": 2},  # 2 is invalid
+        "models": {"mine": {"context_window": 8000}},
+    }
+    merged = merge_layers(
+        TokendConfig(),
+        [ConfigLayer("user", "u.toml", user), ConfigLayer("workspace", "w.toml", workspace)],
+    )
+    assert merged.origins == {
+        "budget.output_reserve_cap": "workspace",
+        "idle_timeout_s": "user",
+        'models."mine".context_window': "workspace",
+    }  # safety_margin_ratio kept its default: no origin
+    assert len(merged.warnings) == 1
+
+
+def test_a_range_reset_forgets_the_origin_of_both_ends() -> None:
+    merged = merge_layers(
+        TokendConfig(),
+        [ConfigLayer("user", "u.toml", {"budget": {"repo_map_min_tokens": 9000}})],
+    )
+    assert merged.origins == {}
+
+
+def _model(window: int, output: int, input_limit: int | None = None) -> ModelInfo:
+    return ModelInfo("m", None, window, output, input_limit=input_limit)
+
+
+def test_a_window_the_reserves_fill_leaves_no_room() -> None:
+    assert room_problems(_model(200_000, 64_000), TokendConfig()) == []
+    [problem] = room_problems(_model(4000, 4000), TokendConfig())
+    assert "context_window 4,000 leaves no room for input" in problem
+    assert "output_reserve_cap" in problem and "safety_margin_ratio" in problem
+
+
+def test_a_reserved_as_large_as_the_window_would_compact_every_request() -> None:
+    config, _ = merge_config(TokendConfig(), {"compaction": {"reserved": 200_000}}, {})
+    [problem] = room_problems(_model(200_000, 64_000), config)
+    assert "every request would compact" in problem
+    quiet, _ = merge_config(
+        TokendConfig(), {"compaction": {"reserved": 200_000, "auto": False}}, {}
+    )
+    assert room_problems(_model(200_000, 64_000), quiet) == []
+
+
+def test_an_input_limit_beyond_the_window_is_reported() -> None:
+    [problem] = room_problems(_model(100_000, 8000, input_limit=150_000), TokendConfig())
+    assert "input_limit 150,000 is above context_window 100,000" in problem

@@ -1,25 +1,56 @@
-"""Reads the user's config.toml and the workspace's .tokend.toml into a TokendConfig."""
+"""Reads the user's config.toml and the workspace's .tokend.toml into a TokendConfig.
+
+The user's file is config.toml in the platform's user config folder for "tokend":
+$XDG_CONFIG_HOME/tokend/config.toml, else ~/.config/tokend/config.toml, on Linux. The
+workspace's is .tokend.toml at the workspace folder's root. How the layers merge is in
+tokend.core.config; service/settings.py keeps them per workspace and re-reads them on change.
+"""
 
 from __future__ import annotations
 
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
 
 import platformdirs
 
-from tokend.core.config import TokendConfig, merge_config
+from tokend.core.config import ConfigLayer, MergedConfig, TokendConfig, merge_layers
 
 WORKSPACE_CONFIG_NAME = ".tokend.toml"
 DATABASE_URL_ENV = "TOKEND_DATABASE_URL"
 
+LayerName = Literal["user", "workspace"]
+FileStamp = tuple[int, int, int]
+"""(st_mtime_ns, st_size, st_ino): changes when a file is written or replaced."""
+
 
 def user_config_path() -> Path:
-    """config.toml in the platform's user config folder for "tokend" (~/.config/tokend on Linux)."""
+    """config.toml in the platform's user config folder for "tokend" (~/.config/tokend on Linux,
+    or $XDG_CONFIG_HOME/tokend when that is set)."""
     return Path(platformdirs.user_config_dir("tokend")) / "config.toml"
+
+
+def workspace_config_path(workspace: Path) -> Path:
+    return workspace / WORKSPACE_CONFIG_NAME
+
+
+def workspace_folder(uri: str) -> Path | None:
+    """The folder of a file:// workspace URI (None for other schemes)."""
+    parsed = urlparse(uri)
+    return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+
+
+def file_stamp(path: Path) -> FileStamp | None:
+    """The file's stamp (one os.stat), None when it does not exist or cannot be looked at."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -34,6 +65,56 @@ def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
         return {}, [f"{path}: not read ({error}); its settings are ignored, defaults used"]
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
+    """One config file as tokend looked for it: which layer, where (absolute), and whether it
+    was there. `stamp` is what it was when read (None: absent)."""
+
+    layer: LayerName
+    path: Path
+    exists: bool
+    stamp: FileStamp | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    """A config file read: where it is, its document ({} when absent or unreadable) and why it
+    was not read."""
+
+    source: ConfigSource
+    document: dict[str, Any]
+    warnings: tuple[str, ...]
+
+    def layer(self) -> ConfigLayer:
+        source = self.source
+        return ConfigLayer(
+            source.layer, str(source.path), self.document, workspace=source.layer == "workspace"
+        )
+
+
+def read_config_file(layer: LayerName, path: Path) -> ConfigFile:
+    """Stat, then read: a change after the stat is seen at the next check, never missed."""
+    path = path.absolute()
+    stamp = file_stamp(path)
+    document, warnings = read_toml(path)
+    source = ConfigSource(layer, path, stamp is not None, stamp)
+    return ConfigFile(source, document, tuple(warnings))
+
+
+def merge_files(files: list[ConfigFile], environ: Mapping[str, str] | None = None) -> MergedConfig:
+    """Defaults < each file in order, then TOKEND_DATABASE_URL (when set and non-empty)
+    replaces database_url (origin "environment"). Read warnings come first."""
+    merged = merge_layers(TokendConfig(), [file.layer() for file in files])
+    read_warnings = tuple(w for file in files for w in file.warnings)
+    merged = replace(merged, warnings=read_warnings + merged.warnings)
+    env_url = (os.environ if environ is None else environ).get(DATABASE_URL_ENV)
+    if env_url:
+        config = replace(merged.config, database_url=env_url)
+        origins = {**merged.origins, "database_url": "environment"}
+        merged = replace(merged, config=config, origins=origins)
+    return merged
+
+
 def read_user_config(path: Path | None = None) -> dict[str, Any]:
     """The user's config document ({} when absent or unreadable; `load_config` reports why)."""
     return read_toml(path or user_config_path())[0]
@@ -41,7 +122,7 @@ def read_user_config(path: Path | None = None) -> dict[str, Any]:
 
 def read_workspace_config(workspace: Path | None) -> dict[str, Any]:
     """<workspace>/.tokend.toml as a document ({} when absent, unreadable or no workspace)."""
-    return read_toml(workspace / WORKSPACE_CONFIG_NAME)[0] if workspace is not None else {}
+    return read_toml(workspace_config_path(workspace))[0] if workspace is not None else {}
 
 
 def load_config(
@@ -52,16 +133,8 @@ def load_config(
 ) -> tuple[TokendConfig, list[str]]:
     """Defaults < user config.toml < <workspace>/.tokend.toml, then TOKEND_DATABASE_URL (when set
     and non-empty) replaces database_url. Never raises for a bad file: it becomes a warning."""
-    user_path = user_path or user_config_path()
-    user, warnings = read_toml(user_path)
-    workspace_doc: dict[str, Any] = {}
-    workspace_path = workspace / WORKSPACE_CONFIG_NAME if workspace is not None else None
-    if workspace_path is not None:
-        workspace_doc, found = read_toml(workspace_path)
-        warnings += found
-    sources = (str(user_path), str(workspace_path or "workspace config"))
-    config, found = merge_config(TokendConfig(), user, workspace_doc, sources=sources)
-    env_url = (os.environ if environ is None else environ).get(DATABASE_URL_ENV)
-    if env_url:
-        config = replace(config, database_url=env_url)
-    return config, warnings + found
+    files = [read_config_file("user", user_path or user_config_path())]
+    if workspace is not None:
+        files.append(read_config_file("workspace", workspace_config_path(workspace)))
+    merged = merge_files(files, environ)
+    return merged.config, list(merged.warnings)

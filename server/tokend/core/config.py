@@ -2,7 +2,8 @@
 
 Layers, later wins: documented defaults < user config.toml < workspace .tokend.toml. An invalid
 value is reported as a warning and the value of the layers below it (the default, when no layer
-set it) is kept, so a typo never stops the daemon (jedi-language-server's habit).
+set it) is kept, so a typo never stops the daemon (jedi-language-server's habit). Which layer
+set each value is kept too (`merge_layers`), for `tokend config`.
 
 Keys (TOML):
     database_url = "sqlite:///path/to/tokend.db"   # user layer only (and TOKEND_DATABASE_URL)
@@ -15,11 +16,18 @@ Keys (TOML):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tokend.core.budget import BudgetConfig, CompactionConfig
+from tokend.core.budget import (
+    BudgetConfig,
+    CompactionConfig,
+    autocompact_threshold,
+    output_reserve_tokens,
+    safety_margin_tokens,
+)
+from tokend.core.catalog import ModelInfo
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -86,9 +94,15 @@ TOP_CHECKS: dict[str, Check] = {
 
 
 def _merge_table(
-    current: Any, table: Any, checks: Mapping[str, Check], where: str, warnings: list[str]
+    current: Any,
+    table: Any,
+    checks: Mapping[str, Check],
+    where: str,
+    warnings: list[str],
+    accepted: list[str],
 ) -> Any:
-    """`current` (a config dataclass) with the valid keys of `table` applied."""
+    """`current` (a config dataclass) with the valid keys of `table` applied; their names are
+    appended to `accepted`."""
     if not isinstance(table, Mapping):
         warnings.append(f"{where} must be a table; ignored")
         return current
@@ -104,11 +118,16 @@ def _merge_table(
             )
         else:
             changes[key] = tuple(value) if isinstance(value, list) else value
+            accepted.append(key)
     return replace(current, **changes)
 
 
 def _check_ranges(
-    budget: BudgetConfig, fallback: BudgetConfig, where: str, warnings: list[str]
+    budget: BudgetConfig,
+    fallback: BudgetConfig,
+    where: str,
+    warnings: list[str],
+    accepted: list[str],
 ) -> BudgetConfig:
     for prefix in ("repo_map", "history_summary"):
         low, high = f"{prefix}_min_tokens", f"{prefix}_max_tokens"
@@ -116,6 +135,7 @@ def _check_ranges(
             kept = {low: getattr(fallback, low), high: getattr(fallback, high)}
             warnings.append(f"{where} {low} is above {high}; using {kept[low]}..{kept[high]}")
             budget = replace(budget, **kept)
+            accepted[:] = [key for key in accepted if key not in kept]
     return budget
 
 
@@ -126,23 +146,22 @@ def _merge_layer(
     warnings: list[str],
     *,
     workspace: bool,
-) -> TokendConfig:
+) -> tuple[TokendConfig, list[str]]:
+    """`config` with `layer` applied, and the dotted keys the layer set (see `merge_layers`)."""
     changes: dict[str, Any] = {}
+    accepted: list[str] = []
     for key, value in layer.items():
-        if key == "budget":
-            budget = _merge_table(
-                config.budget, value, BUDGET_CHECKS, f"{source}: [budget]", warnings
-            )
-            changes["budget"] = _check_ranges(
-                budget, config.budget, f"{source}: [budget]", warnings
-            )
-        elif key == "compaction":
-            where = f"{source}: [compaction]"
-            changes["compaction"] = _merge_table(
-                config.compaction, value, COMPACTION_CHECKS, where, warnings
-            )
+        if key in ("budget", "compaction"):
+            where = f"{source}: [{key}]"
+            checks = BUDGET_CHECKS if key == "budget" else COMPACTION_CHECKS
+            keys: list[str] = []
+            merged = _merge_table(getattr(config, key), value, checks, where, warnings, keys)
+            if key == "budget":
+                merged = _check_ranges(merged, config.budget, where, warnings, keys)
+            changes[key] = merged
+            accepted += [f"{key}.{name}" for name in keys]
         elif key == "models":
-            changes["models"] = _merge_models(config.models, value, source, warnings)
+            changes["models"] = _merge_models(config.models, value, source, warnings, accepted)
         elif key == "database_url" and workspace:
             warnings.append(
                 f"{source}: database_url is read from the user config or TOKEND_DATABASE_URL only "
@@ -152,6 +171,7 @@ def _merge_layer(
             check, expected = TOP_CHECKS[key]
             if check(value):
                 changes[key] = value.lower() if key == "log_level" else value
+                accepted.append(key)
             else:
                 kept = getattr(config, key)
                 warnings.append(
@@ -159,13 +179,18 @@ def _merge_layer(
                 )
         else:
             warnings.append(f"{source}: {key} is not a known setting; ignored")
-    return replace(config, **changes)
+    return replace(config, **changes), accepted
 
 
 def _merge_models(
-    models: dict[str, dict[str, Any]], value: Any, source: str, warnings: list[str]
+    models: dict[str, dict[str, Any]],
+    value: Any,
+    source: str,
+    warnings: list[str],
+    accepted: list[str],
 ) -> dict[str, dict[str, Any]]:
-    """Per model, key by key: a later layer's key replaces an earlier one's."""
+    """Per model, key by key: a later layer's key replaces an earlier one's. The keys' values
+    are checked by the catalog, which reads these tables (core.catalog.apply_override)."""
     if not isinstance(value, Mapping):
         warnings.append(f'{source}: [models] must be a table of [models."NAME"] tables; ignored')
         return models
@@ -173,9 +198,50 @@ def _merge_models(
     for name, table in value.items():
         if isinstance(table, Mapping):
             merged[name] = {**merged.get(name, {}), **table}
+            accepted += [model_key(name, key) for key in table]
         else:
             warnings.append(f'{source}: [models."{name}"] must be a table; ignored')
     return merged
+
+
+def model_key(name: str, key: str) -> str:
+    """The dotted name of one key of a `[models."NAME"]` table, as TOML spells it."""
+    return f'models."{name}".{key}'
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigLayer:
+    """One parsed TOML document. `name` is what `MergedConfig.origins` records ("user",
+    "workspace"); `source` is how warnings name it (the file's path)."""
+
+    name: str
+    source: str
+    document: Mapping[str, Any]
+    workspace: bool = False  # a workspace layer may not set database_url
+
+
+@dataclass(frozen=True, slots=True)
+class MergedConfig:
+    """The merged settings, one warning per ignored key or invalid value, and which layer set
+    each value: dotted key ("budget.output_reserve_cap", 'models."NAME".context_window') ->
+    layer name. A key that is absent kept its default."""
+
+    config: TokendConfig
+    warnings: tuple[str, ...]
+    origins: Mapping[str, str]
+
+
+def merge_layers(defaults: TokendConfig, layers: Sequence[ConfigLayer]) -> MergedConfig:
+    """`defaults`, then each layer in order (a later layer wins)."""
+    warnings: list[str] = []
+    origins: dict[str, str] = {}
+    config = defaults
+    for layer in layers:
+        config, accepted = _merge_layer(
+            config, layer.document, layer.source, warnings, workspace=layer.workspace
+        )
+        origins.update(dict.fromkeys(accepted, layer.name))
+    return MergedConfig(config, tuple(warnings), origins)
 
 
 def merge_config(
@@ -187,7 +253,39 @@ def merge_config(
 ) -> tuple[TokendConfig, list[str]]:
     """`defaults` < `user` < `workspace` (parsed TOML documents). Returns the merged config and
     one warning per ignored key or invalid value; `sources` name the layers in the warnings."""
-    warnings: list[str] = []
-    config = _merge_layer(defaults, user, sources[0], warnings, workspace=False)
-    config = _merge_layer(config, workspace, sources[1], warnings, workspace=True)
-    return config, warnings
+    merged = merge_layers(
+        defaults,
+        [
+            ConfigLayer("user", sources[0], user),
+            ConfigLayer("workspace", sources[1], workspace, workspace=True),
+        ],
+    )
+    return merged.config, list(merged.warnings)
+
+
+def room_problems(info: ModelInfo, config: TokendConfig) -> list[str]:
+    """What leaves a model no room under these settings, in words naming the keys to change.
+
+    Checked for the models a config declares or overrides: a window the output reserve and the
+    safety margin fill entirely, an input_limit beyond the window, and a compaction.reserved so
+    large that every request would compact. Tokens throughout."""
+    problems: list[str] = []
+    window = info.context_window
+    reserve = output_reserve_tokens(info, config.budget)
+    margin = safety_margin_tokens(info, config.budget)
+    if window - reserve - margin <= 0:
+        problems.append(
+            f"context_window {window:,} leaves no room for input: the output reserve "
+            f"({reserve:,}: max_output_tokens capped by [budget] output_reserve_cap) and the "
+            f"safety margin ({margin:,}: [budget] safety_margin_ratio) fill it"
+        )
+    if info.input_limit is not None and info.input_limit > window:
+        problems.append(f"input_limit {info.input_limit:,} is above context_window {window:,}")
+    reserved = config.compaction.reserved
+    if config.compaction.auto and reserved is not None:
+        if autocompact_threshold(info, config.compaction, config.budget) == 0:
+            problems.append(
+                f"[compaction] reserved = {reserved:,} is not below the input limit of "
+                f"{info.input_limit or window:,} tokens: every request would compact"
+            )
+    return problems

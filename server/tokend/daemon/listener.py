@@ -278,21 +278,6 @@ def run_daemon(
     return 0
 
 
-LOG_FILE_BYTES = 1 << 20  # rotated at 1 MB ...
-LOG_FILE_BACKUPS = 3  # ... keeping 3 old files: at most 4 MB of log
-
-
-class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler whose files are created mode 0600: the log names workspaces,
-    sessions and models, which are nobody else's business."""
-
-    def _open(self) -> io.TextIOWrapper:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-        fd = os.open(self.baseFilename, flags, 0o600)
-        os.fchmod(fd, 0o600)  # a file an older tokend created with the umask's mode
-        return open(fd, "a", encoding=self.encoding, errors=self.errors)
-
-
 SWITCH_INTERVAL_S = 0.0005
 M_TRIM_THRESHOLD = -1  # glibc mallopt parameters
 M_MMAP_THRESHOLD = -3
@@ -315,6 +300,21 @@ def return_big_blocks_to_the_system() -> None:
         libc.mallopt(M_TRIM_THRESHOLD, 4 << 20)
     except (OSError, AttributeError):
         return
+
+
+LOG_FILE_BYTES = 1 << 20  # rotated at 1 MB ...
+LOG_FILE_BACKUPS = 3  # ... keeping 3 old files: at most 4 MB of log
+
+
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A RotatingFileHandler whose files are created mode 0600: the log names workspaces,
+    sessions and models, which are nobody else's business."""
+
+    def _open(self) -> io.TextIOWrapper:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+        fd = os.open(self.baseFilename, flags, 0o600)
+        os.fchmod(fd, 0o600)  # a file an older tokend created with the umask's mode
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
 def configure_logging(level: str, log_file: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import socket
@@ -10,14 +11,17 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from typing import Any, TextIO
 
 from lsprotocol import types
 
 from tokend.daemon.conn import Connection, Registry
-from tokend.daemon.listener import run_daemon
-from tokend.daemon.paths import socket_path
-from tokend.daemon.spawn import connect_unix
+from tokend.daemon.listener import configure_logging, run_daemon
+from tokend.daemon.paths import log_path, socket_path
+from tokend.daemon.spawn import connect_unix, is_detached
+
+log = logging.getLogger(__name__)
 
 
 class DaemonHost:
@@ -41,19 +45,64 @@ class DaemonHost:
         self._conn.registry.notify_all(method, params, session_id=session_id, exclude=self._conn)
 
 
+WORKSPACE_EXTRA = "tokend_workspace"
+"""Log with extra={WORKSPACE_EXTRA: uri} to tell only the clients of that workspace (None: the
+clients that named no workspace)."""
+
+
 class ClientLogHandler(logging.Handler):
-    """Forwards the daemon's warnings and errors to every client as window/logMessage."""
+    """Sends the daemon's warnings and errors, as window/logMessage, to the clients they concern.
+
+    - A record logged while a connection is being served (its malformed frames, its failed
+      requests, whatever its handlers log) goes to that connection only.
+    - A record logged with extra={WORKSPACE_EXTRA: uri} (say, that workspace's .tokend.toml is
+      invalid) goes to the connections whose workspace is `uri`; `workspace_warnings` does this
+      for the settings' warnings, and pops up one window/showMessage for them.
+    - Anything else is the daemon's own problem and goes to every client.
+
+    pygls's records are never sent (they may hold message bodies); nor is anything logged off
+    the event loop's thread, where the registry may not be touched.
+    """
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.registry: Registry | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._serving: ContextVar[Connection | None] = ContextVar("tokend_serving", default=None)
         self._sending = False
+
+    def serving(self, conn: Connection) -> None:
+        """Called in the connection's own task (the connection factory): from now on, what
+        that task logs concerns `conn`."""
+        self.registry = conn.registry
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.current_thread()
+        self._serving.set(conn)
+
+    def workspace_warnings(self, workspace_uri: str | None, warnings: tuple[str, ...]) -> None:
+        """WorkspaceSettings' on_warnings hook; any thread. Each warning goes to the log and, as
+        window/logMessage, to the workspace's clients, which also get one window/showMessage:
+        their settings need fixing."""
+        if self._loop is not None and threading.current_thread() is not self._loop_thread:
+            self._loop.call_soon_threadsafe(self.workspace_warnings, workspace_uri, warnings)
+            return
+        for warning in warnings:
+            log.warning("config: %s", warning, extra={WORKSPACE_EXTRA: workspace_uri})
+        if self.registry is None or not warnings:
+            return
+        more = f" (and {len(warnings) - 1} more: see `tokend config`)" if len(warnings) > 1 else ""
+        params = types.ShowMessageParams(
+            type=types.MessageType.Warning, message=f"tokend: {warnings[0]}{more}"
+        )
+        for conn in clients_of_workspace(self.registry, workspace_uri):
+            conn.server.protocol.notify(types.WINDOW_SHOW_MESSAGE, params)
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.registry is None or self._sending or record.name.startswith("pygls"):
             return
-        if threading.current_thread() is not threading.main_thread():
-            return  # the registry belongs to the event loop's thread
+        if threading.current_thread() is not self._loop_thread:
+            return
         kind = (
             types.MessageType.Error
             if record.levelno >= logging.ERROR
@@ -61,30 +110,58 @@ class ClientLogHandler(logging.Handler):
         )
         self._sending = True
         try:
-            params = {"type": kind.value, "message": f"tokend: {record.getMessage()}"}
-            self.registry.notify_all("window/logMessage", params)
+            params = types.LogMessageParams(type=kind, message=f"tokend: {record.getMessage()}")
+            for conn in self._recipients(record):
+                conn.server.protocol.notify(types.WINDOW_LOG_MESSAGE, params)
         except Exception:  # a log line must never break the daemon
             pass
         finally:
             self._sending = False
+
+    def _recipients(self, record: logging.LogRecord) -> list[Connection]:
+        assert self.registry is not None
+        if hasattr(record, WORKSPACE_EXTRA):
+            return clients_of_workspace(self.registry, getattr(record, WORKSPACE_EXTRA))
+        conn = self._serving.get()
+        if conn is not None:
+            return [conn] if _reachable(conn) else []
+        return [c for c in self.registry if _reachable(c)]
+
+
+def clients_of_workspace(registry: Registry, workspace_uri: str | None) -> list[Connection]:
+    """The open connections whose client named `workspace_uri` as its workspace in initialize."""
+    return [
+        conn
+        for conn in registry
+        if _reachable(conn) and getattr(conn.server, "workspace_uri", None) == workspace_uri
+    ]
+
+
+def _reachable(conn: Connection) -> bool:
+    return conn.server is not None and not conn.closing and conn.authenticated
 
 
 def serve_forever(args: argparse.Namespace) -> int:
     from tokend.lsp.server import create_server
     from tokend.service.factory import build_service
 
-    service = build_service(None, args.database_url)
-
+    # Before the service: what building it logs (say, an invalid config) belongs in the log file,
+    # not on a detached daemon's stderr, which is kept for crashes.
+    configure_logging(args.log_level, log_path(args.name))
     to_clients = ClientLogHandler()
+    service = build_service(None, args.database_url, on_warnings=to_clients.workspace_warnings)
     logging.getLogger("tokend").addHandler(to_clients)
 
     def connection_factory(conn: Connection) -> Any:
-        to_clients.registry = conn.registry
+        to_clients.serving(conn)
         server = create_server(service, DaemonHost(conn))
         conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
         return server
 
     def ready(addresses: list[str]) -> None:
+        if is_detached():  # stderr is the crash file: it stays empty unless the daemon dies
+            log.info("tokend %s: listening on %s", _version(), ", ".join(addresses))
+            return
         sys.stderr.write(f"tokend {_version()}: listening on {', '.join(addresses)}\n")
         sys.stderr.write("tokend: ready\n")
         sys.stderr.flush()

@@ -10,6 +10,7 @@ reaches another connection.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 import threading
@@ -89,6 +90,7 @@ class _BoundedReader:
     def __init__(self, reader: asyncio.StreamReader, max_frame_bytes: int) -> None:
         self._reader = reader
         self._max = max_frame_bytes
+        self.last_length = 0  # bytes of the last body read (for the log: size, never content)
 
     async def readline(self) -> bytes:
         return await self._reader.readline()
@@ -96,14 +98,16 @@ class _BoundedReader:
     async def readexactly(self, n: int) -> bytes:
         if n > self._max:
             raise FrameTooLarge(f"Content-Length {n} exceeds {self._max} bytes")
+        self.last_length = n
         return await self._reader.readexactly(n)
 
 
 class _MalformedLog:
     """The logger run_async reports bad frames to: logs the first few, then every 100th."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, reader: _BoundedReader) -> None:
         self._conn = conn
+        self._reader = reader
         self.malformed = 0
 
     def debug(self, *args: Any) -> None:
@@ -113,11 +117,23 @@ class _MalformedLog:
         self.malformed += 1
         if self.malformed <= 3 or self.malformed % 100 == 0:
             log.warning(
-                "connection %s: malformed message #%d: %r",
+                "connection %s: malformed message #%d (%d bytes): %s",
                 self._conn.id,
                 self.malformed,
-                sys.exc_info()[1],
+                self._reader.last_length,
+                _kind(sys.exc_info()[1]),
             )
+
+
+def _kind(error: BaseException | None) -> str:
+    """What is wrong with a body, without any of its bytes (a secret may be inside)."""
+    if isinstance(error, UnicodeDecodeError):
+        return f"not UTF-8 (byte {error.start}: {error.reason})"
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error.msg}, char {error.pos})"
+    if isinstance(error, JsonRpcException):
+        return f"refused ({error.code}: {error.message})"
+    return f"not a JSON-RPC message ({type(error).__name__})"
 
 
 def _reply_to_bad_message(conn: Connection, error: Exception, _source: object) -> None:
@@ -150,11 +166,12 @@ async def run_connection(
         conn.server = server
         # run_async is annotated with pygls's concrete protocol and logging.Logger; it only calls
         # structure_message/handle_message and debug/exception, which the stand-ins provide.
+        bounded = _BoundedReader(reader, max_frame_bytes)
         await run_async(
             stop_event=threading.Event(),
-            reader=_BoundedReader(reader, max_frame_bytes),
+            reader=bounded,
             protocol=_Gate(conn, protocol),  # type: ignore[arg-type]
-            logger=_MalformedLog(conn),  # type: ignore[arg-type]
+            logger=_MalformedLog(conn, bounded),  # type: ignore[arg-type]
             error_handler=lambda error, source: _reply_to_bad_message(conn, error, source),
         )
     except (asyncio.IncompleteReadError, ValueError, ConnectionError) as exc:

@@ -5,6 +5,10 @@ only then starts `python -m tokend serve --listen unix:PATH` detached (its own s
 to /dev/null, stderr to a file next to the log), and waits for the socket to answer. Forwarders
 waiting on the lock find the new daemon when they get it.
 
+A detached daemon (TOKEND_DETACHED=1 in its environment) logs to its rotated log file only; its
+stderr file (`<socket name>.stderr`, mode 0600, emptied at each start) receives only what a dying
+process writes there: a Python fatal error, faulthandler's traceback, an uncaught exception.
+
 Tests point this at a test daemon with the TOKEND_DAEMON_CMD environment variable (a shell-style
 command line; `--listen unix:PATH` is appended) or the `command` parameter.
 
@@ -28,12 +32,23 @@ from pathlib import Path
 from tokend.daemon.paths import check_socket_owner, log_dir, socket_path, spawn_lock_path
 
 ENV_DAEMON_CMD = "TOKEND_DAEMON_CMD"
+ENV_DETACHED = "TOKEND_DETACHED"
 CONNECT_TIMEOUT_SECONDS = 10.0
 _NOT_LISTENING = (FileNotFoundError, ConnectionRefusedError)
 
 
 class DaemonUnavailable(RuntimeError):
     """The daemon could not be reached or started; the message says where to look."""
+
+
+def is_detached() -> bool:
+    """True in a daemon that spawn_daemon started: its stderr is a crash file, not a terminal."""
+    return os.environ.get(ENV_DETACHED) == "1"
+
+
+def stderr_path(sock: Path) -> Path:
+    """Where a spawned daemon's stderr goes (crashes only)."""
+    return log_dir() / f"{sock.stem}.stderr"
 
 
 def daemon_command(sock: Path, command: Sequence[str] | None = None) -> list[str]:
@@ -82,16 +97,21 @@ def connect_or_spawn(
 
 def spawn_daemon(sock: Path, command: Sequence[str] | None = None) -> subprocess.Popen[bytes]:
     """Start a detached daemon on `sock`; it outlives this process and its terminal."""
-    stderr_path = log_dir() / f"{sock.stem}.stderr"
-    with open(stderr_path, "wb") as stderr:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    stderr_fd = os.open(stderr_path(sock), flags, 0o600)
+    try:
+        os.fchmod(stderr_fd, 0o600)  # a file an older tokend created with the umask's mode
         process = subprocess.Popen(
             daemon_command(sock, command),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=stderr,
+            stderr=stderr_fd,
             start_new_session=True,
             close_fds=True,
+            env={**os.environ, ENV_DETACHED: "1"},
         )
+    finally:
+        os.close(stderr_fd)
     # Reap it if it exits while we live, so it never lingers as a zombie.
     threading.Thread(target=process.wait, name="reap-daemon", daemon=True).start()
     return process
@@ -123,7 +143,7 @@ def _connect_when_ready(
         if exit_code is not None and not path.exists():
             raise DaemonUnavailable(
                 f"the daemon exited with code {exit_code} before listening; "
-                f"see {log_dir() / (path.stem + '.stderr')} and the daemon log in {log_dir()}"
+                f"see {stderr_path(path)} and the daemon log in {log_dir()}"
             )
         if time.monotonic() > deadline:
             raise DaemonUnavailable(f"the daemon did not listen on {path} in time; see {log_dir()}")

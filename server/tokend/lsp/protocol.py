@@ -3,18 +3,40 @@
 pygls turns params of methods it does not know into namedtuples; here every method outside
 the LSP specification keeps its params as plain JSON, and the handler structures them with
 `wire.from_wire` so a bad field gets an InvalidParams error naming it.
+
+It also decides what a client's mistakes cost in the log. A request that fails with a
+JSON-RPC error (a TokendError turned into one by `server.rpc`, or an LSP request whose params do
+not fit its type) is the client's problem: its reply says why, and the log gets one line
+(method, code, message) at INFO, never a traceback and never the params, which may hold
+whatever the user pasted. Anything else a handler raises is a bug and keeps pygls's traceback.
 """
 
 from __future__ import annotations
 
+import contextvars
+import logging
+import re
+from concurrent.futures import Future
 from typing import Any
 
 import attrs
+import cattrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 
+from tokend.core.errors import StoreError, TokenizerUnavailable
 from tokend.daemon.conn import ConnectionProtocol
+from tokend.lsp.wire import camel
 
 MsgId = int | str
+
+log = logging.getLogger(__name__)
+
+SERVER_SIDE_CODES = frozenset({StoreError.code, TokenizerUnavailable.code, -32603})
+"""Error codes that say the daemon, not the request, is at fault: logged at WARNING."""
+
+_request_method: contextvars.ContextVar[str] = contextvars.ContextVar("tokend_request_method")
+"""The method of the request being handled (pygls runs each message in its own context)."""
 
 
 @attrs.define
@@ -32,13 +54,103 @@ class RawNotification:
     params: Any = None
 
 
+@attrs.define
+class UnfitMessage:
+    """An LSP request or notification whose params do not fit its lsprotocol type.
+
+    `id` is None for a notification. `problem` names fields, never their values."""
+
+    id: MsgId | None
+    method: str
+    jsonrpc: str
+    problem: str
+    params: Any = None  # never kept: the auth gate reads `params` of every message
+
+
 class TokendProtocol(ConnectionProtocol):
     """`exit` closes only this connection under a daemon (ConnectionProtocol's on_exit hook)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        method = data.get("method") if isinstance(data, dict) else None
-        if "jsonrpc" in data and method and method not in types.METHOD_TO_TYPES:
+        if not isinstance(data, dict) or "jsonrpc" not in data:
+            return data  # a nested object: json calls this hook for every one
+        method = data.get("method")
+        if not method or not isinstance(method, str):
+            return super().structure_message(data)  # a response to a request of ours
+        if method not in types.METHOD_TO_TYPES:
             if "id" in data:
                 return RawRequest(data["id"], method, data["jsonrpc"], data.get("params"))
             return RawNotification(method, data["jsonrpc"], data.get("params"))
-        return super().structure_message(data)
+        message_type = self.get_message_type(method)
+        if message_type is None or "error" in data or "result" in data:
+            return super().structure_message(data)
+        try:
+            return self._converter.structure(data, message_type)
+        except Exception as exc:  # cattrs' ClassValidationError, or a TypeError deeper down
+            msg_id = data.get("id")
+            return UnfitMessage(
+                msg_id if isinstance(msg_id, int | str) else None,
+                method,
+                str(data["jsonrpc"]),
+                _problem(exc),
+            )
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, UnfitMessage):
+            self._refuse(message.id, message.method, JsonRpcInvalidParams(message.problem))
+            return
+        version = getattr(message, "jsonrpc", self.VERSION)
+        if version != self.VERSION:  # pygls would log the whole message at WARNING
+            error = JsonRpcInvalidRequest(f'jsonrpc must be "2.0", not {str(version)[:16]!r}')
+            msg_id = getattr(message, "id", None) if hasattr(message, "method") else None
+            self._refuse(msg_id, getattr(message, "method", "(response)"), error)
+            return
+        super().handle_message(message)
+
+    def _refuse(self, msg_id: MsgId | None, method: str, error: JsonRpcException) -> None:
+        """Reply `error` to a request (a notification gets no reply) and log one line."""
+        kind = "request" if msg_id is not None else "notification"
+        log.info("%s %s refused: code %d, %s", kind, method, error.code, error.message)
+        if msg_id is not None:
+            self._send_response(msg_id, error=error.to_response_error())
+
+    # pygls's private hooks (pinned pygls 2.1): _handle_request runs each request in its own
+    # context, and _send_handler_result replies once the handler's future is done.
+
+    def _handle_request(self, msg_id: MsgId, method_name: str, params: Any) -> None:
+        _request_method.set(method_name)
+        super()._handle_request(msg_id, method_name, params)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
+        error = None if future.cancelled() else future.exception()
+        if not isinstance(error, JsonRpcException):
+            super()._send_handler_result(future, msg_id=msg_id)  # a result, or a bug: traceback
+            return
+        self._request_futures.pop(msg_id, None)
+        method = _request_method.get(f"request {msg_id!r}")
+        level = logging.WARNING if error.code in SERVER_SIDE_CODES else logging.INFO
+        log.log(level, "%s failed: code %d, %s", method, error.code, error.message)
+        self._send_response(msg_id, error=error.to_response_error())
+
+    def _check_handler_result(self, future: Future[Any]) -> None:
+        """A notification handler that raised: pygls only tells the client; log it too."""
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, JsonRpcException):
+            log.info("a notification failed: code %d, %s", error.code, error.message)
+        elif error is not None:
+            log.error("a notification handler failed", exc_info=error)
+        super()._check_handler_result(future)
+
+
+def _problem(exc: Exception) -> str:
+    """What does not fit, by field path in the wire's camelCase; never a value."""
+    if isinstance(exc, cattrs.ClassValidationError):
+        found = [_camel_path(m) for m in cattrs.transform_error(exc, path="message")]
+        return "invalid params: " + "; ".join(found)
+    return f"invalid params ({type(exc).__name__})"
+
+
+def _camel_path(message: str) -> str:
+    text, at, path = message.rpartition(" @ ")
+    if not at:
+        return message
+    return f"{text} @ " + re.sub(r"(?<=\.)[a-z_]+", lambda m: camel(m.group(0)), path)

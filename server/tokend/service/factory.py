@@ -1,38 +1,40 @@
-"""Build the shared service from configuration: store, catalog, counters."""
+"""Build the shared service from configuration: store, settings per workspace, counters."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
-from tokend.adapters.catalog_source import load_catalog
-from tokend.adapters.config_files import load_config, read_user_config, read_workspace_config
 from tokend.adapters.store import SqlStore, resolve_database_url
-from tokend.core.catalog import Catalog
 from tokend.service.service import TokendService
+from tokend.service.settings import WarningsHook, WorkspaceSettings
 
 log = logging.getLogger(__name__)
 
 
-def workspace_path(uri: str) -> Path | None:
-    """The folder of a file:// workspace URI (None for other schemes)."""
-    parsed = urlparse(uri)
-    return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
-
-
-def workspace_catalog(uri: str) -> Catalog:
-    """The catalog with the user's config and the workspace's .tokend.toml applied."""
-    path = workspace_path(uri)
-    workspace = path if path is not None and path.is_dir() else None
-    return load_catalog(read_user_config(), read_workspace_config(workspace))
-
-
-def build_service(workspace: Path | None = None, database_url: str | None = None) -> TokendService:
-    """The service for `workspace` (its .tokend.toml applies), with the store migrated to head."""
-    config, warnings = load_config(workspace)
-    for warning in warnings:
-        log.warning("config: %s", warning)
-    catalog = load_catalog(read_user_config(), read_workspace_config(workspace))
-    store = SqlStore.open(resolve_database_url(database_url or config.database_url))
-    return TokendService(store, catalog, config, cache=store, workspace_catalog=workspace_catalog)
+def build_service(
+    workspace: Path | None = None,
+    database_url: str | None = None,
+    *,
+    on_warnings: WarningsHook | None = None,
+) -> TokendService:
+    """The service for `workspace` (its .tokend.toml applies to sessions without a workspace
+    of their own), with the store migrated to head. Every workspace's settings are read from
+    its own .tokend.toml over the user's config, and read again when either file changes.
+    `on_warnings` hears of settings problems (the daemon tells the workspace's clients);
+    without it they are logged."""
+    settings = WorkspaceSettings(on_warnings=on_warnings)
+    base_uri = workspace.resolve().as_uri() if workspace else None
+    base = settings.for_workspace(base_uri)
+    if on_warnings is None:
+        for warning in base.warnings:
+            log.warning("config: %s", warning)
+    store = SqlStore.open(resolve_database_url(database_url or base.config.database_url))
+    return TokendService(
+        store,
+        base.catalog,
+        base.config,
+        cache=store,
+        workspace_catalog=lambda uri: settings.for_workspace(uri or base_uri).catalog,
+        workspace_config=lambda uri: settings.for_workspace(uri or base_uri).config,
+    )

@@ -28,17 +28,14 @@ class SessionModels:
         self._calibrator = calibrator
         self._cache = cache
         self._workspace_catalog = workspace_catalog
-        self._catalogs: dict[str, Catalog] = {}
         self._counters: dict[str, ModelCounter] = {}
 
     def catalog_for(self, workspace_uri: str | None) -> Catalog:
-        """The catalog with the workspace's overrides (the user's when no workspace is known)."""
-        if workspace_uri is None or self._workspace_catalog is None:
+        """The catalog with the workspace's overrides (the user's when no workspace is known);
+        the settings re-read it when a config file changes."""
+        if self._workspace_catalog is None:
             return self._catalog
-        catalog = self._catalogs.get(workspace_uri)
-        if catalog is None:
-            catalog = self._catalogs[workspace_uri] = self._workspace_catalog(workspace_uri)
-        return catalog
+        return self._workspace_catalog(workspace_uri or "")
 
     def model_info(self, info: SessionInfo) -> ModelInfo:
         """The session's model from its workspace's catalog, with the session's context window

@@ -1,0 +1,174 @@
+"""`tokend config [--json] [--workspace DIR]`: the settings that apply in a workspace, and where
+each one comes from.
+
+Shows every setting with its value and its origin (the default, the user's config.toml, the
+workspace's .tokend.toml, the environment or the command line), the two config files as they
+resolve on this machine (XDG_CONFIG_HOME honoured) and whether they exist, where the data and
+the database are, and every warning the files raise. Reads files only: it creates nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, TextIO
+
+import platformdirs
+from rich.text import Text
+
+from tokend.commands.output import Column, say, write_json, write_table
+from tokend.core.config import TokendConfig, model_key
+from tokend.core.errors import InvalidParams
+from tokend.service.settings import Settings, WorkspaceSettings
+
+ORIGIN_NAMES = {
+    "user": "user config",
+    "workspace": "workspace file",
+    "environment": "TOKEND_DATABASE_URL",
+    "command line": "--database-url",
+    "default": "default",
+}
+
+
+def run_config(args: argparse.Namespace, out: TextIO) -> int:
+    """Print the effective settings of `args.workspace` (default: the current directory)."""
+    workspace = (args.workspace or Path.cwd()).absolute()
+    if not workspace.is_dir():
+        raise InvalidParams(f"--workspace {workspace}: not a directory")
+    settings = WorkspaceSettings().for_workspace(workspace.as_uri())
+    report = config_report(settings, workspace, getattr(args, "database_url", None))
+    if args.json:
+        write_json(out, report)
+    else:
+        _write_text(out, report)
+    return 0
+
+
+def config_report(
+    settings: Settings, workspace: Path, database_url: str | None = None
+) -> dict[str, Any]:
+    """What `tokend config --json` prints (camelCase keys; setting names as TOML spells them)."""
+    files: dict[str, str] = {source.layer: str(source.path) for source in settings.sources}
+    rows = []
+    for key, value in _settings(settings.config):
+        origin = settings.origins.get(key, "default")
+        rows.append({"key": key, "value": value, "source": origin, "file": files.get(origin)})
+    url, url_origin = _database_url(settings, database_url)
+    return {
+        "workspace": str(workspace),
+        "files": [
+            {
+                "layer": source.layer,
+                "path": str(source.path),
+                "resolvedPath": os.path.realpath(source.path),
+                "exists": source.exists,
+            }
+            for source in settings.sources
+        ],
+        "settings": rows,
+        "dataDir": platformdirs.user_data_dir("tokend", appauthor=False),
+        "databaseUrl": url,
+        "databaseUrlSource": url_origin,
+        "logDir": platformdirs.user_state_dir("tokend"),
+        "warnings": list(settings.warnings),
+    }
+
+
+def _settings(config: TokendConfig) -> list[tuple[str, Any]]:
+    """(dotted key, JSON value) for every setting but database_url, in the documented order."""
+    rows: list[tuple[str, Any]] = [
+        ("idle_timeout_s", config.idle_timeout_s),
+        ("log_level", config.log_level),
+    ]
+    for table in ("budget", "compaction"):
+        values = getattr(config, table)
+        for field in fields(values):
+            value = getattr(values, field.name)
+            rows.append(
+                (f"{table}.{field.name}", list(value) if isinstance(value, tuple) else value)
+            )
+    for name, overrides in config.models.items():
+        rows += [(model_key(name, key), value) for key, value in overrides.items()]
+    return rows
+
+
+def _database_url(settings: Settings, explicit: str | None) -> tuple[str, str]:
+    """The URL the store opens (password hidden) and where it comes from: --database-url, then
+    TOKEND_DATABASE_URL, then the user's config, then the SQLite file in the data dir."""
+    from tokend.adapters.store.url import DEFAULT_DB_FILENAME, sqlite_url
+
+    if explicit:
+        return _shown(explicit), "command line"
+    if settings.config.database_url:
+        return _shown(settings.config.database_url), settings.origins.get("database_url", "user")
+    data_dir = Path(platformdirs.user_data_dir("tokend", appauthor=False))
+    return sqlite_url(data_dir / DEFAULT_DB_FILENAME), "default"
+
+
+def _shown(url: str) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url if "@" not in url else "(an unparsable URL)"
+
+
+def _write_text(out: TextIO, report: dict[str, Any]) -> None:
+    say(out, f"tokend settings for {report['workspace']}", "bold")
+    out.write("\n")
+    write_table(
+        out,
+        [Column("setting"), Column("value"), Column("from")],
+        [
+            (row["key"], _toml(row["value"]), _origin(row["source"], row["file"]))
+            for row in report["settings"]
+        ],
+    )
+    out.write("\n")
+    write_table(
+        out,
+        [Column("config file"), Column("path"), Column("")],
+        [
+            (
+                f["layer"],
+                f["path"] + (f" -> {f['resolvedPath']}" if f["resolvedPath"] != f["path"] else ""),
+                "found" if f["exists"] else "not found",
+            )
+            for f in report["files"]
+        ],
+    )
+    out.write("\n")
+    write_table(
+        out,
+        [Column("data"), Column("")],
+        [
+            ("data dir", report["dataDir"]),
+            ("database", f"{report['databaseUrl']}  ({ORIGIN_NAMES[report['databaseUrlSource']]})"),
+            ("log dir", report["logDir"]),
+        ],
+    )
+    for warning in report["warnings"]:
+        say(out, f"warning: {warning}", "yellow")
+
+
+def _origin(source: str, file: str | None) -> Text | str:
+    if source == "default":
+        return Text("default", style="dim")
+    return f"{ORIGIN_NAMES.get(source, source)} ({file})" if file else ORIGIN_NAMES[source]
+
+
+def _toml(value: Any) -> str:
+    """A value as it would be written in the TOML file."""
+    if value is None:
+        return "(automatic)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return str(value)

@@ -1,0 +1,67 @@
+"""The real daemon applies each workspace's settings, and reads them again when they change.
+
+A workspace's .tokend.toml is written by the test while `tokend serve` runs; the oracle is what
+the daemon answers (the snapshot's autocompactThreshold, whether a model is known).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.daemon.lsp_client import LspClient
+from tests.daemon.real_daemon import Daemons, real_daemons
+from tokend.daemon import paths
+
+MODEL = '[models."acme-200k"]\ncontext_window = 200000\nmax_output_tokens = 64000\n'
+
+
+@pytest.fixture
+def daemons(monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
+    with real_daemons(monkeypatch) as running:
+        yield running
+
+
+def _client(daemons: Daemons) -> LspClient:
+    daemons.serve()
+    client = LspClient.unix(paths.socket_path())
+    assert "result" in client.initialize("settings-test")
+    return client
+
+
+def _threshold(client: LspClient, workspace: Path) -> int:
+    created = client.request(
+        "session/create", {"model": "acme-200k", "workspaceUri": workspace.as_uri()}
+    )
+    assert "result" in created, created
+    snapshot = client.request("budget/snapshot", {"sessionId": created["result"]["sessionId"]})
+    return snapshot["result"]["autocompactThreshold"]
+
+
+def test_each_workspace_gets_its_own_compaction_settings(daemons: Daemons, tmp_path: Path) -> None:
+    client = _client(daemons)
+    reserved, plain = tmp_path / "reserved", tmp_path / "plain"
+    for folder in (reserved, plain):
+        folder.mkdir()
+    (reserved / ".tokend.toml").write_text(MODEL + "[compaction]\nreserved = 50000\n")
+    (plain / ".tokend.toml").write_text(MODEL)
+    # `tokend lsp --standalone` in that folder computes 150,000: the daemon must agree.
+    assert _threshold(client, reserved) == 150_000
+    assert _threshold(client, plain) == 168_000
+
+
+def test_a_model_declared_while_the_daemon_runs_is_known_a_second_later(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    client = _client(daemons)
+    params = {"model": "acme-late", "workspaceUri": tmp_path.as_uri()}
+    assert client.request("session/create", params)["error"]["code"] == -32002  # UnknownModel
+    (tmp_path / ".tokend.toml").write_text(
+        '[models."acme-late"]\ncontext_window = 32768\nmax_output_tokens = 4096\n'
+    )
+    time.sleep(1.1)  # the daemon looks at the files at most once a second
+    created = client.request("session/create", params)
+    assert "result" in created, created
