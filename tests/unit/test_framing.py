@@ -13,8 +13,8 @@ from tokend.core.framing import (
     ANTHROPIC_TOOL_PROMPT_FORCED,
     REPLY_PRIMING,
     message_overhead,
-    reply_priming,
     openai_tool_lines,
+    reply_priming,
     tool_schemas_tokens,
 )
 
