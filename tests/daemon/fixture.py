@@ -13,8 +13,11 @@ from typing import Any
 
 from pygls.lsp.server import LanguageServer
 
-from tokend.daemon.conn import Connection, shared_converter
-from tokend.lsp.protocol import TokendProtocol  # keeps test/* params as plain JSON
+from tokend.daemon.conn import Connection
+from tokend.lsp.protocol import (
+    TokendProtocol,  # keeps test/* params as plain JSON
+    shared_converter,
+)
 
 
 def create_fixture_server(conn: Connection) -> LanguageServer:

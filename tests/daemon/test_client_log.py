@@ -19,9 +19,9 @@ from pygls.lsp.server import LanguageServer
 
 from tests.daemon.lsp_client import LspClient
 from tests.daemon.test_connections import InProcessDaemon
-from tokend.daemon.conn import Connection, shared_converter
+from tokend.daemon.conn import Connection
 from tokend.daemon.main import WORKSPACE_EXTRA, ClientLogHandler
-from tokend.lsp.protocol import TokendProtocol
+from tokend.lsp.protocol import TokendProtocol, shared_converter
 
 log = logging.getLogger("tokend.test")
 

@@ -11,8 +11,7 @@ import pytest
 from pygls.lsp.server import LanguageServer
 
 from tokend.core.errors import InvalidParams
-from tokend.daemon.conn import shared_converter
-from tokend.lsp.protocol import TokendProtocol
+from tokend.lsp.protocol import TokendProtocol, shared_converter
 from tokend.lsp.server import rpc
 
 SECRET = "sk-live-0123456789"

@@ -14,7 +14,7 @@ Writing a connection factory (the only seam):
         conn.add_close_callback(server.unwatch_all)  # the client may vanish without shutdown
         return server
 
-- The server's protocol must have an `on_exit` attribute (derive from ConnectionProtocol, or
+- The server's protocol must have an `on_exit` attribute (derive from tokend.lsp.protocol.ConnectionProtocol, or
   any protocol with the same hook): the daemon sets it so `exit` closes only this connection.
   A protocol without it is refused, since its `exit` would end the whole daemon.
 - TCP auth needs nothing in the handlers: until `initialize` carries the right

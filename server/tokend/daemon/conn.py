@@ -7,7 +7,6 @@ served, from the first frame to the last, is in serve_conn.py.
 
 from __future__ import annotations
 
-import functools
 import hmac
 import itertools
 import json
@@ -16,44 +15,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
 
-import cattrs
-from lsprotocol import types
-from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
-
 from tokend.daemon.outbox import Outbox
 
 PeerKind = Literal["unix", "tcp"]
-
-
-class ConnectionProtocol(LanguageServerProtocol):
-    """A LanguageServerProtocol whose `exit` closes only its own connection.
-
-    The daemon sets `on_exit` on every connection's protocol; without a daemon (stdio) `exit`
-    ends the process as pygls does. Any protocol with an `on_exit` attribute works the same.
-    """
-
-    on_exit: Callable[[], None] | None = None
-
-    @lsp_method(types.EXIT)
-    def lsp_exit(self, *args: Any) -> Any:
-        if self.on_exit is None:
-            yield from super().lsp_exit(*args)
-            return
-        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
-            yield user_handler, args, None
-        self.on_exit()
-
-
-@functools.cache
-def shared_converter() -> cattrs.Converter:
-    """One pygls converter for every connection: pass `converter_factory=shared_converter`.
-
-    pygls builds a converter per server by default, and cattrs then generates its (un)structure
-    code again for each one: ~25 ms and ~180 KB per connection. The converter is only read
-    after it is built, so connections can share it.
-    """
-    converter: cattrs.Converter = default_converter()
-    return converter
 
 
 class DaemonHandle(Protocol):

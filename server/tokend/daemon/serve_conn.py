@@ -159,7 +159,7 @@ async def run_connection(
         if not hasattr(protocol, "on_exit"):
             raise TypeError(
                 f"{type(protocol).__name__} has no on_exit hook, so `exit` would stop the whole "
-                "daemon; derive the protocol from tokend.daemon.ConnectionProtocol"
+                "daemon; derive the protocol from tokend.lsp.protocol.ConnectionProtocol"
             )
         protocol.on_exit = conn.close
         protocol.set_writer(conn.outbox)

@@ -18,11 +18,10 @@ from pygls.lsp.server import LanguageServer
 import tokend
 from tokend.core.errors import TokendError
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.daemon.conn import shared_converter
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.host import ServerHost, StandaloneHost
-from tokend.lsp.protocol import TokendProtocol
+from tokend.lsp.protocol import TokendProtocol, shared_converter
 from tokend.service.service import TokendService
 
 log = logging.getLogger(__name__)
