@@ -1,0 +1,221 @@
+"""protocol.md's examples are a real run: this test plays the documented scenario against the real
+`tokend lsp --standalone` and compares every tagged example block with what the server said.
+
+Volatile values are normalized the same way on both sides: ULIDs (in order of appearance),
+timestamps, the pid and the uptime; strings over 160 characters are shown as their start and
+length. To refresh the examples after a deliberate change, run
+with TOKEND_WRITE_PROTOCOL_EXAMPLES=1 and review the diff of protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import tokend_env
+from tests.e2e.rpc import ProcessClient, RpcError
+
+PROTOCOL = Path(__file__).resolve().parents[2] / "protocol.md"
+TAG = re.compile(r"<!-- example: ([a-z0-9/-]+) -->\n```json\n(.*?)```\n", re.S)
+ULID = re.compile(r"\b01[0-9A-HJKMNP-TV-Z]{24}\b")
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00")
+FAKE_IDS = [
+    "01JD3M6Q1V8T9W2X4Y5Z6A7B8C",
+    "01JD3M6R0C0DE5F6G7H8J9K0MN",
+    "01JD3M6S2P3Q4R5S6T7V8W9X0Y",
+]
+
+
+class Transcript:
+    """Request/response lines per example name, as the wire carried them."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, list[str]] = {}
+        self.ids: dict[str, str] = {}
+        self.next_id = 1
+
+    def _norm(self, value: Any) -> str:
+        text = json.dumps(_shortened(value), separators=(",", ":"), ensure_ascii=False)
+
+        def fake(match: re.Match[str]) -> str:
+            ulid = match.group(0)
+            if ulid not in self.ids:
+                n = len(self.ids)
+                self.ids[ulid] = FAKE_IDS[n] if n < len(FAKE_IDS) else f"01JD3M7{n:019d}"
+            return self.ids[ulid]
+
+        text = ULID.sub(fake, text)
+        text = STAMP.sub("2026-11-22T05:40:00+00:00", text)
+        text = re.sub(r'"pid":\d+', '"pid":4242', text)
+        return re.sub(r'"uptimeSeconds":[0-9.]+', '"uptimeSeconds":73.2', text)
+
+    async def call(self, server: ProcessClient, name: str, method: str, params: Any) -> Any:
+        msg_id = self.next_id
+        self.next_id += 1
+        request = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            request["params"] = params
+        out = self.lines.setdefault(name, [])
+        out.append("--> " + self._norm(request))
+        try:
+            result = await server.request(method, params)
+        except RpcError as error:
+            body = {"code": error.code, "message": error.message}
+            if error.data is not None:
+                body["data"] = error.data
+            out.append("<-- " + self._norm({"jsonrpc": "2.0", "id": msg_id, "error": body}))
+            return error
+        out.append("<-- " + self._norm({"jsonrpc": "2.0", "id": msg_id, "result": result}))
+        return result
+
+
+LONG = 160  # characters: longer strings are shown as their start and their length
+
+
+def _shortened(value: Any) -> Any:
+    """Long strings (a chat file, a tool output) as `start…(N chars)`, in requests and replies."""
+    if isinstance(value, str) and len(value) > LONG:
+        return f"{value[:40]}…({len(value):,} chars)"
+    if isinstance(value, list):
+        return [_shortened(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shortened(v) for k, v in value.items()}
+    return value
+
+
+def text(t: str) -> dict[str, str]:
+    return {"type": "text", "text": t}
+
+
+async def scenario(server: ProcessClient) -> Transcript:
+    t = Transcript()
+    ws = "file:///home/me/project"
+    created = await t.call(
+        server,
+        "session/create",
+        "session/create",
+        {
+            "model": "claude-opus-4-6",
+            "title": "fix the build",
+            "workspaceUri": ws,
+            "contextWindow": 200000,
+        },
+    )
+    sid = created["sessionId"]
+    user = {"role": "user", "parts": [text("mix phx.server does not start")]}
+    await t.call(server, "session/append", "session/append", {"sessionId": sid, "message": user})
+    call = {
+        "type": "toolCall",
+        "callId": "toolu_1",
+        "name": "Bash",
+        "input": {"command": "mix phx.server"},
+    }
+    usage = {
+        "inputTokens": 3,
+        "outputTokens": 41,
+        "cacheReadTokens": 11515,
+        "cacheWriteTokens": 13835,
+    }
+    reply = {"role": "assistant", "parts": [call], "usage": usage}
+    await t.call(server, "session/append", "session/append", {"sessionId": sid, "message": reply})
+    bad = {
+        "role": "assistant",
+        "parts": [text("ok")],
+        "usage": {"inputTokens": "5", "outputTokens": 1},
+    }
+    await t.call(
+        server, "session/append-error", "session/append", {"sessionId": sid, "message": bad}
+    )
+    await t.call(server, "session/list", "session/list", {"workspaceUri": ws})
+    await t.call(server, "budget/snapshot", "budget/snapshot", {"sessionId": sid})
+    await t.call(
+        server,
+        "context/assemble",
+        "context/assemble",
+        {"sessionId": sid, "format": "openai", "system": "You are a careful engineer."},
+    )
+    await t.call(
+        server,
+        "context/assemble-error",
+        "context/assemble",
+        {
+            "sessionId": sid,
+            "format": "anthropic",
+            "chatFiles": [{"path": "src/big.py", "text": "def f(x):\n    return x + 1\n" * 16000}],
+        },
+    )
+    await t.call(server, "daemon/status", "daemon/status", None)
+
+    # A session with old tool output to prune.
+    other = await server.request("session/create", {"model": "gpt-4o", "contextWindow": 400000})
+    oid = other["sessionId"]
+    for i in range(8):
+        await server.request(
+            "session/append",
+            {"sessionId": oid, "message": {"role": "user", "parts": [text(f"step {i}")]}},
+        )
+        tool_call = {
+            "type": "toolCall",
+            "callId": f"c{i}",
+            "name": "bash",
+            "input": {"cmd": f"make {i}"},
+        }
+        await server.request(
+            "session/append",
+            {"sessionId": oid, "message": {"role": "assistant", "parts": [tool_call]}},
+        )
+        output = f"compiling unit {i}: warning: deprecated flag in module {i}\n" * 800
+        result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
+        await server.request(
+            "session/append", {"sessionId": oid, "message": {"role": "tool", "parts": [result]}}
+        )
+    compacted = await t.call(
+        server, "session/compact", "session/compact", {"sessionId": oid, "strategy": "prune"}
+    )
+    # The documented result shows the snapshot as a reference; the test checks the rest.
+    assert compacted["snapshot"]["usedTokens"] == compacted["after"]
+    return t
+
+
+def documented() -> dict[str, str]:
+    return {name: block for name, block in TAG.findall(PROTOCOL.read_text())}
+
+
+def _shown(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+async def server(tmp_path):
+    db = tmp_path / "tokend.sqlite3"
+    client = await ProcessClient.spawn(
+        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    )
+    await client.initialize(name="Visual Studio Code")
+    yield client
+    assert await client.shutdown() == 0
+
+
+async def test_protocol_examples_are_what_the_server_says(server):
+    ran = await scenario(server)
+    produced = {name: _shown(lines) for name, lines in ran.lines.items()}
+    if os.environ.get("TOKEND_WRITE_PROTOCOL_EXAMPLES") == "1":
+        source = PROTOCOL.read_text()
+        source = TAG.sub(
+            lambda m: (
+                f"<!-- example: {m.group(1)} -->\n```json\n{produced.get(m.group(1), m.group(2))}```\n"
+            ),
+            source,
+        )
+        PROTOCOL.write_text(source)
+    docs = documented()
+    assert set(produced) <= set(docs), (
+        f"examples missing from protocol.md: {set(produced) - set(docs)}"
+    )
+    for name, block in produced.items():
+        assert docs[name] == block, f"protocol.md's {name} example differs from a real run"
