@@ -66,9 +66,9 @@ def run() -> str:
         started = time.perf_counter()
         _build_session(service, sid)
         append_s = time.perf_counter() - started
-        live = service.reload(sid)  # the cold path: load 10k messages from SQLite
+        service.reload(sid)  # the cold path: load 10k messages from SQLite
         reload_ms = _p50_ms(lambda: service.reload(sid), 3)
-        live = service.session(sid)
+        live = service.state(sid).data
         inp = AssembleInput(format="openai", system="You are a careful engineer.")
         assemble_context(service, sid, inp)  # warm the render cache once, as a live session is
 

@@ -18,16 +18,14 @@ import os
 import select
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.baseline import BASELINE_REV, ROOT, baseline_tree
 from bench.daemon import _Processes, _rss_mib, _unix_client
 
-ROOT = Path(__file__).resolve().parents[1]
-BASELINE_REV = "5a9021a"  # main before "One owner per session"
 BIG_BYTES = 30 * 1024 * 1024
 IDLE_ROUND_TRIPS = 500
 ROUNDS = int(os.environ.get("BENCH_STALL_ROUNDS", "3"))
@@ -70,7 +68,10 @@ def _one_round(server_dir: Path, big: str) -> dict[str, Any]:
         watched = reader.request("session/create", {"model": "gpt-4o"})["sessionId"]
         reader.request(
             "session/append",
-            {"sessionId": watched, "message": {"role": "user", "parts": [{"type": "text", "text": "hi"}]}},
+            {
+                "sessionId": watched,
+                "message": {"role": "user", "parts": [{"type": "text", "text": "hi"}]},
+            },
         )
         target = writer.request("session/create", {"model": "gpt-4o"})["sessionId"]
         call = {"type": "toolCall", "callId": "c1", "name": "bash", "input": {"cmd": "make"}}
@@ -90,7 +91,9 @@ def _one_round(server_dir: Path, big: str) -> dict[str, Any]:
             "session/append", {"sessionId": target, "message": {"role": "tool", "parts": [result]}}
         )
         stalled: list[float] = []
-        while not select.select([writer.read_fd], [], [], 0)[0] or not _answered(writer, request_id):
+        while not select.select([writer.read_fd], [], [], 0)[0] or not _answered(
+            writer, request_id
+        ):
             started = time.perf_counter()
             reader.request("budget/snapshot", {"sessionId": watched})
             stalled.append((time.perf_counter() - started) * 1000)
@@ -125,16 +128,6 @@ def _answered(client: Any, request_id: int) -> bool:
     return marker in client.buffer or compact in client.buffer
 
 
-def _baseline_tree() -> Path | None:
-    target = Path(tempfile.mkdtemp(prefix="tokend-baseline-"))
-    done = subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target), BASELINE_REV],
-        capture_output=True,
-        text=True,
-    )
-    return target if done.returncode == 0 else None
-
-
 def _summary(rounds: list[dict[str, Any]]) -> dict[str, float]:
     idle = [v for r in rounds for v in r["idle"]]
     stalled = [v for r in rounds for v in r["stalled"]]
@@ -153,13 +146,10 @@ def _summary(rounds: list[dict[str, Any]]) -> dict[str, float]:
 def run() -> str:
     big = _big_output()
     ours = _summary([_one_round(ROOT / "server", big) for _ in range(ROUNDS)])
-    baseline_dir = _baseline_tree()
     base = None
-    if baseline_dir is not None:
-        try:
+    with baseline_tree() as baseline_dir:
+        if baseline_dir is not None:
             base = _summary([_one_round(baseline_dir / "server", big) for _ in range(ROUNDS)])
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline_dir)])
     lines = [
         "### Nobody waits behind a 30 MB append (bench/stall.py)\n",
         f"One connection appends a {BIG_BYTES >> 20} MB tool result to a gpt-4o session (refused as too",
