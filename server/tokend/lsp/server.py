@@ -137,7 +137,7 @@ def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def create_server(service: TokendService, host: ServerHost | None = None) -> TokendServer:
-    from tokend.lsp.handlers import budget, context, daemon, session
+    from tokend.lsp import handlers
 
     server = TokendServer(service, host or StandaloneHost())
     logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every body at INFO
@@ -157,6 +157,6 @@ def create_server(service: TokendService, host: ServerHost | None = None) -> Tok
     def shutdown(ls: TokendServer, *args: Any) -> None:
         ls.unwatch_all()
 
-    for module in (session, budget, context, daemon):
+    for module in handlers.modules():
         module.register(server)
     return server
