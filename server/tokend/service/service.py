@@ -336,6 +336,14 @@ class TokendService:
         state.apply(UpdateInfo(title, extra or {}))
         return state.data.info
 
+    def republish(self, session_id: str) -> BudgetSnapshot:
+        """Rebuild the session's snapshot under the current settings and tell its listeners
+        (figures outside the conversation changed: a chat file edited, the settings)."""
+        state = self.state(session_id)
+        snapshot = state.refresh()
+        self._listeners.tell(session_id, snapshot)
+        return snapshot
+
     # -- calibration ------------------------------------------------------------------------
 
     def _learn(self, state: SessionState, evolved: Evolved, save: Callable[[], object]) -> None:
