@@ -1,8 +1,10 @@
-"""The `tokend` command: serve, lsp, status, context, models show, import, replay."""
+"""The `tokend` command: serve, lsp, stop, status, context, sessions, compact, models, config,
+import, replay."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -31,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     lsp.add_argument("--standalone", action="store_true", help="serve in this process, no daemon")
     lsp.add_argument("--remote", default="auto", help="auto, or auto;NAME for a named daemon")
 
+    stop = sub.add_parser("stop", help="stop the running daemon")
+    stop.add_argument("--name", default=None, help="a separately named daemon")
+
     status = sub.add_parser("status", help="a one-line gauge of the active session")
     status.add_argument("--json", action="store_true")
     status.add_argument("--session", help="a session id (default: the workspace's active session)")
@@ -40,17 +45,37 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument("--session", help="a session id (default: the workspace's active session)")
     context.add_argument("--json", action="store_true")
 
+    _sessions_parser(sub)
+
+    compact = sub.add_parser(
+        "compact", help="compact a session (prune old tool output) and show before/after"
+    )
+    compact.add_argument("session", nargs="?", help="a session id (default: the active one)")
+    compact.add_argument("--json", action="store_true")
+
     models = sub.add_parser("models", help="the model catalog")
     models_sub = models.add_subparsers(dest="models_command", required=True)
     show = models_sub.add_parser("show", help="one model's window, output limit, prices, tokenizer")
     show.add_argument("name")
     show.add_argument("--json", action="store_true")
+    listing = models_sub.add_parser("list", help="the catalog's models, optionally filtered")
+    listing.add_argument("pattern", nargs="?", help="only names matching this pattern")
+    listing.add_argument("--json", action="store_true")
+
+    config = sub.add_parser("config", help="the effective configuration and where it comes from")
+    config.add_argument("--json", action="store_true")
+    config.add_argument("--workspace", type=Path, help="a workspace folder (default: the cwd)")
 
     imp = sub.add_parser("import", help="import a transcript into a session")
     imp_sub = imp.add_subparsers(dest="import_kind", required=True)
     cc = imp_sub.add_parser("claude-code", help="a Claude Code JSONL transcript")
     cc.add_argument("file", type=Path)
     cc.add_argument("--context-window", type=int, default=None, help="override the model's window")
+    cc.add_argument(
+        "--workspace",
+        type=Path,
+        help="the new session's workspace folder (default: the transcript's cwd)",
+    )
     cc.add_argument("--json", action="store_true")
 
     replay = sub.add_parser(
@@ -59,6 +84,30 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true")
     return parser
+
+
+def _sessions_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sessions = sub.add_parser(
+        "sessions", help="the workspace's sessions and their gauges; delete, restore, rename"
+    )
+    sessions.add_argument(
+        "--all-workspaces", action="store_true", help="every workspace's, not only the cwd's"
+    )
+    sessions.add_argument(
+        "--deleted", action="store_true", help="the deleted sessions instead (to restore one)"
+    )
+    sessions.add_argument("--json", action="store_true")
+    actions = sessions.add_subparsers(dest="sessions_command")
+    for name, text in (
+        ("delete", "hide a session (its messages stay in the store)"),
+        ("restore", "bring a deleted session back"),
+        ("rename", "set a session's title"),
+    ):
+        action = actions.add_parser(name, help=text)
+        action.add_argument("session_id", metavar="ID")
+        if name == "rename":
+            action.add_argument("title", metavar="TITLE")
+        action.add_argument("--json", action="store_true")
 
 
 def _version() -> str:
@@ -78,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `tokend sessions | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -85,10 +137,30 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.replay import run_replay
 
         return run_replay(args.file, args.json, sys.stdout)
+    if args.command == "models" and args.models_command == "list":
+        from tokend.commands.models import list_models
+
+        return list_models(args.pattern, args.json, sys.stdout)
     if args.command == "models":
         from tokend.commands.models import show_model
 
         return show_model(args.name, args.json, sys.stdout)
+    if args.command == "config":
+        from tokend.commands.config import run_config
+
+        return run_config(args, sys.stdout)
+    if args.command == "sessions":
+        from tokend.commands.sessions import run_sessions
+
+        return run_sessions(args, sys.stdout)
+    if args.command == "compact":
+        from tokend.commands.compact import run_compact
+
+        return run_compact(args, sys.stdout)
+    if args.command == "stop":
+        from tokend.commands.serve import run_stop
+
+        return run_stop(args, sys.stdout)
     if args.command == "serve":
         from tokend.commands.serve import run_serve
 
@@ -101,7 +173,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.importer import import_claude_code
 
         return import_claude_code(
-            args.file, args.database_url, args.context_window, args.json, sys.stdout
+            args.file, args.database_url, args.context_window, args.workspace, args.json, sys.stdout
         )
     if args.command == "status":
         from tokend.commands.status import run_status

@@ -76,7 +76,9 @@ def test_status_without_a_session_explains_what_to_do(tmp_path):
 def test_import_then_status_and_context(tmp_path):
     sessions_dir_or_skip()
     db = {"TOKEND_DATABASE_URL": f"sqlite:///{tmp_path}/cli.sqlite3"}
-    imported = tokend("import", "claude-code", str(BIG_SESSION), "--json", cwd=tmp_path, **db)
+    imported = tokend(
+        "import", "claude-code", str(BIG_SESSION), "--workspace", ".", "--json", cwd=tmp_path, **db
+    )
     assert imported.returncode == 0, imported.stderr
     outcome = json.loads(imported.stdout)
     assert (outcome["calls"], outcome["compactions"]) == (152, 1)

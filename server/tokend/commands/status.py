@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from tokend.commands.sessions import local_service
 from tokend.core.errors import SessionNotFound
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
-from tokend.service.factory import build_service
 from tokend.service.service import TokendService
 
 
@@ -26,12 +26,9 @@ def active_session_id(service: TokendService, workspace: Path) -> str:
 
 
 def _snapshot(args: argparse.Namespace) -> BudgetSnapshot:
-    service = build_service(Path.cwd(), args.database_url)
-    try:
+    with local_service(args.database_url) as service:  # a read: saves no calibration
         session_id = args.session or active_session_id(service, Path.cwd())
         return service.snapshot(session_id)
-    finally:
-        service.close()
 
 
 def gauge_line(s: BudgetSnapshot) -> str:

@@ -136,12 +136,14 @@ class ModelCounter:
     def pruned_tokens(self) -> int:
         return self.count_text(PRUNED_TOOL_RESULT)
 
-    def stored_counts(self, role: Role, parts: Sequence[StoredPart]) -> PartCounts:
+    def stored_counts(
+        self, role: Role, parts: Sequence[StoredPart], *, for_learning: bool = False
+    ) -> PartCounts:
         """Counts of a stored message as it is sent now: cached part counts, placeholders for
         pruned results, fresh counts for parts the store has none for."""
         pruned = self.pruned_tokens() if any(sp.compacted_at for sp in parts) else 0
         known = [pruned if sp.compacted_at is not None else sp.tokens for sp in parts]
-        return self.count_parts(role, [sp.part for sp in parts], known, for_learning=False)
+        return self.count_parts(role, [sp.part for sp in parts], known, for_learning=for_learning)
 
 
 def _corrected(raw: int, factor: float) -> int:

@@ -50,8 +50,11 @@ def load_session_data(
         cost_by_model=costs,
     )
     missing: dict[str, int] = {}
+    # Messages after the last provider call are what the next call's figure will check: count
+    # them for calibration too, as when they were appended.
+    last_call = max((i for i, m in enumerate(messages) if m.usage is not None), default=-1)
     for index, message in enumerate(messages):
-        counts = counter.stored_counts(message.role, message.parts)
+        counts = counter.stored_counts(message.role, message.parts, for_learning=index > last_call)
         missing.update(
             (sp.id, n)
             for sp, n in zip(message.parts, counts.tokens, strict=True)
