@@ -150,6 +150,13 @@ async def scenario(server: ProcessClient) -> Transcript:
         },
     )
     await t.call(server, "daemon/status", "daemon/status", None)
+    await t.call(
+        server, "session/rename", "session/rename", {"sessionId": sid, "title": "fix the phoenix build"}
+    )
+    await t.call(server, "session/delete", "session/delete", {"sessionId": sid})
+    await t.call(server, "session/delete", "session/attach", {"sessionId": sid})
+    await t.call(server, "session/restore", "session/restore", {"sessionId": sid})
+    await t.call(server, "session/rename", "session/rename", {"sessionId": sid, "title": " "})
 
     # A session with old tool output to prune.
     other = await server.request("session/create", {"model": "gpt-4o", "contextWindow": 400000})
