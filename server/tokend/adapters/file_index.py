@@ -1,0 +1,158 @@
+"""Reading a workspace folder from disk: the walk that honours ignore files, one file's entry,
+and a file's text, each refusing what core.fileclass's rules refuse.
+
+Nothing here raises for one bad file: it becomes an entry with a `skipped` reason. Paths given
+by clients go through `resolve_inside`, which refuses what would leave the root (`..`, absolute
+paths elsewhere, symlinks whose target is outside).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from tokend.adapters.ignore_rules import IgnoreRules, is_ignored
+from tokend.core.errors import InvalidParams
+from tokend.core.fileclass import (
+    BINARY_REASON,
+    BINARY_SNIFF_BYTES,
+    DEFAULT_MAX_FILE_BYTES,
+    Decoded,
+    FileEntry,
+    content_class_of,
+    decode_text,
+    estimate_file_tokens,
+    is_binary,
+    too_large_reason,
+)
+
+OUTSIDE_REASON = "a symlink to outside the workspace: not read"
+
+
+def resolve_inside(root: Path, path: str) -> str:
+    """The posix path relative to `root` of a client's `path` (relative to the root, or
+    absolute, or a file:// URI). Raises InvalidParams when it leaves the root, lexically or
+    through a symlink."""
+    if path.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        path = unquote(urlparse(path).path)
+    candidate = Path(path) if os.path.isabs(path) else root / path
+    lexical = Path(os.path.normpath(candidate))
+    real_root = root.resolve()
+    try:
+        rel = lexical.relative_to(root)
+    except ValueError:
+        try:
+            rel = lexical.relative_to(real_root)
+        except ValueError:
+            raise InvalidParams(f"{path!r} is outside the workspace {root}") from None
+    if rel == Path(".") or str(rel).startswith(".."):
+        raise InvalidParams(f"{path!r} is outside the workspace {root}")
+    try:
+        (real_root / rel).resolve().relative_to(real_root)
+    except ValueError:
+        raise InvalidParams(
+            f"{path!r} resolves (through a symlink) outside the workspace"
+        ) from None
+    return PurePosixPath(*rel.parts).as_posix()
+
+
+def file_entry(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileEntry | None:
+    """The entry of one file, None when it is not a regular file (gone, a folder)."""
+    full = root / rel
+    klass = content_class_of(rel)
+    try:
+        st = full.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if full.is_symlink():
+        try:
+            full.resolve().relative_to(root.resolve())
+        except ValueError:
+            return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, OUTSIDE_REASON)
+    if st.st_size > max_bytes:
+        reason = too_large_reason(st.st_size, max_bytes)
+        return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, reason)
+    try:
+        with full.open("rb") as f:
+            head = f.read(BINARY_SNIFF_BYTES)
+    except OSError as exc:
+        return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, f"unreadable: {exc.strerror}")
+    if is_binary(head):
+        return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, BINARY_REASON)
+    estimate = estimate_file_tokens(st.st_size, klass)
+    return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, estimate)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """A file's bytes and text, or why it has none (`skipped`)."""
+
+    data: bytes
+    decoded: Decoded | None
+    skipped: str | None
+
+
+def read_file(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileRead:
+    """The text of a workspace file under the rules of core.fileclass."""
+    full = root / rel
+    try:
+        if full.is_symlink():
+            full.resolve().relative_to(root.resolve())
+        with full.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except ValueError:
+        return FileRead(b"", None, OUTSIDE_REASON)
+    except OSError as exc:
+        return FileRead(b"", None, f"unreadable: {exc.strerror or exc}")
+    if len(data) > max_bytes:
+        return FileRead(b"", None, too_large_reason(full.stat().st_size, max_bytes))
+    if is_binary(data):
+        return FileRead(data, None, BINARY_REASON)
+    return FileRead(data, decode_text(data), None)
+
+
+def walk(
+    root: Path,
+    rules: IgnoreRules,
+    *,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[FileEntry]:
+    """Every file of the tree that the ignore files keep, in path order per folder. Folders
+    are not followed through symlinks; a folder that cannot be listed is skipped."""
+    stack = [""]
+    seen = 0
+    while stack:
+        folder = stack.pop()
+        layers = rules.layers_for(folder)
+        try:
+            with os.scandir(root / folder if folder else root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subfolders = []
+        for entry in entries:
+            rel = f"{folder}/{entry.name}" if folder else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_ignored(layers, rel, is_dir):
+                continue
+            if is_dir:
+                subfolders.append(rel)
+                continue
+            found = file_entry(root, rel, max_bytes)
+            if found is not None:
+                yield found
+                seen += 1
+                if progress is not None and seen % 500 == 0:
+                    progress(seen)
+        stack.extend(reversed(subfolders))

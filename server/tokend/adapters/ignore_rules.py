@@ -1,0 +1,133 @@
+"""Which workspace paths git (and ripgrep) would leave out, with pathspec's gitignore matcher.
+
+Sources, lowest precedence first, as git and ripgrep apply them:
+  1. the global excludes file: git's `core.excludesFile` from the user's ~/.gitconfig or
+     $XDG_CONFIG_HOME/git/config, else $XDG_CONFIG_HOME/git/ignore (~/.config/git/ignore);
+  2. .git/info/exclude of the workspace root;
+  3. .gitignore in every folder (its patterns relative to that folder);
+  4. .ignore in every folder (ripgrep's; it wins over .gitignore of the same folder).
+A deeper folder's files win over a shallower one's; within the files that match, the last
+matching pattern decides (a `!negation` re-includes). The .git folder itself is always out.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+IGNORE_FILES = (".gitignore", ".ignore")  # per folder, in increasing precedence
+ALWAYS_IGNORED = frozenset({".git"})
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """The rules of one folder (`base` relative to the root, "" for the root)."""
+
+    base: str
+    spec: pathspec.GitIgnoreSpec
+
+
+def _read_lines(path: Path) -> list[str] | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+
+
+def global_excludes_file() -> Path | None:
+    """git's global excludes file: core.excludesFile, else the XDG default."""
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    for config in (Path.home() / ".gitconfig", xdg / "git" / "config"):
+        parser = configparser.RawConfigParser(strict=False)
+        try:
+            parser.read(config, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        for section in parser.sections():
+            if section.strip().lower() == "core" and parser.has_option(section, "excludesfile"):
+                value = parser.get(section, "excludesfile").strip().strip('"')
+                return Path(os.path.expanduser(value))
+    return xdg / "git" / "ignore"
+
+
+def root_layers(root: Path) -> list[Layer]:
+    """The layers that apply to the whole tree before any folder's own files."""
+    layers = []
+    for source in (global_excludes_file(), root / ".git" / "info" / "exclude"):
+        lines = _read_lines(source) if source is not None else None
+        if lines:
+            layers.append(Layer("", pathspec.GitIgnoreSpec.from_lines(lines)))
+    return layers
+
+
+def folder_layers(folder: Path, base: str) -> list[Layer]:
+    """The .gitignore and .ignore layers of one folder (none when it has neither)."""
+    layers = []
+    for name in IGNORE_FILES:
+        lines = _read_lines(folder / name)
+        if lines:
+            layers.append(Layer(base, pathspec.GitIgnoreSpec.from_lines(lines)))
+    return layers
+
+
+def is_ignored(layers: Sequence[Layer], rel_path: str, is_dir: bool) -> bool:
+    """Whether `rel_path` (posix, relative to the root) is left out by `layers`, which run
+    from the lowest precedence to the highest. A folder is matched with a trailing slash."""
+    if rel_path.split("/", 1)[0] in ALWAYS_IGNORED:
+        return True
+    decided: bool | None = None
+    for layer in layers:
+        if layer.base:
+            if not rel_path.startswith(layer.base + "/"):
+                continue
+            local = rel_path[len(layer.base) + 1 :]
+        else:
+            local = rel_path
+        result = layer.spec.check_file(local + "/" if is_dir else local)
+        if result.include is not None:
+            decided = result.include
+    return bool(decided)
+
+
+class IgnoreRules:
+    """Every layer of a tree, by folder, for judging paths one at a time (the watcher's
+    events). Folders' layers are read on first use and dropped when an ignore file changes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._root_layers = root_layers(root)
+        self._folders: dict[str, list[Layer]] = {}
+
+    def forget(self, folder_rel: str | None = None) -> None:
+        """Re-read ignore files (all of them, or one folder's) on next use."""
+        if folder_rel is None:
+            self._folders.clear()
+            self._root_layers = root_layers(self.root)
+        else:
+            self._folders.pop(folder_rel, None)
+
+    def layers_for(self, folder_rel: str) -> list[Layer]:
+        """The layers that judge the entries of `folder_rel` ("" for the root)."""
+        layers = list(self._root_layers)
+        parts = folder_rel.split("/") if folder_rel else []
+        for depth in range(len(parts) + 1):
+            base = "/".join(parts[:depth])
+            if base not in self._folders:
+                self._folders[base] = folder_layers(self.root / base if base else self.root, base)
+            layers.extend(self._folders[base])
+        return layers
+
+    def ignored(self, rel_path: str, is_dir: bool = False) -> bool:
+        """Whether `rel_path` or any folder above it is left out."""
+        parts = rel_path.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            parent = "/".join(parts[: depth - 1])
+            if is_ignored(self.layers_for(parent), folder, True):
+                return True
+        return is_ignored(self.layers_for("/".join(parts[:-1])), rel_path, is_dir)

@@ -1,0 +1,129 @@
+"""The workspace caches that survive a restart, in their own SQLite file in the data dir
+(`workspace-cache.sqlite3`), apart from the sessions' store:
+
+- `file_counts`: "<tokenizer>:<sha256 of the file's bytes>" -> tokens (exact counts only);
+- `file_tags`: "<tags version>:<language>:<sha256>" -> the file's tags as JSON;
+- `file_hashes`: (root, path) -> (size, mtime_ns, sha256), so an unchanged file is not even
+  read again to learn its hash.
+
+A cache that fails (a locked or corrupt file) is logged and bypassed: figures are computed
+again, never wrong. Safe from several threads (one connection behind a lock).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+log = logging.getLogger(__name__)
+
+CACHE_FILENAME = "workspace-cache.sqlite3"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS file_counts (key TEXT PRIMARY KEY, tokens INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS file_tags (key TEXT PRIMARY KEY, tags TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS file_hashes (
+  root TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+  sha256 TEXT NOT NULL, PRIMARY KEY (root, path));
+"""
+_BATCH = 500  # keys per SELECT ... IN (...)
+
+
+def default_cache_path() -> Path:
+    return Path(platformdirs.user_data_dir("tokend", appauthor=False)) / CACHE_FILENAME
+
+
+class WorkspaceCache:
+    def __init__(self, path: Path | None) -> None:
+        """`path` None keeps everything in memory (tests of what does not need a restart)."""
+        self._lock = threading.Lock()
+        target = ":memory:"
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            target = str(path)
+        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            log.warning("workspace cache %s unusable, caching in memory: %s", target, exc)
+            self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            self._db.executescript(_SCHEMA)
+
+    def _select(self, sql: str, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        try:
+            with self._lock:
+                for start in range(0, len(keys), _BATCH):
+                    chunk = keys[start : start + _BATCH]
+                    marks = ",".join("?" * len(chunk))
+                    rows.extend(self._db.execute(sql.format(marks), chunk).fetchall())
+        except sqlite3.Error as exc:
+            log.warning("workspace cache read failed: %s", exc)
+        return rows
+
+    def _write(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> None:
+        try:
+            with self._lock:
+                self._db.execute("BEGIN")
+                self._db.executemany(sql, rows)
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            log.warning("workspace cache write failed: %s", exc)
+            try:
+                with self._lock:
+                    self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def counts(self, keys: Sequence[str]) -> dict[str, int]:
+        rows = self._select("SELECT key, tokens FROM file_counts WHERE key IN ({})", keys)
+        return {k: int(t) for k, t in rows}
+
+    def put_counts(self, counts: Mapping[str, int]) -> None:
+        self._write("INSERT OR REPLACE INTO file_counts VALUES (?, ?)", counts.items())
+
+    def tags(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        rows = self._select("SELECT key, tags FROM file_tags WHERE key IN ({})", keys)
+        found = {}
+        for key, raw in rows:
+            try:
+                found[key] = json.loads(raw)
+            except ValueError:
+                continue
+        return found
+
+    def put_tags(self, tags: Mapping[str, Mapping[str, Any]]) -> None:
+        rows = ((k, json.dumps(v, separators=(",", ":"))) for k, v in tags.items())
+        self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", rows)
+
+    def hashes(self, root: str) -> dict[str, tuple[int, int, str]]:
+        """path -> (size, mtime_ns, sha256) as last seen under `root`."""
+        try:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT path, size, mtime_ns, sha256 FROM file_hashes WHERE root = ?", (root,)
+                ).fetchall()
+        except sqlite3.Error as exc:
+            log.warning("workspace cache read failed: %s", exc)
+            return {}
+        return {p: (int(s), int(m), str(h)) for p, s, m, h in rows}
+
+    def put_hashes(self, root: str, hashes: Mapping[str, tuple[int, int, str]]) -> None:
+        rows = ((root, p, s, m, h) for p, (s, m, h) in hashes.items())
+        self._write("INSERT OR REPLACE INTO file_hashes VALUES (?, ?, ?, ?, ?)", rows)
+
+    def forget_hashes(self, root: str, paths: Iterable[str]) -> None:
+        self._write(
+            "DELETE FROM file_hashes WHERE root = ? AND path = ?", ((root, p) for p in paths)
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

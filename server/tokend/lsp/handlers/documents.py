@@ -1,0 +1,61 @@
+"""textDocument/didOpen, /didChange, /didClose, /didSave: an editor's unsaved text counts.
+
+pygls keeps each connection's open documents (applying incremental changes); after it has,
+the buffer's whole text becomes the file's overlay in the shared workspace index, so every
+client sees what the agent would send now. Closing or saving drops the overlay: the file on
+disk speaks again. Files outside every workspace are ignored; a workspace not yet open is
+opened (indexed) by its first document.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from tokend.service.workspace.registry import workspaces_of
+
+if TYPE_CHECKING:
+    from tokend.lsp.server import TokendServer
+
+
+def _path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+
+
+def _set(ls: TokendServer, uri: str, text: str | None) -> None:
+    path = _path(uri)
+    if path is None:
+        return
+    workspaces = workspaces_of(ls.service)
+    found = workspaces.index_for(path)
+    if found is None and ls.workspace_uri:
+        workspaces.open(ls.workspace_uri)
+        found = workspaces.index_for(path)
+    if found is None:
+        return
+    index, rel = found
+    if index.set_overlay(rel, text):
+        workspaces.announce(index, {rel})
+
+
+def register(server: TokendServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
+        _set(ls, params.text_document.uri, params.text_document.text)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TokendServer, params: types.DidChangeTextDocumentParams) -> None:
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        _set(ls, params.text_document.uri, document.source)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TokendServer, params: types.DidSaveTextDocumentParams) -> None:
+        _set(ls, params.text_document.uri, None)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TokendServer, params: types.DidCloseTextDocumentParams) -> None:
+        _set(ls, params.text_document.uri, None)

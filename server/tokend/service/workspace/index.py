@@ -1,0 +1,203 @@
+"""WorkspaceIndex: one workspace folder's files, their figures, unsaved buffers and tags.
+
+Written by the build (a thread of its own), the watcher's batches and the document
+notifications; all under one lock, which is never held while a file is read, parsed or
+counted. Readers get copies. Exact counts are computed by the caller's counter off the event
+loop and kept by content hash (in memory and in the workspace cache), so a file counted once
+is never tokenized again, in this process or the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from tokend.adapters.file_index import file_entry, read_file, walk
+from tokend.adapters.ignore_rules import IGNORE_FILES, IgnoreRules
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.fileclass import (
+    DEFAULT_MAX_FILE_BYTES,
+    INVALID_UTF8_REASON,
+    FileEntry,
+    content_class_of,
+    estimate_file_tokens,
+)
+from tokend.service.workspace.figures import Basis, FileFigure, FileText
+from tokend.service.workspace.tags import WorkspaceTags
+
+log = logging.getLogger(__name__)
+
+Count = Callable[[str], int]
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class WorkspaceIndex:
+    def __init__(self, uri: str, root: Path, cache: WorkspaceCache) -> None:
+        self.uri = uri
+        self.root = root
+        self.cache = cache
+        self.max_bytes = DEFAULT_MAX_FILE_BYTES
+        self.rules = IgnoreRules(root)
+        self.tags = WorkspaceTags(root, cache)
+        self.ready = threading.Event()
+        self._lock = threading.RLock()
+        self._entries: dict[str, FileEntry] = {}
+        self._overlays: dict[str, str] = {}  # path -> unsaved text
+        self._counts: dict[str, int] = {}  # "<tokenizer>:<sha256>" -> tokens
+
+    # -- building and keeping fresh ------------------------------------------------------
+
+    def build(self, progress: Callable[[str], None] | None = None) -> None:
+        """Walk the folder, then tag its source files (runs on a thread of its own)."""
+        entries = {}
+        for entry in walk(
+            self.root,
+            self.rules,
+            max_bytes=self.max_bytes,
+            progress=(lambda n: progress(f"{n:,} files")) if progress else None,
+        ):
+            entries[entry.path] = entry
+        with self._lock:
+            self._entries = entries
+        if progress:
+            progress(f"{len(entries):,} files; reading symbols")
+        self.tags.refresh(self.entries(), self.overlays())
+        self.ready.set()
+
+    def apply_changes(self, paths: Iterable[Path]) -> set[str]:
+        """Re-read what a watcher batch touched; the workspace paths whose figures changed."""
+        rels: set[str] = set()
+        for path in paths:
+            try:
+                rel = path.relative_to(self.root).as_posix()
+            except ValueError:
+                continue
+            if rel.split("/")[-1] in IGNORE_FILES or rel == ".git/info/exclude":
+                self.rules.forget()
+            if rel.split("/", 1)[0] != ".git":
+                rels.add(rel)
+        changed: set[str] = set()
+        with self._lock:
+            known = dict(self._entries)
+        for rel in sorted(rels):
+            entry = None if self.rules.ignored(rel) else file_entry(self.root, rel, self.max_bytes)
+            old = known.get(rel)
+            if entry is None:
+                prefix = rel + "/"  # a folder deleted or moved away takes its files along
+                gone = [p for p in known if p == rel or p.startswith(prefix)]
+                with self._lock:
+                    for p in gone:
+                        self._entries.pop(p, None)
+                changed.update(gone)
+            elif old != entry:
+                with self._lock:
+                    self._entries[rel] = entry
+                changed.add(rel)
+        if changed and self.ready.is_set():
+            self.tags.refresh_paths(changed, self.entries(), self.overlays())
+        return changed
+
+    def set_overlay(self, rel: str, text: str | None) -> bool:
+        """An editor's unsaved text for `rel` (None: the buffer is closed or saved). A buffer
+        whose text is the file's on disk is no overlay. True when the figure changed."""
+        if text is not None:
+            disk = read_file(self.root, rel, self.max_bytes)
+            if disk.decoded is not None and disk.decoded.text == text:
+                text = None
+        with self._lock:
+            before = self._overlays.get(rel)
+            if text is None:
+                self._overlays.pop(rel, None)
+            else:
+                self._overlays[rel] = text
+        if before == text:
+            return False
+        if self.ready.is_set():
+            self.tags.refresh_paths({rel}, self.entries(), self.overlays())
+        return True
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def entries(self) -> dict[str, FileEntry]:
+        with self._lock:
+            return dict(self._entries)
+
+    def overlays(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._overlays)
+
+    def read(self, rel: str) -> FileText:
+        """The text of `rel` as an agent would send it now (the unsaved buffer first)."""
+        with self._lock:
+            overlay = self._overlays.get(rel)
+        if overlay is not None:
+            return FileText(rel, overlay, sha256_text(overlay), True)
+        read = read_file(self.root, rel, self.max_bytes)
+        if read.decoded is None:
+            return FileText(rel, "", "", False, read.skipped or "not text")
+        reason = INVALID_UTF8_REASON if read.decoded.replaced else None
+        return FileText(rel, read.decoded.text, sha256_text(read.decoded.text), False, reason)
+
+    def figures(
+        self, paths: Sequence[str] | None, count: Count | None, tokenizer: str | None
+    ) -> list[FileFigure]:
+        """Figures of `paths` (every indexed file when None): exact with `count` when given
+        (slow: call it off the event loop), else the fast estimate."""
+        entries = self.entries()
+        overlays = self.overlays()
+        wanted = sorted(set(entries) | set(overlays)) if paths is None else list(paths)
+        out = []
+        for rel in wanted:
+            entry, overlay = entries.get(rel), overlays.get(rel)
+            if entry is None and overlay is None:
+                entry = file_entry(self.root, rel, self.max_bytes)
+                if entry is None:
+                    out.append(FileFigure(rel, 0, 0, "skipped", False, "no such file"))
+                    continue
+            if count is None:
+                out.append(self._estimated(rel, entry, overlay))
+            else:
+                out.append(self._counted(rel, count, tokenizer))
+        return out
+
+    def _estimated(self, rel: str, entry: FileEntry | None, overlay: str | None) -> FileFigure:
+        if overlay is not None:
+            size = len(overlay.encode("utf-8", "surrogatepass"))
+            return FileFigure(
+                rel, size, estimate_file_tokens(size, content_class_of(rel)), "estimate", True
+            )
+        assert entry is not None
+        if entry.skipped:
+            return FileFigure(rel, entry.size_bytes, 0, "skipped", False, entry.skipped)
+        return FileFigure(rel, entry.size_bytes, entry.estimate_tokens, "estimate", False)
+
+    def _counted(self, rel: str, count: Count, tokenizer: str | None) -> FileFigure:
+        current = self.read(rel)
+        size = len(current.text.encode("utf-8", "surrogatepass"))
+        if not current.sha256:
+            return FileFigure(rel, 0, 0, "skipped", False, current.reason)
+        tokens = self.count_text(current, count, tokenizer)
+        basis: Basis = "exact" if tokenizer else "estimate"
+        return FileFigure(rel, size, tokens, basis, current.dirty, current.reason)
+
+    def count_text(self, current: FileText, count: Count, tokenizer: str | None) -> int:
+        """Tokens of a file's text, remembered by content hash for an exact `tokenizer`."""
+        if tokenizer is None:
+            return count(current.text)
+        key = f"{tokenizer}:{current.sha256}"
+        with self._lock:
+            known = self._counts.get(key)
+        if known is None:
+            known = self.cache.counts([key]).get(key)
+            if known is None:
+                known = count(current.text)
+                self.cache.put_counts({key: known})
+            with self._lock:
+                self._counts[key] = known
+        return known

@@ -1,0 +1,199 @@
+"""Workspaces: every workspace folder the daemon knows, shared by all connections.
+
+`open(uri)` starts a folder's index once (built on a thread of its own, then watched); every
+later connection naming the folder shares it. Figures that change (a watcher batch, an unsaved
+buffer) are announced on the event loop: to the workspace's listeners (connections, which send
+workspace/didChangeFileTokens) and to the sessions whose files or memory changed (a new
+snapshot, budget/didChange).
+
+`workspaces_of(service)` gives the one Workspaces of a TokendService. (It is kept beside the
+service rather than on it until the service grows a `workspaces` attribute.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from tokend.adapters.watcher import FolderWatcher
+from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
+from tokend.core.errors import InvalidParams
+from tokend.service.service import TokendService
+from tokend.service.workspace.figures import FileFigure
+from tokend.service.workspace.index import WorkspaceIndex
+
+log = logging.getLogger(__name__)
+
+FiguresListener = Callable[[str, list[FileFigure]], None]
+Progress = Callable[[str, str], None]  # (kind: "begin" | "report" | "end", message)
+Notice = Callable[[str], None]
+
+
+def folder_of(uri: str) -> Path:
+    """The local folder of a workspace URI; InvalidParams unless it is an existing folder."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise InvalidParams(f"workspaceUri must be a file:// URI, not {uri!r}")
+    folder = Path(unquote(parsed.path))
+    if not folder.is_dir():
+        raise InvalidParams(f"workspaceUri {uri!r} is not a folder on this machine")
+    return folder
+
+
+class Workspaces:
+    def __init__(self, service: TokendService, cache: WorkspaceCache | None = None) -> None:
+        self.service = service
+        self.cache = cache or WorkspaceCache(default_cache_path())
+        self._indexes: dict[str, WorkspaceIndex] = {}
+        self._watchers: dict[str, FolderWatcher] = {}
+        self._listeners: dict[str, list[FiguresListener]] = {}
+        self._notices: dict[str, list[Notice]] = {}
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.session_hooks: list[Callable[[WorkspaceIndex, set[str]], None]] = []
+
+    def _remember_loop(self) -> None:
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+
+    def key(self, uri: str) -> str:
+        return folder_of(uri).resolve().as_uri()
+
+    def get(self, uri: str) -> WorkspaceIndex | None:
+        """The index of an open workspace (None when nobody opened it)."""
+        try:
+            return self._indexes.get(self.key(uri))
+        except InvalidParams:
+            return None
+
+    def open(self, uri: str, progress: Progress | None = None) -> WorkspaceIndex:
+        """The folder's index, started (walk, tags, watcher) on first use."""
+        self._remember_loop()
+        key = self.key(uri)
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is not None:
+                return index
+            index = WorkspaceIndex(key, folder_of(uri).resolve(), self.cache)
+            self._indexes[key] = index
+        threading.Thread(
+            target=self._build, args=(index, progress), name="tokend-index", daemon=True
+        ).start()
+        return index
+
+    def _build(self, index: WorkspaceIndex, progress: Progress | None) -> None:
+        tell = self._on_loop(progress) if progress else None
+        if tell:
+            tell("begin", f"indexing {index.root.name}")
+        watcher = FolderWatcher(
+            index.root,
+            lambda paths: self._on_batch(index, paths),
+            lambda notice: self._notice(index, notice),
+        )
+        try:
+            watcher.start()  # before the walk: nothing changed during it is missed
+            self._watchers[index.uri] = watcher
+        except OSError as exc:
+            self._notice(index, f"cannot watch {index.root}: {exc}; its figures will not update")
+        try:
+            index.build(lambda message: tell("report", message) if tell else None)
+        except Exception:
+            log.exception("indexing %s failed", index.root)
+            index.ready.set()
+        if tell:
+            tell("end", f"{len(index.entries()):,} files indexed")
+
+    async def ready(self, uri: str, progress: Progress | None = None) -> WorkspaceIndex:
+        """The folder's index once its first build is done (waits off the event loop)."""
+        index = self.open(uri, progress)
+        if not index.ready.is_set():
+            await asyncio.get_running_loop().run_in_executor(None, index.ready.wait)
+        return index
+
+    def index_for(self, path: Path) -> tuple[WorkspaceIndex, str] | None:
+        """The open workspace holding an absolute path, and the path relative to it."""
+        best: tuple[WorkspaceIndex, str] | None = None
+        for index in list(self._indexes.values()):
+            try:
+                rel = path.relative_to(index.root).as_posix()
+            except ValueError:
+                continue
+            if best is None or len(rel) < len(best[1]):
+                best = (index, rel)
+        return best
+
+    # -- changes -------------------------------------------------------------------------
+
+    def _on_loop(self, fn: Callable[..., None]) -> Callable[..., None]:
+        def call(*args: object) -> None:
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                return
+            loop.call_soon_threadsafe(fn, *args)
+
+        return call
+
+    def _on_batch(self, index: WorkspaceIndex, paths: frozenset[Path]) -> None:
+        changed = index.apply_changes(paths)
+        if changed:
+            self._on_loop(self.announce)(index, changed)
+
+    def announce(self, index: WorkspaceIndex, changed: Iterable[str]) -> None:
+        """Tell listeners and sessions that the figures of `changed` moved (on the loop)."""
+        paths = sorted(set(changed))
+        figures = index.figures(paths, None, None)
+        for listener in list(self._listeners.get(index.uri, ())):
+            try:
+                listener(index.uri, figures)
+            except Exception:
+                log.exception("a file-figures listener failed")
+        for hook in self.session_hooks:
+            try:
+                hook(index, set(paths))
+            except Exception:
+                log.exception("updating sessions after a file change failed")
+
+    def subscribe(self, uri: str, listener: FiguresListener, notice: Notice) -> Callable[[], None]:
+        key = self.key(uri)
+        self._listeners.setdefault(key, []).append(listener)
+        self._notices.setdefault(key, []).append(notice)
+
+        def unsubscribe() -> None:
+            for table, item in ((self._listeners, listener), (self._notices, notice)):
+                if item in table.get(key, []):
+                    table[key].remove(item)  # type: ignore[arg-type]
+
+        return unsubscribe
+
+    def _notice(self, index: WorkspaceIndex, message: str) -> None:
+        log.warning("%s", message)
+        for notice in list(self._notices.get(index.uri, ())):
+            self._on_loop(notice)(message)
+
+    def close(self) -> None:
+        for watcher in list(self._watchers.values()):
+            watcher.stop()
+        self._watchers.clear()
+
+
+_registries: weakref.WeakKeyDictionary[TokendService, Workspaces] = weakref.WeakKeyDictionary()
+_registries_lock = threading.Lock()
+
+
+def workspaces_of(service: TokendService) -> Workspaces:
+    """The Workspaces of `service` (made on first use)."""
+    with _registries_lock:
+        found = _registries.get(service)
+        if found is None:
+            found = _registries[service] = Workspaces(service)
+            from tokend.service.workspace.session_files import refresh_sessions
+
+            found.session_hooks.append(lambda index, paths: refresh_sessions(found, index, paths))
+        return found
