@@ -1,0 +1,108 @@
+"""Tags of one file with tree-sitter: parse with the language's grammar (compiled into its
+wheel: nothing is downloaded), run tokend's query, keep definitions and references.
+
+A grammar that cannot be loaded, or a parse that fails, gives FileTags with `error` set: that
+file alone has no tags. Parsers are kept per thread (a tree-sitter Parser is not thread-safe).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+from tokend.adapters.tags.queries import QUERIES
+from tokend.core.repomap_tags import Definition, FileTags, line_text
+
+log = logging.getLogger(__name__)
+
+# language -> (module, function returning the grammar's pointer)
+GRAMMARS: dict[str, tuple[str, str]] = {
+    "python": ("tree_sitter_python", "language"),
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+    "ruby": ("tree_sitter_ruby", "language"),
+}
+
+_languages_lock = threading.Lock()
+_languages: dict[str, tuple[Any, Any] | str] = {}  # language -> (Language, Query) or the error
+
+
+def _load(language: str) -> tuple[Any, Any] | str:
+    with _languages_lock:
+        found = _languages.get(language)
+        if found is not None:
+            return found
+        try:
+            import tree_sitter
+
+            module_name, function = GRAMMARS[language]
+            module = importlib.import_module(module_name)
+            grammar = tree_sitter.Language(getattr(module, function)())
+            loaded: tuple[Any, Any] | str = (grammar, tree_sitter.Query(grammar, QUERIES[language]))
+        except Exception as exc:  # a missing wheel, an ABI mismatch, a query error
+            log.warning("the %s grammar is unavailable: %s", language, exc)
+            loaded = f"the {language} grammar is unavailable: {exc}"
+        _languages[language] = loaded
+        return loaded
+
+
+def grammar_available(language: str) -> bool:
+    return language in GRAMMARS and not isinstance(_load(language), str)
+
+
+class TagParser:
+    """tags(language, source) -> FileTags, usable from any thread."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _parser(self, language: str, grammar: Any) -> Any:
+        parsers: dict[str, Any] = self._local.__dict__.setdefault("parsers", {})
+        parser = parsers.get(language)
+        if parser is None:
+            import tree_sitter
+
+            parser = parsers[language] = tree_sitter.Parser(grammar)
+        return parser
+
+    def tags(self, language: str, source: bytes) -> FileTags:
+        if language not in GRAMMARS:
+            return FileTags(error=f"no grammar for {language}")
+        loaded = _load(language)
+        if isinstance(loaded, str):
+            return FileTags(error=loaded)
+        grammar, query = loaded
+        try:
+            import tree_sitter
+
+            tree = self._parser(language, grammar).parse(source)
+            captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
+        except Exception as exc:
+            return FileTags(error=f"{language} parse failed: {exc}")
+        lines = source.split(b"\n")
+        definitions: dict[tuple[str, int], Definition] = {}
+        def_starts = set()
+        for node in captures.get("def", ()):
+            name = node.text.decode("utf-8", "replace") if node.text else ""
+            if not name:
+                continue
+            row = node.start_point[0]
+            def_starts.add(node.start_byte)
+            text = line_text(lines[row].decode("utf-8", "replace")) if row < len(lines) else ""
+            definitions.setdefault((name, row), Definition(name, row, text))
+        references: Counter[str] = Counter()
+        for node in captures.get("ref", ()):
+            if node.start_byte in def_starts or not node.text:
+                continue
+            references[node.text.decode("utf-8", "replace")] += 1
+        ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
+        return FileTags(ordered, dict(sorted(references.items())))

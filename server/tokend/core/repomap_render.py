@@ -1,0 +1,88 @@
+"""The repo map's text, and fitting it to a token budget.
+
+`render_map`: each chosen file's path, then its chosen defining lines in line order, "⋮" where
+lines are skipped; files in path order (a stable order: the same choice, the same text).
+
+`fit_map` takes the longest prefix of the ranked definitions whose text the caller's counter
+puts within the budget (binary search: the count grows with the prefix), then tries the next
+EXTRA_CANDIDATES one by one and keeps each that still fits. The text it returns is counted
+whole by that counter and is never over the budget.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from tokend.core.repomap_tags import Definition
+
+EXTRA_CANDIDATES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class RankedDefinition:
+    path: str
+    definition: Definition
+
+
+@dataclass(frozen=True, slots=True)
+class FittedMap:
+    text: str
+    tokens: int  # of `text`, by the counter fit_map was given
+    files: tuple[str, ...]  # the files the text shows, in path order
+    definitions: int
+
+
+def render_map(chosen: Iterable[RankedDefinition]) -> str:
+    by_file: dict[str, set[tuple[int, str]]] = defaultdict(set)
+    for item in chosen:
+        by_file[item.path].add((item.definition.line, item.definition.text))
+    out: list[str] = []
+    for path in sorted(by_file):
+        out.append(f"{path}:")
+        last = None
+        for line, text in sorted(by_file[path]):
+            if last is not None and line > last + 1:
+                out.append("⋮")
+            out.append(f"│{text}")
+            last = line
+        out.append("")
+    return "\n".join(out)
+
+
+def fit_map(
+    ranked: Sequence[RankedDefinition], budget_tokens: int, count: Callable[[str], int]
+) -> FittedMap:
+    """The most relevant definitions of `ranked` rendered within `budget_tokens` as `count`
+    counts them; empty when not even one fits."""
+    counted: dict[int, int] = {}
+
+    def tokens_of(n: int) -> int:
+        if n not in counted:
+            counted[n] = count(render_map(ranked[:n])) if n else 0
+        return counted[n]
+
+    low, high = 0, len(ranked)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if tokens_of(mid) <= budget_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    chosen = list(ranked[:low])
+    text = render_map(chosen)
+    tokens = tokens_of(low)
+    for extra in ranked[low + 1 : low + 1 + EXTRA_CANDIDATES]:
+        trial = render_map([*chosen, extra])
+        trial_tokens = count(trial)
+        if trial_tokens <= budget_tokens:
+            chosen.append(extra)
+            text, tokens = trial, trial_tokens
+    while chosen and tokens > budget_tokens:  # a count that shrank as text grew: stay under
+        chosen.pop()
+        text = render_map(chosen)
+        tokens = count(text) if chosen else 0
+    if not chosen:
+        return FittedMap("", 0, (), 0)
+    return FittedMap(text, tokens, tuple(sorted({c.path for c in chosen})), len(chosen))

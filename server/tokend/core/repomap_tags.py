@@ -1,0 +1,47 @@
+"""What the repo map knows of one file: the symbols it defines (with the defining line's text)
+and the identifiers it refers to. Produced by the tags adapter (tree-sitter), cached by content
+hash as JSON, consumed by core.repomap."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LINE_TEXT_CHARS = 160  # a defining line longer than this is cut (with "…")
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """`name` is defined at 0-based `line`, whose text (right-stripped, cut) is `text`."""
+
+    name: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileTags:
+    definitions: tuple[Definition, ...] = ()
+    references: Mapping[str, int] = field(default_factory=dict)  # identifier -> occurrences
+    error: str | None = None  # why the file has no tags (a grammar that failed)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "d": [[d.name, d.line, d.text] for d in self.definitions],
+            "r": dict(self.references),
+        }
+        if self.error:
+            out["e"] = self.error
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> FileTags:
+        definitions = tuple(Definition(str(n), int(li), str(t)) for n, li, t in raw.get("d", ()))
+        references = {str(k): int(v) for k, v in dict(raw.get("r", {})).items()}
+        return cls(definitions, references, raw.get("e"))
+
+
+def line_text(raw: str) -> str:
+    text = raw.rstrip()
+    return text if len(text) <= LINE_TEXT_CHARS else text[: LINE_TEXT_CHARS - 1] + "…"

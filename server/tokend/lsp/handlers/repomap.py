@@ -1,0 +1,56 @@
+"""repoMap/get: the session's repo map within a budget, for a focus."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tokend.adapters.file_index import resolve_inside
+from tokend.core.repomap import Focus
+from tokend.lsp import wire
+from tokend.service.workspace.registry import workspaces_of
+from tokend.service.workspace.repomap import session_map
+from tokend.service.workspace.session_files import session_index
+
+if TYPE_CHECKING:
+    from tokend.lsp.server import TokendServer
+
+
+@attrs.frozen
+class FocusParams:
+    files: list[str] = attrs.Factory(list)
+    identifiers: list[str] = attrs.Factory(list)
+
+
+@attrs.frozen
+class RepoMapParams:
+    session_id: str
+    budget_tokens: int | None = None
+    focus: FocusParams | None = None
+
+
+def register(server: TokendServer) -> None:
+    from tokend.lsp.server import rpc
+
+    @server.feature("repoMap/get")
+    @rpc
+    async def get(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(RepoMapParams, params)
+        service = ls.service
+        data = service.state(p.session_id).data
+        workspaces = workspaces_of(service)
+        index = session_index(workspaces, data)
+        await workspaces.ready(index.uri)
+        focus = None
+        if p.focus is not None:
+            files = frozenset(resolve_inside(index.root, f) for f in p.focus.files)
+            focus = Focus(files, frozenset(p.focus.identifiers))
+        found = await service.run(lambda: session_map(workspaces, data, p.budget_tokens, focus))
+        return {
+            "text": found.text,
+            "tokens": found.tokens,
+            "files": list(found.files),
+            "basis": found.basis,
+            "budgetTokens": found.budget_tokens,
+        }

@@ -1,0 +1,59 @@
+"""repoMap/get and the map context/assemble sends: a session's map, fitted with its counter.
+
+The budget is `budgetTokens`, else the session's repo-map target (core.budget: input limit / 8,
+clamped to 1,024..4,096, doubled when the session has no chat files). The focus is the given
+one, else the session's chat files and the identifiers of its last user message that the
+repository defines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokend.core.budget import repo_map_target_tokens
+from tokend.core.render import part_text
+from tokend.core.repomap import Focus, identifiers_in
+from tokend.core.session_data import SessionData
+from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.registry import Workspaces
+from tokend.service.workspace.session_files import listed, session_index
+
+
+@dataclass(frozen=True, slots=True)
+class RepoMap:
+    text: str
+    tokens: int
+    files: tuple[str, ...]
+    basis: str  # "exact" | "estimate"
+    budget_tokens: int
+
+
+def session_focus(index: WorkspaceIndex, data: SessionData) -> Focus:
+    files = frozenset(p for p, read_only in listed(data) if not read_only)
+    last_user = next((m for m in reversed(data.messages) if m.role == "user"), None)
+    words = " ".join(part_text(sp.part) for sp in last_user.parts) if last_user else ""
+    return Focus(files, identifiers_in(words, index.tags.definition_names()))
+
+
+def budget_for(workspaces: Workspaces, data: SessionData) -> int:
+    config = workspaces.service.config_for(data.info.workspace_uri)
+    has_chat = any(not ro for _, ro in listed(data))
+    return repo_map_target_tokens(data.model, has_chat, config.budget)
+
+
+def session_map(
+    workspaces: Workspaces,
+    data: SessionData,
+    budget_tokens: int | None = None,
+    focus: Focus | None = None,
+) -> RepoMap:
+    """The session's map (slow the first time for a focus: call it off the event loop)."""
+    index = session_index(workspaces, data)
+    index.ready.wait()
+    budget = budget_tokens if budget_tokens is not None else budget_for(workspaces, data)
+    chosen = focus if focus is not None else session_focus(index, data)
+    counter = workspaces.service.counter(data.model)
+    counter_id = data.model.tokenizer if counter.exact else f"estimate:{data.model.name}"
+    fitted = index.tags.repo_map(chosen, budget, counter.count_text, counter_id or "")
+    basis = "exact" if counter.exact else "estimate"
+    return RepoMap(fitted.text, fitted.tokens, fitted.files, basis, budget)

@@ -1,0 +1,146 @@
+"""WorkspaceTags: the tags of a workspace's source files and the repo map built from them.
+
+Tags are kept by content hash in the workspace cache, and each file's (size, mtime, hash) too,
+so a new process reads no unchanged file and parses nothing it parsed before. A changed file
+is read and parsed alone; the graph re-derives only what depends on it (core.repomap).
+Fitted maps are kept per (graph version, focus, budget, counter): asking again is a lookup,
+and a new focus re-ranks without re-reading the tree. An edit that leaves a file's tags as
+they were (a comment, a function body) keeps every cached map.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from tokend.adapters.tags import TagParser
+from tokend.adapters.tags.queries import QUERIES_VERSION
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.fileclass import FileEntry, language_of
+from tokend.core.repomap import Focus, RepoGraph
+from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
+from tokend.core.repomap_tags import FileTags
+
+MAP_CACHE_ENTRIES = 64
+
+
+class WorkspaceTags:
+    def __init__(self, root: Path, cache: WorkspaceCache) -> None:
+        self.root = root
+        self._cache = cache
+        self._parser = TagParser()
+        self._graph = RepoGraph()
+        self._lock = threading.RLock()  # guards the graph and the map cache
+        self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
+        self.errors: dict[str, str] = {}  # path -> why it has no tags
+
+    def refresh(self, entries: Mapping[str, FileEntry], overlays: Mapping[str, str]) -> None:
+        """Tag every source file of `entries` (the build)."""
+        self.refresh_paths(set(entries) | set(overlays), entries, overlays, whole=True)
+
+    def refresh_paths(
+        self,
+        paths: Iterable[str],
+        entries: Mapping[str, FileEntry],
+        overlays: Mapping[str, str],
+        *,
+        whole: bool = False,
+    ) -> None:
+        root_key = str(self.root)
+        known = self._cache.hashes(root_key)
+        new_hashes: dict[str, tuple[int, int, str]] = {}
+        sources: dict[str, tuple[str, str, bytes | None]] = {}  # path -> (language, sha, bytes)
+        removed: list[str] = []
+        for path in sorted(paths):
+            entry = entries.get(path)
+            overlay = overlays.get(path)
+            language = entry.language if entry else None
+            if overlay is not None:
+                language = language_of(path)
+            if (
+                language is None
+                or (entry is None and overlay is None)
+                or (entry is not None and entry.skipped and overlay is None)
+            ):
+                removed.append(path)
+                continue
+            if overlay is not None:
+                data = overlay.encode("utf-8", "surrogatepass")
+                sources[path] = (language, hashlib.sha256(data).hexdigest(), data)
+                continue
+            assert entry is not None
+            seen = known.get(path)
+            if seen is not None and seen[:2] == (entry.size_bytes, entry.mtime_ns):
+                sources[path] = (language, seen[2], None)
+                continue
+            try:
+                data = (self.root / path).read_bytes()
+            except OSError as exc:
+                self.errors[path] = f"unreadable: {exc.strerror}"
+                removed.append(path)
+                continue
+            sha = hashlib.sha256(data).hexdigest()
+            sources[path] = (language, sha, data)
+            new_hashes[path] = (entry.size_bytes, entry.mtime_ns, sha)
+        keys = {p: f"v{QUERIES_VERSION}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
+        cached = self._cache.tags(sorted(set(keys.values())))
+        tags: dict[str, FileTags | None] = {p: None for p in removed}
+        fresh: dict[str, dict[str, object]] = {}
+        for path, (language, _sha, source) in sources.items():
+            raw = cached.get(keys[path])
+            if raw is not None:
+                tags[path] = FileTags.from_json(raw)
+                continue
+            if source is None:
+                try:
+                    source = (self.root / path).read_bytes()
+                except OSError as exc:
+                    self.errors[path] = f"unreadable: {exc.strerror}"
+                    tags[path] = None
+                    continue
+            found = self._parser.tags(language, source)
+            if found.error:
+                self.errors[path] = found.error
+            tags[path] = found
+            fresh[keys[path]] = found.to_json()
+        if fresh:
+            self._cache.put_tags(fresh)
+        if new_hashes:
+            self._cache.put_hashes(root_key, new_hashes)
+        with self._lock:
+            if whole:
+                for gone in set(self._graph.tags) - set(tags):
+                    tags[gone] = None
+            self._graph.set_files(tags)
+
+    @property
+    def version(self) -> int:
+        return self._graph.version
+
+    def defines(self, name: str) -> bool:
+        with self._lock:
+            return bool(self._graph.definers.get(name))
+
+    def definition_names(self) -> Mapping[str, object]:
+        with self._lock:
+            return {n: True for n, found in self._graph.definers.items() if found}
+
+    def repo_map(
+        self, focus: Focus, budget_tokens: int, count: Callable[[str], int], counter_id: str
+    ) -> FittedMap:
+        """The map for `focus` within `budget_tokens` as `count` counts (cached)."""
+        with self._lock:
+            key = (self._graph.version, focus, budget_tokens, counter_id)
+            found = self._maps.get(key)
+            if found is not None:
+                self._maps.move_to_end(key)
+                return found
+            ranked = self._graph.rank(focus, limit=budget_tokens + EXTRA_CANDIDATES + 1)
+            fitted = fit_map(ranked, budget_tokens, count)
+            self._maps[key] = fitted
+            while len(self._maps) > MAP_CACHE_ENTRIES:
+                self._maps.popitem(last=False)
+            return fitted
