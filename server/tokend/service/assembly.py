@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokend.core.assemble import Assembly, AssemblyRequest, assemble
@@ -11,10 +11,13 @@ from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import message_overhead, reply_priming, tool_schemas_tokens
 from tokend.service.service import TokendService
+from tokend.service.workspace.window import with_workspace
 
 
 @dataclass(frozen=True)
 class AssembleInput:
+    """What the client sent; empty files and a None repo map are filled from the workspace."""
+
     format: str = "openai"
     system: str | None = None
     tools: Sequence[Mapping[str, Any]] = ()
@@ -27,9 +30,14 @@ class AssembleInput:
 
 
 def assemble_context(service: TokendService, session_id: str, inp: AssembleInput) -> Assembly:
-    """The next request of the session (a read: the session's version does not move)."""
+    """The next request of the session (a read: the session's version does not move).
+
+    What the client leaves out comes from the session's workspace when the daemon has it open:
+    memory files and read-only files (readOnlyFiles), chat files (chatFiles), and the repo map
+    once the workspace's index is ready (see service/workspace/window.py)."""
     state = service.state(session_id)
     data = state.data
+    inp, workspace_warnings = with_workspace(service, data, inp)
     counter = service.counter(data.model)
     provider = data.model.provider
     count = counter.count_text
@@ -70,6 +78,8 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
         message_tokens=data.message_tokens if inp.format == counter.format else None,
     )
     assembly = assemble(request)
+    if workspace_warnings:
+        assembly = replace(assembly, warnings=(*assembly.warnings, *workspace_warnings))
     measured = {
         "system": system_tokens + sum(e.tokens or 0 for e in examples),
         "tools": tools_tokens,

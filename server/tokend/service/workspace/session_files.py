@@ -1,0 +1,180 @@
+"""A session's files (files/add, /drop, /list) and what the workspace puts in its window.
+
+The list lives in the session's `extra["workspaceFiles"]` ([{path, readOnly}], paths relative
+to the session's workspace), written through the session's owner (service.update_info). Every
+change of the list, and every change on disk or in an editor to a listed file or a memory file,
+re-measures the session's `chatFiles` and `memory` categories (memory files + read-only files)
+and publishes a new snapshot (budget/didChange).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tokend.adapters.file_index import resolve_inside
+from tokend.core.context_inputs import file_block_text
+from tokend.core.errors import InvalidParams
+from tokend.core.memory import DEFAULT_MEMORY_CAP_TOKENS, MemoryChunk, build_chunk
+from tokend.core.session_data import SessionData
+from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.memory import MemoryRoots, memory_files
+from tokend.service.workspace.registry import Workspaces
+
+log = logging.getLogger(__name__)
+
+FILES_KEY = "workspaceFiles"
+MEMORY_NAMES = ("CLAUDE.md", "AGENTS.md", "CLAUDE.local.md")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFile:
+    """A file in the session's window: `tokens` of its block as sent (path + fenced text)."""
+
+    path: str
+    read_only: bool
+    text: str
+    tokens: int
+    dirty: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionWorkspace:
+    files: tuple[SessionFile, ...]
+    memory: MemoryChunk
+
+    @property
+    def chat_tokens(self) -> int:
+        return sum(f.tokens for f in self.files if not f.read_only)
+
+    @property
+    def memory_tokens(self) -> int:
+        return self.memory.tokens + sum(f.tokens for f in self.files if f.read_only)
+
+    def read_only_texts(self) -> list[tuple[str, str]]:
+        memory = [(m.path, m.text) for m, _ in self.memory.kept]
+        return memory + [(f.path, f.text) for f in self.files if f.read_only]
+
+    def chat_texts(self) -> list[tuple[str, str]]:
+        return [(f.path, f.text) for f in self.files if not f.read_only]
+
+
+def listed(data: SessionData) -> list[tuple[str, bool]]:
+    """(path, read-only) of the session's files, in the order they were added."""
+    raw = data.info.extra.get(FILES_KEY)
+    if not isinstance(raw, list):
+        return []
+    return [
+        (str(item["path"]), bool(item.get("readOnly")))
+        for item in raw
+        if isinstance(item, dict) and isinstance(item.get("path"), str)
+    ]
+
+
+def session_index(workspaces: Workspaces, data: SessionData) -> WorkspaceIndex:
+    uri = data.info.workspace_uri
+    if not uri:
+        raise InvalidParams(
+            f"session {data.id} has no workspaceUri: files are paths in a workspace; create "
+            "the session with session/create {workspaceUri}"
+        )
+    return workspaces.open(uri)
+
+
+def gather(
+    workspaces: Workspaces, data: SessionData, roots: MemoryRoots | None = None
+) -> SessionWorkspace:
+    """Read and count the session's files and memory (file reads: call it off the loop)."""
+    index = session_index(workspaces, data)
+    count = workspaces.service.counter(data.model).count_text
+    files = []
+    for path, read_only in listed(data):
+        current = index.read(path)
+        tokens = count(file_block_text(path, current.text)) if current.sha256 else 0
+        files.append(
+            SessionFile(path, read_only, current.text, tokens, current.dirty, current.reason)
+        )
+    found = memory_files(index.root, [p for p, _ in listed(data)], roots)
+    memory = build_chunk(found, DEFAULT_MEMORY_CAP_TOKENS, lambda t: count(t) if t else 0)
+    return SessionWorkspace(tuple(files), memory)
+
+
+def measure(workspaces: Workspaces, session_id: str, gathered: SessionWorkspace) -> None:
+    """Record the files' and memory's tokens in the session's breakdown and announce it
+    (on the event loop)."""
+    service = workspaces.service
+    state = service.state(session_id)
+    measured = dict(state.data.measured)
+    for key, tokens in (("chatFiles", gathered.chat_tokens), ("memory", gathered.memory_tokens)):
+        if tokens:
+            measured[key] = tokens
+        else:
+            measured.pop(key, None)
+    exact = service.counter(state.data.model).exact
+    service.set_measured(session_id, measured, exact)
+    service.republish(session_id)
+
+
+async def change_files(
+    workspaces: Workspaces,
+    session_id: str,
+    paths: Sequence[str],
+    *,
+    read_only: bool | None,
+) -> SessionWorkspace:
+    """Add `paths` (read_only True/False) or drop them (read_only None); the new state."""
+    service = workspaces.service
+    data = service.state(session_id).data
+    index = session_index(workspaces, data)
+    rels = [resolve_inside(index.root, p) for p in paths]
+    if read_only is not None:
+        checked = await service.run(lambda: [index.read(r) for r in rels])
+        for rel, current in zip(rels, checked, strict=True):
+            if not current.sha256 and current.reason:
+                raise InvalidParams(f"cannot add {rel}: {current.reason}")
+    current_list = [(p, ro) for p, ro in listed(data) if p not in rels]
+    if read_only is not None:
+        current_list += [(r, read_only) for r in dict.fromkeys(rels)]
+    service.update_info(
+        session_id, extra={FILES_KEY: [{"path": p, "readOnly": ro} for p, ro in current_list]}
+    )
+    data = service.state(session_id).data
+    gathered = await service.run(lambda: gather(workspaces, data))
+    measure(workspaces, session_id, gathered)
+    return gathered
+
+
+async def session_workspace(workspaces: Workspaces, session_id: str) -> SessionWorkspace:
+    data = workspaces.service.state(session_id).data
+    return await workspaces.service.run(lambda: gather(workspaces, data))
+
+
+def refresh_sessions(workspaces: Workspaces, index: WorkspaceIndex, paths: set[str]) -> None:
+    """After `paths` of `index` changed: re-measure the loaded sessions they concern."""
+    memory_touched = any(
+        p.split("/")[-1] in MEMORY_NAMES or p.startswith(".claude/") for p in paths
+    )
+    service = workspaces.service
+    for snapshot in service.loaded_snapshots():
+        data = service.state(snapshot.session_id).data
+        uri = data.info.workspace_uri
+        if not uri or workspaces.get(uri) is not index:
+            continue
+        if memory_touched or any(p in paths for p, _ in listed(data)):
+            _pending.add(asyncio.ensure_future(_remeasure(workspaces, data.id)))
+
+
+_pending: set[asyncio.Future[None]] = set()  # keeps the tasks alive until they finish
+
+
+async def _remeasure(workspaces: Workspaces, session_id: str) -> None:
+    try:
+        gathered = await session_workspace(workspaces, session_id)
+        measure(workspaces, session_id, gathered)
+    except Exception:
+        log.exception("re-measuring session %s after a file change failed", session_id)
+    finally:
+        _pending.difference_update({t for t in _pending if t.done()})
