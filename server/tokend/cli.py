@@ -1,5 +1,5 @@
 """The `tokend` command: serve, lsp, stop, status, context, sessions, compact, models, config,
-import, replay."""
+import, replay, follow, statusline, watch."""
 
 from __future__ import annotations
 
@@ -40,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true")
     status.add_argument("--session", help="a session id (default: the workspace's active session)")
     status.add_argument("--daemon", action="store_true", help="the daemon's status instead")
+    status.add_argument(
+        "--format",
+        choices=["line", "json", "claude-code"],
+        default="line",
+        help="line (default), json (the Snapshot), or claude-code (its statusLine JSON shape)",
+    )
+
+    _live_parsers(sub)
 
     context = sub.add_parser("context", help="a breakdown table of the active session's window")
     context.add_argument("--session", help="a session id (default: the workspace's active session)")
@@ -84,6 +92,34 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true")
     return parser
+
+
+def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    follow = sub.add_parser(
+        "follow", help="follow a Claude Code or Codex session live (the daemon tails its file)"
+    )
+    follow.add_argument("agent", nargs="?", choices=["claude-code", "codex"])
+    follow.add_argument(
+        "file", nargs="?", type=Path, help="a transcript (default: every session of the agent)"
+    )
+    follow.add_argument("--latest", action="store_true", help="the agent's newest transcript")
+    follow.add_argument(
+        "--workspace", type=Path, help="the session's workspace folder (default: the agent's cwd)"
+    )
+    follow.add_argument(
+        "--detach", action="store_true", help="leave the daemon following and return"
+    )
+    follow.add_argument("--list", action="store_true", help="what the daemon follows")
+    follow.add_argument("--stop", metavar="ID", help="stop the daemon's follower ID")
+    follow.add_argument("--json", action="store_true")
+
+    sub.add_parser(
+        "statusline",
+        help="Claude Code's statusLine command: reads its JSON on stdin, prints tokend's gauge",
+    )
+
+    watch = sub.add_parser("watch", help="a live gauge and breakdown, redrawn at every change")
+    watch.add_argument("--session", help="a session id (default: the workspace's active session)")
 
 
 def _sessions_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -133,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    from tokend.core.errors import TokendError
+
     if args.command == "replay":
         from tokend.commands.replay import run_replay
 
@@ -179,6 +217,22 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.status import run_status
 
         return run_status(args, sys.stdout)
+    if args.command == "follow":
+        from tokend.commands.follow import run_follow, run_follow_admin
+
+        if args.list or args.stop:
+            return run_follow_admin(args, sys.stdout)
+        if args.agent is None:
+            raise TokendError("say which agent to follow: tokend follow claude-code|codex")
+        return run_follow(args, sys.stdout)
+    if args.command == "statusline":
+        from tokend.commands.statusline import run_statusline
+
+        return run_statusline(sys.stdin, sys.stdout)
+    if args.command == "watch":
+        from tokend.commands.watch import run_watch
+
+        return run_watch(args, sys.stdout)
     if args.command == "context":
         from tokend.commands.status import run_context
 

@@ -1,42 +1,76 @@
-"""`tokend status` (one-line gauge) and `tokend context` (a /context-like table)."""
+"""`tokend status` (one-line gauge) and `tokend context` (a /context-like table).
+
+Both ask the running daemon when one answers: it has the sessions loaded, so the answer takes
+a few milliseconds (fit for a shell prompt or a tmux status line), and it is the very snapshot
+the editors show. With no daemon they read the store directly, which loads the session (about a
+second). Either way the figures are the wire Snapshot of protocol.md, printed by commands.live.
+Heavy modules (the store, the service) are imported only on that slow path.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from tokend.commands.sessions import local_service
+from tokend.commands.live import LiveClient, claude_code_status, context_rows, gauge_line
 from tokend.core.errors import SessionNotFound
-from tokend.core.snapshot import BudgetSnapshot
-from tokend.lsp import wire
-from tokend.lsp.convert import to_wire_snapshot
-from tokend.service.service import TokendService
+
+if TYPE_CHECKING:
+    from tokend.service.service import TokendService
 
 
 def active_session_id(service: TokendService, workspace: Path) -> str:
     sessions = service.list_sessions(workspace.resolve().as_uri())
     if not sessions:
-        raise SessionNotFound(
-            f"no session for workspace {workspace.resolve()}: start one from your editor or agent, "
-            "or `tokend import claude-code FILE`; pass --session ID for another workspace's"
-        )
+        raise _no_session(workspace)
     return sessions[0].id
 
 
-def _snapshot(args: argparse.Namespace) -> BudgetSnapshot:
+def _no_session(workspace: Path) -> SessionNotFound:
+    return SessionNotFound(
+        f"no session for workspace {workspace.resolve()}: start one from your editor or agent, "
+        "or `tokend import claude-code FILE`; pass --session ID for another workspace's"
+    )
+
+
+def wire_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    """(the wire Snapshot of --session or the cwd's active session, its workspace URI), from
+    the daemon unless --database-url names a store to read."""
+    client = None if args.database_url else LiveClient.connect(client_name="tokend status")
+    if client is not None:
+        with client:
+            return daemon_snapshot(client, args.session, Path.cwd())
+    return _local_snapshot(args)
+
+
+def daemon_snapshot(
+    client: LiveClient, session_id: str | None, workspace: Path
+) -> tuple[dict[str, Any], str | None]:
+    """(Snapshot, workspace URI) of `session_id` or the workspace's newest session."""
+    listed = client.request("session/list", {"workspaceUri": workspace.resolve().as_uri()})
+    sessions = listed["sessions"]
+    if session_id is None:
+        if not sessions:
+            raise _no_session(workspace)
+        session_id = sessions[0]["sessionId"]
+    uri = next((s["workspaceUri"] for s in sessions if s["sessionId"] == session_id), None)
+    snapshot: dict[str, Any] = client.request("budget/snapshot", {"sessionId": session_id})
+    return snapshot, uri
+
+
+def _local_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    from tokend.commands.sessions import local_service
+    from tokend.lsp import wire
+    from tokend.lsp.convert import to_wire_snapshot
+
     with local_service(args.database_url) as service:  # a read: saves no calibration
         session_id = args.session or active_session_id(service, Path.cwd())
-        return service.snapshot(session_id)
-
-
-def gauge_line(s: BudgetSnapshot) -> str:
-    basis = "estimated" if s.estimated else "from usage"
-    return (
-        f"{s.model}  {s.used_tokens:,} / {s.context_window:,} tokens ({s.used_percentage:.1f}%)"
-        f"  · compacts at {s.autocompact_threshold:,}  · ${s.cost_total_usd:.2f}  · {basis}"
-    )
+        snapshot = service.snapshot(session_id)
+        info = service.store.get_session(session_id)
+    result: dict[str, Any] = wire.to_wire(to_wire_snapshot(snapshot))
+    return result, info.workspace_uri if info is not None else None
 
 
 def run_status(args: argparse.Namespace, out: TextIO) -> int:
@@ -44,37 +78,39 @@ def run_status(args: argparse.Namespace, out: TextIO) -> int:
         from tokend.commands.serve import daemon_status
 
         return daemon_status(args, out)
-    snapshot = _snapshot(args)
-    if args.json:
-        out.write(json.dumps(wire.to_wire(to_wire_snapshot(snapshot))) + "\n")
+    snapshot, workspace_uri = wire_snapshot(args)
+    fmt = "json" if args.json else args.format
+    if fmt == "json":
+        out.write(json.dumps(snapshot) + "\n")
+    elif fmt == "claude-code":
+        project = _folder(workspace_uri)
+        status = claude_code_status(snapshot, cwd=str(Path.cwd()), project_dir=project)
+        out.write(json.dumps(status) + "\n")
     else:
         out.write(gauge_line(snapshot) + "\n")
     return 0
 
 
-def context_rows(s: BudgetSnapshot) -> list[tuple[str, int, str]]:
-    """(category, tokens, basis) rows that add up to the context window."""
-    rows = [(b.category, b.tokens, b.basis) for b in s.breakdown]
-    reserve = min(s.max_output_tokens, max(0, s.context_window - s.autocompact_threshold))
-    buffer = max(0, s.context_window - s.autocompact_threshold - reserve)
-    free = max(0, s.context_window - s.used_tokens - reserve - buffer)
-    rows.append(("free space", free, "derived"))
-    rows.append(("autocompact buffer", buffer, "config"))
-    rows.append(("output reserve", reserve, "catalog"))
-    return rows
+def _folder(uri: str | None) -> str | None:
+    from urllib.parse import unquote, urlparse
+
+    if not uri or not uri.startswith("file://"):
+        return None
+    return unquote(urlparse(uri).path)
 
 
 def run_context(args: argparse.Namespace, out: TextIO) -> int:
-    s = _snapshot(args)
+    s, _ = wire_snapshot(args)
     rows = context_rows(s)
     if args.json:
         out.write(json.dumps([{"category": c, "tokens": t, "basis": b} for c, t, b in rows]) + "\n")
         return 0
     out.write(gauge_line(s) + "\n\n")
     out.write(f"{'category':<20} {'tokens':>10} {'% window':>9}  basis\n")
+    window = s["contextWindow"]
     for category, tokens, basis in rows:
-        pct = 100.0 * tokens / s.context_window if s.context_window else 0.0
+        pct = 100.0 * tokens / window if window else 0.0
         out.write(f"{category:<20} {tokens:>10,} {pct:>8.1f}%  {basis}\n")
-    for warning in s.warnings:
+    for warning in s["warnings"]:
         out.write(f"warning: {warning}\n")
     return 0

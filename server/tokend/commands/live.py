@@ -1,0 +1,152 @@
+"""What the live terminal commands share: a daemon connection that also hears notifications,
+and the gauge as text, made from the wire Snapshot (protocol.md) like every client's.
+
+Imports stay light (no store, no pygls): `tokend status` and `tokend statusline` run in shell
+prompts and status lines, where every millisecond of start-up shows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import Any, Self
+
+from tokend.commands.rpc_client import DaemonClient
+from tokend.core.errors import TokendError
+
+BUDGET_DID_CHANGE = "budget/didChange"
+
+
+class LiveClient(DaemonClient):
+    """A DaemonClient that keeps the notifications it reads, for `next_notification`."""
+
+    def __init__(self, sock: Any) -> None:
+        super().__init__(sock)
+        self._notifications: deque[dict[str, Any]] = deque()
+
+    @classmethod
+    def open(cls, client_name: str, *, start: bool) -> Self | None:
+        """Connected and initialized; with `start`, the daemon is started when none runs (as
+        `tokend lsp` does), else None is returned then."""
+        if not start:
+            return cls.connect(client_name=client_name)
+        from tokend.daemon.spawn import DaemonUnavailable, connect_or_spawn
+
+        try:
+            sock = connect_or_spawn()
+        except (DaemonUnavailable, OSError) as exc:
+            raise TokendError(f"cannot reach the tokend daemon: {exc}") from None
+        sock.settimeout(300.0)
+        client = cls(sock)
+        client.request(
+            "initialize",
+            {"processId": os.getpid(), "capabilities": {}, "clientInfo": {"name": client_name}},
+        )
+        client.notify("initialized", {})
+        return client
+
+    def _read(self) -> dict[str, Any]:
+        """Every frame read, as DaemonClient reads it; notifications are also kept."""
+        body = super()._read()
+        if "method" in body and "id" not in body:
+            self._notifications.append(body)
+        return body
+
+    def next_notification(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """The next notification (kept or new); None after `timeout` seconds without one."""
+        if self._notifications:
+            return self._notifications.popleft()
+        self._sock.settimeout(timeout)
+        try:
+            while True:
+                body = super()._read()
+                if "method" in body and "id" not in body:
+                    return body
+        except TokendError:
+            if timeout is not None:
+                return None
+            raise
+        finally:
+            self._sock.settimeout(300.0)
+
+
+def short_tokens(tokens: int) -> str:
+    """86,012 -> "86k", 1,000,000 -> "1M", 950 -> "950"."""
+    if tokens >= 1_000_000:
+        return f"{tokens / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
+    if tokens >= 1_000:
+        return f"{tokens / 1_000:.0f}k"
+    return str(tokens)
+
+
+def gauge_line(s: dict[str, Any]) -> str:
+    """The one-line gauge `tokend status` prints, from a wire Snapshot."""
+    basis = "estimated" if s["estimated"] else "from usage"
+    return (
+        f"{s['model']}  {s['usedTokens']:,} / {s['contextWindow']:,} tokens "
+        f"({s['usedPercentage']:.1f}%)  · compacts at {s['autocompactThreshold']:,}  "
+        f"· ${s['cost']['totalUsd']:.2f}  · {basis}"
+    )
+
+
+def short_gauge(s: dict[str, Any]) -> str:
+    """`86k/200k · 43%` (`~` before the figure while it is estimated): what status bars show."""
+    mark = "~" if s["estimated"] else ""
+    used, window = short_tokens(s["usedTokens"]), short_tokens(s["contextWindow"])
+    return f"{mark}{used}/{window} · {s['usedPercentage']:.0f}%"
+
+
+def context_rows(s: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """(category, tokens, basis) rows that add up to the context window: the breakdown, then
+    free space, the autocompact buffer and the output reserve."""
+    rows = [(b["category"], b["tokens"], b["basis"]) for b in s["breakdown"]]
+    window, threshold = s["contextWindow"], s["autocompactThreshold"]
+    reserve = min(s["maxOutputTokens"], max(0, window - threshold))
+    buffer = max(0, window - threshold - reserve)
+    free = max(0, window - s["usedTokens"] - reserve - buffer)
+    rows.append(("free space", free, "derived"))
+    rows.append(("autocompact buffer", buffer, "config"))
+    rows.append(("output reserve", reserve, "catalog"))
+    return rows
+
+
+def claude_code_status(
+    s: dict[str, Any], *, cwd: str, project_dir: str | None, transcript_path: str | None = None
+) -> dict[str, Any]:
+    """The snapshot in the JSON shape Claude Code pipes to its statusLine command, so scripts
+    written for it work on tokend's figures unchanged. `current_usage` is the last provider
+    call (null before any); `total_*` add up every call; the percentages are tokend's gauge."""
+    last = s.get("lastCall")
+    totals = s["totals"]
+    used_pct = round(s["usedPercentage"], 1)
+    return {
+        "session_id": s["sessionId"],
+        "transcript_path": transcript_path,
+        "cwd": cwd,
+        "model": {"id": s["model"], "display_name": s["model"]},
+        "workspace": {"current_dir": cwd, "project_dir": project_dir or cwd},
+        "cost": {"total_cost_usd": s["cost"]["totalUsd"]},
+        "context_window": {
+            "total_input_tokens": totals["inputTokens"]
+            + totals["cacheReadTokens"]
+            + totals["cacheWriteTokens"],
+            "total_output_tokens": totals["outputTokens"],
+            "context_window_size": s["contextWindow"],
+            "used_percentage": used_pct,
+            "remaining_percentage": round(max(0.0, 100.0 - used_pct), 1),
+            "current_usage": None
+            if last is None
+            else {
+                "input_tokens": last["inputTokens"],
+                "output_tokens": last["outputTokens"],
+                "cache_creation_input_tokens": last["cacheWriteTokens"],
+                "cache_read_input_tokens": last["cacheReadTokens"],
+            },
+        },
+        "exceeds_200k_tokens": s["usedTokens"] > 200_000,
+        "tokend": {
+            "usedTokens": s["usedTokens"],
+            "estimated": s["estimated"],
+            "autocompactThreshold": s["autocompactThreshold"],
+        },
+    }

@@ -1,0 +1,303 @@
+"""The daemon's followers: agent transcripts it tails into sessions as the agents write them.
+
+A follower follows either one transcript file, or an agent's whole sessions folder: then every
+transcript that appears or grows there after the follower started (and the newest one already
+there) is followed too, each into its own session, so a new agent session is picked up without
+a command. watchdog reports changes; a slow poll catches what it misses (network file
+systems), and is also how a quiet transcript's last reply gets imported (see transcript_tail).
+
+Each transcript has one TranscriptTail however many followers name it, and one task syncing it,
+so two editors asking to follow the same file never import a record twice. Everything here runs
+on the event loop, except watchdog's callbacks, which only hand the path over to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from weakref import WeakKeyDictionary
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from tokend.core.errors import InvalidParams
+from tokend.service.service import TokendService
+from tokend.service.tail import AGENTS, Agent, TailStatus, TranscriptTail
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0  # how often a tail looks at its file without a watchdog event
+QUIET_SECONDS = 2.0  # a transcript unchanged this long has its waiting records imported
+FIRST_SYNC_SECONDS = 30.0  # follow/start waits this long at most for a transcript's first import
+
+
+def agent_folder(agent: Agent) -> Path:
+    """Where the agent writes its transcripts: Claude Code's `projects` folder
+    ($CLAUDE_CONFIG_DIR, default ~/.claude), Codex's `sessions` ($CODEX_HOME, default ~/.codex)."""
+    if agent == "codex":
+        return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / "projects"
+
+
+def is_transcript(agent: Agent, folder: Path, path: Path) -> bool:
+    """A session transcript of the agent: Claude Code's `projects/<project>/<session>.jsonl`
+    (sub-agent files live deeper and are left out), Codex's `rollout-*.jsonl` at any depth."""
+    if path.suffix != ".jsonl":
+        return False
+    try:
+        relative = path.relative_to(folder)
+    except ValueError:
+        return False
+    if agent == "codex":
+        return path.name.startswith("rollout-")
+    return len(relative.parts) == 2
+
+
+def latest_transcript(agent: Agent, folder: Path | None = None) -> Path | None:
+    """The agent's most recently written transcript in `folder` (default: the agent's), None
+    when it has none."""
+    folder = folder or agent_folder(agent)
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.rglob("*.jsonl") if is_transcript(agent, folder, p)]
+    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+
+
+@dataclass(frozen=True)
+class FollowerStatus:
+    """A follower as follow/list shows it: what it follows and how far each transcript is."""
+
+    follower_id: str
+    agent: Agent
+    path: str  # the transcript, or the folder watched
+    folder: bool
+    transcripts: tuple[TailStatus, ...]
+
+
+SessionKnown = Callable[[str, TailStatus], None]
+"""Called (follower id, transcript) when a transcript's session is created or found."""
+
+
+@dataclass(eq=False)
+class _Follower:
+    follower_id: str
+    agent: Agent
+    path: Path
+    folder: bool
+    workspace_uri: str | None
+    tails: list[_Running] = field(default_factory=list)
+    listeners: list[SessionKnown] = field(default_factory=list)
+    watch: ObservedWatch | None = None  # the watchdog watch of its folder
+
+
+@dataclass(eq=False)
+class _Running:
+    """A tail and its task; shared by the followers that name its file."""
+
+    tail: TranscriptTail
+    task: asyncio.Task[None] | None = None
+    poked: asyncio.Event = field(default_factory=asyncio.Event)
+    followers: list[_Follower] = field(default_factory=list)
+    announced: str | None = None  # the session id the followers were last told of
+    synced: asyncio.Event = field(default_factory=asyncio.Event)  # set after the first sync
+
+
+class Followers:
+    """The followers of one service (one daemon). Create with `Followers.of(service)`."""
+
+    _registries: WeakKeyDictionary[TokendService, Followers] = WeakKeyDictionary()
+
+    def __init__(
+        self,
+        service: TokendService,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        quiet_seconds: float = QUIET_SECONDS,
+    ) -> None:
+        self.service = service
+        self.poll_seconds = poll_seconds
+        self.quiet_seconds = quiet_seconds
+        self._followers: dict[str, _Follower] = {}
+        self._running: dict[Path, _Running] = {}
+        self._ids = itertools.count(1)
+        self._observer: BaseObserver | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def of(cls, service: TokendService) -> Followers:
+        """The followers of `service`, made on first use (one registry per daemon)."""
+        found = cls._registries.get(service)
+        if found is None:
+            found = cls._registries[service] = cls(service)
+        return found
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def start(
+        self,
+        agent: str,
+        path: str | None = None,
+        workspace_uri: str | None = None,
+        on_session: SessionKnown | None = None,
+    ) -> FollowerStatus:
+        """Follow `path` (a transcript), or with no path the agent's sessions folder, and return
+        once what the transcript holds is imported (at most FIRST_SYNC_SECONDS). A file
+        already followed is not followed twice: its follower is returned."""
+        if agent not in AGENTS:
+            raise InvalidParams(f"agent must be one of {', '.join(AGENTS)}, not {agent!r}")
+        kind: Agent = "codex" if agent == "codex" else "claude-code"
+        target = Path(path).expanduser() if path else agent_folder(kind)
+        if not target.is_absolute():
+            raise InvalidParams(f"path must be absolute, not {path!r}")
+        if path and not target.is_file():
+            raise InvalidParams(f"path: no transcript at {target}")
+        if not path and not target.is_dir():
+            raise InvalidParams(
+                f"no {agent} sessions folder at {target}: run {agent} once, or pass a path"
+            )
+        target = target.resolve()
+        for follower in self._followers.values():
+            if follower.agent == kind and follower.path == target:
+                if on_session is not None:
+                    follower.listeners.append(on_session)
+                    for running in follower.tails:
+                        self._tell(follower, running, force=True)
+                return self._status(follower)
+        follower = _Follower(f"f{next(self._ids)}", kind, target, not path, workspace_uri)
+        if on_session is not None:
+            follower.listeners.append(on_session)
+        self._followers[follower.follower_id] = follower
+        self._loop = asyncio.get_running_loop()
+        watched = target if follower.folder else target.parent
+        follower.watch = self._observe().schedule(
+            _Handler(self, follower), str(watched), recursive=follower.folder
+        )
+        first = latest_transcript(kind, target) if follower.folder else target
+        if first is not None:
+            running = self._add(follower, first)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(running.synced.wait(), FIRST_SYNC_SECONDS)
+        return self._status(follower)
+
+    def list(self) -> list[FollowerStatus]:
+        return [self._status(f) for f in self._followers.values()]
+
+    def stop(self, follower_id: str) -> FollowerStatus:
+        follower = self._followers.pop(follower_id, None)
+        if follower is None:
+            raise InvalidParams(f"no follower {follower_id!r}: follow/list lists them")
+        if follower.watch is not None and self._observer is not None:
+            with contextlib.suppress(KeyError, OSError):
+                self._observer.unschedule(follower.watch)
+        for running in follower.tails:
+            running.followers.remove(follower)
+            if not running.followers and running.task is not None:
+                running.task.cancel()
+                self._running.pop(running.tail.path, None)
+        return self._status(follower)
+
+    def close(self) -> None:
+        for follower_id in list(self._followers):
+            self.stop(follower_id)
+        if self._observer is not None:
+            self._observer.stop()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _observe(self) -> BaseObserver:
+        if self._observer is None:
+            self._observer = Observer()
+            self._observer.daemon = True
+            self._observer.start()
+        return self._observer
+
+    def _status(self, follower: _Follower) -> FollowerStatus:
+        return FollowerStatus(
+            follower.follower_id,
+            follower.agent,
+            str(follower.path),
+            follower.folder,
+            tuple(r.tail.status() for r in follower.tails),
+        )
+
+    def changed(self, follower: _Follower, path: Path) -> None:
+        """A file in the follower's folder was created or written (on the event loop)."""
+        if follower.follower_id not in self._followers:
+            return
+        if follower.folder:
+            if not is_transcript(follower.agent, follower.path, path):
+                return
+        elif path != follower.path:
+            return
+        running = self._running.get(path)
+        if running is None or follower not in running.followers:
+            running = self._add(follower, path)
+        running.poked.set()
+
+    def _add(self, follower: _Follower, path: Path) -> _Running:
+        running = self._running.get(path)
+        if running is None:
+            tail = TranscriptTail(self.service, follower.agent, path, follower.workspace_uri)
+            running = self._running[path] = _Running(tail)
+            running.task = asyncio.get_running_loop().create_task(self._run(running))
+        running.followers.append(follower)
+        follower.tails.append(running)
+        running.poked.set()
+        return running
+
+    async def _run(self, running: _Running) -> None:
+        """Sync the tail whenever it is poked or the poll comes round; import what waits once
+        the file has been quiet for `quiet_seconds`."""
+        loop = asyncio.get_running_loop()
+        last_change = loop.time()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(running.poked.wait(), self.poll_seconds)
+            running.poked.clear()
+            tail = running.tail
+            size = len(tail.records)
+            quiet = tail.waiting and loop.time() - last_change >= self.quiet_seconds
+            try:
+                await tail.sync(quiet=quiet)
+            except Exception:  # a bug must not end the follower silently
+                log.exception("following %s failed", tail.path)
+            running.synced.set()
+            if len(tail.records) != size:
+                last_change = loop.time()
+            for follower in running.followers:
+                self._tell(follower, running)
+
+    def _tell(self, follower: _Follower, running: _Running, force: bool = False) -> None:
+        session_id = running.tail.session_id
+        if session_id is None or (session_id == running.announced and not force):
+            return
+        running.announced = session_id
+        for listener in list(follower.listeners):
+            try:
+                listener(follower.follower_id, running.tail.status())
+            except Exception:
+                log.exception("a follower's listener failed")
+
+
+class _Handler(FileSystemEventHandler):
+    """watchdog's callbacks (its own thread): hand the path to the event loop, nothing more."""
+
+    def __init__(self, followers: Followers, follower: _Follower) -> None:
+        self._followers = followers
+        self._follower = follower
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory or event.event_type not in ("created", "modified", "moved"):
+            return
+        raw = getattr(event, "dest_path", "") or event.src_path
+        path = Path(os.fsdecode(raw))
+        loop = self._followers._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._followers.changed, self._follower, path)

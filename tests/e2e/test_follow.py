@@ -1,0 +1,196 @@
+"""The daemon follows Claude Code transcripts live: a real `tokend serve`, real clients on its
+socket, and transcripts this test writes record by record from a real session.
+
+The oracle is `tokend import` of the finished transcript into another store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import session_file
+from tests.daemon.lsp_client import LspClient
+from tests.daemon.real_daemon import Daemons, real_daemons
+from tokend.commands.importer import import_events
+from tokend.daemon.paths import socket_path
+from tokend.service.factory import build_service
+
+WAIT_SECONDS = 60.0  # generous: shared machines are slow; every wait ends on an outcome
+
+
+@pytest.fixture
+def daemons(monkeypatch: pytest.MonkeyPatch) -> Any:
+    with real_daemons(monkeypatch) as runtime:
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(runtime.base / "claude"))
+        yield runtime
+
+
+def _lines(name: str) -> list[str]:
+    return [line for line in session_file(name).read_text().splitlines() if line.strip()]
+
+
+def _oracle(tmp_path: Path, name: str) -> dict[str, Any]:
+    service = build_service(None, f"sqlite:///{tmp_path}/oracle.sqlite3")
+    outcome = import_events(service, session_file(name))
+    s = service.snapshot(outcome.session_id)
+    service.close()
+    return {"usedTokens": s.used_tokens, "version": s.version, "calls": s.totals.calls}
+
+
+def _client(name: str) -> LspClient:
+    client = LspClient.unix(socket_path())
+    assert "result" in client.initialize(name)
+    return client
+
+
+def _result(client: LspClient, method: str, params: Any = None) -> Any:
+    reply = client.request(method, params, timeout=WAIT_SECONDS)
+    assert "result" in reply, reply
+    return reply["result"]
+
+
+def _until(client: LspClient, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The first budget/didChange snapshot (kept or new) for which `done` holds."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        while client.notifications:
+            message = client.notifications.pop(0)
+            if message.get("method") == "budget/didChange" and done(message["params"]["snapshot"]):
+                return message["params"]["snapshot"]
+        client.notifications.append(client.read_message(max(0.0, deadline - time.monotonic())))
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    with path.open("a") as stream:
+        for line in lines:
+            stream.write(line + "\n")
+            stream.flush()
+
+
+def _figures(s: dict[str, Any]) -> dict[str, Any]:
+    return {"usedTokens": s["usedTokens"], "version": s["version"], "calls": s["totals"]["calls"]}
+
+
+def test_a_growing_transcript_moves_the_gauge_of_the_client_that_follows_it(daemons, tmp_path):
+    daemons.serve()
+    lines = _lines("tool_heavy.jsonl")
+    path = tmp_path / "transcript.jsonl"
+    _append(path, lines[:2])  # the prompt: no reply yet, so no session yet
+    editor = _client("editor")
+    follower = _result(editor, "follow/start", {"agent": "claude-code", "path": str(path)})
+    assert follower["agent"] == "claude-code" and not follower["folder"]
+    assert [t["sessionId"] for t in follower["transcripts"]] == [None]
+
+    expected = _oracle(tmp_path, "tool_heavy.jsonl")
+    for line in lines[2:]:  # Claude Code writes on: one record at a time
+        _append(path, [line])
+    final = _until(editor, lambda s: _figures(s) == expected)
+    assert final["sessionId"]
+
+    # another client sees the same session, the same figures
+    other = _client("other")
+    assert (
+        _figures(_result(other, "budget/snapshot", {"sessionId": final["sessionId"]})) == expected
+    )
+    listed = _result(other, "follow/list")["followers"]
+    assert [(f["followerId"], f["transcripts"][0]["sessionId"]) for f in listed] == [
+        (follower["followerId"], final["sessionId"])
+    ]
+    assert listed[0]["transcripts"][0]["messages"] == 17
+
+    # following the same file again is the same follower: no record is imported twice
+    again = _result(other, "follow/start", {"agent": "claude-code", "path": str(path)})
+    assert again["followerId"] == follower["followerId"]
+    assert _result(other, "follow/stop", {"followerId": follower["followerId"]})["path"] == str(
+        path
+    )
+    assert _result(other, "follow/list") == {"followers": []}
+    error = other.request("follow/stop", {"followerId": follower["followerId"]})["error"]
+    assert error["code"] == -32602 and "follow/list" in error["message"]
+
+
+def test_watching_the_sessions_folder_picks_up_a_new_claude_code_session(daemons, tmp_path):
+    project = daemons.base / "claude" / "projects" / "-work-app"
+    project.mkdir(parents=True)
+    daemons.serve()
+    client = _client("editor")
+    follower = _result(client, "follow/start", {"agent": "claude-code"})
+    assert follower["folder"] and follower["transcripts"] == []
+
+    transcript = project / "5b1e.jsonl"  # Claude Code starts a session
+    lines = _lines("short.jsonl")
+    for line in lines:
+        _append(transcript, [line])
+    expected = _oracle(tmp_path, "short.jsonl")
+    final = _until(client, lambda s: _figures(s) == expected)
+    listed = _result(client, "follow/list")["followers"][0]["transcripts"]
+    assert [(t["path"], t["sessionId"]) for t in listed] == [(str(transcript), final["sessionId"])]
+    # the session belongs to the folder Claude Code ran in
+    cwd = json.loads(lines[1])["cwd"]
+    sessions = _result(client, "session/list", {"workspaceUri": Path(cwd).as_uri()})["sessions"]
+    assert final["sessionId"] in [s["sessionId"] for s in sessions]
+
+
+def _tokend(*args: str, cwd: Path, stdin: str | None = None, **env: str) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "tokend", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+        env={**os.environ, **env},
+    )
+
+
+def test_the_terminal_reads_the_daemon_follow_status_statusline(daemons: Daemons, tmp_path):
+    daemons.serve()
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    path = tmp_path / "transcript.jsonl"
+    _append(path, _lines("short.jsonl"))
+    expected = _oracle(tmp_path, "short.jsonl")
+
+    followed = _tokend(
+        "follow", "claude-code", str(path), "--workspace", str(workspace), "--detach", cwd=tmp_path
+    )
+    assert followed.returncode == 0, followed.stderr
+    assert f"{expected['usedTokens']:,} / 200,000 tokens" in followed.stdout
+
+    # `tokend status` answers from the daemon: a CLI pointed at an empty store still knows
+    empty = f"sqlite:///{tmp_path}/empty.sqlite3"
+    status = _tokend("status", "--json", cwd=workspace, TOKEND_DATABASE_URL=empty)
+    assert status.returncode == 0, status.stderr
+    snapshot = json.loads(status.stdout)
+    assert _figures(snapshot) == expected
+
+    shaped = _tokend("status", "--format", "claude-code", cwd=workspace)
+    assert shaped.returncode == 0, shaped.stderr
+    claude = json.loads(shaped.stdout)
+    window = claude["context_window"]
+    assert claude["session_id"] == snapshot["sessionId"]
+    assert claude["workspace"]["project_dir"] == str(workspace)
+    assert window["context_window_size"] == 200_000
+    assert window["used_percentage"] == round(100 * expected["usedTokens"] / 200_000, 1)
+    assert window["used_percentage"] + window["remaining_percentage"] == pytest.approx(100)
+    last = snapshot["lastCall"]
+    assert window["current_usage"]["cache_read_input_tokens"] == last["cacheReadTokens"]
+    assert claude["cost"]["total_cost_usd"] == snapshot["cost"]["totalUsd"]
+    assert claude["exceeds_200k_tokens"] is False
+
+    piped = json.dumps({"session_id": "5b1e", "transcript_path": str(path), "cwd": str(workspace)})
+    line = _tokend("statusline", cwd=workspace, stdin=piped)
+    assert line.returncode == 0
+    assert line.stdout.startswith("claude-opus-4-6 · ")
+    assert f"{round(100 * expected['usedTokens'] / 200_000)}%" in line.stdout
+    nothing = _tokend("statusline", cwd=workspace, stdin="{}")
+    assert nothing.returncode == 0 and nothing.stdout.startswith("tokend: ")

@@ -1,0 +1,149 @@
+"""A transcript followed record by record ends where importing the finished file ends.
+
+The oracle is `tokend import` (commands/importer.py), which reads the finished file at once;
+the follower reads a file this test writes one record at a time, as Claude Code does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BIG_SESSION, session_file
+from tokend.commands.importer import import_events
+from tokend.service.factory import build_service
+from tokend.service.tail import TranscriptTail
+
+
+def _lines(name: str) -> list[str]:
+    path = BIG_SESSION if name == "big" else session_file(name)
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+def _figures(service, session_id: str) -> dict:
+    snapshot = service.snapshot(session_id)
+    messages = service.state(session_id).data.messages
+    return {
+        "usedTokens": snapshot.used_tokens,
+        "version": snapshot.version,
+        "totals": snapshot.totals,
+        "costUsd": snapshot.cost_total_usd,
+        "compactions": snapshot.compactions,
+        "roles": [m.role for m in messages],
+    }
+
+
+def _imported(tmp_path: Path, name: str) -> dict:
+    service = build_service(None, f"sqlite:///{tmp_path}/imported.sqlite3")
+    source = tmp_path / f"whole-{name}"
+    source.write_text("\n".join(_lines(name)) + "\n")
+    outcome = import_events(service, source)
+    figures = _figures(service, outcome.session_id)
+    service.close()
+    return figures
+
+
+async def _follow(tail: TranscriptTail, path: Path, lines: list[str], step: int) -> None:
+    for start in range(0, len(lines), step):
+        with path.open("a") as stream:
+            stream.write("".join(line + "\n" for line in lines[start : start + step]))
+        await tail.sync()
+
+
+@pytest.mark.parametrize(
+    ("name", "step"), [("short.jsonl", 1), ("tool_heavy.jsonl", 1), ("big", 5)]
+)
+def test_following_record_by_record_matches_importing_the_finished_file(tmp_path, name, step):
+    lines = _lines(name)
+    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    path = tmp_path / "session.jsonl"
+    path.write_text("")
+    tail = TranscriptTail(service, "claude-code", path)
+    asyncio.run(_follow(tail, path, lines, step))
+    assert tail.error is None and tail.session_id is not None
+    assert _figures(service, tail.session_id) == _imported(tmp_path, name)
+    service.close()
+
+
+def _parts(service, session_id: str) -> list:
+    return [(m.role, [sp.part for sp in m.parts]) for m in service.state(session_id).data.messages]
+
+
+def test_a_restarted_follower_resumes_and_import_after_it_adds_nothing(tmp_path):
+    lines = _lines("tool_heavy.jsonl")
+    half = len(lines) // 2
+    path = tmp_path / "session.jsonl"
+    path.write_text("")
+    url = f"sqlite:///{tmp_path}/followed.sqlite3"
+    first = build_service(None, url)
+    tail = TranscriptTail(first, "claude-code", path)
+    asyncio.run(_follow(tail, path, lines[:half], 1))
+    session_id = tail.session_id
+    assert session_id is not None
+    first.close()  # the daemon stops mid-session
+
+    second = build_service(None, url)
+    again = TranscriptTail(second, "claude-code", path)
+    asyncio.run(_follow(again, path, lines[half:], 1))
+    assert again.session_id == session_id  # the same session, found by its cursor
+
+    # the oracle: `tokend import` of the first half, then (another process) of the whole file
+    oracle_path = tmp_path / "imported.jsonl"
+    oracle_path.write_text("".join(line + "\n" for line in lines[:half]))
+    oracle_url = f"sqlite:///{tmp_path}/imported.sqlite3"
+    before = build_service(None, oracle_url)
+    oracle_id = import_events(before, oracle_path).session_id
+    before.close()
+    oracle_path.write_text("".join(line + "\n" for line in lines))
+    after = build_service(None, oracle_url)
+    import_events(after, oracle_path)
+    assert _parts(second, session_id) == _parts(after, oracle_id)  # every record once, in order
+    assert _figures(second, session_id) == _figures(after, oracle_id)
+
+    outcome = import_events(second, path)  # importing the followed transcript: nothing new
+    assert (outcome.session_id, outcome.messages, outcome.created) == (session_id, 0, False)
+    second.close()
+    after.close()
+
+
+def test_a_quiet_transcript_is_imported_whole_and_a_late_block_continues_its_message(tmp_path):
+    """The last reply of a turn has nothing after it: once the file is quiet it is imported,
+    and a block Claude Code writes after that joins the session instead of being lost."""
+    lines = _lines("short.jsonl")
+    records = [json.loads(line) for line in lines]
+    reply = [i for i, r in enumerate(records) if r.get("type") == "assistant"]
+    cut = reply[1]  # the reply's first block only
+    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    path = tmp_path / "session.jsonl"
+    path.write_text("")
+    tail = TranscriptTail(service, "claude-code", path)
+
+    async def scenario() -> None:
+        await _follow(tail, path, lines[:cut], len(lines))
+        assert tail.session_id is None  # the reply is still being written: nothing yet
+        await tail.sync(quiet=True)
+        assert tail.messages == 2  # the prompt, and the reply as far as it was written
+        await _follow(tail, path, lines[cut:], len(lines))
+
+    asyncio.run(scenario())
+    assert tail.session_id is not None
+    parts = [
+        sp.part
+        for m in service.state(tail.session_id).data.messages
+        for sp in m.parts
+        if m.role == "assistant"
+    ]
+    imported = build_service(None, f"sqlite:///{tmp_path}/imported.sqlite3")
+    outcome = import_events(imported, session_file("short.jsonl"))
+    whole = [
+        sp.part
+        for m in imported.state(outcome.session_id).data.messages
+        for sp in m.parts
+        if m.role == "assistant"
+    ]
+    assert parts == whole  # every block, once, in order
+    service.close()
+    imported.close()
