@@ -109,7 +109,7 @@ async def test_a_prune_keeps_system_and_tools_in_the_gauge(server):
             "input": {"cmd": f"make {i}"},
         }
         await append(server, sid, "assistant", call)
-        output = f"compiling unit {i}: warning about deprecated flags in module {i}\n" * 900
+        output = f"compiling unit {i}: warning about deprecated flags in module {i}\n" * 800
         outputs.append(output)
         result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
         await append(server, sid, "tool", result)

@@ -175,17 +175,23 @@ async def test_overflow_says_what_to_drop(server: ProcessClient):
     sid = (await server.request("session/create", {"model": "gpt-4o", "contextWindow": 20_000}))[
         "sessionId"
     ]
-    # the input limit is 20,000 - 16,384 (gpt-4o's output reserve) = 3,616 tokens
-    for i in range(3):
+    # the input limit is 20,000 - 16,384 (gpt-4o's output reserve) = 3,616 tokens; the
+    # history stays under it (no automatic compaction), a chat file pushes the request over
+    for i in range(2):
         await server.request(
             "session/append", {"sessionId": sid, "message": _text("user", f"word{i} " * 1000)}
         )
+    chat_file = {"path": "notes.txt", "text": "note " * 1500}
     with pytest.raises(RpcError) as overflow:
-        await server.request("context/assemble", {"sessionId": sid, "format": "openai"})
+        await server.request(
+            "context/assemble", {"sessionId": sid, "format": "openai", "chatFiles": [chat_file]}
+        )
     assert overflow.value.code == -32003
     assert overflow.value.data["limit"] == 3616
     assert overflow.value.data["total"] > 3616
-    assert any("compact the session" in s for s in overflow.value.data["suggestions"])
+    suggestions = overflow.value.data["suggestions"]
+    assert suggestions[0].startswith("drop chat file notes.txt")
+    assert any("compact the session" in s for s in suggestions)
 
     with pytest.raises(RpcError) as too_large:
         await server.request(

@@ -27,7 +27,15 @@ from tokend.core.errors import StoreError
 
 from .conftest import message, session_info
 
-TABLES = {"sessions", "messages", "parts", "token_cache", "calibration", "alembic_version"}
+TABLES = {
+    "sessions",
+    "messages",
+    "parts",
+    "token_cache",
+    "calibration",
+    "tool_outputs",
+    "alembic_version",
+}
 
 
 def test_open_creates_the_schema_from_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -127,3 +135,53 @@ def test_processes_opening_one_new_file_at_once_all_succeed(db_url: str):
     with SqlStore.open(db_url) as store:
         assert sorted(s.id for s in store.list_sessions()) == [f"s{i}" for i in range(count)]
         assert all(len(store.load_messages(f"s{i}")) == 1 for i in range(count))
+
+
+def test_sessions_compacted_before_0002_keep_their_live_context(db_url: str):
+    """Before 0002 a window started at the newest summary; the upgrade marks what came before
+    it as covered by the first summary after it, so the live context does not change."""
+    engine = create_store_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            config = alembic_config(connection)
+            command.upgrade(config, "0001")
+    finally:
+        engine.dispose()
+    engine = create_store_engine(db_url)
+    try:
+        from sqlalchemy import text
+
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO sessions (id, model, extra, created_at, updated_at) "
+                    "VALUES ('s1', 'gpt-4o', '{}', '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+                )
+            )
+            for seq, summary in enumerate([0, 0, 1, 0, 1, 0, 0], start=1):
+                connection.execute(
+                    text(
+                        "INSERT INTO messages (id, session_id, seq, role, summary, created_at) "
+                        "VALUES (:id, 's1', :seq, 'user', :summary, :at)"
+                    ),
+                    {
+                        "id": f"m{seq}",
+                        "seq": seq,
+                        "summary": summary,
+                        "at": f"2026-01-01 00:00:0{seq}",
+                    },
+                )
+    finally:
+        engine.dispose()
+    with SqlStore.open(db_url) as store:
+        assert [m.id for m in store.load_messages("s1")] == ["m5", "m6", "m7"]
+        every = {m.id: m for m in store.load_all_messages("s1")}
+        assert [every[f"m{i}"].compacted_by for i in range(1, 8)] == [
+            "m3",
+            "m3",
+            "m5",
+            "m5",
+            None,
+            None,
+            None,
+        ]

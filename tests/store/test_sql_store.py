@@ -139,20 +139,55 @@ def test_append_moves_updated_at_forward_only(store: SqlStore):
     assert store.get_session("s1").updated_at == at(60)  # type: ignore[union-attr]
 
 
-def test_load_messages_starts_at_the_newest_summary(store: SqlStore):
+def test_the_live_context_is_the_summary_then_what_no_summary_covers(store: SqlStore):
     store.create_session(session_info("s1"))
     store.create_session(session_info("other"))
-    old = [message("s1") for _ in range(3)]
-    first_summary = message("s1", CompactionPart("first"), role="assistant", summary=True)
-    middle = [message("s1") for _ in range(2)]
-    last_summary = message("s1", CompactionPart("second"), role="assistant", summary=True)
-    recent = [message("s1") for _ in range(2)]
-    everything = [*old, first_summary, *middle, last_summary, *recent]
-    for m in everything:
+    head = [message("s1") for _ in range(3)]
+    tail = [message("s1") for _ in range(2)]
+    for m in (*head, *tail):
         store.append_message(m)
+    first = message("s1", CompactionPart("first"), role="system", summary=True)
+    store.commit_change(
+        "s1",
+        message=first,
+        compacted_message_ids=[m.id for m in head],
+        compacted_by=first.id,
+        compacted_at=at(100),
+    )
+    later = message("s1")  # appended after the summary: it follows the kept tail
+    store.append_message(later)
     store.append_message(message("other", summary=True))  # another session's boundary
-    assert store.load_messages("s1") == [last_summary, *recent]
-    assert store.load_all_messages("s1") == everything
+    assert [m.id for m in store.load_messages("s1")] == [first.id, *(m.id for m in tail), later.id]
+    # A second summary covers the first and part of the tail.
+    second = message("s1", CompactionPart("second"), role="system", summary=True)
+    store.commit_change(
+        "s1",
+        message=second,
+        compacted_message_ids=[first.id, tail[0].id],
+        compacted_by=second.id,
+        compacted_at=at(200),
+    )
+    assert [m.id for m in store.load_messages("s1")] == [second.id, tail[1].id, later.id]
+    # Nothing is deleted; what left the live context says when and by what.
+    every = {m.id: m for m in store.load_all_messages("s1")}
+    assert len(every) == 8
+    assert {every[m.id].compacted_by for m in head} == {first.id}
+    assert every[first.id].compacted_by == every[tail[0].id].compacted_by == second.id
+    assert every[tail[0].id].compacted_at == at(200)
+    assert every[later.id].compacted_at is None
+
+
+def test_a_gated_tool_output_is_read_back_in_slices_by_its_own_session_only(store: SqlStore):
+    store.create_session(session_info("s1"))
+    store.create_session(session_info("s2"))
+    text = "ünï" * 40_000 + "THE END"
+    store.commit_change("s1", message=message("s1"), tool_outputs={"sha256:abc": text})
+    store.commit_change("s1", message=message("s1"), tool_outputs={"sha256:abc": text})  # once
+    assert store.read_tool_output("s1", "sha256:abc", 0, 5) == (text[:5], len(text))
+    assert store.read_tool_output("s1", "sha256:abc", len(text) - 7, 100) == ("THE END", len(text))
+    assert store.read_tool_output("s1", "sha256:abc", len(text) + 5, 10) == ("", len(text))
+    assert store.read_tool_output("s2", "sha256:abc", 0, 5) is None
+    assert store.read_tool_output("s1", "sha256:nope", 0, 5) is None
 
 
 def test_without_a_summary_load_messages_returns_everything(store: SqlStore):

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.render import PRUNED_TOOL_RESULT
+from tokend.core.render import PRUNED_TOOL_RESULT, SUMMARY_HEADER
 from tokend.core.types import (
     CompactionPart,
     FilePart,
@@ -23,7 +23,13 @@ from tokend.core.types import (
     ToolCallPart,
     ToolResultPart,
 )
-from tokend.core.wire_formats import WIRE_FORMATS, WireFormat, WireMessage, render_message
+from tokend.core.wire_formats import (
+    WIRE_FORMATS,
+    WireFormat,
+    WireMessage,
+    render_message,
+    split_system_blocks,
+)
 from tokend.core.wire_join import CONVERSATION_START, UNANSWERED_TOOL_CALL, Joiner
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -39,11 +45,22 @@ def msg(mid: str, role: Any, *parts: Part | StoredPart, summary: bool = False) -
 
 
 def join(messages: list[Message], fmt: WireFormat) -> tuple[list[dict[str, Any]], list[str]]:
+    """The conversation as assembly builds it (Anthropic's summaries go to the system field,
+    which this helper leaves out: see join_with_system)."""
+    return join_with_system(messages, fmt)[1:]
+
+
+def join_with_system(
+    messages: list[Message], fmt: WireFormat
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     joiner = Joiner(fmt)
+    system: list[dict[str, Any]] = []
     for message in messages:
-        for wire in render_message(message, fmt):
+        blocks, wires = split_system_blocks(render_message(message, fmt), fmt)
+        system.extend(blocks)
+        for wire in wires:
             joiner.add(wire)
-    return joiner.finish(), joiner.warnings
+    return system, joiner.finish(), joiner.warnings
 
 
 # --- a strategy for conversations as agents store them (used by test_assemble too) ---------
@@ -270,11 +287,18 @@ def test_pruned_results_and_summaries_render_as_the_user_and_model_will_see_them
         msg("a", "assistant", ToolCallPart("c1", "read", {}), pruned),
     ]
     for fmt in WIRE_FORMATS:
-        messages, _ = join(history, fmt)
+        system, messages, _ = join_with_system(history, fmt)
         text = json.dumps(messages)
         assert PRUNED_TOOL_RESULT in text and "xxxx" not in text
-        assert messages[0]["role"] == "user"
-        assert "We fixed the parser." in json.dumps(messages[0])
+        # The summary is never the user's: a system message (OpenAI) or block (Anthropic),
+        # marked as tokend's.
+        said = messages[0] if fmt == "openai" else system[0]
+        assert fmt == "anthropic" or said["role"] == "system"
+        summary_text = said["content"] if fmt == "openai" else said["text"]
+        assert summary_text.startswith(SUMMARY_HEADER) and "We fixed the parser." in summary_text
+        assert all(
+            "We fixed the parser." not in json.dumps(m) for m in messages if m["role"] == "user"
+        )
 
 
 def test_missing_and_orphan_results_are_repaired_with_warnings():

@@ -13,7 +13,7 @@ overflow.py, the per-session cache of rendered messages in render_cache.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from tokend.core.wire_formats import (
     cacheable_block_index,
     part_is_sent,
     render_message,
+    split_system_blocks,
 )
 from tokend.core.wire_join import Joiner
 
@@ -167,11 +168,18 @@ def _build(
     if fmt == "openai" and req.system is not None:
         joiner.messages.append({"role": "system", "content": req.system})
         ends["system"] = joiner.end_position()
+    summary_blocks: list[dict[str, Any]] = []  # Anthropic: summaries go to the system field
     for name, messages in groups.items():
         if cache is not None and name in ("history", "current"):
-            joiner.extend(cache.render_all(messages, fmt))
+            rendered: Iterable[WireMessage] = cache.render_all(messages, fmt)
         else:
-            joiner.extend(wire for message in messages for wire in render_message(message, fmt))
+            rendered = (wire for message in messages for wire in render_message(message, fmt))
+        if fmt == "anthropic" and messages and messages[0].summary:
+            blocks, rendered = split_system_blocks(list(rendered), fmt)
+            summary_blocks.extend(blocks)
+            if not rendered:
+                continue
+        joiner.extend(rendered)
         if messages:
             ends[name] = joiner.end_position()
     out = joiner.finish()
@@ -197,6 +205,8 @@ def _build(
             tools = (*tools[:-1], {**tools[-1], "cache_control": _EPHEMERAL})
         if req.system is not None:
             system = ({"type": "text", "text": req.system, "cache_control": _EPHEMERAL},)
+        if summary_blocks:
+            system = (*(system or ()), *summary_blocks)
     return Assembly(
         format=fmt,
         messages=tuple(out),

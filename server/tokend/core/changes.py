@@ -42,6 +42,9 @@ class AppendMessage:
     # A new message (not one reloaded from the store): its figures are scored against the
     # prediction and may teach calibration.
     learn: bool = True
+    # Tool outputs a gate kept out of the message (ref -> the whole original text); they are
+    # stored in the same transaction as the message, never held by the session's data.
+    tool_outputs: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +59,24 @@ class PruneParts:
 
 @dataclass(frozen=True, slots=True)
 class NewWindow:
-    """A compaction boundary: `message` (a summary) starts the next window."""
+    """A compaction boundary: `message` (a summary, `tokens` as sent) stands for the messages
+    `covered` (a run at the start of the window, the previous summary included), which leave
+    the live context and stay in the store, marked. The rest of the window (the verbatim
+    tail, and whatever was appended while the summary was written) follows the summary."""
 
     message: Message
     tokens: int
+    covered: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Rewind:
+    """The conversation goes back to just after `to_message_id`: the later messages of the
+    window (`removed`) leave the live context at `at` and stay in the store, marked."""
+
+    to_message_id: str
+    removed: tuple[str, ...]
+    at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +96,7 @@ class UpdateInfo:
     extra: Mapping[str, object] = field(default_factory=dict)
 
 
-Change = AppendMessage | PruneParts | NewWindow | RecordMeasured | UpdateInfo
+Change = AppendMessage | PruneParts | NewWindow | Rewind | RecordMeasured | UpdateInfo
 
 
 @dataclass(frozen=True, slots=True)

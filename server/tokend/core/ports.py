@@ -38,9 +38,19 @@ class Clock(Protocol):
 
 
 class Summarizer(Protocol):
-    """Turns the old part of a conversation into a summary (a model call in production)."""
+    """Writes the summary of the messages a compaction takes out of the context.
 
-    def summarize(self, messages: Sequence[Message], target_tokens: int) -> str: ...
+    `summarize` gets the summarized messages (a previous summary first, to be merged, not
+    summarized again), the caller's instructions and the target in tokens; it returns the
+    summary text and the structured digest kept with it (core.summary), or raises to let the
+    caller fall back to the extractive summarizer. It runs in a worker thread."""
+
+    @property
+    def name(self) -> str: ...
+
+    def summarize(
+        self, messages: Sequence[Message], target_tokens: int, instructions: str | None
+    ) -> tuple[str, dict[str, Any] | None]: ...
 
 
 class Store(Protocol):
@@ -71,19 +81,37 @@ class Store(Protocol):
         message: Message | None = None,
         compacted_part_ids: Iterable[str] = (),
         compacted_at: datetime | None = None,
+        compacted_message_ids: Iterable[str] = (),
+        compacted_by: str | None = None,
+        tool_outputs: Mapping[str, str] | None = None,
         session_fields: Mapping[str, Any] | None = None,
     ) -> None:
-        """One session change in one transaction: append `message`, mark parts compacted, set
-        session fields (as update_session). All of it or nothing."""
+        """One session change in one transaction: append `message`, mark parts compacted,
+        mark messages out of the live context (by a summary's id, or "rewind"), keep gated
+        tool outputs (ref -> text), set session fields (as update_session). All of it or
+        nothing."""
         ...
 
     def load_messages(self, session_id: str) -> list[Message]:
-        """Messages from the last compaction boundary forward (the boundary's summary message first),
-        oldest first. Parts keep their order; pruned parts carry compacted_at."""
+        """The live context, oldest first: the live summary (if any) first, then the messages
+        no summary covers and no rewind took out. Pruned parts carry compacted_at."""
         ...
 
     def load_all_messages(self, session_id: str) -> list[Message]:
-        """Every message ever appended, oldest first (nothing is ever deleted)."""
+        """Every message ever appended, oldest first (nothing is ever deleted); those out of
+        the live context carry compacted_at and compacted_by."""
+        ...
+
+    def read_tool_output(
+        self, session_id: str, ref: str, offset: int, length: int
+    ) -> tuple[str, int] | None:
+        """(characters [offset, offset + length) of a gated tool output, its length in
+        characters), or None when the session has no output `ref`."""
+        ...
+
+    def fork_session(self, child: SessionInfo, through_message_id: str | None = None) -> int:
+        """Create `child` (parent_id set) with copies of the parent's messages up to
+        `through_message_id`; returns how many were copied."""
         ...
 
     def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None: ...

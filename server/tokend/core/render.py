@@ -17,6 +17,16 @@ from tokend.core.types import (
 )
 
 PRUNED_TOOL_RESULT = "[Old tool result content cleared]"
+SUMMARY_HEADER = (
+    "[Summary of the earlier conversation, written by tokend when it compacted the session. "
+    "It is not a message from the user: the user's own words are quoted in it.]"
+)
+
+
+def summary_text(summary: str) -> str:
+    """A compaction summary as the model reads it: marked, so that nobody takes it for the
+    user's message (every wire format renders this text)."""
+    return f"{SUMMARY_HEADER}\n\n{summary}"
 
 
 def to_json_text(value: object) -> str:
@@ -34,7 +44,7 @@ def part_text(part: Part, *, pruned: bool = False) -> str:
         case ToolResultPart(output=output):
             return PRUNED_TOOL_RESULT if pruned else output
         case CompactionPart(summary=summary):
-            return summary
+            return summary_text(summary)
         case FilePart(path=path):
             return path
         case ImagePart():

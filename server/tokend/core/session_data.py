@@ -22,9 +22,11 @@ from tokend.core.changes import (
     NewWindow,
     PruneParts,
     RecordMeasured,
+    Rewind,
     UpdateInfo,
 )
-from tokend.core.framing import reply_priming
+from tokend.core.errors import VersionConflict
+from tokend.core.framing import message_overhead, reply_priming
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import CallFigures, Totals
 from tokend.core.types import ContentClass, Message, SessionInfo, Usage
@@ -122,6 +124,8 @@ def evolve(data: SessionData, change: Change) -> Evolved:
             return Evolved(_prune(data, change))
         case NewWindow():
             return Evolved(_new_window(data, change))
+        case Rewind():
+            return Evolved(_rewind(data, change))
         case RecordMeasured():
             measured = MappingProxyType(dict(change.measured))
             return Evolved(replace(data, measured=measured, measured_exact=change.exact))
@@ -267,19 +271,83 @@ def _prune(data: SessionData, change: PruneParts) -> SessionData:
 
 
 def _new_window(data: SessionData, change: NewWindow) -> SessionData:
-    """A compaction boundary: the window restarts with the summary; the whole context is
-    counted again (no provider figure describes it yet)."""
-    message = change.message
+    """A compaction boundary: the summary stands for the covered run at the start of the
+    window; the rest follows it. The whole context is counted again (no provider figure
+    describes it yet). Raises VersionConflict when the covered messages are no longer the
+    start of the window (another compaction or a rewind got there first): appends made while
+    the summary was written do not conflict, they come after it."""
+    message, covered = change.message, change.covered
+    head = data.messages[: len(covered)]
+    if len(head) != len(covered) or any(m.id not in covered for m in head):
+        raise VersionConflict(
+            f"session {data.id} changed while it was being compacted (another compaction or "
+            "a rewind came first): compact again",
+            {"currentVersion": data.version},
+        )
+    kept = data.messages[len(covered) :]
+    tokens = {message.id: change.tokens}
+    tokens.update((m.id, data.message_tokens[m.id]) for m in kept)
     return replace(
         data,
         info=replace(data.info, compacted_at=message.created_at),
-        messages=(message,),
-        message_tokens={message.id: change.tokens},
+        messages=(message, *kept),
+        message_tokens=tokens,
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
         version=data.version + 2,  # a message and a compaction (as a reload counts them)
     )
+
+
+def _rewind(data: SessionData, change: Rewind) -> SessionData:
+    """The window up to `to_message_id`; the gauge anchors on the last provider call left in
+    it (a later one no longer describes the context), plus what was added after that call."""
+    ids = [m.id for m in data.messages]
+    if change.to_message_id not in ids or tuple(ids[ids.index(change.to_message_id) + 1 :]) != (
+        change.removed
+    ):
+        raise VersionConflict(
+            f"session {data.id} changed while it was being rewound: rewind again",
+            {"currentVersion": data.version},
+        )
+    kept = data.messages[: ids.index(change.to_message_id) + 1]
+    tokens = {m.id: data.message_tokens[m.id] for m in kept}
+    anchor, after = None, 0
+    for index in range(len(kept) - 1, -1, -1):
+        message = kept[index]
+        if message.usage is not None and not message.summary:
+            anchor = _anchor_of(data, message, tokens[message.id])
+            after = sum(tokens[m.id] for m in kept[index + 1 :])
+            break
+    return replace(
+        data,
+        messages=kept,
+        message_tokens=tokens,
+        anchor=anchor,
+        added=Added(tokens=after) if anchor is not None else Added(),
+        version=data.version + 1,
+    )
+
+
+def _anchor_of(data: SessionData, message: Message, tokens: int) -> Anchor:
+    """The anchor a call message gives (the current one when it is that message's); never
+    learnt from: the next figure follows a rewind."""
+    if data.anchor is not None and data.anchor.call.message_id == message.id:
+        return replace(data.anchor, learn=False)
+    usage = message.usage
+    assert usage is not None
+    framing = message_overhead(message.role, data.model.provider)
+    call = CallFigures(
+        message_id=message.id,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        predicted_tokens=None,
+        error_pct=None,
+    )
+    return Anchor(call, anchor_output(usage, tokens - framing), learn=False)
 
 
 def add_usage(totals: Totals, usage: Usage) -> Totals:

@@ -45,10 +45,18 @@ class ToolCallPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
+    """A tool's output. When a gate decided at append time (core.gates) that the model sees
+    less than the whole output, `output` is what the model sees (a preview or a middle-out
+    cut), `gate` says how ("preview" | "middleOut"), `ref` names the original kept whole in
+    the store (toolOutput/read) and `original_chars` is its length in characters."""
+
     call_id: str
     name: str
     output: str
     is_error: bool = False
+    gate: str | None = None
+    ref: str | None = None
+    original_chars: int | None = None
     kind: Literal["toolResult"] = "toolResult"
 
 
@@ -67,9 +75,12 @@ class FilePart:
 
 @dataclass(frozen=True, slots=True)
 class CompactionPart:
-    """Marks a compaction boundary; `summary` replaces everything before it in assembly."""
+    """A compaction summary: `summary` stands for the messages it covers in assembly.
+    `digest` is the structured content it was rendered from (core.summary.Digest as JSON),
+    so that the next compaction merges it instead of summarizing a summary."""
 
     summary: str
+    digest: dict[str, Any] | None = None
     kind: Literal["compaction"] = "compaction"
 
 
@@ -117,6 +128,10 @@ class Message:
     cost_usd: float | None = None
     summary: bool = False  # a compaction summary message
     completed_at: datetime | None = None
+    # Taken out of the live context, kept in the store: by the summary message `compacted_by`
+    # names, or by a rewind (compacted_by "rewind").
+    compacted_at: datetime | None = None
+    compacted_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from tokend.core.estimate import provider_family
-from tokend.core.render import PRUNED_TOOL_RESULT, to_json_text
+from tokend.core.render import PRUNED_TOOL_RESULT, summary_text, to_json_text
 from tokend.core.types import (
     CompactionPart,
     FilePart,
@@ -36,10 +36,15 @@ _NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
 def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
     """The wire messages for one stored message (several when an assistant step has tool results).
 
-    A summary message renders as a user message; pruned tool results as PRUNED_TOOL_RESULT.
+    A summary message is never the user's: OpenAI gets a system message, Anthropic (whose
+    messages are only the user's and the assistant's) a system block, a wire message of role
+    "system" that `split_system_blocks` takes out of the conversation; both read
+    `summary_text`. Pruned tool results render as PRUNED_TOOL_RESULT.
     """
     if fmt not in WIRE_FORMATS:
         raise ValueError(f"unknown wire format {fmt!r}; expected one of {WIRE_FORMATS}")
+    if message.summary:
+        return _summary_wire(message, fmt)
     said_as = _speaker(message, fmt)
     wire: list[WireMessage] = []
     if said_as != "assistant":  # results first: Anthropic wants tool_result blocks leading
@@ -61,8 +66,42 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
     return tuple(wire)
 
 
+def _summary_wire(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
+    texts = [part_text_of_summary(sp.part) for sp in message.parts]
+    text = "\n\n".join(t for t in texts if t)
+    if fmt == "openai":
+        return ({"role": "system", "content": text},)
+    return ({"role": "system", "content": [{"type": "text", "text": text}]},)
+
+
+def part_text_of_summary(part: Part) -> str:
+    """What a part of a summary message reads as (its summary, marked)."""
+    if isinstance(part, CompactionPart):
+        return summary_text(part.summary)
+    if isinstance(part, TextPart):
+        return part.text
+    return ""
+
+
+def split_system_blocks(
+    wires: Sequence[WireMessage], fmt: WireFormat
+) -> tuple[list[dict[str, Any]], list[WireMessage]]:
+    """(system blocks, the conversation): Anthropic takes summaries as system blocks, not as
+    messages; OpenAI keeps its system messages in place (nothing is taken out)."""
+    if fmt == "openai":
+        return [], list(wires)
+    blocks: list[dict[str, Any]] = []
+    rest: list[WireMessage] = []
+    for wire in wires:
+        if wire["role"] == "system":
+            blocks.extend(wire["content"])
+        else:
+            rest.append(wire)
+    return blocks, rest
+
+
 def _speaker(message: Message, fmt: WireFormat) -> str:
-    if message.summary or message.role in ("user", "tool"):
+    if message.role in ("user", "tool"):
         return "user"
     if message.role == "system":
         return "system" if fmt == "openai" else "user"

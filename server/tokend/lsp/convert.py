@@ -7,9 +7,11 @@ import binascii
 from typing import Any
 
 from tokend.core.errors import InvalidParams
+from tokend.core.gates import GatedOutput
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
     ROLES,
+    CompactionPart,
     FilePart,
     ImagePart,
     Part,
@@ -21,6 +23,7 @@ from tokend.core.types import (
     ToolResultPart,
     Usage,
 )
+from tokend.core.types import Message as DomainMessage
 from tokend.lsp import wire
 from tokend.service.service import SessionGauge
 
@@ -174,4 +177,75 @@ def to_wire_session_summary(info: SessionInfo, gauge: SessionGauge) -> wire.Sess
         used_percentage=gauge.used_percentage,
         context_window=gauge.context_window,
         estimated=gauge.estimated,
+    )
+
+
+def to_wire_part(part: Part) -> dict[str, Any]:
+    """A stored part as protocol.md's Part (a summary as {type: "summary", text}; a gated
+    tool result's `output` is what the model sees, with {gate, ref, originalChars})."""
+    match part:
+        case TextPart(text=text):
+            return {"type": "text", "text": text}
+        case ReasoningPart(text=text, provider_metadata=meta):
+            out: dict[str, Any] = {"type": "reasoning", "text": text}
+            if meta is not None:
+                out["providerMetadata"] = meta
+            return out
+        case ToolCallPart(call_id=call_id, name=name, input=value):
+            return {"type": "toolCall", "callId": call_id, "name": name, "input": value}
+        case ToolResultPart():
+            out = {
+                "type": "toolResult",
+                "callId": part.call_id,
+                "name": part.name,
+                "output": part.output,
+                "isError": part.is_error,
+            }
+            if part.gate is not None:
+                out.update(gate=part.gate, ref=part.ref, originalChars=part.original_chars)
+            return out
+        case ImagePart(media_type=media_type, data_base64=data):
+            out = {"type": "image", "mediaType": media_type}
+            if data is not None:
+                out["dataBase64"] = data
+            return out
+        case FilePart(path=path):
+            return {"type": "file", "path": path}
+        case CompactionPart(summary=summary):
+            return {"type": "summary", "text": summary}
+    raise TypeError(f"not a part: {part!r}")
+
+
+def to_wire_message(message: DomainMessage, tokens: int | None) -> dict[str, Any]:
+    """One message of session/messages; `tokens` as the live context counts it (None when
+    the message is out of it). Times are ISO 8601 UTC."""
+    out: dict[str, Any] = {
+        "messageId": message.id,
+        "role": message.role,
+        "kind": "summary" if message.summary else "message",
+        "parts": [
+            {**to_wire_part(sp.part), **({"pruned": True} if sp.compacted_at else {})}
+            for sp in message.parts
+        ],
+        "createdAt": message.created_at.isoformat(),
+        "tokens": tokens,
+        "live": message.compacted_at is None,
+    }
+    if message.compacted_at is not None:
+        out["compactedAt"] = message.compacted_at.isoformat()
+        out["compactedBy"] = message.compacted_by
+    if message.model is not None:
+        out["model"] = message.model
+    return out
+
+
+def to_wire_gated(gated: GatedOutput) -> wire.GatedOutputWire:
+    return wire.GatedOutputWire(
+        gated.part_index,
+        gated.call_id,
+        gated.name,
+        gated.gate,
+        gated.ref,
+        gated.original_chars,
+        gated.shown_chars,
     )

@@ -207,8 +207,38 @@ class ContextAssembleParams:
 @attrs.frozen
 class SessionCompactParams:
     session_id: str
-    strategy: Literal["auto", "prune"] = "auto"
+    strategy: Literal["auto", "prune", "summarize", "full"] = "auto"
+    from_message_id: str | None = None  # the first message kept verbatim (summarize)
+    instructions: str | None = None  # steer the summary (kept in it, verbatim)
     work_done_token: Any = None  # an LSP ProgressToken: integer or string
+
+
+@attrs.frozen
+class SessionMessagesParams:
+    session_id: str
+    include_compacted: bool = False
+
+
+@attrs.frozen
+class SessionRewindParams:
+    session_id: str
+    to_message_id: str
+    if_version: int | None = None
+
+
+@attrs.frozen
+class SessionForkParams:
+    session_id: str
+    at_message_id: str | None = None
+    title: str | None = None
+
+
+@attrs.frozen
+class ToolOutputReadParams:
+    session_id: str
+    ref: str
+    offset: int = 0  # characters
+    length: int = 50_000  # characters
 
 
 @attrs.frozen
@@ -301,6 +331,20 @@ class CompactActionWire:
     parts: int
     tokens_freed: int
     detail: str
+    message_id: str | None = None  # the summary message (summarize, full); omitted when None
+
+
+@attrs.frozen
+class GatedOutputWire:
+    """A tool result a gate kept out of a message (sizes in characters)."""
+
+    part_index: int
+    call_id: str
+    name: str
+    gate: str  # "preview" | "middleOut"
+    ref: str
+    original_chars: int
+    shown_chars: int
 
 
 @attrs.frozen

@@ -1,22 +1,47 @@
-"""session/compact: prune old tool output first; every action reported, nothing deleted."""
+"""session/compact: the tiers prune -> summarize -> full; every action reported, nothing deleted.
+
+- prune clears old tool output (core.prune).
+- summarize keeps a verbatim tail (core.compaction_plan) and replaces the head with a summary
+  (service.summarizers), written in a worker thread and applied as a NewWindow: messages
+  appended meanwhile come after it.
+- full keeps only the shortest tail; when even that overflows the input limit, the summary
+  leaves out its oldest items until it fits, and says so.
+- auto walks them, cheapest first, until the gauge is under the autocompact threshold.
+A tier that would shrink the context by less than 5% is refused (a skip action says so) and
+writes nothing. One compaction at a time per session.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tokend.core.budget import history_summary_target_tokens
+from tokend.core.changes import Change
+from tokend.core.compaction_plan import MIN_SHRINK, WindowSplit, split_window, tail_budget_tokens
+from tokend.core.errors import InvalidParams, VersionConflict
+from tokend.core.gates import GatedOutput, gated_outputs
 from tokend.core.prune import PruneConfig, plan_prune
+from tokend.core.session_data import SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.summary import USER_WORDS_TOKENS
 from tokend.core.types import Part, Role, Usage
 from tokend.service.service import TokendService
+from tokend.service.session_state import SessionState
+from tokend.service.summarizers import WrittenSummary, write_summary
+
+STRATEGIES = ("auto", "prune", "summarize", "full")
+FULL_FIT_ATTEMPTS = 6  # halvings of the summary's budgets before full gives up fitting
 
 
 @dataclass(frozen=True)
 class CompactAction:
-    kind: str  # "prune" | "skip"
-    parts: int
+    kind: str  # "prune" | "summarize" | "full" | "skip"
+    parts: int  # results cleared (prune) or messages summarized (summarize, full)
     tokens_freed: int
     detail: str
+    message_id: str | None = None  # the summary message (summarize, full)
 
 
 @dataclass(frozen=True)
@@ -27,55 +52,203 @@ class CompactOutcome:
     snapshot: BudgetSnapshot
 
 
-def compact(service: TokendService, session_id: str, strategy: str = "auto") -> CompactOutcome:
-    """Run the compaction tiers `strategy` allows ("prune", or "auto": every tier available)."""
-    data = service.state(session_id).data
-    before = service.snapshot(session_id).used_tokens
-    cfg = service.config_for(data.info.workspace_uri).compaction
-    actions: list[CompactAction] = []
-    if cfg.prune or strategy == "prune":
-        plan = plan_prune(
-            data.messages,
-            PruneConfig(
-                protect_tokens=cfg.prune_protect_tokens,
-                minimum_tokens=cfg.prune_minimum_tokens,
-                protected_tools=tuple(cfg.protected_tools),
-            ),
-        )
-        if plan.part_ids:
-            service.prune_parts(session_id, plan.part_ids)
-            # The results' counts less the placeholders sent instead: the gauge moves by this.
-            placeholder = service.counter(data.model).pruned_tokens()
-            freed = plan.freed_tokens - placeholder * len(plan.part_ids)
-            actions.append(
-                CompactAction(
-                    "prune",
-                    len(plan.part_ids),
-                    freed,
-                    f"cleared {len(plan.part_ids)} old tool results "
-                    f"({freed:,} tokens freed); originals kept in the store",
-                )
-            )
-        else:
-            actions.append(CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}"))
-    snapshot = service.snapshot(session_id)
-    return CompactOutcome(before, snapshot.used_tokens, actions, snapshot)
+@dataclass(frozen=True)
+class CompactRequest:
+    strategy: str = "auto"
+    from_message_id: str | None = None
+    instructions: str | None = None
+    automatic: bool = False  # compaction.auto: only when the gauge is over the threshold
 
 
-def auto_compact(service: TokendService, session_id: str) -> CompactOutcome | None:
-    """compaction.auto: prune when the gauge passes the autocompact threshold.
+async def compact_async(
+    service: TokendService, session_id: str, request: CompactRequest = CompactRequest()
+) -> CompactOutcome:
+    """Run the tiers `request.strategy` names (see the module docstring)."""
+    if request.strategy not in STRATEGIES:
+        raise InvalidParams(f"strategy must be one of {', '.join(STRATEGIES)}")
+    state = service.state(session_id)
+    async with state.compacting:
+        before = state.snapshot.used_tokens
+        threshold = state.snapshot.autocompact_threshold
+        actions: list[CompactAction] = []
+        if request.automatic and before < threshold:
+            return CompactOutcome(before, before, actions, state.snapshot)  # done meanwhile
+        cfg = service.config_for(state.data.info.workspace_uri).compaction
+        tiers = ["prune", "summarize", "full"] if request.strategy == "auto" else [request.strategy]
+        if request.strategy == "auto" and not cfg.prune:
+            tiers.remove("prune")
+        for tier in tiers:
+            if tier == "prune":
+                action = await _prune(service, state)
+            else:
+                action = await _summarize(service, state, request, full=tier == "full")
+            actions.append(action)
+            if action.kind != "skip" and state.snapshot.used_tokens < threshold:
+                break
+        snapshot = state.snapshot
+        return CompactOutcome(before, snapshot.used_tokens, actions, snapshot)
 
-    None when not needed or nothing could be pruned (the snapshot then carries a warning that
-    the session is over the threshold). Never silent: the caller announces what was done.
-    """
-    snapshot = service.snapshot(session_id)
-    data = service.state(session_id).data
-    if not service.config_for(data.info.workspace_uri).compaction.auto:
+
+def compact(
+    service: TokendService,
+    session_id: str,
+    strategy: str = "auto",
+    *,
+    from_message_id: str | None = None,
+    instructions: str | None = None,
+) -> CompactOutcome:
+    """compact_async for callers without an event loop (the CLI on the store, tests)."""
+    request = CompactRequest(strategy, from_message_id, instructions)
+    return asyncio.run(compact_async(service, session_id, request))
+
+
+async def auto_compact_async(service: TokendService, session_id: str) -> CompactOutcome | None:
+    """compaction.auto: the auto tiers when the gauge is at or over the autocompact threshold.
+
+    None when not needed, disabled, or when no tier could act (the snapshot then warns that
+    the session is over the threshold). Never silent: the caller announces what was done."""
+    state = service.state(session_id)
+    if not service.config_for(state.data.info.workspace_uri).compaction.auto:
         return None
-    if snapshot.used_tokens < snapshot.autocompact_threshold:
+    if state.snapshot.used_tokens < state.snapshot.autocompact_threshold:
         return None
-    outcome = compact(service, session_id, "auto")
+    outcome = await compact_async(service, session_id, CompactRequest("auto", automatic=True))
     return outcome if any(a.kind != "skip" for a in outcome.actions) else None
+
+
+# -- the tiers ---------------------------------------------------------------------------------
+
+
+def _shrink_refused(tier: str, before: int, after: int) -> CompactAction | None:
+    """A skip when `after` is not at least 5% under `before` (nothing is written)."""
+    if before > 0 and before - after >= MIN_SHRINK * before:
+        return None
+    pct = 0.0 if before <= 0 else (before - after) / before * 100
+    return CompactAction(
+        "skip",
+        0,
+        0,
+        f"{tier}: would take the context from {before:,} to {after:,} tokens ({pct:.1f}% "
+        f"smaller, under the {MIN_SHRINK:.0%} minimum); nothing written",
+    )
+
+
+def _projected(data: SessionData, change: Change) -> int:
+    return evolve(data, change).data.used_tokens()[0]
+
+
+async def _prune(service: TokendService, state: SessionState) -> CompactAction:
+    data = state.data
+    cfg = service.config_for(data.info.workspace_uri).compaction
+    plan = plan_prune(
+        data.messages,
+        PruneConfig(
+            protect_tokens=cfg.prune_protect_tokens,
+            minimum_tokens=cfg.prune_minimum_tokens,
+            protected_tools=tuple(cfg.protected_tools),
+        ),
+    )
+    if not plan.part_ids:
+        return CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}")
+    change = service.prune_change(data, plan.part_ids)
+    before, after = data.used_tokens()[0], _projected(data, change)
+    refused = _shrink_refused("prune", before, after)
+    if refused is not None:
+        return refused
+    await service.apply_compaction_async(state.id, change)
+    freed = before - after
+    return CompactAction(
+        "prune",
+        len(plan.part_ids),
+        freed,
+        f"cleared {len(plan.part_ids)} old tool results ({freed:,} tokens freed); "
+        "originals kept in the store",
+    )
+
+
+async def _summarize(
+    service: TokendService, state: SessionState, request: CompactRequest, *, full: bool
+) -> CompactAction:
+    tier = "full" if full else "summarize"
+    data = state.data
+    limit = service.input_limit(data)
+    budget = service.config_for(data.info.workspace_uri).budget
+    from_id = None if full else request.from_message_id
+    split = split_window(
+        data.messages, data.message_tokens, 0 if full else tail_budget_tokens(limit), from_id
+    )
+    if isinstance(split, str):
+        if from_id is not None:
+            raise InvalidParams(f"fromMessageId: {split}")
+        return CompactAction("skip", 0, 0, f"{tier}: {split}")
+    target = history_summary_target_tokens(data.model, budget)
+    words = min(USER_WORDS_TOKENS, max(limit // 8, 1))
+    written, after = await _written(service, data, split, target, words, request, limit, full)
+    before = data.used_tokens()[0]
+    refused = _shrink_refused(tier, before, after)
+    if refused is not None:
+        return refused
+    try:
+        await service.apply_compaction_async(state.id, written.change)
+    except VersionConflict as conflict:
+        return CompactAction("skip", 0, 0, f"{tier}: {conflict.message}")
+    return CompactAction(
+        tier,
+        sum(1 for m in split.head if not m.summary),
+        before - after,
+        _summary_detail(split, written, written.change.tokens),
+        written.change.message.id,
+    )
+
+
+async def _written(
+    service: TokendService,
+    data: SessionData,
+    split: WindowSplit,
+    target: int,
+    words: int,
+    request: CompactRequest,
+    limit: int,
+    full: bool,
+) -> tuple[WrittenSummary, int]:
+    """The summary (written in a worker thread) and the gauge it leaves; for full, budgets
+    halved until the context fits the input limit (the oldest items go first)."""
+
+    def write(target_tokens: int, user_words_tokens: int) -> WrittenSummary:
+        return write_summary(
+            service,
+            data,
+            split,
+            target_tokens=target_tokens,
+            user_words_tokens=user_words_tokens,
+            instructions=request.instructions,
+        )
+
+    attempts = FULL_FIT_ATTEMPTS if full else 1
+    while True:
+        written = await service.run(lambda t=target, w=words: write(t, w))  # type: ignore[misc]
+        after = _projected(data, written.change)
+        attempts -= 1
+        if after <= limit or attempts <= 0:
+            return written, after
+        target, words = target // 2, words // 2
+
+
+def _summary_detail(split: WindowSplit, written: WrittenSummary, summary_tokens: int) -> str:
+    summarized = sum(1 for m in split.head if not m.summary)
+    merged = " (the previous summary merged in)" if split.head and split.head[0].summary else ""
+    text = (
+        f"summarized {summarized} messages ({split.head_tokens:,} tokens){merged} into a "
+        f"{summary_tokens:,}-token {written.summarizer} summary; kept {len(split.tail)} "
+        f"messages ({split.tail_tokens:,} tokens) verbatim; originals kept in the store"
+    )
+    if written.dropped:
+        left_out = ", ".join(f"{n} {name}" for name, n in written.dropped.items())
+        text += f"; left out for room, oldest first: {left_out}"
+    return text
+
+
+# -- session/append ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -84,6 +257,7 @@ class AppendOutcome:
     tokens: int  # the message as counted when appended (framing included)
     snapshot: BudgetSnapshot  # after the append (and the automatic compaction, if any)
     auto: CompactOutcome | None  # what compaction.auto did, to announce
+    gated: tuple[GatedOutput, ...] = ()  # tool results a gate kept out of the message
 
 
 async def append_message(
@@ -100,7 +274,8 @@ async def append_message(
     message, snapshot, tokens = await service.append_async(
         session_id, role, parts, usage=usage, model=model, if_version=if_version
     )
-    auto = auto_compact(service, session_id)
+    auto = await auto_compact_async(service, session_id)
     if auto is not None:
         snapshot = auto.snapshot
-    return AppendOutcome(message.id, tokens, snapshot, auto)
+    gated = tuple(gated_outputs(message.parts))
+    return AppendOutcome(message.id, tokens, snapshot, auto, gated)

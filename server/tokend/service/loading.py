@@ -1,6 +1,7 @@
 """Loading a session from the store into SessionData.
 
-The current window's messages are played through `core.session_data.evolve` as reloaded
+The live context (core.session_data: the live summary, then what no summary covers and no
+rewind took out) is played through `core.session_data.evolve` as reloaded
 (unscored) appends, so a reloaded gauge is built by the same code as a live one. What messages
 do not hold comes from the session row's `extra`: compactions, the measured context, the
 estimate errors, and a prune's delta on the anchor. Parts the store has no count for are
@@ -28,12 +29,16 @@ def load_session_data(
 ) -> SessionData:
     session_id = info.id
     messages = store.load_messages(session_id)
+    # Messages out of the live context exist only after a compaction boundary or a rewind.
     windowed = bool(messages) and messages[0].summary
-    every = store.load_all_messages(session_id) if windowed else messages
+    every = (
+        store.load_all_messages(session_id) if windowed or info.extra.get("rewinds") else messages
+    )
+    live = {m.id for m in messages}
     totals = Totals()
     costs: dict[str, float] = {}
-    for message in every[: len(every) - len(messages)]:  # earlier windows
-        if message.usage is not None:
+    for message in every:  # calls out of the live context (summarized, rewound) still count
+        if message.id not in live and message.usage is not None:
             totals = add_usage(totals, message.usage)
             key = message.model or model.name
             costs[key] = costs.get(key, 0.0) + (message.cost_usd or 0.0)
@@ -67,7 +72,12 @@ def load_session_data(
     if missing:
         store.set_part_tokens(missing)
     compactions = int(extra.get("compactions", 0))
-    version = len(every) + compactions + int(extra.get("measuredChanges", 0))
+    version = (
+        len(every)
+        + compactions
+        + int(extra.get("measuredChanges", 0))
+        + int(extra.get("rewinds", 0))
+    )
     data = replace(data, compactions=compactions, version=version, errors=restored_errors(extra))
     return _restore_anchor_delta(data)
 

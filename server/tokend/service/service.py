@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ulid import ULID
 
@@ -25,6 +25,7 @@ from tokend.core.changes import AppendMessage, NewWindow, PruneParts, RecordMeas
 from tokend.core.config import TokendConfig
 from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, UnknownModel
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
+from tokend.core.gates import GateConfig, gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import cost_usd
 from tokend.core.session_data import Evolved, SessionData
@@ -86,6 +87,8 @@ class TokendService:
         self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokend-work")
+        # Tool-output gates (core.gates), one setting for every workspace for now.
+        self.gates = GateConfig()
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -190,8 +193,17 @@ class TokendService:
         usage: Usage | None,
         model: str | None,
     ) -> AppendMessage:
-        """Validate and count a message (pure of session state; safe in a worker thread)."""
+        """Validate, gate and count a message (pure of session state; safe in a worker
+        thread). Tool results a gate keeps out (core.gates) are counted as the model sees
+        them; their originals ride on the change, to be stored with the message."""
         _check_message(data, role, parts, usage)
+        gated = gate_parts(parts, self.gates)
+        originals = {g.part.ref: g.original for g in gated if g.part.ref is not None}
+        if gated:
+            shown = list(parts)
+            for g in gated:
+                shown[g.index] = g.part
+            parts = shown
         counter = self.counter(data.model)
         limit = self.input_limit(data)
         counts = counter.count_parts(role, parts, stop_above=limit)
@@ -219,7 +231,7 @@ class TokendService:
             cost_usd=cost_usd(priced, usage) if usage else None,
             completed_at=now if usage else None,
         )
-        return AppendMessage(message, counts)
+        return AppendMessage(message, counts, tool_outputs=originals)
 
     def _priced_model(self, data: SessionData, model: str | None) -> ModelInfo:
         """The model a call is priced with: the one the message names when the catalog knows
@@ -270,20 +282,40 @@ class TokendService:
         self._learn(state, applied.evolved, save=lambda: self._pool.submit(self._save_calibration))
         return change.message, self._changed(state, applied), change.counts.total
 
-    def append_boundary(self, session_id: str, summary: str) -> BudgetSnapshot:
-        """Start a new window whose first message holds `summary` (a compaction boundary)."""
-        state = self.state(session_id)
-        counts = self.counter(state.data.model).count_parts("user", [CompactionPart(summary)])
+    def summary_change(
+        self, data: SessionData, summary: str, digest: dict[str, Any] | None, covered: Sequence[str]
+    ) -> NewWindow:
+        """The compaction boundary whose summary stands for `covered` (pure of session state;
+        safe in a worker thread)."""
+        part = CompactionPart(summary, digest)
+        counts = self.counter(data.model).count_parts("system", [part])
         message = Message(
             id=new_id(),
-            session_id=session_id,
-            role="user",
-            parts=(StoredPart(new_id(), CompactionPart(summary), counts.tokens[0]),),
+            session_id=data.id,
+            role="system",
+            parts=(StoredPart(new_id(), part, counts.tokens[0]),),
             created_at=self.clock.now(),
             summary=True,
         )
-        applied = state.apply(NewWindow(message, counts.total))
-        state.render_cache.clear()
+        return NewWindow(message, counts.total, frozenset(covered))
+
+    def append_boundary(self, session_id: str, summary: str) -> BudgetSnapshot:
+        """A compaction boundary whose `summary` stands for the whole live context (a
+        client's own compaction, e.g. an imported Claude Code transcript's)."""
+        state = self.state(session_id)
+        data = state.data
+        applied = state.apply(
+            self.summary_change(data, summary, None, [m.id for m in data.messages])
+        )
+        return self._changed(state, applied)
+
+    async def apply_compaction_async(
+        self, session_id: str, change: NewWindow | PruneParts
+    ) -> BudgetSnapshot:
+        """Apply a compaction planned on an earlier version: messages appended meanwhile stay
+        (after the summary); VersionConflict when another compaction or a rewind came first."""
+        state = self.state(session_id)
+        applied = await state.apply_async(change, None, self.run)
         return self._changed(state, applied)
 
     def prune_change(self, data: SessionData, part_ids: Sequence[str]) -> PruneParts:
@@ -428,6 +460,10 @@ class TokendService:
     def subscribe_every(self, listener: Listener) -> Callable[[], None]:
         """Call `listener` with each new snapshot of every session (replay, status)."""
         return self._listeners.subscribe_every(listener)
+
+    def announce(self, state: SessionState, applied: Applied) -> BudgetSnapshot:
+        """Tell the session's listeners about a change applied by its owner; its snapshot."""
+        return self._changed(state, applied)
 
     def _changed(self, state: SessionState, applied: Applied) -> BudgetSnapshot:
         if applied.broadcast:

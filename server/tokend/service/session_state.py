@@ -21,6 +21,7 @@ from tokend.core.changes import (
     NewWindow,
     PruneParts,
     RecordMeasured,
+    Rewind,
     UpdateInfo,
 )
 from tokend.core.config import TokendConfig
@@ -50,6 +51,8 @@ class SessionState:
         self._snapshot = gauge_snapshot(data, config())
         self.render_cache = RenderCache()  # wire messages by id, for warm assemblies
         self.lock = asyncio.Lock()  # serializes apply_async; reads never wait on it
+        # One compaction at a time per session (appends go on meanwhile; they take `lock`).
+        self.compacting = asyncio.Lock()
 
     @property
     def id(self) -> str:
@@ -81,7 +84,7 @@ class SessionState:
         self.check_version(if_version)
         applied, persist = self._next(change)
         persist()
-        return self._publish(applied)
+        return self._publish(applied, change)
 
     async def apply_async(
         self, change: Change, if_version: int | None, worker: Worker[None]
@@ -92,7 +95,7 @@ class SessionState:
             self.check_version(if_version)
             applied, persist = self._next(change)
             await worker(persist)
-            return self._publish(applied)
+            return self._publish(applied, change)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -101,14 +104,26 @@ class SessionState:
         evolved = evolve(before, change)
         snapshot = gauge_snapshot(evolved.data, self._config())
         extra = persisted_extra(evolved.data, snapshot)
+        if isinstance(change, Rewind):  # a reload counts them into the version
+            extra["rewinds"] = int(extra.get("rewinds", 0)) + 1
         data = replace(evolved.data, info=replace(evolved.data.info, extra=extra))
         evolved = Evolved(data, evolved.samples)
         fields: dict[str, Any] = {"extra": extra}
         kwargs: dict[str, Any] = {}
         if isinstance(change, AppendMessage | NewWindow):
             kwargs["message"] = change.message
+        if isinstance(change, AppendMessage) and change.tool_outputs:
+            kwargs["tool_outputs"] = change.tool_outputs
         if isinstance(change, PruneParts):
             kwargs["compacted_part_ids"] = change.part_ids
+            kwargs["compacted_at"] = change.at
+        if isinstance(change, NewWindow):
+            kwargs["compacted_message_ids"] = change.covered
+            kwargs["compacted_by"] = change.message.id
+            kwargs["compacted_at"] = change.message.created_at
+        if isinstance(change, Rewind):
+            kwargs["compacted_message_ids"] = change.removed
+            kwargs["compacted_by"] = "rewind"
             kwargs["compacted_at"] = change.at
         if isinstance(change, PruneParts | NewWindow):
             fields["compacted_at"] = data.info.compacted_at
@@ -122,10 +137,12 @@ class SessionState:
         broadcast = not isinstance(change, RecordMeasured | UpdateInfo)
         return Applied(evolved, snapshot, broadcast), persist
 
-    def _publish(self, applied: Applied) -> Applied:
+    def _publish(self, applied: Applied, change: Change) -> Applied:
         data = applied.evolved.data
         self._data = data
         self._snapshot = applied.snapshot
+        if isinstance(change, NewWindow | Rewind):
+            self.render_cache.clear()  # the messages that left are rendered no more
         return applied
 
 

@@ -92,6 +92,10 @@ class MessageRow(Base):
     summary: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # Out of the live context (kept): covered by the summary message `compacted_by`, or
+    # taken out by a rewind ("rewind").
+    compacted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    compacted_by: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         # Orders a session's messages and makes seq unique per session.
@@ -113,6 +117,19 @@ class PartRow(Base):
     compacted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
     __table_args__ = (Index("ix_parts_message_idx", "message_id", "idx", unique=True),)
+
+
+class ToolOutputRow(Base):
+    """A tool output a gate kept out of its message, whole; `ref` is "sha256:<hex>" of its
+    UTF-8 text, `chars` its length in characters."""
+
+    __tablename__ = "tool_outputs"
+
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id"), primary_key=True)
+    ref: Mapped[str] = mapped_column(String(80), primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    chars: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class TokenCacheRow(Base):

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, case, func, insert, select, update
 from sqlalchemy.orm import Session
 from ulid import ULID
 
-from tokend.adapters.store.codec import part_from_json, part_to_json, usage_from_json
+from tokend.adapters.store.codec import (
+    part_from_json,
+    part_to_json,
+    usage_from_json,
+    usage_to_json,
+)
 from tokend.adapters.store.models import (
     MessageRow,
     PartRow,
     SessionRow,
     TokenCacheRow,
+    ToolOutputRow,
     UtcDateTime,
     table_of,
 )
-from tokend.core.errors import SessionNotFound
-from tokend.core.types import Message, SessionInfo, StoredPart
+from tokend.core.errors import InvalidParams, SessionNotFound
+from tokend.core.types import Message, SessionInfo, StoredPart, ToolResultPart
 
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 
@@ -86,9 +94,15 @@ def part_rows(message_id: str, parts: Sequence[StoredPart]) -> list[dict[str, An
     ]
 
 
-def load_from(session: Session, session_id: str, *, from_seq: int) -> list[Message]:
-    """Messages with seq >= from_seq, oldest first, with their parts: exactly two queries."""
-    in_range = (MessageRow.session_id == session_id, MessageRow.seq >= from_seq)
+def load_from(
+    session: Session, session_id: str, *, from_seq: int = 0, live: bool = False
+) -> list[Message]:
+    """Messages with seq >= from_seq, oldest first, with their parts: exactly two queries.
+    With `live`, only the live context: the messages no summary covers and no rewind took out,
+    the live summary (there is at most one) first."""
+    in_range: tuple[Any, ...] = (MessageRow.session_id == session_id, MessageRow.seq >= from_seq)
+    if live:
+        in_range = (*in_range, MessageRow.compacted_at.is_(None))
     part_rows = session.execute(
         select(
             PartRow.message_id,
@@ -117,25 +131,34 @@ def load_from(session: Session, session_id: str, *, from_seq: int) -> list[Messa
             MessageRow.cost_usd,
             MessageRow.summary,
             MessageRow.completed_at,
+            MessageRow.compacted_at,
+            MessageRow.compacted_by,
         )
         .where(*in_range)
         .order_by(MessageRow.seq)
     )
-    return [
+    messages = [
         Message(
-            id=message_id,
+            id=row.id,
             session_id=session_id,
-            role=role,  # type: ignore[arg-type]  # written from a Role
-            parts=tuple(parts_of.get(message_id, ())),
-            created_at=created_at,
-            model=model,
-            usage=usage_from_json(usage),
-            cost_usd=cost_usd,
-            summary=summary,
-            completed_at=completed_at,
+            role=row.role,
+            parts=tuple(parts_of.get(row.id, ())),
+            created_at=row.created_at,
+            model=row.model,
+            usage=usage_from_json(row.usage),
+            cost_usd=row.cost_usd,
+            summary=row.summary,
+            completed_at=row.completed_at,
+            compacted_at=row.compacted_at,
+            compacted_by=row.compacted_by,
         )
-        for message_id, role, created_at, model, usage, cost_usd, summary, completed_at in message_rows
+        for row in message_rows
     ]
+    if live:
+        # The summary stands for what came before its tail: it leads the window.
+        summaries = [m for m in messages if m.summary]
+        messages = summaries[-1:] + [m for m in messages if not m.summary]
+    return messages
 
 
 def session_info(row: SessionRow) -> SessionInfo:
@@ -152,3 +175,110 @@ def session_info(row: SessionRow) -> SessionInfo:
         deleted_at=row.deleted_at,
         extra=dict(row.extra or {}),
     )
+
+
+# -- tool outputs kept whole by a gate ---------------------------------------------------------
+
+
+def insert_tool_outputs(session: Session, session_id: str, outputs: Mapping[str, str]) -> None:
+    """Keep each output once per session (content-addressed: the same ref is the same text)."""
+    table = table_of(ToolOutputRow)
+    refs = list(outputs)
+    existing: set[str] = set()
+    for chunk in chunks(refs):
+        existing.update(
+            session.scalars(
+                select(table.c.ref).where(table.c.session_id == session_id, table.c.ref.in_(chunk))
+            )
+        )
+    now = datetime.now(UTC)
+    fresh = [
+        {"session_id": session_id, "ref": ref, "text": text, "chars": len(text), "created_at": now}
+        for ref, text in outputs.items()
+        if ref not in existing
+    ]
+    if fresh:
+        session.execute(insert(table), fresh)
+
+
+def tool_output_slice(
+    session: Session, session_id: str, ref: str, offset: int, length: int
+) -> tuple[str, int] | None:
+    """(the characters [offset, offset + length) of an output, its length), read by the
+    database (substr counts characters), so a 100 MB output is never loaded whole."""
+    row = session.execute(
+        select(func.substr(ToolOutputRow.text, offset + 1, length), ToolOutputRow.chars).where(
+            ToolOutputRow.session_id == session_id, ToolOutputRow.ref == ref
+        )
+    ).first()
+    return None if row is None else (row[0] or "", row[1])
+
+
+# -- forks -------------------------------------------------------------------------------------
+
+
+def copy_messages(
+    session: Session, parent_id: str, child_id: str, through_message_id: str | None
+) -> int:
+    """Copy the parent's messages up to `through_message_id` into `child_id` (see
+    SqlStore.fork_session); returns how many."""
+    every = load_from(session, parent_id)
+    if through_message_id is None:
+        copied = every
+    else:
+        at = next((i for i, m in enumerate(every) if m.id == through_message_id), None)
+        if at is None:
+            raise InvalidParams(
+                f"atMessageId {through_message_id} is not a message of session {parent_id}: "
+                "session/messages lists them"
+            )
+        copied = every[: at + 1]
+        if every[at].compacted_at is None:  # live: the child keeps the live summary too
+            copied += [m for m in every[at + 1 :] if m.summary and m.compacted_at is None]
+    new_ids = {m.id: new_id() for m in copied}
+    refs: set[str] = set()
+    seq_of = {m.id: i for i, m in enumerate(every, 1)}
+    for message in copied:
+        marked = message.compacted_by
+        keep_mark = marked == "rewind" or (marked is not None and marked in new_ids)
+        session.execute(
+            INSERT_MESSAGE,
+            {
+                "id": new_ids[message.id],
+                "session_id": child_id,
+                "seq": seq_of[message.id],
+                "role": message.role,
+                "model": message.model,
+                "usage": usage_to_json(message.usage),
+                "cost_usd": message.cost_usd,
+                "summary": message.summary,
+                "created_at": message.created_at,
+                "completed_at": message.completed_at,
+                "compacted_at": message.compacted_at if keep_mark else None,
+                "compacted_by": new_ids.get(marked, marked) if keep_mark and marked else None,
+            },
+        )
+        parts = [replace(sp, id=new_id()) for sp in message.parts]
+        if parts:
+            session.execute(INSERT_PARTS, part_rows(new_ids[message.id], parts))
+        refs.update(
+            sp.part.ref
+            for sp in message.parts
+            if isinstance(sp.part, ToolResultPart) and sp.part.ref is not None
+        )
+    table = table_of(ToolOutputRow)
+    for chunk in chunks(sorted(refs)):
+        rows = session.execute(
+            select(table.c.ref, table.c.text, table.c.chars, table.c.created_at).where(
+                table.c.session_id == parent_id, table.c.ref.in_(chunk)
+            )
+        ).all()
+        if rows:
+            session.execute(
+                insert(table),
+                [
+                    {"session_id": child_id, "ref": r, "text": t, "chars": c, "created_at": at}
+                    for r, t, c, at in rows
+                ],
+            )
+    return len(copied)

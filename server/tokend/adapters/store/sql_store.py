@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Self, cast
 
-from sqlalchemy import CursorResult, Engine, bindparam, func, insert, make_url, select, true, update
+from sqlalchemy import CursorResult, Engine, bindparam, insert, make_url, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -51,6 +51,22 @@ def _reason(exc: SQLAlchemyError) -> str:
     """The driver's own words (e.g. "UNIQUE constraint failed: parts.id"), without the SQL
     statement and its parameters, which may hold whole tool outputs."""
     return str(getattr(exc, "orig", None) or exc)
+
+
+def _session_row(info: SessionInfo) -> SessionRow:
+    return SessionRow(
+        id=info.id or rows.new_id(),
+        workspace_uri=info.workspace_uri,
+        title=info.title,
+        model=info.model,
+        parent_id=info.parent_id,
+        context_window=info.context_window,
+        extra=dict(info.extra),
+        created_at=info.created_at,
+        updated_at=info.updated_at,
+        compacted_at=info.compacted_at,
+        deleted_at=info.deleted_at,
+    )
 
 
 class SqlStore:
@@ -120,21 +136,7 @@ class SqlStore:
         with self._writing() as session:
             if info.parent_id is not None and rows.live(session, info.parent_id) is None:
                 raise SessionNotFound(f"parent session {info.parent_id} not found")
-            session.add(
-                SessionRow(
-                    id=info.id or rows.new_id(),
-                    workspace_uri=info.workspace_uri,
-                    title=info.title,
-                    model=info.model,
-                    parent_id=info.parent_id,
-                    context_window=info.context_window,
-                    extra=dict(info.extra),
-                    created_at=info.created_at,
-                    updated_at=info.updated_at,
-                    compacted_at=info.compacted_at,
-                    deleted_at=info.deleted_at,
-                )
-            )
+            session.add(_session_row(info))
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         with self._reading() as session:
@@ -213,29 +215,47 @@ class SqlStore:
         message: Message | None = None,
         compacted_part_ids: Iterable[str] = (),
         compacted_at: datetime | None = None,
+        compacted_message_ids: Iterable[str] = (),
+        compacted_by: str | None = None,
+        tool_outputs: Mapping[str, str] | None = None,
         session_fields: Mapping[str, Any] | None = None,
     ) -> None:
         """One session change in ONE transaction, all of it or nothing: append `message`, mark
-        `compacted_part_ids` compacted at `compacted_at`, set `session_fields` (as
-        update_session takes them)."""
+        `compacted_part_ids` compacted at `compacted_at`, mark `compacted_message_ids` out of
+        the live context (by `compacted_by`: a summary message id, or "rewind"), keep
+        `tool_outputs` (ref -> whole text), set `session_fields` (as update_session takes
+        them)."""
         fields = dict(session_fields or {})
         unknown = set(fields) - UPDATABLE_SESSION_FIELDS
         if unknown:
             raise InvalidParams(f"cannot update session field(s) {sorted(unknown)}")
+        part_ids = list(dict.fromkeys(compacted_part_ids))
+        message_ids = list(dict.fromkeys(compacted_message_ids))
+        if (part_ids or message_ids) and compacted_at is None:
+            raise ValueError("compacted_at is needed to mark parts or messages")
         with self._writing() as session:
             if message is not None:
                 self._insert_message(session, message)
-            ids = list(dict.fromkeys(compacted_part_ids))
-            if ids:
-                if compacted_at is None:
-                    raise ValueError("compacted_at is needed with compacted_part_ids")
-                for chunk in rows.chunks(ids):
-                    session.execute(
-                        update(PartRow)
-                        .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
-                        .values(compacted_at=compacted_at)
-                        .execution_options(synchronize_session=False)
+            for chunk in rows.chunks(part_ids):
+                session.execute(
+                    update(PartRow)
+                    .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
+                    .values(compacted_at=compacted_at)
+                    .execution_options(synchronize_session=False)
+                )
+            for chunk in rows.chunks(message_ids):
+                session.execute(
+                    update(MessageRow)
+                    .where(
+                        MessageRow.id.in_(chunk),
+                        MessageRow.session_id == session_id,
+                        MessageRow.compacted_at.is_(None),
                     )
+                    .values(compacted_at=compacted_at, compacted_by=compacted_by)
+                    .execution_options(synchronize_session=False)
+                )
+            if tool_outputs:
+                rows.insert_tool_outputs(session, session_id, tool_outputs)
             if fields:
                 row = session.get(SessionRow, session_id, with_for_update=True)
                 if row is None:
@@ -244,21 +264,40 @@ class SqlStore:
                     setattr(row, name, dict(value) if name == "extra" else value)
 
     def load_messages(self, session_id: str) -> list[Message]:
-        """From the newest summary message (the compaction boundary) on, oldest first; all
-        messages when there is none. Two queries whatever the length."""
+        """The live context, oldest first: the live summary (if any) first, then every message
+        no summary covers and no rewind took out. Two queries whatever the length."""
         with self._reading() as session:
             rows.require_live(session, session_id)
-            boundary = session.scalar(
-                select(func.max(MessageRow.seq)).where(
-                    MessageRow.session_id == session_id, MessageRow.summary == true()
-                )
-            )
-            return rows.load_from(session, session_id, from_seq=boundary or 0)
+            return rows.load_from(session, session_id, live=True)
 
     def load_all_messages(self, session_id: str) -> list[Message]:
         with self._reading() as session:
             rows.require_live(session, session_id)
-            return rows.load_from(session, session_id, from_seq=0)
+            return rows.load_from(session, session_id)
+
+    def read_tool_output(
+        self, session_id: str, ref: str, offset: int, length: int
+    ) -> tuple[str, int] | None:
+        """(`length` characters of the stored tool output `ref` from `offset`, its length in
+        characters), or None when the session has no such output."""
+        with self._reading() as session:
+            rows.require_live(session, session_id)
+            return rows.tool_output_slice(session, session_id, ref, offset, length)
+
+    def fork_session(self, child: SessionInfo, through_message_id: str | None = None) -> int:
+        """Create `child` (its parent_id set) holding copies of its parent's messages up to
+        and including `through_message_id` (all when None; the live summary too when that
+        message is live), with new ids, their marks and the tool outputs they refer to, in
+        one transaction. Returns how many messages were copied."""
+        parent_id = child.parent_id
+        if parent_id is None:
+            raise ValueError("a fork needs child.parent_id")
+        with self._writing() as session:
+            if rows.live(session, parent_id) is None:
+                raise SessionNotFound(f"session {parent_id} not found")
+            session.add(_session_row(child))
+            session.flush()
+            return rows.copy_messages(session, parent_id, child.id, through_message_id)
 
     def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None:
         """Set compacted_at on parts not marked yet (the first prune time stays); the parts

@@ -1,20 +1,27 @@
-"""context/assemble."""
+"""context/assemble, with compaction.auto as a pre-send check: a session whose gauge is at or
+over the autocompact threshold is compacted (off the event loop) before it is assembled."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tokend.lsp import wire
+from tokend.lsp.handlers.session import announce_compaction
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service.assembly import AssembleInput, assemble_context
+from tokend.service.compaction import auto_compact_async
 
 
 def register(server: TokendServer) -> None:
     @server.feature("context/assemble")
     @rpc
-    def assemble(ls: TokendServer, params: Any) -> Any:
+    async def assemble(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.ContextAssembleParams, params)
         ls.watch(p.session_id)
+        with ls.host.busy():
+            compacted = await auto_compact_async(ls.service, p.session_id)
+        if compacted is not None:
+            announce_compaction(ls, p.session_id, compacted, everyone=True)
         assembly = assemble_context(
             ls.service,
             p.session_id,

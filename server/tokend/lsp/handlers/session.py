@@ -1,4 +1,4 @@
-"""session/create, session/append, session/list, session/compact."""
+"""session/create, session/append, session/list, session/attach, session/detach, session/compact."""
 
 from __future__ import annotations
 
@@ -12,11 +12,18 @@ from tokend.lsp.convert import (
     from_wire_part,
     from_wire_role,
     from_wire_usage,
+    to_wire_gated,
     to_wire_session_summary,
     to_wire_snapshot,
 )
 from tokend.lsp.server import TokendServer, rpc
-from tokend.service.compaction import CompactOutcome, append_message, compact
+from tokend.service.compaction import (
+    CompactAction,
+    CompactOutcome,
+    CompactRequest,
+    append_message,
+    compact_async,
+)
 
 
 def register(server: TokendServer) -> None:
@@ -49,11 +56,13 @@ def register(server: TokendServer) -> None:
                 if_version=p.if_version,
             )
         if outcome.auto is not None:
-            _announce(ls, p.session_id, outcome.auto, everyone=True)
-        result = wire.SessionAppendResult(
-            outcome.message_id, outcome.snapshot.version, outcome.tokens
+            announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
+        result = wire.to_wire(
+            wire.SessionAppendResult(outcome.message_id, outcome.snapshot.version, outcome.tokens)
         )
-        return wire.to_wire(result)
+        if outcome.gated:  # never silent: what the model will see instead of the whole output
+            result["gated"] = wire.to_wire([to_wire_gated(g) for g in outcome.gated])
+        return result
 
     @server.feature("session/list")
     @rpc
@@ -80,7 +89,7 @@ def register(server: TokendServer) -> None:
 
     @server.feature("session/compact")
     @rpc
-    def compact_session(ls: TokendServer, params: Any) -> Any:
+    async def compact_session(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionCompactParams, params)
         ls.watch(p.session_id)
         token = p.work_done_token
@@ -90,31 +99,46 @@ def register(server: TokendServer) -> None:
             ls.work_done_progress.begin(
                 token, types.WorkDoneProgressBegin(title="tokend: compacting the session")
             )
-        with ls.host.busy():
-            result = compact(ls.service, p.session_id, p.strategy)
-        actions = [
-            wire.CompactActionWire(a.kind, a.parts, a.tokens_freed, a.detail)
-            for a in result.actions
-        ]
-        done = f"{result.before:,} -> {result.after:,} tokens"
-        if token is not None:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done))
-        _announce(ls, p.session_id, result, everyone=False)
+        request = CompactRequest(p.strategy, p.from_message_id, p.instructions)
+        done = "failed"
+        try:
+            with ls.host.busy():
+                result = await compact_async(ls.service, p.session_id, request)
+            done = f"{result.before:,} -> {result.after:,} tokens"
+        finally:
+            if token is not None:
+                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done))
+        announce_compaction(ls, p.session_id, result, everyone=False)
         snapshot = to_wire_snapshot(result.snapshot)
-        return wire.to_wire(wire.CompactResult(result.before, result.after, actions, snapshot))
+        return {
+            "before": result.before,
+            "after": result.after,
+            "actions": [_action(a) for a in result.actions],
+            "snapshot": wire.to_wire(snapshot),
+        }
 
 
-def _announce(ls: TokendServer, session_id: str, result: CompactOutcome, *, everyone: bool) -> None:
+def _action(action: CompactAction) -> dict[str, Any]:
+    """A compaction action on the wire (tokensFreed in tokens; messageId only for a summary)."""
+    out: dict[str, Any] = wire.to_wire(
+        wire.CompactActionWire(action.kind, action.parts, action.tokens_freed, action.detail)
+    )
+    out.pop("messageId")
+    if action.message_id is not None:
+        out["messageId"] = action.message_id
+    return out
+
+
+def announce_compaction(
+    ls: TokendServer, session_id: str, result: CompactOutcome, *, everyone: bool
+) -> None:
     """session/didCompact to the session's other connections (and this one for an automatic one)."""
     params = {
         "sessionId": session_id,
         "before": result.before,
         "after": result.after,
         "automatic": everyone,
-        "actions": [
-            {"kind": a.kind, "parts": a.parts, "tokensFreed": a.tokens_freed, "detail": a.detail}
-            for a in result.actions
-        ],
+        "actions": [_action(a) for a in result.actions],
     }
     ls.host.notify_others("session/didCompact", params, session_id)
     if everyone:

@@ -1,0 +1,56 @@
+"""session/messages, session/rewind, session/fork, toolOutput/read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokend.lsp import wire
+from tokend.lsp.convert import to_wire_message, to_wire_snapshot
+from tokend.lsp.server import TokendServer, rpc
+from tokend.service import history
+
+
+def register(server: TokendServer) -> None:
+    @server.feature("session/messages")
+    @rpc
+    def messages(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionMessagesParams, params)
+        found = history.session_messages(ls.service, p.session_id, p.include_compacted)
+        tokens = ls.service.state(p.session_id).data.message_tokens
+        return {"messages": [to_wire_message(m, tokens.get(m.id)) for m in found]}
+
+    @server.feature("session/rewind")
+    @rpc
+    async def rewind(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionRewindParams, params)
+        ls.watch(p.session_id)
+        with ls.host.busy():
+            done = await history.rewind(ls.service, p.session_id, p.to_message_id, p.if_version)
+        snapshot = wire.to_wire(to_wire_snapshot(done.snapshot))
+        return {"removed": done.removed, "version": done.snapshot.version, "snapshot": snapshot}
+
+    @server.feature("session/fork")
+    @rpc
+    def fork(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.SessionForkParams, params)
+        child, copied = history.fork(ls.service, p.session_id, p.at_message_id, p.title)
+        snapshot = ls.attach(child.id)
+        return {
+            "sessionId": child.id,
+            "parentId": p.session_id,
+            "messages": copied,
+            "version": snapshot.version,
+        }
+
+    @server.feature("toolOutput/read")
+    @rpc
+    def read_output(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(wire.ToolOutputReadParams, params)
+        got = history.read_tool_output(ls.service, p.session_id, p.ref, p.offset, p.length)
+        return {
+            "ref": got.ref,
+            "text": got.text,
+            "offset": got.offset,
+            "totalChars": got.total_chars,
+            "eof": got.offset + len(got.text) >= got.total_chars,
+        }

@@ -1,0 +1,105 @@
+"""A session's history over time: its messages (live or not), rewinds, forks, gated outputs.
+
+A rewind is a change of the session (core.changes.Rewind) applied by its owner; a fork creates
+a new session in the store. Nothing here deletes: what leaves the live context is marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokend.core.changes import Rewind
+from tokend.core.errors import InvalidParams
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.types import Message, SessionInfo
+from tokend.service.service import TokendService, new_id
+
+MAX_READ_CHARS = 1_000_000  # toolOutput/read returns at most this many characters at once
+
+
+def session_messages(
+    service: TokendService, session_id: str, include_compacted: bool = False
+) -> list[Message]:
+    """The live context (the summary first), or every message ever appended, oldest first."""
+    state = service.state(session_id)  # SessionNotFound for an unknown id
+    if not include_compacted:
+        return list(state.data.messages)
+    return service.store.load_all_messages(session_id)
+
+
+@dataclass(frozen=True)
+class Rewound:
+    removed: int
+    snapshot: BudgetSnapshot
+
+
+async def rewind(
+    service: TokendService, session_id: str, to_message_id: str, if_version: int | None
+) -> Rewound:
+    """Take every message after `to_message_id` out of the live context (kept, marked)."""
+    state = service.state(session_id)
+    state.check_version(if_version)
+    ids = [m.id for m in state.data.messages]
+    if to_message_id not in ids:
+        raise InvalidParams(
+            f"toMessageId {to_message_id} is not in the live context of session {session_id}: "
+            "session/messages lists the messages a rewind can go back to"
+        )
+    if state.data.messages[ids.index(to_message_id)].summary:
+        raise InvalidParams(
+            f"toMessageId {to_message_id} is the compaction summary: rewind to a message after it"
+        )
+    removed = tuple(ids[ids.index(to_message_id) + 1 :])
+    change = Rewind(to_message_id, removed, service.clock.now())
+    applied = await state.apply_async(change, if_version, service.run)
+    return Rewound(len(removed), service.announce(state, applied))
+
+
+def fork(
+    service: TokendService,
+    session_id: str,
+    at_message_id: str | None = None,
+    title: str | None = None,
+) -> tuple[SessionInfo, int]:
+    """A child session holding the parent's messages up to `at_message_id` (all when None);
+    the parent is kept as it is. Returns the child and how many messages it holds."""
+    parent = service.state(session_id).data.info
+    now = service.clock.now()
+    child = SessionInfo(
+        id=new_id(),
+        model=parent.model,
+        created_at=now,
+        updated_at=now,
+        title=title or (f"{parent.title} (fork)" if parent.title else None),
+        workspace_uri=parent.workspace_uri,
+        parent_id=parent.id,
+        context_window=parent.context_window,
+        extra={"compactions": parent.extra.get("compactions", 0), "forkedFrom": at_message_id},
+    )
+    copied = service.store.fork_session(child, at_message_id)
+    return child, copied
+
+
+@dataclass(frozen=True)
+class OutputSlice:
+    ref: str
+    text: str
+    offset: int  # characters
+    total_chars: int
+
+
+def read_tool_output(
+    service: TokendService, session_id: str, ref: str, offset: int, length: int
+) -> OutputSlice:
+    """Characters [offset, offset + length) of a tool output a gate kept whole."""
+    service.state(session_id)  # SessionNotFound for an unknown id
+    if length > MAX_READ_CHARS:
+        raise InvalidParams(f"length is at most {MAX_READ_CHARS:,} characters; read in slices")
+    found = service.store.read_tool_output(session_id, ref, offset, length)
+    if found is None:
+        raise InvalidParams(
+            f"ref {ref!r} names no tool output of session {session_id}: use the ref a gated "
+            "result's text or the session/append result gave"
+        )
+    text, total = found
+    return OutputSlice(ref, text, offset, total)
