@@ -1,10 +1,11 @@
 """A workspace folder watched with watchdog, its events coalesced into batches.
 
 Every create / modify / delete / move under the root adds the paths it touches (both ends of
-a move) to a pending set. A batch is handed to `on_batch` once no event came for QUIET_SECONDS,
-or MAX_DELAY_SECONDS after its first event even if events keep coming: a `git checkout` that
-rewrites 2,000 files arrives as one batch (or a few), a save as one batch of one path within
-MAX_DELAY_SECONDS. `on_batch` runs on the watcher's own thread.
+a move) to a pending set. A small batch (fewer than BULK_PATHS paths: saves) is handed to
+`on_batch` once no event came for QUIET_SECONDS, and at most MAX_DELAY_SECONDS after its first
+event. A bulk change (a `git checkout`, a build) waits until BULK_QUIET_SECONDS pass without an
+event, at most BULK_MAX_DELAY_SECONDS: 2,000 files rewritten arrive as one batch, not 2,000.
+`on_batch` runs on the watcher's own thread.
 
 When the system refuses more inotify watches (ENOSPC, fs.inotify.max_user_watches), the folder
 is polled instead (watchdog's PollingObserver, every POLL_SECONDS), and `on_notice` is told
@@ -29,6 +30,9 @@ log = logging.getLogger(__name__)
 
 QUIET_SECONDS = 0.05
 MAX_DELAY_SECONDS = 0.2
+BULK_PATHS = 64
+BULK_QUIET_SECONDS = 0.3
+BULK_MAX_DELAY_SECONDS = 5.0
 POLL_SECONDS = 1.0
 
 Batch = Callable[[frozenset[Path]], None]
@@ -101,7 +105,10 @@ class FolderWatcher:
                     return
                 now = time.monotonic()
                 first = self._first if self._first is not None else now
-                due = min(self._last + QUIET_SECONDS, first + MAX_DELAY_SECONDS)
+                if len(self._pending) < BULK_PATHS:
+                    due = min(self._last + QUIET_SECONDS, first + MAX_DELAY_SECONDS)
+                else:
+                    due = min(self._last + BULK_QUIET_SECONDS, first + BULK_MAX_DELAY_SECONDS)
                 if now < due:
                     self._cond.wait(due - now)
                     continue

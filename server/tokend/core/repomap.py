@@ -11,8 +11,8 @@ Ranking is personalized PageRank over that graph (damping 0.85): the focus files
 defining a focus identifier share the restart mass (with a small uniform floor), dangling files
 restart like everyone. It is solved exactly as the sparse linear system (I - a P^T) y = v with
 SciPy's sparse solver, x = y / sum(y): no hand-written iteration, the same numbers in every
-process. A definition's rank is the rank that flows to its name along references (focus
-identifiers x10); ties fall to its file's rank, then path, line and name. Ranks are rounded to
+process. Definitions of a focus identifier come first; then a definition's rank is the rank
+that flows to its name along references; ties fall to its file's rank, then path, line, name. Ranks are rounded to
 RANK_DECIMALS before sorting, so the order does not hang on the last bits of a float.
 
 The per-version matrices are built once per graph version (any change of tags bumps it);
@@ -38,7 +38,6 @@ from tokend.core.repomap_tags import FileTags
 MAX_DEFINERS = 20
 DAMPING = 0.85
 FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
-FOCUS_IDENTIFIER_WEIGHT = 10.0
 RANK_DECIMALS = 15
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -141,13 +140,12 @@ class RepoGraph:
         flow = c.refs.T @ file_rank * c.name_scale  # per name
         weight = np.where(c.def_name >= 0, flow[np.maximum(c.def_name, 0)], 0.0)
         base = file_rank[c.def_file]
-        boosted = [c.name_index[n] for n in focus.identifiers if n in c.name_index]
-        if boosted:
-            hit = np.isin(c.def_name, boosted)
-            weight = np.where(hit, (weight + base) * FOCUS_IDENTIFIER_WEIGHT, weight)
+        hit = np.zeros(len(c.definitions), dtype=bool)
+        if focus.identifiers:
+            hit = np.array([d.definition.name in focus.identifiers for d in c.definitions])
         weight, base = np.round(weight, RANK_DECIMALS), np.round(base, RANK_DECIMALS)
         position = np.arange(len(c.definitions))
-        order = np.lexsort((position, -base, -weight))
+        order = np.lexsort((position, -base, -weight, ~hit))
         skip = np.array([p in focus.files for p in c.paths], dtype=bool)
         if skip.any():
             order = order[~skip[c.def_file[order]]]

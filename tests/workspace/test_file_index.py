@@ -1,0 +1,152 @@
+"""The file index on real folders: ignore files, refusals, the persisted counts, the watcher."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from tokend.adapters.file_index import read_file, resolve_inside, walk
+from tokend.adapters.ignore_rules import IgnoreRules
+from tokend.adapters.tokenizers import load_encoding
+from tokend.adapters.watcher import FolderWatcher
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.errors import InvalidParams
+from tokend.service.workspace.index import WorkspaceIndex
+
+
+def paths_of(root: Path) -> set[str]:
+    return {e.path for e in walk(root, IgnoreRules(root))}
+
+
+def test_every_ignore_source_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "repo"
+    for rel in [
+        "a.py",
+        "keep.log",
+        "x.log",
+        "sub/b.py",
+        "sub/gen/c.py",
+        "sub/d.tmp",
+        "e.secret",
+        "f.local",
+    ]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n")
+    (root / ".git" / "info").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".git" / "info" / "exclude").write_text("*.secret\n")
+    (root / ".gitignore").write_text("*.log\n!keep.log\n")
+    (root / "sub" / ".gitignore").write_text("gen/\n*.tmp\n")
+    (root / "sub" / ".ignore").write_text("!d.tmp\n")  # ripgrep's file wins in its folder
+    xdg = tmp_path / "xdg"
+    (xdg / "git").mkdir(parents=True)
+    (xdg / "git" / "ignore").write_text("*.local\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert paths_of(root) == {
+        "a.py",
+        "keep.log",
+        "sub/b.py",
+        "sub/d.tmp",
+        ".gitignore",
+        "sub/.gitignore",
+        "sub/.ignore",
+    }
+
+
+def test_bad_files_are_skipped_with_a_reason_and_cost_only_themselves(tmp_path: Path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "ok.py").write_text("print('ok')\n")
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (root / "big.txt").write_bytes(b"a" * (1024 * 1024 + 1))
+    (root / "latin1.c").write_bytes("int caf\xe9 = 1;\n".encode("latin-1"))
+    outside = tmp_path / "secret.txt"
+    outside.write_text("do not read\n")
+    (root / "escape.txt").symlink_to(outside)
+    entries = {e.path: e for e in walk(root, IgnoreRules(root))}
+    assert entries["ok.py"].skipped is None and entries["ok.py"].estimate_tokens > 0
+    assert "binary" in (entries["image.png"].skipped or "")
+    assert "over the 1,048,576-byte limit" in (entries["big.txt"].skipped or "")
+    assert "outside the workspace" in (entries["escape.txt"].skipped or "")
+    latin = read_file(root, "latin1.c")
+    assert latin.decoded is not None and latin.decoded.replaced and "\ufffd" in latin.decoded.text
+    for bad in ["../secret.txt", str(outside), "escape.txt"]:
+        with pytest.raises(InvalidParams):
+            resolve_inside(root, bad)
+    assert resolve_inside(root, str(root / "ok.py")) == "ok.py"
+
+
+def test_exact_counts_survive_a_restart(tmp_path: Path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    text = "def handler(event):\n    return event['body']\n" * 20
+    (root / "h.py").write_text(text)
+    encoding = load_encoding("o200k_base")
+    calls: list[str] = []
+
+    def count(t: str) -> int:
+        calls.append(t)
+        return len(encoding.encode_ordinary(t))
+
+    for _ in range(2):  # a second process: a new index on the same cache file
+        cache = WorkspaceCache(tmp_path / "cache.sqlite3")
+        index = WorkspaceIndex(root.as_uri(), root, cache)
+        index.build()
+        (figure,) = index.figures(["h.py"], count, "o200k_base")
+        assert figure.tokens == len(encoding.encode_ordinary(text)) and figure.basis == "exact"
+        cache.close()
+    assert len(calls) == 1
+
+
+def test_a_checkout_of_2000_files_is_one_batch(tmp_path: Path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    batches: list[frozenset[Path]] = []
+    done = threading.Event()
+
+    def on_batch(paths: frozenset[Path]) -> None:
+        batches.append(paths)
+        if sum(len(b) for b in batches) >= 2000:
+            done.set()
+
+    watcher = FolderWatcher(root, on_batch, lambda notice: None)
+    watcher.start()
+    try:
+        for i in range(2000):
+            (root / f"f{i:04}.py").write_text(f"x = {i}\n")
+        assert done.wait(30), f"only {sum(len(b) for b in batches)} paths reported"
+    finally:
+        watcher.stop()
+    assert len(batches) == 1
+    assert {p.name for p in batches[0]} >= {f"f{i:04}.py" for i in range(2000)}
+
+
+def test_a_failing_inotify_falls_back_to_polling_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import errno
+
+    import tokend.adapters.watcher as watcher_module
+
+    class Refusing:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def schedule(self, *args: object, **kwargs: object) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(watcher_module, "Observer", Refusing)
+    notices: list[str] = []
+    seen = threading.Event()
+    watcher = FolderWatcher(tmp_path, lambda paths: seen.set(), notices.append)
+    watcher.start()
+    try:
+        (tmp_path / "new.py").write_text("y = 2\n")
+        assert seen.wait(10)
+    finally:
+        watcher.stop()
+    assert watcher.polling and len(notices) == 1 and "max_user_watches" in notices[0]
