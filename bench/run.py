@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["replay", "calibration", "listing", "stall", "estimator", "service", "store", "daemon"]
+SECTIONS = ["replay", "calibration", "listing", "stall", "estimator", "service", "store", "daemon", "repomap"]
 
 
 def main(argv: list[str]) -> int:

@@ -5,7 +5,7 @@ lines are skipped; files in path order (a stable order: the same choice, the sam
 
 `fit_map` takes the longest prefix of the ranked definitions whose text the caller's counter
 puts within the budget (binary search: the count grows with the prefix), then tries the next
-EXTRA_CANDIDATES one by one and keeps each that still fits. The text it returns is counted
+EXTRA_CANDIDATES one by one and keeps each that still fits (until MAX_MISSES in a row do not). The text it returns is counted
 whole by that counter and is never over the budget.
 """
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from tokend.core.repomap_tags import Definition
 
 EXTRA_CANDIDATES = 64
+MAX_MISSES = 8  # the fill stops after this many candidates in a row did not fit
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +74,18 @@ def fit_map(
     chosen = list(ranked[:low])
     text = render_map(chosen)
     tokens = tokens_of(low)
+    misses = 0
     for extra in ranked[low + 1 : low + 1 + EXTRA_CANDIDATES]:
+        if misses >= MAX_MISSES:
+            break
         trial = render_map([*chosen, extra])
         trial_tokens = count(trial)
         if trial_tokens <= budget_tokens:
             chosen.append(extra)
             text, tokens = trial, trial_tokens
+            misses = 0
+        else:
+            misses += 1
     while chosen and tokens > budget_tokens:  # a count that shrank as text grew: stay under
         chosen.pop()
         text = render_map(chosen)
