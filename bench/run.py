@@ -12,7 +12,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ["replay", "calibration", "listing", "stall", "estimator", "service", "store", "daemon", "repomap"]
+SECTIONS = [
+    "replay",
+    "calibration",
+    "listing",
+    "stall",
+    "estimator",
+    "service",
+    "store",
+    "daemon",
+    "repomap",
+    "compaction",
+]
 
 
 def main(argv: list[str]) -> int:

@@ -4,6 +4,7 @@ with a whitespace word count, an oracle that shares nothing with the code under 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from itertools import count
 from typing import Any
@@ -128,9 +129,12 @@ def test_user_words_are_kept_verbatim_newest_first_within_their_budget(said, bud
     digest = digest_of(history)
     rendered = render_summary(digest, words, target_tokens=500, user_words_tokens=budget)
     typed = list(digest.user_words)
-    kept = [t for t in typed if f" ---\n{t}\n" in rendered.text + "\n"]
-    # What is kept is the newest run, whole, within the budget (a word count per message + 1).
-    assert typed[len(typed) - len(kept) :] == kept
+    shown = re.search(r"--- user message 1 of (\d+) ---", rendered.text)
+    kept = typed[len(typed) - int(shown.group(1)) :] if shown else []
+    # What is kept is the newest run, whole and in order, within the budget (a word count per
+    # message + 1).
+    blocks = [f"--- user message {i} of {len(kept)} ---\n{t}" for i, t in enumerate(kept, 1)]
+    assert not kept or "\n".join(blocks) in rendered.text
     assert sum(len(t.split()) + 1 for t in kept) <= budget
     assert rendered.dropped.get("userMessages", 0) == len(typed) - len(kept)
 

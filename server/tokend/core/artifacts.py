@@ -36,8 +36,9 @@ _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "
 
 _EXIT_CODE = re.compile(r"\bexit(?:ed with)?[ _]?(?:code|status)[:= ]*(-?\d+)", re.IGNORECASE)
 _ERRORISH = re.compile(
-    r"\b(error|errors|fatal|exception|traceback|failed|failure|panic|denied|cannot|could not|"
-    r"no such file|not found|undefined|invalid)\b",
+    r"(error|errors|exception)\b"  # also RuntimeError, KeyError, ...
+    r"|\b(fatal|traceback|failed|failure|panic|denied|cannot|could not|no such file|"
+    r"not found|undefined|invalid)\b",
     re.IGNORECASE,
 )
 _STRONG_ERROR = re.compile(

@@ -1,0 +1,249 @@
+"""Compaction: what survives, on the real Claude Code sessions, beside the baselines in one run.
+
+Sessions: shared/data/claude-code-sessions. The big session is cut where Claude Code itself
+compacted (its compact_boundary, at 167,094 tokens: its threshold), imported into a temporary
+store through `tokend import`'s code and compacted there; the two small ones never reach a
+threshold, so they are compacted whole with strategy "full" (everything but the turn in
+progress summarized: the hardest case for recall).
+
+Methods, each measured on the context it leaves (the request `context/assemble` builds):
+  tokend auto       session/compact "auto" at the threshold: prune, then the extractive summary
+  tokend full       session/compact "full" (small sessions)
+  prune only        session/compact "prune": old tool output cleared, nothing summarized
+  newest 30%        gemini-cli's rule: the newest 30% of the history (by tokens) kept verbatim
+  Claude Code       Claude Code's own summary of the same history (the big session's
+                    compact_summary message), the context it continued with
+
+Probes, with oracles read from the raw JSONL (not through tokend's parser):
+  user words        every text the user typed (user records, not meta, not injected markup)
+                    found verbatim in the context
+  files             every file_path of a Read/Write/Edit/MultiEdit/NotebookEdit call found
+  errors            from every failed tool result (is_error, not a rejected call): its lines
+                    that say error/fatal/exception/failed (else its first line), first 300
+                    characters, found verbatim
+  last call         the last tool call's command or file path found
+  size              the context's tokens after / before (as the gauge counts them)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokend.commands.importer import import_events
+from tokend.core.transcript import TranscriptMessage, parse_transcript
+from tokend.core.types import TextPart
+from tokend.core.wire_formats import render_message
+from tokend.service.assembly import AssembleInput, assemble_context
+from tokend.service.compaction import compact
+from tokend.service.factory import build_service
+
+SESSIONS_DIR = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "claude-code-sessions"
+)
+BIG = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+SESSIONS = (BIG, "tool_heavy.jsonl", "short.jsonl")
+FILE_TOOLS = {"Read", "Write", "Edit", "MultiEdit", "NotebookEdit"}
+ERROR_WORDS = re.compile(r"error|fatal|exception|failed|failure", re.IGNORECASE)
+EXIT_LINE = re.compile(r"^Exit code \d+$")
+REJECTED = "The user doesn't want to proceed"
+INJECTED = ("<", "[Request interrupted", "Caveat:", "This session is being continued")
+KEEP_NEWEST = 0.30
+
+
+@dataclass
+class Probes:
+    user_words: list[str]
+    files: list[str]
+    errors: list[str]
+    last_call: str | None
+    cwd: str | None = None
+
+
+def probes(records: Sequence[dict[str, Any]]) -> Probes:
+    """What a compaction must keep, read from the raw records."""
+    words: list[str] = []
+    files: list[str] = []
+    errors: list[str] = []
+    last_call = None
+    for record in records:
+        if record.get("isSidechain") or record.get("type") not in ("user", "assistant"):
+            continue
+        content = (record.get("message") or {}).get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for block in blocks:
+            kind = block.get("type")
+            if kind == "text" and record["type"] == "user" and not record.get("isMeta"):
+                said = block["text"]
+                if said.strip() and not said.startswith(INJECTED):
+                    words.append(said)
+            elif kind == "tool_use":
+                value = block.get("input") or {}
+                if block.get("name") in FILE_TOOLS:
+                    path = value.get("file_path") or value.get("notebook_path")
+                    if path:
+                        files.append(path)
+                last_call = value.get("command") or value.get("file_path") or last_call
+            elif kind == "tool_result" and block.get("is_error"):
+                errors.extend(_error_lines(block.get("content")))
+    cwd = next((r["cwd"] for r in records if isinstance(r.get("cwd"), str)), None)
+    return Probes(_unique(words), _unique(files), _unique(errors), last_call, cwd)
+
+
+def _error_lines(content: Any) -> list[str]:
+    text = (
+        content
+        if isinstance(content, str)
+        else "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict))
+    )
+    if text.startswith(REJECTED):
+        return []
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line for line in lines if not EXIT_LINE.match(line)]
+    found = [line for line in lines if ERROR_WORDS.search(line)] or lines[:1]
+    return [line[:300] for line in found]
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def context_text(messages: Iterable[Any], system: Iterable[Any] = ()) -> str:
+    """Every string a request carries (texts, tool inputs, tool results, system blocks)."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    walk(list(messages))
+    walk(list(system))
+    return "\n".join(out)
+
+
+@dataclass
+class Row:
+    session: str
+    method: str
+    before: int
+    after: int
+    text: str
+
+
+def share(found: Sequence[str], text: str, cwd: str | None = None) -> str:
+    """How many of `found` the text holds; a path also counts when written relative to the
+    session's working directory (a summary may shorten it so)."""
+    if not found:
+        return "n/a (0)"
+    prefix = (cwd or "").rstrip("/") + "/"
+    kept = sum(
+        1
+        for item in found
+        if item in text or (cwd and item.startswith(prefix) and item[len(prefix) :] in text)
+    )
+    return f"{kept / len(found):.0%} ({kept}/{len(found)})"
+
+
+def _import(records_text: str, folder: Path, name: str) -> tuple[Any, str]:
+    source = folder / f"{name}.jsonl"
+    source.write_text(records_text)
+    service = build_service(None, f"sqlite:///{folder}/{name}.sqlite3")
+    outcome = import_events(service, source, context_window=200_000)
+    return service, outcome.session_id
+
+
+def _assembled(service: Any, sid: str) -> tuple[int, str]:
+    assembly = assemble_context(service, sid, AssembleInput(format="anthropic"))
+    return assembly.total_tokens, context_text(assembly.messages, assembly.system or ())
+
+
+def measure(name: str, folder: Path) -> tuple[Probes, list[Row], list[str]]:
+    lines = [line for line in (SESSIONS_DIR / name).read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]
+    cut = next(
+        (i for i, r in enumerate(records) if r.get("subtype") == "compact_boundary"), len(records)
+    )
+    head = "\n".join(lines[:cut]) + "\n"
+    found = probes(records[:cut])
+    rows: list[Row] = []
+    notes: list[str] = []
+    ours = "auto" if name == BIG else "full"
+    for method, strategy in ((f"tokend {ours}", ours), ("prune only", "prune")):
+        service, sid = _import(head, folder, f"{name}-{strategy}")
+        before, _ = _assembled(service, sid)
+        outcome = compact(service, sid, strategy)
+        after, text = _assembled(service, sid)
+        rows.append(Row(name, method, before, after, text))
+        notes += [f"{name} {method}: {a.kind}: {a.detail}" for a in outcome.actions]
+        service.close()
+    service, sid = _import(head, folder, f"{name}-newest")
+    data = service.state(sid).data
+    total = sum(data.message_tokens.values())
+    kept, size = [], 0
+    for message in reversed(data.messages):
+        size += data.message_tokens[message.id]
+        if size > KEEP_NEWEST * total:
+            break
+        kept.append(message)
+    before, _ = _assembled(service, sid)
+    wires = [w for m in reversed(kept) for w in render_message(m, "anthropic")]
+    rows.append(
+        Row(name, "newest 30%", before, size - data.message_tokens[message.id], context_text(wires))
+    )
+    if cut < len(records):  # Claude Code's own summary of the same history
+        after_boundary = parse_transcript(lines[cut : cut + 5])
+        summary = next(
+            e for e in after_boundary if isinstance(e, TranscriptMessage) and e.compact_summary
+        )
+        said = "\n".join(p.text for p in summary.parts if isinstance(p, TextPart))
+        tokens = service.counter(data.model).count_text(said)
+        rows.append(Row(name, "Claude Code", before, tokens, said))
+    service.close()
+    return found, rows, notes
+
+
+def run() -> str:
+    out = [
+        "### Compaction: what survives (real Claude Code sessions)\n",
+        "Each method compacts the same history; the probes' oracles are read from the raw "
+        "JSONL (see bench/compaction.py). `size` is the context's tokens after / before as the "
+        "gauge counts them (Claude has no local tokenizer: calibrated estimates).\n",
+        "| session | method | user words verbatim | files touched present | exact errors present "
+        "| last call present | size after / before |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in SESSIONS:
+            found, rows, said = measure(name, Path(tmp))
+            notes += said
+            short = name if name != BIG else "258c7280 (big, cut at its compaction)"
+            for row in rows:
+                last = (
+                    "n/a"
+                    if not found.last_call
+                    else ("yes" if found.last_call in row.text else "no")
+                )
+                out.append(
+                    f"| {short} | {row.method} | {share(found.user_words, row.text)} | "
+                    f"{share(found.files, row.text, found.cwd)} | {share(found.errors, row.text)} | {last} | "
+                    f"{row.after:,} / {row.before:,} ({row.after / row.before:.1%}) |"
+                )
+    out.append("\nWhat each tokend compaction did:\n")
+    out += [f"- {note}" for note in notes]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    print(run())
