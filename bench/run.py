@@ -23,6 +23,7 @@ SECTIONS = [
     "daemon",
     "repomap",
     "compaction",
+    "status",
 ]
 
 
