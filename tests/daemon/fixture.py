@@ -2,8 +2,10 @@
 
 Requests: test/echo (params back, with the connection id), test/broadcast (a notification
 to every other connection), test/status (the daemon's status), test/busy (holds daemon.busy()
-for params.seconds), test/flood (params.count droppable budget/didChange notifications, then
-the reply), test/attach (sets the connection's session id).
+for params.seconds), test/work (params.seconds of work that does not hold busy(), then appends
+params.line to the file params.path: a write that must not be lost), test/flood (params.count
+droppable budget/didChange notifications, then the reply), test/big (a reply of params.bytes),
+test/attach (sets the connection's session id).
 """
 
 from __future__ import annotations
@@ -42,6 +44,17 @@ def create_fixture_server(conn: Connection) -> LanguageServer:
         with conn.daemon.busy():
             await asyncio.sleep(params["seconds"])
         return {}
+
+    @server.feature("test/work")
+    async def work(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        await asyncio.sleep(params["seconds"])
+        with open(params["path"], "a", encoding="utf-8") as file:
+            file.write(params["line"] + "\n")
+        return {"done": params["line"]}
+
+    @server.feature("test/big")
+    def big(ls: LanguageServer, params: Any) -> dict[str, Any]:
+        return {"blob": "x" * params["bytes"]}
 
     @server.feature("test/flood")
     def flood(ls: LanguageServer, params: Any) -> dict[str, Any]:

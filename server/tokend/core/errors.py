@@ -66,6 +66,24 @@ class StoreError(TokendError):
     name = "StoreError"
 
 
+class RequestTooLarge(TokendError):
+    """A request's frame is over the daemon's byte limit (64 MiB): skipped, nothing of it ran.
+
+    data = {bytes, limit}. The connection stays open."""
+
+    code = -32011
+    name = "RequestTooLarge"
+
+
+class ReplyTooLarge(TokendError):
+    """The reply would be over the byte limit of one reply (32 MiB); it was not sent.
+
+    data = {bytes, limit}. The connection stays open."""
+
+    code = -32012
+    name = "ReplyTooLarge"
+
+
 ALL_ERRORS: tuple[type[TokendError], ...] = (
     InvalidParams,
     SessionNotFound,
@@ -76,4 +94,6 @@ ALL_ERRORS: tuple[type[TokendError], ...] = (
     VersionConflict,
     Unauthorized,
     StoreError,
+    RequestTooLarge,
+    ReplyTooLarge,
 )

@@ -1,15 +1,19 @@
 """Connections: one per client of the daemon, each with its own pygls server and outbox.
 
 A Connection is what a connection's server may know of its client (id, clientInfo name, session
-slot, auth state) and how to reach it; the Registry holds the daemon's live ones. How one is
-served, from the first frame to the last, is in serve_conn.py.
+slot, auth state) and how to reach it, and how much of its work is in flight (requests read and
+not yet answered, replies queued and not yet sent): its reader waits while either is high, and
+the daemon does not exit while any is in flight. The Registry holds the daemon's live ones. How
+one is served, from the first frame to the last, is in serve_conn.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import itertools
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -58,7 +62,15 @@ class Connection:
         self.session_id: str | None = None  # set by the session methods when attached
         self.server: Any = None  # the LanguageServer the factory built
         self.connected_at = time.monotonic()
+        self.in_flight = 0  # requests handed to the server and not yet answered
+        self.counts_requests = False  # True once the server's protocol reports its replies
         self._expected_token = expected_token
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._progress = asyncio.Event()  # set when a request is answered or replies went out
+        self._stop_reading: Callable[[], None] = lambda: None
+        self._reading_stopped = False
+        outbox.add_progress_callback(self._progress.set)
 
     def check_token(self, token: object) -> bool:
         """True if `token` is this listener's auth token (constant-time compare)."""
@@ -76,16 +88,65 @@ class Connection:
         """Flush queued replies, then close this connection only."""
         self.outbox.close()
 
+    # -- work in flight (the reader and the daemon's lifetime depend on it) -------------------
+
+    def request_started(self) -> None:
+        """A request was handed to the server (on the loop)."""
+        self.in_flight += 1
+
+    def request_answered(self) -> None:
+        """The server sent a request's reply; any thread (pygls answers from its workers)."""
+        if threading.get_ident() == self._loop_thread:
+            self._answered()
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._answered)
+
+    def _answered(self) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
+        self._progress.set()
+
+    async def ready_to_read(self, max_in_flight: int, max_queued_bytes: int) -> bool:
+        """Wait while `max_in_flight` requests are being handled or the client has more than
+        `max_queued_bytes` of replies unread (backpressure on this connection only). False
+        once reading must stop: `exit`, a refusal, a client gone, the daemon stopping."""
+        while self._may_read() and (
+            self.in_flight >= max_in_flight or self.outbox.queued_bytes > max_queued_bytes
+        ):
+            self._progress.clear()
+            await self._progress.wait()
+        return self._may_read()
+
+    def _may_read(self) -> bool:
+        return not self._reading_stopped and not self.closing
+
+    async def requests_answered(self) -> None:
+        """Wait until every request handed to the server has been answered."""
+        while self.in_flight:
+            self._progress.clear()
+            await self._progress.wait()
+
+    def on_stop_reading(self, callback: Callable[[], None]) -> None:
+        """How to stop this connection's reader (called at once if stop_reading came first)."""
+        self._stop_reading = callback
+        if self._reading_stopped:
+            callback()
+
+    def stop_reading(self) -> None:
+        """Read no more requests (the daemon is stopping); those in flight are still answered."""
+        self._reading_stopped = True
+        self._stop_reading()
+
     def add_close_callback(self, callback: Callable[[], None]) -> None:
         """Run `callback` once when the connection ends (e.g. unsubscribe its watchers)."""
         self.outbox.add_close_callback(callback)
 
-    def send_error(self, msg_id: int | str | None, code: int, message: str) -> None:
-        self.outbox.write(
-            encode_frame(
-                {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
-            )
-        )
+    def send_error(
+        self, msg_id: int | str | None, code: int, message: str, data: Any = None
+    ) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.outbox.write(encode_frame({"jsonrpc": "2.0", "id": msg_id, "error": error}))
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -1,10 +1,19 @@
 """Daemon: the per-user accept loop (a unix socket, optionally loopback TCP with a token).
 
 Each accepted connection gets its own pygls server from `connection_factory(conn)` (see
-serve_conn.run_connection). The daemon exits after `idle_timeout` seconds with no connection and
-nothing busy, removing its socket. It never steals a live daemon's socket: it holds an flock on
+serve_conn.run_connection). It never steals a live daemon's socket: it holds an flock on
 `<socket>.lock` for its whole life, and a socket file nobody answers on is replaced. What
 `--listen` accepts and which peers are let in is in endpoints.py.
+
+Stopping never drops work:
+- Idle exit, after `idle_timeout` seconds with no connection (a connection whose client left
+  counts until its requests in flight are answered) and nothing busy: the socket file is first
+  moved aside (lifetime.py), so new clients start a new daemon instead of reaching this one;
+  connections already in the listen backlog are accepted; if any came in, the socket is put back
+  and the daemon stays. Otherwise it exits, removing its socket.
+- SIGTERM / stop(): the socket is removed and listeners closed at once; every connection stops
+  reading, its requests in flight are answered and flushed (up to STOP_GRACE_SECONDS), then the
+  daemon exits.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 
 from tokend.daemon.conn import Connection, PeerKind, Registry
 from tokend.daemon.endpoints import ListenAddress, check_peer, parse_listen
+from tokend.daemon.lifetime import backlog_pending, hide_socket
 from tokend.daemon.outbox import Outbox
 from tokend.daemon.paths import (
     DaemonAlreadyRunning,
@@ -35,10 +45,13 @@ from tokend.daemon.paths import (
     log_path,
     socket_path,
 )
-from tokend.daemon.serve_conn import MAX_FRAME_BYTES, run_connection
+from tokend.daemon.serve_conn import Limits, run_connection
 from tokend.daemon.spawn import is_detached
 
 log = logging.getLogger(__name__)
+
+STOP_GRACE_SECONDS = 10.0  # after SIGTERM, for requests in flight to be answered
+SETTLE_SECONDS = 0.02  # at the idle deadline, for clients already connecting to be accepted
 
 ConnectionFactory = Callable[[Connection], Any]
 
@@ -53,7 +66,7 @@ class Daemon:
         *,
         idle_timeout: float | None = 60.0,
         token: str | None = None,
-        max_frame_bytes: int = MAX_FRAME_BYTES,
+        limits: Limits | None = None,
         outbox_options: dict[str, Any] | None = None,
     ) -> None:
         """`idle_timeout` is in seconds; None or <= 0 means never exit for idleness."""
@@ -62,7 +75,7 @@ class Daemon:
         self._listen = list(listen)
         self._idle_timeout = idle_timeout if idle_timeout and idle_timeout > 0 else None
         self._token = token
-        self._max_frame_bytes = max_frame_bytes
+        self._limits = limits or Limits()
         self._outbox_options = outbox_options or {}
         self._servers: list[asyncio.Server] = []
         self._unix_sockets: list[tuple[Path, int, int]] = []  # path, inode, lock fd
@@ -70,6 +83,7 @@ class Daemon:
         self._busy_count = 0
         self._busy_lock = threading.Lock()
         self._idle_handle: asyncio.TimerHandle | None = None
+        self._idle_check: asyncio.Task[None] | None = None
         self._started_at = time.monotonic()
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -91,14 +105,18 @@ class Daemon:
         return addresses
 
     async def run(self) -> None:
-        """Serve until stop() or the idle timeout, then remove the socket and return."""
+        """Serve until stop() or the idle timeout; then take no new client, answer what is in
+        flight (up to STOP_GRACE_SECONDS), remove the socket and return."""
         assert self._stopping is not None, "call start() first"
         await self._stopping.wait()
         self._release_listeners()
         for conn in self.registry:
-            conn.outbox.abort()
+            conn.stop_reading()
         if self._tasks:
-            await asyncio.wait(self._tasks, timeout=5.0)
+            await asyncio.wait(self._tasks, timeout=STOP_GRACE_SECONDS)
+        for conn in self.registry:
+            log.warning("connection %s: %d requests unanswered at exit", conn.id, conn.in_flight)
+            conn.outbox.abort()
         log.info("daemon stopped")
 
     def stop(self) -> None:
@@ -161,10 +179,12 @@ class Daemon:
             task = asyncio.current_task()
             assert task is not None
             self._tasks.add(task)
+            self._arm_idle_timer()
             try:
                 await self._serve_client(reader, writer, peer)
             finally:
                 self._tasks.discard(task)
+                self._arm_idle_timer()
 
         return handle
 
@@ -188,35 +208,54 @@ class Daemon:
             peer_pid=peer_pid or None,
         )
         self.registry.add(conn)
-        self._arm_idle_timer()
         log.info("connection %s opened (%s, pid %s)", conn_id, peer, peer_pid or "?")
         try:
-            await run_connection(conn, reader, self._factory, max_frame_bytes=self._max_frame_bytes)
+            await run_connection(conn, reader, self._factory, self._limits)
         finally:
             self.registry.remove(conn)
             log.info("connection %s closed (%d left)", conn_id, len(self.registry))
-            self._arm_idle_timer()
 
     # -- idle shutdown -----------------------------------------------------------------------
+
+    def _idle(self) -> bool:
+        """No connection (not even one being accepted or finishing its work), nothing busy."""
+        return not self._tasks and not self._busy_count
 
     def _arm_idle_timer(self) -> None:
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
-        if (
-            self._idle_timeout is None
-            or self._loop is None
-            or len(self.registry)
-            or self._busy_count
-        ):
+        if self._idle_timeout is None or self._loop is None or not self._idle():
             return
         self._idle_handle = self._loop.call_later(self._idle_timeout, self._idle_expired)
 
     def _idle_expired(self) -> None:
         self._idle_handle = None
-        if not len(self.registry) and not self._busy_count:
-            log.info("no connection for %.1f s; shutting down", self._idle_timeout)
-            self.stop()
+        if self._idle() and self._idle_check is None and self._loop is not None:
+            self._idle_check = self._loop.create_task(self._exit_if_still_idle())
+
+    async def _exit_if_still_idle(self) -> None:
+        """Move the socket aside, accept whoever was already connecting, then exit only if
+        nobody did; otherwise put the socket back and serve on."""
+        hidden = [hide_socket(path, inode) for path, inode, _ in self._unix_sockets]
+        try:
+            await asyncio.sleep(SETTLE_SECONDS)  # a connect() that found the path completes
+            while backlog_pending(self._servers):
+                await asyncio.sleep(SETTLE_SECONDS)
+            await asyncio.sleep(0)  # connections accepted just now register themselves
+            if self._idle() and not backlog_pending(self._servers):
+                log.info("no connection for %.1f s; shutting down", self._idle_timeout)
+                for moved in hidden:
+                    moved.remove()
+                self._release_listeners()  # at once: nothing may connect in between
+                self.stop()
+                return
+            log.info("a client connected at the idle deadline; serving on")
+            for moved in hidden:
+                moved.restore()
+        finally:
+            self._idle_check = None
+        self._arm_idle_timer()
 
     def _call_in_loop(self, callback: Callable[[], None]) -> None:
         loop = self._loop

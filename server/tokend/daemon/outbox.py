@@ -7,8 +7,15 @@ the event loop or any other connection. Memory per connection is bounded:
 - above `soft_limit_bytes` queued, the OLDEST queued notifications of droppable methods
   (gauge updates such as `budget/didChange`, where only the newest matters) are dropped;
   responses and other messages are never dropped;
-- above `hard_limit_bytes` of undroppable frames, the client is not reading at all: the
-  connection is aborted (the editor's forwarder exits, and the editor restarts it).
+- with more than `hard_limit_bytes` of undroppable frames already queued, the client is not
+  reading at all: the connection is aborted (the editor's forwarder exits, and the editor
+  restarts it);
+- one frame over `hard_limit_bytes` is never queued: a reply is replaced by a ReplyTooLarge
+  error for its id (the connection stays), anything else is dropped and logged.
+
+The connection's reader waits while the queue is long (see Connection.ready_to_read), so a
+client that does not read its replies stops being read, not served without end; progress
+callbacks tell it when the queue has moved.
 
 At most about `transport_high_water_bytes` sit in the socket transport's own buffer; the rest
 waits in the queue, where it can still be dropped.
@@ -22,6 +29,9 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
+
+from tokend.core.errors import ReplyTooLarge
+from tokend.daemon.jsonscan import top_level_fields
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +70,18 @@ class Outbox:
         self._closing = False
         self._wakeup = asyncio.Event()
         self._on_closed: list[Callable[[], None]] = []
+        self._on_progress: list[Callable[[], None]] = []
         self._task = self._loop.create_task(self._drain(), name=f"outbox {name}")
 
     # -- the pygls writer interface --------------------------------------------------------
 
     def write(self, frame: bytes) -> None:
         """Queue one frame; never blocks. Safe to call from pygls's worker threads."""
+        if len(frame) > self.hard_limit_bytes:
+            replacement = self._too_large(frame)
+            if replacement is None:
+                return
+            frame = replacement
         if threading.get_ident() == self._loop_thread:
             self._enqueue(frame)
         elif not self._loop.is_closed():
@@ -100,6 +116,10 @@ class Outbox:
     def add_close_callback(self, callback: Callable[[], None]) -> None:
         self._on_closed.append(callback)
 
+    def add_progress_callback(self, callback: Callable[[], None]) -> None:
+        """Run `callback` (on the loop) each time queued frames went out, and at the close."""
+        self._on_progress.append(callback)
+
     # -- internals -----------------------------------------------------------------------
 
     def _enqueue(self, frame: bytes) -> None:
@@ -109,7 +129,7 @@ class Outbox:
         droppable = self._is_droppable(frame)
         if self.queued_bytes + len(frame) > self.soft_limit_bytes:
             self._make_room(len(frame))
-        if self.queued_bytes + len(frame) > self.hard_limit_bytes:
+        if self.queued_bytes > self.hard_limit_bytes:
             log.warning(
                 "connection %s: client has not read %d bytes of replies; disconnecting it",
                 self._name,
@@ -121,6 +141,37 @@ class Outbox:
         self.queued_bytes += len(frame)
         self._droppable_queued += droppable
         self._wakeup.set()
+
+    def _too_large(self, frame: bytes) -> bytes | None:
+        """A ReplyTooLarge error in place of an oversized reply; None for anything else."""
+        _, _, body = frame.partition(b"\r\n\r\n")
+        fields = top_level_fields(body)
+        if fields.msg_id is None or not fields.is_response:
+            log.warning(
+                "connection %s: dropped a %d-byte message (over the %d-byte limit)",
+                self._name,
+                len(frame),
+                self.hard_limit_bytes,
+            )
+            return None
+        log.warning(
+            "connection %s: a %d-byte reply is over the %d-byte limit; sent ReplyTooLarge",
+            self._name,
+            len(frame),
+            self.hard_limit_bytes,
+        )
+        error = ReplyTooLarge(
+            f"the reply is {len(body):,} bytes, over the {self.hard_limit_bytes >> 20} MiB one "
+            "reply may take; ask for less at a time",
+            {"bytes": len(body), "limit": self.hard_limit_bytes},
+        )
+        reply = {
+            "jsonrpc": "2.0",
+            "id": fields.msg_id,
+            "error": {"code": error.code, "message": error.message, "data": error.data},
+        }
+        encoded = json.dumps(reply).encode()
+        return b"Content-Length: %d\r\n\r\n%s" % (len(encoded), encoded)
 
     def _is_droppable(self, frame: bytes) -> bool:
         if not any(needle in frame for needle in self._needles):
@@ -175,6 +226,7 @@ class Outbox:
                     self._droppable_queued -= droppable
                     self._writer.write(frame)
                     self.sent_frames += 1
+                self._progressed()
                 await self._writer.drain()
         except (ConnectionError, OSError) as exc:
             log.debug("outbox %s: peer went away: %s", self._name, exc)
@@ -182,8 +234,13 @@ class Outbox:
             self._closing = True
             self._discard_queue()
             transport.close()
+            self._progressed()
             for callback in self._on_closed:
                 callback()
+
+    def _progressed(self) -> None:
+        for callback in self._on_progress:
+            callback()
 
 
 def _method_needles(methods: Iterable[str]) -> Iterable[bytes]:

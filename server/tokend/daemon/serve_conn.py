@@ -1,190 +1,195 @@
 """Serving one connection: its whole life, from the first frame to the last.
 
-`run_connection` builds the connection's server with the integrator's
-`connection_factory(conn)`, hooks `exit` to close only this connection, reads LSP frames with
-pygls's `run_async` through a size-bounded reader and an auth gate, and cleans up. Nothing one
-connection sends (garbage, a cut frame, a huge Content-Length, `exit`, a handler that raises)
-reaches another connection.
+`run_connection` builds the connection's server with the integrator's `connection_factory(conn)`,
+hooks `exit` to close only this connection, reads frames (frames.py) and hands each message to
+the server (dispatch.py), until the client leaves, sends `exit` or breaks the framing, or the
+daemon stops. Then it waits for the requests still in flight, flushes their replies and closes.
+Nothing one connection sends reaches another connection:
+
+- Backpressure: no next frame is read while MAX_IN_FLIGHT of its requests run, or while its
+  unread replies pass the outbox's soft limit; and the loop yields after every message, so a
+  connection with a full buffer takes turns with the others.
+- Before authentication (TCP) a frame may hold PRE_AUTH_MAX_FRAME_BYTES and must arrive within
+  AUTH_TIMEOUT_SECONDS of connecting; a bigger or later one closes the connection.
+- Broken framing closes the connection after a ParseError (id null); so do MALFORMED_IN_A_ROW
+  bodies in a row that are not JSON-RPC. One bad body gets its error and the connection lives on.
+- A body over MAX_FRAME_BYTES is read through without being kept and answered with
+  RequestTooLarge for its id; the connection lives on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import sys
-import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from pygls.exceptions import JsonRpcException
-from pygls.io_ import run_async
-
-from tokend.core.errors import Unauthorized
+from tokend.core.errors import RequestTooLarge, Unauthorized
 from tokend.daemon.conn import Connection
+from tokend.daemon.dispatch import PARSE_ERROR, Dispatcher
+from tokend.daemon.frames import Body, BrokenFraming, Oversized, read_frame
 
 log = logging.getLogger(__name__)
 
-MAX_FRAME_BYTES = 64 << 20  # bytes; a bigger Content-Length closes the connection
+MAX_FRAME_BYTES = 64 << 20  # a bigger body is skipped and answered with RequestTooLarge
+PRE_AUTH_MAX_FRAME_BYTES = 256 << 10  # before a TCP client authenticates: initialize fits
+AUTH_TIMEOUT_SECONDS = 5.0
+MAX_IN_FLIGHT = 32  # requests of one connection handled at once; reading waits beyond
+MALFORMED_IN_A_ROW = 16
 CLOSE_GRACE_SECONDS = 5.0  # to flush queued replies after the client stops sending
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
+IN_FLIGHT_GRACE_SECONDS = 120.0  # requests still running when the client leaves are awaited
 
 
-def authorize_initialize(conn: Connection, message: Any) -> bool:
-    """The TCP auth gate: True if `message` may reach the server.
-
-    The first message must be `initialize` with initializationOptions.authToken equal to the
-    daemon's token. Otherwise the client gets an Unauthorized (-32007) error reply and the
-    connection is closed before any method runs. The daemon calls this for every message of an
-    unauthenticated connection; the integrator's handlers need not call it.
-    """
-    if getattr(message, "method", None) == "initialize":
-        options = _field(
-            getattr(message, "params", None), "initialization_options", "initializationOptions"
-        )
-        if conn.check_token(_field(options, "authToken")):
-            conn.authenticated = True
-            return True
-    log.warning("connection %s: refused (no valid authToken in initialize)", conn.id)
-    if getattr(message, "id", None) is not None:
-        conn.send_error(
-            message.id,
-            Unauthorized.code,
-            "this TCP listener needs initializationOptions.authToken: the contents of the "
-            "token file in tokend's runtime directory",
-        )
-    conn.close()
-    return False
-
-
-class _Gate:
-    """Stands in for the protocol in run_async: records clientInfo, enforces auth."""
-
-    def __init__(self, conn: Connection, protocol: Any) -> None:
-        self._conn = conn
-        self._protocol = protocol
-        self.structure_message = protocol.structure_message
-
-    def handle_message(self, message: Any) -> None:
-        conn = self._conn
-        if conn.closing:
-            return
-        if getattr(message, "method", None) == "initialize":
-            name = _field(
-                _field(getattr(message, "params", None), "client_info", "clientInfo"), "name"
-            )
-            conn.client_name = name if isinstance(name, str) else None
-        if not conn.authenticated and not authorize_initialize(conn, message):
-            return
-        self._protocol.handle_message(message)
-
-
-class FrameTooLarge(ValueError):
-    pass
-
-
-class _BoundedReader:
-    """An asyncio.StreamReader that refuses bodies over `max_frame_bytes`."""
-
-    def __init__(self, reader: asyncio.StreamReader, max_frame_bytes: int) -> None:
-        self._reader = reader
-        self._max = max_frame_bytes
-        self.last_length = 0  # bytes of the last body read (for the log: size, never content)
-
-    async def readline(self) -> bytes:
-        return await self._reader.readline()
-
-    async def readexactly(self, n: int) -> bytes:
-        if n > self._max:
-            raise FrameTooLarge(f"Content-Length {n} exceeds {self._max} bytes")
-        self.last_length = n
-        return await self._reader.readexactly(n)
-
-
-class _MalformedLog:
-    """The logger run_async reports bad frames to: logs the first few, then every 100th."""
-
-    def __init__(self, conn: Connection, reader: _BoundedReader) -> None:
-        self._conn = conn
-        self._reader = reader
-        self.malformed = 0
-
-    def debug(self, *args: Any) -> None:
-        pass
-
-    def exception(self, message: str, *args: Any) -> None:
-        self.malformed += 1
-        if self.malformed <= 3 or self.malformed % 100 == 0:
-            log.warning(
-                "connection %s: malformed message #%d (%d bytes): %s",
-                self._conn.id,
-                self.malformed,
-                self._reader.last_length,
-                _kind(sys.exc_info()[1]),
-            )
-
-
-def _kind(error: BaseException | None) -> str:
-    """What is wrong with a body, without any of its bytes (a secret may be inside)."""
-    if isinstance(error, UnicodeDecodeError):
-        return f"not UTF-8 (byte {error.start}: {error.reason})"
-    if isinstance(error, json.JSONDecodeError):
-        return f"not JSON ({error.msg}, char {error.pos})"
-    if isinstance(error, JsonRpcException):
-        return f"refused ({error.code}: {error.message})"
-    return f"not a JSON-RPC message ({type(error).__name__})"
-
-
-def _reply_to_bad_message(conn: Connection, error: Exception, _source: object) -> None:
-    if isinstance(error, ValueError):  # json.JSONDecodeError, UnicodeDecodeError
-        conn.send_error(None, PARSE_ERROR, f"the message body is not JSON: {error}")
-    elif isinstance(error, JsonRpcException):
-        conn.send_error(None, error.code, error.message or "invalid message")
-    else:
-        conn.send_error(None, INVALID_REQUEST, "the message is not a JSON-RPC 2.0 object")
+@dataclass(frozen=True)
+class Limits:
+    max_frame_bytes: int = MAX_FRAME_BYTES
+    pre_auth_max_frame_bytes: int = PRE_AUTH_MAX_FRAME_BYTES
+    auth_timeout_seconds: float = AUTH_TIMEOUT_SECONDS
+    max_in_flight: int = MAX_IN_FLIGHT
 
 
 async def run_connection(
     conn: Connection,
     reader: asyncio.StreamReader,
     connection_factory: Callable[[Connection], Any],
-    *,
-    max_frame_bytes: int = MAX_FRAME_BYTES,
+    limits: Limits = Limits(),
 ) -> None:
-    """Serve one connection until the client leaves, sends `exit`, or breaks the framing."""
+    """Serve one connection until the client leaves, sends `exit`, breaks the framing, or
+    `conn.stop_reading()` is called; then answer what is in flight and close."""
     try:
-        server = connection_factory(conn)
-        protocol = server.protocol
-        if not hasattr(protocol, "on_exit"):
-            raise TypeError(
-                f"{type(protocol).__name__} has no on_exit hook, so `exit` would stop the whole "
-                "daemon; derive the protocol from tokend.lsp.protocol.ConnectionProtocol"
-            )
-        protocol.on_exit = conn.close
-        protocol.set_writer(conn.outbox)
-        conn.server = server
-        # run_async is annotated with pygls's concrete protocol and logging.Logger; it only calls
-        # structure_message/handle_message and debug/exception, which the stand-ins provide.
-        bounded = _BoundedReader(reader, max_frame_bytes)
-        await run_async(
-            stop_event=threading.Event(),
-            reader=bounded,
-            protocol=_Gate(conn, protocol),  # type: ignore[arg-type]
-            logger=_MalformedLog(conn, bounded),  # type: ignore[arg-type]
-            error_handler=lambda error, source: _reply_to_bad_message(conn, error, source),
-        )
-    except (asyncio.IncompleteReadError, ValueError, ConnectionError) as exc:
-        log.info("connection %s: closing after a framing error: %s", conn.id, exc)
+        protocol = _build_server(conn, connection_factory)
+        reading = asyncio.ensure_future(_read_messages(conn, reader, protocol, limits))
+        conn.on_stop_reading(lambda: None if reading.cancel() else None)
+        try:
+            await reading
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the daemon's loop is going away, not just this reader
+    except asyncio.CancelledError:
+        conn.outbox.abort()
+        _release_server(conn.server)
+        raise
     except Exception:
         log.exception("connection %s: its server failed; closing this connection only", conn.id)
-    finally:
-        _release_server(conn.server)
-        conn.close()
+    await _finish(conn)
+
+
+def _build_server(conn: Connection, connection_factory: Callable[[Connection], Any]) -> Any:
+    server = connection_factory(conn)
+    protocol = server.protocol
+    if not hasattr(protocol, "on_exit"):
+        raise TypeError(
+            f"{type(protocol).__name__} has no on_exit hook, so `exit` would stop the whole "
+            "daemon; derive the protocol from tokend.lsp.protocol.ConnectionProtocol"
+        )
+    protocol.on_exit = conn.close
+    if hasattr(protocol, "on_response"):
+        protocol.on_response = conn.request_answered
+        conn.counts_requests = True
+    protocol.set_writer(conn.outbox)
+    conn.server = server
+    return protocol
+
+
+async def _read_messages(
+    conn: Connection, reader: asyncio.StreamReader, protocol: Any, limits: Limits
+) -> None:
+    dispatcher = Dispatcher(conn, protocol)
+    auth_deadline = asyncio.get_running_loop().time() + limits.auth_timeout_seconds
+    while await conn.ready_to_read(limits.max_in_flight, conn.outbox.soft_limit_bytes):
         try:
-            await asyncio.wait_for(conn.outbox.wait_closed(), CLOSE_GRACE_SECONDS)
+            if conn.authenticated:
+                frame = await read_frame(reader, limits.max_frame_bytes, skip_oversized=True)
+            else:
+                async with asyncio.timeout_at(auth_deadline):
+                    frame = await read_frame(
+                        reader, limits.pre_auth_max_frame_bytes, skip_oversized=False
+                    )
+        except BrokenFraming as exc:
+            log.info("connection %s: broken framing (%s); closing it", conn.id, exc)
+            conn.send_error(None, PARSE_ERROR, f"broken framing: {exc}; closing the connection")
+            return
         except TimeoutError:
-            conn.outbox.abort()
+            log.warning(
+                "connection %s: not authenticated within %.0f s; closing it",
+                conn.id,
+                limits.auth_timeout_seconds,
+            )
+            conn.send_error(None, Unauthorized.code, "authenticate (initialize) first, promptly")
+            return
+        except ConnectionError:
+            return
+        if frame is None:
+            return
+        if isinstance(frame, Body):
+            dispatcher.dispatch(frame.data)
+            if dispatcher.malformed_in_a_row >= MALFORMED_IN_A_ROW or not conn.authenticated:
+                log.info("connection %s: closing after malformed messages", conn.id)
+                return
+        elif not frame.skipped:
+            _refuse_before_auth(conn, frame)
+            return
+        else:
+            _refuse_too_large(conn, frame)
+        await asyncio.sleep(0)  # the next connection's turn
+
+
+def _refuse_before_auth(conn: Connection, frame: Oversized) -> None:
+    log.warning(
+        "connection %s: a %d-byte message before authentication (limit %d); closing it",
+        conn.id,
+        frame.length,
+        frame.limit,
+    )
+    conn.send_error(
+        None,
+        Unauthorized.code,
+        f"before authentication a message may hold {frame.limit:,} bytes: send initialize "
+        "with initializationOptions.authToken first",
+    )
+
+
+def _refuse_too_large(conn: Connection, frame: Oversized) -> None:
+    """RequestTooLarge for a request's id (id null if it could not be told); none for a
+    notification."""
+    log.warning(
+        "connection %s: skipped a %d-byte %s over the %d-byte limit",
+        conn.id,
+        frame.length,
+        frame.method or "message",
+        frame.limit,
+    )
+    if frame.msg_id is None and frame.method is not None:
+        return  # a notification: JSON-RPC never answers one
+    error = RequestTooLarge(
+        f"the message is {frame.length:,} bytes, over the {frame.limit >> 20} MiB tokend reads; "
+        "nothing of it was stored: send large tool output in parts, or trim it",
+        {"bytes": frame.length, "limit": frame.limit},
+    )
+    conn.send_error(frame.msg_id, error.code, error.message, error.data)
+
+
+async def _finish(conn: Connection) -> None:
+    """Answer the requests in flight (a write the client sent is not lost because it left),
+    flush the replies, close."""
+    if conn.in_flight:
+        try:
+            await asyncio.wait_for(conn.requests_answered(), IN_FLIGHT_GRACE_SECONDS)
+        except TimeoutError:
+            log.warning(
+                "connection %s: %d requests still unanswered after %.0f s; closing anyway",
+                conn.id,
+                conn.in_flight,
+                IN_FLIGHT_GRACE_SECONDS,
+            )
+    _release_server(conn.server)
+    conn.close()
+    try:
+        await asyncio.wait_for(conn.outbox.wait_closed(), CLOSE_GRACE_SECONDS)
+    except TimeoutError:
+        conn.outbox.abort()
 
 
 def _release_server(server: Any) -> None:
@@ -200,13 +205,3 @@ def _release_server(server: Any) -> None:
         cache_clear = getattr(getattr(type(server.protocol), name, None), "cache_clear", None)
         if cache_clear is not None:
             cache_clear()
-
-
-def _field(obj: Any, *names: str) -> Any:
-    for name in names:
-        if isinstance(obj, dict):
-            if name in obj:
-                return obj[name]
-        elif hasattr(obj, name):
-            return getattr(obj, name)
-    return None

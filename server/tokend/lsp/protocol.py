@@ -9,6 +9,10 @@ JSON-RPC error (a TokendError turned into one by `server.rpc`, or an LSP request
 not fit its type) is the client's problem: its reply says why, and the log gets one line
 (method, code, message) at INFO, never a traceback and never the params, which may hold
 whatever the user pasted. Anything else a handler raises is a bug and keeps pygls's traceback.
+
+JSON-RPC's edges: a notification never gets a reply (nor a pop-up) whatever is wrong with it;
+a request after `shutdown` gets InvalidRequest; `jsonrpc` other than "2.0" gets InvalidRequest;
+params nested deeper than MAX_PARAMS_DEPTH get InvalidParams before any handler sees them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ from tokend.lsp.wire import camel
 MsgId = int | str
 
 log = logging.getLogger(__name__)
+
+MAX_PARAMS_DEPTH = 64
+"""Levels of arrays and objects params may nest (params itself is level 1). Deeper input is
+refused at the edge: handlers, assembly and the store recurse over it."""
 
 SERVER_SIDE_CODES = frozenset({StoreError.code, TokenizerUnavailable.code, -32603})
 """Error codes that say the daemon, not the request, is at fault: logged at WARNING."""
@@ -77,6 +85,16 @@ class ConnectionProtocol(LanguageServerProtocol):
     """
 
     on_exit: Callable[[], None] | None = None
+    on_response: Callable[[], None] | None = None
+    """Called, from any thread, after each reply to a client's request is written (the daemon
+    counts the requests in flight with it)."""
+
+    def _send_response(self, msg_id: MsgId, result: Any = None, error: Any = None) -> None:
+        try:
+            super()._send_response(msg_id, result, error)
+        finally:
+            if self.on_response is not None:
+                self.on_response()
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:
@@ -109,6 +127,14 @@ class TokendProtocol(ConnectionProtocol):
         method = data.get("method")
         if not method or not isinstance(method, str):
             return super().structure_message(data)  # a response to a request of ours
+        if nesting_exceeds(data.get("params"), MAX_PARAMS_DEPTH):
+            msg_id = data.get("id")
+            return UnfitMessage(
+                msg_id if isinstance(msg_id, int | str) else None,
+                method,
+                str(data["jsonrpc"]),
+                f"invalid params: nested more than {MAX_PARAMS_DEPTH} levels deep",
+            )
         if method not in types.METHOD_TO_TYPES:
             if "id" in data:
                 return RawRequest(data["id"], method, data["jsonrpc"], data.get("params"))
@@ -132,10 +158,16 @@ class TokendProtocol(ConnectionProtocol):
             self._refuse(message.id, message.method, JsonRpcInvalidParams(message.problem))
             return
         version = getattr(message, "jsonrpc", self.VERSION)
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None) if method is not None else None
         if version != self.VERSION:  # pygls would log the whole message at WARNING
             error = JsonRpcInvalidRequest(f'jsonrpc must be "2.0", not {str(version)[:16]!r}')
-            msg_id = getattr(message, "id", None) if hasattr(message, "method") else None
-            self._refuse(msg_id, getattr(message, "method", "(response)"), error)
+            self._refuse(msg_id, method or "(response)", error)
+            return
+        if self._shutdown and method is not None and method != types.EXIT:
+            # pygls drops it without a word; LSP wants InvalidRequest for a request.
+            error = JsonRpcInvalidRequest("the server was shut down: only `exit` is accepted")
+            self._refuse(msg_id, method, error)
             return
         super().handle_message(message)
 
@@ -165,13 +197,29 @@ class TokendProtocol(ConnectionProtocol):
         self._send_response(msg_id, error=error.to_response_error())
 
     def _check_handler_result(self, future: Future[Any]) -> None:
-        """A notification handler that raised: pygls only tells the client; log it too."""
+        """A notification handler that raised. A JSON-RPC error (bad params) is the client's:
+        one log line, and no message to the client (JSON-RPC never answers a notification).
+        Anything else is a bug: logged with its traceback, and pygls reports it."""
         error = None if future.cancelled() else future.exception()
         if isinstance(error, JsonRpcException):
             log.info("a notification failed: code %d, %s", error.code, error.message)
-        elif error is not None:
+            return
+        if error is not None:
             log.error("a notification handler failed", exc_info=error)
         super()._check_handler_result(future)
+
+
+def nesting_exceeds(value: Any, max_depth: int) -> bool:
+    """True if `value` nests arrays/objects more than `max_depth` levels (it is level 1).
+    Iterative: a value too deep for recursion is measured without recursing."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def _problem(exc: Exception) -> str:

@@ -1,0 +1,168 @@
+"""From one frame's body to the connection's server: parse, check, authenticate, hand over.
+
+The JSON-RPC envelope is checked here, for any protocol, so that every mistake is answered the
+same way and to the message's own id when it has one:
+
+- a body that is not JSON: ParseError (id null);
+- not an object, `jsonrpc` other than "2.0", an id that is not an integer or a string, neither
+  a method nor a result/error: InvalidRequest (to its id when it has a usable one);
+- nested too deep for the JSON parser: InvalidParams to its id (the protocol refuses
+  shallower excess nesting the same way);
+- params the protocol cannot structure: its error, to the request's id; a notification never
+  gets a reply.
+
+On TCP, until `initialize` carries the right initializationOptions.authToken, nothing reaches the
+server (authorize_initialize). Requests handed to a server whose protocol reports its replies
+(ConnectionProtocol.on_response) are counted in flight on the connection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pygls.exceptions import JsonRpcException
+
+from tokend.core.errors import InvalidParams, Unauthorized
+from tokend.daemon.conn import Connection
+from tokend.daemon.jsonscan import top_level_fields
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+LOGGED_IN_FULL = 3  # malformed messages logged one by one on a connection; then every 100th
+
+
+def authorize_initialize(conn: Connection, message: Any) -> bool:
+    """The TCP auth gate: True if `message` may reach the server.
+
+    The first message must be `initialize` with initializationOptions.authToken equal to the
+    daemon's token. Otherwise the client gets an Unauthorized (-32007) error reply and the
+    connection is closed before any method runs. The daemon calls this for every message of an
+    unauthenticated connection; the integrator's handlers need not call it.
+    """
+    if getattr(message, "method", None) == "initialize":
+        options = _field(
+            getattr(message, "params", None), "initialization_options", "initializationOptions"
+        )
+        if conn.check_token(_field(options, "authToken")):
+            conn.authenticated = True
+            return True
+    log.warning("connection %s: refused (no valid authToken in initialize)", conn.id)
+    if getattr(message, "id", None) is not None:
+        conn.send_error(
+            message.id,
+            Unauthorized.code,
+            "this TCP listener needs initializationOptions.authToken: the contents of the "
+            "token file in tokend's runtime directory",
+        )
+    conn.close()
+    return False
+
+
+class Dispatcher:
+    """Hands one connection's messages to its server (its protocol)."""
+
+    def __init__(self, conn: Connection, protocol: Any) -> None:
+        self._conn = conn
+        self._protocol = protocol
+        self.malformed = 0
+        self.malformed_in_a_row = 0
+
+    def dispatch(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except RecursionError:
+            self._malformed(len(body), "nested too deeply for the JSON parser")
+            fields = top_level_fields(body)
+            if fields.msg_id is not None or fields.method is None:
+                self._conn.send_error(
+                    fields.msg_id, InvalidParams.code, "invalid params: nested too deeply"
+                )
+            return
+        except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
+            self._malformed(len(body), _kind(exc))
+            self._conn.send_error(None, PARSE_ERROR, "the message body is not JSON")
+            return
+        problem, msg_id = _envelope_problem(data)
+        if problem is not None:
+            self._malformed(len(body), problem)
+            self._conn.send_error(msg_id, INVALID_REQUEST, problem)
+            return
+        self.malformed_in_a_row = 0
+        try:
+            message = self._protocol.structure_message(data)
+        except JsonRpcException as exc:  # pygls could not structure its params
+            if msg_id is not None:
+                self._conn.send_error(msg_id, exc.code, exc.message or "invalid message")
+            log.info("connection %s: %s refused: %s", self._conn.id, data.get("method"), exc)
+            return
+        self._deliver(message, is_request=msg_id is not None and "method" in data)
+
+    def _deliver(self, message: Any, *, is_request: bool) -> None:
+        conn = self._conn
+        if conn.closing:
+            return
+        if getattr(message, "method", None) == "initialize":
+            params = getattr(message, "params", None)
+            name = _field(_field(params, "client_info", "clientInfo"), "name")
+            conn.client_name = name if isinstance(name, str) else None
+        if not conn.authenticated and not authorize_initialize(conn, message):
+            return
+        if is_request and conn.counts_requests:
+            conn.request_started()
+        self._protocol.handle_message(message)
+
+    def _malformed(self, size: int, kind: str) -> None:
+        """Log a malformed message by size and kind, never its bytes (a secret may be inside):
+        the first few, then every 100th."""
+        self.malformed += 1
+        self.malformed_in_a_row += 1
+        if self.malformed <= LOGGED_IN_FULL or self.malformed % 100 == 0:
+            log.warning(
+                "connection %s: malformed message #%d (%d bytes): %s",
+                self._conn.id,
+                self.malformed,
+                size,
+                kind,
+            )
+
+
+def _envelope_problem(data: Any) -> tuple[str | None, int | str | None]:
+    """(what is wrong with the JSON-RPC envelope or None, the id to answer)."""
+    if not isinstance(data, dict):
+        return "the message is not a JSON-RPC 2.0 object", None
+    raw_id = data.get("id")
+    msg_id = raw_id if isinstance(raw_id, int | str) and not isinstance(raw_id, bool) else None
+    if raw_id is not None and msg_id is None:
+        return "id must be an integer or a string", None
+    if data.get("jsonrpc") != "2.0":
+        version = str(data.get("jsonrpc"))[:16]
+        return f'jsonrpc must be "2.0", not {version!r}', msg_id
+    method = data.get("method")
+    if method is None and "result" not in data and "error" not in data:
+        return "neither a request, a notification nor a response", msg_id
+    if method is not None and (not isinstance(method, str) or not method):
+        return "method must be a non-empty string", msg_id
+    return None, msg_id
+
+
+def _kind(error: BaseException) -> str:
+    """What is wrong with a body, without any of its bytes."""
+    if isinstance(error, UnicodeDecodeError):
+        return f"not UTF-8 (byte {error.start}: {error.reason})"
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error.msg}, char {error.pos})"
+    return f"not JSON ({type(error).__name__})"
+
+
+def _field(obj: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(obj, dict):
+            if name in obj:
+                return obj[name]
+        elif hasattr(obj, name):
+            return getattr(obj, name)
+    return None
