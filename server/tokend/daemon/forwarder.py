@@ -6,9 +6,14 @@
 
 Bytes are copied unchanged both ways (stdin -> socket, socket -> stdout) by two threads. When
 the editor closes stdin the socket's write side is shut down and replies still in flight are
-delivered until the daemon closes; when the daemon closes the connection (after `exit`) the
-forwarder exits. Exit code 0 on a clean close, 1 if the daemon could not be reached or the
-connection was cut. Messages go to stderr; stdout carries only the daemon's bytes.
+delivered until the daemon closes; when the daemon closes the connection after `exit` the
+forwarder exits. Messages go to stderr; stdout carries only the daemon's bytes.
+
+Exit codes, so that an editor can tell a crash from a normal close:
+    0  a normal close: the editor sent `exit` or closed stdin (or went away)
+    1  the daemon could not be reached or started
+    2  the daemon went away under the editor (stopped, killed, crashed, or it closed this
+       connection): one line on stderr says which and how to restart
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from tokend.daemon.paths import UnsafePathError, check_daemon_name
+from tokend.daemon.exit_watch import ExitWatch, daemon_fate, peer_pid
+from tokend.daemon.paths import UnsafePathError, check_daemon_name, log_dir, log_path
 from tokend.daemon.spawn import (
     CONNECT_TIMEOUT_SECONDS,
     DaemonUnavailable,
@@ -30,6 +36,7 @@ from tokend.daemon.spawn import (
 
 CHUNK_BYTES = 64 << 10
 DRAIN_SECONDS = 5.0  # after stdin closes, how long replies may still arrive
+EXIT_OK, EXIT_UNREACHABLE, EXIT_LOST = 0, 1, 2
 
 
 def parse_remote(remote: str) -> tuple[str, str | None]:
@@ -56,28 +63,43 @@ def forward(
         if kind == "unix":
             assert target is not None
             sock = connect_unix(Path(target).expanduser(), timeout)
+            log = log_dir()
         else:
             sock = connect_or_spawn(target, command=command, timeout=timeout)
+            log = log_path(target)
     except (DaemonUnavailable, UnsafePathError, ValueError, OSError) as exc:
         sys.stderr.write(f"tokend lsp: cannot reach the daemon: {exc}\n")
-        return 1
+        return EXIT_UNREACHABLE
     try:
-        return relay(sock, stdin_fd, stdout_fd)
+        pid = peer_pid(sock)
+        lost = relay(sock, stdin_fd, stdout_fd)
+        if lost is None:
+            return EXIT_OK
+        sys.stderr.write(f"tokend lsp: {daemon_fate(pid, lost, log)}\n")
+        sys.stderr.flush()
+        return EXIT_LOST
     finally:
         sock.close()
 
 
 def relay(
     sock: socket.socket, stdin_fd: int, stdout_fd: int, drain_seconds: float = DRAIN_SECONDS
-) -> int:
-    """Copy stdin -> sock and sock -> stdout; returns 0 on a clean close, 1 if cut."""
+) -> str | None:
+    """Copy stdin -> sock and sock -> stdout. None after a normal close; else how the
+    connection was lost ("closed" or "reset")."""
     finished = threading.Event()
-    cut: list[bool] = []
+    editor_done = threading.Event()  # the editor sent `exit`, closed stdin, or went away
+    lost: list[str] = []
+    watch = ExitWatch()
 
     def upstream() -> None:
         try:
             while chunk := os.read(stdin_fd, CHUNK_BYTES):
+                watch.feed(chunk)
+                if watch.exit_sent:
+                    editor_done.set()
                 sock.sendall(chunk)
+            editor_done.set()
             sock.shutdown(socket.SHUT_WR)
         except OSError:
             return  # the daemon side is gone; downstream reports how
@@ -88,16 +110,17 @@ def relay(
         try:
             while chunk := sock.recv(CHUNK_BYTES):
                 _write_all(stdout_fd, chunk)
+            lost.append("closed")
         except BrokenPipeError:
-            pass  # the editor is gone
+            editor_done.set()  # the editor is gone
         except OSError:
-            cut.append(True)
+            lost.append("reset")
         finished.set()
 
     for target in (upstream, downstream):
         threading.Thread(target=target, name=target.__name__, daemon=True).start()
     finished.wait()
-    return 1 if cut else 0
+    return None if editor_done.is_set() or not lost else lost[0]
 
 
 def _write_all(fd: int, data: bytes) -> None:
