@@ -81,6 +81,18 @@ class TokendServer(LanguageServer):
             return
         self._did_change(snapshot)
 
+    def open_workspace(self) -> None:
+        """Start indexing the client's workspace folder (in the background) as it connects,
+        so file figures and the repo map are ready when first asked for."""
+        if not self.workspace_uri:
+            return
+        from tokend.service.workspace.registry import workspaces_of
+
+        try:
+            workspaces_of(self.service).open(self.workspace_uri)
+        except TokendError as exc:
+            log.info("workspace %s not indexed: %s", self.workspace_uri, exc.message)
+
     def watch(self, session_id: str) -> None:
         """Send budget/didChange for `session_id` to this connection after every change.
 
@@ -152,6 +164,7 @@ def create_server(service: TokendService, host: ServerHost | None = None) -> Tok
     @server.feature(types.INITIALIZED)
     def initialized(ls: TokendServer, params: types.InitializedParams) -> None:
         ls.attach_initial_session()
+        ls.open_workspace()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TokendServer, *args: Any) -> None:
