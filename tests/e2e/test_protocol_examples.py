@@ -21,7 +21,7 @@ from tests.conftest import tokend_env
 from tests.e2e.rpc import ProcessClient, RpcError
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol.md"
-TAG = re.compile(r"<!-- example: ([a-z0-9/-]+) -->\n```json\n(.*?)```\n", re.S)
+TAG = re.compile(r"<!-- example: ([A-Za-z0-9/-]+) -->\n```json\n(.*?)```\n", re.S)
 ULID = re.compile(r"\b01[0-9A-HJKMNP-TV-Z]{24}\b")
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00")
 FAKE_IDS = [
@@ -34,7 +34,8 @@ FAKE_IDS = [
 class Transcript:
     """Request/response lines per example name, as the wire carried them."""
 
-    def __init__(self) -> None:
+    def __init__(self, project: Path | None = None) -> None:
+        self.project = project  # shown as /home/me/project
         self.lines: dict[str, list[str]] = {}
         self.ids: dict[str, str] = {}
         self.next_id = 1
@@ -49,6 +50,9 @@ class Transcript:
                 self.ids[ulid] = FAKE_IDS[n] if n < len(FAKE_IDS) else f"01JD3M7{n:019d}"
             return self.ids[ulid]
 
+        if self.project is not None:
+            text = text.replace(self.project.as_uri(), "file:///home/me/project")
+            text = text.replace(str(self.project), "/home/me/project")
         text = ULID.sub(fake, text)
         text = STAMP.sub("2026-11-22T05:40:00+00:00", text)
         text = re.sub(r'"pid":\d+', '"pid":4242', text)
@@ -92,9 +96,27 @@ def text(t: str) -> dict[str, str]:
     return {"type": "text", "text": t}
 
 
-async def scenario(server: ProcessClient) -> Transcript:
-    t = Transcript()
-    ws = "file:///home/me/project"
+def make_project(root: Path) -> Path:
+    """A small real workspace: two modules, a memory file, an ignored folder."""
+    project = root / "project"
+    (project / "app").mkdir(parents=True)
+    (project / "build").mkdir()
+    (project / ".gitignore").write_text("build/\n")
+    (project / "build" / "out.txt").write_text("generated\n")
+    (project / "AGENTS.md").write_text("Run `make test` before every commit.\n")
+    (project / "app" / "server.py").write_text(
+        "from app.config import load_config\n\n\n"
+        "def start(port: int) -> None:\n    config = load_config()\n    print(config, port)\n"
+    )
+    (project / "app" / "config.py").write_text(
+        'def load_config() -> dict[str, str]:\n    return {"mode": "dev"}\n'
+    )
+    return project
+
+
+async def scenario(server: ProcessClient, project: Path) -> Transcript:
+    t = Transcript(project)
+    ws = project.as_uri()
     created = await t.call(
         server,
         "session/create",
@@ -151,12 +173,29 @@ async def scenario(server: ProcessClient) -> Transcript:
     )
     await t.call(server, "daemon/status", "daemon/status", None)
     await t.call(
-        server, "session/rename", "session/rename", {"sessionId": sid, "title": "fix the phoenix build"}
+        server,
+        "session/rename",
+        "session/rename",
+        {"sessionId": sid, "title": "fix the phoenix build"},
     )
     await t.call(server, "session/delete", "session/delete", {"sessionId": sid})
     await t.call(server, "session/delete", "session/attach", {"sessionId": sid})
     await t.call(server, "session/restore", "session/restore", {"sessionId": sid})
     await t.call(server, "session/rename", "session/rename", {"sessionId": sid, "title": " "})
+    await t.call(
+        server,
+        "workspace/fileTokens",
+        "workspace/fileTokens",
+        {"workspaceUri": ws, "paths": ["app/server.py", "app/config.py"], "exact": True},
+    )
+    await t.call(server, "files/add", "files/add", {"sessionId": sid, "paths": ["app/config.py"]})
+    await t.call(server, "files/list", "files/list", {"sessionId": sid})
+    await t.call(
+        server,
+        "repoMap/get",
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 1024, "focus": {"files": [], "identifiers": ["start"]}},
+    )
 
     # A session with old tool output to prune.
     other = await server.request("session/create", {"model": "gpt-4o", "contextWindow": 400000})
@@ -208,8 +247,8 @@ async def server(tmp_path):
     assert await client.shutdown() == 0
 
 
-async def test_protocol_examples_are_what_the_server_says(server):
-    ran = await scenario(server)
+async def test_protocol_examples_are_what_the_server_says(server, tmp_path):
+    ran = await scenario(server, make_project(tmp_path))
     produced = {name: _shown(lines) for name, lines in ran.lines.items()}
     if os.environ.get("TOKEND_WRITE_PROTOCOL_EXAMPLES") == "1":
         source = PROTOCOL.read_text()
