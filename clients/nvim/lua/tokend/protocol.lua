@@ -1,0 +1,149 @@
+---@meta
+-- LuaCATS types mirroring protocol.md (the contract). Field names are the wire's (camelCase);
+-- every *Tokens field, contextWindow, maxOutputTokens, autocompactThreshold, limit and total
+-- are tokens; usedPercentage is a percentage of contextWindow; *Usd are US dollars.
+-- tests/clients/test_contract.py checks these against protocol.md.
+
+---@alias tokend.Method
+---| "session/create"
+---| "session/append"
+---| "session/list"
+---| "session/attach"
+---| "session/detach"
+---| "session/compact"
+---| "budget/snapshot"
+---| "context/assemble"
+---| "daemon/status"
+---| "follow/start"
+---| "follow/list"
+---| "follow/stop"
+
+---@alias tokend.Notification
+---| "budget/didChange"
+---| "session/didCompact"
+
+---@class tokend.BreakdownItem
+---@field category "system"|"tools"|"memory"|"repoMap"|"chatFiles"|"messages"
+---@field tokens integer
+---@field basis "exact"|"estimate"|"derived"
+
+---@class tokend.Cost
+---@field totalUsd number
+---@field byModel table<string, number>
+
+---@class tokend.Totals
+---@field calls integer
+---@field inputTokens integer
+---@field outputTokens integer
+---@field reasoningTokens integer
+---@field cacheReadTokens integer
+---@field cacheWriteTokens integer
+
+---@class tokend.LastCall
+---@field messageId string
+---@field inputTokens integer
+---@field outputTokens integer
+---@field reasoningTokens integer
+---@field cacheReadTokens integer
+---@field cacheWriteTokens integer
+---@field contextTokens integer
+---@field predictedTokens integer|nil
+---@field errorPct number|nil
+
+---@class tokend.Snapshot
+---@field sessionId string
+---@field model string
+---@field contextWindow integer
+---@field maxOutputTokens integer
+---@field usedTokens integer
+---@field usedPercentage number
+---@field remainingTokens integer
+---@field estimated boolean
+---@field breakdown tokend.BreakdownItem[]
+---@field autocompactThreshold integer
+---@field compactions integer
+---@field cost tokend.Cost
+---@field totals tokend.Totals
+---@field lastCall tokend.LastCall|nil
+---@field lastEstimateErrorPct number|nil
+---@field version integer
+---@field warnings string[]
+
+---@class tokend.SessionSummary
+---@field sessionId string
+---@field model string
+---@field title string|nil
+---@field workspaceUri string|nil
+---@field createdAt string
+---@field updatedAt string
+---@field usedTokens integer
+---@field usedPercentage number
+---@field contextWindow integer
+---@field estimated boolean
+
+---@class tokend.SessionListParams
+---@field workspaceUri string|nil
+
+---@class tokend.SessionListResult
+---@field sessions tokend.SessionSummary[]
+
+---@class tokend.SessionIdParams
+---@field sessionId string
+
+---@class tokend.SessionCompactParams
+---@field sessionId string
+---@field strategy "auto"|"prune"|nil
+---@field workDoneToken integer|string|nil
+
+---@class tokend.CompactAction
+---@field kind "prune"|"skip"
+---@field parts integer
+---@field tokensFreed integer
+---@field detail string
+
+---@class tokend.CompactResult
+---@field before integer
+---@field after integer
+---@field actions tokend.CompactAction[]
+---@field snapshot tokend.Snapshot
+
+---@class tokend.BudgetDidChangeParams
+---@field sessionId string
+---@field snapshot tokend.Snapshot
+
+---@class tokend.SessionDidCompactParams
+---@field sessionId string
+---@field before integer
+---@field after integer
+---@field automatic boolean
+---@field actions tokend.CompactAction[]
+
+---@class tokend.FollowStartParams
+---@field agent "claude-code"|"codex"
+---@field path string|nil
+---@field workspaceUri string|nil
+
+---@class tokend.FollowStopParams
+---@field followerId string
+
+---@class tokend.FollowedTranscript
+---@field path string
+---@field sessionId string|nil
+---@field workspaceUri string|nil
+---@field records integer
+---@field messages integer
+---@field calls integer
+---@field compactions integer
+---@field error string|nil
+
+---@class tokend.Follower
+---@field followerId string
+---@field agent "claude-code"|"codex"
+---@field path string
+---@field folder boolean
+---@field transcripts tokend.FollowedTranscript[]
+
+---@class tokend.FollowListResult
+---@field followers tokend.Follower[]
+
+return {}
