@@ -1,0 +1,178 @@
+// Types mirroring protocol.md, the contract every tokend client follows. Field names are the
+// wire's (camelCase). Units: every *Tokens field, contextWindow, maxOutputTokens,
+// autocompactThreshold, limit and total are tokens; usedPercentage is a percentage of
+// contextWindow (0-100, one decimal); *Usd are US dollars. No `vscode` import here: node tests
+// run this module against a real daemon. tests/clients/test_contract.py checks it against
+// protocol.md.
+
+export const Methods = {
+  sessionCreate: "session/create",
+  sessionAppend: "session/append",
+  sessionList: "session/list",
+  sessionAttach: "session/attach",
+  sessionDetach: "session/detach",
+  sessionCompact: "session/compact",
+  budgetSnapshot: "budget/snapshot",
+  contextAssemble: "context/assemble",
+  daemonStatus: "daemon/status",
+  followStart: "follow/start",
+  followList: "follow/list",
+  followStop: "follow/stop",
+} as const;
+
+export const Notifications = {
+  budgetDidChange: "budget/didChange",
+  sessionDidCompact: "session/didCompact",
+} as const;
+
+export type Category = "system" | "tools" | "memory" | "repoMap" | "chatFiles" | "messages";
+
+export interface BreakdownItem {
+  category: Category;
+  tokens: number;
+  basis: "exact" | "estimate" | "derived";
+}
+
+export interface Cost {
+  totalUsd: number;
+  byModel: Record<string, number>;
+}
+
+export interface Totals {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+export interface LastCall {
+  messageId: string;
+  inputTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  contextTokens: number;
+  predictedTokens: number | null;
+  errorPct: number | null;
+}
+
+export interface Snapshot {
+  sessionId: string;
+  model: string;
+  contextWindow: number;
+  maxOutputTokens: number;
+  usedTokens: number;
+  usedPercentage: number;
+  remainingTokens: number;
+  estimated: boolean;
+  breakdown: BreakdownItem[];
+  autocompactThreshold: number;
+  compactions: number;
+  cost: Cost;
+  totals: Totals;
+  lastCall: LastCall | null;
+  lastEstimateErrorPct: number | null;
+  version: number;
+  warnings: string[];
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  model: string;
+  title: string | null;
+  workspaceUri: string | null;
+  createdAt: string;
+  updatedAt: string;
+  usedTokens: number;
+  usedPercentage: number;
+  contextWindow: number;
+  estimated: boolean;
+}
+
+export interface SessionListParams {
+  workspaceUri?: string;
+}
+
+export interface SessionListResult {
+  sessions: SessionSummary[];
+}
+
+export interface SessionIdParams {
+  sessionId: string;
+}
+
+export interface SessionCompactParams {
+  sessionId: string;
+  strategy?: "auto" | "prune";
+  workDoneToken?: number | string;
+}
+
+export interface CompactAction {
+  kind: "prune" | "skip";
+  parts: number;
+  tokensFreed: number;
+  detail: string;
+}
+
+export interface CompactResult {
+  before: number;
+  after: number;
+  actions: CompactAction[];
+  snapshot: Snapshot;
+}
+
+export interface BudgetDidChangeParams {
+  sessionId: string;
+  snapshot: Snapshot;
+}
+
+export interface SessionDidCompactParams {
+  sessionId: string;
+  before: number;
+  after: number;
+  automatic: boolean;
+  actions: CompactAction[];
+}
+
+export type Agent = "claude-code" | "codex";
+
+export interface FollowStartParams {
+  agent: Agent;
+  path?: string;
+  workspaceUri?: string;
+}
+
+export interface FollowStopParams {
+  followerId: string;
+}
+
+export interface FollowedTranscript {
+  path: string;
+  sessionId: string | null;
+  workspaceUri: string | null;
+  records: number;
+  messages: number;
+  calls: number;
+  compactions: number;
+  error: string | null;
+}
+
+export interface Follower {
+  followerId: string;
+  agent: Agent;
+  path: string;
+  folder: boolean;
+  transcripts: FollowedTranscript[];
+}
+
+export interface FollowListResult {
+  followers: Follower[];
+}
+
+export interface InitializationOptions {
+  session?: string;
+  authToken?: string;
+}
