@@ -35,12 +35,12 @@ class Daemons:
     def log_text(self) -> str:
         return "".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("*.log*")))
 
-    def serve(self) -> Path:
-        """`tokend serve` in the foreground, stderr to a file; returns that file."""
+    def serve(self, *args: str) -> Path:
+        """`tokend serve ARGS` in the foreground, stderr to a file; returns that file."""
         stderr_file = self.base / f"serve-{len(self.processes)}.err"
         with open(stderr_file, "wb") as stderr:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tokend", "serve"],
+                [sys.executable, "-m", "tokend", "serve", *args],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,

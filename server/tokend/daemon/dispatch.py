@@ -75,8 +75,9 @@ class Dispatcher:
         try:
             data = json.loads(body)
         except RecursionError:
-            self._malformed(len(body), "nested too deeply for the JSON parser")
             fields = top_level_fields(body)
+            kind = "nested too deeply for the JSON parser"
+            self._malformed(len(body), kind, answered=fields.msg_id is not None)
             if fields.msg_id is not None or fields.method is None:
                 self._conn.send_error(
                     fields.msg_id, InvalidParams.code, "invalid params: nested too deeply"
@@ -88,7 +89,7 @@ class Dispatcher:
             return
         problem, msg_id = _envelope_problem(data)
         if problem is not None:
-            self._malformed(len(body), problem)
+            self._malformed(len(body), problem, answered=msg_id is not None)
             self._conn.send_error(msg_id, INVALID_REQUEST, problem)
             return
         self.malformed_in_a_row = 0
@@ -115,13 +116,15 @@ class Dispatcher:
             conn.request_started()
         self._protocol.handle_message(message)
 
-    def _malformed(self, size: int, kind: str) -> None:
+    def _malformed(self, size: int, kind: str, *, answered: bool = False) -> None:
         """Log a malformed message by size and kind, never its bytes (a secret may be inside):
-        the first few, then every 100th."""
+        the first few, then every 100th. At WARNING (which the client also gets as
+        window/logMessage) unless the error reply went to the message's own id."""
         self.malformed += 1
         self.malformed_in_a_row += 1
         if self.malformed <= LOGGED_IN_FULL or self.malformed % 100 == 0:
-            log.warning(
+            log.log(
+                logging.INFO if answered else logging.WARNING,
                 "connection %s: malformed message #%d (%d bytes): %s",
                 self._conn.id,
                 self.malformed,
