@@ -147,3 +147,25 @@ def test_a_quiet_transcript_is_imported_whole_and_a_late_block_continues_its_mes
     assert parts == whole  # every block, once, in order
     service.close()
     imported.close()
+
+
+def test_a_codex_rollout_followed_line_by_line_takes_codex_figures(tmp_path):
+    """The oracle is Codex's own token_count: the gauge anchors on its last call (input, cached
+    included, plus output less the reasoning OpenAI does not send back)."""
+    from tests.unit.test_codex_rollout import CALL_2, ROLLOUT
+
+    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    path = tmp_path / "rollout-2025-10-01T10-00-00-0199a.jsonl"
+    path.write_text("")
+    tail = TranscriptTail(service, "codex", path)
+    asyncio.run(_follow(tail, path, [json.dumps(record) for record in ROLLOUT], 1))
+    assert tail.error is None and tail.session_id is not None
+    snapshot = service.snapshot(tail.session_id)
+    info = service.state(tail.session_id).data.info
+    assert (info.model, info.workspace_uri) == ("gpt-5-codex", "file:///work/app")
+    assert snapshot.context_window == 272_000  # Codex's model_context_window
+    last = CALL_2["input_tokens"] + CALL_2["output_tokens"] - CALL_2["reasoning_output_tokens"]
+    assert snapshot.used_tokens == last and not snapshot.estimated
+    assert (snapshot.totals.calls, snapshot.totals.cache_read_tokens) == (2, 4_992)
+    assert tail.messages == 5
+    service.close()
