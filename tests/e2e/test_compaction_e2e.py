@@ -82,6 +82,8 @@ async def test_a_huge_tool_result_is_gated_and_read_back_whole(server, db):
     (gated,) = appended["gated"]
     assert gated["gate"] == "preview" and gated["originalChars"] == len(output)
     assert gated["shownChars"] < 2_500
+    snapshot = await server.request("budget/snapshot", {"sessionId": sid})
+    assert any(f"({len(output):,} characters)" in w for w in snapshot["warnings"])
     first = await server.request("context/assemble", {"sessionId": sid, "format": "anthropic"})
     second = await server.request("context/assemble", {"sessionId": sid, "format": "anthropic"})
     assert json.dumps(first["messages"]) == json.dumps(second["messages"])  # frozen decision
