@@ -194,3 +194,34 @@ def test_the_terminal_reads_the_daemon_follow_status_statusline(daemons: Daemons
     assert f"{round(100 * expected['usedTokens'] / 200_000)}%" in line.stdout
     nothing = _tokend("statusline", cwd=workspace, stdin="{}")
     assert nothing.returncode == 0 and nothing.stdout.startswith("tokend: ")
+
+
+def test_tokend_watch_prints_the_gauge_at_every_change(daemons: Daemons, tmp_path):
+    daemons.serve()
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    agent = _client("agent")
+    sid = _result(agent, "session/create", {"model": "gpt-4o", "workspaceUri": workspace.as_uri()})[
+        "sessionId"
+    ]
+    text = {"type": "text", "text": "make the build pass " * 50}
+    message = {"role": "user", "parts": [text]}
+    _result(agent, "session/append", {"sessionId": sid, "message": message})
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "tokend", "watch"],
+        cwd=workspace,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    daemons.processes.append(watch)  # type: ignore[arg-type]
+    try:
+        assert watch.stdout is not None
+        first = _result(agent, "budget/snapshot", {"sessionId": sid})
+        assert f"{first['usedTokens']:,} / 128,000 tokens" in watch.stdout.readline()
+        _result(agent, "session/append", {"sessionId": sid, "message": message})
+        second = _result(agent, "budget/snapshot", {"sessionId": sid})
+        assert second["usedTokens"] > first["usedTokens"]
+        assert f"{second['usedTokens']:,} / 128,000 tokens" in watch.stdout.readline()
+    finally:
+        watch.kill()
