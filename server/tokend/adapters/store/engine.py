@@ -8,6 +8,8 @@ work from an installed package.
 from __future__ import annotations
 
 import functools
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,11 +30,39 @@ WRITE_OPTION = "tokend_write"  # execution option: this connection's transaction
 
 def create_store_engine(url: str) -> Engine:
     """An Engine for `url` (any SQLAlchemy URL); SQLite files get WAL, foreign keys, a 5 s busy
-    timeout and synchronous=NORMAL on every connection. The schema is not touched."""
+    timeout and synchronous=NORMAL on every connection, and are private (mode 0600, with their
+    -wal and -shm files). The schema is not touched."""
     engine = create_engine(url, json_serializer=dumps_json, json_deserializer=loads_json)
     if engine.dialect.name == "sqlite":
+        if engine.url.database and not engine.url.query.get("uri"):
+            make_sqlite_files_private(Path(engine.url.database))
         _install_sqlite_hooks(engine)
     return engine
+
+
+def make_sqlite_files_private(database: Path) -> None:
+    """Mode 0600 for the SQLite file at `database` and its -wal/-shm files, whatever the umask.
+
+    SQLite creates a database with 0644 less the umask, and its -wal and -shm files with the
+    database's mode; so the database is created here first, 0600, and files an older tokend
+    left readable by others are narrowed. Folders are left alone (`url.default_database_path`
+    makes tokend's own 0700). An in-memory database, or a missing folder (SQLite will say so),
+    is left as it is."""
+    if str(database) in ("", ":memory:"):
+        return
+    try:
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:
+        return
+    for path in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            continue
+        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+            os.chmod(path, 0o600)
 
 
 def writer(engine: Engine) -> Engine:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import platformdirs
@@ -12,9 +13,14 @@ DEFAULT_DB_FILENAME = "tokend.sqlite3"
 
 
 def default_database_path() -> Path:
-    """The SQLite file in the user data folder for "tokend" (the folder is created)."""
+    """The SQLite file in the user data folder for "tokend". The folder is created mode 0700
+    whatever the umask, and made 0700 if an older tokend left it open to others: it holds
+    every conversation, tool outputs included."""
     folder = Path(platformdirs.user_data_dir("tokend", appauthor=False))
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
     return folder / DEFAULT_DB_FILENAME
 
 
