@@ -26,7 +26,11 @@ def _path(uri: str) -> Path | None:
     return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
 
 
-def _set(ls: TokendServer, uri: str, text: str | None) -> None:
+def _set(
+    ls: TokendServer, uri: str, text: str | None, kind: str, buffer: str | None = None
+) -> None:
+    """Set (or drop) the overlay of `uri`; tell the editor hooks what happened (`kind`) with
+    the buffer's text (`buffer`, else `text`): a save's bytes on disk are the user's."""
     path = _path(uri)
     if path is None:
         return
@@ -38,6 +42,7 @@ def _set(ls: TokendServer, uri: str, text: str | None) -> None:
     if found is None:
         return
     index, rel = found
+    workspaces.editor_event(index, rel, buffer if buffer is not None else text, kind)
     if index.set_overlay(rel, text):
         workspaces.announce(index, {rel})
 
@@ -45,17 +50,18 @@ def _set(ls: TokendServer, uri: str, text: str | None) -> None:
 def register(server: TokendServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
-        _set(ls, params.text_document.uri, params.text_document.text)
+        _set(ls, params.text_document.uri, params.text_document.text, "open")
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TokendServer, params: types.DidChangeTextDocumentParams) -> None:
         document = ls.workspace.get_text_document(params.text_document.uri)
-        _set(ls, params.text_document.uri, document.source)
+        _set(ls, params.text_document.uri, document.source, "change")
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TokendServer, params: types.DidSaveTextDocumentParams) -> None:
-        _set(ls, params.text_document.uri, None)
+        saved = params.text or ls.workspace.get_text_document(params.text_document.uri).source
+        _set(ls, params.text_document.uri, None, "save", saved)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TokendServer, params: types.DidCloseTextDocumentParams) -> None:
-        _set(ls, params.text_document.uri, None)
+        _set(ls, params.text_document.uri, None, "close")

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -32,6 +33,32 @@ log = logging.getLogger(__name__)
 FiguresListener = Callable[[str, list[FileFigure]], None]
 Progress = Callable[[str, str], None]  # (kind: "begin" | "report" | "end", message)
 Notice = Callable[[str], None]
+# (index, the batch's paths, when each was first seen: wall-clock seconds), on the watcher thread
+BatchHook = Callable[[WorkspaceIndex, frozenset[Path], Mapping[Path, float]], None]
+# (index, path, the buffer's text or None, "open" | "change" | "save" | "close"), on the loop
+EditorHook = Callable[[WorkspaceIndex, str, str | None, str], None]
+
+
+class TimedFolderWatcher(FolderWatcher):
+    """A FolderWatcher that also remembers when each pending path was first seen, so a batch
+    handed over late (debounced) still says when its changes happened (wall-clock seconds)."""
+
+    def __init__(
+        self,
+        root: Path,
+        on_batch: Callable[[frozenset[Path], Mapping[Path, float]], None],
+        on_notice: Callable[[str], None],
+    ) -> None:
+        self.first_seen: dict[Path, float] = {}
+        super().__init__(root, lambda paths: on_batch(paths, self._times_of(paths)), on_notice)
+
+    def _add(self, path: Path) -> None:
+        self.first_seen.setdefault(path, time.time())
+        super()._add(path)
+
+    def _times_of(self, batch: frozenset[Path]) -> dict[Path, float]:
+        now = time.time()
+        return {path: self.first_seen.pop(path, now) for path in batch}
 
 
 def folder_of(uri: str) -> Path:
@@ -56,6 +83,11 @@ class Workspaces:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.session_hooks: list[Callable[[WorkspaceIndex, set[str]], None]] = []
+        # Raw batches (every path, ignored or not) and the end of a first build, on the
+        # watcher's and the build's threads; editors' buffer events, on the loop.
+        self.batch_hooks: list[BatchHook] = []
+        self.built_hooks: list[Callable[[WorkspaceIndex], None]] = []
+        self.editor_hooks: list[EditorHook] = []
 
     def _remember_loop(self) -> None:
         try:
@@ -92,9 +124,9 @@ class Workspaces:
         tell = self._on_loop(progress) if progress else None
         if tell:
             tell("begin", f"indexing {index.root.name}")
-        watcher = FolderWatcher(
+        watcher = TimedFolderWatcher(
             index.root,
-            lambda paths: self._on_batch(index, paths),
+            lambda paths, times: self._on_batch(index, paths, times),
             lambda notice: self._notice(index, notice),
         )
         try:
@@ -107,6 +139,11 @@ class Workspaces:
         except Exception:
             log.exception("indexing %s failed", index.root)
             index.ready.set()
+        for built in list(self.built_hooks):
+            try:
+                built(index)
+            except Exception:
+                log.exception("a build hook failed for %s", index.root)
         if tell:
             tell("end", f"{len(index.entries()):,} files indexed")
 
@@ -140,7 +177,14 @@ class Workspaces:
 
         return call
 
-    def _on_batch(self, index: WorkspaceIndex, paths: frozenset[Path]) -> None:
+    def _on_batch(
+        self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
+    ) -> None:
+        for hook in list(self.batch_hooks):
+            try:
+                hook(index, paths, times)
+            except Exception:
+                log.exception("a batch hook failed for %s", index.root)
         changed = index.apply_changes(paths)
         if changed:
             self._on_loop(self.announce)(index, changed)
@@ -159,6 +203,14 @@ class Workspaces:
                 hook(index, set(paths))
             except Exception:
                 log.exception("updating sessions after a file change failed")
+
+    def editor_event(self, index: WorkspaceIndex, rel: str, text: str | None, kind: str) -> None:
+        """An editor opened, changed, saved or closed `rel` (its buffer's text, when known)."""
+        for hook in list(self.editor_hooks):
+            try:
+                hook(index, rel, text, kind)
+            except Exception:
+                log.exception("an editor hook failed for %s", rel)
 
     def subscribe(self, uri: str, listener: FiguresListener, notice: Notice) -> Callable[[], None]:
         key = self.key(uri)

@@ -1,0 +1,264 @@
+"""The checkpoint store: file states by content hash, and the logs that say when each was seen.
+
+A folder in the user data dir (`checkpoints/`): `blobs/ab/<sha256>` holds a file's bytes,
+zlib-compressed, written once (same bytes, same name: deduplicated across turns, sessions and
+workspaces), and `index.sqlite3` holds
+
+- `baseline`: (workspace, path) -> the hash of the file as last seen, its size and mtime;
+- `changes`: the workspace's log of file changes (core.checkpoints.FileChange);
+- `marks`: when each session message was appended (core.checkpoints.TurnMark);
+- `blobs`: each saved state's size raw and stored.
+
+Safe from several threads: one connection behind a lock. `prune` drops what is older than the
+retention and the blobs nothing refers to any more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from tokend.core.checkpoints import FileChange, Origin, TurnMark
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS baseline (
+  workspace TEXT NOT NULL, path TEXT NOT NULL, sha TEXT NOT NULL, size INTEGER NOT NULL,
+  mtime_ns INTEGER NOT NULL, kept INTEGER NOT NULL, PRIMARY KEY (workspace, path));
+CREATE TABLE IF NOT EXISTS changes (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, workspace TEXT NOT NULL, path TEXT NOT NULL,
+  before TEXT, after TEXT, at REAL NOT NULL, origin TEXT NOT NULL, moved_from TEXT,
+  moved_to TEXT, after_kept INTEGER NOT NULL, note TEXT);
+CREATE INDEX IF NOT EXISTS changes_by_workspace ON changes (workspace, at);
+CREATE TABLE IF NOT EXISTS marks (
+  session_id TEXT NOT NULL, message_id TEXT NOT NULL, workspace TEXT NOT NULL, at REAL NOT NULL,
+  starts_turn INTEGER NOT NULL, open_calls INTEGER NOT NULL,
+  PRIMARY KEY (session_id, message_id));
+CREATE TABLE IF NOT EXISTS blobs (
+  sha TEXT PRIMARY KEY, size INTEGER NOT NULL, stored INTEGER NOT NULL, at REAL NOT NULL);
+"""
+
+
+def default_checkpoint_dir() -> Path:
+    return Path(platformdirs.user_data_dir("tokend", appauthor=False)) / "checkpoints"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A file as last seen: its hash, size, mtime, and whether its bytes are saved."""
+
+    sha: str
+    size: int
+    mtime_ns: int
+    kept: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFigures:
+    blobs: int
+    raw_bytes: int  # the saved states' sizes
+    stored_bytes: int  # what they take in the blob folder
+    changes: int
+    marks: int
+
+
+class CheckpointStore:
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder or default_checkpoint_dir()
+        (self.folder / "blobs").mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            str(self.folder / "index.sqlite3"), check_same_thread=False, isolation_level=None
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, tuple(args)).fetchall()
+
+    # -- blobs ------------------------------------------------------------------------------
+
+    def _blob_path(self, sha: str) -> Path:
+        return self.folder / "blobs" / sha[:2] / sha
+
+    def put_blob(self, data: bytes, at: float) -> tuple[str, int]:
+        """Save `data`; its hash and the bytes this call added to the folder (0 when known)."""
+        sha = sha256_bytes(data)
+        if self.has_blob(sha):
+            return sha, 0
+        packed = zlib.compress(data, 6)
+        path = self._blob_path(sha)
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f"{sha}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(packed)
+        os.replace(tmp, path)
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)", (sha, len(data), len(packed), at)
+            )
+        return sha, len(packed)
+
+    def has_blob(self, sha: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM blobs WHERE sha = ?", (sha,)))
+
+    def blob(self, sha: str) -> bytes | None:
+        try:
+            return zlib.decompress(self._blob_path(sha).read_bytes())
+        except (OSError, zlib.error):
+            return None
+
+    # -- baseline ---------------------------------------------------------------------------
+
+    def baseline(self, workspace: str) -> dict[str, Seen]:
+        rows = self._rows(
+            "SELECT path, sha, size, mtime_ns, kept FROM baseline WHERE workspace = ?",
+            (workspace,),
+        )
+        return {p: Seen(s, z, m, bool(k)) for p, s, z, m, k in rows}
+
+    def set_baseline(self, workspace: str, seen: Mapping[str, Seen | None]) -> None:
+        """Record each path's state (None: the file is gone)."""
+        with self._tx() as db:
+            for path, item in seen.items():
+                if item is None:
+                    db.execute(
+                        "DELETE FROM baseline WHERE workspace = ? AND path = ?", (workspace, path)
+                    )
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO baseline VALUES (?, ?, ?, ?, ?, ?)",
+                        (workspace, path, item.sha, item.size, item.mtime_ns, int(item.kept)),
+                    )
+
+    # -- logs -------------------------------------------------------------------------------
+
+    def add_changes(self, workspace: str, changes: Iterable[FileChange]) -> list[FileChange]:
+        """Append to the workspace's log; the changes with the sequence numbers they got."""
+        out = []
+        with self._tx() as db:
+            for c in changes:
+                cur = db.execute(
+                    "INSERT INTO changes (workspace, path, before, after, at, origin, moved_from,"
+                    " moved_to, after_kept, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        workspace,
+                        c.path,
+                        c.before,
+                        c.after,
+                        c.at,
+                        c.origin,
+                        c.moved_from,
+                        c.moved_to,
+                        int(c.after_kept),
+                        c.note,
+                    ),
+                )
+                out.append(_with_seq(c, cur.lastrowid or 0))
+        return out
+
+    def changes(self, workspace: str, since: float = 0.0) -> list[FileChange]:
+        rows = self._rows(
+            "SELECT seq, path, before, after, at, origin, moved_from, moved_to, after_kept, note"
+            " FROM changes WHERE workspace = ? AND at >= ? ORDER BY seq",
+            (workspace, since),
+        )
+        return [
+            FileChange(s, p, b, a, at, _origin(o), mf, mt, bool(k), n)
+            for s, p, b, a, at, o, mf, mt, k, n in rows
+        ]
+
+    def add_mark(self, session_id: str, workspace: str, mark: TurnMark) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO marks VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    mark.message_id,
+                    workspace,
+                    mark.at,
+                    int(mark.starts_turn),
+                    int(mark.open_calls),
+                ),
+            )
+
+    def marks(self, session_id: str) -> tuple[str | None, list[TurnMark]]:
+        """The session's workspace and its marks in append order."""
+        rows = self._rows(
+            "SELECT workspace, message_id, at, starts_turn, open_calls FROM marks"
+            " WHERE session_id = ? ORDER BY at, rowid",
+            (session_id,),
+        )
+        workspace = rows[0][0] if rows else None
+        return workspace, [TurnMark(m, at, bool(s), bool(o)) for _, m, at, s, o in rows]
+
+    # -- upkeep -----------------------------------------------------------------------------
+
+    def prune(self, before: float) -> int:
+        """Drop changes and marks seen before `before`, then every blob neither a remaining
+        change nor a baseline refers to. The number of blobs removed."""
+        with self._tx() as db:
+            db.execute("DELETE FROM changes WHERE at < ?", (before,))
+            db.execute("DELETE FROM marks WHERE at < ?", (before,))
+            dead = [
+                sha
+                for (sha,) in db.execute(
+                    "SELECT sha FROM blobs WHERE at < ? AND sha NOT IN (SELECT sha FROM baseline)"
+                    " AND sha NOT IN (SELECT before FROM changes WHERE before IS NOT NULL)"
+                    " AND sha NOT IN (SELECT after FROM changes WHERE after IS NOT NULL)",
+                    (before,),
+                )
+            ]
+            db.executemany("DELETE FROM blobs WHERE sha = ?", [(s,) for s in dead])
+        for sha in dead:
+            self._blob_path(sha).unlink(missing_ok=True)
+        return len(dead)
+
+    def figures(self) -> StoreFigures:
+        ((blobs, raw, stored),) = self._rows(
+            "SELECT count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0) FROM blobs"
+        )
+        ((changes,),) = self._rows("SELECT count(*) FROM changes")
+        ((marks,),) = self._rows("SELECT count(*) FROM marks")
+        return StoreFigures(blobs, raw, stored, changes, marks)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _with_seq(change: FileChange, seq: int) -> FileChange:
+    from dataclasses import replace
+
+    return replace(change, seq=seq)
+
+
+def _origin(value: str) -> Origin:
+    if value in ("watch", "editor", "restore", "unwatched"):
+        return value  # type: ignore[return-value]
+    return "watch"

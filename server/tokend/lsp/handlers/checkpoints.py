@@ -1,0 +1,116 @@
+"""checkpoint/list, checkpoint/diff, checkpoint/restore: what each turn changed, and undoing it.
+
+Registering this module starts the service's checkpointer (`checkpoints_of`), so every
+connection's sessions are checkpointed from the daemon's first connection on.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tokend.lsp import wire
+from tokend.service.checkpoint_views import (
+    FileView,
+    Restored,
+    TurnView,
+    diff_async,
+    list_async,
+    restore_code,
+)
+from tokend.service.checkpoints import checkpoints_of
+
+if TYPE_CHECKING:
+    from tokend.lsp.server import TokendServer
+
+
+@attrs.frozen
+class CheckpointListParams:
+    session_id: str
+
+
+@attrs.frozen
+class CheckpointDiffParams:
+    session_id: str
+    message_id: str
+    path: str | None = None
+
+
+@attrs.frozen
+class CheckpointRestoreParams:
+    session_id: str
+    to_message_id: str
+    dry_run: bool = False
+    force: bool = False
+
+
+def _time(at: float | None) -> str | None:
+    return None if at is None else datetime.fromtimestamp(at, UTC).isoformat()
+
+
+def to_wire_file(f: FileView) -> dict[str, Any]:
+    """One file of a turn; `added`/`removed` are lines (null: binary or not saved)."""
+    item: dict[str, Any] = {"path": f.path, "kind": f.kind, "added": f.added}
+    item.update(removed=f.removed, origin=f.origin)
+    if f.moved_from:
+        item["movedFrom"] = f.moved_from
+    return item
+
+
+def to_wire_turn(t: TurnView) -> dict[str, Any]:
+    return {
+        "messageId": t.message_id,
+        "startedAt": _time(t.started_at),
+        "endedAt": _time(t.ended_at),
+        "files": [to_wire_file(f) for f in t.files],
+        "outside": [to_wire_file(f) for f in t.outside],
+        "warnings": list(t.warnings),
+    }
+
+
+def to_wire_restored(r: Restored) -> dict[str, Any]:
+    files = []
+    for step in r.steps:
+        item: dict[str, Any] = {"path": step.path, "action": step.action}
+        if step.reason:
+            item["reason"] = step.reason
+        if step.moved_back_from:
+            item["movedBackFrom"] = step.moved_back_from
+        files.append(item)
+    kept = sum(1 for s in r.steps if s.action in ("kept", "unavailable"))
+    return {
+        "toMessageId": r.to_message_id,
+        "dryRun": r.dry_run,
+        "files": files,
+        "outside": list(r.outside),
+        "restored": len(r.steps) - kept,
+        "kept": kept,
+    }
+
+
+def register(server: TokendServer) -> None:
+    from tokend.lsp.server import rpc
+
+    checkpoints_of(server.service)
+
+    @server.feature("checkpoint/list")
+    @rpc
+    async def list_checkpoints(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(CheckpointListParams, params)
+        return {"turns": [to_wire_turn(t) for t in await list_async(ls.service, p.session_id)]}
+
+    @server.feature("checkpoint/diff")
+    @rpc
+    async def diff(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(CheckpointDiffParams, params)
+        return {"diff": await diff_async(ls.service, p.session_id, p.message_id, p.path)}
+
+    @server.feature("checkpoint/restore")
+    @rpc
+    async def restore(ls: TokendServer, params: Any) -> Any:
+        p = wire.from_wire(CheckpointRestoreParams, params)
+        with ls.host.busy():
+            done = await restore_code(ls.service, p.session_id, p.to_message_id, p.dry_run, p.force)
+        return to_wire_restored(done)

@@ -1,0 +1,290 @@
+"""Recording checkpoints: every file state the workspace had, and when each message came.
+
+`checkpoints_of(service)` gives the one Checkpoints of a service; it hooks into the workspace
+registry and the service's snapshots:
+
+- when a workspace's first walk is done (build thread), every file it kept is read and saved in
+  the checkpoint store (content-addressed: a file saved before costs nothing), its hash becoming
+  the path's baseline; files that changed while tokend was not running are logged `unwatched`;
+- each watcher batch (watcher thread) compares the paths it names with the baseline: a path
+  whose bytes differ gets a FileChange from the old hash (saved earlier) to the new one (saved
+  now), timed when the watcher first saw it; a batch's vanished and appeared files with the
+  same bytes are a move. A save an editor announced (didSave) with those bytes is `editor`;
+- each appended message of a session with a workspace becomes a TurnMark (on the event loop:
+  a few attribute reads; the write goes to this module's own worker thread).
+
+Nothing here runs file or database work on the event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from tokend.adapters.checkpoint_store import CheckpointStore, Seen, sha256_bytes
+from tokend.core.checkpoints import CheckpointConfig, FileChange, Origin, TurnMark, pair_moves
+from tokend.core.errors import InvalidParams
+from tokend.core.prune import is_user_turn
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.types import Message, ToolCallPart, ToolResultPart
+from tokend.service.service import TokendService
+from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.registry import Workspaces, workspaces_of
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+EDITOR_SAVE_SECONDS = 5.0  # a watcher event this soon after a didSave of the path is the save
+CREATED_AT_TRUST_SECONDS = 10.0  # a message's own time, when this close to now, times its mark
+
+
+@dataclass
+class _Turn:
+    """Bytes saved in a workspace since its last user turn started (the per-turn cap)."""
+
+    saved: int = 0
+
+
+class Checkpoints:
+    def __init__(
+        self,
+        service: TokendService,
+        workspaces: Workspaces,
+        store: CheckpointStore,
+        config: CheckpointConfig | None = None,
+    ) -> None:
+        self.service = service
+        self.workspaces = workspaces
+        self.store = store
+        self.config = config or CheckpointConfig()
+        self._locks: dict[str, threading.RLock] = {}
+        self._walked: set[str] = set()
+        self._turns: dict[str, _Turn] = {}
+        self._saves: dict[tuple[str, str], tuple[str, float]] = {}  # (ws, path) -> (sha, at)
+        self._marked: dict[str, set[str]] = {}  # session id -> message ids marked
+        self._opened: set[str] = set()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokend-checkpoints")
+        workspaces.built_hooks.append(self.on_built)
+        workspaces.batch_hooks.append(self.on_batch)
+        workspaces.editor_hooks.append(self.on_editor)
+        service.subscribe_every(self.on_snapshot)
+
+    def lock(self, workspace: str) -> threading.RLock:
+        return self._locks.setdefault(workspace, threading.RLock())
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """Run `work` on the checkpoint thread, after everything submitted before it."""
+        return self._worker.submit(work)
+
+    def walked(self, workspace: str) -> bool:
+        return workspace in self._walked
+
+    # -- the workspace's files --------------------------------------------------------------
+
+    def on_built(self, index: WorkspaceIndex) -> None:
+        """Save every file of the first walk; log what changed while nobody watched."""
+        ws, now = index.uri, time.time()
+        with self.lock(ws):
+            known = self.store.baseline(ws)
+            seen: dict[str, Seen | None] = {}
+            changes = []
+            for rel, entry in index.entries().items():
+                old = known.get(rel)
+                if old and (old.size, old.mtime_ns) == (entry.size_bytes, entry.mtime_ns):
+                    continue
+                state, note = self.capture(index.root, rel, None)
+                seen[rel] = state
+                if old and state and old.sha != state.sha:
+                    changes.append(_change(rel, old, state, now, "unwatched", note))
+            for rel in set(known) - set(index.entries()):
+                if not (index.root / rel).is_file():
+                    seen[rel] = None
+                    changes.append(_change(rel, known[rel], None, now, "unwatched", None))
+            self.store.set_baseline(ws, seen)
+            self.store.add_changes(ws, changes)
+            self._walked.add(ws)
+        self.store.prune(now - self.config.retention_days * 86400)
+
+    def capture(self, root: Path, rel: str, turn: _Turn | None) -> tuple[Seen | None, str | None]:
+        """A file's state now, its bytes saved unless a cap says no (the note says which).
+        None when it is not a regular file. `turn` counts the bytes against the turn's cap."""
+        full = root / rel
+        try:
+            st = full.lstat()
+            if not stat.S_ISREG(st.st_mode):
+                return None, None
+            if st.st_size > self.config.max_file_bytes:
+                cap = self.config.max_file_bytes
+                note = f"{st.st_size:,} bytes, over the {cap:,}-byte per-file cap: not saved"
+                return Seen(_hash_file(full), st.st_size, st.st_mtime_ns, False), note
+            data = full.read_bytes()
+        except OSError:
+            return None, None
+        if turn is not None and turn.saved + len(data) > self.config.max_turn_bytes:
+            sha = sha256_bytes(data)
+            if not self.store.has_blob(sha):
+                cap = self.config.max_turn_bytes
+                note = f"over the {cap:,}-byte per-turn cap: not saved"
+                return Seen(sha, len(data), st.st_mtime_ns, False), note
+        sha, added = self.store.put_blob(data, time.time())
+        if turn is not None:
+            turn.saved += added
+        return Seen(sha, len(data), st.st_mtime_ns, True), None
+
+    def on_batch(
+        self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
+    ) -> None:
+        ws = index.uri
+        with self.lock(ws):
+            if ws not in self._walked:
+                return  # the first walk, still to come, reads these files as they are now
+            known = self.store.baseline(ws)
+            when: dict[str, float] = {}
+            for path in paths:
+                try:
+                    rel = path.relative_to(index.root).as_posix()
+                except ValueError:
+                    continue
+                for found in self._files_under(index, rel, known):
+                    when[found] = min(times.get(path, time.time()), when.get(found, 1e18))
+            turn = self._turns.setdefault(ws, _Turn())
+            seen: dict[str, Seen | None] = {}
+            changes = []
+            for rel in sorted(when):
+                old = known.get(rel)
+                state, note = self.capture(index.root, rel, turn)
+                seen[rel] = state
+                if (old and old.sha) == (state and state.sha):
+                    continue
+                origin = self._origin(ws, rel, state, when[rel])
+                changes.append(_change(rel, old, state, when[rel], origin, note))
+            self.store.set_baseline(ws, seen)
+            self.store.add_changes(ws, pair_moves(changes))
+
+    def _files_under(self, index: WorkspaceIndex, rel: str, known: Mapping[str, Seen]) -> set[str]:
+        """The tracked files a watcher path stands for: itself, or a folder's files (those
+        there now, and those the baseline had under it)."""
+        full = index.root / rel
+        is_dir = full.is_dir() and not full.is_symlink()
+        if rel in ("", ".") or rel.split("/", 1)[0] == ".git" or index.rules.ignored(rel, is_dir):
+            return set()
+        if not is_dir:
+            return {rel}
+        prefix = rel + "/"
+        found = {p for p in known if p.startswith(prefix)}
+        for folder, dirs, files in os.walk(full):
+            base = Path(folder).relative_to(index.root).as_posix()
+            dirs[:] = [d for d in dirs if not index.rules.ignored(f"{base}/{d}", True)]
+            found.update(f"{base}/{f}" for f in files if not index.rules.ignored(f"{base}/{f}"))
+        return found
+
+    def _origin(self, ws: str, rel: str, state: Seen | None, at: float) -> Origin:
+        saved = self._saves.get((ws, rel))
+        if saved and state and (saved[0] == state.sha or abs(at - saved[1]) < EDITOR_SAVE_SECONDS):
+            del self._saves[(ws, rel)]
+            return "editor"
+        return "watch"
+
+    def on_editor(self, index: WorkspaceIndex, rel: str, text: str | None, kind: str) -> None:
+        """A didSave: the bytes the watcher is about to report are the user's (on the loop)."""
+        if kind == "save" and text is not None:
+            sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            self._saves[(index.uri, rel)] = (sha, time.time())
+
+    # -- the sessions' messages -------------------------------------------------------------
+
+    def on_snapshot(self, snapshot: BudgetSnapshot) -> None:
+        """Mark the messages appended since the last snapshot (on the loop: no I/O here)."""
+        data = self.service.state(snapshot.session_id).data
+        uri = data.info.workspace_uri
+        if not uri or not data.messages:
+            return
+        known = self._marked.setdefault(data.id, set())
+        fresh: list[Message] = []
+        for message in reversed(data.messages):
+            if message.id in known or (fresh and not known):
+                break
+            fresh.append(message)
+        if not fresh:
+            return
+        now = time.time()
+        marks = [_mark(m, now) for m in reversed(fresh)]
+        known.update(m.id for m in fresh)
+        if uri not in self._opened:
+            self._opened.add(uri)
+            try:
+                self.workspaces.open(uri)
+            except InvalidParams as exc:
+                log.info("no checkpoints for %s: %s", uri, exc.message)
+                return
+        self._worker.submit(self._record_marks, data.id, uri, marks)
+
+    def _record_marks(self, session_id: str, uri: str, marks: list[TurnMark]) -> None:
+        try:
+            ws = self.workspaces.key(uri)
+        except InvalidParams:
+            return
+        for mark in marks:
+            if mark.starts_turn:
+                with self.lock(ws):
+                    self._turns[ws] = _Turn()
+            self.store.add_mark(session_id, ws, mark)
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=True)
+
+
+def _mark(message: Message, now: float) -> TurnMark:
+    created = message.created_at.timestamp()
+    at = created if now - CREATED_AT_TRUST_SECONDS <= created <= now else now
+    kinds = [type(sp.part) for sp in message.parts]
+    working = (message.role == "assistant" and ToolCallPart in kinds) or ToolResultPart in kinds
+    return TurnMark(message.id, at, is_user_turn(message), working or message.role == "tool")
+
+
+def _change(
+    rel: str, old: Seen | None, new: Seen | None, at: float, origin: Origin, note: str | None
+) -> FileChange:
+    return FileChange(
+        0,
+        rel,
+        old.sha if old else None,
+        new.sha if new else None,
+        at,
+        origin,
+        after_kept=new.kept if new else True,
+        note=note,
+    )
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_all: weakref.WeakKeyDictionary[TokendService, Checkpoints] = weakref.WeakKeyDictionary()
+_all_lock = threading.Lock()
+
+
+def checkpoints_of(service: TokendService, store: CheckpointStore | None = None) -> Checkpoints:
+    """The Checkpoints of `service`, made (and hooked in) on first use."""
+    with _all_lock:
+        found = _all.get(service)
+        if found is None:
+            found = _all[service] = Checkpoints(
+                service, workspaces_of(service), store or CheckpointStore()
+            )
+        return found
