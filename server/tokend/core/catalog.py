@@ -48,6 +48,9 @@ class ModelInfo:
     strips_reasoning: bool = False  # earlier turns' reasoning is dropped from later requests
     supports_prompt_caching: bool = False
     input_limit: int | None = None
+    # Trained on Anthropic's context-awareness tags (core.budget_injection "native"):
+    # Claude Sonnet 4.5, Sonnet 4.6 and Haiku 4.5.
+    native_budget_injection: bool = False
 
     @property
     def effective_input_tokens(self) -> int:
@@ -66,6 +69,16 @@ def tokenizer_for(name: str) -> str | None:
     if re.match(r"(gpt-4|gpt-3\.5|gpt-35)(-|$)", bare):
         return "cl100k_base"
     return None
+
+
+_NATIVE_BUDGET = re.compile(r"claude-(sonnet-4[-.][56]|haiku-4[-.]5)(?![0-9])")
+
+
+def native_budget_injection_for(name: str) -> bool:
+    """Was the model trained on `<budget:token_budget>` and `<system_warning>Token usage…`?
+    Anthropic's context-awareness models, under any provider's spelling (anthropic/, bedrock's
+    anthropic.…-v1:0, vertex's @date)."""
+    return _NATIVE_BUDGET.search(name.lower()) is not None
 
 
 def _strips_reasoning(name: str, provider: str | None, entry: Mapping[str, Any]) -> bool:
@@ -101,6 +114,7 @@ def parse_litellm_entry(name: str, entry: Mapping[str, Any]) -> ModelInfo | None
         tokenizer=tokenizer_for(name),
         strips_reasoning=_strips_reasoning(name, provider, entry),
         supports_prompt_caching=bool(entry.get("supports_prompt_caching", False)),
+        native_budget_injection=native_budget_injection_for(name),
     )
 
 
@@ -116,10 +130,13 @@ def with_context_window(info: ModelInfo, window: int) -> ModelInfo:
 
 OVERRIDE_KEYS = (
     "context_window", "max_output_tokens", "input_limit", "tokenizer", "provider",
-    "strips_reasoning", "supports_prompt_caching", *BASE_PRICE_KEYS,
+    "strips_reasoning", "supports_prompt_caching", "native_budget_injection", *BASE_PRICE_KEYS,
 )  # fmt: skip
 """Keys of a `[models."NAME"]` table (prices use litellm's key names, dollars per token; a tier
 rate is a base price key + "_above_<N>k_tokens", e.g. input_cost_per_token_above_272k_tokens)."""
+
+
+_FLAG_KEYS = ("strips_reasoning", "supports_prompt_caching", "native_budget_injection")
 
 
 def unknown_model_message(name: str) -> str:
@@ -159,7 +176,7 @@ def apply_override(
             )
         elif key == "provider" and isinstance(value, str):
             changes[key] = value or None
-        elif key in ("strips_reasoning", "supports_prompt_caching") and isinstance(value, bool):
+        elif key in _FLAG_KEYS and isinstance(value, bool):
             changes[key] = value
         elif rate_key is not None and rate is not None:
             rates.append((*rate_key, rate))
@@ -177,6 +194,7 @@ def apply_override(
         return None, warnings
     changes.setdefault("max_output_tokens", 0)
     changes.setdefault("tokenizer", tokenizer_for(name))
+    changes.setdefault("native_budget_injection", native_budget_injection_for(name))
     return ModelInfo(name=name, provider=changes.pop("provider", None), **changes), warnings
 
 

@@ -11,6 +11,10 @@ Keys (TOML):
     log_level = "info"                             # debug | info | warning | error
     [budget]      # BudgetConfig fields, see tokend.core.budget
     [compaction]  # CompactionConfig fields: auto, reserved, prune, protected_tools, prune_*_tokens
+    [context]     # budget_injection, see tokend.core.budget_injection
+    [spend]       # SpendConfig fields, see tokend.core.spend
+    [rate]        # tpm_limit, see tokend.core.usage_stats
+    [telemetry]   # TelemetryConfig fields, see tokend.core.telemetry_settings
     [models."NAME"]  # catalog overrides, see tokend.core.catalog.OVERRIDE_KEYS
 """
 
@@ -27,7 +31,11 @@ from tokend.core.budget import (
     output_reserve_tokens,
     safety_margin_tokens,
 )
+from tokend.core.budget_injection import CONTEXT_CHECKS, ContextConfig
 from tokend.core.catalog import ModelInfo
+from tokend.core.spend import SPEND_CHECKS, SpendConfig
+from tokend.core.telemetry_settings import TELEMETRY_CHECKS, TelemetryConfig
+from tokend.core.usage_stats import RATE_CHECKS, RateConfig
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -42,6 +50,10 @@ class TokendConfig:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> override table
     idle_timeout_s: float = 60
     log_level: str = "info"
+    context: ContextConfig = ContextConfig()
+    spend: SpendConfig = SpendConfig()
+    rate: RateConfig = RateConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
 
 Check = tuple[Callable[[Any], bool], str]
@@ -85,6 +97,14 @@ COMPACTION_CHECKS: dict[str, Check] = {
     "protected_tools": _STRINGS,
     "prune_protect_tokens": _int(0),
     "prune_minimum_tokens": _int(0),
+}
+TABLE_CHECKS: dict[str, Mapping[str, Check]] = {
+    "budget": BUDGET_CHECKS,
+    "compaction": COMPACTION_CHECKS,
+    "context": CONTEXT_CHECKS,
+    "spend": SPEND_CHECKS,
+    "rate": RATE_CHECKS,
+    "telemetry": TELEMETRY_CHECKS,
 }
 TOP_CHECKS: dict[str, Check] = {
     "database_url": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -151,9 +171,14 @@ def _merge_layer(
     changes: dict[str, Any] = {}
     accepted: list[str] = []
     for key, value in layer.items():
-        if key in ("budget", "compaction"):
+        if key == "telemetry" and workspace:
+            warnings.append(
+                f"{source}: [telemetry] is read from the user config only (a repository must "
+                "not choose where metrics are sent); ignored"
+            )
+        elif key in TABLE_CHECKS:
             where = f"{source}: [{key}]"
-            checks = BUDGET_CHECKS if key == "budget" else COMPACTION_CHECKS
+            checks = TABLE_CHECKS[key]
             keys: list[str] = []
             merged = _merge_table(getattr(config, key), value, checks, where, warnings, keys)
             if key == "budget":

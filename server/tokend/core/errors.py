@@ -97,3 +97,15 @@ ALL_ERRORS: tuple[type[TokendError], ...] = (
     RequestTooLarge,
     ReplyTooLarge,
 )
+
+
+class SpendLimitReached(TokendError):
+    """A spend limit is reached and `[spend] on_limit = "refuse"`: context/assemble refused.
+
+    data = {limit, spent, scope}: US dollars; scope "session" | "workspace" | "user"."""
+
+    code = -32020
+    name = "SpendLimitReached"
+
+
+ALL_ERRORS = (*ALL_ERRORS, SpendLimitReached)

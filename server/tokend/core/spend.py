@@ -1,0 +1,121 @@
+"""Spend limits: USD per session, per workspace per day, per user per day. Pure.
+
+A day is a calendar day in the configured time zone (`[spend] timezone`, "local" by default):
+the per-day totals roll over at that zone's midnight. At `warn_ratio` of a limit (80% by
+default) a warning; at 100% a warning, or with `on_limit = "refuse"` context/assemble is
+refused with SpendLimitReached {limit, spent, scope}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, tzinfo
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+Scope = Literal["session", "workspace", "user"]
+SCOPES: tuple[Scope, ...] = ("session", "workspace", "user")
+ON_LIMIT = ("warn", "refuse")
+
+
+@dataclass(frozen=True, slots=True)
+class SpendConfig:
+    """`[spend]`: limits in US dollars (None: no limit), the warning ratio, the action at 100%."""
+
+    session_usd: float | None = None
+    workspace_daily_usd: float | None = None
+    user_daily_usd: float | None = None
+    warn_ratio: float = 0.8
+    on_limit: str = "warn"  # "warn" | "refuse"
+    timezone: str = "local"  # an IANA name ("Europe/Paris") or "local"
+
+
+def _usd(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+
+
+def valid_timezone(value: Any) -> bool:
+    if value == "local":
+        return True
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
+SPEND_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "session_usd": (_usd, "a number of dollars > 0"),
+    "workspace_daily_usd": (_usd, "a number of dollars > 0"),
+    "user_daily_usd": (_usd, "a number of dollars > 0"),
+    "warn_ratio": (
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1,
+        "a number above 0, at most 1",
+    ),
+    "on_limit": (lambda v: v in ON_LIMIT, " | ".join(ON_LIMIT)),
+    "timezone": (valid_timezone, 'an IANA time zone name ("Europe/Paris") or "local"'),
+}
+
+
+def zone(name: str) -> tzinfo:
+    """The tzinfo of a (checked) `timezone` setting; "local" is the system's zone now."""
+    if name == "local":
+        local = datetime.now().astimezone().tzinfo
+        assert local is not None  # astimezone() always sets one
+        return local
+    return ZoneInfo(name)
+
+
+def day_of(at: datetime, tz: tzinfo) -> date:
+    """The calendar day of `at` (timezone-aware) in `tz`."""
+    return at.astimezone(tz).date()
+
+
+@dataclass(frozen=True, slots=True)
+class SpendStatus:
+    """One scope's figures in US dollars, and its level: "ok", "warning" (>= warn_ratio) or
+    "reached" (>= the limit)."""
+
+    scope: Scope
+    limit_usd: float
+    spent_usd: float
+    level: str
+
+    def message(self) -> str:
+        what = {
+            "session": "this session",
+            "workspace": "this workspace today",
+            "user": "you today",
+        }[self.scope]
+        pct = round(100 * self.spent_usd / self.limit_usd)
+        head = "spend limit reached" if self.level == "reached" else "spend warning"
+        return (
+            f"{head}: ${self.spent_usd:,.2f} spent by {what}, {pct}% of the "
+            f"${self.limit_usd:,.2f} limit ([spend] {_KEYS[self.scope]})"
+        )
+
+
+_KEYS = {"session": "session_usd", "workspace": "workspace_daily_usd", "user": "user_daily_usd"}
+
+
+def spend_statuses(
+    spent: dict[Scope, float], limits: dict[Scope, float | None], warn_ratio: float
+) -> list[SpendStatus]:
+    """The status of every scope that has a limit, in SCOPES order."""
+    out: list[SpendStatus] = []
+    for scope in SCOPES:
+        limit = limits.get(scope)
+        if limit is None:
+            continue
+        used = spent.get(scope, 0.0)
+        level = "reached" if used >= limit else "warning" if used >= warn_ratio * limit else "ok"
+        out.append(SpendStatus(scope, limit, round(used, 6), level))
+    return out
+
+
+def day_total(entries: Iterable[tuple[datetime, float]], day: date, tz: tzinfo) -> float:
+    """US dollars of the (time, cost) entries that fall on `day` in `tz`."""
+    return sum(cost for at, cost in entries if day_of(at, tz) == day)

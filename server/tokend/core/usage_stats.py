@@ -1,0 +1,175 @@
+"""Figures about how a session and the daemon use the provider. Pure.
+
+- Rate: input + output tokens per minute over a sliding 60 s, against `[rate] tpm_limit`.
+  A provider call counts all the tokens it reported (input, cache read, cache write, output)
+  at the time its reply was recorded.
+- Cost and time, as Claude Code's status line reports them (`cost.total_duration_ms`,
+  `total_api_duration_ms`, `total_lines_added`, `total_lines_removed`), from a session's messages.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from tokend.core.types import Message, ToolCallPart, ToolResultPart, Usage
+
+RATE_WINDOW = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class RateConfig:
+    """`[rate]`: the provider's tokens-per-minute limit (None: none configured)."""
+
+    tpm_limit: int | None = None
+
+
+RATE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "tpm_limit": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+        "an integer > 0 (tokens per minute)",
+    ),
+}
+
+
+def call_tokens(usage: Usage) -> int:
+    """What one call puts against a tokens-per-minute limit: all input and the output."""
+    return usage.context_tokens + usage.output_tokens
+
+
+def tokens_in_window(
+    events: Iterable[tuple[datetime, int]], now: datetime, window: timedelta = RATE_WINDOW
+) -> int:
+    """Tokens of the (time, tokens) events in (now - window, now]."""
+    start = now - window
+    return sum(tokens for at, tokens in events if start < at <= now)
+
+
+@dataclass(frozen=True, slots=True)
+class RateHeadroom:
+    """Tokens in the last 60 s, the configured limit, and what is left of it (tokens)."""
+
+    tokens_per_minute: int
+    tpm_limit: int | None
+
+    @property
+    def headroom_tokens(self) -> int | None:
+        return None if self.tpm_limit is None else max(0, self.tpm_limit - self.tokens_per_minute)
+
+    @property
+    def used_percentage(self) -> float | None:
+        if self.tpm_limit is None:
+            return None
+        return round(100 * self.tokens_per_minute / self.tpm_limit, 1)
+
+
+# -- cost and time ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TimeFigures:
+    """Claude Code's status-line cost fields. Milliseconds; lines. `api_duration_ms` is None
+    when no call reported a request time distinct from its completion."""
+
+    wall_duration_ms: int
+    api_duration_ms: int | None
+    lines_added: int
+    lines_removed: int
+
+
+def time_figures(messages: Sequence[Message]) -> TimeFigures:
+    """From every message of a session (compacted ones included), oldest first:
+    wall duration from the first message to the last moment recorded; API duration summed
+    over assistant replies whose completion came after their request (`created_at` is when
+    the request was made, `completed_at` when the reply ended); lines added and removed by
+    edit tool calls whose result was not an error."""
+    if not messages:
+        return TimeFigures(0, None, 0, 0)
+    start = min(m.created_at for m in messages)
+    end = max(m.completed_at or m.created_at for m in messages)
+    api: timedelta | None = None
+    for m in messages:
+        if m.role == "assistant" and m.completed_at is not None and m.completed_at > m.created_at:
+            api = (api or timedelta()) + (m.completed_at - m.created_at)
+    failed = {
+        sp.part.call_id
+        for m in messages
+        for sp in m.parts
+        if isinstance(sp.part, ToolResultPart) and sp.part.is_error
+    }
+    added = removed = 0
+    for m in messages:
+        for sp in m.parts:
+            if isinstance(sp.part, ToolCallPart) and sp.part.call_id not in failed:
+                plus, minus = edit_lines(sp.part.name, sp.part.input)
+                added, removed = added + plus, removed + minus
+    return TimeFigures(_ms(end - start), None if api is None else _ms(api), added, removed)
+
+
+def _ms(delta: timedelta) -> int:
+    return max(0, round(delta.total_seconds() * 1000))
+
+
+def edit_lines(tool: str, raw: Any) -> tuple[int, int]:
+    """(lines added, lines removed) by one edit tool call, from its input: Claude Code's Edit,
+    MultiEdit and Write, Anthropic's text editor tool, and apply_patch (Codex). Other tools 0."""
+    if not isinstance(raw, Mapping):
+        return (0, 0)
+    name = tool.rsplit("__", 1)[-1].lower()
+    if name == "edit":
+        return _diff(raw.get("old_string"), raw.get("new_string"))
+    if name == "multiedit":
+        edits = raw.get("edits")
+        pairs = [
+            _diff(e.get("old_string"), e.get("new_string"))
+            for e in edits or ()
+            if isinstance(e, Mapping)
+        ]
+        return (sum(p[0] for p in pairs), sum(p[1] for p in pairs))
+    if name == "write":
+        return (_lines(raw.get("content")), 0)
+    if name.startswith("str_replace") or name == "text_editor":
+        command = raw.get("command")
+        if command == "str_replace":
+            return _diff(raw.get("old_str"), raw.get("new_str"))
+        if command == "create":
+            return (_lines(raw.get("file_text")), 0)
+        if command == "insert":
+            return (_lines(raw.get("new_str") or raw.get("insert_text")), 0)
+        return (0, 0)
+    if name == "apply_patch":
+        patch = raw.get("input") or raw.get("patch")
+        return _patch_lines(patch) if isinstance(patch, str) else (0, 0)
+    return (0, 0)
+
+
+def _lines(text: Any) -> int:
+    return len(text.splitlines()) if isinstance(text, str) else 0
+
+
+def _diff(old: Any, new: Any) -> tuple[int, int]:
+    if not isinstance(old, str) or not isinstance(new, str):
+        return (0, 0)
+    a, b = old.splitlines(), new.splitlines()
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            removed += i2 - i1
+            added += j2 - j1
+    return added, removed
+
+
+def _patch_lines(patch: str) -> tuple[int, int]:
+    """A Codex/unified patch: lines starting with + or - (headers left out)."""
+    added = removed = 0
+    for line in patch.splitlines():
+        if line.startswith(("+++", "---", "***")):
+            continue
+        if line.startswith("+"):
+            added += 1
+        elif line.startswith("-"):
+            removed += 1
+    return added, removed
