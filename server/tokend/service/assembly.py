@@ -7,10 +7,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tokend.core.assemble import Assembly, AssemblyRequest, assemble
+from tokend.core.budget_injection import (
+    INJECTION_MODES,
+    BudgetFigures,
+    inject,
+    native_text,
+    resolve_mode,
+    synthetic_text,
+)
+from tokend.core.budget_injection import ends_with_tool_results as _ends_with_tool_results
 from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import message_overhead, reply_priming, tool_schemas_tokens
 from tokend.service.service import TokendService
+from tokend.service.usage import usage_of
 from tokend.service.workspace.window import with_workspace
 
 
@@ -26,6 +36,7 @@ class AssembleInput:
     repo_map: str | None = None
     chat_files: Sequence[tuple[str, str]] = ()
     reminder: str | None = None
+    budget_injection: str | None = None  # native | synthetic | off; None: [context] setting
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -37,6 +48,12 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
     once the workspace's index is ready (see service/workspace/window.py)."""
     state = service.state(session_id)
     data = state.data
+    if inp.budget_injection is not None and inp.budget_injection not in INJECTION_MODES:
+        raise InvalidParams(
+            f"budgetInjection must be one of {', '.join(INJECTION_MODES)}, "
+            f"not {inp.budget_injection!r}"
+        )
+    spend_warnings = usage_of(service).check_assemble(session_id)  # may refuse
     inp, workspace_warnings = with_workspace(service, data, inp)
     counter = service.counter(data.model)
     provider = data.model.provider
@@ -78,8 +95,9 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
         message_tokens=data.message_tokens if inp.format == counter.format else None,
     )
     assembly = assemble(request)
-    if workspace_warnings:
-        assembly = replace(assembly, warnings=(*assembly.warnings, *workspace_warnings))
+    if workspace_warnings or spend_warnings:
+        warnings = (*assembly.warnings, *workspace_warnings, *spend_warnings)
+        assembly = replace(assembly, warnings=warnings)
     measured = {
         "system": system_tokens + sum(e.tokens or 0 for e in examples),
         "tools": tools_tokens,
@@ -88,7 +106,41 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
         "chatFiles": sum(f.tokens or 0 for f in chat),
     }
     service.set_measured(session_id, {k: v for k, v in measured.items() if v}, counter.exact)
-    return assembly
+    # After set_measured: the figures told to the model are the gauge's as the client sees it.
+    return _with_budget(service, session_id, inp, assembly, request.limit_tokens, overhead)
+
+
+def _with_budget(
+    service: TokendService,
+    session_id: str,
+    inp: AssembleInput,
+    assembly: Assembly,
+    limit_tokens: int,
+    overhead: int,
+) -> Assembly:
+    """The assembly with the model's budget told to it (core.budget_injection), after the
+    cached prefix, in a "budget" chunk of its own (0 when off)."""
+    state = service.state(session_id)
+    data = state.data
+    config = service.config_for(data.info.workspace_uri)
+    mode = resolve_mode(
+        inp.budget_injection, config.context.budget_injection, data.model.native_budget_injection
+    )
+    if mode == "off":
+        return assembly  # no "budget" chunk: the request is exactly what it was without it
+    snapshot = state.snapshot
+    figures = BudgetFigures(
+        snapshot.used_tokens,
+        snapshot.context_window,
+        snapshot.autocompact_threshold,
+        config.compaction.auto,
+    )
+    text = (
+        native_text(figures, _ends_with_tool_results(assembly))
+        if mode == "native"
+        else synthetic_text(figures)
+    )
+    return inject(assembly, text, service.counter(data.model).count_text, overhead, limit_tokens)
 
 
 def _example(index: int, raw: Mapping[str, Any], count: Any) -> ExampleTurn:

@@ -1,0 +1,238 @@
+"""What the daemon's sessions spend and how fast they call: spend limits, rate headroom, and the
+events telemetry counts. One UsageMonitor per service (`usage_of(service)`).
+
+It listens to every session's new snapshots and reads the provider calls appended since it
+last looked (newest first, stopping at one it knows), so an append costs it O(new messages).
+At first use it reads the calls of the sessions updated since yesterday from the store, so the
+per-day totals hold across daemon restarts. Figures: US dollars; tokens; the service's clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from tokend.core.errors import SessionNotFound, SpendLimitReached
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.spend import Scope, SpendStatus, day_of, spend_statuses, zone
+from tokend.core.types import Message, Usage
+from tokend.core.usage_stats import RATE_WINDOW, RateHeadroom, call_tokens, tokens_in_window
+from tokend.service.service import TokendService
+
+log = logging.getLogger(__name__)
+
+KEEP = timedelta(days=2)  # ledger entries older than this cannot count for "today" anywhere
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One provider call, as recorded: when its reply was stored, its cost (USD), its usage."""
+
+    session_id: str
+    workspace_uri: str | None
+    model: str
+    at: datetime
+    cost_usd: float
+    usage: Usage
+
+
+class UsageSink(Protocol):
+    """Where calls and session events go besides the ledger (telemetry)."""
+
+    def record_call(self, call: Call) -> None: ...
+
+    def record_session(self, session_id: str, workspace_uri: str | None) -> None: ...
+
+    def record_compactions(self, session_id: str, workspace_uri: str | None, n: int) -> None: ...
+
+    def record_prediction_error(
+        self, session_id: str, workspace_uri: str | None, model: str, error_pct: float
+    ) -> None: ...
+
+
+Notice = Callable[[str, SpendStatus], None]  # (session id, the status newly reached)
+
+
+class UsageMonitor:
+    def __init__(self, service: TokendService) -> None:
+        self._service = service
+        self._lock = threading.Lock()
+        self._calls: deque[Call] = deque()  # oldest first
+        self._known: set[str] = set()  # message ids already recorded
+        self._compactions: dict[str, int] = {}
+        self._last_error_call: dict[str, str] = {}
+        self._announced: set[tuple[str, str, str]] = set()  # (scope, key, level)
+        self._notices: list[Notice] = []
+        self.sinks: list[UsageSink] = []
+        self._started = service.clock.now()  # sinks hear of calls made from now on only
+        self._seed()
+        self._unsubscribe = service.subscribe_every(self._on_snapshot)
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    # -- listening ------------------------------------------------------------------------
+
+    def _seed(self) -> None:
+        since = self._service.clock.now() - KEEP
+        for info in self._service.store.list_sessions():
+            if info.updated_at < since:
+                continue
+            for message in self._service.store.load_all_messages(info.id):
+                self._record(message, info.workspace_uri, sinks=False)
+
+    def _on_snapshot(self, snapshot: BudgetSnapshot) -> None:
+        try:
+            state = self._service.state(snapshot.session_id)
+        except SessionNotFound:
+            return
+        workspace = state.data.info.workspace_uri
+        new: list[Message] = []
+        for message in reversed(state.data.messages):
+            if message.id in self._known:
+                break
+            new.append(message)
+        with self._lock:
+            first = snapshot.session_id not in self._compactions
+            for message in reversed(new):
+                self._record(message, workspace, sinks=True)
+            before = self._compactions.get(snapshot.session_id, snapshot.compactions)
+            self._compactions[snapshot.session_id] = snapshot.compactions
+            self._prune()
+        self._tell_sinks(snapshot, workspace, first, snapshot.compactions - before)
+        self._announce(snapshot.session_id, workspace)
+
+    def _record(self, message: Message, workspace: str | None, *, sinks: bool) -> None:
+        self._known.add(message.id)
+        if message.usage is None:
+            return
+        call = Call(
+            message.session_id,
+            workspace,
+            message.model or "",
+            message.completed_at or message.created_at,
+            message.cost_usd or 0.0,
+            message.usage,
+        )
+        self._calls.append(call)
+        if sinks and call.at >= self._started:
+            for sink in self.sinks:
+                sink.record_call(call)
+
+    def _prune(self) -> None:
+        horizon = self._service.clock.now() - KEEP
+        while self._calls and self._calls[0].at < horizon:
+            self._calls.popleft()  # its id stays known: a later scan must stop at it
+
+    def _tell_sinks(
+        self, snapshot: BudgetSnapshot, workspace: str | None, first: bool, compactions: int
+    ) -> None:
+        sid = snapshot.session_id
+        call = snapshot.last_call
+        for sink in self.sinks:
+            if first and snapshot.version == 1:
+                sink.record_session(sid, workspace)
+            if compactions > 0:
+                sink.record_compactions(sid, workspace, compactions)
+            if call is not None and call.error_pct is not None:
+                if self._last_error_call.get(sid) != call.message_id:
+                    sink.record_prediction_error(sid, workspace, snapshot.model, call.error_pct)
+        if call is not None:
+            self._last_error_call[sid] = call.message_id
+
+    # -- spend ----------------------------------------------------------------------------
+
+    def statuses(self, session_id: str) -> list[SpendStatus]:
+        """Every configured limit that applies to the session, with what was spent."""
+        state = self._service.state(session_id)
+        workspace = state.data.info.workspace_uri
+        user = self._service.config.spend
+        local = self._service.config_for(workspace).spend
+        tz = zone(user.timezone)
+        now = self._service.clock.now()
+        today = day_of(now, tz)
+        with self._lock:
+            todays = [c for c in self._calls if day_of(c.at, tz) == today]
+        spent: dict[Scope, float] = {
+            "session": state.snapshot.cost_total_usd,
+            "workspace": sum(c.cost_usd for c in todays if c.workspace_uri == workspace),
+            "user": sum(c.cost_usd for c in todays),
+        }
+        limits: dict[Scope, float | None] = {
+            "session": local.session_usd,
+            "workspace": local.workspace_daily_usd if workspace else None,
+            "user": user.user_daily_usd,
+        }
+        return spend_statuses(spent, limits, local.warn_ratio)
+
+    def warnings(self, session_id: str) -> tuple[str, ...]:
+        """The spend warnings of a session (the snapshot's `warnings` carry these)."""
+        return tuple(s.message() for s in self.statuses(session_id) if s.level != "ok")
+
+    def check_assemble(self, session_id: str) -> tuple[str, ...]:
+        """Warnings for context/assemble; SpendLimitReached when a limit is reached and the
+        session's settings say to refuse."""
+        statuses = self.statuses(session_id)
+        workspace = self._service.state(session_id).data.info.workspace_uri
+        if self._service.config_for(workspace).spend.on_limit == "refuse":
+            for status in statuses:
+                if status.level == "reached":
+                    raise SpendLimitReached(
+                        status.message() + ': raise the limit, or set [spend] on_limit = "warn"',
+                        {
+                            "limit": status.limit_usd,
+                            "spent": status.spent_usd,
+                            "scope": status.scope,
+                        },
+                    )
+        return tuple(s.message() for s in statuses if s.level != "ok")
+
+    def subscribe_notices(self, notice: Notice) -> Callable[[], None]:
+        """Call `notice` once each time a scope newly reaches the warning ratio or its limit."""
+        self._notices.append(notice)
+        return lambda: self._notices.remove(notice) if notice in self._notices else None
+
+    def _announce(self, session_id: str, workspace: str | None) -> None:
+        tz = zone(self._service.config.spend.timezone)
+        today = day_of(self._service.clock.now(), tz).isoformat()
+        keys = {"session": session_id, "workspace": f"{workspace}@{today}", "user": today}
+        for status in self.statuses(session_id):
+            if status.level == "ok":
+                continue
+            mark = (status.scope, keys[status.scope], status.level)
+            if mark in self._announced:
+                continue
+            self._announced.add(mark)
+            for notice in list(self._notices):
+                try:
+                    notice(session_id, status)
+                except Exception:  # a broken client never stops the others
+                    log.exception("spend notice failed")
+
+    # -- rate -----------------------------------------------------------------------------
+
+    def rate(self) -> RateHeadroom:
+        """Input + output tokens of every call in the last 60 s against `[rate] tpm_limit`."""
+        now = self._service.clock.now()
+        with self._lock:
+            recent = [(c.at, call_tokens(c.usage)) for c in self._calls if c.at > now - RATE_WINDOW]
+        return RateHeadroom(tokens_in_window(recent, now), self._service.config.rate.tpm_limit)
+
+
+_monitors: weakref.WeakKeyDictionary[TokendService, UsageMonitor] = weakref.WeakKeyDictionary()
+_monitors_lock = threading.Lock()
+
+
+def usage_of(service: TokendService) -> UsageMonitor:
+    """The UsageMonitor of `service` (made, and listening, on first use)."""
+    with _monitors_lock:
+        found = _monitors.get(service)
+        if found is None:
+            found = _monitors[service] = UsageMonitor(service)
+        return found
