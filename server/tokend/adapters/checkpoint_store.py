@@ -22,7 +22,7 @@ import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +182,11 @@ class CheckpointStore:
                 out.append(_with_seq(c, cur.lastrowid or 0))
         return out
 
+    def set_moved_to(self, seq: int, path: str) -> None:
+        """Name where a logged deletion went (its move's other end came in a later batch)."""
+        with self._tx() as db:
+            db.execute("UPDATE changes SET moved_to = ? WHERE seq = ?", (path, seq))
+
     def changes(self, workspace: str, since: float = 0.0) -> list[FileChange]:
         rows = self._rows(
             "SELECT seq, path, before, after, at, origin, moved_from, moved_to, after_kept, note"
@@ -253,8 +258,6 @@ class CheckpointStore:
 
 
 def _with_seq(change: FileChange, seq: int) -> FileChange:
-    from dataclasses import replace
-
     return replace(change, seq=seq)
 
 

@@ -251,6 +251,16 @@ async def list_async(service: TokendService, session_id: str) -> list[TurnView]:
     return await on_checkpoint_thread(checkpoints, lambda: list_turns(checkpoints, session_id))
 
 
+def watching(service: TokendService, session_id: str) -> bool:
+    """Whether the session's workspace is checkpointed yet (its first walk is saved)."""
+    uri = service.state(session_id).data.info.workspace_uri
+    checkpoints = checkpoints_of(service)
+    try:
+        return bool(uri) and checkpoints.walked(checkpoints.workspaces.key(uri or ""))
+    except InvalidParams:
+        return False
+
+
 async def diff_async(
     service: TokendService, session_id: str, message_id: str, path: str | None
 ) -> str:

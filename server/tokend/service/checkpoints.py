@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 EDITOR_SAVE_SECONDS = 5.0  # a watcher event this soon after a didSave of the path is the save
-CREATED_AT_TRUST_SECONDS = 10.0  # a message's own time, when this close to now, times its mark
+CREATED_AT_TRUST_SECONDS = 10.0
+MOVE_SECONDS = 2.0  # a file that vanished this long before one with its bytes appeared: a move  # a message's own time, when this close to now, times its mark
 
 
 @dataclass
@@ -169,7 +170,24 @@ class Checkpoints:
                 origin = self._origin(ws, rel, state, when[rel])
                 changes.append(_change(rel, old, state, when[rel], origin, note))
             self.store.set_baseline(ws, seen)
-            self.store.add_changes(ws, pair_moves(changes))
+            self.store.add_changes(ws, self._paired(ws, changes))
+
+    def _paired(self, ws: str, changes: list[FileChange]) -> list[FileChange]:
+        """The batch's changes with moves named, also a move whose deleted end came in an
+        earlier batch (a move into a folder the watcher had not watched yet)."""
+        if not changes:
+            return changes
+        since = min(c.at for c in changes) - MOVE_SECONDS
+        recent = [
+            c
+            for c in self.store.changes(ws, since)
+            if c.after is None and c.before is not None and not c.moved_to
+        ]
+        paired = pair_moves([*recent, *changes])
+        for old, new in zip(recent, paired, strict=False):
+            if new.moved_to:
+                self.store.set_moved_to(old.seq, new.moved_to)
+        return paired[len(recent) :]
 
     def _files_under(self, index: WorkspaceIndex, rel: str, known: Mapping[str, Seen]) -> set[str]:
         """The tracked files a watcher path stands for: itself, or a folder's files (those

@@ -19,6 +19,7 @@ from tokend.service.checkpoint_views import (
     diff_async,
     list_async,
     restore_code,
+    watching,
 )
 from tokend.service.checkpoints import checkpoints_of
 
@@ -99,7 +100,11 @@ def register(server: TokendServer) -> None:
     @rpc
     async def list_checkpoints(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(CheckpointListParams, params)
-        return {"turns": [to_wire_turn(t) for t in await list_async(ls.service, p.session_id)]}
+        turns = await list_async(ls.service, p.session_id)
+        return {
+            "watching": watching(ls.service, p.session_id),
+            "turns": [to_wire_turn(t) for t in turns],
+        }
 
     @server.feature("checkpoint/diff")
     @rpc
