@@ -1,0 +1,118 @@
+"""`tokend checkpoints SESSION [--diff MESSAGE [--path PATH]]` and `tokend rewind SESSION
+MESSAGE [--dry-run] [--force]`: what each turn changed, and the code part of a rewind.
+
+Both ask the running daemon (it holds the watcher, so what it knows is newest); with no daemon
+they read and write the checkpoint store directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from tokend.adapters.checkpoint_store import CheckpointStore
+from tokend.commands.output import Cell, Column, plural, say, write_json, write_table
+from tokend.commands.rpc_client import DaemonClient
+from tokend.commands.sessions import local_service
+from tokend.lsp.handlers.checkpoints import to_wire_restored, to_wire_turn
+from tokend.service.checkpoint_views import list_turns, restore, turn_diff
+from tokend.service.checkpoints import Checkpoints, checkpoints_of
+
+
+def _ask(
+    database_url: str | None, method: str, params: dict[str, Any], locally: Callable[..., Any]
+) -> Any:
+    """`method` on the running daemon, else `locally(checkpoints)` on the store."""
+    client = DaemonClient.connect()
+    if client is not None:
+        with client:
+            return client.request(method, params)
+    with local_service(database_url) as service:
+        service.state(params["sessionId"])  # SessionNotFound for an unknown id
+        checkpoints = checkpoints_of(service, CheckpointStore())
+        try:
+            return locally(checkpoints)
+        finally:
+            checkpoints.close()
+            checkpoints.store.close()
+
+
+def run_checkpoints(args: argparse.Namespace, out: TextIO) -> int:
+    sid = args.session_id
+    if args.diff:
+        params = {"sessionId": sid, "messageId": args.diff, "path": args.path}
+        result = _ask(
+            args.database_url,
+            "checkpoint/diff",
+            params,
+            lambda c: {"diff": turn_diff(c, sid, args.diff, args.path)},
+        )
+        out.write(result["diff"])
+        return 0
+    result = _ask(
+        args.database_url,
+        "checkpoint/list",
+        {"sessionId": sid},
+        lambda c: {"turns": [to_wire_turn(t) for t in list_turns(c, sid)]},
+    )
+    if args.json:
+        write_json(out, result)
+        return 0
+    rows: list[list[Cell]] = []
+    for turn in result["turns"]:
+        for f in [*turn["files"], *turn["outside"]]:
+            lines = "" if f["added"] is None else f"+{f['added']} -{f['removed']}"
+            moved = f" (from {f['movedFrom']})" if f.get("movedFrom") else ""
+            who = "agent" if f["origin"] == "agent" else f"{f['origin']} (not the agent)"
+            rows.append([turn["messageId"], f["path"] + moved, f["kind"], lines, who])
+        for warning in turn["warnings"]:
+            rows.append([turn["messageId"], warning, "not saved", "", ""])
+    if rows:
+        columns = [Column("turn"), Column("file"), Column("change"), Column("lines"), Column("by")]
+        write_table(out, columns, rows)
+    say(out, f"{plural(len(result['turns']), 'turn')} checkpointed in session {sid}")
+    return 0
+
+
+def run_rewind(args: argparse.Namespace, out: TextIO) -> int:
+    sid, to = args.session_id, args.message_id
+    params = {"sessionId": sid, "toMessageId": to, "dryRun": args.dry_run, "force": args.force}
+
+    def locally(checkpoints: Checkpoints) -> Any:
+        done = checkpoints.submit(lambda: restore(checkpoints, sid, to, args.dry_run, args.force))
+        return to_wire_restored(done.result())
+
+    result = _ask(args.database_url, "checkpoint/restore", params, locally)
+    if args.json:
+        write_json(out, result)
+        return 0
+    verb = "would" if args.dry_run else "did"
+    for f in result["files"]:
+        back = f" (moved back from {f['movedBackFrom']})" if f.get("movedBackFrom") else ""
+        reason = f": {f['reason']}" if f.get("reason") else ""
+        style = "yellow" if f["action"] in ("kept", "unavailable") else None
+        say(out, f"{f['action']:<11} {f['path']}{back}{reason}", style)
+    for path in result["outside"]:
+        say(out, f"{'outside':<11} {path}: changed outside the agent's turns, not touched", "dim")
+    kept = result["kept"]
+    hint = "; --force overwrites the kept files" if kept and not args.force else ""
+    say(out, f"{verb} restore {plural(result['restored'], 'file')}, kept {kept}{hint}")
+    return 1 if kept else 0
+
+
+def add_parsers(sub: Any) -> None:
+    """The two commands' arguments (cli.py calls this with its subparsers)."""
+    listing = sub.add_parser("checkpoints", help="what each turn of a session changed on disk")
+    listing.add_argument("session_id", metavar="SESSION")
+    listing.add_argument("--diff", metavar="MESSAGE", help="the unified diff of that turn")
+    listing.add_argument("--path", help="with --diff: only this file")
+    listing.add_argument("--json", action="store_true")
+    rewind = sub.add_parser("rewind", help="put the files back as they were at a message")
+    rewind.add_argument("session_id", metavar="SESSION")
+    rewind.add_argument("message_id", metavar="MESSAGE")
+    rewind.add_argument(
+        "--dry-run", action="store_true", help="say what would change; write nothing"
+    )
+    rewind.add_argument("--force", action="store_true", help="also overwrite files changed since")
+    rewind.add_argument("--json", action="store_true")

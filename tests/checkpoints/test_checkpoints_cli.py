@@ -1,0 +1,51 @@
+"""`tokend checkpoints` and `tokend rewind` with no daemon: on the store the session wrote."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+from tests.checkpoints.conftest import Agent
+from tests.checkpoints.test_rewind import tree, two_turns
+from tokend.adapters.checkpoint_store import CheckpointStore
+from tokend.commands.checkpoints import add_parsers, run_checkpoints, run_rewind
+from tokend.service.checkpoints import checkpoints_of
+
+
+def parse(*argv: str, url: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--database-url")
+    add_parsers(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["--database-url", url, *argv])
+
+
+@pytest.fixture
+def agent(service, workspace: Path) -> Agent:
+    return Agent(service, checkpoints_of(service, CheckpointStore()), workspace)
+
+
+def test_the_cli_lists_turns_and_rewinds_them(agent: Agent, tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/tokend.sqlite3"
+    first, _, original = two_turns(agent)
+
+    out = io.StringIO()
+    assert run_checkpoints(parse("checkpoints", agent.sid, url=url), out) == 0
+    listing = out.getvalue()
+    assert "docs/notes.md (from notes.md)" in listing and "2 turns checkpointed" in listing
+
+    out = io.StringIO()
+    assert run_checkpoints(parse("checkpoints", agent.sid, "--diff", first, url=url), out) == 0
+    assert out.getvalue().startswith("--- a/src/app.py\n+++ b/src/app.py\n")
+
+    out = io.StringIO()
+    assert run_rewind(parse("rewind", agent.sid, first, "--dry-run", url=url), out) == 0
+    assert "would restore 6 files, kept 0" in out.getvalue()
+    assert tree(agent.root) != original
+
+    out = io.StringIO()
+    assert run_rewind(parse("rewind", agent.sid, first, url=url), out) == 0
+    assert "create      notes.md (moved back from docs/notes.md)" in out.getvalue()
+    assert tree(agent.root) == original
