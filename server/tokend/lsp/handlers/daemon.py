@@ -12,10 +12,12 @@ from lsprotocol import types
 import tokend
 from tokend.core.spend import SpendStatus
 from tokend.lsp.server import TokendServer, rpc
+from tokend.service.telemetry import start_telemetry
 from tokend.service.usage import usage_of
 
 
 def register(server: TokendServer) -> None:
+    start_telemetry(server.service)  # once per service; off unless [telemetry] exporters
     _tell_spend_notices(server)
 
     @server.feature("daemon/status")
