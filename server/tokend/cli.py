@@ -1,5 +1,5 @@
 """The `tokend` command: serve, lsp, stop, status, context, sessions, compact, models, config,
-import, replay, follow, statusline, watch."""
+import, replay, follow, statusline, watch, checkpoints, rewind."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     _live_parsers(sub)
+    _checkpoint_parsers(sub)
 
     context = sub.add_parser("context", help="a breakdown table of the active session's window")
     context.add_argument("--session", help="a session id (default: the workspace's active session)")
@@ -120,6 +121,24 @@ def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     watch = sub.add_parser("watch", help="a live gauge and breakdown, redrawn at every change")
     watch.add_argument("--session", help="a session id (default: the workspace's active session)")
+
+
+def _checkpoint_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`tokend checkpoints` and `tokend rewind` (commands/checkpoints.py), declared here so that
+    parsing a command line never imports the store."""
+    listing = sub.add_parser("checkpoints", help="what each turn of a session changed on disk")
+    listing.add_argument("session_id", metavar="SESSION")
+    listing.add_argument("--diff", metavar="MESSAGE", help="the unified diff of that turn")
+    listing.add_argument("--path", help="with --diff: only this file")
+    listing.add_argument("--json", action="store_true")
+    rewind = sub.add_parser("rewind", help="put the files back as they were at a message")
+    rewind.add_argument("session_id", metavar="SESSION")
+    rewind.add_argument("message_id", metavar="MESSAGE")
+    rewind.add_argument(
+        "--dry-run", action="store_true", help="say what would change; write nothing"
+    )
+    rewind.add_argument("--force", action="store_true", help="also overwrite files changed since")
+    rewind.add_argument("--json", action="store_true")
 
 
 def _sessions_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -217,6 +236,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.status import run_status
 
         return run_status(args, sys.stdout)
+    if args.command == "checkpoints":
+        from tokend.commands.checkpoints import run_checkpoints
+
+        return run_checkpoints(args, sys.stdout)
+    if args.command == "rewind":
+        from tokend.commands.checkpoints import run_rewind
+
+        return run_rewind(args, sys.stdout)
     if args.command == "follow":
         from tokend.commands.follow import run_follow, run_follow_admin
 
