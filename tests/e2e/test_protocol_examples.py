@@ -153,6 +153,21 @@ async def scenario(server: ProcessClient, project: Path) -> Transcript:
     await t.call(
         server, "session/append-error", "session/append", {"sessionId": sid, "message": bad}
     )
+    # The workspace first: its index and tags are then ready for the assembly below.
+    await t.call(
+        server,
+        "workspace/fileTokens",
+        "workspace/fileTokens",
+        {"workspaceUri": ws, "paths": ["app/server.py", "app/config.py"], "exact": True},
+    )
+    await t.call(server, "files/add", "files/add", {"sessionId": sid, "paths": ["app/config.py"]})
+    await t.call(server, "files/list", "files/list", {"sessionId": sid})
+    await t.call(
+        server,
+        "repoMap/get",
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 1024, "focus": {"files": [], "identifiers": ["start"]}},
+    )
     await t.call(server, "session/list", "session/list", {"workspaceUri": ws})
     await t.call(server, "budget/snapshot", "budget/snapshot", {"sessionId": sid})
     await t.call(
@@ -182,20 +197,6 @@ async def scenario(server: ProcessClient, project: Path) -> Transcript:
     await t.call(server, "session/delete", "session/attach", {"sessionId": sid})
     await t.call(server, "session/restore", "session/restore", {"sessionId": sid})
     await t.call(server, "session/rename", "session/rename", {"sessionId": sid, "title": " "})
-    await t.call(
-        server,
-        "workspace/fileTokens",
-        "workspace/fileTokens",
-        {"workspaceUri": ws, "paths": ["app/server.py", "app/config.py"], "exact": True},
-    )
-    await t.call(server, "files/add", "files/add", {"sessionId": sid, "paths": ["app/config.py"]})
-    await t.call(server, "files/list", "files/list", {"sessionId": sid})
-    await t.call(
-        server,
-        "repoMap/get",
-        "repoMap/get",
-        {"sessionId": sid, "budgetTokens": 1024, "focus": {"files": [], "identifiers": ["start"]}},
-    )
 
     # A session with old tool output to prune.
     other = await server.request("session/create", {"model": "gpt-4o", "contextWindow": 400000})
