@@ -226,6 +226,61 @@ async def scenario(server: ProcessClient, project: Path) -> Transcript:
     )
     # The documented result shows the snapshot as a reference; the test checks the rest.
     assert compacted["snapshot"]["usedTokens"] == compacted["after"]
+
+    # A chat-only session: summarized, listed, rewound, forked; a gated tool output read back.
+    chat = (await server.request("session/create", {"model": "gpt-4o"}))["sessionId"]
+    for i in range(12):
+        role = "user" if i % 2 == 0 else "assistant"
+        words = f"turn {i}: we agreed to keep the public API of module {i} stable. " * 30
+        await server.request(
+            "session/append", {"sessionId": chat, "message": {"role": role, "parts": [text(words)]}}
+        )
+    ids = [
+        m["messageId"]
+        for m in (await server.request("session/messages", {"sessionId": chat}))["messages"]
+    ]
+    await t.call(
+        server,
+        "session/compact-summarize",
+        "session/compact",
+        {
+            "sessionId": chat,
+            "strategy": "summarize",
+            "fromMessageId": ids[8],
+            "instructions": "keep the API decisions",
+        },
+    )
+    listed = await t.call(server, "session/messages", "session/messages", {"sessionId": chat})
+    last_live = listed["messages"][-2]["messageId"]
+    await t.call(
+        server, "session/rewind", "session/rewind", {"sessionId": chat, "toMessageId": last_live}
+    )
+    await t.call(server, "session/fork", "session/fork", {"sessionId": chat, "title": "try b"})
+    gated_call = {"type": "toolCall", "callId": "g1", "name": "bash", "input": {"cmd": "seq"}}
+    await server.request(
+        "session/append",
+        {"sessionId": chat, "message": {"role": "assistant", "parts": [gated_call]}},
+    )
+    long_output = "".join(f"line {n}\n" for n in range(10_000))
+    gated = await server.request(
+        "session/append",
+        {
+            "sessionId": chat,
+            "message": {
+                "role": "tool",
+                "parts": [
+                    {"type": "toolResult", "callId": "g1", "name": "bash", "output": long_output}
+                ],
+            },
+        },
+    )
+    ref = gated["gated"][0]["ref"]
+    await t.call(
+        server,
+        "toolOutput/read",
+        "toolOutput/read",
+        {"sessionId": chat, "ref": ref, "offset": 0, "length": 40},
+    )
     return t
 
 

@@ -106,15 +106,18 @@ export interface SessionIdParams {
 
 export interface SessionCompactParams {
   sessionId: string;
-  strategy?: "auto" | "prune";
+  strategy?: "auto" | "prune" | "summarize" | "full";
+  fromMessageId?: string;
+  instructions?: string;
   workDoneToken?: number | string;
 }
 
 export interface CompactAction {
-  kind: "prune" | "skip";
+  kind: "prune" | "summarize" | "full" | "skip";
   parts: number;
   tokensFreed: number;
   detail: string;
+  messageId?: string; // the summary message (summarize, full)
 }
 
 export interface CompactResult {

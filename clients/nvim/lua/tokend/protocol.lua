@@ -92,14 +92,17 @@
 
 ---@class tokend.SessionCompactParams
 ---@field sessionId string
----@field strategy "auto"|"prune"|nil
+---@field strategy "auto"|"prune"|"summarize"|"full"|nil
+---@field fromMessageId string|nil
+---@field instructions string|nil
 ---@field workDoneToken integer|string|nil
 
 ---@class tokend.CompactAction
----@field kind "prune"|"skip"
+---@field kind "prune"|"summarize"|"full"|"skip"
 ---@field parts integer
 ---@field tokensFreed integer
 ---@field detail string
+---@field messageId string|nil the summary message (summarize, full)
 
 ---@class tokend.CompactResult
 ---@field before integer
