@@ -25,6 +25,7 @@ SECTIONS = [
     "compaction",
     "status",
     "checkpoints",
+    "workspace",
 ]
 
 
