@@ -19,17 +19,6 @@ def tokens(text: str) -> int:
     return len(O200K.encode(text))
 
 
-@pytest.fixture
-async def server(tmp_path):
-    db = tmp_path / "tokend.sqlite3"
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    )
-    await client.initialize()
-    yield client
-    assert await client.shutdown() == 0
-
-
 def text(t: str) -> dict[str, str]:
     return {"type": "text", "text": t}
 

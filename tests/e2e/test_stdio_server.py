@@ -8,18 +8,6 @@ from tests.conftest import tokend_env
 from tests.e2e.rpc import ProcessClient, RpcError
 
 
-@pytest.fixture
-async def server(tmp_path):
-    db = tmp_path / "tokend.sqlite3"
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    )
-    await client.initialize()
-    yield client
-    code = await client.shutdown()
-    assert code == 0
-
-
 async def test_append_usage_and_snapshot_agree(server: ProcessClient):
     created = await server.request(
         "session/create", {"model": "gpt-4o", "title": "e2e", "workspaceUri": "file:///tmp/ws"}

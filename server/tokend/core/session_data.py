@@ -192,16 +192,7 @@ def _call(
         samples.append(
             CalibrationSample(dict(counts.chars_by_class), counts.raw_text, usage.output_tokens)
         )
-    call = CallFigures(
-        message_id=message.id,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        predicted_tokens=predicted,
-        error_pct=error_pct,
-    )
+    call = call_figures(message.id, usage, predicted, error_pct)
     model = message.model or grown.model.name
     costs = dict(grown.cost_by_model)
     costs[model] = costs.get(model, 0.0) + (message.cost_usd or 0.0)
@@ -214,6 +205,22 @@ def _call(
         errors=errors,
     )
     return Evolved(next_data, tuple(samples))
+
+
+def call_figures(
+    message_id: str, usage: Usage, predicted: int | None, error_pct: float | None
+) -> CallFigures:
+    """The provider call a message carried, with what the gauge had predicted for it."""
+    return CallFigures(
+        message_id=message_id,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        predicted_tokens=predicted,
+        error_pct=error_pct,
+    )
 
 
 def anchor_output(usage: Usage, content_tokens: int) -> int:
@@ -337,16 +344,7 @@ def _anchor_of(data: SessionData, message: Message, tokens: int) -> Anchor:
     usage = message.usage
     assert usage is not None
     framing = message_overhead(message.role, data.model.provider)
-    call = CallFigures(
-        message_id=message.id,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        predicted_tokens=None,
-        error_pct=None,
-    )
+    call = call_figures(message.id, usage, None, None)
     return Anchor(call, anchor_output(usage, tokens - framing), learn=False)
 
 
