@@ -24,6 +24,7 @@ SECTIONS = [
     "repomap",
     "compaction",
     "status",
+    "telemetry",
     "checkpoints",
     "workspace",
 ]

@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 # Categories measured directly (the rest of the total is "messages").
-MEASURED_CATEGORIES: tuple[str, ...] = ("system", "tools", "memory", "repoMap", "chatFiles")
+MEASURED_CATEGORIES: tuple[str, ...] = (
+    "system",
+    "tools",
+    "memory",
+    "repoMap",
+    "chatFiles",
+    "budget",  # the budget injection (context awareness), when on
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,10 @@ class TokendServer(LanguageServer):
             self.service.state(session_id)
             self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
 
+    def watches(self, session_id: str) -> bool:
+        """Whether this connection receives the session's budget/didChange."""
+        return session_id in self._watching
+
     def unwatch(self, session_id: str) -> None:
         unsubscribe = self._watching.pop(session_id, None)
         if unsubscribe:

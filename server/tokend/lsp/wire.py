@@ -202,6 +202,7 @@ class ContextAssembleParams:
     repo_map: str | None = None
     chat_files: list[FileParams] | None = None
     reminder: str | None = None
+    budget_injection: Literal["native", "synthetic", "off"] | None = None
 
 
 @attrs.frozen

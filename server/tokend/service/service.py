@@ -84,6 +84,7 @@ class TokendService:
         # (they reload from the store on the next request).
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._listeners = SnapshotListeners()
+        self._warning_hooks: list[Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]] = []
         self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokend-work")
@@ -173,7 +174,21 @@ class TokendService:
         model = self.models.model_info(info)
         data = load_session_data(self.store, info, model, self.counter(model))
         workspace = info.workspace_uri
-        return SessionState(data, self.store, lambda: self.config_for(workspace))
+        return SessionState(
+            data, self.store, lambda: self.config_for(workspace), self._extra_warnings
+        )
+
+    def add_snapshot_warnings(
+        self, hook: Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]
+    ) -> None:
+        """Warnings from outside the conversation (spend limits) in every snapshot built from
+        now on; loaded sessions are rebuilt."""
+        self._warning_hooks.append(hook)
+        for state in self._sessions.values():
+            state.refresh()
+
+    def _extra_warnings(self, data: SessionData, snapshot: BudgetSnapshot) -> tuple[str, ...]:
+        return tuple(w for hook in self._warning_hooks for w in hook(data, snapshot))
 
     def forget(self, session_id: str) -> None:
         """Drop the in-memory state; the next request reads the session from the store."""

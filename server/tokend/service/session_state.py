@@ -33,6 +33,7 @@ from tokend.core.session_data import Evolved, SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
 
 T = TypeVar("T")
+ExtraWarnings = Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]
 Worker = Callable[[Callable[[], T]], Awaitable[T]]
 
 
@@ -44,15 +45,28 @@ class Applied:
 
 
 class SessionState:
-    def __init__(self, data: SessionData, store: Store, config: Callable[[], TokendConfig]) -> None:
+    def __init__(
+        self,
+        data: SessionData,
+        store: Store,
+        config: Callable[[], TokendConfig],
+        warnings: ExtraWarnings | None = None,
+    ) -> None:
         self._data = data
         self._store = store
         self._config = config
-        self._snapshot = gauge_snapshot(data, config())
+        self._warnings = warnings
+        self._snapshot = self._gauge(data)
         self.render_cache = RenderCache()  # wire messages by id, for warm assemblies
         self.lock = asyncio.Lock()  # serializes apply_async; reads never wait on it
         # One compaction at a time per session (appends go on meanwhile; they take `lock`).
         self.compacting = asyncio.Lock()
+
+    def _gauge(self, data: SessionData) -> BudgetSnapshot:
+        """The snapshot of `data`, with warnings from outside the conversation (spend)."""
+        snapshot = gauge_snapshot(data, self._config())
+        extra = self._warnings(data, snapshot) if self._warnings is not None else ()
+        return replace(snapshot, warnings=(*snapshot.warnings, *extra)) if extra else snapshot
 
     @property
     def id(self) -> str:
@@ -68,7 +82,7 @@ class SessionState:
 
     def refresh(self) -> BudgetSnapshot:
         """Rebuild the snapshot after the workspace settings changed (no new version)."""
-        self._snapshot = gauge_snapshot(self._data, self._config())
+        self._snapshot = self._gauge(self._data)
         return self._snapshot
 
     def check_version(self, if_version: int | None) -> None:
@@ -102,7 +116,7 @@ class SessionState:
     def _next(self, change: Change) -> tuple[Applied, Callable[[], None]]:
         before = self._data
         evolved = evolve(before, change)
-        snapshot = gauge_snapshot(evolved.data, self._config())
+        snapshot = self._gauge(evolved.data)
         extra = persisted_extra(evolved.data, snapshot)
         if isinstance(change, Rewind):  # a reload counts them into the version
             extra["rewinds"] = int(extra.get("rewinds", 0)) + 1

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from tokend.core.errors import SessionNotFound, SpendLimitReached
+from tokend.core.session_data import SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.spend import Scope, SpendStatus, day_of, spend_statuses, zone
 from tokend.core.types import Message, Usage
@@ -151,7 +152,15 @@ class UsageMonitor:
     def statuses(self, session_id: str) -> list[SpendStatus]:
         """Every configured limit that applies to the session, with what was spent."""
         state = self._service.state(session_id)
-        workspace = state.data.info.workspace_uri
+        return self.statuses_of(state.data.info.workspace_uri, state.snapshot.cost_total_usd)
+
+    def snapshot_warnings(self, data: SessionData, snapshot: BudgetSnapshot) -> tuple[str, ...]:
+        """The spend warnings a snapshot carries (the service calls this as it builds one)."""
+        statuses = self.statuses_of(data.info.workspace_uri, snapshot.cost_total_usd)
+        return tuple(s.message() for s in statuses if s.level != "ok")
+
+    def statuses_of(self, workspace: str | None, session_usd: float) -> list[SpendStatus]:
+        """The limits that apply to a session of `workspace` that has spent `session_usd`."""
         user = self._service.config.spend
         local = self._service.config_for(workspace).spend
         tz = zone(user.timezone)
@@ -160,7 +169,7 @@ class UsageMonitor:
         with self._lock:
             todays = [c for c in self._calls if day_of(c.at, tz) == today]
         spent: dict[Scope, float] = {
-            "session": state.snapshot.cost_total_usd,
+            "session": session_usd,
             "workspace": sum(c.cost_usd for c in todays if c.workspace_uri == workspace),
             "user": sum(c.cost_usd for c in todays),
         }
@@ -235,4 +244,5 @@ def usage_of(service: TokendService) -> UsageMonitor:
         found = _monitors.get(service)
         if found is None:
             found = _monitors[service] = UsageMonitor(service)
+            service.add_snapshot_warnings(found.snapshot_warnings)
         return found

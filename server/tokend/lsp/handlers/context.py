@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokend.core.errors import InvalidParams
 from tokend.lsp import wire
 from tokend.lsp.handlers.session import announce_compaction
 from tokend.lsp.server import TokendServer, rpc
@@ -35,7 +34,7 @@ def register(server: TokendServer) -> None:
                 repo_map=p.repo_map,
                 chat_files=[(f.path, f.text) for f in p.chat_files or ()],
                 reminder=p.reminder,
-                budget_injection=_budget_injection(params),
+                budget_injection=p.budget_injection,
             ),
         )
         result: dict[str, Any] = {
@@ -54,10 +53,3 @@ def register(server: TokendServer) -> None:
             result["tools"] = list(assembly.tools)
         return result
 
-
-def _budget_injection(params: Any) -> str | None:
-    """`budgetInjection` as sent (the service checks the value; None when absent)."""
-    value = params.get("budgetInjection") if isinstance(params, dict) else None
-    if value is not None and not isinstance(value, str):
-        raise InvalidParams("budgetInjection must be a string: native, synthetic or off")
-    return value

@@ -63,7 +63,7 @@ def _tell_spend_notices(server: TokendServer) -> None:
         if ls is None:
             unsubscribe()
             return
-        if session_id != ls.attached_session and session_id not in ls._watching:
+        if session_id != ls.attached_session and not ls.watches(session_id):
             return
         kind = types.MessageType.Error if status.level == "reached" else types.MessageType.Warning
         ls.window_show_message(types.ShowMessageParams(kind, f"tokend: {status.message()}"))
