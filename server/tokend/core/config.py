@@ -13,6 +13,7 @@ Keys (TOML):
     [compaction]  # CompactionConfig fields: auto, reserved, prune, protected_tools, prune_*_tokens
     [context]     # budget_injection, see tokend.core.budget_injection
     [spend]       # SpendConfig fields, see tokend.core.spend
+    [tool_output] # GateConfig fields (characters, tool names), see tokend.core.gates
     [rate]        # tpm_limit, see tokend.core.usage_stats
     [telemetry]   # TelemetryConfig fields, see tokend.core.telemetry_settings
     [models."NAME"]  # catalog overrides, see tokend.core.catalog.OVERRIDE_KEYS
@@ -33,6 +34,7 @@ from tokend.core.budget import (
 )
 from tokend.core.budget_injection import CONTEXT_CHECKS, ContextConfig
 from tokend.core.catalog import ModelInfo
+from tokend.core.gates import GateConfig
 from tokend.core.spend import SPEND_CHECKS, SpendConfig
 from tokend.core.telemetry_settings import TELEMETRY_CHECKS, TelemetryConfig
 from tokend.core.usage_stats import RATE_CHECKS, RateConfig
@@ -54,6 +56,7 @@ class TokendConfig:
     spend: SpendConfig = SpendConfig()
     rate: RateConfig = RateConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    tool_output: GateConfig = GateConfig()
 
 
 Check = tuple[Callable[[Any], bool], str]
@@ -98,6 +101,14 @@ COMPACTION_CHECKS: dict[str, Check] = {
     "prune_protect_tokens": _int(0),
     "prune_minimum_tokens": _int(0),
 }
+GATE_CHECKS: dict[str, Check] = {
+    "single_result_chars": _int(1),
+    "message_results_chars": _int(1),
+    "preview_chars": _int(0),
+    "middle_out_chars": _int(0),
+    "middle_out_tools": _STRINGS,
+    "exempt_tools": _STRINGS,
+}
 TABLE_CHECKS: dict[str, Mapping[str, Check]] = {
     "budget": BUDGET_CHECKS,
     "compaction": COMPACTION_CHECKS,
@@ -105,6 +116,7 @@ TABLE_CHECKS: dict[str, Mapping[str, Check]] = {
     "spend": SPEND_CHECKS,
     "rate": RATE_CHECKS,
     "telemetry": TELEMETRY_CHECKS,
+    "tool_output": GATE_CHECKS,
 }
 TOP_CHECKS: dict[str, Check] = {
     "database_url": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),

@@ -25,7 +25,7 @@ from tokend.core.changes import AppendMessage, NewWindow, PruneParts, RecordMeas
 from tokend.core.config import TokendConfig
 from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, UnknownModel
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
-from tokend.core.gates import GateConfig, gate_parts
+from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import cost_usd
 from tokend.core.session_data import Evolved, SessionData
@@ -88,8 +88,6 @@ class TokendService:
         self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokend-work")
-        # Tool-output gates (core.gates), one setting for every workspace for now.
-        self.gates = GateConfig()
 
     # -- settings ---------------------------------------------------------------------------
 
@@ -212,7 +210,7 @@ class TokendService:
         thread). Tool results a gate keeps out (core.gates) are counted as the model sees
         them; their originals ride on the change, to be stored with the message."""
         _check_message(data, role, parts, usage)
-        gated = gate_parts(parts, self.gates)
+        gated = gate_parts(parts, self.config_for(data.info.workspace_uri).tool_output)
         originals = {g.part.ref: g.original for g in gated if g.part.ref is not None}
         if gated:
             shown = list(parts)
