@@ -182,10 +182,13 @@ class CheckpointStore:
                 out.append(_with_seq(c, cur.lastrowid or 0))
         return out
 
-    def set_moved_to(self, seq: int, path: str) -> None:
-        """Name where a logged deletion went (its move's other end came in a later batch)."""
+    def set_moved(self, seq: int, moved_from: str | None, moved_to: str | None) -> None:
+        """Name a logged change's move (its other end came in a later batch)."""
         with self._tx() as db:
-            db.execute("UPDATE changes SET moved_to = ? WHERE seq = ?", (path, seq))
+            db.execute(
+                "UPDATE changes SET moved_from = ?, moved_to = ? WHERE seq = ?",
+                (moved_from, moved_to, seq),
+            )
 
     def changes(self, workspace: str, since: float = 0.0) -> list[FileChange]:
         rows = self._rows(

@@ -100,6 +100,7 @@ class Checkpoints:
             seen: dict[str, Seen | None] = {}
             changes = []
             for rel, entry in index.entries().items():
+                time.sleep(0)  # hand the interpreter to the event loop between files
                 old = known.get(rel)
                 if old and (old.size, old.mtime_ns) == (entry.size_bytes, entry.mtime_ns):
                     continue
@@ -162,6 +163,7 @@ class Checkpoints:
             seen: dict[str, Seen | None] = {}
             changes = []
             for rel in sorted(when):
+                time.sleep(0)  # hand the interpreter to the event loop between files
                 old = known.get(rel)
                 state, note = self.capture(index.root, rel, turn)
                 seen[rel] = state
@@ -173,20 +175,23 @@ class Checkpoints:
             self.store.add_changes(ws, self._paired(ws, changes))
 
     def _paired(self, ws: str, changes: list[FileChange]) -> list[FileChange]:
-        """The batch's changes with moves named, also a move whose deleted end came in an
-        earlier batch (a move into a folder the watcher had not watched yet)."""
+        """The batch's changes with moves named, also a move whose other end came in an
+        earlier batch (a move into a folder the watcher had not watched yet: the new folder's
+        batch may even come first)."""
         if not changes:
             return changes
         since = min(c.at for c in changes) - MOVE_SECONDS
         recent = [
             c
             for c in self.store.changes(ws, since)
-            if c.after is None and c.before is not None and not c.moved_to
+            if not c.moved_to
+            and not c.moved_from
+            and ((c.after is None) != (c.before is None))  # a deletion or a creation
         ]
         paired = pair_moves([*recent, *changes])
         for old, new in zip(recent, paired, strict=False):
-            if new.moved_to:
-                self.store.set_moved_to(old.seq, new.moved_to)
+            if (new.moved_to, new.moved_from) != (old.moved_to, old.moved_from):
+                self.store.set_moved(old.seq, new.moved_from, new.moved_to)
         return paired[len(recent) :]
 
     def _files_under(self, index: WorkspaceIndex, rel: str, known: Mapping[str, Seen]) -> set[str]:
