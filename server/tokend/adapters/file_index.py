@@ -63,25 +63,36 @@ def resolve_inside(root: Path, path: str) -> str:
 
 def file_entry(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileEntry | None:
     """The entry of one file, None when it is not a regular file (gone, a folder)."""
-    full = root / rel
-    klass = content_class_of(rel)
+    full = os.path.join(root, rel)
     try:
-        st = full.stat()
+        st = os.stat(full)
+        is_link = os.path.islink(full)
     except OSError:
         return None
+    return _entry(root, full, rel, st, is_link, max_bytes)
+
+
+def _entry(
+    root: Path, full: str, rel: str, st: os.stat_result, is_link: bool, max_bytes: int
+) -> FileEntry | None:
+    """The entry of `rel` whose (followed) stat is `st`; reads at most its first bytes."""
     if not stat.S_ISREG(st.st_mode):
         return None
-    if full.is_symlink():
+    klass = content_class_of(rel)
+    if is_link:
         try:
-            full.resolve().relative_to(root.resolve())
+            Path(full).resolve().relative_to(root.resolve())
         except ValueError:
             return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, OUTSIDE_REASON)
     if st.st_size > max_bytes:
         reason = too_large_reason(st.st_size, max_bytes)
         return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, reason)
     try:
-        with full.open("rb") as f:
-            head = f.read(BINARY_SNIFF_BYTES)
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            head = os.read(fd, BINARY_SNIFF_BYTES)
+        finally:
+            os.close(fd)
     except OSError as exc:
         return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, f"unreadable: {exc.strerror}")
     if is_binary(head):
@@ -149,7 +160,12 @@ def walk(
             if is_dir:
                 subfolders.append(rel)
                 continue
-            found = file_entry(root, rel, max_bytes)
+            try:  # the listing knows a symlink; only the stat of what it points to is asked
+                is_link = entry.is_symlink()
+                st = entry.stat()
+            except OSError:
+                continue
+            found = _entry(root, entry.path, rel, st, is_link, max_bytes)
             if found is not None:
                 yield found
                 seen += 1

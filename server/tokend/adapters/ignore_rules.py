@@ -8,12 +8,19 @@ Sources, lowest precedence first, as git and ripgrep apply them:
   4. .ignore in every folder (ripgrep's; it wins over .gitignore of the same folder).
 A deeper folder's files win over a shallower one's; within the files that match, the last
 matching pattern decides (a `!negation` re-includes). The .git folder itself is always out.
+
+Each layer also keeps a screen: one regular expression, the alternation of its patterns'
+own expressions, that matches a path exactly when at least one pattern does. A path no
+pattern matches (nearly every path of a large tree) is settled by that one C-level match
+instead of pathspec trying each pattern in turn; a path some pattern matches goes to
+pathspec, which decides as before.
 """
 
 from __future__ import annotations
 
 import configparser
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +31,48 @@ IGNORE_FILES = (".gitignore", ".ignore")  # per folder, in increasing precedence
 ALWAYS_IGNORED = frozenset({".git"})
 
 
+_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
+
+
+def screen_of(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
+    """One expression matching a path exactly when some pattern of `spec` matches it (None:
+    the patterns cannot be joined, so every path goes to pathspec). The patterns' named groups
+    become plain groups so they may repeat; each alternative is otherwise the pattern's own
+    expression, searched as pathspec searches it."""
+    sources = []
+    flags = set()
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None or regex is None:
+            continue
+        if not isinstance(regex.pattern, str):
+            return None
+        sources.append(_NAMED_GROUP.sub("(?:", regex.pattern))
+        flags.add(regex.flags)
+    if not sources:
+        return re.compile(r"(?!)")  # no pattern: nothing matches
+    if len(flags) != 1:
+        return None
+    try:
+        if all(source.startswith("^") for source in sources):  # anchored: match at 0 only
+            return re.compile("^(?:" + "|".join(s[1:] for s in sources) + ")", flags.pop())
+        return re.compile("|".join(f"(?:{s})" for s in sources), flags.pop())
+    except re.error:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class Layer:
     """The rules of one folder (`base` relative to the root, "" for the root)."""
 
     base: str
     spec: pathspec.GitIgnoreSpec
+    screen: re.Pattern[str] | None = None
+
+    @classmethod
+    def of(cls, base: str, lines: list[str]) -> Layer:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        return cls(base, spec, screen_of(spec))
 
 
 def _read_lines(path: Path) -> list[str] | None:
@@ -61,7 +104,7 @@ def root_layers(root: Path) -> list[Layer]:
     for source in (global_excludes_file(), root / ".git" / "info" / "exclude"):
         lines = _read_lines(source) if source is not None else None
         if lines:
-            layers.append(Layer("", pathspec.GitIgnoreSpec.from_lines(lines)))
+            layers.append(Layer.of("", lines))
     return layers
 
 
@@ -71,7 +114,7 @@ def folder_layers(folder: Path, base: str) -> list[Layer]:
     for name in IGNORE_FILES:
         lines = _read_lines(folder / name)
         if lines:
-            layers.append(Layer(base, pathspec.GitIgnoreSpec.from_lines(lines)))
+            layers.append(Layer.of(base, lines))
     return layers
 
 
@@ -88,7 +131,10 @@ def is_ignored(layers: Sequence[Layer], rel_path: str, is_dir: bool) -> bool:
             local = rel_path[len(layer.base) + 1 :]
         else:
             local = rel_path
-        result = layer.spec.check_file(local + "/" if is_dir else local)
+        local = local + "/" if is_dir else local
+        if layer.screen is not None and layer.screen.search(local) is None:
+            continue  # no pattern of this layer matches
+        result = layer.spec.check_file(local)
         if result.include is not None:
             decided = result.include
     return bool(decided)
