@@ -11,7 +11,8 @@ Ranking is personalized PageRank over that graph (damping 0.85): the focus files
 defining a focus identifier share the restart mass (with a small uniform floor), dangling files
 restart like everyone. It is solved exactly as the sparse linear system (I - a P^T) y = v with
 SciPy's sparse solver, x = y / sum(y): no hand-written iteration, the same numbers in every
-process. Definitions of a focus identifier come first; then a definition's rank is the rank
+process. The system is the same for every focus (only v changes), so its LU factors are made
+once per graph version and each focus is one pair of triangular solves. Definitions of a focus identifier come first; then a definition's rank is the rank
 that flows to its name along references; ties fall to its file's rank, then path, line, name. Ranks are rounded to
 RANK_DECIMALS before sorting, so the order does not hang on the last bits of a float.
 
@@ -63,6 +64,7 @@ class _Compiled:
     paths: list[str]
     index: dict[str, int]
     system: Any  # csc matrix: I - DAMPING * P^T
+    solve: Any  # y = solve(v): the system's LU factors (SuperLU), made once per version
     refs: Any  # csr (files x names): sqrt(occurrences) / out-weight of the referring file
     names: list[str]
     name_index: dict[str, int]
@@ -153,6 +155,11 @@ class RepoGraph:
             order = order[:limit]
         return [c.definitions[i] for i in order.tolist()]
 
+    def prepare(self) -> None:
+        """Build this version's matrices and factors now (else the next rank builds them)."""
+        if self.tags:
+            self._compile()
+
     def _pagerank(self, c: _Compiled, focus: Focus) -> Any:
         n = len(c.paths)
         restart = np.full(n, 1.0 / n)
@@ -164,7 +171,7 @@ class RepoGraph:
         for i in sorted(wanted):
             restart[i] += FOCUS_WEIGHT / len(wanted)
         restart /= restart.sum()
-        y = spla.spsolve(c.system, restart)
+        y = c.solve(restart)
         return np.asarray(y / y.sum())
 
     def _compile(self) -> _Compiled:
@@ -211,6 +218,7 @@ class RepoGraph:
             paths,
             index,
             system,
+            spla.splu(system).solve,
             refs,
             names,
             name_index,

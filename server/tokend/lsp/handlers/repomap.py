@@ -10,7 +10,7 @@ from tokend.adapters.file_index import resolve_inside
 from tokend.core.repomap import Focus
 from tokend.lsp import wire
 from tokend.service.workspace.registry import workspaces_of
-from tokend.service.workspace.repomap import session_map
+from tokend.service.workspace.repomap import map_ready, session_map
 from tokend.service.workspace.session_files import session_index
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ def register(server: TokendServer) -> None:
         workspaces = workspaces_of(service)
         index = session_index(workspaces, data)
         await workspaces.ready(index.uri)
+        await map_ready(index)
         focus = None
         if p.focus is not None:
             files = frozenset(resolve_inside(index.root, f) for f in p.focus.files)

@@ -50,11 +50,20 @@ class WorkspaceIndex:
         self._entries: dict[str, FileEntry] = {}
         self._overlays: dict[str, str] = {}  # path -> unsaved text
         self._counts: dict[str, int] = {}  # "<tokenizer>:<sha256>" -> tokens
+        self._untagged: set[str] = set()  # changed before the first build's tags were in
 
     # -- building and keeping fresh ------------------------------------------------------
 
     def build(self, progress: Callable[[str], None] | None = None) -> None:
-        """Walk the folder, then tag its source files (runs on a thread of its own)."""
+        """Walk the folder, then tag its source files (runs on a thread of its own). `ready`
+        is set once the walk is done (figures can be asked for), `tags.ready` once the repo
+        map's tags are in (the kernel: minutes), with what changed meanwhile re-tagged."""
+        try:
+            self._build(progress)
+        finally:
+            self.tags.ready.set()  # a failed build must not leave map requests waiting
+
+    def _build(self, progress: Callable[[str], None] | None) -> None:
         entries = {}
         for entry in walk(
             self.root,
@@ -65,10 +74,29 @@ class WorkspaceIndex:
             entries[entry.path] = entry
         with self._lock:
             self._entries = entries
-        if progress:
-            progress(f"{len(entries):,} files; reading symbols")
-        self.tags.refresh(self.entries(), self.overlays())
         self.ready.set()
+
+        def tagged(done: int, total: int) -> None:
+            if progress:
+                progress(f"{len(entries):,} files; symbols of {done:,} of {total:,} read")
+
+        self.tags.refresh(self.entries(), self.overlays(), tagged)
+        while True:
+            with self._lock:
+                pending, self._untagged = self._untagged, set()
+                if not pending:
+                    self.tags.ready.set()
+                    break
+            self.tags.refresh_paths(pending, self.entries(), self.overlays())
+        self.tags.warm()
+
+    def _retag(self, paths: set[str]) -> None:
+        """Re-tag `paths` now, or after the first build's tags when they are not in yet."""
+        with self._lock:
+            if not self.tags.ready.is_set():
+                self._untagged.update(paths)
+                return
+        self.tags.refresh_paths(paths, self.entries(), self.overlays())
 
     def apply_changes(self, paths: Iterable[Path]) -> set[str]:
         """Re-read what a watcher batch touched; the workspace paths whose figures changed."""
@@ -99,8 +127,8 @@ class WorkspaceIndex:
                 with self._lock:
                     self._entries[rel] = entry
                 changed.add(rel)
-        if changed and self.ready.is_set():
-            self.tags.refresh_paths(changed, self.entries(), self.overlays())
+        if changed:
+            self._retag(changed)
         return changed
 
     def set_overlay(self, rel: str, text: str | None) -> bool:
@@ -118,8 +146,7 @@ class WorkspaceIndex:
                 self._overlays[rel] = text
         if before == text:
             return False
-        if self.ready.is_set():
-            self.tags.refresh_paths({rel}, self.entries(), self.overlays())
+        self._retag({rel})
         return True
 
     # -- reads -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ repository defines.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from tokend.core.budget import repo_map_target_tokens
@@ -35,6 +36,13 @@ def session_focus(index: WorkspaceIndex, data: SessionData) -> Focus:
     return Focus(files, identifiers_in(words, index.tags.definition_names()))
 
 
+async def map_ready(index: WorkspaceIndex) -> None:
+    """Wait until the first build's tags are in (the kernel: minutes), off the event loop and
+    outside the service's few workers, which a waiting map request must not hold."""
+    if not index.tags.ready.is_set():
+        await asyncio.get_running_loop().run_in_executor(None, index.tags.ready.wait)
+
+
 def budget_for(workspaces: Workspaces, data: SessionData) -> int:
     config = workspaces.service.config_for(data.info.workspace_uri)
     has_chat = any(not ro for _, ro in listed(data))
@@ -47,9 +55,10 @@ def session_map(
     budget_tokens: int | None = None,
     focus: Focus | None = None,
 ) -> RepoMap:
-    """The session's map (slow the first time for a focus: call it off the event loop)."""
+    """The session's map (slow the first time for a focus: call it off the event loop; it
+    waits for the first build's tags)."""
     index = session_index(workspaces, data)
-    index.ready.wait()
+    index.tags.ready.wait()
     budget = budget_tokens if budget_tokens is not None else budget_for(workspaces, data)
     chosen = focus if focus is not None else session_focus(index, data)
     counter = workspaces.service.counter(data.model)

@@ -25,6 +25,7 @@ from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
 from tokend.core.repomap_tags import FileTags
 
 MAP_CACHE_ENTRIES = 64
+CHUNK_FILES = 500  # files read and parsed between two cache writes and progress reports
 
 
 class WorkspaceTags:
@@ -36,10 +37,18 @@ class WorkspaceTags:
         self._lock = threading.RLock()  # guards the graph and the map cache
         self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
         self.errors: dict[str, str] = {}  # path -> why it has no tags
+        self.ready = threading.Event()  # set once the first build's tags are in the graph
 
-    def refresh(self, entries: Mapping[str, FileEntry], overlays: Mapping[str, str]) -> None:
-        """Tag every source file of `entries` (the build)."""
-        self.refresh_paths(set(entries) | set(overlays), entries, overlays, whole=True)
+    def refresh(
+        self,
+        entries: Mapping[str, FileEntry],
+        overlays: Mapping[str, str],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """Tag every source file of `entries` (the build); `progress(done, total)` after
+        each chunk of files."""
+        self.refresh_paths(set(entries) | set(overlays), entries, overlays, whole=True,
+                           progress=progress)  # fmt: skip
 
     def refresh_paths(
         self,
@@ -48,13 +57,38 @@ class WorkspaceTags:
         overlays: Mapping[str, str],
         *,
         whole: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
+        """Re-tag `paths` and update the graph once. Files are read and parsed a chunk at a
+        time, so no more than a chunk's bytes are held at once (the kernel: 800 MB of C)."""
         root_key = str(self.root)
         known = self._cache.hashes(root_key)
+        wanted = sorted(paths)
+        tags: dict[str, FileTags | None] = {}
+        for start in range(0, len(wanted), CHUNK_FILES):
+            tags.update(
+                self._tag_chunk(wanted[start : start + CHUNK_FILES], entries, overlays, known)
+            )
+            if progress is not None:
+                progress(min(start + CHUNK_FILES, len(wanted)), len(wanted))
+        with self._lock:
+            if whole:
+                for gone in set(self._graph.tags) - set(tags):
+                    tags[gone] = None
+            self._graph.set_files(tags)
+
+    def _tag_chunk(
+        self,
+        paths: list[str],
+        entries: Mapping[str, FileEntry],
+        overlays: Mapping[str, str],
+        known: Mapping[str, tuple[int, int, str]],
+    ) -> dict[str, FileTags | None]:
+        root_key = str(self.root)
         new_hashes: dict[str, tuple[int, int, str]] = {}
         sources: dict[str, tuple[str, str, bytes | None]] = {}  # path -> (language, sha, bytes)
         removed: list[str] = []
-        for path in sorted(paths):
+        for path in paths:
             entry = entries.get(path)
             overlay = overlays.get(path)
             language = entry.language if entry else None
@@ -110,11 +144,12 @@ class WorkspaceTags:
             self._cache.put_tags(fresh)
         if new_hashes:
             self._cache.put_hashes(root_key, new_hashes)
+        return tags
+
+    def warm(self) -> None:
+        """Build the graph's matrices now, so the first map request does not pay for them."""
         with self._lock:
-            if whole:
-                for gone in set(self._graph.tags) - set(tags):
-                    tags[gone] = None
-            self._graph.set_files(tags)
+            self._graph.prepare()
 
     @property
     def version(self) -> int:

@@ -38,7 +38,7 @@ def with_workspace(
     if not inp.chat_files:
         inp = replace(inp, chat_files=gathered.chat_texts())
     if inp.repo_map is None:
-        if index.ready.is_set():
+        if index.tags.ready.is_set():
             found = session_map(workspaces, data)
             if found.text:
                 inp = replace(inp, repo_map=found.text)

@@ -1,0 +1,103 @@
+"""What keeps a large tree (the kernel: 78,000 files) within its goals: the ignore screen,
+figures before the repo map's tags, tags read a chunk at a time, one factorization per graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pathspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.adapters.ignore_rules import Layer, is_ignored
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.repomap import Focus
+from tokend.service.workspace import tags as tags_module
+from tokend.service.workspace.index import WorkspaceIndex
+
+# The kernel's own kinds of patterns, with negations, anchors, folder-only and ** forms.
+PATTERNS = [
+    ".*", "*.a", "*.o", "*.[ch].orig", "/linux", "modules.order", "!.gitignore", "build/",
+    "!/include/build/", "**/gen/*.c", "docs/**/*.txt", "/vmlinux*", "!vmlinux.lds.S", "*~",
+    "Module.symvers", "/tar-install/", "\\#*#", "sub/*.h", "!keep.o",
+]  # fmt: skip
+SEGMENTS = ["linux", "a.o", "b.c", "x.h", "build", "include", "gen", "docs", "sub", ".git2",
+            "vmlinux", "vmlinux.lds.S", "keep.o", "f~", "#t#", "n.txt", "modules.order"]  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(
+    lines=st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=8),
+    parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=4),
+    is_dir=st.booleans(),
+    base=st.sampled_from(["", "sub", "docs/x"]),
+)
+def test_the_screen_never_changes_a_decision(
+    lines: list[str], parts: list[str], is_dir: bool, base: str
+):
+    """Judged with the screen or by pathspec alone, every path gets the same answer."""
+    path = "/".join([base, *parts]) if base else "/".join(parts)
+    screened = Layer.of(base, lines)
+    plain = Layer(base, pathspec.GitIgnoreSpec.from_lines(lines))
+    assert screened.screen is not None
+    assert is_ignored([screened], path, is_dir) == is_ignored([plain], path, is_dir)
+
+
+def _tree(tmp_path: Path, files: int) -> Path:
+    root = tmp_path / "tree"
+    root.mkdir()
+    for n in range(files):
+        (root / f"m{n}.py").write_text(f"def fn_{n}():\n    return fn_{(n + 1) % files}()\n")
+    return root
+
+
+def test_tags_are_read_a_chunk_at_a_time_with_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    root = _tree(tmp_path, 5)
+    monkeypatch.setattr(tags_module, "CHUNK_FILES", 2)
+    reports: list[str] = []
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"))
+    index.build(reports.append)
+    assert [r for r in reports if "symbols" in r] == [
+        "5 files; symbols of 2 of 5 read",
+        "5 files; symbols of 4 of 5 read",
+        "5 files; symbols of 5 of 5 read",
+    ]
+    assert index.ready.is_set() and index.tags.ready.is_set()
+    text = index.tags.repo_map(Focus(), 4096, len, "chars").text
+    assert all(f"def fn_{n}():" in text for n in range(5))  # every chunk reached the graph
+
+
+def test_figures_are_ready_before_the_tags_and_a_change_meanwhile_is_tagged(tmp_path: Path):
+    root = _tree(tmp_path, 3)
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"))
+    seen: dict[str, bool] = {}
+    real_refresh = index.tags.refresh
+
+    def refresh(entries, overlays, progress=None):  # type: ignore[no-untyped-def]
+        seen["ready during tags"] = index.ready.is_set()
+        seen["tags ready during tags"] = index.tags.ready.is_set()
+        (root / "late.py").write_text("def late_arrival():\n    pass\n")
+        index.apply_changes([root / "late.py"])  # a watcher batch while the tags are read
+        real_refresh(entries, overlays, progress)
+
+    index.tags.refresh = refresh  # type: ignore[method-assign]
+    index.build()
+    assert seen == {"ready during tags": True, "tags ready during tags": False}
+    assert "late.py" in index.entries()
+    assert "def late_arrival():" in index.tags.repo_map(Focus(), 4096, len, "chars").text
+
+
+def test_a_failed_tag_build_does_not_leave_map_requests_waiting(tmp_path: Path):
+    root = _tree(tmp_path, 2)
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"))
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a grammar blew up")
+
+    index.tags.refresh = broken  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        index.build()
+    assert index.ready.is_set() and index.tags.ready.is_set()
