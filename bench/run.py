@@ -30,7 +30,35 @@ SECTIONS = [
 ]
 
 
+SAVED = ROOT / "bench" / "out" / "sections"
+
+
+def assemble() -> int:
+    """BENCHMARKS.md from the sections saved by earlier runs (`python -m bench.run --assemble`),
+    each headed by when it ran: sections can be measured one by one, each in a run of its own."""
+    parts = [
+        "# Benchmarks\n",
+        "Written by `make bench`. Every figure stands beside its baseline or peer measured in the same run;",
+        "the machines are shared and noisy, so read medians and ratios, not single timings.\n",
+        f"Python {platform.python_version()} · {os.cpu_count()} cores · {platform.machine()}\n",
+    ]
+    missing = []
+    for name in SECTIONS:
+        saved = SAVED / f"{name}.md"
+        if not saved.is_file():
+            missing.append(name)
+            continue
+        parts.append(saved.read_text().rstrip() + "\n")
+    if missing:
+        parts.append("Not measured in this run: " + ", ".join(missing) + ".\n")
+    (ROOT / "BENCHMARKS.md").write_text("\n".join(parts))
+    print(f"bench: wrote BENCHMARKS.md ({len(SECTIONS) - len(missing)} sections)", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--assemble"]:
+        return assemble()
     wanted = argv or SECTIONS
     parts = [
         "# Benchmarks\n",
@@ -49,6 +77,9 @@ def main(argv: list[str]) -> int:
         except Exception:
             failed += 1
             section = f"### {name}\n\nFAILED:\n\n```\n{traceback.format_exc()}```\n"
+        stamp = f"Run: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({name})\n\n"
+        SAVED.mkdir(parents=True, exist_ok=True)
+        (SAVED / f"{name}.md").write_text(section.rstrip() + "\n\n_" + stamp.strip() + "_\n")
         parts.append(section.rstrip() + "\n")
         print(
             f"bench: {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True
