@@ -101,3 +101,24 @@ def test_a_failed_tag_build_does_not_leave_map_requests_waiting(tmp_path: Path):
     with pytest.raises(RuntimeError):
         index.build()
     assert index.ready.is_set() and index.tags.ready.is_set()
+
+
+def test_a_graph_too_large_to_factor_ranks_as_the_factored_one(monkeypatch: pytest.MonkeyPatch):
+    """Past DIRECT_MAX_FILES the rank is solved iteratively: the same maps as SciPy's LU."""
+    from tokend.adapters.tags import TagParser
+    from tokend.core import repomap
+    from tokend.core.repomap_render import fit_map
+
+    source = Path(__file__).resolve().parents[2] / "server" / "tokend"
+    parser = TagParser()
+    tags = {p.as_posix(): parser.tags("python", p.read_bytes()) for p in source.rglob("*.py")}
+    focuses = [Focus(), Focus(frozenset(sorted(tags)[:1])), Focus(identifiers=frozenset({"walk"}))]
+
+    def maps() -> list[str]:
+        graph = repomap.RepoGraph()
+        graph.set_files(tags)
+        return [fit_map(graph.rank(f, limit=2000), 1024, len).text for f in focuses]
+
+    factored = maps()
+    monkeypatch.setattr(repomap, "DIRECT_MAX_FILES", 0)
+    assert maps() == factored

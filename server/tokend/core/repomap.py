@@ -12,7 +12,9 @@ defining a focus identifier share the restart mass (with a small uniform floor),
 restart like everyone. It is solved exactly as the sparse linear system (I - a P^T) y = v with
 SciPy's sparse solver, x = y / sum(y): no hand-written iteration, the same numbers in every
 process. The system is the same for every focus (only v changes), so its LU factors are made
-once per graph version and each focus is one pair of triangular solves. Definitions of a focus identifier come first; then a definition's rank is the rank
+once per graph version and each focus is one pair of triangular solves. Past DIRECT_MAX_FILES
+files (the kernel) the factors would fill gigabytes, so the same system is solved with SciPy's
+BiCGSTAB to a relative residual of 1e-12: still the same numbers in every process. Definitions of a focus identifier come first; then a definition's rank is the rank
 that flows to its name along references; ties fall to its file's rank, then path, line, name. Ranks are rounded to
 RANK_DECIMALS before sorting, so the order does not hang on the last bits of a float.
 
@@ -40,6 +42,8 @@ MAX_DEFINERS = 20
 DAMPING = 0.85
 FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
 RANK_DECIMALS = 15
+DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively (see _solver)
+ITERATIVE_RTOL = 1e-12
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -218,7 +222,7 @@ class RepoGraph:
             paths,
             index,
             system,
-            spla.splu(system).solve,
+            _solver(system),
             refs,
             names,
             name_index,
@@ -229,6 +233,22 @@ class RepoGraph:
         )
         self._compiled = (self.version, compiled)
         return compiled
+
+
+def _solver(system: Any) -> Any:
+    """y = solve(v) for this version's system: its LU factors up to DIRECT_MAX_FILES files;
+    beyond, SciPy's BiCGSTAB from v (factoring a kernel-sized graph fills gigabytes)."""
+    if system.shape[0] <= DIRECT_MAX_FILES:
+        return spla.splu(system).solve
+    operator = system.tocsr()
+
+    def solve(v: Any) -> Any:
+        y, info = spla.bicgstab(operator, v, x0=v, rtol=ITERATIVE_RTOL, atol=0.0, maxiter=1000)
+        if info != 0:
+            raise ArithmeticError(f"the rank did not converge (BiCGSTAB info {info})")
+        return y
+
+    return solve
 
 
 def _name_scale(name: str, definers: int) -> float:
