@@ -27,6 +27,8 @@ SECTIONS = [
     "telemetry",
     "checkpoints",
     "workspace",
+    "kernel",
+    "ranking",
 ]
 
 
