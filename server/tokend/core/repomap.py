@@ -36,7 +36,7 @@ import scipy.sparse as sp  # type: ignore[import-untyped]  # SciPy ships no stub
 import scipy.sparse.linalg as spla  # type: ignore[import-untyped]
 
 from tokend.core.repomap_render import RankedDefinition
-from tokend.core.repomap_tags import FileTags
+from tokend.core.repomap_tags import Definition, FileTags
 
 MAX_DEFINERS = 20
 DAMPING = 0.85
@@ -75,7 +75,7 @@ class _Compiled:
     name_scale: Any  # per name: 1/k (x0.1 for a leading underscore)
     def_file: Any  # per definition: its file's index
     def_name: Any  # per definition: its name's index, -1 when the name carries no flow
-    definitions: list[RankedDefinition]
+    definitions: list[Definition]  # RankedDefinition made only for what a rank returns
 
 
 @dataclass(slots=True)
@@ -148,7 +148,7 @@ class RepoGraph:
         base = file_rank[c.def_file]
         hit = np.zeros(len(c.definitions), dtype=bool)
         if focus.identifiers:
-            hit = np.array([d.definition.name in focus.identifiers for d in c.definitions])
+            hit = np.array([d.name in focus.identifiers for d in c.definitions])
         weight, base = np.round(weight, RANK_DECIMALS), np.round(base, RANK_DECIMALS)
         position = np.arange(len(c.definitions))
         order = np.lexsort((position, -base, -weight, ~hit))
@@ -157,7 +157,7 @@ class RepoGraph:
             order = order[~skip[c.def_file[order]]]
         if limit is not None:
             order = order[:limit]
-        return [c.definitions[i] for i in order.tolist()]
+        return [RankedDefinition(c.paths[c.def_file[i]], c.definitions[i]) for i in order.tolist()]
 
     def prepare(self) -> None:
         """Build this version's matrices and factors now (else the next rank builds them)."""
@@ -213,11 +213,11 @@ class RepoGraph:
                     r_cols.append(j)
                     r_vals.append(math.sqrt(count) / total)
         refs = sp.csr_matrix((r_vals, (r_rows, r_cols)), shape=(n, len(names)))
-        definitions = [RankedDefinition(p, d) for p in paths for d in self.tags[p].definitions]
-        def_file = np.array([index[d.path] for d in definitions], dtype=np.int64)
-        def_name = np.array(
-            [name_index.get(d.definition.name, -1) for d in definitions], dtype=np.int64
+        definitions = [d for p in paths for d in self.tags[p].definitions]
+        def_file = np.repeat(
+            np.arange(n, dtype=np.int64), [len(self.tags[p].definitions) for p in paths]
         )
+        def_name = np.array([name_index.get(d.name, -1) for d in definitions], dtype=np.int64)
         compiled = _Compiled(
             paths,
             index,
