@@ -16,6 +16,8 @@ Keys (TOML):
     [tool_output] # GateConfig fields (characters, tool names), see tokend.core.gates
     [rate]        # tpm_limit, see tokend.core.usage_stats
     [telemetry]   # TelemetryConfig fields, see tokend.core.telemetry_settings
+    [summarizer]  # SummarizerConfig fields (user config only), see tokend.core.model_summary
+    [handoff]     # HandoffConfig fields (max_files, file_tokens), see tokend.core.handoff
     [models."NAME"]  # catalog overrides, see tokend.core.catalog.OVERRIDE_KEYS
 """
 
@@ -35,6 +37,8 @@ from tokend.core.budget import (
 from tokend.core.budget_injection import CONTEXT_CHECKS, ContextConfig
 from tokend.core.catalog import ModelInfo
 from tokend.core.gates import GateConfig
+from tokend.core.handoff import HANDOFF_CHECKS, HandoffConfig
+from tokend.core.model_summary import SUMMARIZER_CHECKS, SummarizerConfig
 from tokend.core.spend import SPEND_CHECKS, SpendConfig
 from tokend.core.telemetry_settings import TELEMETRY_CHECKS, TelemetryConfig
 from tokend.core.usage_stats import RATE_CHECKS, RateConfig
@@ -57,6 +61,8 @@ class TokendConfig:
     rate: RateConfig = RateConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     tool_output: GateConfig = GateConfig()
+    summarizer: SummarizerConfig = SummarizerConfig()
+    handoff: HandoffConfig = HandoffConfig()
 
 
 Check = tuple[Callable[[Any], bool], str]
@@ -117,6 +123,14 @@ TABLE_CHECKS: dict[str, Mapping[str, Check]] = {
     "rate": RATE_CHECKS,
     "telemetry": TELEMETRY_CHECKS,
     "tool_output": GATE_CHECKS,
+    "summarizer": SUMMARIZER_CHECKS,
+    "handoff": HANDOFF_CHECKS,
+}
+# Tables a workspace's .tokend.toml may not set: a repository must not choose where metrics or
+# the conversation are sent, nor which environment variable's key goes with them.
+USER_ONLY_TABLES: dict[str, str] = {
+    "telemetry": "where metrics are sent",
+    "summarizer": "where the conversation is sent for a summary, or with which key",
 }
 TOP_CHECKS: dict[str, Check] = {
     "database_url": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
@@ -183,10 +197,10 @@ def _merge_layer(
     changes: dict[str, Any] = {}
     accepted: list[str] = []
     for key, value in layer.items():
-        if key == "telemetry" and workspace:
+        if key in USER_ONLY_TABLES and workspace:
             warnings.append(
-                f"{source}: [telemetry] is read from the user config only (a repository must "
-                "not choose where metrics are sent); ignored"
+                f"{source}: [{key}] is read from the user config only (a repository must "
+                f"not choose {USER_ONLY_TABLES[key]}); ignored"
             )
         elif key in TABLE_CHECKS:
             where = f"{source}: [{key}]"

@@ -134,11 +134,18 @@ def render_summary(
     target_tokens: int,
     user_words_tokens: int = USER_WORDS_TOKENS,
     instructions: str | None = None,
+    narrative: str | None = None,
 ) -> RenderedSummary:
     """The summary's text: the user's words within `user_words_tokens`, the rest within
-    `target_tokens`; what does not fit is left out oldest first, and counted in `dropped`."""
+    `target_tokens`; what does not fit is left out oldest first, and counted in `dropped`.
+
+    `narrative` is a model's checked answer (core.model_summary: objective, decisions, work
+    state, next step): it replaces the extractive conclusions and next step; the user's words,
+    the plan, the artifact index and the errors stay mechanical around it."""
     dropped: dict[str, int] = {}
     sections: list[str] = []
+    if narrative:
+        sections.append(narrative.strip())
     words = _newest_within(digest.user_words, count_many, user_words_tokens)
     if len(words) < len(digest.user_words):
         dropped["userMessages"] = len(digest.user_words) - len(words)
@@ -155,7 +162,7 @@ def render_summary(
     if digest.todos:
         plan = "\n".join(f"- [{status}] {text}" for status, text in digest.todos[:50])
         sections.append("## Work state (the agent's last plan)\n" + plan)
-    step = next_step(digest)
+    step = None if narrative else next_step(digest)
     # The artifact index comes first: every file, unless the files alone pass the target.
     files = [f"- {t.path}: {_ops(t)}" for t in digest.files]
     kept_files, left = _grant(files, count_many, target_tokens, 1.0, dropped, "files")
@@ -165,7 +172,7 @@ def render_summary(
     kept_errors, left = _grant(errors, count_many, left, 0.5, dropped, "errors")
     commands = [f"- `{_cut(c.command, MAX_COMMAND_CHARS)}` → {c.status}" for c in digest.commands]
     kept_commands, left = _grant(commands, count_many, left, 0.7, dropped, "commands")
-    conclusions = [_cut(c, MAX_CONCLUSION_CHARS) for c in digest.conclusions]
+    conclusions = [] if narrative else [_cut(c, MAX_CONCLUSION_CHARS) for c in digest.conclusions]
     kept_conclusions, left = _grant(conclusions, count_many, left, 1.0, dropped, "conclusions")
     index = []
     if kept_files:

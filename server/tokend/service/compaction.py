@@ -2,8 +2,9 @@
 
 - prune clears old tool output (core.prune).
 - summarize keeps a verbatim tail (core.compaction_plan) and replaces the head with a summary
-  (service.summarizers), written in a worker thread and applied as a NewWindow: messages
-  appended meanwhile come after it.
+  (service.summarizers: a model's narrative when the [summarizer] chain names one and it
+  answers well, the extractive digest around it always), written off the event loop and
+  applied as a NewWindow: messages appended meanwhile come after it.
 - full keeps only the shortest tail; when even that overflows the input limit, the summary
   leaves out its oldest items until it fits, and says so.
 - auto walks them, cheapest first, until the gauge is under the autocompact threshold.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tokend.core.budget import history_summary_target_tokens
 from tokend.core.changes import Change
@@ -29,7 +30,13 @@ from tokend.core.summary import USER_WORDS_TOKENS
 from tokend.core.types import Part, Role, Usage
 from tokend.service.service import TokendService
 from tokend.service.session_state import SessionState
-from tokend.service.summarizers import WrittenSummary, write_summary
+from tokend.service.summarizers import (
+    AskClient,
+    Narrative,
+    WrittenSummary,
+    model_narrative,
+    write_summary,
+)
 
 STRATEGIES = ("auto", "prune", "summarize", "full")
 FULL_FIT_ATTEMPTS = 6  # halvings of the summary's budgets before full gives up fitting
@@ -58,6 +65,8 @@ class CompactRequest:
     from_message_id: str | None = None
     instructions: str | None = None
     automatic: bool = False  # compaction.auto: only when the gauge is over the threshold
+    # session/summarize to the connection that asked (the "client" summarizer)
+    ask_client: AskClient | None = field(default=None, compare=False)
 
 
 async def compact_async(
@@ -102,17 +111,24 @@ def compact(
     return asyncio.run(compact_async(service, session_id, request))
 
 
-async def auto_compact_async(service: TokendService, session_id: str) -> CompactOutcome | None:
+async def auto_compact_async(
+    service: TokendService, session_id: str, ask_client: AskClient | None = None
+) -> CompactOutcome | None:
     """compaction.auto: the auto tiers when the gauge is at or over the autocompact threshold.
 
-    None when not needed, disabled, or when no tier could act (the snapshot then warns that
-    the session is over the threshold). Never silent: the caller announces what was done."""
+    None when not needed, disabled, already running (the running one is announced when done;
+    an append does not wait for a model writing a summary), or when no tier could act (the
+    snapshot then warns that the session is over the threshold). Never silent: the caller
+    announces what was done."""
     state = service.state(session_id)
     if not service.config_for(state.data.info.workspace_uri).compaction.auto:
         return None
     if state.snapshot.used_tokens < state.snapshot.autocompact_threshold:
         return None
-    outcome = await compact_async(service, session_id, CompactRequest("auto", automatic=True))
+    if state.compacting.locked():
+        return None
+    request = CompactRequest("auto", automatic=True, ask_client=ask_client)
+    outcome = await compact_async(service, session_id, request)
     return outcome if any(a.kind != "skip" for a in outcome.actions) else None
 
 
@@ -211,8 +227,17 @@ async def _written(
     limit: int,
     full: bool,
 ) -> tuple[WrittenSummary, int]:
-    """The summary (written in a worker thread) and the gauge it leaves; for full, budgets
-    halved until the context fits the input limit (the oldest items go first)."""
+    """The summary (a model's narrative asked once, the rest written in a worker thread) and
+    the gauge it leaves; for full, budgets halved until the context fits the input limit (the
+    oldest items go first)."""
+    narrative: Narrative = await model_narrative(
+        service,
+        data,
+        split,
+        target_tokens=target,
+        instructions=request.instructions,
+        ask_client=request.ask_client,
+    )
 
     def write(target_tokens: int, user_words_tokens: int) -> WrittenSummary:
         return write_summary(
@@ -222,6 +247,7 @@ async def _written(
             target_tokens=target_tokens,
             user_words_tokens=user_words_tokens,
             instructions=request.instructions,
+            narrative=narrative,
         )
 
     attempts = FULL_FIT_ATTEMPTS if full else 1
@@ -245,6 +271,8 @@ def _summary_detail(split: WindowSplit, written: WrittenSummary, summary_tokens:
     if written.dropped:
         left_out = ", ".join(f"{n} {name}" for name, n in written.dropped.items())
         text += f"; left out for room, oldest first: {left_out}"
+    if written.steps:
+        text += "; summarizers tried: " + "; ".join(written.steps)
     return text
 
 
@@ -269,12 +297,14 @@ async def append_message(
     usage: Usage | None,
     model: str | None,
     if_version: int | None,
+    ask_client: AskClient | None = None,
 ) -> AppendOutcome:
-    """session/append: the message, then compaction.auto when the gauge passed the threshold."""
+    """session/append: the message, then compaction.auto when the gauge passed the threshold
+    (`ask_client` reaches the appending connection, for the "client" summarizer)."""
     message, snapshot, tokens = await service.append_async(
         session_id, role, parts, usage=usage, model=model, if_version=if_version
     )
-    auto = await auto_compact_async(service, session_id)
+    auto = await auto_compact_async(service, session_id, ask_client)
     if auto is not None:
         snapshot = auto.snapshot
     gated = tuple(gated_outputs(message.parts))

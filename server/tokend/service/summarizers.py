@@ -1,18 +1,40 @@
-"""Who writes a compaction's summary (core.ports.Summarizer), and the summary change itself.
+"""Who writes a compaction's summary, and the summary change itself.
 
-`extractive` (the default and, for now, the only one): offline and deterministic, built from
-the history by core.summary. It never fails, so it is also the end of every fallback chain a
-model-backed summarizer will add.
+The `[summarizer] chain` is tried in order (core.model_summary):
+- `client`: a server→client request `session/summarize` {sessionId, prompt, maxTokens} to the
+  connection that asked for the compaction; its agent or editor calls its own model and
+  answers {summary}. The daemon needs no key.
+- `openai`: any OpenAI-compatible `/chat/completions`; `anthropic`: `/v1/messages`. Base URL
+  and model from the config, the key from the environment variable the config names. Each
+  model of the list is one step (a small model first, the primary after it).
+- `extractive` (the default): offline and deterministic (core.summary); it never fails, so it
+  ends every chain.
+A model writes only the narrative (objective, decisions, work state, next step), checked
+before use; the user's words, the artifact index and the errors stay mechanical around it.
+A timeout, an HTTP error, an empty or malformed answer moves to the next step; every step is
+reported (`Narrative.steps`), and history is never dropped because a summarizer failed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import json
+import logging
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tokend.core.changes import NewWindow
 from tokend.core.compaction_plan import WindowSplit
+from tokend.core.model_summary import (
+    SummarizerConfig,
+    answer_problem,
+    answer_tokens,
+    build_prompt,
+)
 from tokend.core.session_data import SessionData
 from tokend.core.summary import (
     USER_WORDS_TOKENS,
@@ -24,9 +46,36 @@ from tokend.core.summary import (
 from tokend.core.types import Message
 from tokend.service.service import TokendService
 
+log = logging.getLogger(__name__)
+
+AskClient = Callable[[str, str, int], Awaitable[Any]]
+"""(sessionId, prompt, maxTokens) -> the client's answer to session/summarize."""
+
+ANTHROPIC_VERSION = "2023-06-01"
+MAX_ERROR_BODY_CHARS = 200
+
+
+class SummaryFailed(Exception):
+    """A model-backed summarizer gave no usable summary; `reason` says why, in a few words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ModelWriter(Protocol):
+    """Writes the narrative for a prompt, or raises SummaryFailed. Runs on the event loop (its
+    blocking work in a thread of its own, never the service's workers)."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def write(self, prompt: str, max_tokens: int) -> str: ...
+
 
 class ExtractiveSummarizer:
-    """core.summary's digest, rendered within the budgets (tokens, as `count_many` counts)."""
+    """core.summary's digest, rendered within the budgets (tokens, as `count_many` counts),
+    around a model's narrative when one was written."""
 
     name = "extractive"
 
@@ -36,7 +85,11 @@ class ExtractiveSummarizer:
         self.dropped: dict[str, int] = {}
 
     def summarize(
-        self, messages: Sequence[Message], target_tokens: int, instructions: str | None
+        self,
+        messages: Sequence[Message],
+        target_tokens: int,
+        instructions: str | None,
+        narrative: str | None = None,
     ) -> tuple[str, dict[str, Any] | None]:
         digest = digest_of(messages)
         rendered = render_summary(
@@ -45,9 +98,209 @@ class ExtractiveSummarizer:
             target_tokens=target_tokens,
             user_words_tokens=self._user_words_tokens,
             instructions=instructions,
+            narrative=narrative,
         )
         self.dropped = dict(rendered.dropped)
         return rendered.text, digest_to_json(digest)
+
+
+# -- the model-backed writers --------------------------------------------------------------------
+
+
+class HttpWriter:
+    """One model behind an OpenAI-compatible or an Anthropic endpoint (urllib, in a thread)."""
+
+    def __init__(
+        self, provider: str, base_url: str, model: str, key_env: str, timeout_s: float
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.name = f"{provider}:{model}"
+        self._base_url = base_url.rstrip("/")
+        self._key_env = key_env
+        self._timeout_s = timeout_s
+
+    async def write(self, prompt: str, max_tokens: int) -> str:
+        try:
+            return await asyncio.wait_for(
+                asyncio.to_thread(self._post, prompt, max_tokens), self._timeout_s
+            )
+        except TimeoutError:
+            raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
+
+    def _post(self, prompt: str, max_tokens: int) -> str:
+        key = os.environ.get(self._key_env, "")
+        url, headers, body = self._request(prompt, max_tokens, key)
+        request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            said = error.read()[:MAX_ERROR_BODY_CHARS].decode("utf-8", "replace").strip()
+            unset = f"; {self._key_env} is not set" if not key and error.code in (401, 403) else ""
+            raise SummaryFailed(f"HTTP {error.code} ({said or error.reason}{unset})") from None
+        except TimeoutError:
+            raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            if isinstance(reason, TimeoutError):
+                raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
+            raise SummaryFailed(f"cannot reach {self._base_url} ({reason})") from None
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise SummaryFailed("the answer is not JSON") from None
+        return self._text(answer)
+
+    def _request(self, prompt: str, max_tokens: int, key: str) -> tuple[str, dict[str, str], Any]:
+        headers = {"Content-Type": "application/json"}
+        messages = [{"role": "user", "content": prompt}]
+        if self.provider == "anthropic":
+            if key:
+                headers["x-api-key"] = key
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+            path = "/messages" if self._base_url.endswith("/v1") else "/v1/messages"
+            body = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
+            return self._base_url + path, headers, body
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+        }
+        return self._base_url + "/chat/completions", headers, body
+
+    def _text(self, answer: Any) -> str:
+        """The answer's text; SummaryFailed when it has none or was cut at max_tokens."""
+        try:
+            if self.provider == "anthropic":
+                cut = answer.get("stop_reason") == "max_tokens"
+                blocks = answer["content"]
+                text = "".join(b["text"] for b in blocks if b.get("type") == "text")
+            else:
+                choice = answer["choices"][0]
+                cut = choice.get("finish_reason") == "length"
+                text = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError, AttributeError):
+            where = "content" if self.provider == "anthropic" else "choices[0].message.content"
+            raise SummaryFailed(f"no {where} in the answer") from None
+        if not isinstance(text, str):
+            raise SummaryFailed("the answer's content is not text")
+        if cut:
+            raise SummaryFailed("the answer was cut at maxTokens")
+        return text
+
+
+class ClientWriter:
+    """session/summarize to the connection that asked for the compaction."""
+
+    name = "client"
+
+    def __init__(self, ask: AskClient, session_id: str, timeout_s: float) -> None:
+        self._ask = ask
+        self._session_id = session_id
+        self._timeout_s = timeout_s
+
+    async def write(self, prompt: str, max_tokens: int) -> str:
+        pending = asyncio.ensure_future(self._ask(self._session_id, prompt, max_tokens))
+        try:
+            # shield: a late answer still finds its request (it is then ignored)
+            answer = await asyncio.wait_for(asyncio.shield(pending), self._timeout_s)
+        except TimeoutError:
+            raise SummaryFailed(f"the client did not answer within {self._timeout_s:g} s") from None
+        except Exception as error:  # a JSON-RPC error from the client, a closed connection
+            raise SummaryFailed(f"the client answered with an error ({error})") from None
+        summary = answer.get("summary") if isinstance(answer, dict) else None
+        if not isinstance(summary, str):
+            raise SummaryFailed("the client's answer has no summary string")
+        return summary
+
+
+# -- the chain -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Narrative:
+    """What the chain's model-backed steps gave: the checked text (None: the extractive
+    summary stands alone), who wrote it, and one line per step tried."""
+
+    text: str | None = None
+    by: str = "extractive"
+    steps: tuple[str, ...] = ()
+
+
+def chain_writers(
+    config: SummarizerConfig, session_id: str, ask_client: AskClient | None
+) -> list[ModelWriter | str]:
+    """The chain's model-backed steps before "extractive", each a writer, or a line saying why
+    the step cannot run (not configured, no client connection)."""
+    steps: list[ModelWriter | str] = []
+    for entry in config.chain:
+        if entry == "extractive":
+            break
+        if entry == "client":
+            if ask_client is None:
+                steps.append("client: skipped (no client connection asked for this compaction)")
+            else:
+                steps.append(ClientWriter(ask_client, session_id, config.timeout_s))
+            continue
+        base = config.openai_base_url if entry == "openai" else config.anthropic_base_url
+        models = config.models(entry)
+        if not base.strip() or not models:
+            missing = f"{entry}_base_url" if not base.strip() else f"{entry}_model"
+            steps.append(f"{entry}: skipped ([summarizer] {missing} is not set)")
+            continue
+        key_env = config.openai_api_key_env if entry == "openai" else config.anthropic_api_key_env
+        steps += [HttpWriter(entry, base, m, key_env, config.timeout_s) for m in models]
+    return steps
+
+
+async def model_narrative(
+    service: TokendService,
+    data: SessionData,
+    split: WindowSplit,
+    *,
+    target_tokens: int,
+    instructions: str | None,
+    ask_client: AskClient | None = None,
+) -> Narrative:
+    """The first checked narrative the chain's model-backed steps write for `split.head`, or
+    none (the extractive summary then stands alone); every step is reported."""
+    config = service.config_for(data.info.workspace_uri).summarizer
+    writers = chain_writers(config, data.id, ask_client)
+    if not writers:
+        return Narrative()
+    max_tokens = answer_tokens(target_tokens)
+    counter = service.counter(data.model)
+    prompt = await service.run(lambda: build_prompt(split.head, max_tokens, instructions))
+    steps: list[str] = []
+    for writer in writers:
+        if isinstance(writer, str):
+            steps.append(writer)
+            continue
+        try:
+            text = await writer.write(prompt, max_tokens)
+            tokens = await service.run(lambda t=text: counter.count_text(t))  # type: ignore[misc]
+            problem = answer_problem(text, tokens, max_tokens)
+            if problem is not None:
+                raise SummaryFailed(f"refused: {problem}")
+        except SummaryFailed as failed:
+            reason = failed.reason
+        except Exception as error:  # never lose history to a summarizer's bug
+            log.exception("summarizer %s failed", writer.name)
+            reason = f"failed ({type(error).__name__})"
+        else:
+            steps.append(f"{writer.name}: used")
+            return Narrative(text.strip(), writer.name, tuple(steps))
+        log.warning("session %s: summarizer %s: %s", data.id, writer.name, reason)
+        steps.append(f"{writer.name}: {reason}")
+    steps.append("extractive: used")
+    return Narrative(None, "extractive", tuple(steps))
+
+
+# -- the summary change ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -55,6 +308,7 @@ class WrittenSummary:
     change: NewWindow
     summarizer: str
     dropped: dict[str, int]  # items left out for room, by section
+    steps: tuple[str, ...] = ()  # the chain's steps, when it had model-backed ones
 
 
 def write_summary(
@@ -65,9 +319,10 @@ def write_summary(
     target_tokens: int,
     user_words_tokens: int,
     instructions: str | None,
+    narrative: Narrative = Narrative(),
 ) -> WrittenSummary:
     """The summary of `split.head` as a change (run it in a worker thread: it counts)."""
     summarizer = ExtractiveSummarizer(service.counter(data.model).count_texts, user_words_tokens)
-    text, digest = summarizer.summarize(split.head, target_tokens, instructions)
+    text, digest = summarizer.summarize(split.head, target_tokens, instructions, narrative.text)
     change = service.summary_change(data, text, digest, [m.id for m in split.head])
-    return WrittenSummary(change, summarizer.name, summarizer.dropped)
+    return WrittenSummary(change, narrative.by, summarizer.dropped, narrative.steps)

@@ -8,6 +8,7 @@ from lsprotocol import types
 
 from tokend.core.errors import InvalidParams
 from tokend.lsp import wire
+from tokend.lsp.ask_client import ask_client
 from tokend.lsp.convert import (
     from_wire_part,
     from_wire_role,
@@ -54,6 +55,7 @@ def register(server: TokendServer) -> None:
                 usage=usage,
                 model=p.message.model,
                 if_version=p.if_version,
+                ask_client=ask_client(ls),
             )
         if outcome.auto is not None:
             announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
@@ -99,7 +101,9 @@ def register(server: TokendServer) -> None:
             ls.work_done_progress.begin(
                 token, types.WorkDoneProgressBegin(title="tokend: compacting the session")
             )
-        request = CompactRequest(p.strategy, p.from_message_id, p.instructions)
+        request = CompactRequest(
+            p.strategy, p.from_message_id, p.instructions, ask_client=ask_client(ls)
+        )
         done = "failed"
         try:
             with ls.host.busy():
