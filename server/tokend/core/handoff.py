@@ -13,7 +13,7 @@ deleted or moved it away is left out. Budgets are tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,18 +89,19 @@ class FileChoice:
 
 
 def choose_files(
-    candidates: Sequence[tuple[str, int | None, str | None]], config: HandoffConfig
+    candidates: Iterable[tuple[str, int | None, str | None]], config: HandoffConfig
 ) -> list[FileChoice]:
     """`candidates` in rank order as (path, tokens or None when unreadable, why unreadable):
     the first ones that fit, at most `max_files` of them within `file_tokens`; a file that does
-    not fit is passed over for smaller ones after it."""
+    not fit is passed over for smaller ones after it. Reads `candidates` lazily and stops at
+    `max_files` included."""
     chosen: list[FileChoice] = []
     used = included = 0
+    if config.max_files <= 0:
+        return chosen
     for path, tokens, problem in candidates:
         if tokens is None:
             chosen.append(FileChoice(path, 0, False, problem or "unreadable"))
-        elif included >= config.max_files:
-            chosen.append(FileChoice(path, tokens, False, f"over {config.max_files} files"))
         elif used + tokens > config.file_tokens:
             chosen.append(
                 FileChoice(path, tokens, False, f"over the {config.file_tokens:,}-token budget")
@@ -109,6 +110,8 @@ def choose_files(
             chosen.append(FileChoice(path, tokens, True))
             used += tokens
             included += 1
+            if included >= config.max_files:
+                break
     return chosen
 
 
