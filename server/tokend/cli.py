@@ -1,5 +1,5 @@
-"""The `tokend` command: serve, lsp, stop, status, context, sessions, compact, models, config,
-import, replay, follow, statusline, watch, checkpoints, rewind."""
+"""The `tokend` command: serve, lsp, stop, status, context, sessions, compact, fork, handoff,
+models, config, import, replay, follow, statusline, watch, checkpoints, rewind."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("session", nargs="?", help="a session id (default: the active one)")
     compact.add_argument("--json", action="store_true")
+    _history_parsers(sub)
 
     models = sub.add_parser("models", help="the model catalog")
     models_sub = models.add_subparsers(dest="models_command", required=True)
@@ -141,6 +142,20 @@ def _checkpoint_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     rewind.add_argument("--json", action="store_true")
 
 
+def _history_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`tokend fork` and `tokend handoff` (commands/fork.py, commands/handoff.py)."""
+    fork = sub.add_parser("fork", help="a child session with the parent's messages (parent kept)")
+    fork.add_argument("session", nargs="?", help="a session id (default: the active one)")
+    fork.add_argument("--at", metavar="MESSAGE", help="copy up to and including this message")
+    fork.add_argument("--json", action="store_true")
+    handoff = sub.add_parser(
+        "handoff", help="a new session for a goal, starting with the context and relevant files"
+    )
+    handoff.add_argument("session", nargs="?", help="a session id (default: the active one)")
+    handoff.add_argument("--goal", required=True, help="what the new session is for")
+    handoff.add_argument("--json", action="store_true")
+
+
 def _sessions_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sessions = sub.add_parser(
         "sessions", help="the workspace's sessions and their gauges; delete, restore, rename"
@@ -214,6 +229,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.compact import run_compact
 
         return run_compact(args, sys.stdout)
+    if args.command == "fork":
+        from tokend.commands.fork import run_fork
+
+        return run_fork(args, sys.stdout)
+    if args.command == "handoff":
+        from tokend.commands.handoff import run_handoff
+
+        return run_handoff(args, sys.stdout)
     if args.command == "stop":
         from tokend.commands.serve import run_stop
 
