@@ -60,6 +60,7 @@ def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
         last_estimate_error_pct=data.errors[-1].error_pct if data.errors else None,
         version=data.version,
         warnings=warnings,
+        times=data.times.figures(),
     )
 
 

@@ -30,6 +30,7 @@ from tokend.core.framing import message_overhead, reply_priming
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import CallFigures, Totals
 from tokend.core.types import ContentClass, Message, SessionInfo, Usage
+from tokend.core.usage_stats import TimeTally, add_message
 
 ERROR_HISTORY = 200  # estimate errors kept per session (and persisted)
 
@@ -77,6 +78,7 @@ class SessionData:
     cost_by_model: Mapping[str, float] = field(default_factory=dict)
     compactions: int = 0
     errors: tuple[EstimateError, ...] = ()
+    times: TimeTally = TimeTally()  # every message of the session so far, all windows
 
     @property
     def id(self) -> str:
@@ -141,7 +143,13 @@ def _append(data: SessionData, change: AppendMessage) -> Evolved:
     message, counts = change.message, change.counts
     tokens = {**data.message_tokens, message.id: counts.total}
     messages = (*data.messages, message)
-    grown = replace(data, messages=messages, message_tokens=tokens, version=data.version + 1)
+    grown = replace(
+        data,
+        messages=messages,
+        message_tokens=tokens,
+        version=data.version + 1,
+        times=add_message(data.times, message),
+    )
     if message.usage is None:
         added = data.added
         chars = dict(added.chars_by_class)
@@ -303,6 +311,7 @@ def _new_window(data: SessionData, change: NewWindow) -> SessionData:
         added=Added(),
         compactions=data.compactions + 1,
         version=data.version + 2,  # a message and a compaction (as a reload counts them)
+        times=add_message(data.times, message),
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tokend.core.usage_stats import TimeFigures
+
 # Categories measured directly (the rest of the total is "messages").
 MEASURED_CATEGORIES: tuple[str, ...] = (
     "system",
@@ -79,6 +81,8 @@ class BudgetSnapshot:
     last_estimate_error_pct: float | None
     version: int
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Claude Code's status-line time and lines, over every message of the session.
+    times: TimeFigures = TimeFigures(0, None, 0, 0)
 
 
 def breakdown(

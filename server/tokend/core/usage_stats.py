@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -80,33 +80,69 @@ class TimeFigures:
     lines_removed: int
 
 
-def time_figures(messages: Sequence[Message]) -> TimeFigures:
-    """From every message of a session (compacted ones included), oldest first:
-    wall duration from the first message to the last moment recorded; API duration summed
-    over assistant replies whose completion came after their request (`created_at` is when
-    the request was made, `completed_at` when the reply ended); lines added and removed by
-    edit tool calls whose result was not an error."""
-    if not messages:
-        return TimeFigures(0, None, 0, 0)
-    start = min(m.created_at for m in messages)
-    end = max(m.completed_at or m.created_at for m in messages)
-    api: timedelta | None = None
-    for m in messages:
-        if m.role == "assistant" and m.completed_at is not None and m.completed_at > m.created_at:
-            api = (api or timedelta()) + (m.completed_at - m.created_at)
-    failed = {
-        sp.part.call_id
-        for m in messages
-        for sp in m.parts
-        if isinstance(sp.part, ToolResultPart) and sp.part.is_error
-    }
-    added = removed = 0
-    for m in messages:
-        for sp in m.parts:
-            if isinstance(sp.part, ToolCallPart) and sp.part.call_id not in failed:
-                plus, minus = edit_lines(sp.part.name, sp.part.input)
+@dataclass(frozen=True, slots=True)
+class TimeTally:
+    """The running sums behind TimeFigures, moved on one message at a time (`add_message`), so a
+    session keeps its figures without reading its old messages again. `open_edits` holds the
+    lines of edit tool calls whose result has not come yet (call id -> (added, removed)): an
+    error result takes them back out."""
+
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    api_duration: timedelta | None = None
+    lines_added: int = 0
+    lines_removed: int = 0
+    open_edits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+    def figures(self) -> TimeFigures:
+        wall = (
+            _ms(self.ended_at - self.started_at)
+            if self.started_at is not None and self.ended_at is not None
+            else 0
+        )
+        api = None if self.api_duration is None else _ms(self.api_duration)
+        return TimeFigures(wall, api, self.lines_added, self.lines_removed)
+
+
+def add_message(tally: TimeTally, m: Message) -> TimeTally:
+    """`tally` with one more message of the session (messages come oldest first): the wall
+    duration runs from the first message to the last moment recorded; the API duration sums
+    assistant replies whose completion came after their request (`created_at` is when the
+    request was made, `completed_at` when the reply ended); edit tool calls add their lines,
+    and a result that is an error takes its call's lines back out."""
+    end = m.completed_at or m.created_at
+    started = m.created_at if tally.started_at is None else min(tally.started_at, m.created_at)
+    ended = end if tally.ended_at is None else max(tally.ended_at, end)
+    api = tally.api_duration
+    if m.role == "assistant" and m.completed_at is not None and m.completed_at > m.created_at:
+        api = (api or timedelta()) + (m.completed_at - m.created_at)
+    added, removed, open_edits = tally.lines_added, tally.lines_removed, tally.open_edits
+    for sp in m.parts:
+        part = sp.part
+        if isinstance(part, ToolCallPart):
+            plus, minus = edit_lines(part.name, part.input)
+            if plus or minus:
                 added, removed = added + plus, removed + minus
-    return TimeFigures(_ms(end - start), None if api is None else _ms(api), added, removed)
+                open_edits = {**open_edits, part.call_id: (plus, minus)}
+        elif isinstance(part, ToolResultPart) and part.call_id in open_edits:
+            open_edits = dict(open_edits)
+            plus, minus = open_edits.pop(part.call_id)
+            if part.is_error:
+                added, removed = added - plus, removed - minus
+    return TimeTally(started, ended, api, added, removed, open_edits)
+
+
+def tally_messages(messages: Iterable[Message], tally: TimeTally = TimeTally()) -> TimeTally:
+    """`tally` with every one of `messages` added, in order."""
+    for message in messages:
+        tally = add_message(tally, message)
+    return tally
+
+
+def time_figures(messages: Sequence[Message]) -> TimeFigures:
+    """From every message of a session (compacted ones included), oldest first; see
+    `add_message`."""
+    return tally_messages(messages).figures()
 
 
 def _ms(delta: timedelta) -> int:

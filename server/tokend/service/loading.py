@@ -4,9 +4,10 @@ The live context (core.session_data: the live summary, then what no summary cove
 rewind took out) is played through `core.session_data.evolve` as reloaded
 (unscored) appends, so a reloaded gauge is built by the same code as a live one. What messages
 do not hold comes from the session row's `extra`: compactions, the measured context, the
-estimate errors, and a prune's delta on the anchor. Parts the store has no count for are
-counted and their counts saved. The version never goes back across restarts: it is derived
-from persisted counts.
+estimate errors, and a prune's delta on the anchor. The time figures (wall and API duration,
+lines edited) are tallied again from every message of every window. Parts the store has no
+count for are counted and their counts saved. The version never goes back across restarts: it
+is derived from persisted counts.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tokend.core.ports import Store
 from tokend.core.session_data import SessionData, add_usage, evolve
 from tokend.core.snapshot import Totals
 from tokend.core.types import Message, SessionInfo
+from tokend.core.usage_stats import tally_messages
 from tokend.service.counting import ModelCounter
 from tokend.service.session_state import restored_errors
 
@@ -79,6 +81,8 @@ def load_session_data(
         + int(extra.get("rewinds", 0))
     )
     data = replace(data, compactions=compactions, version=version, errors=restored_errors(extra))
+    if every is not messages:  # the time figures count every window's messages, in order
+        data = replace(data, times=tally_messages(every))
     return _restore_anchor_delta(data)
 
 
