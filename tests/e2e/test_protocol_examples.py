@@ -2,8 +2,8 @@
 `tokend lsp --standalone` and compares every tagged example block with what the server said.
 
 Volatile values are normalized the same way on both sides: ULIDs (in order of appearance),
-timestamps, the pid and the uptime; strings over 160 characters are shown as their start and
-length. To refresh the examples after a deliberate change, run
+timestamps, the pid, the uptime and a session's wall time; strings over 160 characters are shown
+as their start and length. To refresh the examples after a deliberate change, run
 with TOKEND_WRITE_PROTOCOL_EXAMPLES=1 and review the diff of protocol.md.
 """
 
@@ -56,6 +56,7 @@ class Transcript:
         text = ULID.sub(fake, text)
         text = STAMP.sub("2026-11-22T05:40:00+00:00", text)
         text = re.sub(r'"pid":\d+', '"pid":4242', text)
+        text = re.sub(r'"wallMs":\d+', '"wallMs":1840', text)
         return re.sub(r'"uptimeSeconds":[0-9.]+', '"uptimeSeconds":73.2', text)
 
     async def call(self, server: ProcessClient, name: str, method: str, params: Any) -> Any:

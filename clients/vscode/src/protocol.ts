@@ -47,6 +47,13 @@ export interface Totals {
   cacheWriteTokens: number;
 }
 
+export interface Time {
+  wallMs: number;
+  apiMs: number | null;
+  linesAdded: number;
+  linesRemoved: number;
+}
+
 export interface LastCall {
   messageId: string;
   inputTokens: number;
@@ -73,6 +80,7 @@ export interface Snapshot {
   compactions: number;
   cost: Cost;
   totals: Totals;
+  time: Time;
   lastCall: LastCall | null;
   lastEstimateErrorPct: number | null;
   version: number;

@@ -115,8 +115,11 @@ def claude_code_status(
 ) -> dict[str, Any]:
     """The snapshot in the JSON shape Claude Code pipes to its statusLine command, so scripts
     written for it work on tokend's figures unchanged. `current_usage` is the last provider
-    call (null before any); `total_*` add up every call; the percentages are tokend's gauge."""
+    call (null before any); `total_*` add up every call; the percentages are tokend's gauge.
+    The cost block's durations and lines come from every message of the session (all windows);
+    `total_api_duration_ms` is null until a client reports how long a reply took."""
     last = s.get("lastCall")
+    time = s["time"]
     totals = s["totals"]
     used_pct = round(s["usedPercentage"], 1)
     return {
@@ -125,7 +128,13 @@ def claude_code_status(
         "cwd": cwd,
         "model": {"id": s["model"], "display_name": s["model"]},
         "workspace": {"current_dir": cwd, "project_dir": project_dir or cwd},
-        "cost": {"total_cost_usd": s["cost"]["totalUsd"]},
+        "cost": {
+            "total_cost_usd": s["cost"]["totalUsd"],
+            "total_duration_ms": time["wallMs"],
+            "total_api_duration_ms": time["apiMs"],
+            "total_lines_added": time["linesAdded"],
+            "total_lines_removed": time["linesRemoved"],
+        },
         "context_window": {
             "total_input_tokens": totals["inputTokens"]
             + totals["cacheReadTokens"]

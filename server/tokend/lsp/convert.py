@@ -123,7 +123,8 @@ def from_wire_usage(usage: wire.UsageParams | None) -> Usage | None:
 
 
 def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
-    """All figures in tokens except usedPercentage (0-100, of contextWindow) and cost (USD)."""
+    """All figures in tokens except usedPercentage (0-100, of contextWindow), cost (USD) and
+    time (milliseconds, lines)."""
     call = s.last_call
     return wire.SnapshotWire(
         session_id=s.session_id,
@@ -145,6 +146,12 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
             s.totals.reasoning_tokens,
             s.totals.cache_read_tokens,
             s.totals.cache_write_tokens,
+        ),
+        time=wire.TimeWire(
+            s.times.wall_duration_ms,
+            s.times.api_duration_ms,
+            s.times.lines_added,
+            s.times.lines_removed,
         ),
         last_call=None
         if call is None

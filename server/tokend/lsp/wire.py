@@ -287,6 +287,16 @@ class TotalsWire:
 
 
 @attrs.frozen
+class TimeWire:
+    """Milliseconds and lines over every message of the session (Claude Code's status line)."""
+
+    wall_ms: int
+    api_ms: int | None
+    lines_added: int
+    lines_removed: int
+
+
+@attrs.frozen
 class LastCallWire:
     message_id: str
     input_tokens: int
@@ -314,6 +324,7 @@ class SnapshotWire:
     compactions: int
     cost: CostWire
     totals: TotalsWire
+    time: TimeWire
     last_call: LastCallWire | None
     last_estimate_error_pct: float | None
     version: int

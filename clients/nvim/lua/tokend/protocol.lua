@@ -39,6 +39,12 @@
 ---@field cacheReadTokens integer
 ---@field cacheWriteTokens integer
 
+---@class tokend.Time
+---@field wallMs integer
+---@field apiMs integer|nil
+---@field linesAdded integer
+---@field linesRemoved integer
+
 ---@class tokend.LastCall
 ---@field messageId string
 ---@field inputTokens integer
@@ -64,6 +70,7 @@
 ---@field compactions integer
 ---@field cost tokend.Cost
 ---@field totals tokend.Totals
+---@field time tokend.Time
 ---@field lastCall tokend.LastCall|nil
 ---@field lastEstimateErrorPct number|nil
 ---@field version integer
