@@ -23,6 +23,9 @@ Probes, with oracles read from the raw JSONL (not through tokend's parser):
                     characters, found verbatim
   last call         the last tool call's command or file path found
   size              the context's tokens after / before (as the gauge counts them)
+
+Then bench/append_race.py: 1,000 appends from two clients racing an automatic compaction on a
+real daemon (none lost, none duplicated, order kept).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import append_race
 from tokend.commands.importer import import_events
 from tokend.core.transcript import TranscriptMessage, parse_transcript
 from tokend.core.types import TextPart
@@ -242,7 +246,7 @@ def run() -> str:
                 )
     out.append("\nWhat each tokend compaction did:\n")
     out += [f"- {note}" for note in notes]
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n\n" + append_race.figure()
 
 
 if __name__ == "__main__":
