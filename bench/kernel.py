@@ -175,9 +175,15 @@ def run() -> str:
         original = touched.read_bytes()
         s.notes.clear()
         touched.write_bytes(original + b"\nint tokend_bench_touched(void) { return 0; }\n")
-        s.wait_note("workspace/didChangeFileTokens", 60)
-        changed_s = s.request("repoMap/get", {"sessionId": session_id, "budgetTokens": BUDGET})[0]
-        touched.write_bytes(original)
+        try:  # a missing notification is a figure too, not a reason to lose the others
+            s.wait_note("workspace/didChangeFileTokens", 60)
+            changed_s = s.request("repoMap/get", {"sessionId": session_id, "budgetTokens": BUDGET})[
+                0
+            ]
+        except TimeoutError:
+            changed_s = float("inf")
+        finally:
+            touched.write_bytes(original)
         rss_end = _rss_mib(daemon.pid)
         conn.close()
     finally:
@@ -220,7 +226,8 @@ def _section(f: dict[str, Any]) -> str:
             f"{goal(med_again <= 1, '<= 1 s')} |",
             f"| a new focus (one .c file; median of {len(f['focus'])}, max "
             f"{max(f['focus']):.3f} s) | {med_focus:.3f} s | | {goal(med_focus <= 1, '<= 1 s')} |",
-            f"| after one file changed (new definition) | {f['changed']:.3f} s | | "
+            f"| after one file changed (new definition; inf: no `workspace/didChangeFileTokens` "
+            f"within 60 s) | {f['changed']:.3f} s | | "
             f"{goal(f['changed'] <= 1, '<= 1 s')} |",
             f"| daemon RSS: after the index / after the first map / at the end / peak | "
             f"{f['rss_indexed']:.0f} / {f['rss_built']:.0f} / {f['rss_end']:.0f} / {f['peak']:.0f} MiB"
