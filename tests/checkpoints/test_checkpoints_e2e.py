@@ -132,3 +132,56 @@ async def test_an_editor_save_is_the_users_and_a_rewind_keeps_it(server: Process
     with pytest.raises(RpcError) as unknown:
         await server.request("checkpoint/restore", {"sessionId": sid, "toMessageId": "nope"})
     assert unknown.value.code == -32602
+
+
+async def test_session_rewind_restores_the_code_and_the_conversation_together(
+    server: ProcessClient, tmp_path
+):
+    """session/rewind {restore: "both"}: the files as they were, and the turn out of the live
+    context; a dry run first changes nothing."""
+    root = tmp_path / "both"
+    root.mkdir()
+    (root / "notes.md").write_bytes(b"first draft\n")
+    created = await server.request(
+        "session/create", {"model": "gpt-4o", "workspaceUri": root.as_uri()}
+    )
+    sid = created["sessionId"]
+    first = await append(server, sid, "user", [{"type": "text", "text": "keep the draft"}])
+    await append(server, sid, "assistant", [{"type": "text", "text": "kept"}])
+
+    async def watching() -> bool:
+        return bool((await server.request("checkpoint/list", {"sessionId": sid}))["watching"])
+
+    await until("the first walk", watching)
+    await append(server, sid, "user", [{"type": "text", "text": "rewrite it"}])
+    call = {"type": "toolCall", "callId": "w1", "name": "Write", "input": {"path": "notes.md"}}
+    await append(server, sid, "assistant", [call])
+    (root / "notes.md").write_bytes(b"rewritten\n")
+    (root / "extra.md").write_bytes(b"new file\n")
+
+    async def two_changes() -> bool:
+        listed = await server.request("checkpoint/list", {"sessionId": sid})
+        return sum(len(t["files"]) for t in listed["turns"]) >= 2
+
+    await until("the agent's changes", two_changes)
+    result = {"type": "toolResult", "callId": "w1", "name": "Write", "output": "ok"}
+    await append(server, sid, "tool", [result])
+    await append(server, sid, "assistant", [{"type": "text", "text": "rewritten"}])
+    before = await server.request("budget/snapshot", {"sessionId": sid})
+
+    dry = await server.request(
+        "session/rewind",
+        {"sessionId": sid, "toMessageId": first, "restore": "both", "dryRun": True},
+    )
+    assert dry["removed"] == 5 and dry["version"] == before["version"]
+    assert (root / "notes.md").read_bytes() == b"rewritten\n"  # nothing written by a dry run
+
+    done = await server.request(
+        "session/rewind", {"sessionId": sid, "toMessageId": first, "restore": "both"}
+    )
+    assert (root / "notes.md").read_bytes() == b"first draft\n"
+    assert not (root / "extra.md").exists()
+    assert {f["path"] for f in done["code"]["files"]} == {"notes.md", "extra.md"}
+    assert done["removed"] == 5 and done["version"] == before["version"] + 1
+    live = await server.request("session/messages", {"sessionId": sid})
+    assert [m["messageId"] for m in live["messages"]][-1] == first

@@ -225,6 +225,9 @@ class SessionRewindParams:
     session_id: str
     to_message_id: str
     if_version: int | None = None
+    restore: Literal["conversation", "code", "both"] = "conversation"
+    dry_run: bool = False
+    force: bool = False
 
 
 @attrs.frozen

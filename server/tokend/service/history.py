@@ -33,12 +33,13 @@ class Rewound:
     snapshot: BudgetSnapshot
 
 
-async def rewind(
-    service: TokendService, session_id: str, to_message_id: str, if_version: int | None
-) -> Rewound:
-    """Take every message after `to_message_id` out of the live context (kept, marked)."""
+def messages_after(service: TokendService, session_id: str, to_message_id: str) -> int:
+    """How many live messages a rewind to `to_message_id` would take out (a dry run)."""
+    return len(_after(service, session_id, to_message_id))
+
+
+def _after(service: TokendService, session_id: str, to_message_id: str) -> tuple[str, ...]:
     state = service.state(session_id)
-    state.check_version(if_version)
     ids = [m.id for m in state.data.messages]
     if to_message_id not in ids:
         raise InvalidParams(
@@ -49,7 +50,16 @@ async def rewind(
         raise InvalidParams(
             f"toMessageId {to_message_id} is the compaction summary: rewind to a message after it"
         )
-    removed = tuple(ids[ids.index(to_message_id) + 1 :])
+    return tuple(ids[ids.index(to_message_id) + 1 :])
+
+
+async def rewind(
+    service: TokendService, session_id: str, to_message_id: str, if_version: int | None
+) -> Rewound:
+    """Take every message after `to_message_id` out of the live context (kept, marked)."""
+    state = service.state(session_id)
+    state.check_version(if_version)
+    removed = _after(service, session_id, to_message_id)
     change = Rewind(to_message_id, removed, service.clock.now())
     applied = await state.apply_async(change, if_version, service.run)
     return Rewound(len(removed), service.announce(state, applied))

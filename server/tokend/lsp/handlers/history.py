@@ -6,8 +6,10 @@ from typing import Any
 
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_message, to_wire_snapshot
+from tokend.lsp.handlers.checkpoints import to_wire_restored
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service import history
+from tokend.service.checkpoint_views import restore_code
 
 
 def register(server: TokendServer) -> None:
@@ -24,10 +26,29 @@ def register(server: TokendServer) -> None:
     async def rewind(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionRewindParams, params)
         ls.watch(p.session_id)
+        result: dict[str, Any] = {}
         with ls.host.busy():
-            done = await history.rewind(ls.service, p.session_id, p.to_message_id, p.if_version)
-        snapshot = wire.to_wire(to_wire_snapshot(done.snapshot))
-        return {"removed": done.removed, "version": done.snapshot.version, "snapshot": snapshot}
+            if p.restore in ("code", "both"):  # the files first: a refusal is listed, not fatal
+                restored = await restore_code(
+                    ls.service, p.session_id, p.to_message_id, p.dry_run, p.force
+                )
+                result["code"] = to_wire_restored(restored)
+            if p.restore in ("conversation", "both") and not p.dry_run:
+                done = await history.rewind(
+                    ls.service, p.session_id, p.to_message_id, p.if_version
+                )
+                removed, snapshot = done.removed, done.snapshot
+            else:
+                removed = 0
+                if p.restore in ("conversation", "both"):
+                    removed = history.messages_after(ls.service, p.session_id, p.to_message_id)
+                snapshot = ls.service.snapshot(p.session_id)
+        result.update(
+            removed=removed,
+            version=snapshot.version,
+            snapshot=wire.to_wire(to_wire_snapshot(snapshot)),
+        )
+        return result
 
     @server.feature("session/fork")
     @rpc
