@@ -14,6 +14,7 @@ Keys (TOML):
     [context]     # budget_injection, see tokend.core.budget_injection
     [spend]       # SpendConfig fields, see tokend.core.spend
     [tool_output] # GateConfig fields (characters, tool names), see tokend.core.gates
+    [checkpoints] # CheckpointConfig fields (days, bytes), see tokend.core.checkpoints
     [rate]        # tpm_limit, see tokend.core.usage_stats
     [telemetry]   # TelemetryConfig fields, see tokend.core.telemetry_settings
     [summarizer]  # SummarizerConfig fields (user config only), see tokend.core.model_summary
@@ -36,6 +37,7 @@ from tokend.core.budget import (
 )
 from tokend.core.budget_injection import CONTEXT_CHECKS, ContextConfig
 from tokend.core.catalog import ModelInfo
+from tokend.core.checkpoints import CheckpointConfig
 from tokend.core.gates import GateConfig
 from tokend.core.handoff import HANDOFF_CHECKS, HandoffConfig
 from tokend.core.model_summary import SUMMARIZER_CHECKS, SummarizerConfig
@@ -61,6 +63,7 @@ class TokendConfig:
     rate: RateConfig = RateConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     tool_output: GateConfig = GateConfig()
+    checkpoints: CheckpointConfig = CheckpointConfig()
     summarizer: SummarizerConfig = SummarizerConfig()
     handoff: HandoffConfig = HandoffConfig()
 
@@ -114,6 +117,11 @@ GATE_CHECKS: dict[str, Check] = {
     "middle_out_chars": _int(0),
     "middle_out_tools": _STRINGS,
     "exempt_tools": _STRINGS,
+}
+CHECKPOINT_CHECKS: dict[str, Check] = {
+    "retention_days": _number(0.0, float("inf")),
+    "max_file_bytes": _int(0),
+    "max_turn_bytes": _int(0),
 }
 TABLE_CHECKS: dict[str, Mapping[str, Check]] = {
     "budget": BUDGET_CHECKS,

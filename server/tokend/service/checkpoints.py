@@ -308,6 +308,9 @@ def checkpoints_of(service: TokendService, store: CheckpointStore | None = None)
         found = _all.get(service)
         if found is None:
             found = _all[service] = Checkpoints(
-                service, workspaces_of(service), store or CheckpointStore()
+                service,
+                workspaces_of(service),
+                store or CheckpointStore(),
+                service.config.checkpoints,  # the user's settings: one store per user
             )
         return found
