@@ -144,7 +144,7 @@ async def scenario(server: ProcessClient, project: Path) -> Transcript:
         "cacheReadTokens": 11515,
         "cacheWriteTokens": 13835,
     }
-    reply = {"role": "assistant", "parts": [call], "usage": usage}
+    reply = {"role": "assistant", "parts": [call], "usage": usage, "durationMs": 2400}
     await t.call(server, "session/append", "session/append", {"sessionId": sid, "message": reply})
     bad = {
         "role": "assistant",

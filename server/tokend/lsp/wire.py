@@ -171,6 +171,7 @@ class MessageParams:
     parts: list[Any]
     usage: UsageParams | None = None
     model: str | None = None
+    duration_ms: int | None = None  # an assistant reply: from its request to its completion
 
 
 @attrs.frozen

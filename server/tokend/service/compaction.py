@@ -298,11 +298,18 @@ async def append_message(
     model: str | None,
     if_version: int | None,
     ask_client: AskClient | None = None,
+    duration_ms: int | None = None,
 ) -> AppendOutcome:
     """session/append: the message, then compaction.auto when the gauge passed the threshold
     (`ask_client` reaches the appending connection, for the "client" summarizer)."""
     message, snapshot, tokens = await service.append_async(
-        session_id, role, parts, usage=usage, model=model, if_version=if_version
+        session_id,
+        role,
+        parts,
+        usage=usage,
+        model=model,
+        if_version=if_version,
+        duration_ms=duration_ms,
     )
     auto = await auto_compact_async(service, session_id, ask_client)
     if auto is not None:

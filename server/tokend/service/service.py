@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from ulid import ULID
@@ -205,11 +205,18 @@ class TokendService:
         parts: Sequence[Part],
         usage: Usage | None,
         model: str | None,
+        duration_ms: int | None = None,
     ) -> AppendMessage:
         """Validate, gate and count a message (pure of session state; safe in a worker
-        thread). Tool results a gate keeps out (core.gates) are counted as the model sees
+        thread). `duration_ms` (an assistant reply's request to completion) dates the message
+        from its request. Tool results a gate keeps out (core.gates) are counted as the model sees
         them; their originals ride on the change, to be stored with the message."""
         _check_message(data, role, parts, usage)
+        if duration_ms is not None and role != "assistant":
+            raise InvalidParams(
+                f"message.durationMs on a {role} message: it is how long an assistant reply "
+                "took, from its request to its completion"
+            )
         gated = gate_parts(parts, self.config_for(data.info.workspace_uri).tool_output)
         originals = {g.part.ref: g.original for g in gated if g.part.ref is not None}
         if gated:
@@ -238,11 +245,11 @@ class TokendService:
             session_id=data.id,
             role=role,
             parts=stored,
-            created_at=now,
+            created_at=now - timedelta(milliseconds=duration_ms) if duration_ms else now,
             model=model or (data.info.model if role == "assistant" else None),
             usage=usage,
             cost_usd=cost_usd(priced, usage) if usage else None,
-            completed_at=now if usage else None,
+            completed_at=now if usage or duration_ms else None,
         )
         return AppendMessage(message, counts, tool_outputs=originals)
 
@@ -267,10 +274,11 @@ class TokendService:
         usage: Usage | None = None,
         model: str | None = None,
         if_version: int | None = None,
+        duration_ms: int | None = None,
     ) -> tuple[Message, BudgetSnapshot]:
         state = self.state(session_id)
         state.check_version(if_version)
-        change = self.prepare_append(state.data, role, parts, usage, model)
+        change = self.prepare_append(state.data, role, parts, usage, model, duration_ms)
         applied = state.apply(change, if_version)
         self._learn(state, applied.evolved, save=self._save_calibration)
         return change.message, self._changed(state, applied)
@@ -284,13 +292,16 @@ class TokendService:
         usage: Usage | None = None,
         model: str | None = None,
         if_version: int | None = None,
+        duration_ms: int | None = None,
     ) -> tuple[Message, BudgetSnapshot, int]:
         """As append, counting and writing in a worker thread: the event loop stays free.
         Also returns the message's tokens as counted."""
         state = self.state(session_id)
         state.check_version(if_version)
         data = state.data
-        change = await self.run(lambda: self.prepare_append(data, role, parts, usage, model))
+        change = await self.run(
+            lambda: self.prepare_append(data, role, parts, usage, model, duration_ms)
+        )
         applied = await state.apply_async(change, if_version, self.run)
         self._learn(state, applied.evolved, save=lambda: self._pool.submit(self._save_calibration))
         return change.message, self._changed(state, applied), change.counts.total

@@ -56,6 +56,7 @@ def register(server: TokendServer) -> None:
                 model=p.message.model,
                 if_version=p.if_version,
                 ask_client=ask_client(ls),
+                duration_ms=p.message.duration_ms,
             )
         if outcome.auto is not None:
             announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
