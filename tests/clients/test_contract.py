@@ -31,6 +31,10 @@ SHAPES = {
     ("session/compact", "result"): "CompactResult",
     ("budget/didChange", "params"): "BudgetDidChangeParams",
     ("session/didCompact", "params"): "SessionDidCompactParams",
+    ("session/messages", "params"): "SessionMessagesParams",
+    ("session/messages", "result"): "SessionMessagesResult",
+    ("session/rewind", "params"): "SessionRewindParams",
+    ("session/rewind", "result"): "SessionRewindResult",
 }
 SNAPSHOT_PARTS = {
     "breakdown": "BreakdownItem",

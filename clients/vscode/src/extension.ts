@@ -1,5 +1,5 @@
 // The VS Code extension: launches `tokend lsp`, shows the gauge in the status bar, and offers
-// Compact now, Show context, Switch session and Follow. Failures are logged, never thrown.
+// Compact now, Show context, Switch session, Follow and Rewind to…. Failures are logged, never thrown.
 import { LanguageClient, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
 
 import { DEFAULT_STAGES, contextBars, stage, statusText, tooltipMarkdown } from "./gauge";
@@ -98,6 +98,7 @@ async function menu(): Promise<void> {
     ["$(graph) Show context", showContext],
     ["$(list-selection) Switch session", selectSession],
     ["$(eye) Follow a Claude Code / Codex session", follow],
+    ["$(history) Rewind to…", rewindTo],
   ];
   const chosen = await vscode.window.showQuickPick(picks.map(([label]) => label), { placeHolder: "tokend" });
   await picks.find(([label]) => label === chosen)?.[1]();
@@ -143,6 +144,43 @@ async function follow(): Promise<void> {
   }
   const follower = await current.follow({ agent: agent as Agent });
   void vscode.window.showInformationMessage(`tokend: following ${follower.path}`);
+}
+
+async function rewindTo(): Promise<void> {
+  const current = requireSession();
+  const points = await current.rewindPoints();
+  const chosen = await vscode.window.showQuickPick(
+    points.map((m) => ({
+      label: (m.parts.find((p) => p.type === "text")?.text ?? "(no text)").split("\n")[0].slice(0, 80),
+      description: m.createdAt,
+      id: m.messageId,
+    })),
+    { placeHolder: "tokend: rewind to which of your messages? (it stays; what followed goes)" },
+  );
+  if (!chosen) {
+    return;
+  }
+  const how = await vscode.window.showQuickPick(
+    [
+      { label: "Code and conversation", restore: "both" as const },
+      { label: "Conversation only", restore: "conversation" as const },
+      { label: "Code only", restore: "code" as const },
+    ],
+    { placeHolder: "tokend: what to rewind" },
+  );
+  if (!how) {
+    return;
+  }
+  const preview = await current.rewind(chosen.id, how.restore, true);
+  const files = preview.code?.files ?? [];
+  const kept = files.filter((f) => f.action === "kept").map((f) => `${f.path} (${f.reason ?? "kept"})`);
+  const summary = `${preview.removed} messages, ${files.length - kept.length} files` + (kept.length ? `; kept: ${kept.join(", ")}` : "");
+  const go = await vscode.window.showWarningMessage(`tokend: rewind ${summary}?`, { modal: true }, "Rewind");
+  if (go !== "Rewind") {
+    return;
+  }
+  const done = await current.rewind(chosen.id, how.restore);
+  void vscode.window.showInformationMessage(`tokend: rewound ${done.removed} messages and ${done.code?.restored ?? 0} files`);
 }
 
 async function restart(): Promise<void> {

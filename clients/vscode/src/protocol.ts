@@ -18,6 +18,8 @@ export const Methods = {
   followStart: "follow/start",
   followList: "follow/list",
   followStop: "follow/stop",
+  sessionMessages: "session/messages",
+  sessionRewind: "session/rewind",
 } as const;
 
 export const Notifications = {
@@ -186,4 +188,49 @@ export interface FollowListResult {
 export interface InitializationOptions {
   session?: string;
   authToken?: string;
+}
+
+export interface SessionMessagesParams {
+  sessionId: string;
+  includeCompacted?: boolean;
+}
+
+export interface MessageInfo {
+  messageId: string;
+  role: "user" | "assistant" | "tool" | "system";
+  kind: "message" | "summary";
+  parts: { type: string; text?: string }[];
+  createdAt: string;
+  tokens: number | null;
+  live: boolean;
+  compactedAt?: string;
+  compactedBy?: string;
+  model?: string;
+}
+
+export interface SessionMessagesResult {
+  messages: MessageInfo[];
+}
+
+export interface SessionRewindParams {
+  sessionId: string;
+  toMessageId: string;
+  ifVersion?: number;
+  restore?: "conversation" | "code" | "both";
+  dryRun?: boolean;
+  force?: boolean;
+}
+
+export interface RestoredFile {
+  path: string;
+  action: "write" | "create" | "delete" | "kept" | "unavailable";
+  reason?: string;
+  movedBackFrom?: string;
+}
+
+export interface SessionRewindResult {
+  removed: number;
+  version: number;
+  snapshot: Snapshot;
+  code?: { toMessageId: string; dryRun: boolean; files: RestoredFile[]; outside: string[]; restored: number; kept: number };
 }

@@ -8,7 +8,12 @@ import {
   type CompactResult,
   type Follower,
   type FollowStartParams,
+  type MessageInfo,
   type SessionDidCompactParams,
+  type SessionMessagesParams,
+  type SessionMessagesResult,
+  type SessionRewindParams,
+  type SessionRewindResult,
   type SessionSummary,
   type SessionListResult,
   type Snapshot,
@@ -81,6 +86,23 @@ export class TokendSession {
   /** The daemon follows an agent's transcript (no path: every session in its folder). */
   async follow(params: FollowStartParams): Promise<Follower> {
     return this.rpc.sendRequest<Follower>(Methods.followStart, params);
+  }
+
+  /** The user's messages of the live context, newest first: the points a rewind can go back to. */
+  async rewindPoints(): Promise<MessageInfo[]> {
+    const sessionId = this.requireSession();
+    const params: SessionMessagesParams = { sessionId };
+    const { messages } = await this.rpc.sendRequest<SessionMessagesResult>(Methods.sessionMessages, params);
+    return messages.filter((m) => m.role === "user" && m.kind === "message").reverse();
+  }
+
+  /** Rewind the conversation, the files, or both to `toMessageId` (a dry run changes nothing). */
+  async rewind(toMessageId: string, restore: "conversation" | "code" | "both", dryRun = false): Promise<SessionRewindResult> {
+    const sessionId = this.requireSession();
+    const params: SessionRewindParams = { sessionId, toMessageId, restore, dryRun };
+    const result = await this.rpc.sendRequest<SessionRewindResult>(Methods.sessionRewind, params);
+    this.set(result.snapshot);
+    return result;
   }
 
   private requireSession(): string {

@@ -157,3 +157,37 @@
 ---@field followers tokend.Follower[]
 
 return {}
+
+---@class tokend.SessionMessagesParams
+---@field sessionId string
+---@field includeCompacted boolean|nil
+
+---@class tokend.MessageInfo
+---@field messageId string
+---@field role "user"|"assistant"|"tool"|"system"
+---@field kind "message"|"summary"
+---@field parts table[]
+---@field createdAt string
+---@field tokens integer|nil
+---@field live boolean
+---@field compactedAt string|nil
+---@field compactedBy string|nil
+---@field model string|nil
+
+---@class tokend.SessionMessagesResult
+---@field messages tokend.MessageInfo[]
+
+---@class tokend.SessionRewindParams
+---@field sessionId string
+---@field toMessageId string
+---@field ifVersion integer|nil
+---@field restore "conversation"|"code"|"both"|nil
+---@field dryRun boolean|nil
+---@field force boolean|nil
+
+---@class tokend.SessionRewindResult
+---@field removed integer
+---@field version integer
+---@field snapshot tokend.Snapshot
+---@field code table|nil the checkpoint/restore result when files were restored
+

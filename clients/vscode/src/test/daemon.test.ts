@@ -104,6 +104,17 @@ test("the editor's gauge follows what another client does, and compacts", async 
     assert.equal(notice.before, result.before);
     assert.equal(notice.automatic, false);
 
+    // Rewind to…: the user's messages, newest first; a dry run changes nothing, then it rewinds.
+    const points = await editor.rewindPoints();
+    assert.equal(points[0]?.parts[0]?.text, "step 7");
+    const before = editor.snapshot!.version;
+    const dry = await editor.rewind(points[0]!.messageId, "conversation", true);
+    assert.equal(dry.removed, 2);
+    assert.equal(dry.version, before);
+    const rewound = await editor.rewind(points[0]!.messageId, "conversation");
+    assert.equal(rewound.removed, 2);
+    assert.equal(rewound.version, before + 1);
+
     const sessions = await editor.sessions();
     assert.deepEqual(
       sessions.map((s) => s.sessionId),
