@@ -87,6 +87,7 @@ export interface Snapshot {
   lastEstimateErrorPct: number | null;
   version: number;
   warnings: string[];
+  rate: RateHeadroom | null;
 }
 
 export interface SessionSummary {
@@ -233,4 +234,11 @@ export interface SessionRewindResult {
   version: number;
   snapshot: Snapshot;
   code?: { toMessageId: string; dryRun: boolean; files: RestoredFile[]; outside: string[]; restored: number; kept: number };
+}
+
+export interface RateHeadroom {
+  tokensPerMinute: number;
+  tpmLimit: number;
+  headroomTokens: number;
+  usedPercentage: number;
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tokend.core.usage_stats import TimeFigures
+from tokend.core.usage_stats import RateHeadroom, TimeFigures
 
 # Categories measured directly (the rest of the total is "messages").
 MEASURED_CATEGORIES: tuple[str, ...] = (
@@ -83,6 +83,8 @@ class BudgetSnapshot:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     # Claude Code's status-line time and lines, over every message of the session.
     times: TimeFigures = TimeFigures(0, None, 0, 0)
+    # The daemon's tokens-per-minute headroom when the change was made ([rate] tpm_limit set).
+    rate: RateHeadroom | None = None
 
 
 def breakdown(

@@ -169,6 +169,19 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
         last_estimate_error_pct=s.last_estimate_error_pct,
         version=s.version,
         warnings=list(s.warnings),
+        rate=_to_wire_rate(s),
+    )
+
+
+def _to_wire_rate(s: BudgetSnapshot) -> wire.RateWire | None:
+    rate = s.rate
+    if rate is None or rate.tpm_limit is None:
+        return None
+    return wire.RateWire(
+        rate.tokens_per_minute,
+        rate.tpm_limit,
+        rate.headroom_tokens or 0,
+        rate.used_percentage or 0.0,
     )
 
 

@@ -314,6 +314,14 @@ class LastCallWire:
 
 
 @attrs.frozen
+class RateWire:
+    tokens_per_minute: int
+    tpm_limit: int
+    headroom_tokens: int
+    used_percentage: float
+
+
+@attrs.frozen
 class SnapshotWire:
     session_id: str
     model: str
@@ -333,6 +341,7 @@ class SnapshotWire:
     last_estimate_error_pct: float | None
     version: int
     warnings: list[str]
+    rate: RateWire | None = None
 
 
 @attrs.frozen

@@ -41,6 +41,7 @@ from tokend.core.types import (
     ToolResultPart,
     Usage,
 )
+from tokend.core.usage_stats import RateHeadroom
 from tokend.service.counting import ModelCounter
 from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
@@ -85,6 +86,7 @@ class TokendService:
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._listeners = SnapshotListeners()
         self._warning_hooks: list[Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]] = []
+        self._rate_source: Callable[[SessionData], RateHeadroom | None] | None = None
         self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokend-work")
@@ -173,7 +175,7 @@ class TokendService:
         data = load_session_data(self.store, info, model, self.counter(model))
         workspace = info.workspace_uri
         return SessionState(
-            data, self.store, lambda: self.config_for(workspace), self._extra_warnings
+            data, self.store, lambda: self.config_for(workspace), self._decorate
         )
 
     def add_snapshot_warnings(
@@ -185,8 +187,16 @@ class TokendService:
         for state in self._sessions.values():
             state.refresh()
 
-    def _extra_warnings(self, data: SessionData, snapshot: BudgetSnapshot) -> tuple[str, ...]:
-        return tuple(w for hook in self._warning_hooks for w in hook(data, snapshot))
+    def set_rate_source(self, rate: Callable[[SessionData], RateHeadroom | None]) -> None:
+        """The daemon's rate headroom, put in every snapshot built from now on."""
+        self._rate_source = rate
+
+    def _decorate(self, data: SessionData, snapshot: BudgetSnapshot) -> BudgetSnapshot:
+        extra = tuple(w for hook in self._warning_hooks for w in hook(data, snapshot))
+        rate = self._rate_source(data) if self._rate_source is not None else None
+        if not extra and rate is None:
+            return snapshot
+        return replace(snapshot, warnings=(*snapshot.warnings, *extra), rate=rate)
 
     def forget(self, session_id: str) -> None:
         """Drop the in-memory state; the next request reads the session from the store."""

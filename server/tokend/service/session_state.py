@@ -33,7 +33,7 @@ from tokend.core.session_data import Evolved, SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
 
 T = TypeVar("T")
-ExtraWarnings = Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]
+Decorate = Callable[[SessionData, BudgetSnapshot], BudgetSnapshot]
 Worker = Callable[[Callable[[], T]], Awaitable[T]]
 
 
@@ -50,12 +50,12 @@ class SessionState:
         data: SessionData,
         store: Store,
         config: Callable[[], TokendConfig],
-        warnings: ExtraWarnings | None = None,
+        decorate: Decorate | None = None,
     ) -> None:
         self._data = data
         self._store = store
         self._config = config
-        self._warnings = warnings
+        self._decorate = decorate
         self._snapshot = self._gauge(data)
         self.render_cache = RenderCache()  # wire messages by id, for warm assemblies
         self.lock = asyncio.Lock()  # serializes apply_async; reads never wait on it
@@ -63,10 +63,10 @@ class SessionState:
         self.compacting = asyncio.Lock()
 
     def _gauge(self, data: SessionData) -> BudgetSnapshot:
-        """The snapshot of `data`, with warnings from outside the conversation (spend)."""
+        """The snapshot of `data`, with what comes from outside the conversation (spend
+        warnings, rate headroom)."""
         snapshot = gauge_snapshot(data, self._config())
-        extra = self._warnings(data, snapshot) if self._warnings is not None else ()
-        return replace(snapshot, warnings=(*snapshot.warnings, *extra)) if extra else snapshot
+        return self._decorate(data, snapshot) if self._decorate is not None else snapshot
 
     @property
     def id(self) -> str:

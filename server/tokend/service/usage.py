@@ -226,6 +226,19 @@ class UsageMonitor:
 
     # -- rate -----------------------------------------------------------------------------
 
+    def snapshot_rate(self, data: SessionData) -> RateHeadroom | None:
+        """The rate headroom for a snapshot of `data` being built, when `[rate] tpm_limit` is
+        set: the calls recorded so far, and this session's newest call if not recorded yet."""
+        rate = self.rate()
+        if rate.tpm_limit is None:
+            return None
+        newest = next((m for m in reversed(data.messages) if m.usage is not None), None)
+        with self._lock:
+            unseen = newest is not None and newest.id not in self._known
+        if unseen and newest is not None and newest.usage is not None:
+            rate = RateHeadroom(rate.tokens_per_minute + call_tokens(newest.usage), rate.tpm_limit)
+        return rate
+
     def rate(self) -> RateHeadroom:
         """Input + output tokens of every call in the last 60 s against `[rate] tpm_limit`."""
         now = self._service.clock.now()
@@ -245,4 +258,5 @@ def usage_of(service: TokendService) -> UsageMonitor:
         if found is None:
             found = _monitors[service] = UsageMonitor(service)
             service.add_snapshot_warnings(found.snapshot_warnings)
+            service.set_rate_source(found.snapshot_rate)
         return found

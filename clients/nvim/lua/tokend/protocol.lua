@@ -75,6 +75,7 @@
 ---@field lastEstimateErrorPct number|nil
 ---@field version integer
 ---@field warnings string[]
+---@field rate table|nil {tokensPerMinute, tpmLimit, headroomTokens, usedPercentage} when [rate] tpm_limit is set
 
 ---@class tokend.SessionSummary
 ---@field sessionId string

@@ -24,6 +24,7 @@ function snapshot(used: number, estimated = false): Snapshot {
     cost: { totalUsd: 1.234, byModel: { "claude-opus-4-6": 1.234 } },
     totals: { calls: 3, inputTokens: 9, outputTokens: 120, reasoningTokens: 0, cacheReadTokens: 80_000, cacheWriteTokens: 6_000 },
     time: { wallMs: 0, apiMs: null, linesAdded: 0, linesRemoved: 0 },
+    rate: null,
     lastCall: null,
     lastEstimateErrorPct: null,
     version: 7,
