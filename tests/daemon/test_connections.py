@@ -80,7 +80,8 @@ def fixture_daemon() -> Iterator[InProcessDaemon]:
 def test_a_server_that_fails_to_build_costs_only_its_connection() -> None:
     with InProcessDaemon(_factory_failing_first(_raise)) as daemon:
         broken = LspClient.unix(daemon.path)
-        assert broken.wait_closed()
+        broken.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+        assert broken.wait_closed()  # the server is built for the first message, and fails
         assert daemon.client("editor").request("test/echo", 1)["result"]["echo"] == 1
 
 

@@ -44,21 +44,26 @@ def _fixture_daemon(runtime: Runtime, sock: Path, idle: float) -> subprocess.Pop
 
 def _clients_at_idle_deadlines(runtime: Runtime, worker: int, attempts: int) -> list[str]:
     """Connect `attempts` times, each around the daemon's idle deadline: when a client is
-    served, the next deadline is IDLE_S after it leaves; when none answers, a new daemon."""
+    served, the next deadline is IDLE_S after it leaves; when none answers, a new daemon.
+    The aim hunts the deadline (later after a client was served, earlier after it found no
+    daemon), so that a loaded machine's delays do not push every attempt to one side."""
     outcomes: list[str] = []
     sock = runtime.base / f"w{worker}.sock"
     daemon = _fixture_daemon(runtime, sock, IDLE_S)
-    idle_since = time.monotonic()
+    idle_since, aim = time.monotonic(), 0.0
     while len(outcomes) < attempts:
-        time.sleep(max(0.0, idle_since + IDLE_S + random.uniform(-0.06, 0.04) - time.monotonic()))
+        wake = idle_since + IDLE_S + aim + random.uniform(-0.01, 0.01)
+        time.sleep(max(0.0, wake - time.monotonic()))
         try:
             client = LspClient.unix(sock)
         except (FileNotFoundError, ConnectionRefusedError):
             outcomes.append("no daemon")  # it had left: `tokend lsp` starts a new one (next test)
+            aim -= 0.01
             assert daemon.wait(timeout=15) == 0
             daemon = _fixture_daemon(runtime, sock, IDLE_S)
             idle_since = time.monotonic()
             continue
+        aim += 0.01
         try:
             served = "result" in client.initialize("late")
             client.request("shutdown")

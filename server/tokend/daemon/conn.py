@@ -136,6 +136,10 @@ class Connection:
         self._reading_stopped = True
         self._stop_reading()
 
+    @property
+    def reading_stopped(self) -> bool:
+        return self._reading_stopped
+
     def add_close_callback(self, callback: Callable[[], None]) -> None:
         """Run `callback` once when the connection ends (e.g. unsubscribe its watchers)."""
         self.outbox.add_close_callback(callback)

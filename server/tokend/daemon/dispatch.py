@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from pygls.exceptions import JsonRpcException
@@ -35,25 +36,25 @@ INVALID_REQUEST = -32600
 LOGGED_IN_FULL = 3  # malformed messages logged one by one on a connection; then every 100th
 
 
-def authorize_initialize(conn: Connection, message: Any) -> bool:
-    """The TCP auth gate: True if `message` may reach the server.
+def authorize_initialize(conn: Connection, message: dict[str, Any]) -> bool:
+    """The TCP auth gate, on a message's JSON object: True if it may reach the server.
 
     The first message must be `initialize` with initializationOptions.authToken equal to the
     daemon's token. Otherwise the client gets an Unauthorized (-32007) error reply and the
-    connection is closed before any method runs. The daemon calls this for every message of an
-    unauthenticated connection; the integrator's handlers need not call it.
+    connection is closed before any method runs (and before a server is built for it). The
+    daemon calls this for every message of an unauthenticated connection; the integrator's
+    handlers need not call it.
     """
-    if getattr(message, "method", None) == "initialize":
-        options = _field(
-            getattr(message, "params", None), "initialization_options", "initializationOptions"
-        )
+    if message.get("method") == "initialize":
+        options = _field(message.get("params"), "initializationOptions")
         if conn.check_token(_field(options, "authToken")):
             conn.authenticated = True
             return True
     log.warning("connection %s: refused (no valid authToken in initialize)", conn.id)
-    if getattr(message, "id", None) is not None:
+    msg_id = message.get("id")
+    if msg_id is not None and "method" in message:
         conn.send_error(
-            message.id,
+            msg_id,
             Unauthorized.code,
             "this TCP listener needs initializationOptions.authToken: the contents of the "
             "token file in tokend's runtime directory",
@@ -63,11 +64,13 @@ def authorize_initialize(conn: Connection, message: Any) -> bool:
 
 
 class Dispatcher:
-    """Hands one connection's messages to its server (its protocol)."""
+    """Hands one connection's messages to its server, built by `build_server` (which returns
+    the server's protocol) when the first message that may reach it arrives."""
 
-    def __init__(self, conn: Connection, protocol: Any) -> None:
+    def __init__(self, conn: Connection, build_server: Callable[[], Any]) -> None:
         self._conn = conn
-        self._protocol = protocol
+        self._build_server = build_server
+        self._protocol: Any = None
         self.malformed = 0
         self.malformed_in_a_row = 0
 
@@ -93,26 +96,22 @@ class Dispatcher:
             self._conn.send_error(msg_id, INVALID_REQUEST, problem)
             return
         self.malformed_in_a_row = 0
+        conn = self._conn
+        if conn.closing or (not conn.authenticated and not authorize_initialize(conn, data)):
+            return
+        if data.get("method") == "initialize":
+            name = _field(_field(data.get("params"), "clientInfo"), "name")
+            conn.client_name = name if isinstance(name, str) else None
+        if self._protocol is None:
+            self._protocol = self._build_server()
         try:
             message = self._protocol.structure_message(data)
         except JsonRpcException as exc:  # pygls could not structure its params
             if msg_id is not None:
-                self._conn.send_error(msg_id, exc.code, exc.message or "invalid message")
-            log.info("connection %s: %s refused: %s", self._conn.id, data.get("method"), exc)
+                conn.send_error(msg_id, exc.code, exc.message or "invalid message")
+            log.info("connection %s: %s refused: %s", conn.id, data.get("method"), exc)
             return
-        self._deliver(message, is_request=msg_id is not None and "method" in data)
-
-    def _deliver(self, message: Any, *, is_request: bool) -> None:
-        conn = self._conn
-        if conn.closing:
-            return
-        if getattr(message, "method", None) == "initialize":
-            params = getattr(message, "params", None)
-            name = _field(_field(params, "client_info", "clientInfo"), "name")
-            conn.client_name = name if isinstance(name, str) else None
-        if not conn.authenticated and not authorize_initialize(conn, message):
-            return
-        if is_request and conn.counts_requests:
+        if msg_id is not None and "method" in data and conn.counts_requests:
             conn.request_started()
         self._protocol.handle_message(message)
 
@@ -161,11 +160,5 @@ def _kind(error: BaseException) -> str:
     return f"not JSON ({type(error).__name__})"
 
 
-def _field(obj: Any, *names: str) -> Any:
-    for name in names:
-        if isinstance(obj, dict):
-            if name in obj:
-                return obj[name]
-        elif hasattr(obj, name):
-            return getattr(obj, name)
-    return None
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import faulthandler
+import gc
 import io
 import logging
 import logging.handlers
@@ -284,6 +285,7 @@ async def serve(
     """
     addresses = [parse_listen(spec) for spec in listen] or [ListenAddress("unix", socket_path())]
     daemon = Daemon(connection_factory, addresses, idle_timeout=idle_timeout)
+    keep_startup_objects_out_of_the_collector()
     bound = await daemon.start()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -315,6 +317,15 @@ def run_daemon(
         log.error("%s", exc)
         return 1
     return 0
+
+
+def keep_startup_objects_out_of_the_collector() -> None:
+    """What is loaded by now (modules, the service, the model catalog) lives as long as the
+    daemon; frozen, the collector's full passes no longer walk it. Those passes run while
+    connections come and go, on the event loop: 100-600 ms each over the whole heap were
+    measured under a flood of reconnecting clients."""
+    gc.collect()
+    gc.freeze()
 
 
 SWITCH_INTERVAL_S = 0.0005

@@ -56,27 +56,39 @@ async def run_connection(
     limits: Limits = Limits(),
 ) -> None:
     """Serve one connection until the client leaves, sends `exit`, breaks the framing, or
-    `conn.stop_reading()` is called; then answer what is in flight and close."""
+    `conn.stop_reading()` is called; then answer what is in flight and close.
+
+    The server is built (`connection_factory(conn)`) when the first message that may reach it
+    arrives: a connection that only sends garbage, or never authenticates, costs no server.
+    Everything runs in the connection's own task, so what the factory sets in the context
+    (the log's "who is being served") holds to the end."""
+    task = asyncio.current_task()
+    assert task is not None
+    reading = True
+
+    def stop() -> None:
+        if reading:
+            task.cancel()
+
+    conn.on_stop_reading(stop)
+    dispatcher = Dispatcher(conn, lambda: _build_server(conn, connection_factory))
     try:
-        protocol = _build_server(conn, connection_factory)
-        reading = asyncio.ensure_future(_read_messages(conn, reader, protocol, limits))
-        conn.on_stop_reading(lambda: None if reading.cancel() else None)
-        try:
-            await reading
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # the daemon's loop is going away, not just this reader
+        await _read_messages(conn, reader, dispatcher, limits)
     except asyncio.CancelledError:
-        conn.outbox.abort()
-        _release_server(conn.server)
-        raise
+        if not conn.reading_stopped:  # the daemon's loop is going away, not just this reader
+            conn.outbox.abort()
+            _release_server(conn.server)
+            raise
+        task.uncancel()
     except Exception:
         log.exception("connection %s: its server failed; closing this connection only", conn.id)
+    finally:
+        reading = False
     await _finish(conn)
 
 
 def _build_server(conn: Connection, connection_factory: Callable[[Connection], Any]) -> Any:
+    """The connection's server, wired to it; returns its protocol."""
     server = connection_factory(conn)
     protocol = server.protocol
     if not hasattr(protocol, "on_exit"):
@@ -94,9 +106,8 @@ def _build_server(conn: Connection, connection_factory: Callable[[Connection], A
 
 
 async def _read_messages(
-    conn: Connection, reader: asyncio.StreamReader, protocol: Any, limits: Limits
+    conn: Connection, reader: asyncio.StreamReader, dispatcher: Dispatcher, limits: Limits
 ) -> None:
-    dispatcher = Dispatcher(conn, protocol)
     auth_deadline = asyncio.get_running_loop().time() + limits.auth_timeout_seconds
     while await conn.ready_to_read(limits.max_in_flight, conn.outbox.soft_limit_bytes):
         try:
