@@ -29,6 +29,7 @@ SECTIONS = [
     "workspace",
     "kernel",
     "ranking",
+    "abuse",
 ]
 
 
