@@ -285,7 +285,7 @@ async def serve(
     """
     addresses = [parse_listen(spec) for spec in listen] or [ListenAddress("unix", socket_path())]
     daemon = Daemon(connection_factory, addresses, idle_timeout=idle_timeout)
-    keep_startup_objects_out_of_the_collector()
+    tune_the_collector()
     bound = await daemon.start()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -319,13 +319,20 @@ def run_daemon(
     return 0
 
 
-def keep_startup_objects_out_of_the_collector() -> None:
-    """What is loaded by now (modules, the service, the model catalog) lives as long as the
-    daemon; frozen, the collector's full passes no longer walk it. Those passes run while
-    connections come and go, on the event loop: 100-600 ms each over the whole heap were
-    measured under a flood of reconnecting clients."""
+GC_THRESHOLDS = (20_000, 20, 20)  # CPython's default is (700, 10, 10)
+
+
+def tune_the_collector() -> None:
+    """Fewer, cheaper pauses of the cyclic garbage collector, which runs on the event loop.
+
+    What is loaded by now (modules, the service, the model catalog) lives as long as the
+    daemon: frozen, the collector's full passes no longer walk it. And connections that come
+    and go leave cycles behind: collected in larger batches, less often. Measured under a
+    flood of reconnecting clients: full passes of 100-600 ms before; the good connection's
+    longest wait 90-140 ms with the freeze alone, 13-28 ms with the thresholds too."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 SWITCH_INTERVAL_S = 0.0005
