@@ -58,7 +58,9 @@ def follow(ls: TokendServer, workspaces: Workspaces, uri: str) -> None:
         try:
             if ls.protocol.writer is None:  # the connection is gone
                 raise ConnectionError
-            ls.protocol.notify(DID_CHANGE_FILE_TOKENS, {"workspaceUri": workspace_uri, "files": files})
+            ls.protocol.notify(
+                DID_CHANGE_FILE_TOKENS, {"workspaceUri": workspace_uri, "files": files}
+            )
         except (ConnectionError, OSError):
             if unsubscribe is not None:
                 unsubscribe()
