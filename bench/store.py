@@ -122,6 +122,14 @@ def run() -> str:
         for message in messages:
             store.append_message(message)
         append_seconds = time.perf_counter() - start
+        # The boundary as a compaction writes it: the summary covers every message before it.
+        boundary = messages[MESSAGES - TAIL_AFTER_BOUNDARY]
+        store.commit_change(
+            "s",
+            compacted_message_ids=[m.id for m in messages[: MESSAGES - TAIL_AFTER_BOUNDARY]],
+            compacted_at=boundary.created_at,
+            compacted_by=boundary.id,
+        )
         raw_append_seconds = _raw_sqlite_append(Path(folder) / "raw.sqlite3", messages)
 
         assert len(store.load_all_messages("s")) == MESSAGES
