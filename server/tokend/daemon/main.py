@@ -17,8 +17,9 @@ from typing import Any, TextIO
 from lsprotocol import types
 
 from tokend.daemon.conn import Connection, Registry
-from tokend.daemon.listener import configure_logging, run_daemon
+from tokend.daemon.listener import run_daemon
 from tokend.daemon.paths import log_path, socket_path
+from tokend.daemon.process import configure_logging
 from tokend.daemon.spawn import connect_unix, is_detached
 
 log = logging.getLogger(__name__)
