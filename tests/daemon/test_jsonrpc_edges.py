@@ -132,3 +132,34 @@ def test_deeply_nested_params_are_refused_before_they_reach_the_session(daemons:
     assert accepted["result"]["version"] == 1  # the refused ones changed nothing
     assembled = client.request("context/assemble", {"sessionId": sid, "format": "anthropic"})
     assert "result" in assembled, assembled
+
+
+REQUEST_TOO_LARGE, REPLY_TOO_LARGE = -32011, -32012
+
+
+def test_limits_are_answered_with_errors_and_the_editor_keeps_its_server(
+    daemons: Daemons,
+) -> None:
+    """An append over 64 MiB and an assembled context over 32 MiB (a 10M-window session) were
+    answered by cutting the connection: now each gets its error, and the connection stays."""
+    client = _client(daemons)
+    create = {"model": "claude-sonnet-4-5", "contextWindow": 20_000_000}
+    sid = client.request("session/create", create)["result"]["sessionId"]
+
+    def append(text: str) -> dict[str, Any]:
+        message = {"role": "user", "parts": [{"type": "text", "text": text}]}
+        return client.request("session/append", {"sessionId": sid, "message": message}, timeout=120)
+
+    too_big = append("y" * (65 << 20))
+    assert too_big["error"]["code"] == REQUEST_TOO_LARGE, too_big["error"]
+    assert too_big["error"]["data"]["limit"] == 64 << 20
+    words = "the build fails because the parser returns none on an empty file " * 190_000
+    for _ in range(3):  # ~36 MB in all, each append under the frame limit
+        assert "result" in append(words)
+    assembled = client.request(
+        "context/assemble", {"sessionId": sid, "format": "anthropic"}, timeout=120
+    )
+    assert assembled["error"]["code"] == REPLY_TOO_LARGE, str(assembled)[:300]
+    assert assembled["error"]["data"]["limit"] == 32 << 20
+    snapshot = client.request("budget/snapshot", {"sessionId": sid})["result"]
+    assert snapshot["version"] == 3  # the refused append stored nothing
