@@ -152,8 +152,9 @@ def run() -> str:
             base = _summary([_one_round(baseline_dir / "server", big) for _ in range(ROUNDS)])
     lines = [
         "### Nobody waits behind a 30 MB append (bench/stall.py)\n",
-        f"One connection appends a {BIG_BYTES >> 20} MB tool result to a gpt-4o session (refused as too",
-        "large once counted); another sends `budget/snapshot` back to back meanwhile. Milliseconds;",
+        f"One connection appends a {BIG_BYTES >> 20} MB tool result to a gpt-4o session (tokend's",
+        "tool-output gate stores it whole and counts a 2 KB preview; the baseline counts all of it and",
+        "refuses it as too large); another sends `budget/snapshot` back to back meanwhile. Milliseconds;",
         f"{ROUNDS} rounds pooled; baseline = main at {BASELINE_REV} (all work on the event loop).\n",
         "| | snapshot idle p50 / p99 | snapshots during the append | p50 | p99 | max | append took | RSS after - before |",
         "|---|---|---|---|---|---|---|---|",
