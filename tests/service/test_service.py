@@ -66,9 +66,13 @@ def test_a_prune_moves_the_anchored_gauge_by_what_it_freed_also_after_a_restart(
     assert action.kind == "prune" and outcome.before == before
     # Oracle: tiktoken's counts of the cleared outputs, less the placeholders sent instead.
     enc = exact_encoding("o200k_base")
-    pruned_ids = {p.id for m in service.store.load_all_messages(sid) for p in m.parts if p.compacted_at}
+    pruned_ids = {
+        p.id for m in service.store.load_all_messages(sid) for p in m.parts if p.compacted_at
+    }
     outputs = [
-        p.part.output for m in service.store.load_all_messages(sid) for p in m.parts
+        p.part.output
+        for m in service.store.load_all_messages(sid)
+        for p in m.parts
         if p.id in pruned_ids
     ]
     freed = sum(len(enc.encode(o)) for o in outputs) - len(outputs) * len(

@@ -156,4 +156,7 @@ def test_an_implausible_sample_is_refused_not_learnt():
     assert not calibrator.observe("claude-x", {ContentClass.JSON: 100_000}, 30_000, 1_000)
     assert calibrator.to_state() == before
     assert calibrator.observe("claude-x", {ContentClass.JSON: 10_000}, 3_000, 3_300)
-    assert calibrator.ratios("claude-x")[ContentClass.JSON] < DEFAULT_CHARS_PER_TOKEN[ContentClass.JSON]
+    assert (
+        calibrator.ratios("claude-x")[ContentClass.JSON]
+        < DEFAULT_CHARS_PER_TOKEN[ContentClass.JSON]
+    )

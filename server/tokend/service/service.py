@@ -174,9 +174,7 @@ class TokendService:
         model = self.models.model_info(info)
         data = load_session_data(self.store, info, model, self.counter(model))
         workspace = info.workspace_uri
-        return SessionState(
-            data, self.store, lambda: self.config_for(workspace), self._decorate
-        )
+        return SessionState(data, self.store, lambda: self.config_for(workspace), self._decorate)
 
     def add_snapshot_warnings(
         self, hook: Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]

@@ -52,4 +52,3 @@ def register(server: TokendServer) -> None:
         if assembly.tools:
             result["tools"] = list(assembly.tools)
         return result
-

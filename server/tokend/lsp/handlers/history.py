@@ -34,9 +34,7 @@ def register(server: TokendServer) -> None:
                 )
                 result["code"] = to_wire_restored(restored)
             if p.restore in ("conversation", "both") and not p.dry_run:
-                done = await history.rewind(
-                    ls.service, p.session_id, p.to_message_id, p.if_version
-                )
+                done = await history.rewind(ls.service, p.session_id, p.to_message_id, p.if_version)
                 removed, snapshot = done.removed, done.snapshot
             else:
                 removed = 0
