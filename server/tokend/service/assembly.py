@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from tokend.core.assemble import Assembly, AssemblyRequest, assemble
@@ -19,25 +19,12 @@ from tokend.core.budget_injection import ends_with_tool_results as _ends_with_to
 from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import message_overhead, reply_priming, tool_schemas_tokens
+from tokend.service.assemble_input import AssembleInput
 from tokend.service.service import TokendService
 from tokend.service.usage import usage_of
 from tokend.service.workspace.window import with_workspace
 
-
-@dataclass(frozen=True)
-class AssembleInput:
-    """What the client sent; empty files and a None repo map are filled from the workspace."""
-
-    format: str = "openai"
-    system: str | None = None
-    tools: Sequence[Mapping[str, Any]] = ()
-    examples: Sequence[Mapping[str, Any]] = ()
-    read_only_files: Sequence[tuple[str, str]] = ()
-    repo_map: str | None = None
-    chat_files: Sequence[tuple[str, str]] = ()
-    reminder: str | None = None
-    budget_injection: str | None = None  # native | synthetic | off; None: [context] setting
-    extra: dict[str, Any] = field(default_factory=dict)
+__all__ = ["AssembleInput", "assemble_context"]  # AssembleInput lives in assemble_input.py
 
 
 def assemble_context(service: TokendService, session_id: str, inp: AssembleInput) -> Assembly:

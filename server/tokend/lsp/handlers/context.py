@@ -8,7 +8,8 @@ from typing import Any
 from tokend.lsp import wire
 from tokend.lsp.handlers.session import announce_compaction
 from tokend.lsp.server import TokendServer, rpc
-from tokend.service.assembly import AssembleInput, assemble_context
+from tokend.service.assemble_input import AssembleInput
+from tokend.service.assembly import assemble_context
 from tokend.service.compaction import auto_compact_async
 
 

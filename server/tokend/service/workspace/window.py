@@ -9,16 +9,13 @@ once the index is built (until then a warning says the map was left out).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from tokend.core.session_data import SessionData
+from tokend.service.assemble_input import AssembleInput
 from tokend.service.service import TokendService
 from tokend.service.workspace.registry import workspaces_of
 from tokend.service.workspace.repomap import session_map
 from tokend.service.workspace.session_files import gather
-
-if TYPE_CHECKING:
-    from tokend.service.assembly import AssembleInput
 
 
 def with_workspace(
