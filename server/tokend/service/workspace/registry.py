@@ -245,7 +245,10 @@ def workspaces_of(service: TokendService) -> Workspaces:
         found = _registries.get(service)
         if found is None:
             found = _registries[service] = Workspaces(service)
-            from tokend.service.workspace.session_files import refresh_sessions
-
-            found.session_hooks.append(lambda index, paths: refresh_sessions(found, index, paths))
+            for install in INSTALLERS:
+                install(found)
         return found
+
+
+INSTALLERS: list[Callable[[Workspaces], None]] = []
+"""Called with every new Workspaces (the package's __init__ adds the session files' refresh)."""
