@@ -125,8 +125,8 @@ def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _checkpoint_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`tokend checkpoints` and `tokend rewind` (commands/checkpoints.py), declared here so that
-    parsing a command line never imports the store."""
+    """`tokend checkpoints` and `tokend rewind` (commands/checkpoints.py), declared here (only
+    here) so that parsing a command line never imports the store."""
     listing = sub.add_parser("checkpoints", help="what each turn of a session changed on disk")
     listing.add_argument("session_id", metavar="SESSION")
     listing.add_argument("--diff", metavar="MESSAGE", help="the unified diff of that turn")

@@ -11,15 +11,14 @@ import pytest
 from tests.checkpoints.conftest import Agent
 from tests.checkpoints.test_rewind import tree, two_turns
 from tokend.adapters.checkpoint_store import CheckpointStore
-from tokend.commands.checkpoints import add_parsers, run_checkpoints, run_rewind
+from tokend.cli import _parser
+from tokend.commands.checkpoints import run_checkpoints, run_rewind
 from tokend.service.checkpoints import checkpoints_of
 
 
 def parse(*argv: str, url: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--database-url")
-    add_parsers(parser.add_subparsers(dest="command"))
-    return parser.parse_args(["--database-url", url, *argv])
+    """The command line as `tokend` itself parses it."""
+    return _parser().parse_args(["--database-url", url, *argv])
 
 
 @pytest.fixture

@@ -99,20 +99,3 @@ def run_rewind(args: argparse.Namespace, out: TextIO) -> int:
     hint = "; --force overwrites the kept files" if kept and not args.force else ""
     say(out, f"{verb} restore {plural(result['restored'], 'file')}, kept {kept}{hint}")
     return 1 if kept else 0
-
-
-def add_parsers(sub: Any) -> None:
-    """The two commands' arguments (cli.py calls this with its subparsers)."""
-    listing = sub.add_parser("checkpoints", help="what each turn of a session changed on disk")
-    listing.add_argument("session_id", metavar="SESSION")
-    listing.add_argument("--diff", metavar="MESSAGE", help="the unified diff of that turn")
-    listing.add_argument("--path", help="with --diff: only this file")
-    listing.add_argument("--json", action="store_true")
-    rewind = sub.add_parser("rewind", help="put the files back as they were at a message")
-    rewind.add_argument("session_id", metavar="SESSION")
-    rewind.add_argument("message_id", metavar="MESSAGE")
-    rewind.add_argument(
-        "--dry-run", action="store_true", help="say what would change; write nothing"
-    )
-    rewind.add_argument("--force", action="store_true", help="also overwrite files changed since")
-    rewind.add_argument("--json", action="store_true")
