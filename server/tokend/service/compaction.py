@@ -15,11 +15,12 @@ writes nothing. One compaction at a time per session.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from tokend.core.budget import history_summary_target_tokens
-from tokend.core.changes import Change
+from tokend.core.changes import Change, NewWindow, PruneParts
 from tokend.core.compaction_plan import MIN_SHRINK, WindowSplit, split_window, tail_budget_tokens
 from tokend.core.errors import InvalidParams, VersionConflict
 from tokend.core.gates import GatedOutput, gated_outputs
@@ -37,6 +38,8 @@ from tokend.service.summarizers import (
     model_narrative,
     write_summary,
 )
+
+T = TypeVar("T")
 
 STRATEGIES = ("auto", "prune", "summarize", "full")
 FULL_FIT_ATTEMPTS = 6  # halvings of the summary's budgets before full gives up fitting
@@ -72,30 +75,87 @@ class CompactRequest:
 async def compact_async(
     service: TokendService, session_id: str, request: CompactRequest = CompactRequest()
 ) -> CompactOutcome:
-    """Run the tiers `request.strategy` names (see the module docstring)."""
+    """Run the tiers `request.strategy` names (see the module docstring).
+
+    Every tier is planned first, on the session's data as the earlier tiers would leave it;
+    nothing is written until all are planned. Cancelling the task while it plans (a slow
+    summarizer included) writes nothing and raises CancelledError; once the changes are being
+    written, a cancel comes too late and the outcome is returned."""
     if request.strategy not in STRATEGIES:
         raise InvalidParams(f"strategy must be one of {', '.join(STRATEGIES)}")
     state = service.state(session_id)
     async with state.compacting:
         before = state.snapshot.used_tokens
         threshold = state.snapshot.autocompact_threshold
-        actions: list[CompactAction] = []
         if request.automatic and before < threshold:
-            return CompactOutcome(before, before, actions, state.snapshot)  # done meanwhile
+            return CompactOutcome(before, before, [], state.snapshot)  # done meanwhile
         cfg = service.config_for(state.data.info.workspace_uri).compaction
         tiers = ["prune", "summarize", "full"] if request.strategy == "auto" else [request.strategy]
         if request.strategy == "auto" and not cfg.prune:
             tiers.remove("prune")
+        data = state.data
+        planned: list[Planned] = []
         for tier in tiers:
             if tier == "prune":
-                action = await _prune(service, state)
+                step = await _prune(service, data)
             else:
-                action = await _summarize(service, state, request, full=tier == "full")
-            actions.append(action)
-            if action.kind != "skip" and state.snapshot.used_tokens < threshold:
-                break
+                step = await _summarize(service, data, request, full=tier == "full")
+            planned.append(step)
+            if step.change is not None:
+                data = evolve(data, step.change).data
+                if data.used_tokens()[0] < threshold:
+                    break
+        actions = await _finish(_apply(service, state, planned))
         snapshot = state.snapshot
         return CompactOutcome(before, snapshot.used_tokens, actions, snapshot)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A tier's action, and the change that does it (None for a skip)."""
+
+    action: CompactAction
+    change: NewWindow | PruneParts | None = None
+
+
+async def _apply(
+    service: TokendService, state: SessionState, planned: Sequence[Planned]
+) -> list[CompactAction]:
+    """Write the planned changes in order. A summary whose covered messages changed meanwhile
+    (another compaction or a rewind came first) becomes a skip; appends made meanwhile stay."""
+    actions = []
+    for step in planned:
+        if step.change is None:
+            actions.append(step.action)
+            continue
+        try:
+            await service.apply_compaction_async(state.id, step.change)
+        except VersionConflict as conflict:
+            actions.append(CompactAction("skip", 0, 0, f"{step.action.kind}: {conflict.message}"))
+            continue
+        actions.append(step.action)
+    return actions
+
+
+async def _finish(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` to its end even when the task awaiting it is cancelled meanwhile: the
+    changes it writes are never left half-applied. The cancel is then dropped (the caller
+    returns what was done; LSP lets a server answer a cancelled request with its result)."""
+    task = asyncio.ensure_future(work)
+    cancelled = 0
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise
+            cancelled += 1
+            continue
+        current = asyncio.current_task()
+        for _ in range(cancelled if current is not None else 0):
+            assert current is not None
+            current.uncancel()
+        return result
 
 
 def compact(
@@ -111,15 +171,28 @@ def compact(
     return asyncio.run(compact_async(service, session_id, request))
 
 
+class AutoProgress(Protocol):
+    """How the connection whose append started an automatic compaction follows it ($/progress
+    in the LSP layer): `begin` gets the way to cancel it, `end` says how it ended."""
+
+    async def begin(self, cancel: Callable[[], object]) -> None: ...
+
+    def end(self, message: str) -> None: ...
+
+
 async def auto_compact_async(
-    service: TokendService, session_id: str, ask_client: AskClient | None = None
+    service: TokendService,
+    session_id: str,
+    ask_client: AskClient | None = None,
+    progress: AutoProgress | None = None,
 ) -> CompactOutcome | None:
     """compaction.auto: the auto tiers when the gauge is at or over the autocompact threshold.
 
     None when not needed, disabled, already running (the running one is announced when done;
-    an append does not wait for a model writing a summary), or when no tier could act (the
-    snapshot then warns that the session is over the threshold). Never silent: the caller
-    announces what was done."""
+    an append does not wait for a model writing a summary), cancelled, or when no tier could
+    act (the snapshot then warns that the session is over the threshold). Never silent: the
+    caller announces what was done. Cancelled (through `progress`, or the awaiting task's own
+    cancel), it writes nothing, unless its changes were already being written."""
     state = service.state(session_id)
     if not service.config_for(state.data.info.workspace_uri).compaction.auto:
         return None
@@ -128,8 +201,41 @@ async def auto_compact_async(
     if state.compacting.locked():
         return None
     request = CompactRequest("auto", automatic=True, ask_client=ask_client)
-    outcome = await compact_async(service, session_id, request)
+    task = asyncio.ensure_future(compact_async(service, session_id, request))
+    ended = "failed"
+    try:
+        if progress is not None:
+            await _settled(asyncio.ensure_future(progress.begin(task.cancel)), task)
+        outcome = await _settled(task, task)
+        if outcome is None:
+            ended = "cancelled: nothing written"
+            return None
+        ended = f"{outcome.before:,} -> {outcome.after:,} tokens"
+    finally:
+        if progress is not None:
+            progress.end(ended)
     return outcome if any(a.kind != "skip" for a in outcome.actions) else None
+
+
+async def _settled(awaited: asyncio.Future[T], compaction: asyncio.Future[Any]) -> T | None:
+    """`awaited`'s result, None when it was cancelled. A cancel of the task awaiting it is
+    passed on to `compaction` (which then writes nothing, or finishes writing) and dropped: the
+    append that started an automatic compaction has its result whatever becomes of it."""
+    cancelled = 0
+    try:
+        while True:
+            try:
+                return await asyncio.shield(awaited)
+            except asyncio.CancelledError:
+                if awaited.cancelled():
+                    return None
+                cancelled += 1
+                compaction.cancel()
+    finally:
+        current = asyncio.current_task()
+        for _ in range(cancelled if current is not None else 0):
+            assert current is not None
+            current.uncancel()
 
 
 # -- the tiers ---------------------------------------------------------------------------------
@@ -153,8 +259,7 @@ def _projected(data: SessionData, change: Change) -> int:
     return evolve(data, change).data.used_tokens()[0]
 
 
-async def _prune(service: TokendService, state: SessionState) -> CompactAction:
-    data = state.data
+async def _prune(service: TokendService, data: SessionData) -> Planned:
     cfg = service.config_for(data.info.workspace_uri).compaction
     plan = plan_prune(
         data.messages,
@@ -165,28 +270,27 @@ async def _prune(service: TokendService, state: SessionState) -> CompactAction:
         ),
     )
     if not plan.part_ids:
-        return CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}")
+        return Planned(CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}"))
     change = service.prune_change(data, plan.part_ids)
     before, after = data.used_tokens()[0], _projected(data, change)
     refused = _shrink_refused("prune", before, after)
     if refused is not None:
-        return refused
-    await service.apply_compaction_async(state.id, change)
+        return Planned(refused)
     freed = before - after
-    return CompactAction(
+    action = CompactAction(
         "prune",
         len(plan.part_ids),
         freed,
         f"cleared {len(plan.part_ids)} old tool results ({freed:,} tokens freed); "
         "originals kept in the store",
     )
+    return Planned(action, change)
 
 
 async def _summarize(
-    service: TokendService, state: SessionState, request: CompactRequest, *, full: bool
-) -> CompactAction:
+    service: TokendService, data: SessionData, request: CompactRequest, *, full: bool
+) -> Planned:
     tier = "full" if full else "summarize"
-    data = state.data
     limit = service.input_limit(data)
     budget = service.config_for(data.info.workspace_uri).budget
     from_id = None if full else request.from_message_id
@@ -196,25 +300,22 @@ async def _summarize(
     if isinstance(split, str):
         if from_id is not None:
             raise InvalidParams(f"fromMessageId: {split}")
-        return CompactAction("skip", 0, 0, f"{tier}: {split}")
+        return Planned(CompactAction("skip", 0, 0, f"{tier}: {split}"))
     target = history_summary_target_tokens(data.model, budget)
     words = min(USER_WORDS_TOKENS, max(limit // 8, 1))
     written, after = await _written(service, data, split, target, words, request, limit, full)
     before = data.used_tokens()[0]
     refused = _shrink_refused(tier, before, after)
     if refused is not None:
-        return refused
-    try:
-        await service.apply_compaction_async(state.id, written.change)
-    except VersionConflict as conflict:
-        return CompactAction("skip", 0, 0, f"{tier}: {conflict.message}")
-    return CompactAction(
+        return Planned(refused)
+    action = CompactAction(
         tier,
         sum(1 for m in split.head if not m.summary),
         before - after,
         _summary_detail(split, written, written.change.tokens),
         written.change.message.id,
     )
+    return Planned(action, written.change)
 
 
 async def _written(
@@ -299,6 +400,7 @@ async def append_message(
     if_version: int | None,
     ask_client: AskClient | None = None,
     duration_ms: int | None = None,
+    progress: AutoProgress | None = None,
 ) -> AppendOutcome:
     """session/append: the message, then compaction.auto when the gauge passed the threshold
     (`ask_client` reaches the appending connection, for the "client" summarizer)."""
@@ -311,7 +413,7 @@ async def append_message(
         if_version=if_version,
         duration_ms=duration_ms,
     )
-    auto = await auto_compact_async(service, session_id, ask_client)
+    auto = await auto_compact_async(service, session_id, ask_client, progress)
     if auto is not None:
         snapshot = auto.snapshot
     gated = tuple(gated_outputs(message.parts))

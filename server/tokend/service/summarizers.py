@@ -18,9 +18,12 @@ reported (`Narrative.steps`), and history is never dropped because a summarizer 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import logging
 import os
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
@@ -121,19 +124,25 @@ class HttpWriter:
         self._timeout_s = timeout_s
 
     async def write(self, prompt: str, max_tokens: int) -> str:
+        """The answer's text. Cancelled (a compaction cancelled), the request's socket is shut
+        at once: the worker thread's read fails and the provider sees the connection close."""
+        opened = Opened()
         try:
             return await asyncio.wait_for(
-                asyncio.to_thread(self._post, prompt, max_tokens), self._timeout_s
+                asyncio.to_thread(self._post, prompt, max_tokens, opened), self._timeout_s
             )
         except TimeoutError:
             raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
+        finally:
+            opened.shut()  # a no-op once the answer was read; stops a read still waiting
 
-    def _post(self, prompt: str, max_tokens: int) -> str:
+    def _post(self, prompt: str, max_tokens: int, opened: Opened) -> str:
         key = os.environ.get(self._key_env, "")
         url, headers, body = self._request(prompt, max_tokens, key)
         request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+        opener = urllib.request.build_opener(_Tracked(opened), _TrackedTLS(opened))
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+            with opener.open(request, timeout=self._timeout_s) as response:
                 raw = response.read()
         except urllib.error.HTTPError as error:
             said = error.read()[:MAX_ERROR_BODY_CHARS].decode("utf-8", "replace").strip()
@@ -141,7 +150,7 @@ class HttpWriter:
             raise SummaryFailed(f"HTTP {error.code} ({said or error.reason}{unset})") from None
         except TimeoutError:
             raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
-        except (urllib.error.URLError, OSError) as error:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             reason = getattr(error, "reason", error)
             if isinstance(reason, TimeoutError):
                 raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
@@ -191,6 +200,63 @@ class HttpWriter:
         if cut:
             raise SummaryFailed("the answer was cut at maxTokens")
         return text
+
+
+class _Tracked(urllib.request.HTTPHandler):
+    """urllib's HTTP handler, keeping each connection it opens in `opened` (proxies and
+    redirects still go through urllib as usual)."""
+
+    def __init__(self, opened: Opened) -> None:
+        super().__init__()
+        self._opened = opened
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        def connect(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+            return self._opened.add(http.client.HTTPConnection(host, **kwargs))
+
+        return self.do_open(connect, req)
+
+
+class _TrackedTLS(urllib.request.HTTPSHandler):
+    def __init__(self, opened: Opened) -> None:
+        super().__init__()
+        self._opened = opened
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        def connect(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+            return self._opened.add(http.client.HTTPSConnection(host, **kwargs))
+
+        return self.do_open(connect, req)
+
+
+class Opened:
+    """The connections one summarizer request opened; `shut` (from any thread) shuts their
+    sockets, so that a read blocked on one fails at once, and refuses any later one."""
+
+    def __init__(self) -> None:
+        self._connections: list[http.client.HTTPConnection] = []
+        self._shut = False
+        self._lock = threading.Lock()
+
+    def add(self, connection: http.client.HTTPConnection) -> http.client.HTTPConnection:
+        with self._lock:
+            if self._shut:
+                raise OSError("the summary is no longer wanted")
+            self._connections.append(connection)
+        return connection
+
+    def shut(self) -> None:
+        with self._lock:
+            self._shut = True
+            connections = list(self._connections)
+        for connection in connections:
+            sock = connection.sock
+            if sock is None:
+                continue
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
 
 
 class ClientWriter:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
+from lsprotocol.types import ProgressToken
 
 from tokend.core.errors import InvalidParams
 from tokend.lsp import wire
@@ -19,12 +24,18 @@ from tokend.lsp.convert import (
 )
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service.compaction import (
+    AutoProgress,
     CompactAction,
     CompactOutcome,
     CompactRequest,
     append_message,
     compact_async,
 )
+
+log = logging.getLogger(__name__)
+
+CREATE_WAIT_S = 5.0  # how long an automatic compaction waits for the client to accept a token
+_tokens = itertools.count(1)
 
 
 def register(server: TokendServer) -> None:
@@ -57,6 +68,7 @@ def register(server: TokendServer) -> None:
                 if_version=p.if_version,
                 ask_client=ask_client(ls),
                 duration_ms=p.message.duration_ms,
+                progress=auto_progress(ls),
             )
         if outcome.auto is not None:
             announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
@@ -98,21 +110,23 @@ def register(server: TokendServer) -> None:
         token = p.work_done_token
         if token is not None and not isinstance(token, int | str):
             raise InvalidParams("workDoneToken must be an integer or a string")
-        if token is not None:
-            ls.work_done_progress.begin(
-                token, types.WorkDoneProgressBegin(title="tokend: compacting the session")
-            )
         request = CompactRequest(
             p.strategy, p.from_message_id, p.instructions, ask_client=ask_client(ls)
         )
+        task = asyncio.current_task()
+        if token is not None and task is not None:
+            begin_cancellable(ls, token, "tokend: compacting the session", task.cancel)
         done = "failed"
         try:
             with ls.host.busy():
                 result = await compact_async(ls.service, p.session_id, request)
             done = f"{result.before:,} -> {result.after:,} tokens"
+        except asyncio.CancelledError:
+            done = "cancelled: nothing written"
+            raise  # pygls answers RequestCancelled (-32800)
         finally:
             if token is not None:
-                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=done))
+                end_progress(ls, token, done)
         announce_compaction(ls, p.session_id, result, everyone=False)
         snapshot = to_wire_snapshot(result.snapshot)
         return {
@@ -148,3 +162,52 @@ def announce_compaction(
     ls.host.notify_others("session/didCompact", params, session_id)
     if everyone:
         ls.protocol.notify("session/didCompact", params)
+
+
+def begin_cancellable(
+    ls: TokendServer, token: ProgressToken, title: str, cancel: Callable[[], object]
+) -> None:
+    """$/progress begin with `cancellable: true`; window/workDoneProgress/cancel of `token`
+    calls `cancel` (pygls cancels the token's future; its callback does the rest)."""
+    progress = ls.work_done_progress
+    progress.tokens.pop(token, None)  # a token a client uses again starts afresh
+    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True))
+    progress.tokens[token].add_done_callback(lambda f: cancel() if f.cancelled() else None)
+
+
+def end_progress(ls: TokendServer, token: ProgressToken, message: str) -> None:
+    ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+    ls.work_done_progress.tokens.pop(token, None)
+
+
+class _AutoProgress:
+    """An automatic compaction's $/progress on the connection whose append started it: a
+    token the server creates (window/workDoneProgress/create), a cancellable begin, an end."""
+
+    def __init__(self, ls: TokendServer) -> None:
+        self._ls = ls
+        self._token: str | None = None
+
+    async def begin(self, cancel: Callable[[], object]) -> None:
+        token = f"tokend-compact-{next(_tokens)}"
+        try:
+            created = self._ls.work_done_progress.create_async(token)
+            _ = await asyncio.wait_for(created, CREATE_WAIT_S)
+        except Exception as error:  # the client refused or did not answer: no progress
+            log.info("no progress for an automatic compaction: %r", error)
+            return
+        self._token = token
+        begin_cancellable(self._ls, token, "tokend: compacting the session (automatic)", cancel)
+
+    def end(self, message: str) -> None:
+        if self._token is not None:
+            end_progress(self._ls, self._token, message)
+
+
+def auto_progress(ls: TokendServer) -> AutoProgress | None:
+    """Progress for an automatic compaction, when the client handles work-done progress."""
+    caps = ls.client_capabilities
+    window = caps.window if caps is not None else None
+    if window is None or not window.work_done_progress:
+        return None
+    return _AutoProgress(ls)
