@@ -18,6 +18,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 FiguresListener = Callable[[str, list[FileFigure]], None]
 Progress = Callable[[str, str], None]  # (kind: "begin" | "report" | "end", message)
 Notice = Callable[[str], None]
-# (index, the batch's paths, when each was first seen: wall-clock seconds), on the watcher thread
+# (index, the batch's paths, when each was first seen: wall-clock seconds), on the hook thread
 BatchHook = Callable[[WorkspaceIndex, frozenset[Path], Mapping[Path, float]], None]
 # (index, path, the buffer's text or None, "open" | "change" | "save" | "close"), on the loop
 EditorHook = Callable[[WorkspaceIndex, str, str | None, str], None]
@@ -80,11 +81,13 @@ class Workspaces:
         self._watchers: dict[str, FolderWatcher] = {}
         self._listeners: dict[str, list[FiguresListener]] = {}
         self._notices: dict[str, list[Notice]] = {}
+        self._hook_workers: dict[str, ThreadPoolExecutor] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.session_hooks: list[Callable[[WorkspaceIndex, set[str]], None]] = []
-        # Raw batches (every path, ignored or not) and the end of a first build, on the
-        # watcher's and the build's threads; editors' buffer events, on the loop.
+        # Raw batches (every path, ignored or not), in order on a thread of their own per
+        # workspace (never the watcher's: a slow hook must not hold back the figures); the end
+        # of a first build, on the build's thread; editors' buffer events, on the loop.
         self.batch_hooks: list[BatchHook] = []
         self.built_hooks: list[Callable[[WorkspaceIndex], None]] = []
         self.editor_hooks: list[EditorHook] = []
@@ -180,14 +183,33 @@ class Workspaces:
     def _on_batch(
         self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
     ) -> None:
+        """A watcher batch (on the watcher's thread): the index first, and its figures
+        announced; the batch hooks (checkpoints: reading and saving files) after, on the
+        workspace's hook thread, so a hook still busy (the first walk's checkpoint of a
+        kernel-sized tree) never delays a change notification."""
+        changed = index.apply_changes(paths)
+        if changed:
+            self._on_loop(self.announce)(index, changed)
+        if self.batch_hooks:
+            self._hook_worker(index).submit(self._run_batch_hooks, index, paths, times)
+
+    def _hook_worker(self, index: WorkspaceIndex) -> ThreadPoolExecutor:
+        with self._lock:
+            worker = self._hook_workers.get(index.uri)
+            if worker is None:
+                worker = self._hook_workers[index.uri] = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="tokend-batch-hooks"
+                )
+            return worker
+
+    def _run_batch_hooks(
+        self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
+    ) -> None:
         for hook in list(self.batch_hooks):
             try:
                 hook(index, paths, times)
             except Exception:
                 log.exception("a batch hook failed for %s", index.root)
-        changed = index.apply_changes(paths)
-        if changed:
-            self._on_loop(self.announce)(index, changed)
 
     def announce(self, index: WorkspaceIndex, changed: Iterable[str]) -> None:
         """Tell listeners and sessions that the figures of `changed` moved (on the loop)."""
@@ -233,6 +255,8 @@ class Workspaces:
         for watcher in list(self._watchers.values()):
             watcher.stop()
         self._watchers.clear()
+        for worker in list(self._hook_workers.values()):
+            worker.shutdown(wait=False)
 
 
 _registries: weakref.WeakKeyDictionary[TokendService, Workspaces] = weakref.WeakKeyDictionary()

@@ -1,0 +1,69 @@
+"""A change on disk reaches the listeners even while the checkpointer is busy: real service,
+real checkpoint store, a real folder, real writes and the real watcher."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tokend.adapters.checkpoint_store import CheckpointStore
+from tokend.service.checkpoints import checkpoints_of
+from tokend.service.factory import build_service
+from tokend.service.service import TokendService
+from tokend.service.workspace.figures import FileFigure
+from tokend.service.workspace.registry import workspaces_of
+
+WAIT_SECONDS = 20.0  # how long a condition may take on a loaded machine (not a figure)
+
+
+async def until(what: str, condition: object) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            pytest.fail(f"never happened: {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[TokendService]:
+    service = build_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
+    yield service
+    workspaces_of(service).close()
+    checkpoints_of(service).close()
+    service.close()
+
+
+async def test_a_save_is_announced_while_the_checkpointer_holds_the_workspace(
+    service: TokendService, tmp_path: Path
+):
+    """The kernel bench's lost notification: the first walk's checkpoint (every file of the
+    tree read and saved, minutes on the kernel) holds the workspace's checkpoint lock; the
+    watcher's batch used to wait for it before the index saw the change."""
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    for n in range(20):
+        (root / "src" / f"m{n}.py").write_text(f"def fn_{n}():\n    return {n}\n")
+    checkpoints = checkpoints_of(service, CheckpointStore(tmp_path / "checkpoints"))
+    workspaces = workspaces_of(service)
+    figures: list[FileFigure] = []
+    workspaces.subscribe(root.as_uri(), lambda uri, got: figures.extend(got), lambda n: None)
+    index = await workspaces.ready(root.as_uri())
+    await until("the first walk's checkpoint", lambda: checkpoints.walked(index.uri))
+
+    edited = root / "src" / "m3.py"
+    with checkpoints.lock(index.uri):  # as on_built holds it while it saves every file
+        edited.write_text("def fn_3():\n    return 'a much longer body than before'\n")
+        await until(
+            "the figure of the saved file, with the checkpointer busy",
+            lambda: any(f.path == "src/m3.py" for f in figures),
+        )
+    figure = next(f for f in figures if f.path == "src/m3.py")
+    assert figure.size_bytes == edited.stat().st_size
+    await until(  # and the checkpointer, once free, still logs the change
+        "the change in the checkpoint log",
+        lambda: any(c.path == "src/m3.py" for c in checkpoints.store.changes(index.uri)),
+    )
