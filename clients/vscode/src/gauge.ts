@@ -82,8 +82,11 @@ export function tooltipMarkdown(s: Snapshot): string {
     lines.push(`| ${LABELS[row.category] ?? row.category} | ${number(row.tokens)} | ${pct.toFixed(1)}% |`);
   }
   lines.push("");
-  lines.push(`Compacts at ${number(s.autocompactThreshold)} · ${s.compactions} compactions so far`);
-  lines.push(`Cost $${s.cost.totalUsd.toFixed(2)} · ${s.totals.calls} calls`);
+  // paragraphs of their own: Markdown joins lines that no blank line separates
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  lines.push(`Compacts at ${number(s.autocompactThreshold)} · ${plural(s.compactions, "compaction")} so far`);
+  lines.push("");
+  lines.push(`Cost $${s.cost.totalUsd.toFixed(2)} · ${plural(s.totals.calls, "call")}`);
   for (const warning of s.warnings) {
     lines.push("", `⚠ ${warning}`);
   }

@@ -65,3 +65,9 @@ test("the tooltip shows the breakdown, the threshold and the cost", () => {
     assert.ok(text.includes(shown), `${shown} missing from\n${text}`);
   }
 });
+
+test("the threshold and the cost are paragraphs of their own (Markdown joins adjacent lines)", () => {
+  const paragraphs = tooltipMarkdown(snapshot(86_000)).split(/\n\s*\n/);
+  assert.ok(paragraphs.some((p) => p.trim().startsWith("Compacts at") && !p.includes("Cost")), paragraphs.join("\n--\n"));
+  assert.ok(paragraphs.some((p) => p.trim().startsWith("Cost $")), paragraphs.join("\n--\n"));
+});
