@@ -2,7 +2,7 @@
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: bootstrap run lsp test lint bench
+.PHONY: bootstrap run lsp test lint bench test-editors
 
 bootstrap:
 	@scripts/bootstrap
@@ -24,3 +24,7 @@ lint: bootstrap
 
 bench: bootstrap
 	$(BIN)/python -m bench.run
+
+# Not in `make test`: installs ~800 MB (code-server, node 24, chromium) on its first run.
+test-editors: bootstrap
+	@scripts/test-editors
