@@ -34,6 +34,7 @@ TABLES = {
     "token_cache",
     "calibration",
     "tool_outputs",
+    "blob_chunks",
     "alembic_version",
 }
 

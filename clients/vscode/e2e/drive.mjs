@@ -218,6 +218,8 @@ async function main() {
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.ws)}`);
     const item = page.locator('#workbench\\.parts\\.statusbar [id^="tokend.tokend"]').first();
     const shown = async () => ((await item.count()) ? (await item.innerText()).trim() : undefined);
+    // VS Code marks an item with the warning or error background by a class: warning-kind, error-kind
+    const kind = async () => /\b(warning|error)-kind\b/.exec((await item.getAttribute("class")) ?? "")?.[1] ?? "";
     const showsGauge = async (s) => {
       const want = expectedGauge(s);
       await until(`the status bar to show ${want}`, async () => (await shown()) === want).catch(async (e) => {
@@ -256,6 +258,22 @@ async function main() {
     await page.screenshot({ path: path.join(screenshots, "vscode-gauge.png") });
     step("the tooltip shows the breakdown (screenshot vscode-gauge.png)");
     await page.mouse.move(640, 300);
+    assert.equal(await kind(), "", "a background below the warning stage");
+
+    // past 70%: the warning background
+    for (let i = 8; i < 12; i++) {
+      await append("user", { type: "text", text: `step ${i}` });
+      await append("assistant", { type: "toolCall", callId: `c${i}`, name: "bash", input: { cmd: "make test" } });
+      const output = `test ${i}: FAILED expected 200, got 500 in handler ${i}\n`.repeat(900);
+      await append("tool", { type: "toolResult", callId: `c${i}`, name: "bash", output });
+    }
+    const full = await snapshot();
+    assert.ok(full.usedPercentage >= 70 && full.usedPercentage < 90, `${full.usedPercentage}%: not in the warning stage`);
+    step(`past the warning stage: ${await showsGauge(full)}`);
+    await until("the warning background", async () => (await kind()) === "warning").catch(async (e) => {
+      throw new Error(`${e.message}; the item's classes: ${await item.getAttribute("class")}`);
+    });
+    await page.screenshot({ path: path.join(screenshots, "vscode-warning.png") });
 
     // click the item, pick Compact now
     await item.click();
@@ -270,11 +288,15 @@ async function main() {
       const s = await snapshot();
       return s.compactions >= 1 ? s : undefined;
     });
-    assert.ok(after.usedTokens < grown.usedTokens, `compaction left ${after.usedTokens} of ${grown.usedTokens} tokens`);
+    assert.ok(after.usedTokens < full.usedTokens, `compaction left ${after.usedTokens} of ${full.usedTokens} tokens`);
     step(`after Compact now: ${await showsGauge(after)} (compactions: ${after.compactions})`);
+    if (after.usedPercentage < 70) {
+      await until("the warning background to go", async () => (await kind()) === "");
+    }
     const toast = page.locator(".notifications-toasts").filter({ hasText: "tokend:" }).first();
     await toast.waitFor({ state: "visible", timeout: WAIT_MS });
-    assert.match(await toast.innerText(), new RegExp(`${grown.usedTokens.toLocaleString("en-US")} → ${after.usedTokens.toLocaleString("en-US")} tokens`));
+    const reported = `${full.usedTokens.toLocaleString("en-US")} → ${after.usedTokens.toLocaleString("en-US")} tokens`;
+    assert.ok((await toast.innerText()).includes(reported), `the notification does not say ${reported}`);
     const progress = page.locator(".notifications-toasts").filter({ hasText: "compacting the session" });
     await until("the progress notification to close", async () => (await progress.count()) === 0);
     await page.mouse.click(800, 200); // the editor area: the status-bar item's hover closes

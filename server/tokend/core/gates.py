@@ -8,6 +8,11 @@ that read files are exempt (`exempt_tools`): gating a file read would make the a
 again. The decision is written into the part (`gate`, `ref`, `original_chars`, and the text
 the model sees as `output`), so later assemblies are byte-identical and the provider's prompt
 cache stays warm. All sizes are characters (Python str length).
+
+An output may arrive as a KeptText (core.text_chunks): the daemon kept a big string of the
+request out of memory. Gating it needs only its length, start, end and content address; one
+that no gate takes (an exempt tool, or short once decoded) is read back whole, as a part to
+replace with `gate` None.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from tokend.core.text_chunks import KeptText, text_head, text_length, text_tail, whole_text
 from tokend.core.types import Part, StoredPart, ToolResultPart
 
 PREVIEW = "preview"
@@ -39,7 +45,8 @@ class GateConfig:
 @dataclass(frozen=True, slots=True)
 class Gated:
     """One gated result: its index among the message's parts, the part as the model sees it
-    and the original kept whole under `ref`."""
+    and the original kept whole under `ref` (a KeptText stays one). With `part.gate` None, the
+    part is a KeptText output no gate took, read back whole: replace it, store nothing."""
 
     index: int
     part: ToolResultPart
@@ -48,6 +55,8 @@ class Gated:
 
 def output_ref(text: str) -> str:
     """The content address of an output: "sha256:" and the hex digest of its UTF-8 bytes."""
+    if isinstance(text, KeptText):
+        return text.ref
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -58,7 +67,7 @@ def _is_exempt(name: str, cfg: GateConfig) -> bool:
 def gate_parts(parts: Sequence[Part], cfg: GateConfig = GateConfig()) -> list[Gated]:
     """Which tool results of one message to gate, and how (see the module docstring)."""
     sizes = {
-        i: len(p.output)
+        i: text_length(p.output)
         for i, p in enumerate(parts)
         if isinstance(p, ToolResultPart) and p.gate is None
     }
@@ -77,6 +86,10 @@ def gate_parts(parts: Sequence[Part], cfg: GateConfig = GateConfig()) -> list[Ga
             continue  # a preview would not be shorter
         gated[i] = part
         total -= sizes[i] - len(part.output)
+    for i in sizes.keys() - gated.keys():
+        part = _result(parts, i)
+        if isinstance(part.output, KeptText):
+            gated[i] = replace(part, output=whole_text(part.output))
     return [Gated(i, gated[i], _result(parts, i).output) for i in sorted(gated)]
 
 
@@ -88,24 +101,25 @@ def _result(parts: Sequence[Part], index: int) -> ToolResultPart:
 
 def _gate(part: ToolResultPart, cfg: GateConfig) -> ToolResultPart:
     text = part.output
+    length = text_length(text)
     ref = output_ref(text)
     read = f'toolOutput/read {{"ref": "{ref}"}} returns it in slices'
     if _short(part.name) in _lower(cfg.middle_out_tools):
         half = cfg.middle_out_chars // 2
-        cut = len(text) - 2 * half
+        cut = length - 2 * half
         shown = (
-            f"{text[:half]}\n[…{cut:,} characters truncated; the whole output is kept: {read}…]"
-            f"\n{text[-half:]}"
+            f"{text_head(text, half)}\n[…{cut:,} characters truncated; the whole output is kept: "
+            f"{read}…]\n{text_tail(text, half)}"
         )
         kind = MIDDLE_OUT
     else:
         shown = (
-            f"{text[: cfg.preview_chars]}\n\n[Tool output too large to show whole: {len(text):,} "
+            f"{text_head(text, cfg.preview_chars)}\n\n[Tool output too large to show whole: {length:,} "
             f"characters, of which the first {cfg.preview_chars:,} are above. The whole output "
             f"is kept: {read}.]"
         )
         kind = PREVIEW
-    return replace(part, output=shown, gate=kind, ref=ref, original_chars=len(text))
+    return replace(part, output=shown, gate=kind, ref=ref, original_chars=length)
 
 
 def _short(name: str) -> str:

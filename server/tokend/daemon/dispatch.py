@@ -4,6 +4,8 @@ The JSON-RPC envelope is checked here, for any protocol, so that every mistake i
 same way and to the message's own id when it has one:
 
 - a body that is not JSON: ParseError (id null);
+- a big body (frames.py) whose strings other than tool outputs, read back, pass the limit of a
+  whole frame: RequestTooLarge to its id;
 - not an object, `jsonrpc` other than "2.0", an id that is not an integer or a string, neither
   a method nor a result/error: InvalidRequest (to its id when it has a usable one);
 - nested too deep for the JSON parser: InvalidParams to its id (the protocol refuses
@@ -25,7 +27,8 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
-from tokend.core.errors import InvalidParams, Unauthorized
+from tokend.core.errors import InvalidParams, RequestTooLarge, Unauthorized
+from tokend.daemon.bigframes import BodyTooLarge, SpooledStrings
 from tokend.daemon.conn import Connection
 from tokend.daemon.jsonscan import top_level_fields
 
@@ -67,14 +70,22 @@ class Dispatcher:
     """Hands one connection's messages to its server, built by `build_server` (which returns
     the server's protocol) when the first message that may reach it arrives."""
 
-    def __init__(self, conn: Connection, build_server: Callable[[], Any]) -> None:
+    def __init__(
+        self, conn: Connection, build_server: Callable[[], Any], max_body_bytes: int = 64 << 20
+    ) -> None:
         self._conn = conn
+        self._max_body_bytes = max_body_bytes  # a big body's strings read back count to this
         self._build_server = build_server
         self._protocol: Any = None
         self.malformed = 0
         self.malformed_in_a_row = 0
 
-    def dispatch(self, body: bytes) -> None:
+    def dispatch(self, body: bytes, spooled: SpooledStrings | None = None) -> None:
+        """Hand one body on; `spooled`: the big strings kept out of it (bigframes.py)."""
+        if spooled is not None and spooled.problem is not None:
+            self._malformed(len(body), spooled.problem)
+            self._conn.send_error(None, PARSE_ERROR, "the message body is not JSON")
+            return
         try:
             data = json.loads(body)
         except RecursionError:
@@ -97,6 +108,8 @@ class Dispatcher:
             return
         self.malformed_in_a_row = 0
         conn = self._conn
+        if spooled is not None and not self._put_back(spooled, data, msg_id):
+            return
         if conn.closing or (not conn.authenticated and not authorize_initialize(conn, data)):
             return
         if data.get("method") == "initialize":
@@ -114,6 +127,22 @@ class Dispatcher:
         if msg_id is not None and "method" in data and conn.counts_requests:
             conn.request_started()
         self._protocol.handle_message(message)
+
+    def _put_back(self, spooled: SpooledStrings, data: dict[str, Any], msg_id: Any) -> bool:
+        """A big body's strings into its parsed skeleton; False if refused as too large."""
+        try:
+            spooled.resolve(data, self._max_body_bytes)
+        except BodyTooLarge as exc:
+            log.warning("connection %s: %s refused: %s", self._conn.id, data.get("method"), exc)
+            if msg_id is not None or "method" not in data:
+                error = RequestTooLarge(
+                    f"{exc}: over the {self._max_body_bytes >> 20} MiB tokend reads besides "
+                    "tool results' outputs; nothing of it was stored",
+                    {"bytes": spooled.body_bytes, "limit": self._max_body_bytes},
+                )
+                self._conn.send_error(msg_id, error.code, error.message, error.data)
+            return False
+        return True
 
     def _malformed(self, size: int, kind: str, *, answered: bool = False) -> None:
         """Log a malformed message by size and kind, never its bytes (a secret may be inside):

@@ -17,7 +17,7 @@ MAX_CAPTURE_BYTES = 256  # a top-level key, a method name or an id longer than t
 
 # The rest of a string from just after its opening quote: stops at the closing quote, or at a
 # backslash that ends the chunk (its escaped byte is in the next chunk), or at the chunk's end.
-_STRING_REST = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
+STRING_REST = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
 _STRUCTURAL = re.compile(rb'["{}\[\]:,]')
 _OPENERS = frozenset(b"{[")
 _CLOSERS = frozenset(b"}]")
@@ -56,7 +56,7 @@ class TopLevelFields:
             self._escape_pending = False
             self._keep(data[pos : pos + 1])
             pos += 1
-        stop = _STRING_REST.match(data, pos).end()  # type: ignore[union-attr]  # `*` always matches
+        stop = STRING_REST.match(data, pos).end()  # type: ignore[union-attr]  # `*` always matches
         if self._capture is not None:
             self._keep(data[pos:stop])
         if stop == len(data):

@@ -71,7 +71,9 @@ async def run_connection(
             task.cancel()
 
     conn.on_stop_reading(stop)
-    dispatcher = Dispatcher(conn, lambda: _build_server(conn, connection_factory))
+    dispatcher = Dispatcher(
+        conn, lambda: _build_server(conn, connection_factory), limits.max_frame_bytes
+    )
     try:
         await _read_messages(conn, reader, dispatcher, limits)
     except asyncio.CancelledError:
@@ -135,7 +137,7 @@ async def _read_messages(
         if frame is None:
             return
         if isinstance(frame, Body):
-            dispatcher.dispatch(frame.data)
+            dispatcher.dispatch(frame.data, frame.spooled)
             if dispatcher.malformed_in_a_row >= MALFORMED_IN_A_ROW or not conn.authenticated:
                 log.info("connection %s: closing after malformed messages", conn.id)
                 return

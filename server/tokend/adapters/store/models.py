@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Dialect,
@@ -130,6 +131,20 @@ class ToolOutputRow(Base):
     text: Mapped[str] = mapped_column(Text)
     chars: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class BlobChunkRow(Base):
+    """One chunk of a long text stored in pieces (blobs.py): the text's content address
+    ("sha256:<hex>" of its UTF-8 bytes), the chunk's order, the character offset it starts
+    at, its length in characters and its text."""
+
+    __tablename__ = "blob_chunks"
+
+    ref: Mapped[str] = mapped_column(String(80), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    start: Mapped[int] = mapped_column(BigInteger)
+    chars: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
 
 
 class TokenCacheRow(Base):

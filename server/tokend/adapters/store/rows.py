@@ -12,6 +12,7 @@ from sqlalchemy import bindparam, case, func, insert, select, update
 from sqlalchemy.orm import Session
 from ulid import ULID
 
+from tokend.adapters.store import blobs
 from tokend.adapters.store.codec import (
     part_from_json,
     part_to_json,
@@ -193,7 +194,15 @@ def insert_tool_outputs(session: Session, session_id: str, outputs: Mapping[str,
         )
     now = datetime.now(UTC)
     fresh = [
-        {"session_id": session_id, "ref": ref, "text": text, "chars": len(text), "created_at": now}
+        {"session_id": session_id, "ref": ref, "chars": len(text), "created_at": now, "text": text}
+        if not blobs.kept_in_chunks(text)
+        else {  # a long text: in chunks (blobs.py), the row says only how long it is
+            "session_id": session_id,
+            "ref": ref,
+            "chars": blobs.put_blob(session, ref, text),
+            "created_at": now,
+            "text": "",
+        }
         for ref, text in outputs.items()
         if ref not in existing
     ]
@@ -211,6 +220,8 @@ def tool_output_slice(
             ToolOutputRow.session_id == session_id, ToolOutputRow.ref == ref
         )
     ).first()
+    if row is not None and not row[0] and row[1] and offset < row[1]:  # kept in chunks
+        return blobs.read_slice(session, ref, offset, length), row[1]
     return None if row is None else (row[0] or "", row[1])
 
 

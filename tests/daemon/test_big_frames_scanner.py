@@ -1,0 +1,118 @@
+"""A big body's strings, decoded piece by piece as the bytes arrive, are exactly what
+`json.loads` makes of the whole body (the oracle): same text, length and sha256, whatever the
+cuts, escapes, surrogate pairs and UTF-8 sequences split between reads."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.daemon import bigframes
+from tokend.daemon.bigframes import BodyScanner, BodyTooLarge, SpooledText
+
+TRICKY = st.sampled_from(
+    ["a", '"', "\\", "\n", "\x01", "/", "é", "中", "\U0001f600", "\ud800", "\udc00"]
+)
+
+
+@pytest.fixture(autouse=True)
+def tiny_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces of a few characters: every kind of cut happens within a short string."""
+    monkeypatch.setattr(bigframes, "DIVERT_BYTES", 40)
+    monkeypatch.setattr(bigframes, "DECODE_PIECE_CHARS", 16)
+    monkeypatch.setattr(bigframes, "KEEP_EDGE_CHARS", 5)
+
+
+def scan(body: bytes, reads: list[int], limit: int = 1 << 20) -> BodyScanner:
+    scanner, pos, i = BodyScanner(limit), 0, 0
+    while pos < len(body):
+        size = reads[i % len(reads)]
+        scanner.feed(body[pos : pos + size])
+        pos, i = pos + size, i + 1
+    return scanner
+
+
+def append_body(output: str, text: str, ascii_only: bool) -> bytes:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "session/append",
+        "params": {
+            "message": {
+                "parts": [
+                    {"type": "toolResult", "output": output},
+                    {"type": "text", "text": text},
+                ],
+                text: [text],
+            }
+        },
+    }
+    return json.dumps(message, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    output=st.lists(TRICKY, max_size=200).map("".join),
+    text=st.lists(TRICKY, max_size=120).map("".join),
+    ascii_only=st.booleans(),
+    reads=st.lists(st.integers(1, 50), min_size=1, max_size=8),
+)
+def test_pieces_decode_as_the_whole_body_does(
+    output: str, text: str, ascii_only: bool, reads: list[int]
+) -> None:
+    body = append_body(output, text, ascii_only)
+    expected = json.loads(body)
+    scanner = scan(body, reads)
+    assert scanner.problem is None
+    spooled = scanner.finish(len(body))
+    message = spooled.resolve(json.loads(bytes(scanner.skeleton)), 1 << 20)
+    got = message["params"]["message"]["parts"][0]["output"]
+    want = expected["params"]["message"]["parts"][0]["output"]
+    if isinstance(got, SpooledText):
+        data = want.encode("utf-8", "surrogatepass")
+        assert got.chars == len(want) and got.ref == "sha256:" + hashlib.sha256(data).hexdigest()
+        assert "".join(got.pieces()) == want
+        assert got.head(3) == want[:3] and got.head(50) == want[:50]
+        assert got.tail(3) == want[-3:] and got.tail(50) == want[-50:]
+        message["params"]["message"]["parts"][0]["output"] = "".join(got.pieces())
+    assert message == expected
+
+
+@pytest.mark.parametrize(
+    ("string", "kind"),
+    [
+        (b"abc\\x" + b"a" * 80, "Invalid \\escape"),
+        (b"a" * 80 + b"\xff\xfe", "not UTF-8"),
+        (b"a" * 80 + b"\x01", "Invalid control character"),
+    ],
+)
+def test_a_big_string_that_is_not_json_text_is_told(string: bytes, kind: str) -> None:
+    body = b'{"a": "' + string + b'"}'
+    with pytest.raises(ValueError):
+        json.loads(body)
+    scanner = scan(body, [7])
+    assert scanner.problem is not None and kind in scanner.problem
+
+
+def test_strings_read_back_count_against_the_limit() -> None:
+    body = json.dumps({"method": "test/echo", "params": {"a": "x" * 500, "b": "y" * 500}}).encode()
+    scanner = scan(body, [64])
+    skeleton = json.loads(bytes(scanner.skeleton))
+    with pytest.raises(BodyTooLarge):
+        scanner.finish(len(body)).resolve(skeleton, 900)
+    scanner = scan(body, [64])
+    message = scanner.finish(len(body)).resolve(json.loads(bytes(scanner.skeleton)), 1200)
+    assert message == json.loads(body)
+
+
+def test_a_skeleton_over_the_limit_keeps_only_the_id_and_method() -> None:
+    body = json.dumps(
+        {"params": {"parts": ["z" * 30] * 100}, "method": "test/echo", "id": "late"}
+    ).encode()
+    scanner = scan(body, [100], limit=1000)
+    assert scanner.too_large and len(scanner.skeleton) == 0
+    assert scanner.fields.msg_id == "late" and scanner.fields.method == "test/echo"
