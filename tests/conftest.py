@@ -58,3 +58,26 @@ def tokend_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra)
     return env
+
+
+@pytest.fixture(scope="session")
+def postgres_server():  # type: ignore[no-untyped-def]
+    """A real PostgreSQL started for this test run (tests/pg.py); a test that needs one FAILS
+    when none can be started, with the reason."""
+    from tests.pg import PostgresServer, PostgresUnavailable
+
+    server = PostgresServer()
+    try:
+        server.start()
+    except PostgresUnavailable as exc:
+        pytest.fail(f"no PostgreSQL for the tests: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server) -> str:  # type: ignore[no-untyped-def]
+    """The SQLAlchemy URL of a fresh, empty PostgreSQL database."""
+    return str(postgres_server.new_database())

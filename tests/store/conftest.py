@@ -1,4 +1,4 @@
-"""Fixtures for the store tests: real SQLite files in tmp_path."""
+"""Fixtures for the store tests: real SQLite files in tmp_path, real PostgreSQL databases."""
 
 from __future__ import annotations
 
@@ -47,8 +47,12 @@ def message(
     )
 
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every store test runs on a real SQLite file and on a real PostgreSQL database (a fresh
+    one per test, on the server the suite started)."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
     return sqlite_url(tmp_path / "tokend.sqlite3")
 
 

@@ -76,7 +76,9 @@ def test_models_describe_exactly_what_the_migrations_create(store: SqlStore):
     assert differences == []
 
 
-def test_sqlite_runs_in_wal_mode_with_foreign_keys_and_a_busy_timeout(store: SqlStore, db_url):
+def test_sqlite_runs_in_wal_mode_with_foreign_keys_and_a_busy_timeout(tmp_path: Path):
+    db_url = sqlite_url(tmp_path / "tokend.sqlite3")
+    store = SqlStore.open(db_url)
     path = db_url.removeprefix("sqlite:///")
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
     with store.engine.connect() as connection:
@@ -84,13 +86,15 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys_and_a_busy_timeout(store: Sql
         assert pragma("PRAGMA foreign_keys").scalar() == 1
         assert pragma("PRAGMA busy_timeout").scalar() == 5000
         assert pragma("PRAGMA synchronous").scalar() == 1  # NORMAL
+    store.close()
 
 
 def test_a_database_from_a_newer_tokend_is_refused_clearly(db_url: str):
     SqlStore.open(db_url).close()
-    path = db_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as raw:
-        raw.execute("UPDATE alembic_version SET version_num = '9999_future'")
+    engine = create_store_engine(db_url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_future'")
+    engine.dispose()
     with pytest.raises(StoreError, match="newer version"):
         SqlStore.open(db_url)
 
@@ -168,7 +172,7 @@ def test_sessions_compacted_before_0002_keep_their_live_context(db_url: str):
                     {
                         "id": f"m{seq}",
                         "seq": seq,
-                        "summary": summary,
+                        "summary": bool(summary),
                         "at": f"2026-01-01 00:00:0{seq}",
                     },
                 )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tokend.core.types import StoredMessage
 
 
 class TokendError(Exception):
@@ -54,6 +57,22 @@ class VersionConflict(TokendError):
 
     code = -32006
     name = "VersionConflict"
+
+
+class ChangedElsewhere(VersionConflict):
+    """A change was computed on a version another process (a daemon sharing the database)
+    has moved past; data = {currentVersion}. The owner reloads the session and retries, or
+    answers VersionConflict when the caller asked for a version."""
+
+
+class AlreadyStored(Exception):
+    """A message with the client-chosen id is already stored (an append retried); not an error
+    to the client, who gets the first append's answer."""
+
+    def __init__(self, message_id: str, stored: StoredMessage) -> None:
+        super().__init__(f"message {message_id} is already stored")
+        self.message_id = message_id
+        self.stored = stored
 
 
 class Unauthorized(TokendError):

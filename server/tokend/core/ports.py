@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from tokend.core.types import Message, SessionInfo
+from tokend.core.types import Message, SessionInfo, StoredMessage
 
 
 class TokenCounter(Protocol):
@@ -53,8 +54,33 @@ class Summarizer(Protocol):
     ) -> tuple[str, dict[str, Any] | None]: ...
 
 
+OnRemoteChange = Callable[[str | None, int], None]
+
+
+class RemoteChanges(Protocol):
+    """Changes other processes (daemons sharing the database) commit, as they commit."""
+
+    def listen(self, on_change: OnRemoteChange) -> Callable[[], None]:
+        """Call `on_change(session_id, version)` from a thread for each change another process
+        commits, and `on_change(None, 0)` when changes may have been missed (a reconnect);
+        returns the function that stops listening."""
+        ...
+
+
+class HeldChange(Protocol):
+    def commit_change(self, **change: Any) -> None:
+        """Store.commit_change's keywords, committed in the holding transaction."""
+        ...
+
+
 class Store(Protocol):
     """Durable sessions, messages and parts. Every write is atomic: all of it or nothing."""
+
+    @property
+    def changes(self) -> RemoteChanges | None:
+        """Other processes' changes as they commit; None when no other process shares the
+        store in real time."""
+        ...
 
     def create_session(self, info: SessionInfo) -> None: ...
 
@@ -85,11 +111,24 @@ class Store(Protocol):
         compacted_by: str | None = None,
         tool_outputs: Mapping[str, str] | None = None,
         session_fields: Mapping[str, Any] | None = None,
+        version: tuple[int, int] | None = None,
+        message_tokens: int | None = None,
     ) -> None:
         """One session change in one transaction: append `message`, mark parts compacted,
         mark messages out of the live context (by a summary's id, or "rewind"), keep gated
         tool outputs (ref -> text), set session fields (as update_session). All of it or
-        nothing."""
+        nothing. `version` (expected, new) moves the session's stored version from `expected`
+        to `new` first, or raises ChangedElsewhere (with the stored version) when another
+        process moved it; a `message` whose id is already stored raises AlreadyStored."""
+        ...
+
+    def hold(self, session_id: str) -> AbstractContextManager[HeldChange]:
+        """A transaction holding the session's lock until it ends (no other process changes
+        the session meanwhile); its `commit_change` commits in it."""
+        ...
+
+    def find_message(self, message_id: str) -> StoredMessage | None:
+        """Where a stored message is and what its append answered, or None."""
         ...
 
     def load_messages(self, session_id: str) -> list[Message]:

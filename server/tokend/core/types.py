@@ -135,6 +135,16 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """Where a stored message is, and what its append answered (None: stored before versions
+    and counts were kept with messages)."""
+
+    session_id: str
+    version: int | None
+    tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     id: str
     model: str
@@ -147,3 +157,4 @@ class SessionInfo:
     compacted_at: datetime | None = None
     deleted_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    version: int = 0  # as stored: the version the session's last change made

@@ -9,7 +9,7 @@ import logging
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, TextIO
@@ -159,7 +159,13 @@ def serve_forever(args: argparse.Namespace) -> int:
         conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
         return server
 
+    stop_feed: list[Callable[[], None]] = []
+
     def ready(addresses: list[str]) -> None:
+        # Called on the running loop: from now on, other daemons' changes reach our editors.
+        stop = service.listen_remote(asyncio.get_running_loop())
+        if stop is not None:
+            stop_feed.append(stop)
         if is_detached():  # stderr is the crash file: it stays empty unless the daemon dies
             log.info("tokend %s: listening on %s", _version(), ", ".join(addresses))
             return
@@ -178,6 +184,8 @@ def serve_forever(args: argparse.Namespace) -> int:
             name=args.name,
         )
     finally:
+        for stop in stop_feed:
+            stop()
         logging.getLogger("tokend").removeHandler(to_clients)
         service.close()
 

@@ -172,6 +172,7 @@ class MessageParams:
     usage: UsageParams | None = None
     model: str | None = None
     duration_ms: int | None = None  # an assistant reply: from its request to its completion
+    id: str | None = None  # client-chosen: the idempotency key of the append
 
 
 @attrs.frozen
@@ -249,6 +250,7 @@ class ToolOutputReadParams:
 @attrs.frozen
 class SessionListParams:
     workspace_uri: str | None = None
+    all: bool = False
 
 
 # -- results ----------------------------------------------------------------------------------

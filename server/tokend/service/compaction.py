@@ -401,10 +401,11 @@ async def append_message(
     ask_client: AskClient | None = None,
     duration_ms: int | None = None,
     progress: AutoProgress | None = None,
+    message_id: str | None = None,
 ) -> AppendOutcome:
     """session/append: the message, then compaction.auto when the gauge passed the threshold
     (`ask_client` reaches the appending connection, for the "client" summarizer)."""
-    message, snapshot, tokens = await service.append_async(
+    appended = await service.append_async(
         session_id,
         role,
         parts,
@@ -412,9 +413,11 @@ async def append_message(
         model=model,
         if_version=if_version,
         duration_ms=duration_ms,
+        message_id=message_id,
     )
+    snapshot = appended.snapshot
     auto = await auto_compact_async(service, session_id, ask_client, progress)
     if auto is not None:
         snapshot = auto.snapshot
-    gated = tuple(gated_outputs(message.parts))
-    return AppendOutcome(message.id, tokens, snapshot, auto, gated)
+    gated = tuple(gated_outputs(appended.message.parts)) if appended.message else ()
+    return AppendOutcome(appended.message_id, appended.tokens, snapshot, auto, gated)

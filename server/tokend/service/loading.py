@@ -6,8 +6,8 @@ rewind took out) is played through `core.session_data.evolve` as reloaded
 do not hold comes from the session row's `extra`: compactions, the measured context, the
 estimate errors, and a prune's delta on the anchor. The time figures (wall and API duration,
 lines edited) are tallied again from every message of every window. Parts the store has no
-count for are counted and their counts saved. The version never goes back across restarts: it
-is derived from persisted counts.
+count for are counted and their counts saved. The version is the stored one (the session row's,
+moved by each change's transaction): it never goes back across restarts or daemons.
 """
 
 from __future__ import annotations
@@ -74,13 +74,10 @@ def load_session_data(
     if missing:
         store.set_part_tokens(missing)
     compactions = int(extra.get("compactions", 0))
-    version = (
-        len(every)
-        + compactions
-        + int(extra.get("measuredChanges", 0))
-        + int(extra.get("rewinds", 0))
+    # The stored version: every change moves it in its own transaction, whichever daemon made it.
+    data = replace(
+        data, compactions=compactions, version=info.version, errors=restored_errors(extra)
     )
-    data = replace(data, compactions=compactions, version=version, errors=restored_errors(extra))
     if every is not messages:  # the time figures count every window's messages, in order
         data = replace(data, times=tally_messages(every))
     return _restore_anchor_delta(data)

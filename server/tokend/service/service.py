@@ -9,6 +9,7 @@ reports back. Readers get immutable snapshots.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,11 +24,17 @@ from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, with_context_window
 from tokend.core.changes import AppendMessage, NewWindow, PruneParts, RecordMeasured, UpdateInfo
 from tokend.core.config import TokendConfig
-from tokend.core.errors import InvalidParams, MessageTooLarge, SessionNotFound, UnknownModel
+from tokend.core.errors import (
+    AlreadyStored,
+    InvalidParams,
+    MessageTooLarge,
+    SessionNotFound,
+    UnknownModel,
+)
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
 from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
-from tokend.core.pricing import cost_usd
+from tokend.core.pricing import call_cost_usd
 from tokend.core.session_data import Evolved, SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
@@ -36,6 +43,7 @@ from tokend.core.types import (
     Part,
     Role,
     SessionInfo,
+    StoredMessage,
     StoredPart,
     ToolCallPart,
     ToolResultPart,
@@ -166,15 +174,25 @@ class TokendService:
         return self.models.counter(model)
 
     def _load(self, session_id: str) -> SessionState:
+        data = self._load_data(session_id)
+        workspace = data.info.workspace_uri
+        return SessionState(
+            data,
+            self.store,
+            lambda: self.config_for(workspace),
+            self._decorate,
+            reload=lambda: self._load_data(session_id),
+        )
+
+    def _load_data(self, session_id: str) -> SessionData:
+        """The session as stored now (safe in a worker thread)."""
         info = self.store.get_session(session_id)
         if info is None:
             raise SessionNotFound(
                 f"no session {session_id!r}: create one with session/create, or list them with session/list"
             )
         model = self.models.model_info(info)
-        data = load_session_data(self.store, info, model, self.counter(model))
-        workspace = info.workspace_uri
-        return SessionState(data, self.store, lambda: self.config_for(workspace), self._decorate)
+        return load_session_data(self.store, info, model, self.counter(model))
 
     def add_snapshot_warnings(
         self, hook: Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]
@@ -214,6 +232,7 @@ class TokendService:
         usage: Usage | None,
         model: str | None,
         duration_ms: int | None = None,
+        message_id: str | None = None,
     ) -> AppendMessage:
         """Validate, gate and count a message (pure of session state; safe in a worker
         thread). `duration_ms` (an assistant reply's request to completion) dates the message
@@ -249,14 +268,14 @@ class TokendService:
         )
         priced = self._priced_model(data, model)
         message = Message(
-            id=new_id(),
+            id=message_id or new_id(),
             session_id=data.id,
             role=role,
             parts=stored,
             created_at=now - timedelta(milliseconds=duration_ms) if duration_ms else now,
             model=model or (data.info.model if role == "assistant" else None),
             usage=usage,
-            cost_usd=cost_usd(priced, usage) if usage else None,
+            cost_usd=call_cost_usd(priced, usage, parts) if usage else None,
             completed_at=now if usage or duration_ms else None,
         )
         return AppendMessage(message, counts, tool_outputs=originals)
@@ -301,18 +320,59 @@ class TokendService:
         model: str | None = None,
         if_version: int | None = None,
         duration_ms: int | None = None,
-    ) -> tuple[Message, BudgetSnapshot, int]:
+        message_id: str | None = None,
+    ) -> AppendResult:
         """As append, counting and writing in a worker thread: the event loop stays free.
-        Also returns the message's tokens as counted."""
+        `message_id` (client-chosen) makes the append idempotent: when a message with that id
+        is already stored (a retry after a lost reply), nothing is stored and the first
+        append's answer is given again."""
         state = self.state(session_id)
+        if message_id is not None:
+            _check_message_id(message_id)
+            again = await self._stored_append(state, message_id)
+            if again is not None:
+                return again
         state.check_version(if_version)
         data = state.data
         change = await self.run(
-            lambda: self.prepare_append(data, role, parts, usage, model, duration_ms)
+            lambda: self.prepare_append(data, role, parts, usage, model, duration_ms, message_id)
         )
-        applied = await state.apply_async(change, if_version, self.run)
+        try:
+            applied = await state.apply_async(change, if_version, self.run)
+        except AlreadyStored as exc:  # the same id appended meanwhile (another connection)
+            again = self._answer_stored(state, message_id or "", exc.stored)
+            if again is None:
+                raise
+            return again
         self._learn(state, applied.evolved, save=lambda: self._pool.submit(self._save_calibration))
-        return change.message, self._changed(state, applied), change.counts.total
+        snapshot = self._changed(state, applied)
+        message = change.message
+        return AppendResult(message.id, snapshot.version, change.counts.total, snapshot, message)
+
+    async def _stored_append(self, state: SessionState, message_id: str) -> AppendResult | None:
+        """The answer of an append of `message_id` already stored, or None (not stored)."""
+        live = next((m for m in state.data.messages if m.id == message_id), None)
+        stored = await self.run(lambda: self.store.find_message(message_id))
+        if stored is None:
+            return None
+        return self._answer_stored(state, message_id, stored, live)
+
+    def _answer_stored(
+        self,
+        state: SessionState,
+        message_id: str,
+        stored: StoredMessage,
+        live: Message | None = None,
+    ) -> AppendResult | None:
+        if stored.session_id != state.id:
+            raise InvalidParams(
+                f"message.id {message_id!r} is already used by another session: choose a new "
+                "id for each message (a ULID or a UUID)"
+            )
+        if stored.version is None or stored.tokens is None:
+            return None
+        message = live or next((m for m in state.data.messages if m.id == message_id), None)
+        return AppendResult(message_id, stored.version, stored.tokens, state.snapshot, message)
 
     def summary_change(
         self, data: SessionData, summary: str, digest: dict[str, Any] | None, covered: Sequence[str]
@@ -502,10 +562,61 @@ class TokendService:
             self._listeners.tell(state.id, applied.snapshot)
         return applied.snapshot
 
+    # -- other daemons sharing the database ---------------------------------------------------
+
+    def listen_remote(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None] | None:
+        """Follow the changes other daemons sharing the database commit: each loaded session
+        they move is reloaded and its listeners told (budget/didChange), on `loop`. Returns the
+        stop function, or None when the store has no such feed (SQLite)."""
+        feed = self.store.changes
+        if feed is None:
+            return None
+        tasks: set[asyncio.Task[None]] = set()
+
+        def start(session_id: str | None, version: int) -> None:
+            task = loop.create_task(self.remote_changed(session_id, version))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+        def on_change(session_id: str | None, version: int) -> None:  # the feed's thread
+            loop.call_soon_threadsafe(start, session_id, version)
+
+        return feed.listen(on_change)
+
+    async def remote_changed(self, session_id: str | None, version: int) -> None:
+        """Another daemon moved `session_id` to `version` (None: anything may have changed):
+        reload what is loaded and behind, and tell its listeners."""
+        targets = list(self._sessions) if session_id is None else [session_id]
+        for target in targets:
+            state = self._sessions.get(target)
+            if state is None:
+                continue  # not loaded here: the next request reads it from the store
+            try:
+                changed = await state.resync_async(
+                    None if session_id is None else version, self.run
+                )
+            except SessionNotFound:  # deleted by the other daemon
+                self.forget(target)
+                continue
+            if changed:
+                self._listeners.tell(target, state.snapshot)
+
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self._save_calibration()
         self.store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What session/append answers: the message (None for a retried append whose message left
+    the live context since), the snapshot, the message's tokens, and its version and id."""
+
+    message_id: str
+    version: int  # the session's version after the append
+    tokens: int
+    snapshot: BudgetSnapshot
+    message: Message | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -532,6 +643,17 @@ def _is_gauge(saved: dict[str, object]) -> bool:
         isinstance(saved.get(key), int | float) and not isinstance(saved.get(key), bool)
         for key in ("usedTokens", "usedPercentage", "contextWindow")
     )
+
+
+MESSAGE_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+def _check_message_id(message_id: str) -> None:
+    if not MESSAGE_ID.fullmatch(message_id):
+        raise InvalidParams(
+            "message.id must be 1 to 64 letters, digits, '.', '_', ':' or '-' (a ULID or a "
+            "UUID does): it is the append's idempotency key"
+        )
 
 
 def _check_message(

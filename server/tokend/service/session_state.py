@@ -25,7 +25,7 @@ from tokend.core.changes import (
     UpdateInfo,
 )
 from tokend.core.config import TokendConfig
-from tokend.core.errors import VersionConflict
+from tokend.core.errors import ChangedElsewhere, VersionConflict
 from tokend.core.gauge import gauge_snapshot
 from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
@@ -34,6 +34,7 @@ from tokend.core.snapshot import BudgetSnapshot
 
 T = TypeVar("T")
 Decorate = Callable[[SessionData, BudgetSnapshot], BudgetSnapshot]
+Reload = Callable[[], SessionData]
 Worker = Callable[[Callable[[], T]], Awaitable[T]]
 
 
@@ -51,8 +52,10 @@ class SessionState:
         store: Store,
         config: Callable[[], TokendConfig],
         decorate: Decorate | None = None,
+        reload: Reload | None = None,
     ) -> None:
         self._data = data
+        self._reload = reload
         self._store = store
         self._config = config
         self._decorate = decorate
@@ -94,26 +97,82 @@ class SessionState:
             )
 
     def apply(self, change: Change, if_version: int | None = None) -> Applied:
-        """Check, evolve, persist (one transaction), publish; synchronously."""
+        """Check, evolve, persist (one transaction), publish; synchronously. When another
+        daemon sharing the database moved the session meanwhile, the change is applied to the
+        session as stored, under its lock (VersionConflict when `if_version` is now stale)."""
         self.check_version(if_version)
         applied, persist = self._next(change)
-        persist()
+        try:
+            persist()
+        except ChangedElsewhere:
+            if self._reload is None:
+                raise
+            applied = self._apply_held(change, if_version)
+            self.render_cache.clear()
         return self._publish(applied, change)
 
     async def apply_async(
-        self, change: Change, if_version: int | None, worker: Worker[None]
+        self, change: Change, if_version: int | None, worker: Worker[Any]
     ) -> Applied:
         """As apply, with the store write run by `worker` (off the event loop). Concurrent
         calls are applied one at a time, each against the version the previous left."""
         async with self.lock:
             self.check_version(if_version)
             applied, persist = self._next(change)
-            await worker(persist)
+            try:
+                await worker(persist)
+            except ChangedElsewhere:
+                if self._reload is None:
+                    raise
+                applied = await worker(lambda: self._apply_held(change, if_version))
+                self.render_cache.clear()
             return self._publish(applied, change)
+
+    def _apply_held(self, change: Change, if_version: int | None) -> Applied:
+        """Another daemon moved the session: hold its lock, reload it, apply `change` to it and
+        commit in the holding transaction, so this attempt cannot lose the race again."""
+        assert self._reload is not None
+        with self._store.hold(self.id) as held:
+            data = self._reload()
+            self._data, self._snapshot = data, self._gauge(data)
+            self.check_version(if_version)
+            applied, kwargs = self._evolve(change)
+            held.commit_change(**kwargs)
+        return applied
+
+    async def resync_async(self, version: int | None, worker: Worker[Any]) -> bool:
+        """Reload the session from the store when another daemon moved it past `version`
+        (None: whatever the version); True when the data changed."""
+        if self._reload is None:
+            return False
+        async with self.lock:
+            if version is not None and self._data.version >= version:
+                return False  # our own change, or one already reloaded
+            data = await worker(self._reload)
+            if data.version == self._data.version and version is None:
+                return False
+            self._replace(data)
+            return True
+
+    def _replace(self, data: SessionData) -> None:
+        """Take `data` (reloaded from the store) as the session's state."""
+        self._data = data
+        self._snapshot = self._gauge(data)
+        self.render_cache.clear()
 
     # -- internals -------------------------------------------------------------------------
 
     def _next(self, change: Change) -> tuple[Applied, Callable[[], None]]:
+        applied, kwargs = self._evolve(change)
+        store, session_id = self._store, self._data.id
+
+        def persist() -> None:
+            store.commit_change(session_id, **kwargs)
+
+        return applied, persist
+
+    def _evolve(self, change: Change) -> tuple[Applied, dict[str, Any]]:
+        """The next data and snapshot, and what commit_change stores for them."""
         before = self._data
         evolved = evolve(before, change)
         snapshot = self._gauge(evolved.data)
@@ -126,6 +185,8 @@ class SessionState:
         kwargs: dict[str, Any] = {}
         if isinstance(change, AppendMessage | NewWindow):
             kwargs["message"] = change.message
+        if isinstance(change, AppendMessage):
+            kwargs["message_tokens"] = change.counts.total
         if isinstance(change, AppendMessage) and change.tool_outputs:
             kwargs["tool_outputs"] = change.tool_outputs
         if isinstance(change, PruneParts):
@@ -143,13 +204,10 @@ class SessionState:
             fields["compacted_at"] = data.info.compacted_at
         if isinstance(change, UpdateInfo) and change.title is not None:
             fields["title"] = change.title
-        store, session_id = self._store, before.id
-
-        def persist() -> None:
-            store.commit_change(session_id, session_fields=fields, **kwargs)
-
+        kwargs["session_fields"] = fields
+        kwargs["version"] = (before.version, evolved.data.version)
         broadcast = not isinstance(change, RecordMeasured | UpdateInfo)
-        return Applied(evolved, snapshot, broadcast), persist
+        return Applied(evolved, snapshot, broadcast), kwargs
 
     def _publish(self, applied: Applied, change: Change) -> Applied:
         data = applied.evolved.data

@@ -18,11 +18,14 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 
 from tokend.adapters.store.codec import dumps_json, loads_json
 from tokend.core.errors import StoreError
 
+# Every daemon migrating one PostgreSQL database takes this transaction-level advisory lock first:
+# the first runs the migrations, the others wait, then find the schema at head.
+MIGRATION_LOCK_KEY = 0x746F6B656E64  # "tokend"
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BUSY_TIMEOUT_MS = 5_000
 WRITE_OPTION = "tokend_write"  # execution option: this connection's transactions will write
@@ -32,7 +35,10 @@ def create_store_engine(url: str) -> Engine:
     """An Engine for `url` (any SQLAlchemy URL); SQLite files get WAL, foreign keys, a 5 s busy
     timeout and synchronous=NORMAL on every connection, and are private (mode 0600, with their
     -wal and -shm files). The schema is not touched."""
-    engine = create_engine(url, json_serializer=dumps_json, json_deserializer=loads_json)
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":  # SQLAlchemy's default driver would be psycopg2
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    engine = create_engine(parsed, json_serializer=dumps_json, json_deserializer=loads_json)
     if engine.dialect.name == "sqlite":
         if engine.url.database and not engine.url.query.get("uri"):
             make_sqlite_files_private(Path(engine.url.database))
@@ -123,14 +129,18 @@ def upgrade_to_head(engine: Engine) -> bool:
     """Bring the schema to the newest revision; True when migrations ran.
 
     An up-to-date database costs one read. Otherwise migrations run in one write transaction;
-    on SQLite that holds the write lock, so a second process opening the same new file waits,
-    then finds the schema at head and does nothing.
+    on SQLite that holds the write lock, on PostgreSQL an advisory lock, so a second process
+    opening the same new database waits, then finds the schema at head and does nothing.
     """
     heads = head_revisions()
     with engine.connect() as connection:
         if current_revisions(connection) == heads:
             return False
     with writer(engine).connect() as connection, connection.begin():
+        if connection.dialect.name == "postgresql":
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
         current = current_revisions(connection)
         if current == heads:
             return False

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -76,6 +77,9 @@ class SessionRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
     compacted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # Moved by every change in the change's transaction (compare-and-set): one owner of
+    # each version, whichever daemon made the change.
+    version: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
 
     __table_args__ = (Index("ix_sessions_workspace_updated", "workspace_uri", "updated_at"),)
 
@@ -97,6 +101,8 @@ class MessageRow(Base):
     # taken out by a rewind ("rewind").
     compacted_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     compacted_by: Mapped[str | None] = mapped_column(Text)
+    version: Mapped[int | None] = mapped_column(BigInteger)  # the version its append made
+    tokens: Mapped[int | None] = mapped_column(Integer)  # its count when appended
 
     __table_args__ = (
         # Orders a session's messages and makes seq unique per session.

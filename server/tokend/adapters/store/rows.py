@@ -6,10 +6,11 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, case, func, insert, select, update
+from sqlalchemy import CursorResult, bindparam, case, func, insert, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Executable
 from ulid import ULID
 
 from tokend.adapters.store import blobs
@@ -20,6 +21,7 @@ from tokend.adapters.store.codec import (
     usage_to_json,
 )
 from tokend.adapters.store.models import (
+    Base,
     MessageRow,
     PartRow,
     SessionRow,
@@ -28,8 +30,8 @@ from tokend.adapters.store.models import (
     UtcDateTime,
     table_of,
 )
-from tokend.core.errors import InvalidParams, SessionNotFound
-from tokend.core.types import Message, SessionInfo, StoredPart, ToolResultPart
+from tokend.core.errors import ChangedElsewhere, InvalidParams, SessionNotFound, StoreError
+from tokend.core.types import Message, SessionInfo, StoredMessage, StoredPart, ToolResultPart
 
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 
@@ -48,7 +50,63 @@ LAST_SEQ = select(func.max(_messages.c.seq)).where(
     _messages.c.session_id == bindparam("session_id")
 )
 INSERT_MESSAGE = insert(_messages)
+# Compare-and-set of a session's version; rowcount 0: another process moved it (or no session).
+MOVE_VERSION = (
+    update(_sessions)
+    .where(_sessions.c.id == bindparam("session_id"), _sessions.c.version == bindparam("expected"))
+    .values(version=bindparam("new"))
+)
+STORED_MESSAGE = select(_messages.c.session_id, _messages.c.version, _messages.c.tokens).where(
+    _messages.c.id == bindparam("message_id")
+)
 INSERT_PARTS = insert(table_of(PartRow))
+
+
+def move_version(session: Session, session_id: str, expected: int, new: int) -> None:
+    """Move the session's stored version from `expected` to `new` (locking its row until the
+    transaction ends); ChangedElsewhere, with the stored version, when it is not `expected`."""
+    moved = cast(
+        CursorResult[Any],
+        session.execute(MOVE_VERSION, {"session_id": session_id, "expected": expected, "new": new}),
+    )
+    if moved.rowcount == 1:
+        return
+    current = session.scalar(select(_sessions.c.version).where(_sessions.c.id == session_id))
+    if current is None:
+        raise SessionNotFound(f"session {session_id} not found")
+    raise ChangedElsewhere(
+        f"session {session_id} is at version {current}, not {expected}: it was changed by "
+        "another daemon sharing the database; fetch budget/snapshot and retry",
+        {"currentVersion": int(current)},
+    )
+
+
+def stored_message(session: Session, message_id: str) -> StoredMessage | None:
+    """Where a stored message is and what its append answered; None when not stored."""
+    row = session.execute(STORED_MESSAGE, {"message_id": message_id}).first()
+    if row is None:
+        return None
+    return StoredMessage(str(row[0]), row[1], row[2])
+
+
+def upsert(
+    session: Session, model: type[Base], values: list[dict[str, Any]], update_columns: Sequence[str]
+) -> Executable:
+    """INSERT ... ON CONFLICT (primary key) DO UPDATE of `update_columns`, in the dialect of the
+    session's database (SQLite and PostgreSQL both have it)."""
+    table = table_of(model)
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
+    else:
+        raise StoreError(f"tokend's store supports SQLite and PostgreSQL, not {dialect}")
+    statement = dialect_insert(table).values(values)
+    return statement.on_conflict_do_update(
+        index_elements=[c.name for c in table.primary_key.columns],
+        set_={name: statement.excluded[name] for name in update_columns},
+    )
 
 
 def new_id() -> str:
@@ -66,8 +124,8 @@ def live(session: Session, session_id: str, *, lock: bool = False) -> SessionRow
     return None if row is None or row.deleted_at is not None else row
 
 
-def require_live(session: Session, session_id: str) -> None:
-    if live(session, session_id) is None:
+def require_live(session: Session, session_id: str, *, lock: bool = False) -> None:
+    if live(session, session_id, lock=lock) is None:
         raise SessionNotFound(f"session {session_id} not found")
 
 
@@ -175,6 +233,7 @@ def session_info(row: SessionRow) -> SessionInfo:
         compacted_at=row.compacted_at,
         deleted_at=row.deleted_at,
         extra=dict(row.extra or {}),
+        version=row.version or 0,
     )
 
 

@@ -13,13 +13,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Self, cast
 
-from sqlalchemy import CursorResult, Engine, bindparam, insert, make_url, select, update
+from sqlalchemy import CursorResult, Engine, bindparam, make_url, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokend.adapters.store import rows
 from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
+from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.models import (
     CalibrationRow,
     MessageRow,
@@ -29,8 +30,8 @@ from tokend.adapters.store.models import (
     table_of,
 )
 from tokend.adapters.store.url import resolve_database_url
-from tokend.core.errors import InvalidParams, SessionNotFound, StoreError
-from tokend.core.types import Message, SessionInfo
+from tokend.core.errors import AlreadyStored, InvalidParams, SessionNotFound, StoreError
+from tokend.core.types import Message, SessionInfo, StoredMessage
 
 UPDATABLE_SESSION_FIELDS = frozenset(
     {"title", "model", "workspace_uri", "parent_id", "context_window", "updated_at"}
@@ -66,7 +67,33 @@ def _session_row(info: SessionInfo) -> SessionRow:
         updated_at=info.updated_at,
         compacted_at=info.compacted_at,
         deleted_at=info.deleted_at,
+        version=info.version,
     )
+
+
+class HeldSession:
+    """A session whose row lock a transaction holds (SqlStore.hold); commit one change in it."""
+
+    def __init__(self, store: SqlStore, session: Session, session_id: str) -> None:
+        self._store, self._session, self._session_id = store, session, session_id
+
+    def commit_change(self, **change: Any) -> None:
+        """As SqlStore.commit_change (same keywords), in the holding transaction."""
+        defaults: dict[str, Any] = {
+            "message": None,
+            "compacted_part_ids": (),
+            "compacted_at": None,
+            "compacted_message_ids": (),
+            "compacted_by": None,
+            "tool_outputs": None,
+            "session_fields": None,
+            "version": None,
+            "message_tokens": None,
+        }
+        unknown = set(change) - set(defaults)
+        if unknown:
+            raise TypeError(f"unknown change fields {sorted(unknown)}")
+        self._store._commit_in(self._session, self._session_id, **(defaults | change))
 
 
 class SqlStore:
@@ -75,6 +102,7 @@ class SqlStore:
     def __init__(self, engine: Engine) -> None:
         """Use `engine` as is; its schema must already be at head (see `open`)."""
         self._engine = engine
+        self._feed = ChangeFeed(engine) if engine.dialect.name == "postgresql" else None
         self._read_session = sessionmaker(engine, expire_on_commit=False)
         self._write_session = sessionmaker(writer(engine), expire_on_commit=False)
 
@@ -102,6 +130,12 @@ class SqlStore:
     @property
     def engine(self) -> Engine:
         return self._engine
+
+    @property
+    def changes(self) -> ChangeFeed | None:
+        """Other daemons' changes as they commit (PostgreSQL); None for a store no other
+        process shares in real time (SQLite: one machine, one daemon per user)."""
+        return self._feed
 
     def close(self) -> None:
         self._engine.dispose()
@@ -175,7 +209,13 @@ class SqlStore:
         with self._writing() as session:
             self._insert_message(session, message)
 
-    def _insert_message(self, session: Session, message: Message) -> None:
+    def _insert_message(
+        self,
+        session: Session,
+        message: Message,
+        version: int | None = None,
+        tokens: int | None = None,
+    ) -> None:
         message_id = message.id or rows.new_id()
         stamped_at = message.completed_at or message.created_at
         # Also locks the session row (PostgreSQL): concurrent appends take seq numbers in turn.
@@ -189,6 +229,10 @@ class SqlStore:
         )
         if bumped.rowcount != 1:
             raise SessionNotFound(f"session {message.session_id} not found")
+        if message.id:  # a retried append (client-chosen id) answers, it does not store twice
+            stored = rows.stored_message(session, message.id)
+            if stored is not None:
+                raise AlreadyStored(message.id, stored)
         last_seq = session.scalar(rows.LAST_SEQ, {"session_id": message.session_id})
         session.execute(
             rows.INSERT_MESSAGE,
@@ -203,6 +247,8 @@ class SqlStore:
                 "summary": message.summary,
                 "created_at": message.created_at,
                 "completed_at": message.completed_at,
+                "version": version,
+                "tokens": tokens,
             },
         )
         if message.parts:
@@ -219,12 +265,57 @@ class SqlStore:
         compacted_by: str | None = None,
         tool_outputs: Mapping[str, str] | None = None,
         session_fields: Mapping[str, Any] | None = None,
+        version: tuple[int, int] | None = None,
+        message_tokens: int | None = None,
     ) -> None:
-        """One session change in ONE transaction, all of it or nothing: append `message`, mark
+        """One session change in ONE transaction, all of it or nothing: move the session's
+        version from `version[0]` to `version[1]` (compare-and-set on the row, which also locks
+        it: ChangedElsewhere when another process moved it), append `message`, mark
         `compacted_part_ids` compacted at `compacted_at`, mark `compacted_message_ids` out of
         the live context (by `compacted_by`: a summary message id, or "rewind"), keep
         `tool_outputs` (ref -> whole text), set `session_fields` (as update_session takes
-        them)."""
+        them). On PostgreSQL the commit notifies the other daemons ({sessionId, version})."""
+        with self._writing() as session:
+            self._commit_in(
+                session,
+                session_id,
+                message=message,
+                compacted_part_ids=compacted_part_ids,
+                compacted_at=compacted_at,
+                compacted_message_ids=compacted_message_ids,
+                compacted_by=compacted_by,
+                tool_outputs=tool_outputs,
+                session_fields=session_fields,
+                version=version,
+                message_tokens=message_tokens,
+            )
+
+    @contextmanager
+    def hold(self, session_id: str) -> Iterator[HeldSession]:
+        """A write transaction holding the session's row lock (SQLite: the database's write
+        lock) until it ends: no other process can change the session meanwhile. What is read
+        elsewhere during it is the newest committed state; its one `commit_change` commits with
+        it. Used to apply a change after another daemon moved the session: reload, recompute,
+        commit, with no chance to lose the race again."""
+        with self._writing() as session:
+            rows.require_live(session, session_id, lock=True)
+            yield HeldSession(self, session, session_id)
+
+    def _commit_in(
+        self,
+        session: Session,
+        session_id: str,
+        *,
+        message: Message | None,
+        compacted_part_ids: Iterable[str],
+        compacted_at: datetime | None,
+        compacted_message_ids: Iterable[str],
+        compacted_by: str | None,
+        tool_outputs: Mapping[str, str] | None,
+        session_fields: Mapping[str, Any] | None,
+        version: tuple[int, int] | None,
+        message_tokens: int | None,
+    ) -> None:
         fields = dict(session_fields or {})
         unknown = set(fields) - UPDATABLE_SESSION_FIELDS
         if unknown:
@@ -233,35 +324,44 @@ class SqlStore:
         message_ids = list(dict.fromkeys(compacted_message_ids))
         if (part_ids or message_ids) and compacted_at is None:
             raise ValueError("compacted_at is needed to mark parts or messages")
-        with self._writing() as session:
-            if message is not None:
-                self._insert_message(session, message)
-            for chunk in rows.chunks(part_ids):
-                session.execute(
-                    update(PartRow)
-                    .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
-                    .values(compacted_at=compacted_at)
-                    .execution_options(synchronize_session=False)
+        if version is not None:
+            rows.move_version(session, session_id, *version)
+        if message is not None:
+            self._insert_message(
+                session, message, None if version is None else version[1], message_tokens
+            )
+        for chunk in rows.chunks(part_ids):
+            session.execute(
+                update(PartRow)
+                .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
+                .values(compacted_at=compacted_at)
+                .execution_options(synchronize_session=False)
+            )
+        for chunk in rows.chunks(message_ids):
+            session.execute(
+                update(MessageRow)
+                .where(
+                    MessageRow.id.in_(chunk),
+                    MessageRow.session_id == session_id,
+                    MessageRow.compacted_at.is_(None),
                 )
-            for chunk in rows.chunks(message_ids):
-                session.execute(
-                    update(MessageRow)
-                    .where(
-                        MessageRow.id.in_(chunk),
-                        MessageRow.session_id == session_id,
-                        MessageRow.compacted_at.is_(None),
-                    )
-                    .values(compacted_at=compacted_at, compacted_by=compacted_by)
-                    .execution_options(synchronize_session=False)
-                )
-            if tool_outputs:
-                rows.insert_tool_outputs(session, session_id, tool_outputs)
-            if fields:
-                row = session.get(SessionRow, session_id, with_for_update=True)
-                if row is None:
-                    raise SessionNotFound(f"session {session_id} not found")
-                for name, value in fields.items():
-                    setattr(row, name, dict(value) if name == "extra" else value)
+                .values(compacted_at=compacted_at, compacted_by=compacted_by)
+                .execution_options(synchronize_session=False)
+            )
+        if tool_outputs:
+            rows.insert_tool_outputs(session, session_id, tool_outputs)
+        if fields:
+            row = session.get(SessionRow, session_id, with_for_update=True)
+            if row is None:
+                raise SessionNotFound(f"session {session_id} not found")
+            for name, value in fields.items():
+                setattr(row, name, dict(value) if name == "extra" else value)
+        if version is not None and self._feed is not None:
+            session.execute(self._feed.notify_statement(session_id, version[1]))
+
+    def find_message(self, message_id: str) -> StoredMessage | None:
+        with self._reading() as session:
+            return rows.stored_message(session, message_id)
 
     def load_messages(self, session_id: str) -> list[Message]:
         """The live context, oldest first: the live summary (if any) first, then every message
@@ -295,9 +395,15 @@ class SqlStore:
         with self._writing() as session:
             if rows.live(session, parent_id) is None:
                 raise SessionNotFound(f"session {parent_id} not found")
-            session.add(_session_row(child))
+            row = _session_row(child)
+            session.add(row)
             session.flush()
-            return rows.copy_messages(session, parent_id, child.id, through_message_id)
+            copied = rows.copy_messages(session, parent_id, child.id, through_message_id)
+            # The child starts at the version its copied history makes (one per message, plus
+            # the compactions it inherits), as a session grown by those changes would be.
+            compactions = child.extra.get("compactions", 0)
+            row.version = copied + (compactions if isinstance(compactions, int) else 0)
+            return copied
 
     def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None:
         """Set compacted_at on parts not marked yet (the first prune time stays); the parts
@@ -333,14 +439,11 @@ class SqlStore:
             return {} if row is None else dict(row.state)
 
     def save_calibration(self, state: Mapping[str, Any]) -> None:
-        now = datetime.now(UTC)
+        """Insert or overwrite the calibration (one upsert: daemons sharing a database may
+        save at the same moment)."""
+        values = {"key": CALIBRATION_KEY, "state": dict(state), "updated_at": datetime.now(UTC)}
         with self._writing() as session:
-            row = session.get(CalibrationRow, CALIBRATION_KEY, with_for_update=True)
-            if row is None:
-                session.add(CalibrationRow(key=CALIBRATION_KEY, state=dict(state), updated_at=now))
-            else:
-                row.state = dict(state)
-                row.updated_at = now
+            session.execute(rows.upsert(session, CalibrationRow, [values], ("state", "updated_at")))
 
     # --- CountCache -------------------------------------------------------------------------
 
@@ -353,25 +456,13 @@ class SqlStore:
             return rows.existing_counts(session, wanted)
 
     def put_many(self, counts: Mapping[str, int]) -> None:
-        """Insert or overwrite token counts (key -> tokens) in one transaction."""
+        """Insert or overwrite token counts (key -> tokens) in one transaction (an upsert:
+        daemons sharing a database may count the same content at once)."""
         if not counts:
             return
+        values = [{"key": k, "tokens": v} for k, v in counts.items()]
         with self._writing() as session:
-            existing = rows.existing_counts(session, list(counts))
-            fresh = [{"key": k, "tokens": v} for k, v in counts.items() if k not in existing]
-            changed = [
-                {"k": k, "n": v} for k, v in counts.items() if k in existing and existing[k] != v
-            ]
-            if fresh:
-                session.execute(insert(TokenCacheRow), fresh)
-            if changed:
-                table = table_of(TokenCacheRow)
-                session.execute(
-                    update(table)
-                    .where(table.c.key == bindparam("k"))
-                    .values(tokens=bindparam("n")),
-                    changed,
-                )
+            session.execute(rows.upsert(session, TokenCacheRow, values, ("tokens",)))
 
     # --- soft-deleted sessions (session/delete, session/restore, `tokend sessions --deleted`) --
 

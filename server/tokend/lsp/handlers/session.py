@@ -69,6 +69,7 @@ def register(server: TokendServer) -> None:
                 ask_client=ask_client(ls),
                 duration_ms=p.message.duration_ms,
                 progress=auto_progress(ls),
+                message_id=p.message.id,
             )
         if outcome.auto is not None:
             announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
@@ -83,9 +84,13 @@ def register(server: TokendServer) -> None:
     @rpc
     def list_sessions(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionListParams, params)
+        if p.all and p.workspace_uri is not None:
+            raise InvalidParams("session/list takes workspaceUri or all, not both")
+        # Scoped: the connection's workspace unless the caller names one or asks for all.
+        workspace = None if p.all else (p.workspace_uri or ls.workspace_uri)
         items = [
             to_wire_session_summary(info, gauge)
-            for info, gauge in ls.service.session_gauges(p.workspace_uri)
+            for info, gauge in ls.service.session_gauges(workspace)
         ]
         return {"sessions": wire.to_wire(items)}
 
