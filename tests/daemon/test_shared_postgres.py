@@ -71,7 +71,9 @@ def test_two_daemons_on_one_postgresql_share_a_session(
         created = creator.request("session/create", {"model": "gpt-4o", "title": "shared"})
         session_id = created["result"]["sessionId"]
         watcher = _client("b", "watcher on b")
-        assert watcher.request("session/attach", {"sessionId": session_id})["result"]["version"] == 0
+        assert (
+            watcher.request("session/attach", {"sessionId": session_id})["result"]["version"] == 0
+        )
 
         # Two clients on each daemon append at once.
         replies: dict[str, list[dict[str, Any]]] = {}
@@ -111,7 +113,9 @@ def test_two_daemons_on_one_postgresql_share_a_session(
         # An editor attached to daemon b hears daemon a's appends, and b's view is a's.
         heard = _wait_for_version(watcher, session_id, total, timeout=10)
         assert heard, (
-            [n.get("params", {}).get("snapshot", {}).get("version") for n in watcher.notifications][-5:],
+            [n.get("params", {}).get("snapshot", {}).get("version") for n in watcher.notifications][
+                -5:
+            ],
             daemons.log_text()[-3000:],
         )
         on_a = creator.request("budget/snapshot", {"sessionId": session_id})["result"]

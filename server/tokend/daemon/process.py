@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from tokend.daemon.log_limit import RepeatLimit
 from tokend.daemon.spawn import is_detached
 
 GC_THRESHOLDS = (20_000, 20, 20)  # CPython's default is (700, 10, 10)
@@ -75,8 +76,8 @@ def configure_logging(level: str, log_file: Path) -> None:
     """Log to `log_file` (rotated, 4 x 1 MB, mode 0600), and to stderr unless the daemon runs
     detached (spawn.py started it, TOKEND_DETACHED=1): its stderr file then receives only what a
     dying process writes, faulthandler's traceback of a fatal error included. Never stdout.
-    Python warnings go to the log. pygls is kept at WARNING unless `level` is debug (it logs
-    every message body at INFO). Calling it again for the same file changes nothing."""
+    Python warnings go to the log; repeated warnings are rate-limited (log_limit.py). pygls is
+    kept at WARNING unless `level` is debug (it logs every message body at INFO). Calling it again for the same file changes nothing."""
     root = logging.getLogger()
     if any(
         isinstance(h, PrivateRotatingFileHandler) and h.baseFilename == os.path.abspath(log_file)
@@ -94,8 +95,10 @@ def configure_logging(level: str, log_file: Path) -> None:
         faulthandler.enable(sys.stderr)
     else:
         handlers.append(logging.StreamHandler(sys.stderr))
+    limit = RepeatLimit()  # one for both: a flood is counted once
     for handler in handlers:
         handler.setFormatter(formatter)
+        handler.addFilter(limit)
         root.addHandler(handler)
     logging.captureWarnings(True)
     if level.lower() != "debug":
