@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tokend.core.types import Usage
+from tokend.core.types import CompactionPart, Iteration, Message, Part, Usage
 
 DEFAULT_ERROR_LOG_SIZE = 200
 
@@ -105,3 +105,80 @@ class ErrorLog:
 
     def __len__(self) -> int:
         return len(self._errors)
+
+
+# -- provider-side compaction ------------------------------------------------------------------
+
+
+def provider_compaction(parts: Iterable[Part]) -> CompactionPart | None:
+    """The provider's own compaction among a message's parts (a boundary), if any."""
+    for part in parts:
+        if isinstance(part, CompactionPart) and part.provider is not None:
+            return part
+    return None
+
+
+def iteration_usage(iteration: Iteration) -> Usage:
+    return Usage(
+        input_tokens=iteration.input_tokens,
+        output_tokens=iteration.output_tokens,
+        cache_read_tokens=iteration.cache_read_tokens,
+        cache_write_tokens=iteration.cache_write_tokens,
+    )
+
+
+def billed_usages(usage: Usage, compaction: CompactionPart | None) -> tuple[Usage, ...]:
+    """Every sampling iteration a call was billed for. With iterations (Anthropic's
+    `usage.iterations`), each of them: the top-level figures leave the compaction iteration
+    out. Without, the call's usage alone."""
+    if compaction is None or not compaction.iterations:
+        return (usage,)
+    return tuple(iteration_usage(i) for i in compaction.iterations)
+
+
+def total_usage(usages: Iterable[Usage]) -> Usage:
+    """The sum of several iterations' figures, field by field."""
+    fields = [0, 0, 0, 0, 0, 0]
+    for u in usages:
+        for index, value in enumerate(
+            (
+                u.input_tokens,
+                u.output_tokens,
+                u.reasoning_tokens,
+                u.cache_read_tokens,
+                u.cache_write_tokens,
+                u.cache_write_1h_tokens,
+            )
+        ):
+            fields[index] += value
+    return Usage(*fields)
+
+
+def anchor_usage(usage: Usage, compaction: CompactionPart | None) -> Usage | None:
+    """The figures the gauge anchors on after a call: its last "message" iteration after the
+    last compaction (what the next request re-sends: the compacted context and the reply), or
+    the call's usage when it reports no iterations. None when the call ended with a compaction
+    (OpenAI's /responses/compact, or Anthropic's pause after compaction): no figure describes
+    the context after it."""
+    if compaction is None or not compaction.iterations:
+        return usage
+    last = compaction.iterations[-1]
+    if last.type == "compaction":
+        return None
+    only_message = len([i for i in compaction.iterations if i.type != "compaction"]) == 1
+    if only_message:  # the top-level figures are that iteration's, reasoning included
+        return usage
+    return iteration_usage(last)
+
+
+def retired_by_provider(messages: Sequence[Message]) -> dict[str, Message]:
+    """Messages (all of a session's, oldest first) that a provider's compaction took out of the
+    live context: each one before the last message carrying one, by id -> that message. The
+    store does not mark them; their place before the boundary does."""
+    last = max(
+        (i for i, m in enumerate(messages) if provider_compaction(sp.part for sp in m.parts)),
+        default=-1,
+    )
+    if last < 0:
+        return {}
+    return {m.id: messages[last] for m in messages[:last]}

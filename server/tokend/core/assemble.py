@@ -31,7 +31,7 @@ from tokend.core.overflow import context_overflow
 from tokend.core.prune import is_user_turn
 from tokend.core.render import PRUNED_TOOL_RESULT, part_text, to_json_text
 from tokend.core.render_cache import RenderCache
-from tokend.core.types import Message, StoredPart
+from tokend.core.types import CompactionPart, Message, StoredPart
 from tokend.core.wire_formats import (
     WIRE_FORMATS,
     WireFormat,
@@ -174,7 +174,7 @@ def _build(
             rendered: Iterable[WireMessage] = cache.render_all(messages, fmt)
         else:
             rendered = (wire for message in messages for wire in render_message(message, fmt))
-        if fmt == "anthropic" and messages and messages[0].summary:
+        if fmt == "anthropic" and messages and _leads_with_summary(messages[0]):
             blocks, rendered = split_system_blocks(list(rendered), fmt)
             summary_blocks.extend(blocks)
             if not rendered:
@@ -216,6 +216,15 @@ def _build(
         chunks=tuple((name, tokens[name]) for name in CHUNKS),
         cache_breakpoints=tuple(breakpoints),
         warnings=tuple(warnings),
+    )
+
+
+def _leads_with_summary(message: Message) -> bool:
+    """A window's first message renders a summary for the system field: tokend's, or another
+    provider's compaction."""
+    return message.summary or any(
+        isinstance(sp.part, CompactionPart) and sp.part.provider not in (None, "anthropic")
+        for sp in message.parts
     )
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from tokend.core.accounting import billed_usages, provider_compaction
 from tokend.core.catalog import ModelInfo
 from tokend.core.prices import PriceTier, TokenPrices
-from tokend.core.types import Usage
+from tokend.core.types import Part, Usage
 
 
 def rates_for(
@@ -49,3 +52,11 @@ def cost_usd(info: ModelInfo, usage: Usage) -> float:
         + (usage.cache_write_tokens - written_1h) * cache_write_rate
         + written_1h * cache_write_1h_rate
     )
+
+
+def call_cost_usd(info: ModelInfo, usage: Usage, parts: Iterable[Part]) -> float:
+    """Dollars for a call with every sampling iteration it was billed for (a provider's
+    compaction is billed apart from the reply: core.accounting.billed_usages), each priced at
+    the tier its own context reaches."""
+    compaction = provider_compaction(parts)
+    return sum(cost_usd(info, u) for u in billed_usages(usage, compaction))

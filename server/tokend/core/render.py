@@ -29,6 +29,21 @@ def summary_text(summary: str) -> str:
     return f"{SUMMARY_HEADER}\n\n{summary}"
 
 
+PROVIDER_SUMMARY_HEADER = (
+    "[Summary of the earlier conversation, written by {provider} when it compacted the context. "
+    "It is not a message from the user.]"
+)
+OPAQUE_COMPACTION = "[The earlier conversation was compacted by {provider}; its summary is encrypted and cannot be shown here.]"
+
+
+def provider_summary_text(provider: str, summary: str) -> str:
+    """A provider's compaction as another provider's model reads it (a summary, never the
+    user's message); an opaque one says so."""
+    if not summary:
+        return OPAQUE_COMPACTION.format(provider=provider)
+    return f"{PROVIDER_SUMMARY_HEADER.format(provider=provider)}\n\n{summary}"
+
+
 def to_json_text(value: object) -> str:
     """Compact JSON as providers serialise tool inputs (no spaces after separators)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
@@ -43,6 +58,8 @@ def part_text(part: Part, *, pruned: bool = False) -> str:
             return name + " " + to_json_text(value)
         case ToolResultPart(output=output):
             return PRUNED_TOOL_RESULT if pruned else output
+        case CompactionPart(provider=str(), summary=summary):
+            return summary  # the provider's own: sent as it gave it
         case CompactionPart(summary=summary):
             return summary_text(summary)
         case FilePart(path=path):

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from tokend.core.accounting import EstimateError, predict_next_input
+from tokend.core.accounting import (
+    EstimateError,
+    anchor_usage,
+    billed_usages,
+    predict_next_input,
+    provider_compaction,
+    total_usage,
+)
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import (
     AppendMessage,
@@ -29,7 +36,7 @@ from tokend.core.errors import VersionConflict
 from tokend.core.framing import message_overhead, reply_priming
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import CallFigures, Totals
-from tokend.core.types import ContentClass, Message, SessionInfo, Usage
+from tokend.core.types import CompactionPart, ContentClass, Message, SessionInfo, Usage
 from tokend.core.usage_stats import TimeTally, add_message
 
 ERROR_HISTORY = 200  # estimate errors kept per session (and persisted)
@@ -141,6 +148,9 @@ def evolve(data: SessionData, change: Change) -> Evolved:
 
 def _append(data: SessionData, change: AppendMessage) -> Evolved:
     message, counts = change.message, change.counts
+    boundary = provider_compaction(sp.part for sp in message.parts)
+    if boundary is not None:
+        return Evolved(_provider_window(data, change, boundary))
     tokens = {**data.message_tokens, message.id: counts.total}
     messages = (*data.messages, message)
     grown = replace(
@@ -312,6 +322,57 @@ def _new_window(data: SessionData, change: NewWindow) -> SessionData:
         compactions=data.compactions + 1,
         version=data.version + 2,  # a message and a compaction (as a reload counts them)
         times=add_message(data.times, message),
+    )
+
+
+def _provider_window(data: SessionData, change: AppendMessage, part: CompactionPart) -> SessionData:
+    """A message carrying the provider's own compaction: a boundary. The window restarts at
+    it (what came before leaves the live context, and stays in the store). Every iteration
+    the call was billed for goes into the totals; the gauge anchors on the iteration after the
+    compaction (core.accounting.anchor_usage), or counts the window when none describes it. An
+    opaque compaction (no text to count) counts as the tokens the provider wrote for it."""
+    message, counts = change.message, change.counts
+    usage = message.usage
+    tokens = counts.total
+    if not part.summary and part.iterations and part.iterations[-1].type == "compaction":
+        tokens += part.iterations[-1].output_tokens
+    compacted = replace(
+        data,
+        info=replace(data.info, compacted_at=message.created_at),
+        messages=(message,),
+        message_tokens={message.id: tokens},
+        anchor=None,
+        added=Added(),
+        compactions=data.compactions + 1,
+        version=data.version + 1,
+        times=add_message(data.times, message),
+    )
+    if usage is None:
+        return compacted
+    billed = billed_usages(usage, part)
+    errors = data.errors
+    if data.anchor is not None and change.learn and billed[0].context_tokens > 0:
+        # The request as sent: what its first iteration consumed.
+        errors = (*errors, EstimateError(data.used_tokens()[0], billed[0].context_tokens))
+    costs = dict(compacted.cost_by_model)
+    model = message.model or compacted.model.name
+    costs[model] = costs.get(model, 0.0) + (message.cost_usd or 0.0)
+    anchored = anchor_usage(usage, part)
+    anchor = None
+    if anchored is not None:
+        content = sum(
+            t
+            for sp, t, sent in zip(message.parts, counts.tokens, counts.sent, strict=True)
+            if sent and sp.part is not part
+        )
+        call = call_figures(message.id, anchored, None, None)
+        anchor = Anchor(call, anchor_output(anchored, content), learn=False)
+    return replace(
+        compacted,
+        anchor=anchor,
+        totals=add_usage(compacted.totals, total_usage(billed)),
+        cost_by_model=costs,
+        errors=errors[-ERROR_HISTORY:],
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Role = Literal["user", "assistant", "tool", "system"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
@@ -73,15 +73,42 @@ class FilePart:
     kind: Literal["file"] = "file"
 
 
+class Iteration(NamedTuple):
+    """One sampling iteration of a provider call (Anthropic's `usage.iterations`): "compaction"
+    (the provider writing its summary, billed apart) or "message". Tokens."""
+
+    type: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionPart:
     """A compaction summary: `summary` stands for the messages it covers in assembly.
     `digest` is the structured content it was rendered from (core.summary.Digest as JSON),
-    so that the next compaction merges it instead of summarizing a summary."""
+    so that the next compaction merges it instead of summarizing a summary.
+
+    With `provider` ("anthropic" | "openai") it is the provider's own compaction, in the
+    assistant message whose call compacted: Anthropic's `compaction` block (`summary`, its
+    content) or OpenAI's compaction item (`opaque`, its encrypted_content; `item_id`, its id).
+    Everything before that message leaves the live context. `iterations` are the call's
+    sampling iterations as the provider billed them (kept here, with the part)."""
 
     summary: str
     digest: dict[str, Any] | None = None
+    provider: str | None = None
+    opaque: str | None = None
+    item_id: str | None = None
+    iterations: tuple[Iteration, ...] = ()
     kind: Literal["compaction"] = "compaction"
+
+    def __post_init__(self) -> None:
+        # Stored as JSON, iterations come back as lists.
+        stored: Any = self.iterations
+        if not isinstance(stored, tuple) or (stored and not isinstance(stored[0], Iteration)):
+            object.__setattr__(self, "iterations", tuple(Iteration(*item) for item in stored))
 
 
 Part = (

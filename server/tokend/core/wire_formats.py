@@ -9,10 +9,16 @@ accepts. Token counts are not touched here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from tokend.core.estimate import provider_family
-from tokend.core.render import PRUNED_TOOL_RESULT, summary_text, to_json_text
+from tokend.core.render import (
+    PRUNED_TOOL_RESULT,
+    provider_summary_text,
+    summary_text,
+    to_json_text,
+)
 from tokend.core.types import (
     CompactionPart,
     FilePart,
@@ -47,6 +53,11 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
         return _summary_wire(message, fmt)
     said_as = _speaker(message, fmt)
     wire: list[WireMessage] = []
+    compaction = _provider_compaction(message)
+    if compaction is not None and not _kept_in_content(compaction, fmt):
+        wire.append(_compaction_wire(compaction, fmt))
+        parts = tuple(sp for sp in message.parts if sp.part is not compaction)
+        message = replace(message, parts=parts)
     if said_as != "assistant":  # results first: Anthropic wants tool_result blocks leading
         said = [sp for sp in message.parts if not isinstance(sp.part, ToolResultPart)]
         results = [sp for sp in message.parts if isinstance(sp.part, ToolResultPart)]
@@ -64,6 +75,33 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
         said.append(sp)
     _emit(wire, fmt, "assistant", said, results)
     return tuple(wire)
+
+
+def _provider_compaction(message: Message) -> CompactionPart | None:
+    for sp in message.parts:
+        if isinstance(sp.part, CompactionPart) and sp.part.provider is not None:
+            return sp.part
+    return None
+
+
+def _kept_in_content(part: CompactionPart, fmt: WireFormat) -> bool:
+    """Anthropic's compaction block goes back as a block of the assistant's content."""
+    return fmt == "anthropic" and part.provider == "anthropic"
+
+
+def _compaction_wire(part: CompactionPart, fmt: WireFormat) -> WireMessage:
+    """A provider's compaction before the rest of its message: OpenAI's compaction item as the
+    Responses API takes it back; another provider's as a summary (a system message, never the
+    user's)."""
+    if fmt == "openai" and part.provider == "openai" and part.opaque:
+        item: WireMessage = {"type": "compaction", "encrypted_content": part.opaque}
+        if part.item_id:
+            item["id"] = part.item_id
+        return item
+    text = provider_summary_text(part.provider or "", part.summary)
+    if fmt == "openai":
+        return {"role": "system", "content": text}
+    return {"role": "system", "content": [{"type": "text", "text": text}]}
 
 
 def _summary_wire(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
@@ -200,6 +238,8 @@ def _anthropic_result(sp: StoredPart) -> dict[str, Any]:
 def _anthropic_block(role: str, part: Any) -> dict[str, Any] | None:
     """One content block (None: nothing to send, e.g. blank text or reasoning outside assistant)."""
     match part:
+        case CompactionPart(provider="anthropic", summary=summary) if role == "assistant":
+            return {"type": "compaction", "content": summary}
         case TextPart(text=text) | CompactionPart(summary=text):
             return {"type": "text", "text": text} if text.strip() else None
         case ReasoningPart():

@@ -40,11 +40,11 @@ class Joiner:
     def _extend_openai(self, wires: Iterable[WireMessage]) -> None:
         append, pending = self.messages.append, self._pending
         for wire in wires:
-            if wire["role"] != "tool" and not pending:
+            if wire.get("role") != "tool" and not pending:  # an item without a role too
                 append(wire)
                 for call in wire.get("tool_calls") or ():
                     pending[call["id"]] = call["function"]["name"]
-            elif wire["role"] == "tool" and pending.pop(wire["tool_call_id"], None) is not None:
+            elif wire.get("role") == "tool" and pending.pop(wire["tool_call_id"], None) is not None:
                 append(wire)
             else:
                 self._add_openai(wire)
@@ -88,7 +88,7 @@ class Joiner:
         return len(self.messages) - 1, content[-1] if isinstance(content, list) else {}
 
     def _add_openai(self, wire: WireMessage) -> None:
-        if wire["role"] == "tool":
+        if wire.get("role") == "tool":
             if self._pending.pop(wire["tool_call_id"], None) is not None:
                 self.messages.append(wire)
                 return

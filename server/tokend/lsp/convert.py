@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import replace
 from typing import Any
 
 from tokend.core.errors import InvalidParams
@@ -14,6 +15,7 @@ from tokend.core.types import (
     CompactionPart,
     FilePart,
     ImagePart,
+    Iteration,
     Part,
     ReasoningPart,
     Role,
@@ -27,7 +29,8 @@ from tokend.core.types import Message as DomainMessage
 from tokend.lsp import wire
 from tokend.service.service import SessionGauge
 
-PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file")
+PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file", "compaction")
+COMPACTION_PROVIDERS = ("anthropic", "openai")
 
 
 def _field(raw: dict[str, Any], index: int, name: str, kind: type | tuple[type, ...]) -> Any:
@@ -81,9 +84,84 @@ def from_wire_part(raw: Any, index: int) -> Part:
         return ImagePart(_field(raw, index, "mediaType", str), data)
     if kind == "file":
         return FilePart(_field(raw, index, "path", str))
+    if kind == "compaction":
+        return _from_wire_compaction(raw, index)
     raise InvalidParams(
         f"message.parts[{index}].type is {kind!r}; expected one of {', '.join(PART_TYPES)}"
     )
+
+
+def _from_wire_compaction(raw: dict[str, Any], index: int) -> CompactionPart:
+    """A provider's own compaction: Anthropic's compaction block (its content as `summary`),
+    or OpenAI's compaction item (its encrypted_content as `opaque`, its id as `id`)."""
+    provider = _field(raw, index, "provider", str)
+    if provider not in COMPACTION_PROVIDERS:
+        raise InvalidParams(
+            f"message.parts[{index}].provider is {provider!r}; expected one of "
+            f"{', '.join(COMPACTION_PROVIDERS)}"
+        )
+    found = {}
+    for name in ("summary", "opaque", "id"):
+        value = raw.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidParams(f"message.parts[{index}].{name} must be a string")
+        found[name] = value
+    if not found["summary"] and not found["opaque"]:
+        raise InvalidParams(
+            f"message.parts[{index}] (compaction) needs a 'summary' (the provider's summary "
+            "text) or an 'opaque' (its encrypted content)"
+        )
+    return CompactionPart(
+        found["summary"] or "", provider=provider, opaque=found["opaque"], item_id=found["id"]
+    )
+
+
+def with_iterations(role: str, parts: list[Part], usage: wire.UsageParams | None) -> list[Part]:
+    """The parts of one appended message, its provider compaction (at most one, on an assistant
+    message) carrying `usage.iterations`. Iterations without a compaction iteration describe
+    the call the top-level figures already give; one with a compaction needs the part."""
+    where = [i for i, p in enumerate(parts) if isinstance(p, CompactionPart)]
+    if where and role != "assistant":
+        raise InvalidParams(
+            f"message.parts[{where[0]}] (compaction) on a {role} message: a provider's "
+            "compaction comes back in the assistant message of the call that compacted"
+        )
+    if len(where) > 1:
+        raise InvalidParams(f"message.parts[{where[1]}]: one compaction per message")
+    iterations = usage.iterations if usage is not None else None
+    if not iterations:
+        return parts
+    for n, it in enumerate(iterations):
+        figures = (it.input_tokens, it.output_tokens, it.cache_read_tokens, it.cache_write_tokens)
+        if it.type not in ("compaction", "message") or min(figures) < 0:
+            raise InvalidParams(
+                f"message.usage.iterations[{n}] needs type 'compaction' or 'message' and "
+                "token counts of 0 or more"
+            )
+    if not where:
+        if any(it.type == "compaction" for it in iterations):
+            raise InvalidParams(
+                "message.usage.iterations has a compaction iteration but message.parts no "
+                "compaction part: send the provider's compaction block with it"
+            )
+        return parts
+    out = list(parts)
+    part = out[where[0]]
+    assert isinstance(part, CompactionPart)
+    out[where[0]] = replace(
+        part,
+        iterations=tuple(
+            Iteration(
+                it.type,
+                it.input_tokens,
+                it.output_tokens,
+                it.cache_read_tokens,
+                it.cache_write_tokens,
+            )
+            for it in iterations
+        ),
+    )
+    return out
 
 
 def from_wire_role(role: str) -> Role:
@@ -231,6 +309,11 @@ def to_wire_part(part: Part) -> dict[str, Any]:
             return out
         case FilePart(path=path):
             return {"type": "file", "path": path}
+        case CompactionPart(provider=str(provider)):
+            out = {"type": "compaction", "provider": provider}
+            fields = {"summary": part.summary, "opaque": part.opaque, "id": part.item_id}
+            out.update((k, v) for k, v in fields.items() if v)
+            return out
         case CompactionPart(summary=summary):
             return {"type": "summary", "text": summary}
     raise TypeError(f"not a part: {part!r}")

@@ -163,6 +163,17 @@ class UsageParams:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cache_write_1h_tokens: int = 0  # the part of cache_write_tokens kept for an hour
+    # Anthropic's usage.iterations: each sampling iteration, a provider's compaction included
+    iterations: list[IterationParams] | None = None
+
+
+@attrs.frozen
+class IterationParams:
+    type: str  # "compaction" | "message"
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @attrs.frozen

@@ -6,8 +6,9 @@ a new session in the store. Nothing here deletes: what leaves the live context i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tokend.core.accounting import retired_by_provider
 from tokend.core.changes import Rewind
 from tokend.core.errors import InvalidParams
 from tokend.core.snapshot import BudgetSnapshot
@@ -24,7 +25,14 @@ def session_messages(
     state = service.state(session_id)  # SessionNotFound for an unknown id
     if not include_compacted:
         return list(state.data.messages)
-    return service.store.load_all_messages(session_id)
+    every = service.store.load_all_messages(session_id)
+    retired = retired_by_provider(every)  # out of the live context, unmarked in the store
+    return [
+        replace(m, compacted_at=retired[m.id].created_at, compacted_by=retired[m.id].id)
+        if m.id in retired and m.compacted_at is None
+        else m
+        for m in every
+    ]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
+from tokend.core.accounting import provider_compaction, retired_by_provider
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import AppendMessage
 from tokend.core.ports import Store
@@ -33,9 +34,15 @@ def load_session_data(
     messages = store.load_messages(session_id)
     # Messages out of the live context exist only after a compaction boundary or a rewind.
     windowed = bool(messages) and messages[0].summary
+    provider = any(provider_compaction(sp.part for sp in m.parts) for m in messages)
     every = (
-        store.load_all_messages(session_id) if windowed or info.extra.get("rewinds") else messages
+        store.load_all_messages(session_id)
+        if windowed or provider or info.extra.get("rewinds")
+        else messages
     )
+    if windowed or provider:  # what a provider's compaction left behind is out, marked or not
+        retired = retired_by_provider(every)
+        messages = [m for m in messages if m.id not in retired]
     live = {m.id for m in messages}
     totals = Totals()
     costs: dict[str, float] = {}

@@ -21,6 +21,7 @@ from tokend.lsp.convert import (
     to_wire_gated,
     to_wire_session_summary,
     to_wire_snapshot,
+    with_iterations,
 )
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service.compaction import (
@@ -55,6 +56,7 @@ def register(server: TokendServer) -> None:
         p = wire.from_wire(wire.SessionAppendParams, params)
         role = from_wire_role(p.message.role)
         parts = [from_wire_part(raw, i) for i, raw in enumerate(p.message.parts)]
+        parts = with_iterations(role, parts, p.message.usage)
         usage = from_wire_usage(p.message.usage)
         ls.watch(p.session_id)
         with ls.host.busy():
