@@ -184,3 +184,33 @@ async def test_compaction_parts_and_iterations_are_checked(env, tmp_path):
     snapshot = await client.request("budget/snapshot", {"sessionId": sid})
     assert snapshot["version"] == 1 and snapshot["compactions"] == 0  # nothing written
     assert await client.shutdown() == 0
+
+
+async def test_tokends_summary_after_a_provider_boundary_survives_a_restart(env, tmp_path):
+    """The messages a provider's compaction left behind are unmarked in the store; once a
+    tokend summary covers the boundary, a reload must still leave them out."""
+    client = await spawn(env, tmp_path)
+    sid = (await client.request("session/create", {"model": "acme-claude"}))["sessionId"]
+    await append(client, sid, "user", [text(EARLIER)])
+    part = {"type": "compaction", "provider": "anthropic", "summary": SUMMARY}
+    usage = {
+        "inputTokens": 4_200,
+        "outputTokens": 400,
+        "iterations": [COMPACTION_ITER, MESSAGE_ITER],
+    }
+    await append(client, sid, "assistant", [part, text("ported")], usage=usage)
+    for i in range(8):
+        await append(client, sid, "user", [text(f"turn {i} " + "more work " * 900)])
+    done = await client.request("session/compact", {"sessionId": sid, "strategy": "full"})
+    assert done["actions"][-1]["kind"] == "full"
+    live = await client.request("session/messages", {"sessionId": sid})
+    snapshot = await client.request("budget/snapshot", {"sessionId": sid})
+    assert await client.shutdown() == 0
+
+    again = await spawn(env, tmp_path)
+    assert await again.request("session/messages", {"sessionId": sid}) == live
+    reloaded = await again.request("budget/snapshot", {"sessionId": sid})
+    assert reloaded["usedTokens"] == snapshot["usedTokens"]
+    sent = await again.request("context/assemble", {"sessionId": sid, "format": "openai"})
+    assert EARLIER not in str(sent["messages"][1:])  # only inside the summary, if at all
+    assert await again.shutdown() == 0
