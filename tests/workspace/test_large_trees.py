@@ -111,13 +111,17 @@ def test_a_graph_too_large_to_factor_ranks_as_the_factored_one(monkeypatch: pyte
 
     source = Path(__file__).resolve().parents[2] / "server" / "tokend"
     parser = TagParser()
+
+    def line_of(path: str, line: int) -> str:
+        return Path(path).read_text().split("\n")[line]
+
     tags = {p.as_posix(): parser.tags("python", p.read_bytes()) for p in source.rglob("*.py")}
     focuses = [Focus(), Focus(frozenset(sorted(tags)[:1])), Focus(identifiers=frozenset({"walk"}))]
 
     def maps() -> list[str]:
         graph = repomap.RepoGraph()
         graph.set_files(tags)
-        return [fit_map(graph.rank(f, limit=2000), 1024, len).text for f in focuses]
+        return [fit_map(graph.rank(f, limit=2000), 1024, len, line_of).text for f in focuses]
 
     factored = maps()
     monkeypatch.setattr(repomap, "DIRECT_MAX_FILES", 0)

@@ -19,6 +19,7 @@ from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.fileclass import language_of
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_render import fit_map
+from tokend.core.repomap_tags import FileTags
 from tokend.service.workspace.index import WorkspaceIndex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,19 +30,28 @@ def o200k(text: str) -> int:
     return len(load_encoding("o200k_base").encode_ordinary(text))
 
 
-def build_graph() -> RepoGraph:
+def source_tags() -> dict[str, FileTags]:
     parser = TagParser()
-    graph = RepoGraph()
     files = sorted(p for p in SOURCE.rglob("*.py"))
-    graph.set_files(
-        {p.relative_to(ROOT).as_posix(): parser.tags("python", p.read_bytes()) for p in files}
-    )
+    return {p.relative_to(ROOT).as_posix(): parser.tags("python", p.read_bytes()) for p in files}
+
+
+def build_graph() -> RepoGraph:
+    graph = RepoGraph()
+    graph.set_files(TAGS)
     return graph
 
 
+def line_of(path: str, line: int) -> str:
+    """The line as the file on disk has it (the map reads it when it shows it)."""
+    lines = (ROOT / path).read_bytes().split(b"\n")
+    return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
+
+
+TAGS = source_tags()
 GRAPH = build_graph()
-PATHS = sorted(GRAPH.tags)
-NAMES = sorted(GRAPH.definers)
+PATHS = sorted(TAGS)
+NAMES = sorted({d.name for t in TAGS.values() for d in t.definitions})
 
 
 @settings(max_examples=60)
@@ -52,19 +62,21 @@ NAMES = sorted(GRAPH.definers)
 )
 def test_never_over_budget(budget: int, files: list[str], names: list[str]):
     focus = Focus(frozenset(files), frozenset(names))
-    fitted = fit_map(GRAPH.rank(focus, limit=budget + 100), budget, o200k)
+    fitted = fit_map(GRAPH.rank(focus, limit=budget + 100), budget, o200k, line_of)
     assert o200k(fitted.text) == fitted.tokens <= budget
     assert not set(fitted.files) & set(files)  # the focus files are in the chat already
 
 
 @pytest.mark.parametrize("budget", [1024, 2048, 4096])
 def test_fills_within_3_percent_when_there_are_enough_symbols(budget: int):
-    fitted = fit_map(GRAPH.rank(Focus(), limit=budget + 100), budget, o200k)
+    fitted = fit_map(GRAPH.rank(Focus(), limit=budget + 100), budget, o200k, line_of)
     assert budget * 0.97 <= o200k(fitted.text) <= budget
 
 
 def test_focus_brings_the_focused_symbols_first():
-    fitted = fit_map(GRAPH.rank(Focus(identifiers=frozenset({"fit_map"})), limit=400), 300, o200k)
+    fitted = fit_map(
+        GRAPH.rank(Focus(identifiers=frozenset({"fit_map"})), limit=400), 300, o200k, line_of
+    )
     assert "server/tokend/core/repomap_render.py:" in fitted.text and "def fit_map(" in fitted.text
 
 
@@ -91,10 +103,10 @@ def test_tags_cover_every_required_language():
 
 def _map_in_a_new_process(seed: str) -> str:
     script = (
-        "import json,sys;from tests.workspace.test_repomap import GRAPH,o200k;"
+        "import json,sys;from tests.workspace.test_repomap import GRAPH,o200k,line_of;"
         "from tokend.core.repomap import Focus;from tokend.core.repomap_render import fit_map;"
         "f=Focus(frozenset(['server/tokend/core/budget.py']),frozenset(['assemble']));"
-        "print(json.dumps(fit_map(GRAPH.rank(f,limit=2200),2048,o200k).text))"
+        "print(json.dumps(fit_map(GRAPH.rank(f,limit=2200),2048,o200k,line_of).text))"
     )
     env = dict(os.environ, PYTHONHASHSEED=seed)
     out = subprocess.run(

@@ -56,14 +56,16 @@ class WorkspaceCache:
             self._db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
             self._db.executescript(_SCHEMA)
 
-    def _select(self, sql: str, keys: Sequence[str]) -> list[tuple[Any, ...]]:
+    def _select(
+        self, sql: str, keys: Sequence[str], prefix: tuple[Any, ...] = ()
+    ) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
         try:
             with self._lock:
                 for start in range(0, len(keys), _BATCH):
                     chunk = keys[start : start + _BATCH]
                     marks = ",".join("?" * len(chunk))
-                    rows.extend(self._db.execute(sql.format(marks), chunk).fetchall())
+                    rows.extend(self._db.execute(sql.format(marks), (*prefix, *chunk)).fetchall())
         except sqlite3.Error as exc:
             log.warning("workspace cache read failed: %s", exc)
         return rows
@@ -103,8 +105,19 @@ class WorkspaceCache:
         rows = ((k, json.dumps(v, separators=(",", ":"))) for k, v in tags.items())
         self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", rows)
 
-    def hashes(self, root: str) -> dict[str, tuple[int, int, str]]:
-        """path -> (size, mtime_ns, sha256) as last seen under `root`."""
+    def hashes(
+        self, root: str, paths: Sequence[str] | None = None
+    ) -> dict[str, tuple[int, int, str]]:
+        """path -> (size, mtime_ns, sha256) as last seen under `root` (of `paths` only, when
+        given: a watcher batch on the kernel asks for a few rows, not 78,000)."""
+        if paths is not None:
+            rows = self._select(
+                "SELECT path, size, mtime_ns, sha256 FROM file_hashes WHERE root = ? "
+                "AND path IN ({})",
+                list(paths),
+                prefix=(root,),
+            )
+            return {p: (int(s), int(m), str(h)) for p, s, m, h in rows}
         try:
             with self._lock:
                 rows = self._db.execute(

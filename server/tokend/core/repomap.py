@@ -3,31 +3,32 @@
 The file graph: file r links to file d when r refers to an identifier d defines. A reference
 to a name with k definers gives each of them sqrt(occurrences) / k (a name with a leading
 underscore: a tenth of that); names with more than MAX_DEFINERS definers (`get`, `__init__`)
-say nothing of where to look and are left out. A file's out-edges depend on its own references
-and on who defines those names, so a change re-derives the edges of that file and, when its
-definitions changed, of the files that refer to those names; nothing else.
+say nothing of where to look and are left out. A file's out-edges (its row) depend on its own
+references and on who defines those names, so a change re-derives the row of that file and,
+when its definitions changed, the rows of the files that refer to those names; every other
+row is kept as it is and the new rows are spliced in. A row's weights are summed in one fixed
+order and rounded to 9 decimals, whether it is derived alone or with all the others: a graph
+updated in place is the graph a new process builds, bit for bit.
 
 Ranking is personalized PageRank over that graph (damping 0.85): the focus files and the files
 defining a focus identifier share the restart mass (with a small uniform floor), dangling files
 restart like everyone. It is solved exactly as the sparse linear system (I - a P^T) y = v with
 SciPy's sparse solver, x = y / sum(y): no hand-written iteration, the same numbers in every
-process. The system is the same for every focus (only v changes), so its LU factors are made
-once per graph version and each focus is one pair of triangular solves. Past DIRECT_MAX_FILES
-files (the kernel) the factors would fill gigabytes, so the same system is solved with SciPy's
-BiCGSTAB to a relative residual of 1e-12: still the same numbers in every process. Definitions of a focus identifier come first; then a definition's rank is the rank
-that flows to its name along references; ties fall to its file's rank, then path, line, name. Ranks are rounded to
-RANK_DECIMALS before sorting, so the order does not hang on the last bits of a float.
+process. Up to DIRECT_MAX_FILES files the system's LU factors are made once per graph version
+and each focus is one pair of triangular solves; past it (the kernel) the factors would fill
+gigabytes, so the same system is solved with SciPy's BiCGSTAB to a relative residual of 1e-12.
+Definitions of a focus identifier come first; then a definition's rank is the rank that flows
+to its name along references; ties fall to its file's rank, then path, line, name key. Ranks
+are rounded to RANK_DECIMALS before sorting, so the order does not hang on the last bits.
 
-The per-version matrices are built once per graph version (any change of tags bumps it);
-a file whose new tags equal its old ones (an edited comment) bumps nothing.
+The tags are packed (core.repomap_store): names are 64-bit keys, definitions keep their line
+and not its text, which the caller reads when it renders the map.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,8 @@ import scipy.sparse as sp  # type: ignore[import-untyped]  # SciPy ships no stub
 import scipy.sparse.linalg as spla  # type: ignore[import-untyped]
 
 from tokend.core.repomap_render import RankedDefinition
-from tokend.core.repomap_tags import Definition, FileTags
+from tokend.core.repomap_store import KEY, PackedTags, TagTable, name_key, rows_of, splice
+from tokend.core.repomap_tags import FileTags
 
 MAX_DEFINERS = 20
 DAMPING = 0.85
@@ -44,7 +46,11 @@ FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every
 RANK_DECIMALS = 15
 DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively (see _solver)
 ITERATIVE_RTOL = 1e-12
+TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
+ROWS_PER_CHUNK = 4096  # rows derived at once (bounds the memory of a full derivation)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+Array = Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,201 +61,318 @@ class Focus:
     identifiers: frozenset[str] = frozenset()
 
 
-def identifiers_in(text: str, defined: Mapping[str, object]) -> frozenset[str]:
+def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
     """The words of `text` (3 characters or more) that the repository defines."""
-    return frozenset(w for w in set(_WORD.findall(text)) if len(w) >= 3 and w in defined)
+    return frozenset(w for w in set(_WORD.findall(text)) if len(w) >= 3 and defines(w))
 
 
 @dataclass(slots=True)
-class _Compiled:
-    """The graph of one version as arrays: files in path order, definitions in (path, line,
-    name) order."""
+class _Edges:
+    """The file graph as CSR arrays over the table's rows: weights normalized per row."""
 
-    paths: list[str]
-    index: dict[str, int]
-    system: Any  # csc matrix: I - DAMPING * P^T
-    solve: Any  # y = solve(v): the system's LU factors (SuperLU), made once per version
-    refs: Any  # csr (files x names): sqrt(occurrences) / out-weight of the referring file
-    names: list[str]
-    name_index: dict[str, int]
-    name_scale: Any  # per name: 1/k (x0.1 for a leading underscore)
-    def_file: Any  # per definition: its file's index
-    def_name: Any  # per definition: its name's index, -1 when the name carries no flow
-    definitions: list[Definition]  # RankedDefinition made only for what a rank returns
+    offsets: Array  # int64, rows + 1
+    targets: Array  # int32
+    weights: Array  # float64, a row's weights over its total
+    totals: Array  # float64 per row: the sum of its (rounded) weights
+
+
+@dataclass(slots=True)
+class _Ranking:
+    """What every rank of one graph version shares."""
+
+    solve: Callable[[Array], Array]
+    group_scale: Array  # per defined name (sorted keys): 1/k (x0.1 underscore), 0 if k > MAX
+    ref_file: Array  # per reference that carries flow: its file's row
+    ref_group: Array  # ... its name's group
+    ref_weight: Array  # ... sqrt(occurrences) / its file's total
+    def_group: Array  # per definition: its name's group
+    def_file: Array  # per definition: its file's row
 
 
 @dataclass(slots=True)
 class RepoGraph:
     """Tags of every source file and the weighted file graph derived from them."""
 
-    tags: dict[str, FileTags] = field(default_factory=dict)
-    definers: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    referrers: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    out_edges: dict[str, dict[str, float]] = field(default_factory=dict)
+    table: TagTable = field(default_factory=TagTable)
     version: int = 0
-    _compiled: tuple[int, _Compiled] | None = None
+    _edges: _Edges | None = None  # None: every row is to be derived
+    _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
+    _ranking: tuple[int, _Ranking] | None = None
 
     def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
         """Replace (None: remove) the tags of some files; True when the graph changed."""
-        stale: set[str] = set()
-        for path, new in changed.items():
-            old = self.tags.get(path)
-            if old == new:
+        packed: dict[str, PackedTags | None] = {}
+        for path, tags in changed.items():
+            new = PackedTags.of(tags) if tags is not None else None
+            row = self.table.row(path)
+            if new is None and row is None:
                 continue
-            old_defs = {d.name for d in old.definitions} if old else set()
-            new_defs = {d.name for d in new.definitions} if new else set()
-            for name in old_defs - new_defs:
-                self.definers[name].discard(path)
-            for name in new_defs - old_defs:
-                self.definers[name].add(path)
-            for name in old.references if old else ():
-                self.referrers[name].discard(path)
-            for name in new.references if new else ():
-                self.referrers[name].add(path)
-            for name in old_defs ^ new_defs:
-                stale.update(self.referrers.get(name, ()))
-            stale.add(path)
-            if new is None:
-                self.tags.pop(path, None)
-            else:
-                self.tags[path] = new
-        if not stale:
+            if new is not None and row is not None and self._same(row, new):
+                continue
+            packed[path] = new
+        if not packed:
             return False
-        for path in stale:
-            if path in self.tags:
-                self.out_edges[path] = self._edges_of(path)
-            else:
-                self.out_edges.pop(path, None)
+        track = self._edges is not None and len(packed) <= TRACK_MAX_FILES
+        applied = self.table.apply(packed, track=track)
+        if track and self._edges is not None:
+            self._edges = _renumbered(self._edges, applied.remap, len(self.table.paths))
+            stale = set(applied.rows) | set(self._referrers(applied.names).tolist())
+            self._stale.update(self.table.paths[r] for r in stale)
+        else:
+            self._edges, self._stale = None, set()
         self.version += 1
         return True
 
-    def _edges_of(self, path: str) -> dict[str, float]:
-        edges: dict[str, float] = defaultdict(float)
-        for name, count in sorted(self.tags[path].references.items()):
-            found = self.definers.get(name)
-            if not found or len(found) > MAX_DEFINERS:
-                continue
-            weight = _name_scale(name, len(found)) * math.sqrt(count)
-            for target in sorted(found):
-                if target != path:
-                    edges[target] += weight
-        return {d: round(w, 9) for d, w in sorted(edges.items())}
+    def _same(self, row: int, new: PackedTags) -> bool:
+        t = self.table
+        d, r = slice(t.d_off[row], t.d_off[row + 1]), slice(t.r_off[row], t.r_off[row + 1])
+        return (
+            np.array_equal(t.d_key[d], new.def_keys)
+            and np.array_equal(t.d_line[d], new.def_lines)
+            and np.array_equal(t.r_key[r], new.ref_keys)
+            and np.array_equal(t.r_count[r], new.ref_counts)
+        )
+
+    def _referrers(self, keys: Array) -> Array:
+        """Rows of the files that refer to any of `keys`."""
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
+        hits = np.flatnonzero(np.isin(self.table.r_key, keys))
+        return np.unique(np.searchsorted(self.table.r_off, hits, side="right") - 1)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    @property
+    def paths(self) -> list[str]:
+        return self.table.paths
+
+    def defines(self, name: str) -> bool:
+        keys, _ = self.table.definers()
+        key = np.array(name_key(name), dtype=KEY)
+        at = int(np.searchsorted(keys, key))
+        return at < len(keys) and keys[at] == key
+
+    def definers_of(self, name: str) -> list[str]:
+        keys, rows = self.table.definers()
+        key = np.array(name_key(name), dtype=KEY)
+        low, high = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
+        return [self.table.paths[r] for r in rows[low:high].tolist()]
+
+    # -- the graph's rows ----------------------------------------------------------------------
+
+    def edges(self) -> _Edges:
+        """This version's rows: kept ones as they are, stale ones derived again."""
+        n = len(self.table.paths)
+        if self._edges is None:
+            self._edges = _derive_rows(self.table, np.arange(n, dtype=np.int64))
+            self._stale = set()
+        elif self._stale:
+            rows = np.array(sorted(r for p in self._stale if (r := self.table.row(p)) is not None))
+            fresh = _derive_rows(self.table, rows)
+            self._edges = _replaced(self._edges, rows, fresh)
+            self._stale = set()
+        return self._edges
 
     # -- ranking --------------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Derive this version's rows and solver now (else the next rank does)."""
+        if self.table.paths:
+            self._prepared()
+
     def rank(self, focus: Focus, limit: int | None = None) -> list[RankedDefinition]:
         """The definitions outside the focus files, most relevant first (the first `limit`)."""
-        if not self.tags:
+        if not self.table.paths:
             return []
-        c = self._compile()
+        c = self._prepared()
+        t = self.table
         file_rank = self._pagerank(c, focus)
-        flow = c.refs.T @ file_rank * c.name_scale  # per name
-        weight = np.where(c.def_name >= 0, flow[np.maximum(c.def_name, 0)], 0.0)
-        base = file_rank[c.def_file]
-        hit = np.zeros(len(c.definitions), dtype=bool)
+        flow = np.bincount(
+            c.ref_group, weights=file_rank[c.ref_file] * c.ref_weight, minlength=len(c.group_scale)
+        )
+        flow *= c.group_scale
+        weight = np.round(flow[c.def_group], RANK_DECIMALS)
+        base = np.round(file_rank[c.def_file], RANK_DECIMALS)
+        hit = np.zeros(len(t.d_key), dtype=bool)
         if focus.identifiers:
-            hit = np.array([d.name in focus.identifiers for d in c.definitions])
-        weight, base = np.round(weight, RANK_DECIMALS), np.round(base, RANK_DECIMALS)
-        position = np.arange(len(c.definitions))
+            wanted = np.array(sorted({name_key(i) for i in focus.identifiers}), dtype=KEY)
+            hit = np.isin(t.d_key, wanted)
+        position = np.arange(len(t.d_key))
         order = np.lexsort((position, -base, -weight, ~hit))
-        skip = np.array([p in focus.files for p in c.paths], dtype=bool)
+        skip = np.zeros(len(t.paths), dtype=bool)
+        for p in focus.files:
+            if (row := t.row(p)) is not None:
+                skip[row] = True
         if skip.any():
             order = order[~skip[c.def_file[order]]]
         if limit is not None:
             order = order[:limit]
-        return [RankedDefinition(c.paths[c.def_file[i]], c.definitions[i]) for i in order.tolist()]
+        files, lines = c.def_file[order].tolist(), t.d_line[order].tolist()
+        return [RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)]
 
-    def prepare(self) -> None:
-        """Build this version's matrices and factors now (else the next rank builds them)."""
-        if self.tags:
-            self._compile()
-
-    def _pagerank(self, c: _Compiled, focus: Focus) -> Any:
-        n = len(c.paths)
+    def _pagerank(self, c: _Ranking, focus: Focus) -> Array:
+        n = len(self.table.paths)
         restart = np.full(n, 1.0 / n)
-        wanted = {c.index[p] for p in focus.files if p in c.index}
+        wanted = {r for p in focus.files if (r := self.table.row(p)) is not None}
+        keys, rows = self.table.definers()
         for name in focus.identifiers:
-            found = self.definers.get(name, set())
-            if len(found) <= MAX_DEFINERS:
-                wanted.update(c.index[p] for p in found)
+            key = np.array(name_key(name), dtype=KEY)
+            low, high = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
+            if high - low <= MAX_DEFINERS:
+                wanted.update(rows[low:high].tolist())
         for i in sorted(wanted):
             restart[i] += FOCUS_WEIGHT / len(wanted)
         restart /= restart.sum()
         y = c.solve(restart)
         return np.asarray(y / y.sum())
 
-    def _compile(self) -> _Compiled:
-        if self._compiled is not None and self._compiled[0] == self.version:
-            return self._compiled[1]
-        paths = sorted(self.tags)
-        index = {p: i for i, p in enumerate(paths)}
-        n = len(paths)
-        rows, cols, vals = [], [], []
-        for r in paths:
-            edges = self.out_edges.get(r) or {}
-            total = sum(edges.values())
-            for d, w in edges.items():
-                rows.append(index[r])
-                cols.append(index[d])
-                vals.append(w / total)
-        p_matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    def _prepared(self) -> _Ranking:
+        if self._ranking is not None and self._ranking[0] == self.version:
+            return self._ranking[1]
+        self._ranking = None  # the old version's arrays go before the new ones are made
+        edges, t = self.edges(), self.table
+        n = len(t.paths)
+        p_matrix = sp.csr_matrix((edges.weights, edges.targets, edges.offsets), shape=(n, n))
+        keys, _ = t.definers()
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = keys[1:] != keys[:-1]
+        groups = keys[first]
+        definers = np.diff(np.append(np.flatnonzero(first), len(keys)))
+        scale = np.where(groups & np.uint64(1), 0.1, 1.0) / definers
+        scale[definers > MAX_DEFINERS] = 0.0
+        ref_group = np.minimum(np.searchsorted(groups, t.r_key), max(len(groups) - 1, 0))
+        ref_file = rows_of(t.r_off)
+        carries = (
+            (groups[ref_group] == t.r_key) if len(groups) else np.zeros(len(t.r_key), dtype=bool)
+        )
+        carries &= edges.totals[ref_file] > 0
+        if len(groups):
+            carries &= scale[ref_group] > 0
+        ref_weight = (
+            np.sqrt(t.r_count[carries].astype(np.float64)) / edges.totals[ref_file[carries]]
+        )
+        ranking = _Ranking(
+            _solver(p_matrix),
+            scale,
+            ref_file[carries],
+            ref_group[carries].astype(np.int32),
+            ref_weight,
+            np.searchsorted(groups, t.d_key).astype(np.int32),
+            rows_of(t.d_off),
+        )
+        self._ranking = (self.version, ranking)
+        return ranking
+
+
+def _derive_rows(table: TagTable, rows: Array) -> _Edges:
+    """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time."""
+    keys, definer_rows = table.definers()
+    parts: list[tuple[Array, Array, Array, Array]] = []
+    for start in range(0, len(rows), ROWS_PER_CHUNK):
+        parts.append(_derive_chunk(table, keys, definer_rows, rows[start : start + ROWS_PER_CHUNK]))
+    lengths = [p[0] for p in parts] or [np.zeros(0, dtype=np.int64)]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+
+    def joined(i: int, dtype: Any) -> Array:
+        return np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=dtype)
+
+    return _Edges(offsets, joined(1, np.int32), joined(2, np.float64), joined(3, np.float64))
+
+
+def _derive_chunk(
+    table: TagTable, keys: Array, definer_rows: Array, rows: Array
+) -> tuple[Array, Array, Array, Array]:
+    """(entries per row, targets, normalized weights, row totals) of some rows. Each row's
+    terms are summed in the order of its references (by key) then its targets (by row): the
+    same whichever rows are derived with it."""
+    starts, ends = table.r_off[rows], table.r_off[rows + 1]
+    counts = ends - starts
+    entry = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    source = np.repeat(np.arange(len(rows)), counts)
+    ref_keys = table.r_key[entry]
+    low = np.searchsorted(keys, ref_keys, "left")
+    definers = np.searchsorted(keys, ref_keys, "right") - low
+    keep = (definers >= 1) & (definers <= MAX_DEFINERS)
+    low, definers, source = low[keep], definers[keep], source[keep]
+    scale = np.where(ref_keys[keep] & np.uint64(1), 0.1, 1.0) / definers
+    term = scale * np.sqrt(table.r_count[entry[keep]].astype(np.float64))
+    spread = np.repeat(low - np.cumsum(definers) + definers, definers) + np.arange(definers.sum())
+    target = definer_rows[spread]
+    source = np.repeat(source, definers)
+    term = np.repeat(term, definers)
+    own = target != rows[source]
+    target, source, term = target[own], source[own], term[own]
+    order = np.lexsort((target, source))  # stable: a pair's terms stay in reference order
+    target, source, term = target[order], source[order], term[order]
+    if len(order):
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (target[1:] != target[:-1]) | (source[1:] != source[:-1])
+        at = np.flatnonzero(new)
+        summed = np.round(np.add.reduceat(term, at), 9)
+        target, source = target[at], source[at]
+    else:
+        summed = term
+    per_row = np.bincount(source, minlength=len(rows)).astype(np.int64)
+    totals = np.zeros(len(rows))
+    if len(summed):
+        row_at = np.concatenate([[0], np.cumsum(per_row)[:-1]])
+        has = per_row > 0
+        totals[has] = np.add.reduceat(summed, row_at[has])
+    weights = summed / totals[source] if len(summed) else summed
+    return per_row, target.astype(np.int32), weights, totals
+
+
+def _renumbered(edges: _Edges, remap: Array, rows: int) -> _Edges:
+    """The rows of the files that stay, renumbered; new files get empty rows; edges to a
+    removed file are dropped (their rows are stale: that file's names left)."""
+    if len(remap) == rows and np.array_equal(remap, np.arange(rows)):
+        return edges
+    old_rows = rows_of(edges.offsets)
+    keep = (remap[old_rows] >= 0) & (remap[edges.targets] >= 0)
+    new_rows = remap[old_rows[keep]]
+    offsets = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(new_rows, minlength=rows), out=offsets[1:])
+    totals = np.zeros(rows)
+    kept = remap >= 0
+    totals[remap[kept]] = edges.totals[kept]
+    targets = remap[edges.targets[keep]].astype(np.int32)
+    return _Edges(offsets, targets, edges.weights[keep], totals)
+
+
+def _replaced(edges: _Edges, rows: Array, fresh: _Edges) -> _Edges:
+    """`edges` with the given rows (ascending) replaced by those of `fresh`."""
+    runs: list[Any] = []
+    done = 0
+    for k, row in enumerate(rows.tolist()):
+        runs.append((done, row))
+        a, b = fresh.offsets[k], fresh.offsets[k + 1]
+        runs.append((fresh.targets[a:b], fresh.weights[a:b]))
+        done = row + 1
+    runs.append((done, len(edges.totals)))
+    offsets, targets, weights = splice(edges.offsets, (edges.targets, edges.weights), runs)
+    totals = edges.totals.copy()
+    totals[rows] = fresh.totals
+    return _Edges(offsets, targets, weights, totals)
+
+
+def _solver(p_matrix: Any) -> Callable[[Array], Array]:
+    """y = solve(v) for (I - DAMPING P^T) y = v: its LU factors up to DIRECT_MAX_FILES files;
+    beyond, SciPy's BiCGSTAB from v on the operator (no matrix is formed or factored)."""
+    n = p_matrix.shape[0]
+    if n <= DIRECT_MAX_FILES:
         system = (sp.identity(n, format="csc") - DAMPING * p_matrix.T).tocsc()
-        names = sorted(
-            name
-            for name, found in self.definers.items()
-            if 0 < len(found) <= MAX_DEFINERS and self.referrers.get(name)
-        )
-        name_index = {name: i for i, name in enumerate(names)}
-        name_scale = np.array([_name_scale(nm, len(self.definers[nm])) for nm in names])
-        r_rows, r_cols, r_vals = [], [], []
-        for r in paths:
-            total = sum((self.out_edges.get(r) or {}).values())
-            if not total:
-                continue
-            for name, count in self.tags[r].references.items():
-                j = name_index.get(name)
-                if j is not None:
-                    r_rows.append(index[r])
-                    r_cols.append(j)
-                    r_vals.append(math.sqrt(count) / total)
-        refs = sp.csr_matrix((r_vals, (r_rows, r_cols)), shape=(n, len(names)))
-        definitions = [d for p in paths for d in self.tags[p].definitions]
-        def_file = np.repeat(
-            np.arange(n, dtype=np.int64), [len(self.tags[p].definitions) for p in paths]
-        )
-        def_name = np.array([name_index.get(d.name, -1) for d in definitions], dtype=np.int64)
-        compiled = _Compiled(
-            paths,
-            index,
-            system,
-            _solver(system),
-            refs,
-            names,
-            name_index,
-            name_scale,
-            def_file,
-            def_name,
-            definitions,
-        )
-        self._compiled = (self.version, compiled)
-        return compiled
+        solve: Callable[[Array], Array] = spla.splu(system).solve
+        return solve
+    transposed = p_matrix.T  # a CSC view: no copy
+    operator = spla.LinearOperator(
+        (n, n), matvec=lambda y: y - DAMPING * (transposed @ y), dtype=np.float64
+    )
 
-
-def _solver(system: Any) -> Any:
-    """y = solve(v) for this version's system: its LU factors up to DIRECT_MAX_FILES files;
-    beyond, SciPy's BiCGSTAB from v (factoring a kernel-sized graph fills gigabytes)."""
-    if system.shape[0] <= DIRECT_MAX_FILES:
-        return spla.splu(system).solve
-    operator = system.tocsr()
-
-    def solve(v: Any) -> Any:
+    def iterate(v: Array) -> Array:
         y, info = spla.bicgstab(operator, v, x0=v, rtol=ITERATIVE_RTOL, atol=0.0, maxiter=1000)
         if info != 0:
             raise ArithmeticError(f"the rank did not converge (BiCGSTAB info {info})")
-        return y
+        return np.asarray(y)
 
-    return solve
-
-
-def _name_scale(name: str, definers: int) -> float:
-    return (0.1 if name.startswith("_") else 1.0) / definers
+    return iterate

@@ -1,7 +1,9 @@
 """The repo map's text, and fitting it to a token budget.
 
 `render_map`: each chosen file's path, then its chosen defining lines in line order, "⋮" where
-lines are skipped; files in path order (a stable order: the same choice, the same text).
+lines are skipped; files in path order (a stable order: the same choice, the same text). The
+lines' text comes from the caller (`LineText`: the file as it is now, read when shown), cut by
+core.repomap_tags.line_text.
 
 `fit_map` takes the longest prefix of the ranked definitions whose text the caller's counter
 puts within the budget (binary search: the count grows with the prefix), then tries the next
@@ -15,16 +17,19 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from tokend.core.repomap_tags import Definition
+from tokend.core.repomap_tags import line_text
 
 EXTRA_CANDIDATES = 64
 MAX_MISSES = 8  # the fill stops after this many candidates in a row did not fit
 
 
+LineText = Callable[[str, int], str]  # (path, 0-based line) -> that line's text as it is now
+
+
 @dataclass(frozen=True, slots=True)
 class RankedDefinition:
     path: str
-    definition: Definition
+    line: int  # 0-based
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,25 +40,28 @@ class FittedMap:
     definitions: int
 
 
-def render_map(chosen: Iterable[RankedDefinition]) -> str:
-    by_file: dict[str, set[tuple[int, str]]] = defaultdict(set)
+def render_map(chosen: Iterable[RankedDefinition], text_of: LineText) -> str:
+    by_file: dict[str, set[int]] = defaultdict(set)
     for item in chosen:
-        by_file[item.path].add((item.definition.line, item.definition.text))
+        by_file[item.path].add(item.line)
     out: list[str] = []
     for path in sorted(by_file):
         out.append(f"{path}:")
         last = None
-        for line, text in sorted(by_file[path]):
+        for line in sorted(by_file[path]):
             if last is not None and line > last + 1:
                 out.append("⋮")
-            out.append(f"│{text}")
+            out.append(f"│{line_text(text_of(path, line))}")
             last = line
         out.append("")
     return "\n".join(out)
 
 
 def fit_map(
-    ranked: Sequence[RankedDefinition], budget_tokens: int, count: Callable[[str], int]
+    ranked: Sequence[RankedDefinition],
+    budget_tokens: int,
+    count: Callable[[str], int],
+    text_of: LineText,
 ) -> FittedMap:
     """The most relevant definitions of `ranked` rendered within `budget_tokens` as `count`
     counts them; empty when not even one fits."""
@@ -61,7 +69,7 @@ def fit_map(
 
     def tokens_of(n: int) -> int:
         if n not in counted:
-            counted[n] = count(render_map(ranked[:n])) if n else 0
+            counted[n] = count(render_map(ranked[:n], text_of)) if n else 0
         return counted[n]
 
     low, high = 0, len(ranked)
@@ -72,13 +80,13 @@ def fit_map(
         else:
             high = mid - 1
     chosen = list(ranked[:low])
-    text = render_map(chosen)
+    text = render_map(chosen, text_of)
     tokens = tokens_of(low)
     misses = 0
     for extra in ranked[low + 1 : low + 1 + EXTRA_CANDIDATES]:
         if misses >= MAX_MISSES:
             break
-        trial = render_map([*chosen, extra])
+        trial = render_map([*chosen, extra], text_of)
         trial_tokens = count(trial)
         if trial_tokens <= budget_tokens:
             chosen.append(extra)
@@ -88,7 +96,7 @@ def fit_map(
             misses += 1
     while chosen and tokens > budget_tokens:  # a count that shrank as text grew: stay under
         chosen.pop()
-        text = render_map(chosen)
+        text = render_map(chosen, text_of)
         tokens = count(text) if chosen else 0
     if not chosen:
         return FittedMap("", 0, (), 0)

@@ -44,7 +44,7 @@ class WorkspaceIndex:
         self.cache = cache
         self.max_bytes = DEFAULT_MAX_FILE_BYTES
         self.rules = IgnoreRules(root)
-        self.tags = WorkspaceTags(root, cache)
+        self.tags = WorkspaceTags(root, cache, self._overlay)
         self.ready = threading.Event()
         self._lock = threading.RLock()
         self._entries: dict[str, FileEntry] = {}
@@ -154,6 +154,10 @@ class WorkspaceIndex:
     def entries(self) -> dict[str, FileEntry]:
         with self._lock:
             return dict(self._entries)
+
+    def _overlay(self, rel: str) -> str | None:
+        with self._lock:
+            return self._overlays.get(rel)
 
     def overlays(self) -> dict[str, str]:
         with self._lock:

@@ -33,7 +33,7 @@ def session_focus(index: WorkspaceIndex, data: SessionData) -> Focus:
     files = frozenset(p for p, read_only in listed(data) if not read_only)
     last_user = next((m for m in reversed(data.messages) if m.role == "user"), None)
     words = " ".join(part_text(sp.part) for sp in last_user.parts) if last_user else ""
-    return Focus(files, identifiers_in(words, index.tags.definition_names()))
+    return Focus(files, identifiers_in(words, index.tags.defines))
 
 
 async def map_ready(index: WorkspaceIndex) -> None:

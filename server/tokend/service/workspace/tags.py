@@ -2,10 +2,13 @@
 
 Tags are kept by content hash in the workspace cache, and each file's (size, mtime, hash) too,
 so a new process reads no unchanged file and parses nothing it parsed before. A changed file
-is read and parsed alone; the graph re-derives only what depends on it (core.repomap).
+is read and parsed alone; the graph re-derives only what depends on it (core.repomap). The
+first build hands the graph one chunk of files at a time, so no more than a chunk's tags are
+ever held as objects. The graph keeps no line text: a map's lines are read when it is made
+(the unsaved buffer first, else the file on disk).
 Fitted maps are kept per (graph version, focus, budget, counter): asking again is a lookup,
 and a new focus re-ranks without re-reading the tree. An edit that leaves a file's tags as
-they were (a comment, a function body) keeps every cached map.
+they were (a comment, a function body) keeps every cached map but those showing that file.
 """
 
 from __future__ import annotations
@@ -29,9 +32,15 @@ CHUNK_FILES = 500  # files read and parsed between two cache writes and progress
 
 
 class WorkspaceTags:
-    def __init__(self, root: Path, cache: WorkspaceCache) -> None:
+    def __init__(
+        self,
+        root: Path,
+        cache: WorkspaceCache,
+        overlay: Callable[[str], str | None] = lambda path: None,
+    ) -> None:
         self.root = root
         self._cache = cache
+        self._overlay = overlay  # a path's unsaved text, if an editor has one
         self._parser = TagParser()
         self._graph = RepoGraph()
         self._lock = threading.RLock()  # guards the graph and the map cache
@@ -59,32 +68,39 @@ class WorkspaceTags:
         whole: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
-        """Re-tag `paths` and update the graph once. Files are read and parsed a chunk at a
-        time, so no more than a chunk's bytes are held at once (the kernel: 800 MB of C)."""
-        root_key = str(self.root)
-        known = self._cache.hashes(root_key)
+        """Re-tag `paths` and hand the graph each chunk of files as it is read and parsed,
+        so no more than a chunk's bytes and tags are held at once (the kernel: 800 MB of C).
+        With `whole`, files the graph has and `paths` does not are removed."""
         wanted = sorted(paths)
-        tags: dict[str, FileTags | None] = {}
         for start in range(0, len(wanted), CHUNK_FILES):
-            tags.update(
-                self._tag_chunk(wanted[start : start + CHUNK_FILES], entries, overlays, known)
-            )
+            chunk = wanted[start : start + CHUNK_FILES]
+            tags, reread = self._tag_chunk(chunk, entries, overlays)
+            with self._lock:
+                if self._graph.set_files(tags) or reread:
+                    self._forget_maps_showing(set(tags))
             if progress is not None:
                 progress(min(start + CHUNK_FILES, len(wanted)), len(wanted))
-        with self._lock:
-            if whole:
-                for gone in set(self._graph.tags) - set(tags):
-                    tags[gone] = None
-            self._graph.set_files(tags)
+        if whole:
+            with self._lock:
+                gone = set(self._graph.paths) - set(wanted)
+                if gone:
+                    self._graph.set_files(dict.fromkeys(gone))
+
+    def _forget_maps_showing(self, paths: set[str]) -> None:
+        """Drop the cached maps that show one of `paths` (their lines may have moved even when
+        the graph did not change); maps of an older graph version are never asked for again."""
+        for key in [k for k, m in self._maps.items() if paths.intersection(m.files)]:
+            del self._maps[key]
 
     def _tag_chunk(
         self,
         paths: list[str],
         entries: Mapping[str, FileEntry],
         overlays: Mapping[str, str],
-        known: Mapping[str, tuple[int, int, str]],
-    ) -> dict[str, FileTags | None]:
+    ) -> tuple[dict[str, FileTags | None], bool]:
+        """The tags of some files, and whether any was read anew (its content changed)."""
         root_key = str(self.root)
+        known = self._cache.hashes(root_key, paths)
         new_hashes: dict[str, tuple[int, int, str]] = {}
         sources: dict[str, tuple[str, str, bytes | None]] = {}  # path -> (language, sha, bytes)
         removed: list[str] = []
@@ -144,7 +160,7 @@ class WorkspaceTags:
             self._cache.put_tags(fresh)
         if new_hashes:
             self._cache.put_hashes(root_key, new_hashes)
-        return tags
+        return tags, bool(new_hashes) or any(s is not None for _, _, s in sources.values())
 
     def warm(self) -> None:
         """Build the graph's matrices now, so the first map request does not pay for them."""
@@ -157,11 +173,7 @@ class WorkspaceTags:
 
     def defines(self, name: str) -> bool:
         with self._lock:
-            return bool(self._graph.definers.get(name))
-
-    def definition_names(self) -> Mapping[str, object]:
-        with self._lock:
-            return {n: True for n, found in self._graph.definers.items() if found}
+            return self._graph.defines(name)
 
     def repo_map(
         self, focus: Focus, budget_tokens: int, count: Callable[[str], int], counter_id: str
@@ -174,8 +186,30 @@ class WorkspaceTags:
                 self._maps.move_to_end(key)
                 return found
             ranked = self._graph.rank(focus, limit=budget_tokens + EXTRA_CANDIDATES + 1)
-            fitted = fit_map(ranked, budget_tokens, count)
+            fitted = fit_map(ranked, budget_tokens, count, self._line_reader())
             self._maps[key] = fitted
             while len(self._maps) > MAP_CACHE_ENTRIES:
                 self._maps.popitem(last=False)
             return fitted
+
+    def _line_reader(self) -> Callable[[str, int], str]:
+        """(path, line) -> that line's text now: the unsaved buffer, else the file on disk;
+        each file read once per map."""
+        files: dict[str, list[bytes]] = {}
+
+        def text_of(path: str, line: int) -> str:
+            lines = files.get(path)
+            if lines is None:
+                overlay = self._overlay(path)
+                try:
+                    data = (
+                        overlay.encode("utf-8", "surrogatepass")
+                        if overlay is not None
+                        else (self.root / path).read_bytes()
+                    )
+                except OSError:
+                    data = b""
+                lines = files[path] = data.split(b"\n")
+            return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
+
+        return text_of

@@ -1,0 +1,95 @@
+"""A graph updated in place is the graph a new process builds: after real edits on a real tree
+(a definition renamed, a file added, one deleted, a comment changed), the maps are byte for byte
+those of an index built from scratch on the same files; and only the rows that depend on the
+edit were derived again."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tokend.adapters.tokenizers import load_encoding
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core import repomap
+from tokend.core.repomap import Focus
+from tokend.service.workspace.index import WorkspaceIndex
+
+SOURCE = Path(__file__).resolve().parents[2] / "server" / "tokend"
+FOCUSES = [
+    Focus(),
+    Focus(frozenset({"core/budget.py"})),
+    Focus(identifiers=frozenset({"fit_map", "walk"})),
+    Focus(frozenset({"service/service.py"}), frozenset({"SessionState"})),
+]
+
+
+def o200k(text: str) -> int:
+    return len(load_encoding("o200k_base").encode_ordinary(text))
+
+
+def maps(index: WorkspaceIndex) -> list[str]:
+    return [
+        index.tags.repo_map(f, budget, o200k, "o200k").text
+        for f in FOCUSES
+        for budget in (512, 2048)
+    ]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(SOURCE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_edits_in_place_give_the_maps_of_a_fresh_build(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
+    index.build()
+    before = maps(index)
+    files = len(index.tags._graph.paths)
+    derived: list[int] = []
+    real = repomap._derive_rows
+    monkeypatch.setattr(
+        repomap, "_derive_rows", lambda table, rows: derived.append(len(rows)) or real(table, rows)
+    )
+
+    budget = tree / "core" / "budget.py"
+    budget.write_text(budget.read_text().replace("def repo_map_target_tokens", "def map_target"))
+    helper = tree / "core" / "brand_new.py"
+    helper.write_text(
+        "from tokend.core.budget import map_target\n\ndef use_it():\n    return map_target\n"
+    )
+    (tree / "core" / "gates.py").unlink()
+    render = tree / "core" / "repomap_render.py"
+    render.write_text("# a comment only\n" + render.read_text())
+    for path in (budget, helper, tree / "core" / "gates.py", render):
+        index.apply_changes([path])  # one watcher batch each, as saves come
+        after = maps(index)
+
+    assert after != before  # the edits show
+    assert derived and max(derived) < files / 2  # rows re-derived: the edits' neighbours only
+    fresh = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"))
+    fresh.build()
+    assert maps(fresh) == after
+    renamed = index.tags.repo_map(Focus(identifiers=frozenset({"map_target"})), 512, o200k, "o")
+    assert "def map_target" in renamed.text
+
+
+def test_a_batch_too_large_to_track_rebuilds_to_the_same_maps(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
+    index.build()
+    maps(index)
+    monkeypatch.setattr(repomap, "TRACK_MAX_FILES", 1)  # a checkout: everything again
+    edited = sorted((tree / "core").glob("*.py"))[:5]
+    for path in edited:
+        path.write_text(path.read_text().replace("def ", "def renamed_", 1))
+    index.apply_changes(edited)
+    fresh = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"))
+    fresh.build()
+    assert maps(index) == maps(fresh)
