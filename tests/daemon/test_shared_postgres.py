@@ -120,8 +120,13 @@ def test_two_daemons_on_one_postgresql_share_a_session(
         )
         on_a = creator.request("budget/snapshot", {"sessionId": session_id})["result"]
         on_b = watcher.request("budget/snapshot", {"sessionId": session_id})["result"]
-        assert on_a["version"] == on_b["version"] == total
-        assert on_a["usedTokens"] == on_b["usedTokens"]
+        # A third daemon loads the session whole: the two that caught up agree with it.
+        _serve(daemons, monkeypatch, pg_url, "c")
+        fresh = _client("c", "fresh").request("budget/snapshot", {"sessionId": session_id})
+        on_c = fresh["result"]
+        assert on_a["version"] == on_b["version"] == on_c["version"] == total
+        for key in ("usedTokens", "breakdown", "totals"):
+            assert on_a[key] == on_b[key] == on_c[key], key
 
         # A stale ifVersion is refused whichever daemon made the newer version.
         moved = _append(creator, session_id, "on a", ifVersion=total)

@@ -127,6 +127,11 @@ class Store(Protocol):
         the session meanwhile); its `commit_change` commits in it."""
         ...
 
+    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
+        """The session as stored now and the messages appended after `version`, oldest first,
+        from one snapshot."""
+        ...
+
     def find_message(self, message_id: str) -> StoredMessage | None:
         """Where a stored message is and what its append answered, or None."""
         ...

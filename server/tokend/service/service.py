@@ -50,6 +50,7 @@ from tokend.core.types import (
     Usage,
 )
 from tokend.core.usage_stats import RateHeadroom
+from tokend.service.catch_up import catch_up
 from tokend.service.counting import ModelCounter
 from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
@@ -181,7 +182,18 @@ class TokendService:
             self.store,
             lambda: self.config_for(workspace),
             self._decorate,
-            reload=lambda: self._load_data(session_id),
+            reload=lambda: self._catch_up(session_id),
+        )
+
+    def _catch_up(self, session_id: str) -> SessionData:
+        """The loaded session brought up to the stored version: the new messages alone when
+        other daemons only appended, else a whole reload (safe in a worker thread)."""
+        state = self._sessions.get(session_id)
+        if state is None:
+            return self._load_data(session_id)
+        data = state.data
+        return catch_up(
+            self.store, data, self.counter(data.model), lambda: self._load_data(session_id)
         )
 
     def _load_data(self, session_id: str) -> SessionData:

@@ -154,12 +154,20 @@ def part_rows(message_id: str, parts: Sequence[StoredPart]) -> list[dict[str, An
 
 
 def load_from(
-    session: Session, session_id: str, *, from_seq: int = 0, live: bool = False
+    session: Session,
+    session_id: str,
+    *,
+    from_seq: int = 0,
+    live: bool = False,
+    after_version: int | None = None,
 ) -> list[Message]:
     """Messages with seq >= from_seq, oldest first, with their parts: exactly two queries.
     With `live`, only the live context: the messages no summary covers and no rewind took out,
-    the live summary (there is at most one) first."""
+    the live summary (there is at most one) first. With `after_version`, only messages whose
+    append made a later version."""
     in_range: tuple[Any, ...] = (MessageRow.session_id == session_id, MessageRow.seq >= from_seq)
+    if after_version is not None:
+        in_range = (*in_range, MessageRow.version > after_version)
     if live:
         in_range = (*in_range, MessageRow.compacted_at.is_(None))
     part_rows = session.execute(

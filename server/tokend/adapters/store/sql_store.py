@@ -370,6 +370,17 @@ class SqlStore:
             rows.require_live(session, session_id)
             return rows.load_from(session, session_id, live=True)
 
+    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
+        """The session as stored now and the messages appended after `version` (whether still
+        live or not), oldest first, read in one snapshot: what a daemon that knows the session
+        at `version` needs to catch up when other daemons only appended."""
+        with self._reading() as session:
+            row = rows.live(session, session_id)
+            if row is None:
+                raise SessionNotFound(f"session {session_id} not found")
+            info = rows.session_info(row)
+            return info, rows.load_from(session, session_id, after_version=version)
+
     def load_all_messages(self, session_id: str) -> list[Message]:
         with self._reading() as session:
             rows.require_live(session, session_id)
