@@ -30,6 +30,7 @@ SECTIONS = [
     "kernel",
     "ranking",
     "abuse",
+    "shared_db",
 ]
 
 

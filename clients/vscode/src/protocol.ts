@@ -105,6 +105,8 @@ export interface SessionSummary {
 
 export interface SessionListParams {
   workspaceUri?: string;
+  /** every workspace's sessions (default: the connection's workspace) */
+  all?: boolean;
 }
 
 export interface SessionListResult {

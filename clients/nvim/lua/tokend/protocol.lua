@@ -91,6 +91,7 @@
 
 ---@class tokend.SessionListParams
 ---@field workspaceUri string|nil
+---@field all boolean|nil
 
 ---@class tokend.SessionListResult
 ---@field sessions tokend.SessionSummary[]
