@@ -31,6 +31,7 @@ SECTIONS = [
     "ranking",
     "abuse",
     "shared_db",
+    "bigframes",
 ]
 
 

@@ -20,6 +20,7 @@ server (authorize_initialize). Requests handed to a server whose protocol report
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -31,9 +32,11 @@ from tokend.core.errors import InvalidParams, RequestTooLarge, Unauthorized
 from tokend.daemon.bigframes import BodyTooLarge, SpooledStrings
 from tokend.daemon.conn import Connection
 from tokend.daemon.jsonscan import top_level_fields
+from tokend.daemon.memory import release_freed_memory
 
 log = logging.getLogger(__name__)
 
+BIG_BODY_BYTES = 4 << 20  # once such a request is answered, freed memory goes back (memory.py)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 LOGGED_IN_FULL = 3  # malformed messages logged one by one on a connection; then every 100th
@@ -79,6 +82,7 @@ class Dispatcher:
         self._protocol: Any = None
         self.malformed = 0
         self.malformed_in_a_row = 0
+        self._trim: asyncio.Task[None] | None = None
 
     def dispatch(self, body: bytes, spooled: SpooledStrings | None = None) -> None:
         """Hand one body on; `spooled`: the big strings kept out of it (bigframes.py)."""
@@ -127,6 +131,18 @@ class Dispatcher:
         if msg_id is not None and "method" in data and conn.counts_requests:
             conn.request_started()
         self._protocol.handle_message(message)
+        big = spooled is not None or len(body) > BIG_BODY_BYTES
+        if big and conn.counts_requests and self._trim is None:
+            self._trim = asyncio.get_running_loop().create_task(self._trim_when_answered())
+
+    async def _trim_when_answered(self) -> None:
+        """Once the connection's requests are answered (the big one with them), give the
+        memory its work freed back to the system."""
+        try:
+            await self._conn.requests_answered()
+            release_freed_memory()
+        finally:
+            self._trim = None
 
     def _put_back(self, spooled: SpooledStrings, data: dict[str, Any], msg_id: Any) -> bool:
         """A big body's strings into its parsed skeleton; False if refused as too large."""
