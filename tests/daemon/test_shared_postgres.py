@@ -150,3 +150,34 @@ def test_a_retried_append_with_its_id_is_stored_once_whichever_daemon_gets_it(
         with SqlStore.open(pg_url) as store:
             assert [m.id for m in store.load_messages(session_id)] == ["client-msg-1"]
             assert store.get_session(session_id).version == 1  # type: ignore[union-attr]
+
+
+def test_four_daemons_started_at_once_on_an_empty_database_all_come_up(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    import subprocess
+    import sys
+
+    with real_daemons(monkeypatch) as daemons:
+        monkeypatch.setenv("TOKEND_DATABASE_URL", pg_url)
+        logs = [daemons.base / f"at-once-{i}.err" for i in range(4)]
+        procs = []
+        for i, log in enumerate(logs):  # no waiting in between: the migrations race
+            with open(log, "wb") as stderr:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "tokend", "serve", "--name", f"n{i}"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                )
+            daemons.processes.append(proc)
+            procs.append(proc)
+        deadline = time.monotonic() + 60
+        while not all("tokend: ready" in log.read_text() for log in logs):
+            exited = [log.read_text() for proc, log in zip(procs, logs) if proc.poll() is not None]
+            assert not exited and time.monotonic() < deadline, exited
+            time.sleep(0.05)
+        for i in range(4):
+            client = _client(f"n{i}", f"client {i}")
+            created = client.request("session/create", {"model": "gpt-4o"})
+            assert "result" in created, created

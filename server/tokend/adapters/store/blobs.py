@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tokend.adapters.store.dialect import insert_for
 from tokend.adapters.store.models import BlobChunkRow, table_of
 from tokend.core.text_chunks import STORE_PIECE_CHARS, KeptText, text_length, text_pieces
 
@@ -39,15 +40,19 @@ def put_blob(session: Session, ref: str, text: str) -> int:
     already; returns its length in characters. A KeptText is read piece by piece."""
     if has_blob(session, ref):
         return text_length(text)
+    # ON CONFLICT DO NOTHING: another daemon sharing the database may store the same text (the
+    # same ref, the same chunks) at the same moment; PostgreSQL makes this insert wait for its
+    # transaction, then skips what it wrote.
+    new_chunk = insert_for(session, _chunks).on_conflict_do_nothing()
     start = 0
     for seq, piece in enumerate(text_pieces(text)):
         session.execute(
-            insert(_chunks),
+            new_chunk,
             {"ref": ref, "seq": seq, "start": start, "chars": len(piece), "text": piece},
         )
         start += len(piece)
     if start == 0:  # an empty text: one empty chunk, so that the blob exists
-        session.execute(insert(_chunks), {"ref": ref, "seq": 0, "start": 0, "chars": 0, "text": ""})
+        session.execute(new_chunk, {"ref": ref, "seq": 0, "start": 0, "chars": 0, "text": ""})
     return start
 
 

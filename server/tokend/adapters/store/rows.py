@@ -20,6 +20,7 @@ from tokend.adapters.store.codec import (
     usage_from_json,
     usage_to_json,
 )
+from tokend.adapters.store.dialect import insert_for
 from tokend.adapters.store.models import (
     Base,
     MessageRow,
@@ -30,7 +31,7 @@ from tokend.adapters.store.models import (
     UtcDateTime,
     table_of,
 )
-from tokend.core.errors import ChangedElsewhere, InvalidParams, SessionNotFound, StoreError
+from tokend.core.errors import ChangedElsewhere, InvalidParams, SessionNotFound
 from tokend.core.types import Message, SessionInfo, StoredMessage, StoredPart, ToolResultPart
 
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
@@ -92,21 +93,14 @@ def stored_message(session: Session, message_id: str) -> StoredMessage | None:
 def upsert(
     session: Session, model: type[Base], values: list[dict[str, Any]], update_columns: Sequence[str]
 ) -> Executable:
-    """INSERT ... ON CONFLICT (primary key) DO UPDATE of `update_columns`, in the dialect of the
-    session's database (SQLite and PostgreSQL both have it)."""
+    """INSERT ... ON CONFLICT (primary key) DO UPDATE of `update_columns`."""
     table = table_of(model)
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    elif dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
-    else:
-        raise StoreError(f"tokend's store supports SQLite and PostgreSQL, not {dialect}")
-    statement = dialect_insert(table).values(values)
-    return statement.on_conflict_do_update(
+    statement = insert_for(session, table).values(values)
+    result: Executable = statement.on_conflict_do_update(
         index_elements=[c.name for c in table.primary_key.columns],
         set_={name: statement.excluded[name] for name in update_columns},
     )
+    return result
 
 
 def new_id() -> str:
