@@ -8,7 +8,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -93,3 +96,38 @@ def test_a_batch_too_large_to_track_rebuilds_to_the_same_maps(
     fresh = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"))
     fresh.build()
     assert maps(index) == maps(fresh)
+
+
+@settings(max_examples=300)
+@given(
+    weights=st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.5]), min_size=1, max_size=60),
+    data=st.data(),
+    limit=st.integers(min_value=1, max_value=70),
+)
+def test_the_partitioned_choice_is_the_head_of_the_full_sort(
+    weights: list[float], data: st.DataObject, limit: int
+):
+    """Ties everywhere (few distinct weights and bases): the definitions chosen without a sort
+    are exactly the first `limit` of sorting them all by (hit, weight, base, position)."""
+    n = len(weights)
+    base = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=n, max_size=n)))
+    hit = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    valid = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    weight = np.array(weights)
+    expected = sorted(
+        (i for i in range(n) if valid[i]), key=lambda i: (not hit[i], -weight[i], -base[i], i)
+    )[:limit]
+    found = repomap._first(weight, base, hit, valid, limit)
+    order = found[np.lexsort((found, -base[found], -weight[found], ~hit[found]))]
+    assert order.tolist() == expected
+
+
+def test_ranking_a_block_at_a_time_gives_the_same_maps(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
+    index.build()
+    whole = maps(index)
+    monkeypatch.setattr(repomap, "RANK_BLOCK", 37)  # many blocks, cut anywhere
+    index.tags._maps.clear()
+    assert maps(index) == whole

@@ -48,6 +48,7 @@ DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively (see _solver)
 ITERATIVE_RTOL = 1e-12
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
 ROWS_PER_CHUNK = 4096  # rows derived at once (bounds the memory of a full derivation)
+RANK_BLOCK = 1 << 19  # definitions weighed at once (bounds the memory of a rank)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Array = Any
@@ -191,20 +192,30 @@ class RepoGraph:
             c.ref_group, weights=file_rank[c.ref_file] * c.ref_weight, minlength=len(c.group_scale)
         )
         flow *= c.group_scale
-        weight = np.round(flow[c.def_group], RANK_DECIMALS)
-        base = np.round(file_rank[c.def_file], RANK_DECIMALS)
-        hit = np.zeros(len(t.d_key), dtype=bool)
-        if focus.identifiers:
-            wanted = np.array(sorted({name_key(i) for i in focus.identifiers}), dtype=KEY)
-            hit = np.isin(t.d_key, wanted)
-        position = np.arange(len(t.d_key))
-        order = np.lexsort((position, -base, -weight, ~hit))
-        skip = np.zeros(len(t.paths), dtype=bool)
+        group_weight: Array = np.round(flow, RANK_DECIMALS)
+        file_base: Array = np.round(file_rank, RANK_DECIMALS)
+        wanted = np.array(sorted({name_key(i) for i in focus.identifiers}), dtype=KEY)
+        valid = np.ones(len(t.paths), dtype=bool)
         for p in focus.files:
             if (row := t.row(p)) is not None:
-                skip[row] = True
-        if skip.any():
-            order = order[~skip[c.def_file[order]]]
+                valid[row] = False
+        picked = []
+        for start in range(0, len(t.d_key), RANK_BLOCK):  # a block at a time: bounded memory
+            block = slice(start, start + RANK_BLOCK)
+            picked.append(
+                start
+                + _first(
+                    group_weight[c.def_group[block]],
+                    file_base[c.def_file[block]],
+                    np.isin(t.d_key[block], wanted),
+                    valid[c.def_file[block]],
+                    limit,
+                )
+            )
+        chosen = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
+        weight, base = group_weight[c.def_group[chosen]], file_base[c.def_file[chosen]]
+        hit = np.isin(t.d_key[chosen], wanted)
+        order = chosen[np.lexsort((chosen, -base, -weight, ~hit))]
         if limit is not None:
             order = order[:limit]
         files, lines = c.def_file[order].tolist(), t.d_line[order].tolist()
@@ -233,21 +244,17 @@ class RepoGraph:
         edges, t = self.edges(), self.table
         n = len(t.paths)
         p_matrix = sp.csr_matrix((edges.weights, edges.targets, edges.offsets), shape=(n, n))
+        groups = t.groups()
         keys, _ = t.definers()
-        first = np.ones(len(keys), dtype=bool)
-        first[1:] = keys[1:] != keys[:-1]
-        groups = keys[first]
-        definers = np.diff(np.append(np.flatnonzero(first), len(keys)))
-        scale = np.where(groups & np.uint64(1), 0.1, 1.0) / definers
+        first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1])) if len(keys) else keys
+        definers = np.diff(np.append(first, len(keys)))
+        scale = np.where(groups & np.uint64(1), 0.1, 1.0) / np.maximum(definers, 1)
         scale[definers > MAX_DEFINERS] = 0.0
-        ref_group = np.minimum(np.searchsorted(groups, t.r_key), max(len(groups) - 1, 0))
         ref_file = rows_of(t.r_off)
-        carries = (
-            (groups[ref_group] == t.r_key) if len(groups) else np.zeros(len(t.r_key), dtype=bool)
-        )
+        ref_group = t.r_group
+        carries = ref_group >= 0
+        carries[carries] = scale[ref_group[carries]] > 0
         carries &= edges.totals[ref_file] > 0
-        if len(groups):
-            carries &= scale[ref_group] > 0
         ref_weight = (
             np.sqrt(t.r_count[carries].astype(np.float64)) / edges.totals[ref_file[carries]]
         )
@@ -255,13 +262,42 @@ class RepoGraph:
             _solver(p_matrix),
             scale,
             ref_file[carries],
-            ref_group[carries].astype(np.int32),
+            ref_group[carries],
             ref_weight,
-            np.searchsorted(groups, t.d_key).astype(np.int32),
+            t.d_group,
             rows_of(t.d_off),
         )
         self._ranking = (self.version, ranking)
         return ranking
+
+
+def _first(weight: Array, base: Array, hit: Array, valid: Array, limit: int | None) -> Array:
+    """Which of the valid entries are the first `limit` of the order (focus hits, then weight,
+    then base, then position; all descending but position), as positions in no particular
+    order: partitions, not a sort (the kernel: 4,000 of 2.9 million definitions)."""
+    everyone = np.flatnonzero(valid)
+    if limit is None or len(everyone) <= limit:
+        return everyone
+    hits = np.flatnonzero(valid & hit)
+    if len(hits) >= limit:
+        return _best(hits, weight, base, limit)
+    others = np.flatnonzero(valid & ~hit)
+    return np.concatenate([hits, _best(others, weight, base, limit - len(hits))])
+
+
+def _best(among: Array, weight: Array, base: Array, limit: int) -> Array:
+    """The `limit` entries of `among` (ascending positions) first by weight, then base, then
+    position."""
+    if len(among) <= limit:
+        return among
+    weights = weight[among]
+    cut = np.partition(weights, len(weights) - limit)[len(weights) - limit]
+    above, tied = among[weights > cut], among[weights == cut]
+    limit -= len(above)
+    bases = base[tied]
+    base_cut = np.partition(bases, len(bases) - limit)[len(bases) - limit]
+    higher, level = tied[bases > base_cut], tied[bases == base_cut]
+    return np.concatenate([above, higher, level[: limit - len(higher)]])
 
 
 def _derive_rows(table: TagTable, rows: Array) -> _Edges:

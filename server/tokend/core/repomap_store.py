@@ -11,6 +11,10 @@ line, not its text: the map's text is read from the file when it is shown.
 Files are rows in path order. `TagTable.apply` splices the rows of changed files into the
 arrays (a copy of the arrays, never a rebuild of the other rows) and tells what moved: which
 old row became which new one, and which names gained or lost a defining file.
+
+Every defined name is a group (the sorted keys of the definers); each definition and each
+reference carries its name's group (-1 for a reference to a name nobody defines). After a
+tracked change the groups are renumbered (a gather), not looked up again.
 """
 
 from __future__ import annotations
@@ -113,7 +117,22 @@ class TagTable:
         self.r_off = np.zeros(1, dtype=np.int64)
         self.r_key = np.zeros(0, dtype=KEY)
         self.r_count = np.zeros(0, dtype=np.int32)
+        self.d_group = np.zeros(0, dtype=np.int32)
+        self.r_group = np.zeros(0, dtype=np.int32)
         self._definers: tuple[Array, Array] | None = (self.d_key, np.zeros(0, dtype=np.int32))
+        self._groups: Array | None = self.d_key  # sorted keys of the defined names
+
+    def groups(self) -> Array:
+        """The defined names' keys, sorted: a name's group is its index here (the definition
+        and reference columns `d_group`, `r_group` hold it)."""
+        if self._groups is None:
+            keys, _ = self.definers()
+            first = np.ones(len(keys), dtype=bool)
+            first[1:] = keys[1:] != keys[:-1]
+            self._groups = keys[first]
+            self.d_group = np.searchsorted(self._groups, self.d_key).astype(np.int32)
+            self.r_group = _group_of(self._groups, self.r_key)
+        return self._groups
 
     def row(self, path: str) -> int | None:
         i = bisect_left(self.paths, path)
@@ -166,8 +185,8 @@ class TagTable:
                 new_keys = np.unique(new.def_keys)
                 added.append((len(paths), new_keys))
                 paths.append(path)
-                d_runs.append((new.def_keys, new.def_lines))
-                r_runs.append((new.ref_keys, new.ref_counts))
+                d_runs.append((new.def_keys, new.def_lines, _unknown(len(new.def_keys))))
+                r_runs.append((new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))))
             if track:
                 before = old_keys if old_keys is not None else np.zeros(0, dtype=KEY)
                 after = np.unique(new.def_keys) if new is not None else np.zeros(0, dtype=KEY)
@@ -177,17 +196,65 @@ class TagTable:
             paths.extend(old_paths[done:])
             d_runs.append((done, n_old))
             r_runs.append((done, n_old))
-        self.d_off, self.d_key, self.d_line = splice(self.d_off, (self.d_key, self.d_line), d_runs)
-        self.r_off, self.r_key, self.r_count = splice(
-            self.r_off, (self.r_key, self.r_count), r_runs
+        self.d_off, self.d_key, self.d_line, self.d_group = splice(
+            self.d_off, (self.d_key, self.d_line, self.d_group), d_runs
+        )
+        self.r_off, self.r_key, self.r_count, self.r_group = splice(
+            self.r_off, (self.r_key, self.r_count, self.r_group), r_runs
         )
         self.paths = paths
-        if track and self._definers is not None:
-            self._definers = _respliced(self._definers, remap, dropped, added)
-        else:
-            self._definers = None
         changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
+        if track and self._definers is not None and self._groups is not None:
+            self._definers = _respliced(self._definers, remap, dropped, added)
+            self._regroup(self._groups, changed_names)
+        else:
+            self._definers = self._groups = None
         return Applied(remap, [row for row, _ in added], changed_names)
+
+    def _regroup(self, old: Array, changed: Array) -> None:
+        """Groups after a tracked change of the names `changed`: the new names inserted, the
+        names no file defines any more removed, every group column renumbered by a gather;
+        the new rows' and the newly defined names' entries looked up."""
+        keys, _ = self.definers()
+        at = np.searchsorted(keys, changed)
+        defined = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == changed)
+        were = np.isin(changed, old, assume_unique=True)
+        gone, new = changed[were & ~defined], changed[~were & defined]
+        kept = np.delete(old, np.searchsorted(old, gone)) if len(gone) else old
+        groups = np.insert(kept, np.searchsorted(kept, new), new) if len(new) else kept
+        gone_at = np.searchsorted(old, gone)
+        renumber = np.arange(len(old), dtype=np.int64)  # old group -> new group, -1: gone
+        if len(gone):
+            renumber -= np.searchsorted(gone_at, renumber)
+        if len(new):
+            renumber += np.searchsorted(new, old)
+        renumber = renumber.astype(np.int32)
+        renumber[gone_at] = -1
+        for name in ("d_group", "r_group"):
+            column = getattr(self, name)
+            known = column >= 0
+            column[known] = renumber[column[known]]
+            setattr(self, name, column)
+        self._groups = groups
+        fresh = self.d_group < 0
+        self.d_group[fresh] = np.searchsorted(groups, self.d_key[fresh])
+        lookup = self.r_group == -2
+        if len(new):
+            lookup |= np.isin(self.r_key, new)
+        self.r_group[lookup] = _group_of(groups, self.r_key[lookup])
+
+
+def _unknown(n: int) -> Array:
+    """The group column of a new row: to be looked up (-2)."""
+    return np.full(n, -2, dtype=np.int32)
+
+
+def _group_of(groups: Array, keys: Array) -> Array:
+    """Each key's group, -1 for a name nobody defines."""
+    at: Array = np.searchsorted(groups, keys)
+    found: Array = at < len(groups)
+    found[found] = groups[at[found]] == keys[found]
+    return np.where(found, at, -1).astype(np.int32)
 
 
 def _respliced(
