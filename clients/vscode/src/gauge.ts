@@ -86,6 +86,10 @@ export function tooltipMarkdown(s: Snapshot): string {
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
   lines.push(`Compacts at ${number(s.autocompactThreshold)} · ${plural(s.compactions, "compaction")} so far`);
   lines.push("");
+  if (s.compactWith === "provider") {
+    lines.push("The provider can compact this model's context itself");
+    lines.push("");
+  }
   lines.push(`Cost $${s.cost.totalUsd.toFixed(2)} · ${plural(s.totals.calls, "call")}`);
   for (const warning of s.warnings) {
     lines.push("", `⚠ ${warning}`);

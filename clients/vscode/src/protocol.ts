@@ -80,6 +80,8 @@ export interface Snapshot {
   breakdown: BreakdownItem[];
   autocompactThreshold: number;
   compactions: number;
+  /** "provider": the model's provider compacts the context itself; "tokend": session/compact. */
+  compactWith: "provider" | "tokend";
   cost: Cost;
   totals: Totals;
   time: Time;

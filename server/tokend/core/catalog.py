@@ -51,6 +51,9 @@ class ModelInfo:
     # Trained on Anthropic's context-awareness tags (core.budget_injection "native"):
     # Claude Sonnet 4.5, Sonnet 4.6 and Haiku 4.5.
     native_budget_injection: bool = False
+    # The provider can compact the context itself (Anthropic's compact_20260112 edit; OpenAI's
+    # /responses/compact): the snapshot then advises compactWith "provider".
+    provider_compaction: bool = False
 
     @property
     def effective_input_tokens(self) -> int:
@@ -79,6 +82,35 @@ def native_budget_injection_for(name: str) -> bool:
     Anthropic's context-awareness models, under any provider's spelling (anthropic/, bedrock's
     anthropic.…-v1:0, vertex's @date)."""
     return _NATIVE_BUDGET.search(name.lower()) is not None
+
+
+_CLAUDE_VERSION = re.compile(
+    r"claude-(?:opus|sonnet|haiku|fable|mythos)-(\d{1,2})(?:[-.](\d{1,2}))?(?![0-9])"
+)
+_PROVIDER_COMPACTION_SINCE = (4, 6)  # Anthropic's compaction API: Opus 4.6, Sonnet 4.6, later
+# OpenAI's /responses/compact takes any Responses model; these are the current families.
+_OPENAI_COMPACTION = re.compile(r"(gpt-5|gpt-4\.1|gpt-4o|o[134])(?![0-9])")
+_OPENAI_PROVIDERS = (None, "openai", "azure", "text-completion-openai")
+
+
+def provider_compaction_for(
+    name: str, provider: str | None, entry: Mapping[str, Any] | None = None
+) -> bool:
+    """Can the provider compact this model's context itself? litellm's
+    `supports_anthropic_compaction` when the entry has it; else Claude models of generation 4.6
+    and later (the compaction API's models), and OpenAI's Responses models on OpenAI or Azure
+    (/responses/compact)."""
+    if entry is not None and "supports_anthropic_compaction" in entry:
+        return bool(entry["supports_anthropic_compaction"])
+    lowered = name.lower()
+    found = _CLAUDE_VERSION.search(lowered)
+    if found is not None:
+        if entry is not None:
+            return False  # litellm lists its compaction models; this is not one of them
+        version = (int(found.group(1)), int(found.group(2) or 0))
+        return version >= _PROVIDER_COMPACTION_SINCE
+    bare = lowered.rsplit("/", 1)[-1].removeprefix("ft:")
+    return provider in _OPENAI_PROVIDERS and _OPENAI_COMPACTION.match(bare) is not None
 
 
 def _strips_reasoning(name: str, provider: str | None, entry: Mapping[str, Any]) -> bool:
@@ -115,6 +147,7 @@ def parse_litellm_entry(name: str, entry: Mapping[str, Any]) -> ModelInfo | None
         strips_reasoning=_strips_reasoning(name, provider, entry),
         supports_prompt_caching=bool(entry.get("supports_prompt_caching", False)),
         native_budget_injection=native_budget_injection_for(name),
+        provider_compaction=provider_compaction_for(name, provider, entry),
     )
 
 
@@ -130,13 +163,19 @@ def with_context_window(info: ModelInfo, window: int) -> ModelInfo:
 
 OVERRIDE_KEYS = (
     "context_window", "max_output_tokens", "input_limit", "tokenizer", "provider",
-    "strips_reasoning", "supports_prompt_caching", "native_budget_injection", *BASE_PRICE_KEYS,
+    "strips_reasoning", "supports_prompt_caching", "native_budget_injection",
+    "provider_compaction", *BASE_PRICE_KEYS,
 )  # fmt: skip
 """Keys of a `[models."NAME"]` table (prices use litellm's key names, dollars per token; a tier
 rate is a base price key + "_above_<N>k_tokens", e.g. input_cost_per_token_above_272k_tokens)."""
 
 
-_FLAG_KEYS = ("strips_reasoning", "supports_prompt_caching", "native_budget_injection")
+_FLAG_KEYS = (
+    "strips_reasoning",
+    "supports_prompt_caching",
+    "native_budget_injection",
+    "provider_compaction",
+)
 
 
 def unknown_model_message(name: str) -> str:
@@ -195,6 +234,9 @@ def apply_override(
     changes.setdefault("max_output_tokens", 0)
     changes.setdefault("tokenizer", tokenizer_for(name))
     changes.setdefault("native_budget_injection", native_budget_injection_for(name))
+    changes.setdefault(
+        "provider_compaction", provider_compaction_for(name, changes.get("provider"))
+    )
     return ModelInfo(name=name, provider=changes.pop("provider", None), **changes), warnings
 
 

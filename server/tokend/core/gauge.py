@@ -61,6 +61,7 @@ def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
         version=data.version,
         warnings=warnings,
         times=data.times.figures(),
+        compact_with="provider" if model.provider_compaction else "tokend",
     )
 
 

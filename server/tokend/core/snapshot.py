@@ -85,6 +85,9 @@ class BudgetSnapshot:
     times: TimeFigures = TimeFigures(0, None, 0, 0)
     # The daemon's tokens-per-minute headroom when the change was made ([rate] tpm_limit set).
     rate: RateHeadroom | None = None
+    # Who should compact this session: "provider" when its model's provider compacts the
+    # context itself (catalog flag provider_compaction), else "tokend" (session/compact).
+    compact_with: str = "tokend"
 
 
 def breakdown(

@@ -216,6 +216,7 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
         breakdown=[wire.BreakdownWire(b.category, b.tokens, b.basis) for b in s.breakdown],
         autocompact_threshold=s.autocompact_threshold,
         compactions=s.compactions,
+        compact_with=s.compact_with,
         cost=wire.CostWire(s.cost_total_usd, dict(s.cost_by_model)),
         totals=wire.TotalsWire(
             s.totals.calls,

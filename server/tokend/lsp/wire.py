@@ -347,6 +347,7 @@ class SnapshotWire:
     breakdown: list[BreakdownWire]
     autocompact_threshold: int
     compactions: int
+    compact_with: str  # "provider" | "tokend"
     cost: CostWire
     totals: TotalsWire
     time: TimeWire

@@ -68,6 +68,7 @@
 ---@field breakdown tokend.BreakdownItem[]
 ---@field autocompactThreshold integer
 ---@field compactions integer
+---@field compactWith "provider"|"tokend" who should compact: the model's provider itself, or tokend
 ---@field cost tokend.Cost
 ---@field totals tokend.Totals
 ---@field time tokend.Time

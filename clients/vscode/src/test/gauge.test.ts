@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { contextRows, shortTokens, stage, statusText, tooltipMarkdown } from "../gauge";
 import type { Snapshot } from "../protocol";
 
-function snapshot(used: number, estimated = false): Snapshot {
+function snapshot(used: number, estimated = false, compactWith: Snapshot["compactWith"] = "tokend"): Snapshot {
   return {
     sessionId: "01JD3M6Q1V8T9W2X4Y5Z6A7B8C",
     model: "claude-opus-4-6",
@@ -21,6 +21,7 @@ function snapshot(used: number, estimated = false): Snapshot {
     ],
     autocompactThreshold: 168_000,
     compactions: 0,
+    compactWith,
     cost: { totalUsd: 1.234, byModel: { "claude-opus-4-6": 1.234 } },
     totals: { calls: 3, inputTokens: 9, outputTokens: 120, reasoningTokens: 0, cacheReadTokens: 80_000, cacheWriteTokens: 6_000 },
     time: { wallMs: 0, apiMs: null, linesAdded: 0, linesRemoved: 0 },
@@ -70,4 +71,10 @@ test("the threshold and the cost are paragraphs of their own (Markdown joins adj
   const paragraphs = tooltipMarkdown(snapshot(86_000)).split(/\n\s*\n/);
   assert.ok(paragraphs.some((p) => p.trim().startsWith("Compacts at") && !p.includes("Cost")), paragraphs.join("\n--\n"));
   assert.ok(paragraphs.some((p) => p.trim().startsWith("Cost $")), paragraphs.join("\n--\n"));
+});
+
+test("the tooltip says when the provider compacts the context itself, and only then", () => {
+  const line = "The provider can compact this model's context itself";
+  assert.ok(tooltipMarkdown(snapshot(86_000, false, "provider")).includes(line));
+  assert.ok(!tooltipMarkdown(snapshot(86_000)).includes(line));
 });
