@@ -7,15 +7,19 @@ event. A bulk change (a `git checkout`, a build) waits until BULK_QUIET_SECONDS 
 event, at most BULK_MAX_DELAY_SECONDS: 2,000 files rewritten arrive as one batch, not 2,000.
 `on_batch` runs on the watcher's own thread.
 
-When the system refuses more inotify watches (ENOSPC, fs.inotify.max_user_watches), the folder
-is polled instead (watchdog's PollingObserver, every POLL_SECONDS), and `on_notice` is told
-once, with the reason.
+When the system has no inotify watch left (fs.inotify.max_user_watches), only what could not be
+watched is polled, every POLL_SECONDS, by one thread comparing directory snapshots: watchdog's
+recursive watch refuses the root loudly (ENOSPC: the whole folder is polled) but skips the
+subfolders it has no watch for silently, so after starting, the folders it watches are compared
+with the tree and each topmost folder left out is polled with everything under it. `on_notice`
+is told once, naming how many folders and the first few.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -24,7 +28,11 @@ from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
-from watchdog.observers.polling import PollingObserver
+from watchdog.utils.dirsnapshot import (
+    DirectorySnapshot,
+    DirectorySnapshotDiff,
+    EmptyDirectorySnapshot,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +42,7 @@ BULK_PATHS = 64
 BULK_QUIET_SECONDS = 0.3
 BULK_MAX_DELAY_SECONDS = 5.0
 POLL_SECONDS = 1.0
+NAMED_IN_NOTICE = 3  # polled folders the notice names
 
 Batch = Callable[[frozenset[Path]], None]
 
@@ -61,30 +70,42 @@ class FolderWatcher:
         self._cond = threading.Condition()
         self._stopped = False
         self.polling = False
+        self.polled: list[Path] = []  # the topmost folders polled (everything under them too)
         self._observer: Any = None
+        self._poller: _Poller | None = None
         self._thread = threading.Thread(target=self._flush_loop, name="tokend-watch", daemon=True)
 
     def start(self) -> None:
         handler = _Collector(self._add)
+        unwatched: list[Path] = []
+        reason = "fs.inotify.max_user_watches reached"
         try:
             observer = Observer()
             observer.schedule(handler, str(self.root), recursive=True)
             observer.daemon = True
             observer.start()
+            self._observer = observer
+            unwatched = unwatched_folders(observer, self.root)
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EMFILE):
                 raise
+            unwatched, reason = [self.root], str(exc.strerror)
+        if unwatched:
             self.polling = True
-            self._on_notice(
-                f"cannot watch {self.root} with inotify ({exc.strerror}: raise "
-                "fs.inotify.max_user_watches); polling it every "
-                f"{POLL_SECONDS:g} s instead"
+            self.polled = unwatched
+            self._poller = _Poller(unwatched, self._add)
+            self._poller.start()
+            named = ", ".join(
+                p.relative_to(self.root).as_posix() or "." for p in unwatched[:NAMED_IN_NOTICE]
             )
-            observer = PollingObserver(timeout=POLL_SECONDS)
-            observer.schedule(handler, str(self.root), recursive=True)
-            observer.daemon = True
-            observer.start()
-        self._observer = observer
+            extra = len(unwatched) - NAMED_IN_NOTICE
+            more = f" and {extra} more" if extra > 0 else ""
+            self._on_notice(
+                f"cannot watch all of {self.root} with inotify ({reason}: raise "
+                f"fs.inotify.max_user_watches); polling every {POLL_SECONDS:g} s the "
+                f"{len(unwatched)} folder(s) left unwatched, with everything under them: "
+                f"{named}{more}"
+            )
         self._thread.start()
 
     def _add(self, path: Path) -> None:
@@ -126,3 +147,65 @@ class FolderWatcher:
             self._cond.notify()
         if self._observer is not None:
             self._observer.stop()
+        if self._poller is not None:
+            self._poller.stop()
+
+
+def unwatched_folders(observer: Any, root: Path) -> list[Path]:
+    """The topmost folders under `root` that `observer`'s inotify watches do not cover (in
+    walk order). Read from the watch groups of watchdog's inotify emitters; an observer that
+    does not show them (another platform's) is taken to watch everything."""
+    watched: set[str] = set()
+    for emitter in list(getattr(observer, "emitters", ())):
+        group = getattr(emitter, "_inotify", None)
+        paths = getattr(group, "_active_callbacks_by_path", None)
+        if paths is None:
+            return []
+        watched.update(os.fsdecode(p) for p in list(paths))
+    missing: list[Path] = []
+    for folder, subfolders, _files in os.walk(root):
+        if folder not in watched:
+            missing.append(Path(folder))
+            subfolders[:] = []  # polled with everything under it
+        else:
+            subfolders[:] = [d for d in subfolders if not os.path.islink(os.path.join(folder, d))]
+    return missing
+
+
+class _Poller:
+    """One thread that snapshots some folders (recursively) every POLL_SECONDS and reports
+    every path created, deleted, modified or moved since the last look."""
+
+    def __init__(self, folders: list[Path], add: Callable[[Path], None]) -> None:
+        self._folders = folders
+        self._add = add
+        self._stopped = threading.Event()
+        self._snapshots = {f: _snapshot(f) for f in folders}
+        self._thread = threading.Thread(target=self._run, name="tokend-poll", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(POLL_SECONDS):
+            for folder in self._folders:
+                now = _snapshot(folder)
+                diff = DirectorySnapshotDiff(self._snapshots[folder], now)
+                self._snapshots[folder] = now
+                for group in (diff.files_created, diff.files_deleted, diff.files_modified,
+                              diff.dirs_created, diff.dirs_deleted):  # fmt: skip
+                    for raw in group:
+                        self._add(Path(os.fsdecode(raw)))
+                for pair in (*diff.files_moved, *diff.dirs_moved):
+                    for raw in pair:
+                        self._add(Path(os.fsdecode(raw)))
+
+
+def _snapshot(folder: Path) -> Any:
+    try:
+        return DirectorySnapshot(str(folder), recursive=True)
+    except OSError:  # gone (or unreadable) since: nothing under it to report
+        return EmptyDirectorySnapshot()
