@@ -1,12 +1,16 @@
 """context/assemble, with compaction.auto as a pre-send check: a session whose gauge is at or
-over the autocompact threshold is compacted (off the event loop) before it is assembled."""
+over the autocompact threshold is compacted (off the event loop) before it is assembled.
+
+That compaction is cancellable as an append's is (a server-made progress token, or
+$/cancelRequest of the assemble): cancelled, it writes nothing and the assemble answers as if
+it had not run (or ContextOverflow when the context does not fit)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tokend.lsp import wire
-from tokend.lsp.handlers.session import announce_compaction
+from tokend.lsp.handlers.session import announce_compaction, auto_progress
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service.assemble_input import AssembleInput
 from tokend.service.assembly import assemble_context
@@ -20,7 +24,9 @@ def register(server: TokendServer) -> None:
         p = wire.from_wire(wire.ContextAssembleParams, params)
         ls.watch(p.session_id)
         with ls.host.busy():
-            compacted = await auto_compact_async(ls.service, p.session_id)
+            compacted = await auto_compact_async(
+                ls.service, p.session_id, progress=auto_progress(ls)
+            )
         if compacted is not None:
             announce_compaction(ls, p.session_id, compacted, everyone=True)
         assembly = assemble_context(
