@@ -6,9 +6,8 @@ a new session in the store. Nothing here deletes: what leaves the live context i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from tokend.core.accounting import retired_by_provider
 from tokend.core.changes import Rewind
 from tokend.core.errors import InvalidParams
 from tokend.core.snapshot import BudgetSnapshot
@@ -25,14 +24,8 @@ def session_messages(
     state = service.state(session_id)  # SessionNotFound for an unknown id
     if not include_compacted:
         return list(state.data.messages)
-    every = service.store.load_all_messages(session_id)
-    retired = retired_by_provider(every)  # out of the live context, unmarked in the store
-    return [
-        replace(m, compacted_at=retired[m.id].created_at, compacted_by=retired[m.id].id)
-        if m.id in retired and m.compacted_at is None
-        else m
-        for m in every
-    ]
+    # A provider's compaction marks what it retired (loading marks older sessions' messages).
+    return service.store.load_all_messages(session_id)
 
 
 @dataclass(frozen=True)

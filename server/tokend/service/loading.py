@@ -1,7 +1,8 @@
 """Loading a session from the store into SessionData.
 
-The live context (core.session_data: the live summary, then what no summary covers and no
-rewind took out) is played through `core.session_data.evolve` as reloaded
+The live context (core.session_data: the live summary, then what no summary, provider
+compaction or rewind took out; sessions stored before a provider's compaction marked what it
+retired are marked when loaded) is played through `core.session_data.evolve` as reloaded
 (unscored) appends, so a reloaded gauge is built by the same code as a live one. What messages
 do not hold comes from the session row's `extra`: compactions, the measured context, the
 estimate errors, and a prune's delta on the anchor. The time figures (wall and API duration,
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType
 
-from tokend.core.accounting import provider_compaction, retired_by_provider
+from tokend.core.accounting import provider_compaction
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import AppendMessage
 from tokend.core.ports import Store
@@ -40,9 +41,9 @@ def load_session_data(
         if windowed or provider or info.extra.get("rewinds")
         else messages
     )
-    if windowed or provider:  # what a provider's compaction left behind is out, marked or not
-        retired = retired_by_provider(every)
-        messages = [m for m in messages if m.id not in retired]
+    if windowed or provider:
+        unmarked = _mark_retired(store, session_id, every)
+        messages = [m for m in messages if m.id not in unmarked]
     live = {m.id for m in messages}
     totals = Totals()
     costs: dict[str, float] = {}
@@ -88,6 +89,30 @@ def load_session_data(
     if every is not messages:  # the time figures count every window's messages, in order
         data = replace(data, times=tally_messages(every))
     return _restore_anchor_delta(data)
+
+
+def _mark_retired(store: Store, session_id: str, every: list[Message]) -> set[str]:
+    """Sessions stored before a provider's compaction marked what it retired: mark those
+    messages now, each by the first boundary after it (at the boundary's time), as the
+    boundary's append does today. Returns the ids marked (they were still in the live list)."""
+    marks: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for message in every:
+        if provider_compaction(sp.part for sp in message.parts) is not None:
+            if pending:
+                marks[message.id] = pending
+            pending = []
+        if message.compacted_at is None:
+            pending.append(message.id)
+    boundaries = {m.id: m for m in every if m.id in marks}
+    for boundary_id, ids in marks.items():
+        store.commit_change(
+            session_id,
+            compacted_message_ids=ids,
+            compacted_by=boundary_id,
+            compacted_at=boundaries[boundary_id].created_at,
+        )
+    return {i for ids in marks.values() for i in ids}
 
 
 def _usage_checked(message: Message) -> Message:

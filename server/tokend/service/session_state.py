@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from tokend.core.accounting import EstimateError
+from tokend.core.accounting import EstimateError, provider_compaction
 from tokend.core.changes import (
     AppendMessage,
     Change,
@@ -192,6 +192,14 @@ class SessionState:
         if isinstance(change, PruneParts):
             kwargs["compacted_part_ids"] = change.part_ids
             kwargs["compacted_at"] = change.at
+        if isinstance(change, AppendMessage) and provider_compaction(
+            sp.part for sp in change.message.parts
+        ):
+            # A provider's compaction retires the live context before it, marked as a summary
+            # marks what it covers (in the same transaction as the boundary's append).
+            kwargs["compacted_message_ids"] = tuple(m.id for m in before.messages)
+            kwargs["compacted_by"] = change.message.id
+            kwargs["compacted_at"] = change.message.created_at
         if isinstance(change, NewWindow):
             kwargs["compacted_message_ids"] = change.covered
             kwargs["compacted_by"] = change.message.id
