@@ -88,3 +88,25 @@ def _tail_start(messages: Sequence[Message], message_tokens: Mapping[str, int], 
     if best is not None:
         return best
     return latest if latest is not None else len(messages)
+
+
+def halve(
+    messages: Sequence[Message], message_tokens: Mapping[str, int]
+) -> tuple[tuple[Message, ...], tuple[Message, ...]] | None:
+    """Two runs split at the first message boundary that reaches half the tokens, each
+    holding at least one message that is not a summary (a previous summary stays first, in the
+    first run); None when there are fewer than two such messages. Aider's recursive summary
+    splits so."""
+    fresh = [i for i, m in enumerate(messages) if not m.summary]
+    if len(fresh) < 2:
+        return None
+    total = sum(message_tokens.get(m.id, 0) for m in messages)
+    lowest, highest = fresh[0] + 1, fresh[-1]  # the cut: messages[:cut] and messages[cut:]
+    cut, seen = highest, 0
+    for index, message in enumerate(messages):
+        seen += message_tokens.get(message.id, 0)
+        if 2 * seen >= total:
+            cut = index + 1
+            break
+    cut = max(lowest, min(cut, highest))
+    return tuple(messages[:cut]), tuple(messages[cut:])

@@ -96,15 +96,17 @@ def answer_tokens(target_tokens: int) -> int:
     return max(MIN_ANSWER_TOKENS, target_tokens // 2)
 
 
-def build_prompt(
-    messages: Sequence[Message], max_tokens: int, instructions: str | None = None
-) -> str:
-    """The whole request, self-contained (a client may send it as one user message): what to
-    write, then a previous summary, then the transcript (its newest MAX_PROMPT_CHARS)."""
+def _task(max_tokens: int, instructions: str | None, merging: bool = False) -> str:
     headings = "\n".join(f"## {name}" for name in SECTIONS)
+    what = (
+        "You are merging the summaries of consecutive parts of the earlier conversation between "
+        "a user and an AI coding agent (oldest first) into one summary"
+        if merging
+        else "You are writing the summary of the earlier part of a conversation between a user "
+        "and an AI coding agent"
+    )
     asked = (
-        "You are writing the summary of the earlier part of a conversation between a user and an "
-        "AI coding agent, so that the agent can continue the work without it. Answer in Markdown "
+        f"{what}, so that the agent can continue the work without it. Answer in Markdown "
         f"with exactly these four sections, each non-empty, in this order:\n{headings}\n"
         "Objective: what the user wants overall. Decisions: what was decided and why, with the "
         "constraints the user set. Work state: what is done, in progress and blocked. Next step: "
@@ -115,6 +117,30 @@ def build_prompt(
     )
     if instructions:
         asked += f"\nThe user asked this summary to: {instructions}"
+    return asked
+
+
+def transcript_chars(messages: Sequence[Message]) -> int:
+    """The characters of the transcript build_prompt would show for `messages` (all of them
+    are shown when this is at most MAX_PROMPT_CHARS)."""
+    return sum(len(_message_text(m)) for m in messages if not m.summary)
+
+
+def build_merge_prompt(
+    summaries: Sequence[str], max_tokens: int, instructions: str | None = None
+) -> str:
+    """The request that merges the narratives of consecutive parts (oldest first) into one
+    (aider's recursive summary, when a head is too large for the summarizer's window)."""
+    parts = [f"# Part {i} of {len(summaries)}\n{text}" for i, text in enumerate(summaries, 1)]
+    return "\n\n".join([_task(max_tokens, instructions, merging=True), *parts])
+
+
+def build_prompt(
+    messages: Sequence[Message], max_tokens: int, instructions: str | None = None
+) -> str:
+    """The whole request, self-contained (a client may send it as one user message): what to
+    write, then a previous summary, then the transcript (its newest MAX_PROMPT_CHARS)."""
+    asked = _task(max_tokens, instructions)
     previous = [_summary_text(m) for m in messages if m.summary]
     fresh = [m for m in messages if not m.summary]
     blocks = [_message_text(m) for m in fresh]

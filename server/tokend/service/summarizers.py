@@ -32,12 +32,7 @@ from typing import Any, Protocol
 
 from tokend.core.changes import NewWindow
 from tokend.core.compaction_plan import WindowSplit
-from tokend.core.model_summary import (
-    SummarizerConfig,
-    answer_problem,
-    answer_tokens,
-    build_prompt,
-)
+from tokend.core.model_summary import SummarizerConfig, answer_tokens
 from tokend.core.session_data import SessionData
 from tokend.core.summary import (
     USER_WORDS_TOKENS,
@@ -48,6 +43,8 @@ from tokend.core.summary import (
 )
 from tokend.core.types import Message
 from tokend.service.service import TokendService
+from tokend.service.summary_parts import Failed as PartsFailed
+from tokend.service.summary_parts import PartsNarrator, PartsReport
 
 log = logging.getLogger(__name__)
 
@@ -295,6 +292,18 @@ class Narrative:
     text: str | None = None
     by: str = "extractive"
     steps: tuple[str, ...] = ()
+    parts: PartsReport | None = None  # how the step used was asked (calls, splits)
+
+
+def summarizer_window(service: TokendService, data: SessionData, writer: ModelWriter) -> int | None:
+    """Tokens one summarizer request may hold (prompt and answer): an HTTP model's catalog
+    window (declared with `[models."NAME"] context_window`); None when unknown (a model the
+    catalog does not know, the client summarizer): one request, as core.model_summary builds
+    it."""
+    if isinstance(writer, HttpWriter):
+        info = service.models.catalog_for(data.info.workspace_uri).find(writer.model)
+        return info.context_window if info is not None else None
+    return None
 
 
 def chain_writers(
@@ -340,26 +349,35 @@ async def model_narrative(
         return Narrative()
     max_tokens = answer_tokens(target_tokens)
     counter = service.counter(data.model)
-    prompt = await service.run(lambda: build_prompt(split.head, max_tokens, instructions))
+
+    def extractive(part: Sequence[Message], budget: int) -> str:
+        summarizer = ExtractiveSummarizer(counter.count_texts, max(1, budget // 2))
+        return summarizer.summarize(part, budget, None)[0]
+
     steps: list[str] = []
     for writer in writers:
         if isinstance(writer, str):
             steps.append(writer)
             continue
+        narrator = PartsNarrator(
+            writer,
+            summarizer_window(service, data, writer),
+            data.message_tokens,
+            counter.count_text,
+            extractive,
+            service.run,
+            instructions,
+        )
         try:
-            text = await writer.write(prompt, max_tokens)
-            tokens = await service.run(lambda t=text: counter.count_text(t))  # type: ignore[misc]
-            problem = answer_problem(text, tokens, max_tokens)
-            if problem is not None:
-                raise SummaryFailed(f"refused: {problem}")
-        except SummaryFailed as failed:
+            text = await narrator.narrate(split.head, max_tokens)
+        except (SummaryFailed, PartsFailed) as failed:
             reason = failed.reason
         except Exception as error:  # never lose history to a summarizer's bug
             log.exception("summarizer %s failed", writer.name)
             reason = f"failed ({type(error).__name__})"
         else:
-            steps.append(f"{writer.name}: used")
-            return Narrative(text.strip(), writer.name, tuple(steps))
+            steps.append(f"{writer.name}: used{narrator.report.line()}")
+            return Narrative(text, writer.name, tuple(steps), narrator.report)
         log.warning("session %s: summarizer %s: %s", data.id, writer.name, reason)
         steps.append(f"{writer.name}: {reason}")
     steps.append("extractive: used")
