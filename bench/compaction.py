@@ -24,6 +24,13 @@ Probes, with oracles read from the raw JSONL (not through tokend's parser):
   last call         the last tool call's command or file path found
   size              the context's tokens after / before (as the gauge counts them)
 
+  tokend auto, HTTP summarizer (W-token window)
+                    the same, with a model summarizer on 127.0.0.1 whose window is W tokens
+                    (declared in a temporary user config): the head is summarized in parts
+                    (aider's recursion, depth 3 at most). The server answers the four
+                    sections; what it received is counted here (requests, parts and merges,
+                    the largest request with tiktoken's o200k_base + its maxTokens).
+
 Then bench/append_race.py: 1,000 appends from two clients racing an automatic compaction on a
 real daemon (none lost, none duplicated, order kept).
 """
@@ -31,14 +38,19 @@ real daemon (none lost, none duplicated, order kept).
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from bench import append_race
+from tokend.adapters.tokenizers import load_encoding
 from tokend.commands.importer import import_events
 from tokend.core.transcript import TranscriptMessage, parse_transcript
 from tokend.core.types import TextPart
@@ -58,6 +70,11 @@ EXIT_LINE = re.compile(r"^Exit code \d+$")
 REJECTED = "The user doesn't want to proceed"
 INJECTED = ("<", "[Request interrupted", "Caveat:", "This session is being continued")
 KEEP_NEWEST = 0.30
+SUMMARIZER_WINDOWS = (8_000, 32_000)  # tokens: the HTTP summarizer's window, one run each
+NARRATIVE = (
+    "## Objective\nFinish the task the user set.\n## Decisions\nAs agreed in the session.\n"
+    "## Work state\nIn progress.\n## Next step\nContinue with the last request.\n"
+)
 
 
 @dataclass
@@ -172,6 +189,84 @@ def _assembled(service: Any, sid: str) -> tuple[int, str]:
     return assembly.total_tokens, context_text(assembly.messages, assembly.system or ())
 
 
+@dataclass
+class SummarizerServer:
+    """An OpenAI-shaped /chat/completions on 127.0.0.1 answering the four sections; every
+    request body is kept."""
+
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+
+    @contextmanager
+    def running(self) -> Iterator[str]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.bodies.append(body)
+                answer = {"choices": [{"message": {"content": NARRATIVE}, "finish_reason": "stop"}]}
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+@contextmanager
+def http_summarizer(folder: Path, window: int) -> Iterator[SummarizerServer]:
+    """A user config (in `folder`) whose [summarizer] chain asks the server first, its model
+    declared with a `window`-token window."""
+    server = SummarizerServer()
+    with server.running() as base_url:
+        config = folder / f"config-{window}" / "tokend"
+        config.mkdir(parents=True)
+        (config / "config.toml").write_text(
+            f'[summarizer]\nchain = ["openai", "extractive"]\nopenai_base_url = "{base_url}"\n'
+            f'openai_model = "bench-summarizer"\n[models."bench-summarizer"]\n'
+            f"context_window = {window}\nmax_output_tokens = 1000\n"
+        )
+        saved = os.environ.get("XDG_CONFIG_HOME")
+        os.environ["XDG_CONFIG_HOME"] = str(config.parent)
+        try:
+            yield server
+        finally:
+            if saved is None:
+                os.environ.pop("XDG_CONFIG_HOME", None)
+            else:
+                os.environ["XDG_CONFIG_HOME"] = saved
+
+
+def recursion_row(window: int, bodies: Sequence[dict[str, Any]], detail: str) -> str:
+    """One line of the recursion table, from what the server received."""
+    encoding = load_encoding("o200k_base")
+    prompts = [b["messages"][0]["content"] for b in bodies]
+    sizes = [
+        len(encoding.encode_ordinary(p)) + b["max_tokens"]
+        for p, b in zip(prompts, bodies, strict=True)
+    ]
+    merges = sum(1 for p in prompts if "# Part 1 of 2" in p)
+    extractive = re.search(r"(\d+) part\(s\) summarized extractively", detail)
+    depth = re.search(r"split to depth (\d+)", detail)
+    largest = max(sizes, default=0)
+    return (
+        f"| {window:,} | {len(bodies)} | {len(bodies) - merges} / {merges} | "
+        f"{depth.group(1) if depth else 0} | {extractive.group(1) if extractive else 0} | "
+        f"{largest:,} ({largest / window:.0%}) | {max(map(len, prompts), default=0):,} |"
+    )
+
+
 def measure(name: str, folder: Path) -> tuple[Probes, list[Row], list[str]]:
     lines = [line for line in (SESSIONS_DIR / name).read_text().splitlines() if line.strip()]
     records = [json.loads(line) for line in lines]
@@ -191,6 +286,19 @@ def measure(name: str, folder: Path) -> tuple[Probes, list[Row], list[str]]:
         rows.append(Row(name, method, before, after, text))
         notes += [f"{name} {method}: {a.kind}: {a.detail}" for a in outcome.actions]
         service.close()
+    if name == BIG:
+        for window in SUMMARIZER_WINDOWS:
+            with http_summarizer(folder, window) as server:
+                service, sid = _import(head, folder, f"{name}-http-{window}")
+                before, _ = _assembled(service, sid)
+                outcome = compact(service, sid, "auto")
+                after, text = _assembled(service, sid)
+                service.close()
+            method = f"tokend auto, HTTP summarizer ({window:,}-token window)"
+            rows.append(Row(name, method, before, after, text))
+            notes += [f"{name} {method}: {a.kind}: {a.detail}" for a in outcome.actions]
+            detail = " ".join(a.detail for a in outcome.actions)
+            RECURSION.append(recursion_row(window, server.bodies, detail))
     service, sid = _import(head, folder, f"{name}-newest")
     data = service.state(sid).data
     total = sum(data.message_tokens.values())
@@ -217,7 +325,11 @@ def measure(name: str, folder: Path) -> tuple[Probes, list[Row], list[str]]:
     return found, rows, notes
 
 
+RECURSION: list[str] = []  # rows of the recursion table, filled by measure()
+
+
 def run() -> str:
+    RECURSION.clear()
     out = [
         "### Compaction: what survives (real Claude Code sessions)\n",
         "Each method compacts the same history; the probes' oracles are read from the raw "
@@ -244,6 +356,17 @@ def run() -> str:
                     f"{share(found.files, row.text, found.cwd)} | {share(found.errors, row.text)} | {last} | "
                     f"{row.after:,} / {row.before:,} ({row.after / row.before:.1%}) |"
                 )
+    out += [
+        "\nAider's recursion on the big session (tokend auto with the HTTP summarizer): the "
+        "summarizer's window; the requests it received (parts asked / merges); the deepest "
+        "split; parts given the extractive summary (still over the window at depth 3); the "
+        "largest request (o200k_base tokens of its prompt + its maxTokens, counted here) "
+        "against the window; the largest prompt in characters (tokend's own cap: 120,000).\n",
+        "| window (tokens) | summarizer calls | parts / merges | depth | extractive parts "
+        "| largest request (of window) | largest prompt (chars) |",
+        "|---|---|---|---|---|---|---|",
+        *RECURSION,
+    ]
     out.append("\nWhat each tokend compaction did:\n")
     out += [f"- {note}" for note in notes]
     return "\n".join(out) + "\n\n" + append_race.figure()
