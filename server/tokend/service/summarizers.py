@@ -44,7 +44,7 @@ from tokend.core.summary import (
 from tokend.core.types import Message
 from tokend.service.service import TokendService
 from tokend.service.summary_parts import Failed as PartsFailed
-from tokend.service.summary_parts import PartsNarrator, PartsReport
+from tokend.service.summary_parts import PartsNarrator
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,6 @@ class Narrative:
     text: str | None = None
     by: str = "extractive"
     steps: tuple[str, ...] = ()
-    parts: PartsReport | None = None  # how the step used was asked (calls, splits)
 
 
 def summarizer_window(service: TokendService, data: SessionData, writer: ModelWriter) -> int | None:
@@ -377,7 +376,7 @@ async def model_narrative(
             reason = f"failed ({type(error).__name__})"
         else:
             steps.append(f"{writer.name}: used{narrator.report.line()}")
-            return Narrative(text, writer.name, tuple(steps), narrator.report)
+            return Narrative(text, writer.name, tuple(steps))
         log.warning("session %s: summarizer %s: %s", data.id, writer.name, reason)
         steps.append(f"{writer.name}: {reason}")
     steps.append("extractive: used")
