@@ -38,7 +38,7 @@ from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, start_http_server
 
 from tokend.core.telemetry_settings import TelemetryConfig, parse_listen
-from tokend.service.usage import Call
+from tokend.core.usage_stats import Call
 
 _ATTRIBUTES = ("session.id", "workspace", "model", "type")  # a key's values, in this order
 _NAMES = {

@@ -17,6 +17,19 @@ from typing import Any
 
 from tokend.core.types import Message, ToolCallPart, ToolResultPart, Usage
 
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One provider call, as recorded: when its reply was stored, its cost (USD), its usage."""
+
+    session_id: str
+    workspace_uri: str | None
+    model: str
+    at: datetime
+    cost_usd: float
+    usage: Usage
+
+
 RATE_WINDOW = timedelta(seconds=60)
 
 

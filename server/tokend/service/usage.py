@@ -14,33 +14,26 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Protocol
 
 from tokend.core.errors import SessionNotFound, SpendLimitReached
 from tokend.core.session_data import SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.spend import Scope, SpendStatus, day_of, spend_statuses, zone
-from tokend.core.types import Message, Usage
-from tokend.core.usage_stats import RATE_WINDOW, RateHeadroom, call_tokens, tokens_in_window
+from tokend.core.types import Message
+from tokend.core.usage_stats import (
+    RATE_WINDOW,
+    Call,
+    RateHeadroom,
+    call_tokens,
+    tokens_in_window,
+)
 from tokend.service.service import TokendService
 
 log = logging.getLogger(__name__)
 
 KEEP = timedelta(days=2)  # ledger entries older than this cannot count for "today" anywhere
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One provider call, as recorded: when its reply was stored, its cost (USD), its usage."""
-
-    session_id: str
-    workspace_uri: str | None
-    model: str
-    at: datetime
-    cost_usd: float
-    usage: Usage
 
 
 class UsageSink(Protocol):
