@@ -82,6 +82,17 @@ def move_version(session: Session, session_id: str, expected: int, new: int) -> 
     )
 
 
+def mark_parts(session: Session, part_ids: Sequence[str], at: datetime) -> None:
+    """Set compacted_at on the parts not marked yet (the first prune time stays)."""
+    for chunk in chunks(part_ids):
+        session.execute(
+            update(PartRow)
+            .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
+            .values(compacted_at=at)
+            .execution_options(synchronize_session=False)
+        )
+
+
 def stored_message(session: Session, message_id: str) -> StoredMessage | None:
     """Where a stored message is and what its append answered; None when not stored."""
     row = session.execute(STORED_MESSAGE, {"message_id": message_id}).first()

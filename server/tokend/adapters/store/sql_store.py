@@ -330,13 +330,9 @@ class SqlStore:
             self._insert_message(
                 session, message, None if version is None else version[1], message_tokens
             )
-        for chunk in rows.chunks(part_ids):
-            session.execute(
-                update(PartRow)
-                .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
-                .values(compacted_at=compacted_at)
-                .execution_options(synchronize_session=False)
-            )
+        if part_ids:
+            assert compacted_at is not None
+            rows.mark_parts(session, part_ids, compacted_at)
         for chunk in rows.chunks(message_ids):
             session.execute(
                 update(MessageRow)
@@ -423,13 +419,7 @@ class SqlStore:
         if not ids:
             return
         with self._writing() as session:
-            for chunk in rows.chunks(ids):
-                session.execute(
-                    update(PartRow)
-                    .where(PartRow.id.in_(chunk), PartRow.compacted_at.is_(None))
-                    .values(compacted_at=at)
-                    .execution_options(synchronize_session=False)
-                )
+            rows.mark_parts(session, ids, at)
 
     def set_part_tokens(self, counts: Mapping[str, int]) -> None:
         """Cache token counts on parts (part id -> tokens). Unknown ids are ignored."""
