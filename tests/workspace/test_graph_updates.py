@@ -17,6 +17,7 @@ from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core import repomap
 from tokend.core.repomap import Focus
+from tokend.core.repomap_tags import Definition, FileTags
 from tokend.service.workspace.index import WorkspaceIndex
 
 SOURCE = Path(__file__).resolve().parents[2] / "server" / "tokend"
@@ -131,3 +132,52 @@ def test_ranking_a_block_at_a_time_gives_the_same_maps(
     monkeypatch.setattr(repomap, "RANK_BLOCK", 37)  # many blocks, cut anywhere
     index.tags._maps.clear()
     assert maps(index) == whole
+
+
+NAMES_POOL = ["alpha", "beta", "_gamma", "delta", "eps", "zeta"]
+tags_strategy = st.one_of(
+    st.none(),
+    st.builds(
+        lambda defs, refs: FileTags(
+            tuple(Definition(n, line, "") for line, n in enumerate(defs)),
+            {n: c for n, c in refs},
+        ),
+        st.lists(st.sampled_from(NAMES_POOL), max_size=4),
+        st.lists(st.tuples(st.sampled_from(NAMES_POOL), st.integers(1, 5)), max_size=5),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(
+        st.dictionaries(st.sampled_from(["a.py", "b.py", "c.py", "d.py"]), tags_strategy),
+        min_size=1,
+        max_size=6,
+    ),
+    focus_file=st.sampled_from(["", "a.py", "c.py"]),
+    focus_name=st.sampled_from(["", "alpha", "_gamma"]),
+)
+def test_any_sequence_of_changes_ranks_as_a_fresh_graph(
+    steps: list[dict[str, FileTags | None]], focus_file: str, focus_name: str
+):
+    """Files appear, change, lose every definition and vanish, one batch after another, with
+    ranks asked in between (so each batch is applied in place); the final graph ranks as one
+    built at once from the final files."""
+    focus = Focus(
+        frozenset([focus_file] if focus_file else []),
+        frozenset([focus_name] if focus_name else []),
+    )
+    graph, final = repomap.RepoGraph(), {}
+    for step in steps:
+        graph.set_files(step)
+        graph.rank(focus, limit=50)
+        for path, tags in step.items():
+            if tags is None:
+                final.pop(path, None)
+            else:
+                final[path] = tags
+    fresh = repomap.RepoGraph()
+    fresh.set_files(final)
+    assert graph.rank(focus, limit=50) == fresh.rank(focus, limit=50)
+    assert graph.paths == sorted(final)

@@ -67,3 +67,51 @@ async def test_a_save_is_announced_while_the_checkpointer_holds_the_workspace(
         "the change in the checkpoint log",
         lambda: any(c.path == "src/m3.py" for c in checkpoints.store.changes(index.uri)),
     )
+
+
+def test_reading_a_whole_tree_puts_nothing_in_the_watch_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The kernel bench's other loss: the tags and the checkpointer read all 78,000 files, and
+    every open and close went into inotify's queue (16,384 events), which overflowed and lost
+    the save among them. Reads are not asked for any more: a tree read whole gives no event,
+    and a save made meanwhile arrives."""
+    import threading
+
+    import tokend.adapters.watcher as watcher_module
+    from tokend.adapters.watcher import FolderWatcher
+
+    root = tmp_path / "tree"
+    for n in range(400):
+        (root / f"d{n % 20}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{n % 20}" / f"f{n}.c").write_text(f"int f{n}(void) {{ return {n}; }}\n")
+    kinds: list[str] = []
+    real = watcher_module._Collector.on_any_event
+
+    def spy(self: object, event: object) -> None:
+        kinds.append(event.event_type)  # type: ignore[attr-defined]
+        real(self, event)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watcher_module._Collector, "on_any_event", spy)
+    batches: list[frozenset[Path]] = []
+    arrived = threading.Event()
+    saved = root / "d3" / "f3.c"
+
+    def on_batch(paths: frozenset[Path]) -> None:
+        batches.append(paths)
+        if saved in paths:
+            arrived.set()
+
+    watcher = FolderWatcher(root, on_batch, lambda notice: None)
+    watcher.start()
+    try:
+        for _ in range(5):  # 2,000 files read, as a build reads them
+            for path in sorted(root.rglob("*.c")):
+                path.read_bytes()
+        time.sleep(0.5)
+        assert kinds == [] and batches == []
+        saved.write_text("int f3(void) { return 33; }\n")
+        assert arrived.wait(WAIT_SECONDS), "the save never arrived"
+    finally:
+        watcher.stop()
+    assert set(kinds) <= {"modified", "closed", "created"}

@@ -191,7 +191,7 @@ class RepoGraph:
         flow = np.bincount(
             c.ref_group, weights=file_rank[c.ref_file] * c.ref_weight, minlength=len(c.group_scale)
         )
-        flow *= c.group_scale
+        flow = flow.astype(np.float64, copy=False) * c.group_scale  # (an empty count is int)
         group_weight: Array = np.round(flow, RANK_DECIMALS)
         file_base: Array = np.round(file_rank, RANK_DECIMALS)
         wanted = np.array(sorted({name_key(i) for i in focus.identifiers}), dtype=KEY)

@@ -216,8 +216,10 @@ class TagTable:
         names no file defines any more removed, every group column renumbered by a gather;
         the new rows' and the newly defined names' entries looked up."""
         keys, _ = self.definers()
-        at = np.searchsorted(keys, changed)
-        defined = (at < len(keys)) & (keys[np.minimum(at, max(len(keys) - 1, 0))] == changed)
+        defined = np.zeros(len(changed), dtype=bool)
+        if len(keys):
+            at = np.minimum(np.searchsorted(keys, changed), len(keys) - 1)
+            defined = keys[at] == changed
         were = np.isin(changed, old, assume_unique=True)
         gone, new = changed[were & ~defined], changed[~were & defined]
         kept = np.delete(old, np.searchsorted(old, gone)) if len(gone) else old
