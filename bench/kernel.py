@@ -1,18 +1,24 @@
 """The kernel tree through the real daemon: the file index, the first map in the background,
-then map requests, and the daemon's memory.
+map requests, maps after one file changed, and the daemon's memory; the same run measures the
+daemon before this work (BEFORE_REV) on the same tree, as the baseline.
 
 Tree: Debian's `linux-source-6.1` (`apt-get install linux-source-6.1` ships
-/usr/src/linux-source-6.1.tar.xz; KERNEL_TARBALL overrides), unpacked once into a scratch
-folder of the temp dir (KERNEL_TREE overrides). Debian's packaging appends `/*` to the tree's
-.gitignore (its own repository ignores the upstream files), which would leave nothing to index;
-the scratch copy drops that block, so the tree is what a kernel developer's checkout has.
+/usr/src/linux-source-6.1.tar.xz; KERNEL_TARBALL overrides), unpacked once into
+bench/out/trees/kernel (git-ignored; KERNEL_TREE overrides). Debian's packaging appends `/*` to
+the tree's .gitignore (its own repository ignores the upstream files), which would leave
+nothing to index; the copy drops that block, so the tree is what a kernel developer's checkout
+has.
 
-One client that declares `window.workDoneProgress` asks `workspace/fileTokens` for every file
-(the first request: the daemon starts the walk), then `repoMap/get` (4,096 tokens) on a session
-of the tree, which waits for the tags; `$/progress` is recorded meanwhile, and the daemon's RSS
-sampled every 0.2 s. Then: the same map again, maps for new focuses, and a map after one file
-changed. Baseline in the same run: a bare walk of the tree (os.walk + stat, no ignore rules,
-no reads). Aider is not run here: its RepoMap takes 30-45 minutes on this tree (aider #3912).
+Per daemon (a fresh data dir each: the tags are parsed cold): one client that declares
+`window.workDoneProgress` asks `workspace/fileTokens` for every file (the first request: the
+daemon starts the walk), then `repoMap/get` (4,096 tokens) on a session of the tree, which
+waits for the tags; `$/progress` is recorded meanwhile, and the daemon's RSS sampled every
+0.2 s. Then: the same map again, maps for new focuses, and CHANGES times one .c file edited
+(a new function appended, then the file restored): each waits for the file's
+`workspace/didChangeFileTokens` (its delay is reported) and then times the map. Baseline walk
+in the same run: a bare os.walk + stat of the tree (no ignore rules, no reads). Aider is not
+run: its RepoMap takes 30-45 minutes on this tree (aider #3912). `python -m bench.kernel`
+prints the section; KERNEL_BEFORE=0 skips the daemon before (it needs 2.5 GB and minutes).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import os
 import random
 import select
 import shutil
+import socket
 import statistics
 import tarfile
 import tempfile
@@ -29,12 +36,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.abuse import _tree_at
 from bench.daemon import _Client, _env, _Processes, _rss_mib
 
+ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path(os.environ.get("KERNEL_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
+TREES = ROOT / "bench" / "out" / "trees" / "kernel"
+BEFORE_REV = "4acbb3b"  # main before the packed graph, the in-place updates and the hook thread
 MODEL = "gpt-4o"
 BUDGET = 4096
 FOCUSES = 5
+CHANGES = 3  # files edited, each then restored: 2 timed maps per file
+NOTE_WAIT_S = 60.0
 TIMEOUT_S = 3600.0
 DEBIAN_BLOCK = "#\n# Debian packaging"
 
@@ -45,17 +58,16 @@ def kernel_tree() -> Path:
     given = os.environ.get("KERNEL_TREE")
     if given:
         return Path(given)
-    scratch = Path(tempfile.gettempdir()) / "tokend-bench-kernel"
-    found = sorted(scratch.glob("linux-source-*/Makefile"))
+    found = sorted(TREES.glob("linux-source-*/Makefile"))
     if not found:
         if not TARBALL.exists():
             raise FileNotFoundError(
                 f"{TARBALL} is missing: apt-get install linux-source-6.1 (or set KERNEL_TARBALL)"
             )
-        scratch.mkdir(parents=True, exist_ok=True)
+        TREES.mkdir(parents=True, exist_ok=True)
         with tarfile.open(TARBALL) as archive:
-            archive.extractall(scratch, filter="data")
-        found = sorted(scratch.glob("linux-source-*/Makefile"))
+            archive.extractall(TREES, filter="data")
+        found = sorted(TREES.glob("linux-source-*/Makefile"))
     tree = found[-1].parent
     ignore = tree / ".gitignore"
     text = ignore.read_text()
@@ -70,7 +82,7 @@ class _Session:
     def __init__(self, client: _Client, started: float) -> None:
         self.client, self.started = client, started
         self.progress: list[tuple[float, str, str]] = []  # (s, kind, message)
-        self.notes: list[dict[str, Any]] = []
+        self.changed: dict[str, float] = {}  # path -> when its figure change last arrived
 
     def _take(self, message: dict[str, Any]) -> dict[str, Any] | None:
         if "method" in message and "id" in message:  # window/workDoneProgress/create
@@ -81,10 +93,19 @@ class _Session:
             at = time.perf_counter() - self.started
             self.progress.append((at, value["kind"], value.get("message", "")))
             return None
+        if message.get("method") == "workspace/didChangeFileTokens":
+            for item in message["params"]["files"]:
+                self.changed[item["path"]] = time.perf_counter()
+            return None
         if "method" in message:
-            self.notes.append(message)
             return None
         return message
+
+    def _pump(self, seconds: float) -> None:
+        if select.select([self.client.read_fd], [], [], seconds)[0] or self.client.buffer:
+            message = self._take(self.client.read())
+            if message is not None:
+                raise RuntimeError(f"an unexpected reply: {message}")
 
     def request(self, method: str, params: Any) -> tuple[float, Any]:
         """(seconds, result) of one request."""
@@ -101,14 +122,13 @@ class _Session:
                 return time.perf_counter() - started, message.get("result")
         raise TimeoutError(f"{method} did not answer in {TIMEOUT_S:.0f} s")
 
-    def wait_note(self, method: str, seconds: float) -> float:
-        started = time.perf_counter()
-        while time.perf_counter() - started < seconds:
-            if any(n["method"] == method for n in self.notes):
-                return time.perf_counter() - started
-            if select.select([self.client.read_fd], [], [], 0.5)[0] or self.client.buffer:
-                self._take(self.client.read())
-        raise TimeoutError(f"no {method} in {seconds:.0f} s")
+    def wait_change(self, path: str, since: float) -> float:
+        """Seconds from `since` until `path`'s figure change arrived (inf: not in NOTE_WAIT_S)."""
+        while time.perf_counter() - since < NOTE_WAIT_S:
+            if self.changed.get(path, 0.0) > since:
+                return self.changed[path] - since
+            self._pump(0.2)
+        return float("inf")
 
 
 def _bare_walk(tree: Path) -> tuple[float, int]:
@@ -123,15 +143,15 @@ def _bare_walk(tree: Path) -> tuple[float, int]:
     return time.perf_counter() - started, files
 
 
-def run() -> str:
-    tree = kernel_tree()
-    walk_s, walk_files = _bare_walk(tree)
+def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
+    """Every figure of one daemon (its code from `server`) on the tree, cold."""
     base = Path(tempfile.mkdtemp(prefix="tkkn-"))
-    env = _env(base)
+    env = {**_env(base), "PYTHONPATH": str(server)}
     sock = base / "run" / "tokend" / "daemon.sock"
     procs = _Processes(base, env)
     peak = [0.0]
     stop = threading.Event()
+    f: dict[str, Any] = {}
     try:
         daemon = procs.daemon(sock)
 
@@ -140,8 +160,7 @@ def run() -> str:
                 peak[0] = max(peak[0], _rss_mib(daemon.pid))
 
         threading.Thread(target=sample, daemon=True).start()
-        import socket
-
+        f["rss_start"] = _rss_mib(daemon.pid)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(str(sock))
         client = _Client(conn.fileno(), conn.fileno(), conn)
@@ -154,88 +173,122 @@ def run() -> str:
         started = time.perf_counter()
         s = _Session(client, started)
         uri = tree.as_uri()
-        index_s, figures = s.request("workspace/fileTokens", {"workspaceUri": uri})
-        rss_indexed = _rss_mib(daemon.pid)
+        f["index_s"], figures = s.request("workspace/fileTokens", {"workspaceUri": uri})
+        f["files"] = len(figures)
+        f["indexed"] = sum(1 for x in figures if x["basis"] != "skipped")
+        f["rss_indexed"] = _rss_mib(daemon.pid)
         _, created = s.request("session/create", {"model": MODEL, "workspaceUri": uri})
-        session_id = created["sessionId"]
-        map_s, first = s.request("repoMap/get", {"sessionId": session_id, "budgetTokens": BUDGET})
-        first_map_s = time.perf_counter() - started
+        params = {"sessionId": created["sessionId"], "budgetTokens": BUDGET}
+        f["map_s"], first = s.request("repoMap/get", params)
+        f["first_map_s"] = time.perf_counter() - started
+        f["map_tokens"] = first["tokens"]
         time.sleep(1.0)
-        rss_built = _rss_mib(daemon.pid)
-        again = [s.request("repoMap/get", {"sessionId": session_id, "budgetTokens": BUDGET})[0]
-                 for _ in range(3)]  # fmt: skip
-        code = sorted(f["path"] for f in figures if f["path"].endswith(".c"))
+        f["rss_built"] = _rss_mib(daemon.pid)
+        f["again"] = [s.request("repoMap/get", params)[0] for _ in range(3)]
+        code = sorted(x["path"] for x in figures if x["path"].endswith(".c"))
         rng = random.Random(7)
-        focus_s = []
-        for path in rng.sample(code, FOCUSES):
-            params = {"sessionId": session_id, "budgetTokens": BUDGET,
-                      "focus": {"files": [path], "identifiers": []}}  # fmt: skip
-            focus_s.append(s.request("repoMap/get", params)[0])
-        touched = tree / rng.choice(code)
-        original = touched.read_bytes()
-        s.notes.clear()
-        touched.write_bytes(original + b"\nint tokend_bench_touched(void) { return 0; }\n")
-        try:  # a missing notification is a figure too, not a reason to lose the others
-            s.wait_note("workspace/didChangeFileTokens", 60)
-            changed_s = s.request("repoMap/get", {"sessionId": session_id, "budgetTokens": BUDGET})[
-                0
-            ]
-        except TimeoutError:
-            changed_s = float("inf")
-        finally:
-            touched.write_bytes(original)
-        rss_end = _rss_mib(daemon.pid)
+        f["focus"] = [
+            s.request("repoMap/get", {**params, "focus": {"files": [p], "identifiers": []}})[0]
+            for p in rng.sample(code, FOCUSES)
+        ]
+        f["notes"], f["changed"] = [], []
+        for n, path in enumerate(rng.sample(code, CHANGES)):
+            touched = tree / path
+            original = touched.read_bytes()
+            edited = original + f"\nint tokend_bench_touched_{n}(void) {{ return {n}; }}\n".encode()
+            try:
+                for content in (edited, original):
+                    since = time.perf_counter()
+                    touched.write_bytes(content)
+                    f["notes"].append(s.wait_change(path, since))
+                    f["changed"].append(s.request("repoMap/get", params)[0])
+            finally:
+                touched.write_bytes(original)
+        f["rss_end"] = _rss_mib(daemon.pid)
         conn.close()
     finally:
         stop.set()
         procs.stop_all()
         shutil.rmtree(base, ignore_errors=True)
-    indexed = sum(1 for f in figures if f["basis"] != "skipped")
+    f["peak"] = peak[0]
     reports = [p for p in s.progress if p[1] == "report"]
-    return _section(
-        {
-            "walk_s": walk_s, "walk_files": walk_files, "index_s": index_s, "files": len(figures),
-            "indexed": indexed, "map_s": map_s, "first_map_s": first_map_s,
-            "map_tokens": first["tokens"], "again": again, "focus": focus_s,
-            "changed": changed_s, "peak": peak[0], "rss_indexed": rss_indexed,
-            "rss_built": rss_built, "rss_end": rss_end, "reports": len(reports),
-            "last_report": reports[-1][2] if reports else "", "ended": any(p[1] == "end" for p in s.progress),
-        }
-    )  # fmt: skip
+    f["reports"] = len(reports)
+    f["last_report"] = reports[-1][2] if reports else ""
+    f["ended"] = any(p[1] == "end" for p in s.progress)
+    return f
 
 
-def _section(f: dict[str, Any]) -> str:
+def run() -> str:
+    tree = kernel_tree()
+    walk_s, walk_files = _bare_walk(tree)
+    ours = _one_daemon(ROOT / "server", tree)
+    before = None
+    if os.environ.get("KERNEL_BEFORE", "1") != "0":
+        before_tree = _tree_at(BEFORE_REV)
+        if before_tree is not None:
+            try:
+                before = _one_daemon(before_tree / "server", tree)
+            finally:
+                shutil.rmtree(before_tree, ignore_errors=True)
+    return _section(ours, before, walk_s, walk_files)
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_files: int) -> str:
     def goal(ok: bool, text: str) -> str:
         return f"{text}: {'met' if ok else '**missed**'}"
 
-    med_again, med_focus = statistics.median(f["again"]), statistics.median(f["focus"])
-    worst_request = max([*f["again"], *f["focus"], f["changed"]])
-    return "\n".join(
-        [
-            "### kernel: Debian's linux-source-6.1 through the real daemon\n",
-            "| measure | tokend | baseline | goal |",
-            "|---|---:|---:|---|",
-            f"| file index: `workspace/fileTokens` (estimates), first request | {f['index_s']:.2f} s "
-            f"({f['files']:,} files, {f['indexed']:,} counted) | bare os.walk + stat, no rules: "
-            f"{f['walk_s']:.2f} s ({f['walk_files']:,} files) | {goal(f['index_s'] <= 10, '<= 10 s')} |",
-            f"| first map (4,096 tokens) from the first request, built in the background | "
-            f"{f['first_map_s']:.1f} s ({f['reports']} `$/progress` reports, last: "
-            f'"{f["last_report"]}"; end sent: {f["ended"]}) | Aider: 30-45 min (aider #3912) | '
-            "in the background with progress |",
-            f"| the same map again (median of {len(f['again'])}) | {med_again:.3f} s | | "
-            f"{goal(med_again <= 1, '<= 1 s')} |",
-            f"| a new focus (one .c file; median of {len(f['focus'])}, max "
-            f"{max(f['focus']):.3f} s) | {med_focus:.3f} s | | {goal(med_focus <= 1, '<= 1 s')} |",
-            f"| after one file changed (new definition; inf: no `workspace/didChangeFileTokens` "
-            f"within 60 s) | {f['changed']:.3f} s | | "
-            f"{goal(f['changed'] <= 1, '<= 1 s')} |",
-            f"| daemon RSS: after the index / after the first map / at the end / peak | "
-            f"{f['rss_indexed']:.0f} / {f['rss_built']:.0f} / {f['rss_end']:.0f} / {f['peak']:.0f} MiB"
-            f" | | {goal(f['peak'] <= 500, 'peak <= 500 MB')} |",
-            "",
-            f"Map tokens: {f['map_tokens']:,} of {BUDGET:,}. Slowest map request: {worst_request:.3f} s.",
-        ]
-    )
+    def was(key: str, fmt: str, how: Any = None) -> str:
+        if b is None:
+            return "not run"
+        value = b[key] if how is None else how(b[key])
+        return fmt.format(value)
+
+    lost = sum(1 for x in f["notes"] if x == float("inf"))
+    lost_before = sum(1 for x in b["notes"] if x == float("inf")) if b else 0
+    rows = [
+        "### kernel: Debian's linux-source-6.1 through the real daemon (bench/kernel.py)\n",
+        f"Each daemon cold (no cached tags), on the same tree, one after the other. Baseline "
+        f"daemon: main before this work ({BEFORE_REV}). Medians; seconds unless marked.\n",
+        "| measure | tokend | before | goal |",
+        "|---|---:|---:|---|",
+        f"| file index: `workspace/fileTokens` (estimates), first request | {f['index_s']:.2f} "
+        f"({f['files']:,} files, {f['indexed']:,} counted; bare os.walk + stat: {walk_s:.2f} "
+        f"for {walk_files:,}) | {was('index_s', '{:.2f}')} | {goal(f['index_s'] <= 10, '<= 10 s')} |",
+        f"| first map (4,096 tokens) from the first request, built in the background | "
+        f"{f['first_map_s']:.1f} ({f['reports']} `$/progress` reports, end sent: {f['ended']}) | "
+        f"{was('first_map_s', '{:.1f}')} | in the background with progress (Aider: 30-45 min, "
+        "aider #3912) |",
+        f"| the same map again (median of {len(f['again'])}) | {_median(f['again']):.3f} | "
+        f"{was('again', '{:.3f}', _median)} | {goal(_median(f['again']) <= 1, '<= 1 s')} |",
+        f"| a new focus (one .c file; median of {len(f['focus'])}) | {_median(f['focus']):.3f} | "
+        f"{was('focus', '{:.3f}', _median)} | {goal(_median(f['focus']) <= 1, '<= 1 s')} |",
+        f"| the map after one file changed (median of {len(f['changed'])}; max "
+        f"{max(f['changed']):.3f}) | {_median(f['changed']):.3f} | "
+        f"{was('changed', '{:.3f}', _median)} | {goal(_median(f['changed']) <= 1, '<= 1 s')} |",
+        f"| a change's `workspace/didChangeFileTokens` (median; lost = none in "
+        f"{NOTE_WAIT_S:.0f} s) | {_median(f['notes']):.3f}, {lost} of {len(f['notes'])} lost | "
+        f"{was('notes', '{:.3f}', _median)}, {lost_before} lost | none lost |",
+        f"| daemon RSS, MiB: ready / after the index / after the first map / at the end | "
+        f"{f['rss_start']:.0f} / {f['rss_indexed']:.0f} / {f['rss_built']:.0f} / "
+        f"{f['rss_end']:.0f} | "
+        + (
+            f"{b['rss_start']:.0f} / {b['rss_indexed']:.0f} / {b['rss_built']:.0f} / "
+            f"{b['rss_end']:.0f}"
+            if b
+            else "not run"
+        )
+        + " | |",
+        f"| daemon RSS peak, MiB (sampled every 0.2 s) | {f['peak']:.0f} | "
+        f"{was('peak', '{:.0f}')} | {goal(f['peak'] <= 500 / 1.048576, '<= 500 MB')} |",
+        "",
+        f"Map tokens: {f['map_tokens']:,} of {BUDGET:,}. Last progress report: "
+        f'"{f["last_report"]}".',
+    ]
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":
