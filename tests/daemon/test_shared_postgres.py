@@ -174,7 +174,11 @@ def test_four_daemons_started_at_once_on_an_empty_database_all_come_up(
             procs.append(proc)
         deadline = time.monotonic() + 60
         while not all("tokend: ready" in log.read_text() for log in logs):
-            exited = [log.read_text() for proc, log in zip(procs, logs) if proc.poll() is not None]
+            exited = [
+                log.read_text()
+                for proc, log in zip(procs, logs, strict=True)
+                if proc.poll() is not None
+            ]
             assert not exited and time.monotonic() < deadline, exited
             time.sleep(0.05)
         for i in range(4):

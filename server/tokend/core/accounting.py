@@ -169,16 +169,3 @@ def anchor_usage(usage: Usage, compaction: CompactionPart | None) -> Usage | Non
     if only_message:  # the top-level figures are that iteration's, reasoning included
         return usage
     return iteration_usage(last)
-
-
-def retired_by_provider(messages: Sequence[Message]) -> dict[str, Message]:
-    """Messages (all of a session's, oldest first) that a provider's compaction took out of the
-    live context: each one before the last message carrying one, by id -> that message. The
-    store does not mark them; their place before the boundary does."""
-    last = max(
-        (i for i, m in enumerate(messages) if provider_compaction(sp.part for sp in m.parts)),
-        default=-1,
-    )
-    if last < 0:
-        return {}
-    return {m.id: messages[last] for m in messages[:last]}
