@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tokend.core.types import CompactionPart, Iteration, Message, Part, Usage
+from tokend.core.types import CompactionPart, Iteration, Part, Usage
 
 DEFAULT_ERROR_LOG_SIZE = 200
 
