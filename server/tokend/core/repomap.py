@@ -86,8 +86,6 @@ class _Ranking:
     ref_file: Array  # per reference that carries flow: its file's row
     ref_group: Array  # ... its name's group
     ref_weight: Array  # ... sqrt(occurrences) / its file's total
-    def_group: Array  # per definition: its name's group
-    def_file: Array  # per definition: its file's row
 
 
 @dataclass(slots=True)
@@ -188,11 +186,13 @@ class RepoGraph:
         c = self._prepared()
         t = self.table
         file_rank = self._pagerank(c, focus)
-        flow = np.bincount(
-            c.ref_group, weights=file_rank[c.ref_file] * c.ref_weight, minlength=len(c.group_scale)
-        )
-        flow = flow.astype(np.float64, copy=False) * c.group_scale  # (an empty count is int)
-        group_weight: Array = np.round(flow, RANK_DECIMALS)
+        contribution = file_rank[c.ref_file]
+        contribution *= c.ref_weight
+        flow = np.bincount(c.ref_group, weights=contribution, minlength=len(c.group_scale))
+        del contribution
+        group_weight: Array = flow.astype(np.float64, copy=False)  # (an empty count is int)
+        group_weight *= c.group_scale
+        np.round(group_weight, RANK_DECIMALS, out=group_weight)
         file_base: Array = np.round(file_rank, RANK_DECIMALS)
         wanted = np.array(sorted({name_key(i) for i in focus.identifiers}), dtype=KEY)
         valid = np.ones(len(t.paths), dtype=bool)
@@ -202,23 +202,25 @@ class RepoGraph:
         picked = []
         for start in range(0, len(t.d_key), RANK_BLOCK):  # a block at a time: bounded memory
             block = slice(start, start + RANK_BLOCK)
+            files = _file_of(t.d_off, np.arange(start, min(start + RANK_BLOCK, len(t.d_key))))
             picked.append(
                 start
                 + _first(
-                    group_weight[c.def_group[block]],
-                    file_base[c.def_file[block]],
+                    group_weight[t.d_group[block]],
+                    file_base[files],
                     np.isin(t.d_key[block], wanted),
-                    valid[c.def_file[block]],
+                    valid[files],
                     limit,
                 )
             )
         chosen = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
-        weight, base = group_weight[c.def_group[chosen]], file_base[c.def_file[chosen]]
+        chosen_files = _file_of(t.d_off, chosen)
+        weight, base = group_weight[t.d_group[chosen]], file_base[chosen_files]
         hit = np.isin(t.d_key[chosen], wanted)
-        order = chosen[np.lexsort((chosen, -base, -weight, ~hit))]
+        ranked = np.lexsort((chosen, -base, -weight, ~hit))
         if limit is not None:
-            order = order[:limit]
-        files, lines = c.def_file[order].tolist(), t.d_line[order].tolist()
+            ranked = ranked[:limit]
+        files, lines = chosen_files[ranked].tolist(), t.d_line[chosen[ranked]].tolist()
         return [RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)]
 
     def _pagerank(self, c: _Ranking, focus: Focus) -> Array:
@@ -264,11 +266,14 @@ class RepoGraph:
             ref_file[carries],
             ref_group[carries],
             ref_weight,
-            t.d_group,
-            rows_of(t.d_off),
         )
         self._ranking = (self.version, ranking)
         return ranking
+
+
+def _file_of(offsets: Array, positions: Array) -> Array:
+    """The row of each entry position of a table whose rows start at `offsets`."""
+    return np.searchsorted(offsets, positions, side="right") - 1
 
 
 def _first(weight: Array, base: Array, hit: Array, valid: Array, limit: int | None) -> Array:

@@ -117,8 +117,8 @@ class TagTable:
         self.r_off = np.zeros(1, dtype=np.int64)
         self.r_key = np.zeros(0, dtype=KEY)
         self.r_count = np.zeros(0, dtype=np.int32)
-        self.d_group = np.zeros(0, dtype=np.int32)
-        self.r_group = np.zeros(0, dtype=np.int32)
+        self.d_group: Array = np.zeros(0, dtype=np.int32)  # None until groups() makes it
+        self.r_group: Array = np.zeros(0, dtype=np.int32)
         self._definers: tuple[Array, Array] | None = (self.d_key, np.zeros(0, dtype=np.int32))
         self._groups: Array | None = self.d_key  # sorted keys of the defined names
 
@@ -154,6 +154,7 @@ class TagTable:
         sorted by splicing (a few files) and `names` says whose definers changed; without,
         they are sorted again when next asked for (the first build, a checkout)."""
         old_paths, n_old = self.paths, len(self.paths)
+        carry = track and self._definers is not None and self._groups is not None
         remap = np.full(n_old, -1, dtype=np.int64)
         paths: list[str] = []
         d_runs: list[Any] = []
@@ -185,8 +186,12 @@ class TagTable:
                 new_keys = np.unique(new.def_keys)
                 added.append((len(paths), new_keys))
                 paths.append(path)
-                d_runs.append((new.def_keys, new.def_lines, _unknown(len(new.def_keys))))
-                r_runs.append((new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))))
+                if carry:
+                    d_runs.append((new.def_keys, new.def_lines, _unknown(len(new.def_keys))))
+                    r_runs.append((new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))))
+                else:
+                    d_runs.append((new.def_keys, new.def_lines))
+                    r_runs.append((new.ref_keys, new.ref_counts))
             if track:
                 before = old_keys if old_keys is not None else np.zeros(0, dtype=KEY)
                 after = np.unique(new.def_keys) if new is not None else np.zeros(0, dtype=KEY)
@@ -196,19 +201,26 @@ class TagTable:
             paths.extend(old_paths[done:])
             d_runs.append((done, n_old))
             r_runs.append((done, n_old))
-        self.d_off, self.d_key, self.d_line, self.d_group = splice(
-            self.d_off, (self.d_key, self.d_line, self.d_group), d_runs
-        )
-        self.r_off, self.r_key, self.r_count, self.r_group = splice(
-            self.r_off, (self.r_key, self.r_count, self.r_group), r_runs
-        )
+        if carry:
+            self.d_off, self.d_key, self.d_line, self.d_group = splice(
+                self.d_off, (self.d_key, self.d_line, self.d_group), d_runs
+            )
+            self.r_off, self.r_key, self.r_count, self.r_group = splice(
+                self.r_off, (self.r_key, self.r_count, self.r_group), r_runs
+            )
+        else:  # the groups are made again when asked for: no column of them is kept meanwhile
+            self._definers = self._groups = self.d_group = self.r_group = None
+            self.d_off, self.d_key, self.d_line = splice(
+                self.d_off, (self.d_key, self.d_line), d_runs
+            )
+            self.r_off, self.r_key, self.r_count = splice(
+                self.r_off, (self.r_key, self.r_count), r_runs
+            )
         self.paths = paths
         changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
-        if track and self._definers is not None and self._groups is not None:
+        if carry and self._definers is not None and self._groups is not None:
             self._definers = _respliced(self._definers, remap, dropped, added)
             self._regroup(self._groups, changed_names)
-        else:
-            self._definers = self._groups = None
         return Applied(remap, [row for row, _ in added], changed_names)
 
     def _regroup(self, old: Array, changed: Array) -> None:

@@ -28,7 +28,9 @@ from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
 from tokend.core.repomap_tags import FileTags
 
 MAP_CACHE_ENTRIES = 64
-CHUNK_FILES = 500  # files read and parsed between two cache writes and progress reports
+CHUNK_FILES = 500  # files read and parsed between two cache writes and progress reports ...
+CHUNK_BYTES = 8 << 20  # ... or fewer, once they hold this much source (a chunk of the kernel's
+# register headers held 20,000 definitions a file: a chunk's tags, as objects, are bounded here)
 
 
 class WorkspaceTags:
@@ -72,14 +74,15 @@ class WorkspaceTags:
         so no more than a chunk's bytes and tags are held at once (the kernel: 800 MB of C).
         With `whole`, files the graph has and `paths` does not are removed."""
         wanted = sorted(paths)
-        for start in range(0, len(wanted), CHUNK_FILES):
-            chunk = wanted[start : start + CHUNK_FILES]
+        done = 0
+        for chunk in _chunks(wanted, entries, overlays):
             tags, reread = self._tag_chunk(chunk, entries, overlays)
             with self._lock:
                 if self._graph.set_files(tags) or reread:
                     self._forget_maps_showing(set(tags))
+            done += len(chunk)
             if progress is not None:
-                progress(min(start + CHUNK_FILES, len(wanted)), len(wanted))
+                progress(done, len(wanted))
         if whole:
             with self._lock:
                 gone = set(self._graph.paths) - set(wanted)
@@ -213,3 +216,21 @@ class WorkspaceTags:
             return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
 
         return text_of
+
+
+def _chunks(
+    paths: list[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
+) -> Iterable[list[str]]:
+    """`paths` in runs of at most CHUNK_FILES files and (but for a single file) CHUNK_BYTES."""
+    chunk: list[str] = []
+    held = 0
+    for path in paths:
+        entry, overlay = entries.get(path), overlays.get(path)
+        size = len(overlay) if overlay is not None else (entry.size_bytes if entry else 0)
+        if chunk and (len(chunk) >= CHUNK_FILES or held + size > CHUNK_BYTES):
+            yield chunk
+            chunk, held = [], 0
+        chunk.append(path)
+        held += size
+    if chunk:
+        yield chunk
