@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from tokend.daemon import bigframes
 from tokend.daemon.bigframes import BodyScanner, BodyTooLarge, SpooledText
 
+# "ud83d" after a backslash: text that looks like an escape on the wire and is not one.
 TRICKY = st.sampled_from(
-    ["a", '"', "\\", "\n", "\x01", "/", "é", "中", "\U0001f600", "\ud800", "\udc00"]
+    ["a", '"', "\\", "\n", "\x01", "/", "é", "中", "\U0001f600", "\ud800", "\udc00", "ud83d"]
 )
 
 
@@ -23,6 +24,7 @@ TRICKY = st.sampled_from(
 def tiny_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pieces of a few characters: every kind of cut happens within a short string."""
     monkeypatch.setattr(bigframes, "DIVERT_BYTES", 40)
+    monkeypatch.setattr(bigframes, "DECODE_PIECE_BYTES", 24)
     monkeypatch.setattr(bigframes, "DECODE_PIECE_CHARS", 16)
     monkeypatch.setattr(bigframes, "KEEP_EDGE_CHARS", 5)
 
@@ -116,3 +118,28 @@ def test_a_skeleton_over_the_limit_keeps_only_the_id_and_method() -> None:
     scanner = scan(body, [100], limit=1000)
     assert scanner.too_large and len(scanner.skeleton) == 0
     assert scanner.fields.msg_id == "late" and scanner.fields.method == "test/echo"
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["\\", "\ud800", "\U0001f600", "\\ud83d", '"', "中", "a\n"],
+    ids=["backslashes", "high-surrogates", "pairs", "fake-escapes", "quotes", "cjk", "lines"],
+)
+def test_long_runs_of_one_escape_decode_as_the_whole_body_does(
+    monkeypatch: pytest.MonkeyPatch, unit: str
+) -> None:
+    """Real piece sizes, and a string that is one unit repeated for megabytes: every cut falls
+    in a run of escapes (a run of backslashes, high surrogates with no partner)."""
+    monkeypatch.setattr(bigframes, "DIVERT_BYTES", 64 << 10)
+    monkeypatch.setattr(bigframes, "DECODE_PIECE_BYTES", 256 << 10)
+    monkeypatch.setattr(bigframes, "DECODE_PIECE_CHARS", 1 << 20)
+    output = unit * (3_000_000 // len(unit)) + "end"
+    body = append_body(output, "short", ascii_only=True)
+    scanner = scan(body, [65_536, 262_144, 100_003])
+    assert scanner.problem is None
+    message = scanner.finish(len(body)).resolve(json.loads(bytes(scanner.skeleton)), 1 << 20)
+    got = message["params"]["message"]["parts"][0]["output"]
+    want = json.loads(body)["params"]["message"]["parts"][0]["output"]
+    assert isinstance(got, SpooledText) and got.chars == len(want)
+    assert "".join(got.pieces()) == want
+    assert message["params"]["message"]["parts"][1]["text"] == "short"

@@ -11,14 +11,16 @@ body (dispatch.py), and `SpooledStrings.resolve` puts each placeholder back:
   tool-output gate keeps a preview, and the store copies the rest from the file in pieces;
 - any other is read back whole, and counts with the skeleton against the limit of a whole frame.
 
-A string is decoded in pieces cut where JSON's own decoder would agree: never inside an escape,
-never between the two escapes of a surrogate pair (UTF-8 sequences are joined by an incremental
-decoder), so the text, its length and its sha256 are those of `json.loads` on the whole body.
+A big string is decoded by the JSON decoder's own C string scanner, a piece (up to
+DECODE_PIECE_BYTES) per call, each piece cut where that scanner would agree: never inside a
+UTF-8 sequence or an escape, never between the two escapes of a surrogate pair. So the text, its
+length and its sha256 are those of `json.loads` on the whole body, and the scanner also finds
+where the string ends (no Python step per escape). A piece costs about a millisecond, and the
+reader lets the loop serve other connections between pieces (frames.py).
 """
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import os
 import re
@@ -32,15 +34,17 @@ from tokend.core.text_chunks import KeptText
 from tokend.daemon.jsonscan import STRING_REST, TopLevelFields
 
 DIVERT_BYTES = 64 << 10  # a string longer than this (raw JSON bytes) goes to the file
-DECODE_PIECE_CHARS = 1 << 20  # decoded and written this much at a time
+DECODE_PIECE_BYTES = 256 << 10  # raw bytes decoded in one call (a millisecond or so)
+DECODE_PIECE_CHARS = 1 << 20  # the file's pieces, read back one at a time: this many characters
 KEEP_EDGE_CHARS = 64 << 10  # the first and last characters kept in memory (previews)
 _MAX_ESCAPE = 12  # the longest escape that must not be cut: a surrogate pair, \uD8xx\uDCxx
+_MAX_RUNS_TRIED = 8  # cuts tried at escapes before the exact (slower) search
 
-# Whole units of a JSON string's content from a cut: plain text, a simple escape, a \u escape
-# (a high surrogate only with its low partner, or before something that cannot be one). Where
-# the match stops is a place both halves decode exactly as the whole would.
+# Whole units of a JSON string's raw content from a cut: plain bytes, a simple escape, a \u
+# escape (a high surrogate only with its low partner, or before something that cannot be one).
+# Where the match stops is a place both halves decode exactly as the whole would.
 _WHOLE_UNITS = re.compile(
-    r"""(?:
+    rb"""(?:
         [^\\]++
       | \\["\\/bfnrt]
       | \\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}
@@ -49,6 +53,7 @@ _WHOLE_UNITS = re.compile(
     )*+""",
     re.VERBOSE,
 )
+_HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 _BACKSLASH = ord("\\")
 # The JSON decoder's own string scanner (C): what json.loads decodes each string with.
 _scanstring: Callable[[str, int, bool], tuple[str, int]] = json_decoder.scanstring  # type: ignore[attr-defined]
@@ -143,48 +148,157 @@ class SpooledText(KeptText):
 
 
 class _StringDecoder:
-    """One big string's raw JSON content in, decoded text out to the file."""
+    """One big string's raw JSON content in, decoded text out to the file.
+
+    `feed` takes the bytes that follow what it had (from just after the opening quote), and
+    decodes the longest prefix of them that ends where JSON's decoder would agree (see
+    `_whole_units_end`) with the C string scanner, in one call per piece; the rest waits for the
+    next piece. When the string's closing quote is in what it decoded, `feed` says where."""
 
     def __init__(self, file: SpoolFile) -> None:
         self._file = file
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("surrogatepass")
-        self._pending = ""  # decoded from UTF-8, escapes not yet resolved
+        self._carry = b""  # raw bytes after the last cut: an escape or a character in two
         self._sha = hashlib.sha256()
         self._pieces: list[tuple[int, int, int]] = []
         self._head = ""
         self._tail = ""
 
-    def feed(self, raw: bytes | bytearray, final: bool = False) -> None:
+    def feed(self, data: bytes | bytearray, pos: int = 0) -> int | None:
+        """Decode what of `data[pos:]` can be; the index in `data` just after the string's
+        closing quote once it is found (the rest is not the string's), else None."""
+        carried = len(self._carry)
+        buf = self._carry + data[pos:] if carried else bytes(data[pos:])
+        start = 0
+        while start < len(buf):
+            end = min(len(buf), start + DECODE_PIECE_BYTES)
+            cut = _whole_units_end(buf, start, end)
+            if cut == start:
+                if end - start <= _MAX_ESCAPE + 4:
+                    break  # an escape or a character continues in the next piece
+                cut = _utf8_start(buf, start, end)  # no whole unit in so many: not JSON
+            closed = self._decode(buf, start, cut)
+            if closed is not None:
+                return _after(pos, closed - carried)
+            start = cut
+        self._carry = buf[start:]
+        if b'"' in self._carry:  # the closing quote may be in what is left: try it whole
+            closed = self._try_carry()
+            if closed is not None:
+                return _after(pos, start + closed - carried)
+        return None
+
+    def _decode(self, buf: bytes, start: int, cut: int) -> int | None:
+        """Decode buf[start:cut] (whole units) and write it; if the string closes in it, the
+        index in `buf` just after its closing quote."""
+        raw = buf[start:cut]
         try:
-            self._pending += self._utf8.decode(raw, final)
+            content = raw.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError as exc:
             raise NotJson(f"not UTF-8 ({exc.reason})") from None
-        while len(self._pending) >= DECODE_PIECE_CHARS + _MAX_ESCAPE or (final and self._pending):
-            match = _WHOLE_UNITS.match(self._pending, 0, DECODE_PIECE_CHARS + _MAX_ESCAPE)
-            cut = match.end() if match else 0
-            if final and len(self._pending) <= DECODE_PIECE_CHARS + _MAX_ESCAPE:
-                cut = len(self._pending)
-            elif cut < DECODE_PIECE_CHARS:  # an escape JSON does not have: decoding says so
-                cut = min(len(self._pending), DECODE_PIECE_CHARS + _MAX_ESCAPE)
-            self._write(self._pending[:cut])
-            self._pending = self._pending[cut:]
-
-    def _write(self, content: str) -> None:
         try:
-            text, _ = _scanstring(content + '"', 0, True)
+            text, end = _scanstring(content + '"', 0, True)
         except ValueError as exc:
             raise NotJson(f"not JSON ({getattr(exc, 'msg', 'a bad string')})") from None
-        data = text.encode("utf-8", "surrogatepass")
+        if end <= len(content):  # the closing quote is in this piece
+            closed_at = start + len(content[:end].encode("utf-8", "surrogatepass"))
+            self._write(text, None)
+            return closed_at
+        self._write(text, None if b"\\" in raw else raw)  # no escape: the bytes are the text
+        return None
+
+    def _try_carry(self) -> int | None:
+        """The carry decoded whole if the string's closing quote is in it (then the index
+        after it), else None and the carry is kept as it is."""
+        whole = _utf8_start(self._carry, 0, len(self._carry))
+        try:
+            content = self._carry[:whole].decode("utf-8", "surrogatepass")
+            text, end = _scanstring(content + '"', 0, True)
+        except ValueError:  # cut short: an escape or a character continues in the next piece
+            return None
+        if end > len(content):
+            return None
+        self._write(text, None)
+        closed_at = len(content[:end].encode("utf-8", "surrogatepass"))
+        self._carry = b""
+        return closed_at
+
+    def _write(self, text: str, data: bytes | None) -> None:
+        """Append `text` to the file (`data`: its UTF-8 bytes, if already at hand)."""
+        if not text:
+            return
+        if data is None:
+            data = text.encode("utf-8", "surrogatepass")
         self._sha.update(data)
-        self._pieces.append((self._file.append(data), len(data), len(text)))
+        offset = self._file.append(data)
+        pieces = self._pieces
+        if pieces and pieces[-1][2] + len(text) <= DECODE_PIECE_CHARS:  # contiguous: one piece
+            first, size, chars = pieces[-1]
+            pieces[-1] = (first, size + len(data), chars + len(text))
+        else:
+            pieces.append((offset, len(data), len(text)))
         if len(self._head) < KEEP_EDGE_CHARS:
             self._head += text[: KEEP_EDGE_CHARS - len(self._head)]
-        self._tail = (self._tail + text)[-KEEP_EDGE_CHARS:]
+        if len(text) >= KEEP_EDGE_CHARS:
+            self._tail = text[-KEEP_EDGE_CHARS:]
+        else:
+            self._tail = (self._tail + text)[-KEEP_EDGE_CHARS:]
 
     def finish(self) -> SpooledText:
-        self.feed(b"", final=True)
+        """The text, once the closing quote was found (what is carried is not the string's)."""
         ref = "sha256:" + self._sha.hexdigest()
         return SpooledText.make(self._file, self._pieces, ref, self._head, self._tail)
+
+
+def _after(pos: int, offset: int) -> int:
+    """pos + offset: where the closing quote's next byte is in the piece being fed. Only a body
+    that is not JSON can have it before `pos` (an escape cut short, a quote in it)."""
+    if offset < 0:
+        raise NotJson("not JSON (a string ends inside an escape)")
+    return pos + offset
+
+
+def _whole_units_end(buf: bytes, start: int, end: int) -> int:
+    """A cut in buf[start:end], as late as cheaply found, such that buf[start:cut] is whole
+    units of a JSON string's content (`start` is one): never inside a UTF-8 sequence or an
+    escape, never between the two escapes of a surrogate pair. Bytes past a closing quote may
+    be cut anywhere: decoding stops at the quote."""
+    cut = _utf8_start(buf, start, end)
+    if buf.rfind(b"\\", max(start, cut - 6), cut) == -1:
+        return cut  # no escape can cover the six bytes before the cut
+    # A backslash not preceded by one starts an escape, and so does every second one of the
+    # run it begins: cut at the last of those, unless a high surrogate's escape comes before it.
+    limit = cut
+    for _ in range(_MAX_RUNS_TRIED):
+        last = buf.rfind(b"\\", start, limit)
+        if last == -1:
+            return limit
+        first = last
+        if first > start and buf[first - 1] == _BACKSLASH:
+            first = start + len(buf[start:last].rstrip(b"\\"))
+        cut = first + ((last + 1 - first) & ~1)
+        if cut > first or not _HIGH_SURROGATE_ESCAPE.fullmatch(buf, max(start, first - 6), first):
+            if cut > start:
+                return cut
+        if first == start:
+            break
+        limit = first
+    found = _WHOLE_UNITS.match(buf, start, end)
+    return _utf8_start(buf, start, found.end()) if found else start
+
+
+def _utf8_start(buf: bytes, start: int, end: int) -> int:
+    """`end`, or the start of the UTF-8 sequence it would cut (never before `start`)."""
+    for back in range(1, 5):
+        i = end - back
+        if i < start:
+            return end
+        byte = buf[i]
+        if byte < 0x80:
+            return end
+        if byte >= 0xC0:  # a lead byte: 2, 3 or 4 bytes long
+            size = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return end if back >= size else i
+    return end  # not UTF-8: decoding says so
 
 
 class BodyScanner:
@@ -212,6 +326,13 @@ class BodyScanner:
     def feed(self, data: bytes) -> None:
         pos, end = 0, len(data)
         while pos < end:
+            if self._decoder is not None:  # inside a big string: the decoder finds its end
+                closed = self._feed_decoder(data, pos)
+                if closed is None:
+                    return
+                self._close_string()
+                self._in_string, pos = False, closed
+                continue
             if not self._in_string:
                 quote = data.find(b'"', pos)
                 if quote == -1:
@@ -225,13 +346,18 @@ class BodyScanner:
                 self._add(data[pos : pos + 1])
                 pos += 1
                 continue
-            stop = STRING_REST.match(data, pos).end()  # type: ignore[union-attr]  # always matches
+            # Past DIVERT_BYTES the string goes to the decoder: no need to look further here.
+            short_of = min(end, pos + DIVERT_BYTES + 1 - len(self._raw))
+            stop = STRING_REST.match(data, pos, short_of).end()  # type: ignore[union-attr]
             self._add(data[pos:stop])
             if stop == end:
                 return
+            if stop == short_of:  # not closed yet, and now a big string
+                pos = stop
+                continue
             if data[stop] == _BACKSLASH:  # the piece ends inside an escape
+                self._escape_pending = True  # (unless the string goes to the decoder now)
                 self._add(b"\\")
-                self._escape_pending = True
                 pos = stop + 1
                 continue
             self._close_string()
@@ -243,27 +369,50 @@ class BodyScanner:
         )
 
     def _add(self, raw: bytes) -> None:
-        if self._decoder is not None:
-            self._feed_decoder(raw)
-            return
         self._raw += raw
         if len(self._raw) > DIVERT_BYTES and not self.too_large and self.problem is None:
             if self._file is None:
                 self._file = SpoolFile()
             self._decoder = _StringDecoder(self._file)
-            raw_so_far, self._raw = self._raw, bytearray()
-            self._feed_decoder(raw_so_far)
+            self._escape_pending = False  # the decoder carries an escape cut short itself
         elif len(self._raw) > DIVERT_BYTES:
             self._raw.clear()  # nothing is kept any more: only the envelope is looked for
 
-    def _feed_decoder(self, raw: bytes | bytearray) -> None:
+    def _feed_decoder(self, data: bytes, pos: int) -> int | None:
+        """The big string's bytes from data[pos:] (and first what was read of it before) to
+        its decoder; the index just after its closing quote, once found."""
         assert self._decoder is not None
+        if self._raw:
+            raw_so_far, self._raw = bytes(self._raw), bytearray()
+            closed = self._decode_or_problem(raw_so_far, 0)
+            if closed is not None:  # not JSON: a big string closed in its first bytes
+                self.problem = self.problem or "not JSON (a string ends inside an escape)"
         if self.too_large or self.problem is not None:
-            return
+            return self._skip_string(data, pos)
+        return self._decode_or_problem(data, pos)
+
+    def _decode_or_problem(self, data: bytes, pos: int) -> int | None:
+        assert self._decoder is not None
         try:
-            self._decoder.feed(raw)
+            return self._decoder.feed(data, pos)
         except NotJson as exc:
             self.problem = str(exc)
+            return None
+
+    def _skip_string(self, data: bytes, pos: int) -> int | None:
+        """Nothing more is kept: the big string's end found by the regex, as for short ones."""
+        while pos < len(data):
+            if self._escape_pending:
+                self._escape_pending, pos = False, pos + 1
+                continue
+            stop = STRING_REST.match(data, pos).end()  # type: ignore[union-attr]
+            if stop == len(data):
+                return None
+            if data[stop] == _BACKSLASH:
+                self._escape_pending, pos = True, stop + 1
+                continue
+            return stop + 1
+        return None
 
     def _close_string(self) -> None:
         decoder, self._decoder = self._decoder, None
@@ -271,18 +420,13 @@ class BodyScanner:
             self._keep(b'"' + self._raw + b'"')
             self._raw.clear()
             return
+        self._raw.clear()
         if self.too_large or self.problem is not None:
-            self._keep(b'""')
-            return
-        try:
-            text = decoder.finish()
-        except NotJson as exc:
-            self.problem = str(exc)
             self._keep(b'""')
             return
         placeholder = f"{_MARK[1:]}{self._nonce}:{len(self._strings)}".encode()
         self._keep(b'"\\u0000' + placeholder + b'"')
-        self._strings.append(text)
+        self._strings.append(decoder.finish())
 
     def _keep(self, data: bytes | bytearray) -> None:
         if self.too_large:
