@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core import repomap
+from tokend.core import repomap, repomap_edges
 from tokend.core.repomap import Focus
 from tokend.core.repomap_tags import Definition, FileTags
 from tokend.service.workspace.index import WorkspaceIndex
@@ -56,9 +56,11 @@ def test_edits_in_place_give_the_maps_of_a_fresh_build(
     before = maps(index)
     files = len(index.tags._graph.paths)
     derived: list[int] = []
-    real = repomap._derive_rows
+    real = repomap_edges.derive_rows
     monkeypatch.setattr(
-        repomap, "_derive_rows", lambda table, rows: derived.append(len(rows)) or real(table, rows)
+        repomap_edges,
+        "derive_rows",
+        lambda table, rows: derived.append(len(rows)) or real(table, rows),
     )
 
     budget = tree / "core" / "budget.py"

@@ -36,18 +36,18 @@ import numpy as np
 import scipy.sparse as sp  # type: ignore[import-untyped]  # SciPy ships no stubs
 import scipy.sparse.linalg as spla  # type: ignore[import-untyped]
 
+from tokend.core import repomap_edges as graph_rows
+from tokend.core.repomap_edges import MAX_DEFINERS, Edges, renumbered, replaced
 from tokend.core.repomap_render import RankedDefinition
-from tokend.core.repomap_store import KEY, PackedTags, TagTable, name_key, rows_of, splice
+from tokend.core.repomap_store import KEY, PackedTags, TagTable, name_key, rows_of
 from tokend.core.repomap_tags import FileTags
 
-MAX_DEFINERS = 20
 DAMPING = 0.85
 FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
 RANK_DECIMALS = 15
 DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively (see _solver)
 ITERATIVE_RTOL = 1e-12
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
-ROWS_PER_CHUNK = 4096  # rows derived at once (bounds the memory of a full derivation)
 RANK_BLOCK = 1 << 19  # definitions weighed at once (bounds the memory of a rank)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -68,16 +68,6 @@ def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
 
 
 @dataclass(slots=True)
-class _Edges:
-    """The file graph as CSR arrays over the table's rows: weights normalized per row."""
-
-    offsets: Array  # int64, rows + 1
-    targets: Array  # int32
-    weights: Array  # float64, a row's weights over its total
-    totals: Array  # float64 per row: the sum of its (rounded) weights
-
-
-@dataclass(slots=True)
 class _Ranking:
     """What every rank of one graph version shares."""
 
@@ -94,7 +84,7 @@ class RepoGraph:
 
     table: TagTable = field(default_factory=TagTable)
     version: int = 0
-    _edges: _Edges | None = None  # None: every row is to be derived
+    _edges: Edges | None = None  # None: every row is to be derived
     _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
     _ranking: tuple[int, _Ranking] | None = None
 
@@ -114,7 +104,7 @@ class RepoGraph:
         track = self._edges is not None and len(packed) <= TRACK_MAX_FILES
         applied = self.table.apply(packed, track=track)
         if track and self._edges is not None:
-            self._edges = _renumbered(self._edges, applied.remap, len(self.table.paths))
+            self._edges = renumbered(self._edges, applied.remap, len(self.table.paths))
             stale = set(applied.rows) | set(self._referrers(applied.names).tolist())
             self._stale.update(self.table.paths[r] for r in stale)
         else:
@@ -159,16 +149,16 @@ class RepoGraph:
 
     # -- the graph's rows ----------------------------------------------------------------------
 
-    def edges(self) -> _Edges:
+    def edges(self) -> Edges:
         """This version's rows: kept ones as they are, stale ones derived again."""
         n = len(self.table.paths)
         if self._edges is None:
-            self._edges = _derive_rows(self.table, np.arange(n, dtype=np.int64))
+            self._edges = graph_rows.derive_rows(self.table, np.arange(n, dtype=np.int64))
             self._stale = set()
         elif self._stale:
             rows = np.array(sorted(r for p in self._stale if (r := self.table.row(p)) is not None))
-            fresh = _derive_rows(self.table, rows)
-            self._edges = _replaced(self._edges, rows, fresh)
+            fresh = graph_rows.derive_rows(self.table, rows)
+            self._edges = replaced(self._edges, rows, fresh)
             self._stale = set()
         return self._edges
 
@@ -303,98 +293,6 @@ def _best(among: Array, weight: Array, base: Array, limit: int) -> Array:
     base_cut = np.partition(bases, len(bases) - limit)[len(bases) - limit]
     higher, level = tied[bases > base_cut], tied[bases == base_cut]
     return np.concatenate([above, higher, level[: limit - len(higher)]])
-
-
-def _derive_rows(table: TagTable, rows: Array) -> _Edges:
-    """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time."""
-    keys, definer_rows = table.definers()
-    parts: list[tuple[Array, Array, Array, Array]] = []
-    for start in range(0, len(rows), ROWS_PER_CHUNK):
-        parts.append(_derive_chunk(table, keys, definer_rows, rows[start : start + ROWS_PER_CHUNK]))
-    lengths = [p[0] for p in parts] or [np.zeros(0, dtype=np.int64)]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(np.concatenate(lengths), out=offsets[1:])
-
-    def joined(i: int, dtype: Any) -> Array:
-        return np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=dtype)
-
-    return _Edges(offsets, joined(1, np.int32), joined(2, np.float64), joined(3, np.float64))
-
-
-def _derive_chunk(
-    table: TagTable, keys: Array, definer_rows: Array, rows: Array
-) -> tuple[Array, Array, Array, Array]:
-    """(entries per row, targets, normalized weights, row totals) of some rows. Each row's
-    terms are summed in the order of its references (by key) then its targets (by row): the
-    same whichever rows are derived with it."""
-    starts, ends = table.r_off[rows], table.r_off[rows + 1]
-    counts = ends - starts
-    entry = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-    source = np.repeat(np.arange(len(rows)), counts)
-    ref_keys = table.r_key[entry]
-    low = np.searchsorted(keys, ref_keys, "left")
-    definers = np.searchsorted(keys, ref_keys, "right") - low
-    keep = (definers >= 1) & (definers <= MAX_DEFINERS)
-    low, definers, source = low[keep], definers[keep], source[keep]
-    scale = np.where(ref_keys[keep] & np.uint64(1), 0.1, 1.0) / definers
-    term = scale * np.sqrt(table.r_count[entry[keep]].astype(np.float64))
-    spread = np.repeat(low - np.cumsum(definers) + definers, definers) + np.arange(definers.sum())
-    target = definer_rows[spread]
-    source = np.repeat(source, definers)
-    term = np.repeat(term, definers)
-    own = target != rows[source]
-    target, source, term = target[own], source[own], term[own]
-    order = np.lexsort((target, source))  # stable: a pair's terms stay in reference order
-    target, source, term = target[order], source[order], term[order]
-    if len(order):
-        new = np.ones(len(order), dtype=bool)
-        new[1:] = (target[1:] != target[:-1]) | (source[1:] != source[:-1])
-        at = np.flatnonzero(new)
-        summed = np.round(np.add.reduceat(term, at), 9)
-        target, source = target[at], source[at]
-    else:
-        summed = term
-    per_row = np.bincount(source, minlength=len(rows)).astype(np.int64)
-    totals = np.zeros(len(rows))
-    if len(summed):
-        row_at = np.concatenate([[0], np.cumsum(per_row)[:-1]])
-        has = per_row > 0
-        totals[has] = np.add.reduceat(summed, row_at[has])
-    weights = summed / totals[source] if len(summed) else summed
-    return per_row, target.astype(np.int32), weights, totals
-
-
-def _renumbered(edges: _Edges, remap: Array, rows: int) -> _Edges:
-    """The rows of the files that stay, renumbered; new files get empty rows; edges to a
-    removed file are dropped (their rows are stale: that file's names left)."""
-    if len(remap) == rows and np.array_equal(remap, np.arange(rows)):
-        return edges
-    old_rows = rows_of(edges.offsets)
-    keep = (remap[old_rows] >= 0) & (remap[edges.targets] >= 0)
-    new_rows = remap[old_rows[keep]]
-    offsets = np.zeros(rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(new_rows, minlength=rows), out=offsets[1:])
-    totals = np.zeros(rows)
-    kept = remap >= 0
-    totals[remap[kept]] = edges.totals[kept]
-    targets = remap[edges.targets[keep]].astype(np.int32)
-    return _Edges(offsets, targets, edges.weights[keep], totals)
-
-
-def _replaced(edges: _Edges, rows: Array, fresh: _Edges) -> _Edges:
-    """`edges` with the given rows (ascending) replaced by those of `fresh`."""
-    runs: list[Any] = []
-    done = 0
-    for k, row in enumerate(rows.tolist()):
-        runs.append((done, row))
-        a, b = fresh.offsets[k], fresh.offsets[k + 1]
-        runs.append((fresh.targets[a:b], fresh.weights[a:b]))
-        done = row + 1
-    runs.append((done, len(edges.totals)))
-    offsets, targets, weights = splice(edges.offsets, (edges.targets, edges.weights), runs)
-    totals = edges.totals.copy()
-    totals[rows] = fresh.totals
-    return _Edges(offsets, targets, weights, totals)
 
 
 def _solver(p_matrix: Any) -> Callable[[Array], Array]:
