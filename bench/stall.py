@@ -5,7 +5,9 @@ Measured in one run, on this checkout and on the baseline revision (the main bef
 state moved to one owner per session, where every append ran on the event loop), each a real
 daemon on a private temp dir:
   idle      snapshot round trips with nothing else going on
-  stalled   snapshot round trips sent back to back while the 30 MB append is in flight
+  stalled   snapshot round trips sent back to back while the 30 MB append is in flight: from
+            its first byte (written by a second thread, so the daemon's reading and parsing
+            of the body are measured too) to its reply
 plus how long the append took (gpt-4o refuses it as too large after counting it: the case the
 review measured) and the daemon's RSS before and after.
 
@@ -14,11 +16,13 @@ review measured) and the daemon's RSS before and after.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -86,18 +90,37 @@ def _one_round(server_dir: Path, big: str) -> dict[str, Any]:
             idle.append((time.perf_counter() - started) * 1000)
         rss_before = _rss_mib(daemon.pid)
         result = {"type": "toolResult", "callId": "c1", "name": "bash", "output": big}
-        started_append = time.perf_counter()
-        request_id = writer.start_request(
-            "session/append", {"sessionId": target, "message": {"role": "tool", "parts": [result]}}
+        frame = _frame(
+            writer.next_id + 1,
+            "session/append",
+            {"sessionId": target, "message": {"role": "tool", "parts": [result]}},
         )
-        stalled: list[float] = []
-        while not select.select([writer.read_fd], [], [], 0)[0] or not _answered(
-            writer, request_id
-        ):
+        writer.next_id += 1
+        answered = threading.Event()
+        sent: list[float] = []
+
+        def append() -> None:
+            # Bytes only (encoded beforehand): os.write and os.read let the reader's thread run.
+            view = memoryview(frame)
+            while view:
+                view = view[os.write(writer.write_fd, view) :]
+            sent.append(time.perf_counter())
+            while not _answered(writer, writer.next_id):
+                select.select([writer.read_fd], [], [], 1.0)
+            answered.set()
+
+        thread = threading.Thread(target=append, daemon=True)
+        started_append = time.perf_counter()
+        thread.start()
+        samples: list[tuple[float, float]] = []
+        while not answered.is_set():
             started = time.perf_counter()
             reader.request("budget/snapshot", {"sessionId": watched})
-            stalled.append((time.perf_counter() - started) * 1000)
+            samples.append((started, (time.perf_counter() - started) * 1000))
         append_s = time.perf_counter() - started_append
+        thread.join()
+        stalled = [ms for _, ms in samples]
+        reading = [ms for at, ms in samples if at < sent[0]]
         time.sleep(1.0)
         rss_after = _rss_mib(daemon.pid)
         reader.close()
@@ -105,6 +128,7 @@ def _one_round(server_dir: Path, big: str) -> dict[str, Any]:
         return {
             "idle": idle,
             "stalled": stalled,
+            "reading": reading,
             "append_s": append_s,
             "rss_before": rss_before,
             "rss_after": rss_after,
@@ -114,15 +138,18 @@ def _one_round(server_dir: Path, big: str) -> dict[str, Any]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _frame(request_id: int, method: str, params: Any) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body.encode()), body.encode())
+
+
 def _answered(client: Any, request_id: int) -> bool:
     """True once the reply to `request_id` (result or error) has arrived."""
-    while True:
+    while select.select([client.read_fd], [], [], 0)[0]:
         chunk = os.read(client.read_fd, 1 << 20)
         if not chunk:
             raise EOFError("the daemon closed the writer's connection")
         client.buffer += chunk
-        if not select.select([client.read_fd], [], [], 0)[0]:
-            break
     marker = b'"id": %d' % request_id
     compact = b'"id":%d' % request_id
     return marker in client.buffer or compact in client.buffer
@@ -131,7 +158,11 @@ def _answered(client: Any, request_id: int) -> bool:
 def _summary(rounds: list[dict[str, Any]]) -> dict[str, float]:
     idle = [v for r in rounds for v in r["idle"]]
     stalled = [v for r in rounds for v in r["stalled"]]
+    reading = [v for r in rounds for v in r["reading"]] or [float("nan")]
     return {
+        "reading_n": len(reading),
+        "reading_p99": _percentile(reading, 0.99),
+        "reading_max": max(reading),
         "idle_p50": statistics.median(idle),
         "idle_p99": _percentile(idle, 0.99),
         "n": len(stalled),
@@ -154,7 +185,8 @@ def run() -> str:
         "### Nobody waits behind a 30 MB append (bench/stall.py)\n",
         f"One connection appends a {BIG_BYTES >> 20} MB tool result to a gpt-4o session (tokend's",
         "tool-output gate stores it whole and counts a 2 KB preview; the baseline counts all of it and",
-        "refuses it as too large); another sends `budget/snapshot` back to back meanwhile. Milliseconds;",
+        "refuses it as too large); another sends `budget/snapshot` back to back meanwhile, from the",
+        "append's first byte (sent by a second thread) to its reply. Milliseconds;",
         f"{ROUNDS} rounds pooled; baseline = main at {BASELINE_REV} (all work on the event loop).\n",
         "| | snapshot idle p50 / p99 | snapshots during the append | p50 | p99 | max | append took | RSS after - before |",
         "|---|---|---|---|---|---|---|---|",
@@ -167,6 +199,11 @@ def run() -> str:
             f"| {name} | {s['idle_p50']:.2f} / {s['idle_p99']:.2f} | {s['n']} | {s['p50']:.2f} | "
             f"{s['p99']:.2f} | {s['max']:.1f} | {s['append_s']:.2f} s | {s['rss_growth']:+.0f} MiB |"
         )
+    lines.append(
+        f"\nWhile the daemon was still reading and parsing the body (until its last byte was "
+        f"written): {ours['reading_n']} snapshots, p99 {ours['reading_p99']:.2f} ms, max "
+        f"{ours['reading_max']:.1f} ms; the rest ran while it stored the output."
+    )
     if base is not None:
         lines.append(
             f"\np99 during the append: {ours['p99']:.2f} ms vs {base['p99']:.1f} ms "

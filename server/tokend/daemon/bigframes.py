@@ -21,6 +21,7 @@ reader lets the loop serve other connections between pieces (frames.py).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
@@ -464,25 +465,49 @@ class SpooledStrings:
     def resolve(self, message: Any, limit: int) -> Any:
         """`message` with every placeholder put back (see the module docstring). Raises
         BodyTooLarge when the skeleton plus the strings read back pass `limit` bytes."""
-        if not self._strings:
+        left = self._attach_outputs(message)
+        if not left:
             return message
+        texts = {i: "".join(self._strings[i].pieces()) for i in self._within(left, limit)}
+        return self._read_back(message, texts)
+
+    async def resolve_async(self, message: Any, limit: int) -> Any:
+        """`resolve`, the strings read back a piece at a time: the event loop serves other
+        connections between the pieces."""
+        left = self._attach_outputs(message)
+        if not left:
+            return message
+        texts = {}
+        for i in self._within(left, limit):
+            pieces = []
+            for piece in self._strings[i].pieces():
+                pieces.append(piece)
+                await asyncio.sleep(0)
+            texts[i] = "".join(pieces)
+        return self._read_back(message, texts)
+
+    def _attach_outputs(self, message: Any) -> list[int]:
+        """Tool results' outputs become their SpooledTexts; the strings left to read back."""
         left = set(range(len(self._strings)))
         for part in _append_parts(message):
             index = self._index(part.get("output"))
             if index is not None and part.get("type") == "toolResult":
                 part["output"] = self._strings[index]
                 left.discard(index)
-        if left:
-            budget = [limit - self._skeleton_bytes]
-            message = self._read_back(message, budget)
-        return message
+        return sorted(left)
+
+    def _within(self, left: list[int], limit: int) -> list[int]:
+        """`left`, if the skeleton and they fit `limit` bytes; else BodyTooLarge."""
+        if self._skeleton_bytes + sum(self._strings[i].utf8_bytes for i in left) > limit:
+            raise BodyTooLarge("the message's strings other than tool outputs are too large")
+        return left
 
     def _index(self, value: Any) -> int | None:
         if isinstance(value, str) and value.startswith(self._mark):
             return int(value[len(self._mark) :])
         return None
 
-    def _read_back(self, root: Any, budget: list[int]) -> Any:
+    def _read_back(self, root: Any, texts: dict[int, str]) -> Any:
         """Every remaining placeholder, in values and keys, replaced by its text (iteratively:
         the skeleton may nest as deep as the JSON parser allowed)."""
 
@@ -490,10 +515,7 @@ class SpooledStrings:
             index = self._index(value)
             if index is None or isinstance(value, SpooledText):
                 return value
-            budget[0] -= self._strings[index].utf8_bytes
-            if budget[0] < 0:
-                raise BodyTooLarge("the message's strings other than tool outputs are too large")
-            return "".join(self._strings[index].pieces())
+            return texts[index]
 
         root = fix(root)
         stack = [root]

@@ -84,12 +84,29 @@ class Dispatcher:
         self.malformed_in_a_row = 0
         self._trim: asyncio.Task[None] | None = None
 
-    def dispatch(self, body: bytes, spooled: SpooledStrings | None = None) -> None:
-        """Hand one body on; `spooled`: the big strings kept out of it (bigframes.py)."""
-        if spooled is not None and spooled.problem is not None:
+    def dispatch(self, body: bytes) -> None:
+        """Hand one body on."""
+        parsed = self._parse(body)
+        if parsed is not None:
+            self._hand_over(parsed[0], parsed[1], big=len(body) > BIG_BODY_BYTES)
+
+    async def dispatch_big(self, body: bytes, spooled: SpooledStrings) -> None:
+        """Hand on a big body read as it arrived (frames.py): `body` without its big strings,
+        `spooled` those strings; the ones read back are read a piece at a time, the loop
+        serving other connections between the pieces."""
+        if spooled.problem is not None:
             self._malformed(len(body), spooled.problem)
             self._conn.send_error(None, PARSE_ERROR, "the message body is not JSON")
             return
+        parsed = self._parse(body)
+        if parsed is None:
+            return
+        data, msg_id = parsed
+        if await self._put_back(spooled, data, msg_id):
+            self._hand_over(data, msg_id, big=True)
+
+    def _parse(self, body: bytes) -> tuple[dict[str, Any], int | str | None] | None:
+        """The JSON-RPC object of `body` and its id; None when it was answered as malformed."""
         try:
             data = json.loads(body)
         except RecursionError:
@@ -100,20 +117,23 @@ class Dispatcher:
                 self._conn.send_error(
                     fields.msg_id, InvalidParams.code, "invalid params: nested too deeply"
                 )
-            return
+            return None
         except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
             self._malformed(len(body), _kind(exc))
             self._conn.send_error(None, PARSE_ERROR, "the message body is not JSON")
-            return
+            return None
         problem, msg_id = _envelope_problem(data)
         if problem is not None:
             self._malformed(len(body), problem, answered=msg_id is not None)
             self._conn.send_error(msg_id, INVALID_REQUEST, problem)
-            return
+            return None
         self.malformed_in_a_row = 0
+        return data, msg_id
+
+    def _hand_over(self, data: dict[str, Any], msg_id: int | str | None, *, big: bool) -> None:
+        """A well-formed message to the server (built now if it is the first); `big`: give
+        freed memory back once the connection's requests are answered."""
         conn = self._conn
-        if spooled is not None and not self._put_back(spooled, data, msg_id):
-            return
         if conn.closing or (not conn.authenticated and not authorize_initialize(conn, data)):
             return
         if data.get("method") == "initialize":
@@ -131,7 +151,6 @@ class Dispatcher:
         if msg_id is not None and "method" in data and conn.counts_requests:
             conn.request_started()
         self._protocol.handle_message(message)
-        big = spooled is not None or len(body) > BIG_BODY_BYTES
         if big and conn.counts_requests and self._trim is None:
             self._trim = asyncio.get_running_loop().create_task(self._trim_when_answered())
 
@@ -144,10 +163,10 @@ class Dispatcher:
         finally:
             self._trim = None
 
-    def _put_back(self, spooled: SpooledStrings, data: dict[str, Any], msg_id: Any) -> bool:
+    async def _put_back(self, spooled: SpooledStrings, data: dict[str, Any], msg_id: Any) -> bool:
         """A big body's strings into its parsed skeleton; False if refused as too large."""
         try:
-            spooled.resolve(data, self._max_body_bytes)
+            await spooled.resolve_async(data, self._max_body_bytes)
         except BodyTooLarge as exc:
             log.warning("connection %s: %s refused: %s", self._conn.id, data.get("method"), exc)
             if msg_id is not None or "method" not in data:

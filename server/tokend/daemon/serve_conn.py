@@ -137,7 +137,10 @@ async def _read_messages(
         if frame is None:
             return
         if isinstance(frame, Body):
-            dispatcher.dispatch(frame.data, frame.spooled)
+            if frame.spooled is None:
+                dispatcher.dispatch(frame.data)
+            else:
+                await dispatcher.dispatch_big(frame.data, frame.spooled)
             if dispatcher.malformed_in_a_row >= MALFORMED_IN_A_ROW or not conn.authenticated:
                 log.info("connection %s: closing after malformed messages", conn.id)
                 return
