@@ -36,6 +36,9 @@ FANOUT_CLIENTS = 8
 FANOUT_ROUNDS = 200
 FANOUT_WARMUP = 20
 LOADED_SESSIONS = 10
+NEW_CONNECTIONS = 200  # connect + initialize, after NEW_CONNECTIONS_WARMUP
+NEW_CONNECTIONS_WARMUP = 20
+SERVERS_BUILT = 300  # create_server in this process, each way
 MESSAGES_PER_SESSION = 200
 READ_TIMEOUT_S = 30.0
 
@@ -267,6 +270,44 @@ def _fanout_ms(sock: Path) -> tuple[list[float], list[float], list[float]]:
     return each_ms, last_ms, reply_ms
 
 
+def _new_connections_ms(sock: Path) -> list[float]:
+    """connect + `initialize` round trips of new connections to the daemon (each closed)."""
+    samples = []
+    for n in range(NEW_CONNECTIONS_WARMUP + NEW_CONNECTIONS):
+        started = time.perf_counter()
+        client = _unix_client(sock, f"new-{n}")  # connects, initialize, initialized
+        if n >= NEW_CONNECTIONS_WARMUP:
+            samples.append((time.perf_counter() - started) * 1000)
+        client.close()
+    return samples
+
+
+def _create_server_ms() -> dict[str, list[float]]:
+    """create_server in this process, as the daemon runs it on its loop for every connection:
+    as it is, and with its per-process caches emptied before each call (what every connection
+    paid before they existed: pygls working out each handler's signature, the handler
+    modules listed from disk)."""
+    from tokend.lsp import server as lsp_server
+    from tokend.service.factory import build_service
+
+    with tempfile.TemporaryDirectory(prefix="tkcs-") as tmp:
+        service = build_service(None, f"sqlite:///{tmp}/bench.sqlite3")
+        try:
+            lsp_server.create_server(service)  # imports the handler modules once
+            samples: dict[str, list[float]] = {"cached": [], "afresh": []}
+            for _ in range(SERVERS_BUILT):
+                for way in ("cached", "afresh"):  # interleaved: noise hits both alike
+                    if way == "afresh":
+                        lsp_server._signatures.clear()
+                        lsp_server._handler_modules.cache_clear()
+                    started = time.perf_counter()
+                    lsp_server.create_server(service)
+                    samples[way].append((time.perf_counter() - started) * 1000)
+        finally:
+            service.close()
+    return samples
+
+
 def _p(samples: list[float], q: int) -> float:
     if q == 50:
         return statistics.median(samples)
@@ -332,6 +373,7 @@ def run() -> str:
             }
         )
         each_ms, last_ms, reply_ms = _fanout_ms(sock)
+        new_ms = _new_connections_ms(sock)
     finally:
         for client in clients:
             try:
@@ -352,6 +394,7 @@ def run() -> str:
         "snapshot": trips,
         "append": {"stdio": stdio_appends, "unix": daemon_appends},
         "fanout": {"each": each_ms, "last": last_ms, "reply": reply_ms},
+        "connect": {"new": new_ms, **_create_server_ms()},
     }
     counts = (len(status["sessions"]), len(status["connections"]))
     return _section(latency, rss, counts)
@@ -361,6 +404,7 @@ def _section(
     latency: dict[str, dict[str, list[float]]], rss: dict[str, float], counts: tuple[int, int]
 ) -> str:
     snap, append, fan = latency["snapshot"], latency["append"], latency["fanout"]
+    connect = latency["connect"]
     snap_base, append_base = _p(snap["stdio"], 50), _p(append["stdio"], 50)
     unix_ok, fan_ok = _p(snap["unix"], 50) <= 1.0, _p(fan["each"], 99) <= 50.0
     words = "(20-150 words)"
@@ -379,6 +423,12 @@ def _section(
          f"p99 <= 50 ms: {'met' if fan_ok else '**missed**'}"),
         (f"fan-out: append -> the last of the {FANOUT_CLIENTS} has it", fan["last"], None, ""),
         ("fan-out: append -> the appender's reply", fan["reply"], None, ""),
+        ("`create_server`, in-process, with pygls inspecting every handler afresh (before: "
+         "every connection did)", connect["afresh"], _p(connect["afresh"], 50), ""),
+        ("`create_server`, in-process, handlers' signatures worked out once per process (on the "
+         "loop, per connection)", connect["cached"], _p(connect["afresh"], 50), ""),
+        ("new connection: connect + `initialize` round trip, unix socket", connect["new"], None,
+         ""),
     ]  # fmt: skip
     lines = [
         "### Daemon: round trips, fan-out and memory of the real `tokend serve`\n",
@@ -418,7 +468,11 @@ def _section(
         "each delivery timed from the append's send (select over "
         f"{FANOUT_CLIENTS} unix sockets), the next append sent once all had it. RSS from "
         "/proc/PID/status 0.5 s after each phase; the first session pays for the o200k "
-        "vocabulary, later ones reuse freed memory. The machine is shared and noisy: read "
+        f"vocabulary, later ones reuse freed memory. New connections: {NEW_CONNECTIONS} "
+        f"after {NEW_CONNECTIONS_WARMUP}, one at a time, each closed before the next; "
+        f"`create_server`: {SERVERS_BUILT} builds each way, interleaved, in the bench's own "
+        "process (the daemon builds one per connection, on its event loop). The machine is "
+        "shared and noisy: read "
         "medians and ratios.",
     ]
     return "\n".join(lines)
