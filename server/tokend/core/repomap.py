@@ -48,7 +48,7 @@ RANK_DECIMALS = 15
 DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively (see _solver)
 ITERATIVE_RTOL = 1e-12
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
-RANK_BLOCK = 1 << 19  # definitions weighed at once (bounds the memory of a rank)
+RANK_BLOCK = 1 << 17  # definitions weighed at once (bounds the memory of a rank)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Array = Any
@@ -238,22 +238,25 @@ class RepoGraph:
         p_matrix = sp.csr_matrix((edges.weights, edges.targets, edges.offsets), shape=(n, n))
         groups = t.groups()
         keys, _ = t.definers()
-        first = np.flatnonzero(np.append(True, keys[1:] != keys[:-1])) if len(keys) else keys
-        definers = np.diff(np.append(first, len(keys)))
-        scale = np.where(groups & np.uint64(1), 0.1, 1.0) / np.maximum(definers, 1)
+        starts = np.searchsorted(keys, groups).astype(np.int32)  # each group's first definer
+        definers = np.diff(np.append(starts, np.int32(len(keys))))
+        del starts
+        scale = np.where(groups & np.uint64(1), 0.1, 1.0)
+        scale /= np.maximum(definers, 1)
         scale[definers > MAX_DEFINERS] = 0.0
+        del definers
         ref_file = rows_of(t.r_off)
         ref_group = t.r_group
         carries = ref_group >= 0
         carries[carries] = scale[ref_group[carries]] > 0
-        carries &= edges.totals[ref_file] > 0
-        ref_weight = (
-            np.sqrt(t.r_count[carries].astype(np.float64)) / edges.totals[ref_file[carries]]
-        )
+        carries &= (edges.totals > 0)[ref_file]
+        ref_file = ref_file[carries]
+        ref_weight = np.sqrt(t.r_count[carries].astype(np.float64))
+        ref_weight /= edges.totals[ref_file]
         ranking = _Ranking(
             _solver(p_matrix),
             scale,
-            ref_file[carries],
+            ref_file,
             ref_group[carries],
             ref_weight,
         )

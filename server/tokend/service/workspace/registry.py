@@ -142,13 +142,13 @@ class Workspaces:
         except Exception:
             log.exception("indexing %s failed", index.root)
             index.ready.set()
+        if tell:  # the index and the map are ready: what the hooks do after is theirs
+            tell("end", f"{len(index.entries()):,} files indexed")
         for built in list(self.built_hooks):
             try:
                 built(index)
             except Exception:
                 log.exception("a build hook failed for %s", index.root)
-        if tell:
-            tell("end", f"{len(index.entries()):,} files indexed")
 
     async def ready(self, uri: str, progress: Progress | None = None) -> WorkspaceIndex:
         """The folder's index once its first build is done (waits off the event loop)."""
