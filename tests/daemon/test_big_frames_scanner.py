@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.daemon import bigframes
-from tokend.daemon.bigframes import BodyScanner, BodyTooLarge, SpooledText
+from tokend.daemon import bigframes, bigstrings
+from tokend.daemon.bigframes import BodyScanner, BodyTooLarge
+from tokend.daemon.bigstrings import SpooledText
 
 # "ud83d" after a backslash: text that looks like an escape on the wire and is not one.
 TRICKY = st.sampled_from(
@@ -24,9 +25,9 @@ TRICKY = st.sampled_from(
 def tiny_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pieces of a few characters: every kind of cut happens within a short string."""
     monkeypatch.setattr(bigframes, "DIVERT_BYTES", 40)
-    monkeypatch.setattr(bigframes, "DECODE_PIECE_BYTES", 24)
-    monkeypatch.setattr(bigframes, "DECODE_PIECE_CHARS", 16)
-    monkeypatch.setattr(bigframes, "KEEP_EDGE_CHARS", 5)
+    monkeypatch.setattr(bigstrings, "DECODE_PIECE_BYTES", 32)
+    monkeypatch.setattr(bigstrings, "DECODE_PIECE_CHARS", 16)
+    monkeypatch.setattr(bigstrings, "KEEP_EDGE_CHARS", 5)
 
 
 def scan(body: bytes, reads: list[int], limit: int = 1 << 20) -> BodyScanner:
@@ -131,8 +132,8 @@ def test_long_runs_of_one_escape_decode_as_the_whole_body_does(
     """Real piece sizes, and a string that is one unit repeated for megabytes: every cut falls
     in a run of escapes (a run of backslashes, high surrogates with no partner)."""
     monkeypatch.setattr(bigframes, "DIVERT_BYTES", 64 << 10)
-    monkeypatch.setattr(bigframes, "DECODE_PIECE_BYTES", 256 << 10)
-    monkeypatch.setattr(bigframes, "DECODE_PIECE_CHARS", 1 << 20)
+    monkeypatch.setattr(bigstrings, "DECODE_PIECE_BYTES", 256 << 10)
+    monkeypatch.setattr(bigstrings, "DECODE_PIECE_CHARS", 1 << 20)
     output = unit * (3_000_000 // len(unit)) + "end"
     body = append_body(output, "short", ascii_only=True)
     scanner = scan(body, [65_536, 262_144, 100_003])
