@@ -150,3 +150,20 @@ def test_long_runs_of_one_escape_decode_as_the_whole_body_does(
     assert isinstance(got, SpooledText) and got.chars == len(want)
     assert "".join(got.pieces()) == want
     assert message["params"]["message"]["parts"][1]["text"] == "short"
+
+
+@pytest.mark.parametrize("read", [1, 7, 40, 41, 1000, 65_536])
+def test_a_body_of_many_short_strings_is_kept_as_it_came(read: int) -> None:
+    """Many short strings (a glob's 20,000 paths, some with escapes, one past DIVERT_BYTES):
+    the skeleton is the body with the long one replaced, whatever the pieces."""
+    paths = [f"src/pkg_{i % 97}/módulo_{i}.py" for i in range(20_000)]
+    paths[5_000] = 'C:\\temp\\"quoted"\\' + "x" * 10  # escaped quotes and backslashes
+    paths[12_000] = "long " * 20  # 100 characters: past DIVERT_BYTES (40 here)
+    call = {"type": "toolCall", "callId": "c", "name": "Glob", "input": {"files": paths}}
+    message = {"role": "assistant", "parts": [call]}
+    body = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "session/append", "params": message})
+    data = body.encode()
+    scanner = scan(data, [read])
+    assert scanner.problem is None and not scanner.too_large
+    assert len(scanner.finish(len(data))) == 1  # the long path only
+    assert resolved(scan(data, [read]), data, 1 << 30, "sync") == json.loads(data)

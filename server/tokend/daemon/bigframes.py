@@ -60,6 +60,8 @@ class BodyScanner:
         self._decoder: StringDecoder | None = None
 
     def feed(self, data: bytes) -> None:
+        if self._decoder is None and not self._escape_pending and self._feed_short(data):
+            return
         pos, end = 0, len(data)
         while pos < end:
             if self._decoder is not None:  # inside a big string: the decoder finds its end
@@ -98,6 +100,38 @@ class BodyScanner:
                 continue
             self._close_string()
             self._in_string, pos = False, stop + 1
+
+    def _feed_short(self, data: bytes) -> bool:
+        """A piece whose strings are all short, kept in a few steps (C speed: no Python step per
+        string); False, with nothing done, if it may hold an escaped quote or a long string.
+        Without escaped quotes every quote opens or closes a string, so the bytes between quotes
+        are by turns a string's content and what lies between strings."""
+        if b'\\"' in data or data.endswith(b"\\"):
+            return False
+        parts = data.split(b'"')
+        first = 0 if self._in_string else 1  # the parts that are strings' contents
+        if max(map(len, parts[first::2]), default=0) > DIVERT_BYTES or (
+            self._in_string and len(self._raw) + len(parts[0]) > DIVERT_BYTES
+        ):
+            return False
+        ends_inside = self._in_string != (len(parts) % 2 == 0)  # an odd number of quotes flips
+        if len(parts) == 1:  # no quote: all of it in the string, or all between strings
+            if self._in_string:
+                self._raw += data
+            else:
+                self._keep(data)
+            return True
+        start = 0
+        if self._in_string:  # the string that was open closes at the first quote
+            self._raw += parts[0]
+            self._close_string()
+            start = len(parts[0]) + 1
+        stop = data.rfind(b'"') if ends_inside else len(data)
+        self._keep(data[start:stop])
+        self._in_string = ends_inside
+        if ends_inside:
+            self._raw += data[stop + 1 :]
+        return True
 
     def finish(self, body_bytes: int) -> SpooledStrings:
         return SpooledStrings(
