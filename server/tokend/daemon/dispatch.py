@@ -102,8 +102,21 @@ class Dispatcher:
         if parsed is None:
             return
         data, msg_id = parsed
-        if await self._put_back(spooled, data, msg_id):
-            self._hand_over(data, msg_id, big=True)
+        if not await self._put_back(spooled, data, msg_id):
+            return
+        protocol = self._ready(data)
+        if protocol is None:
+            return
+        # pygls structures the params, and tokend checks their nesting, in Python: tens of ms
+        # for a big message's thousands of values, so beside the loop (which gets the
+        # interpreter back every few ms) rather than on it.
+        try:
+            message = await asyncio.to_thread(protocol.structure_message, data)
+        except JsonRpcException as exc:
+            self._unfit(data, msg_id, exc)
+            return
+        if not self._conn.closing:
+            self._deliver(message, data, msg_id, big=True)
 
     def _parse(self, body: bytes) -> tuple[dict[str, Any], int | str | None] | None:
         """The JSON-RPC object of `body` and its id; None when it was answered as malformed."""
@@ -133,21 +146,39 @@ class Dispatcher:
     def _hand_over(self, data: dict[str, Any], msg_id: int | str | None, *, big: bool) -> None:
         """A well-formed message to the server (built now if it is the first); `big`: give
         freed memory back once the connection's requests are answered."""
+        protocol = self._ready(data)
+        if protocol is None:
+            return
+        try:
+            message = protocol.structure_message(data)
+        except JsonRpcException as exc:
+            self._unfit(data, msg_id, exc)
+            return
+        self._deliver(message, data, msg_id, big=big)
+
+    def _ready(self, data: dict[str, Any]) -> Any:
+        """The server's protocol (built now if this is the first message that may reach it);
+        None if the message may not reach it (closing, or refused by the TCP auth gate)."""
         conn = self._conn
         if conn.closing or (not conn.authenticated and not authorize_initialize(conn, data)):
-            return
+            return None
         if data.get("method") == "initialize":
             name = _field(_field(data.get("params"), "clientInfo"), "name")
             conn.client_name = name if isinstance(name, str) else None
         if self._protocol is None:
             self._protocol = self._build_server()
-        try:
-            message = self._protocol.structure_message(data)
-        except JsonRpcException as exc:  # pygls could not structure its params
-            if msg_id is not None:
-                conn.send_error(msg_id, exc.code, exc.message or "invalid message")
-            log.info("connection %s: %s refused: %s", conn.id, data.get("method"), exc)
-            return
+        return self._protocol
+
+    def _unfit(self, data: dict[str, Any], msg_id: int | str | None, exc: JsonRpcException) -> None:
+        """pygls could not structure the message's params: its error, to a request."""
+        if msg_id is not None:
+            self._conn.send_error(msg_id, exc.code, exc.message or "invalid message")
+        log.info("connection %s: %s refused: %s", self._conn.id, data.get("method"), exc)
+
+    def _deliver(
+        self, message: Any, data: dict[str, Any], msg_id: int | str | None, *, big: bool
+    ) -> None:
+        conn = self._conn
         if msg_id is not None and "method" in data and conn.counts_requests:
             conn.request_started()
         self._protocol.handle_message(message)
