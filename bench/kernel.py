@@ -150,14 +150,17 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
     sock = base / "run" / "tokend" / "daemon.sock"
     procs = _Processes(base, env)
     peak = [0.0]
+    phase = ["start"]  # what the client was doing (the peak's phase is reported)
     stop = threading.Event()
-    f: dict[str, Any] = {}
+    f: dict[str, Any] = {"peak_phase": ""}
     try:
         daemon = procs.daemon(sock)
 
         def sample() -> None:
             while not stop.wait(0.2):
-                peak[0] = max(peak[0], _rss_mib(daemon.pid))
+                rss = _rss_mib(daemon.pid)
+                if rss > peak[0]:
+                    peak[0], f["peak_phase"] = rss, phase[0]
 
         threading.Thread(target=sample, daemon=True).start()
         f["rss_start"] = _rss_mib(daemon.pid)
@@ -173,13 +176,16 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
         started = time.perf_counter()
         s = _Session(client, started)
         uri = tree.as_uri()
+        phase[0] = "the walk"
         f["index_s"], figures = s.request("workspace/fileTokens", {"workspaceUri": uri})
         f["files"] = len(figures)
         f["indexed"] = sum(1 for x in figures if x["basis"] != "skipped")
         f["rss_indexed"] = _rss_mib(daemon.pid)
         _, created = s.request("session/create", {"model": MODEL, "workspaceUri": uri})
         params = {"sessionId": created["sessionId"], "budgetTokens": BUDGET}
+        phase[0] = "the tags and the first map"
         f["map_s"], first = s.request("repoMap/get", params)
+        phase[0] = "map requests"
         f["first_map_s"] = time.perf_counter() - started
         f["map_tokens"] = first["tokens"]
         time.sleep(1.0)
@@ -192,6 +198,7 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
             for p in rng.sample(code, FOCUSES)
         ]
         f["notes"], f["changed"] = [], []
+        phase[0] = "changes"
         for n, path in enumerate(rng.sample(code, CHANGES)):
             touched = tree / path
             original = touched.read_bytes()
@@ -249,6 +256,13 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
 
     lost = sum(1 for x in f["notes"] if x == float("inf"))
     lost_before = sum(1 for x in b["notes"] if x == float("inf")) if b else 0
+
+    def after_change(r: dict[str, Any], lost: int) -> str:
+        text = f"{_median(r['changed']):.3f}"
+        if lost:  # the daemon never saw the change: its answer is the map from before it
+            text += f" ({lost} of {len(r['notes'])} changes never arrived: maps from before them)"
+        return text
+
     rows = [
         "### kernel: Debian's linux-source-6.1 through the real daemon (bench/kernel.py)\n",
         f"Each daemon cold (no cached tags), on the same tree, one after the other. Baseline "
@@ -267,8 +281,9 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
         f"| a new focus (one .c file; median of {len(f['focus'])}) | {_median(f['focus']):.3f} | "
         f"{was('focus', '{:.3f}', _median)} | {goal(_median(f['focus']) <= 1, '<= 1 s')} |",
         f"| the map after one file changed (median of {len(f['changed'])}; max "
-        f"{max(f['changed']):.3f}) | {_median(f['changed']):.3f} | "
-        f"{was('changed', '{:.3f}', _median)} | {goal(_median(f['changed']) <= 1, '<= 1 s')} |",
+        f"{max(f['changed']):.3f}) | {after_change(f, lost)} | "
+        f"{after_change(b, lost_before) if b else 'not run'} | "
+        f"{goal(_median(f['changed']) <= 1 and not lost, '<= 1 s')} |",
         f"| a change's `workspace/didChangeFileTokens` (median; lost = none in "
         f"{NOTE_WAIT_S:.0f} s) | {_median(f['notes']):.3f}, {lost} of {len(f['notes'])} lost | "
         f"{was('notes', '{:.3f}', _median)}, {lost_before} lost | none lost |",
@@ -282,11 +297,13 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
             else "not run"
         )
         + " | |",
-        f"| daemon RSS peak, MiB (sampled every 0.2 s) | {f['peak']:.0f} | "
-        f"{was('peak', '{:.0f}')} | {goal(f['peak'] <= 500 / 1.048576, '<= 500 MB')} |",
+        f"| daemon RSS peak, MiB (sampled every 0.2 s; during) | {f['peak']:.0f} "
+        f"({f['peak_phase']}) | {was('peak', '{:.0f}')} ({b['peak_phase'] if b else ''}) | "
+        f"{goal(f['peak'] <= 500 / 1.048576, '<= 500 MB')} |",
         "",
         f"Map tokens: {f['map_tokens']:,} of {BUDGET:,}. Last progress report: "
-        f'"{f["last_report"]}".',
+        f'"{f["last_report"]}". The map requests and changes run while the checkpointer\'s '
+        "first walk reads and saves every file of the tree (minutes, on the same 2 cores).",
     ]
     return "\n".join(rows)
 
