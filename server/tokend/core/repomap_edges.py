@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap_store import TagTable, rows_of, splice
+from tokend.core.repomap_store import TagTable, rows_of, splice_column, splice_offsets
 
 MAX_DEFINERS = 20  # a name with more definers says nothing of where to look
 ROWS_PER_CHUNK = 4096
@@ -118,7 +118,9 @@ def replaced(edges: Edges, rows: Array, fresh: Edges) -> Edges:
         runs.append((fresh.targets[a:b], fresh.weights[a:b]))
         done = row + 1
     runs.append((done, len(edges.totals)))
-    offsets, targets, weights = splice(edges.offsets, (edges.targets, edges.weights), runs)
+    targets = splice_column(edges.offsets, edges.targets, runs, 0)
+    edges.targets = None  # the old column goes before the next new one is made
+    weights = splice_column(edges.offsets, edges.weights, runs, 1)
     totals = edges.totals.copy()
     totals[rows] = fresh.totals
-    return Edges(offsets, targets, weights, totals)
+    return Edges(splice_offsets(edges.offsets, runs), targets, weights, totals)

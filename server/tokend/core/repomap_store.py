@@ -72,28 +72,40 @@ def rows_of(offsets: Array) -> Array:
 def splice(offsets: Array, columns: Sequence[Array], runs: Sequence[Any]) -> tuple[Any, ...]:
     """A table of rows (entries of row i: offsets[i]:offsets[i+1] of each column) rebuilt from
     `runs`, in order: (a, b) takes old rows a..b-1 whole, a tuple of arrays is one new row."""
+    return (
+        splice_offsets(offsets, runs),
+        *(splice_column(offsets, column, runs, i) for i, column in enumerate(columns)),
+    )
+
+
+def splice_offsets(offsets: Array, runs: Sequence[Any]) -> Array:
+    """The row offsets of the table `splice` makes."""
     lengths: list[Array] = []
-    parts: list[list[Array]] = [[] for _ in columns]
     for run in runs:
         if isinstance(run[0], (int, np.integer)):
             a, b = int(run[0]), int(run[1])
-            if b <= a:
-                continue
-            lengths.append(np.diff(offsets[a : b + 1]))
-            for part, column in zip(parts, columns, strict=True):
-                part.append(column[offsets[a] : offsets[b]])
+            if b > a:
+                lengths.append(np.diff(offsets[a : b + 1]))
         else:
             lengths.append(np.array([len(run[0])], dtype=np.int64))
-            for part, new in zip(parts, run, strict=True):
-                part.append(new)
     counts = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
     new_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=new_offsets[1:])
-    new_columns = tuple(
-        np.concatenate(part) if part else column[:0]
-        for part, column in zip(parts, columns, strict=True)
-    )
-    return (new_offsets, *new_columns)
+    return new_offsets
+
+
+def splice_column(offsets: Array, column: Array, runs: Sequence[Any], index: int) -> Array:
+    """Column `index` of the table `splice` makes (one column at a time: a caller replacing
+    its columns one by one holds one old column beside its new one, not the whole table)."""
+    parts: list[Array] = []
+    for run in runs:
+        if isinstance(run[0], (int, np.integer)):
+            a, b = int(run[0]), int(run[1])
+            if b > a:
+                parts.append(column[offsets[a] : offsets[b]])
+        else:
+            parts.append(run[index])
+    return np.concatenate(parts) if parts else column[:0]
 
 
 @dataclass(slots=True)
@@ -201,21 +213,17 @@ class TagTable:
             paths.extend(old_paths[done:])
             d_runs.append((done, n_old))
             r_runs.append((done, n_old))
-        if carry:
-            self.d_off, self.d_key, self.d_line, self.d_group = splice(
-                self.d_off, (self.d_key, self.d_line, self.d_group), d_runs
-            )
-            self.r_off, self.r_key, self.r_count, self.r_group = splice(
-                self.r_off, (self.r_key, self.r_count, self.r_group), r_runs
-            )
-        else:  # the groups are made again when asked for: no column of them is kept meanwhile
+        if not carry:  # the groups are made again when asked for: no column of them meanwhile
             self._definers = self._groups = self.d_group = self.r_group = None
-            self.d_off, self.d_key, self.d_line = splice(
-                self.d_off, (self.d_key, self.d_line), d_runs
-            )
-            self.r_off, self.r_key, self.r_count = splice(
-                self.r_off, (self.r_key, self.r_count), r_runs
-            )
+        extra = ("group",) if carry else ()
+        for prefix, runs in (("d", d_runs), ("r", r_runs)):
+            offsets = getattr(self, f"{prefix}_off")
+            kept = ("key", "line" if prefix == "d" else "count", *extra)
+            for i, name in enumerate(kept):  # one column at a time (bounded memory)
+                column = getattr(self, f"{prefix}_{name}")
+                setattr(self, f"{prefix}_{name}", splice_column(offsets, column, runs, i))
+                del column
+            setattr(self, f"{prefix}_off", splice_offsets(offsets, runs))
         self.paths = paths
         changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
         if carry and self._definers is not None and self._groups is not None:
