@@ -157,7 +157,8 @@ def test_a_body_of_many_short_strings_is_kept_as_it_came(read: int) -> None:
     """Many short strings (a glob's 20,000 paths, some with escapes, one past DIVERT_BYTES):
     the skeleton is the body with the long one replaced, whatever the pieces."""
     paths = [f"src/pkg_{i % 97}/módulo_{i}.py" for i in range(20_000)]
-    paths[5_000] = 'C:\\temp\\"quoted"\\' + "x" * 10  # escaped quotes and backslashes
+    for i in range(0, 20_000, 7):  # escaped quotes, and backslashes before a closing quote
+        paths[i] = f'C:\\d\\"{i}"\\' if i % 2 else f'\\\\"x{i}\\\\'
     paths[12_000] = "long " * 20  # 100 characters: past DIVERT_BYTES (40 here)
     call = {"type": "toolCall", "callId": "c", "name": "Glob", "input": {"files": paths}}
     message = {"role": "assistant", "parts": [call]}

@@ -33,6 +33,16 @@ _MARK = "\x00tokend-big-string:"
 _BACKSLASH = ord("\\")
 
 
+def _masked_escaped_quotes(data: bytes) -> bytes:
+    """`data`, as long, with every escaped quote made a NUL, so that its quotes are the
+    strings' own. The piece starts at a unit boundary (not inside an escape), so pairing its
+    backslashes left to right is JSON's own pairing: once the pairs are masked, a backslash
+    left before a quote escapes it."""
+    if b'\\"' not in data:
+        return data
+    return data.replace(b"\\\\", b"\x01\x01").replace(b'\\"', b"\x01\x00")
+
+
 class BodyTooLarge(Exception):
     """The message without its tool outputs (or with strings read back) is over the limit."""
 
@@ -60,8 +70,16 @@ class BodyScanner:
         self._decoder: StringDecoder | None = None
 
     def feed(self, data: bytes) -> None:
-        if self._decoder is None and not self._escape_pending and self._feed_short(data):
-            return
+        if self._escape_pending and self._decoder is None and data:  # the escaped byte first
+            self._escape_pending = False
+            self._add(data[:1])
+            data = data[1:]
+        if self._decoder is None and not self._escape_pending:
+            whole = len(data.rstrip(b"\\"))  # trailing backslashes: their escapes may go on
+            if self._feed_short(data[:whole] if whole < len(data) else data):
+                if whole == len(data):
+                    return
+                data = data[whole:]
         pos, end = 0, len(data)
         while pos < end:
             if self._decoder is not None:  # inside a big string: the decoder finds its end
@@ -103,12 +121,14 @@ class BodyScanner:
 
     def _feed_short(self, data: bytes) -> bool:
         """A piece whose strings are all short, kept in a few steps (C speed: no Python step per
-        string); False, with nothing done, if it may hold an escaped quote or a long string.
-        Without escaped quotes every quote opens or closes a string, so the bytes between quotes
-        are by turns a string's content and what lies between strings."""
-        if b'\\"' in data or data.endswith(b"\\"):
+        string, only one per escaped quote); False, with nothing done, if a string in it may be
+        long (or the piece ends inside an escape). Escaped quotes masked, every quote opens or
+        closes a string, so the bytes between quotes are by turns a string's content and what
+        lies between strings."""
+        if data.endswith(b"\\"):
             return False
-        parts = data.split(b'"')
+        quotes = _masked_escaped_quotes(data)
+        parts = quotes.split(b'"')
         first = 0 if self._in_string else 1  # the parts that are strings' contents
         if max(map(len, parts[first::2]), default=0) > DIVERT_BYTES or (
             self._in_string and len(self._raw) + len(parts[0]) > DIVERT_BYTES
@@ -123,10 +143,10 @@ class BodyScanner:
             return True
         start = 0
         if self._in_string:  # the string that was open closes at the first quote
-            self._raw += parts[0]
+            self._raw += data[: len(parts[0])]
             self._close_string()
             start = len(parts[0]) + 1
-        stop = data.rfind(b'"') if ends_inside else len(data)
+        stop = quotes.rfind(b'"') if ends_inside else len(data)
         self._keep(data[start:stop])
         self._in_string = ends_inside
         if ends_inside:
