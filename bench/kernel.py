@@ -254,6 +254,7 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
         value = b[key] if how is None else how(b[key])
         return fmt.format(value)
 
+    peak_phase_before = f" ({b['peak_phase']})" if b else ""
     lost = sum(1 for x in f["notes"] if x == float("inf"))
     lost_before = sum(1 for x in b["notes"] if x == float("inf")) if b else 0
 
@@ -286,7 +287,7 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
         f"{goal(_median(f['changed']) <= 1 and not lost, '<= 1 s')} |",
         f"| a change's `workspace/didChangeFileTokens` (median; lost = none in "
         f"{NOTE_WAIT_S:.0f} s) | {_median(f['notes']):.3f}, {lost} of {len(f['notes'])} lost | "
-        f"{was('notes', '{:.3f}', _median)}, {lost_before} lost | none lost |",
+        f"{was('notes', '{:.3f}', _median)}{f', {lost_before} lost' if b else ''} | none lost |",
         f"| daemon RSS, MiB: ready / after the index / after the first map / at the end | "
         f"{f['rss_start']:.0f} / {f['rss_indexed']:.0f} / {f['rss_built']:.0f} / "
         f"{f['rss_end']:.0f} | "
@@ -298,7 +299,7 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
         )
         + " | |",
         f"| daemon RSS peak, MiB (sampled every 0.2 s; during) | {f['peak']:.0f} "
-        f"({f['peak_phase']}) | {was('peak', '{:.0f}')} ({b['peak_phase'] if b else ''}) | "
+        f"({f['peak_phase']}) | {was('peak', '{:.0f}')}{peak_phase_before} | "
         f"{goal(f['peak'] <= 500 / 1.048576, '<= 500 MB')} |",
         "",
         f"Map tokens: {f['map_tokens']:,} of {BUDGET:,}. Last progress report: "
