@@ -10,15 +10,13 @@ whole reload, which is always right.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
-from types import MappingProxyType
 
 from tokend.core.changes import AppendMessage
 from tokend.core.ports import Store
 from tokend.core.session_data import SessionData, evolve
 from tokend.core.types import Message
 from tokend.service.counting import ModelCounter
-from tokend.service.session_state import restored_errors
+from tokend.service.loading import with_row
 
 
 def catch_up(
@@ -36,15 +34,7 @@ def catch_up(
     for message in fresh:
         counts = counter.stored_counts(message.role, message.parts)
         data = evolve(data, AppendMessage(message, counts, learn=False)).data
-    extra = info.extra
-    return replace(
-        data,
-        info=info,
-        version=info.version,
-        errors=restored_errors(extra),
-        measured=MappingProxyType(dict(extra.get("measured") or {})),
-        measured_exact=bool(extra.get("measuredExact", True)),
-    )
+    return with_row(data, info)
 
 
 def _only_appends(fresh: list[Message], versions: int) -> bool:

@@ -81,14 +81,26 @@ def load_session_data(
         data = evolve(data, AppendMessage(_usage_checked(message), counts, learn=False)).data
     if missing:
         store.set_part_tokens(missing)
-    compactions = int(extra.get("compactions", 0))
-    # The stored version: every change moves it in its own transaction, whichever daemon made it.
-    data = replace(
-        data, compactions=compactions, version=info.version, errors=restored_errors(extra)
-    )
+    data = with_row(data, info)
     if every is not messages:  # the time figures count every window's messages, in order
         data = replace(data, times=tally_messages(every))
     return _restore_anchor_delta(data)
+
+
+def with_row(data: SessionData, info: SessionInfo) -> SessionData:
+    """`data` with what the session row holds besides messages: the info, the stored version
+    (every change moves it in its own transaction, whichever daemon made it), and from `extra`
+    the compactions, the estimate errors and the measured context."""
+    extra = info.extra
+    return replace(
+        data,
+        info=info,
+        version=info.version,
+        compactions=int(extra.get("compactions", 0)),
+        errors=restored_errors(extra),
+        measured=MappingProxyType(dict(extra.get("measured") or {})),
+        measured_exact=bool(extra.get("measuredExact", True)),
+    )
 
 
 def _mark_retired(store: Store, session_id: str, every: list[Message]) -> set[str]:

@@ -363,18 +363,16 @@ class TokendService:
 
     async def _stored_append(self, state: SessionState, message_id: str) -> AppendResult | None:
         """The answer of an append of `message_id` already stored, or None (not stored)."""
-        live = next((m for m in state.data.messages if m.id == message_id), None)
         stored = await self.run(lambda: self.store.find_message(message_id))
         if stored is None:
             return None
-        return self._answer_stored(state, message_id, stored, live)
+        return self._answer_stored(state, message_id, stored)
 
     def _answer_stored(
         self,
         state: SessionState,
         message_id: str,
         stored: StoredMessage,
-        live: Message | None = None,
     ) -> AppendResult | None:
         if stored.session_id != state.id:
             raise InvalidParams(
@@ -383,7 +381,8 @@ class TokendService:
             )
         if stored.version is None or stored.tokens is None:
             return None
-        message = live or next((m for m in state.data.messages if m.id == message_id), None)
+        # The message itself while it is in the live context (the reply's `gated` comes from it).
+        message = next((m for m in state.data.messages if m.id == message_id), None)
         return AppendResult(message_id, stored.version, stored.tokens, state.snapshot, message)
 
     def summary_change(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Self, cast
 
 from sqlalchemy import CursorResult, Engine, bindparam, make_url, select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokend.adapters.store import rows
@@ -76,24 +76,12 @@ class HeldSession:
 
     def __init__(self, store: SqlStore, session: Session, session_id: str) -> None:
         self._store, self._session, self._session_id = store, session, session_id
+        self.message: Message | None = None  # the message its change appends, if any
 
     def commit_change(self, **change: Any) -> None:
         """As SqlStore.commit_change (same keywords), in the holding transaction."""
-        defaults: dict[str, Any] = {
-            "message": None,
-            "compacted_part_ids": (),
-            "compacted_at": None,
-            "compacted_message_ids": (),
-            "compacted_by": None,
-            "tool_outputs": None,
-            "session_fields": None,
-            "version": None,
-            "message_tokens": None,
-        }
-        unknown = set(change) - set(defaults)
-        if unknown:
-            raise TypeError(f"unknown change fields {sorted(unknown)}")
-        self._store._commit_in(self._session, self._session_id, **(defaults | change))
+        self.message = change.get("message")
+        self._store._commit_in(self._session, self._session_id, **change)
 
 
 class SqlStore:
@@ -229,10 +217,6 @@ class SqlStore:
         )
         if bumped.rowcount != 1:
             raise SessionNotFound(f"session {message.session_id} not found")
-        if message.id:  # a retried append (client-chosen id) answers, it does not store twice
-            stored = rows.stored_message(session, message.id)
-            if stored is not None:
-                raise AlreadyStored(message.id, stored)
         last_seq = session.scalar(rows.LAST_SEQ, {"session_id": message.session_id})
         session.execute(
             rows.INSERT_MESSAGE,
@@ -275,20 +259,24 @@ class SqlStore:
         the live context (by `compacted_by`: a summary message id, or "rewind"), keep
         `tool_outputs` (ref -> whole text), set `session_fields` (as update_session takes
         them). On PostgreSQL the commit notifies the other daemons ({sessionId, version})."""
-        with self._writing() as session:
-            self._commit_in(
-                session,
-                session_id,
-                message=message,
-                compacted_part_ids=compacted_part_ids,
-                compacted_at=compacted_at,
-                compacted_message_ids=compacted_message_ids,
-                compacted_by=compacted_by,
-                tool_outputs=tool_outputs,
-                session_fields=session_fields,
-                version=version,
-                message_tokens=message_tokens,
-            )
+        try:
+            with self._writing() as session:
+                self._commit_in(
+                    session,
+                    session_id,
+                    message=message,
+                    compacted_part_ids=compacted_part_ids,
+                    compacted_at=compacted_at,
+                    compacted_message_ids=compacted_message_ids,
+                    compacted_by=compacted_by,
+                    tool_outputs=tool_outputs,
+                    session_fields=session_fields,
+                    version=version,
+                    message_tokens=message_tokens,
+                )
+        except StoreError as exc:
+            self._raise_if_stored(message, exc)
+            raise
 
     @contextmanager
     def hold(self, session_id: str) -> Iterator[HeldSession]:
@@ -297,24 +285,40 @@ class SqlStore:
         elsewhere during it is the newest committed state; its one `commit_change` commits with
         it. Used to apply a change after another daemon moved the session: reload, recompute,
         commit, with no chance to lose the race again."""
-        with self._writing() as session:
-            rows.require_live(session, session_id, lock=True)
-            yield HeldSession(self, session, session_id)
+        held: HeldSession | None = None
+        try:
+            with self._writing() as session:
+                rows.require_live(session, session_id, lock=True)
+                held = HeldSession(self, session, session_id)
+                yield held
+        except StoreError as exc:
+            self._raise_if_stored(held.message if held else None, exc)
+            raise
+
+    def _raise_if_stored(self, message: Message | None, exc: StoreError) -> None:
+        """AlreadyStored when `exc` is the duplicate key of a message whose id is stored (a
+        retried append with a client-chosen id, perhaps through another daemon): the primary
+        key says so, at no cost to the appends that are not retries."""
+        if message is None or not isinstance(exc.__cause__, IntegrityError):
+            return
+        stored = self.find_message(message.id)
+        if stored is not None:
+            raise AlreadyStored(message.id, stored) from None
 
     def _commit_in(
         self,
         session: Session,
         session_id: str,
         *,
-        message: Message | None,
-        compacted_part_ids: Iterable[str],
-        compacted_at: datetime | None,
-        compacted_message_ids: Iterable[str],
-        compacted_by: str | None,
-        tool_outputs: Mapping[str, str] | None,
-        session_fields: Mapping[str, Any] | None,
-        version: tuple[int, int] | None,
-        message_tokens: int | None,
+        message: Message | None = None,
+        compacted_part_ids: Iterable[str] = (),
+        compacted_at: datetime | None = None,
+        compacted_message_ids: Iterable[str] = (),
+        compacted_by: str | None = None,
+        tool_outputs: Mapping[str, str] | None = None,
+        session_fields: Mapping[str, Any] | None = None,
+        version: tuple[int, int] | None = None,
+        message_tokens: int | None = None,
     ) -> None:
         fields = dict(session_fields or {})
         unknown = set(fields) - UPDATABLE_SESSION_FIELDS
