@@ -39,7 +39,7 @@ import scipy.sparse.linalg as spla  # type: ignore[import-untyped]
 from tokend.core import repomap_edges as graph_rows
 from tokend.core.repomap_edges import MAX_DEFINERS, Edges, renumbered, replaced
 from tokend.core.repomap_render import RankedDefinition
-from tokend.core.repomap_store import KEY, PackedTags, TagTable, name_key, rows_of
+from tokend.core.repomap_store import PackedTags, TagTable, name_key
 from tokend.core.repomap_tags import FileTags
 
 DAMPING = 0.85
@@ -72,10 +72,11 @@ class _Ranking:
     """What every rank of one graph version shares."""
 
     solve: Callable[[Array], Array]
-    group_scale: Array  # per defined name (sorted keys): 1/k (x0.1 underscore), 0 if k > MAX
-    ref_file: Array  # per reference that carries flow: its file's row
-    ref_group: Array  # ... its name's group
-    ref_weight: Array  # ... sqrt(occurrences) / its file's total
+    groups: int  # defined names
+    ref_off: Array  # the references that carry flow, by file: file f's are ref_off[f]:[f + 1]
+    ref_group: Array  # per reference that carries flow: its name's group
+    ref_weight: Array  # ... sqrt(occurrences) / its file's total x its name's scale (1/k
+    # definers, a tenth of that for a leading underscore)
 
 
 @dataclass(slots=True)
@@ -116,7 +117,7 @@ class RepoGraph:
         t = self.table
         d, r = slice(t.d_off[row], t.d_off[row + 1]), slice(t.r_off[row], t.r_off[row + 1])
         return (
-            np.array_equal(t.d_key[d], new.def_keys)
+            np.array_equal(t.keys_at(d.start, d.stop), new.def_keys)
             and np.array_equal(t.d_line[d], new.def_lines)
             and np.array_equal(t.r_key[r], new.ref_keys)
             and np.array_equal(t.r_count[r], new.ref_counts)
@@ -136,16 +137,10 @@ class RepoGraph:
         return self.table.paths
 
     def defines(self, name: str) -> bool:
-        keys, _ = self.table.definers()
-        key = np.array(name_key(name), dtype=KEY)
-        at = int(np.searchsorted(keys, key))
-        return at < len(keys) and keys[at] == key
+        return len(self.table.definer_rows(name_key(name))) > 0
 
     def definers_of(self, name: str) -> list[str]:
-        keys, rows = self.table.definers()
-        key = np.array(name_key(name), dtype=KEY)
-        low, high = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
-        return [self.table.paths[r] for r in rows[low:high].tolist()]
+        return [self.table.paths[r] for r in self.table.definer_rows(name_key(name)).tolist()]
 
     # -- the graph's rows ----------------------------------------------------------------------
 
@@ -176,29 +171,30 @@ class RepoGraph:
         c = self._prepared()
         t = self.table
         file_rank = self._pagerank(c, focus)
-        contribution = file_rank[c.ref_file]
-        contribution *= c.ref_weight
-        flow = np.bincount(c.ref_group, weights=contribution, minlength=len(c.group_scale))
-        del contribution
-        group_weight: Array = flow.astype(np.float64, copy=False)  # (an empty count is int)
-        group_weight *= c.group_scale
+        group_weight = np.zeros(c.groups)  # the rank flowing to each name, in reference order
+        for start in range(0, len(c.ref_group), RANK_BLOCK):
+            end = min(start + RANK_BLOCK, len(c.ref_group))
+            flow = file_rank[_file_of(c.ref_off, np.arange(start, end))]
+            flow *= c.ref_weight[start:end]
+            np.add.at(group_weight, c.ref_group[start:end], flow)
         np.round(group_weight, RANK_DECIMALS, out=group_weight)
         file_base: Array = np.round(file_rank, RANK_DECIMALS)
-        wanted = np.array(sorted({name_key(i) for i in focus.identifiers}), dtype=KEY)
+        found = (t.group_of(name_key(i)) for i in focus.identifiers)
+        wanted = np.array(sorted({g for g in found if g is not None}), dtype=np.int32)
         valid = np.ones(len(t.paths), dtype=bool)
         for p in focus.files:
             if (row := t.row(p)) is not None:
                 valid[row] = False
         picked = []
-        for start in range(0, len(t.d_key), RANK_BLOCK):  # a block at a time: bounded memory
+        for start in range(0, len(t.d_line), RANK_BLOCK):  # a block at a time: bounded memory
             block = slice(start, start + RANK_BLOCK)
-            files = _file_of(t.d_off, np.arange(start, min(start + RANK_BLOCK, len(t.d_key))))
+            files = _file_of(t.d_off, np.arange(start, min(start + RANK_BLOCK, len(t.d_line))))
             picked.append(
                 start
                 + _first(
                     group_weight[t.d_group[block]],
                     file_base[files],
-                    np.isin(t.d_key[block], wanted),
+                    np.isin(t.d_group[block], wanted),
                     valid[files],
                     limit,
                 )
@@ -206,7 +202,7 @@ class RepoGraph:
         chosen = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
         chosen_files = _file_of(t.d_off, chosen)
         weight, base = group_weight[t.d_group[chosen]], file_base[chosen_files]
-        hit = np.isin(t.d_key[chosen], wanted)
+        hit = np.isin(t.d_group[chosen], wanted)
         ranked = np.lexsort((chosen, -base, -weight, ~hit))
         if limit is not None:
             ranked = ranked[:limit]
@@ -217,12 +213,10 @@ class RepoGraph:
         n = len(self.table.paths)
         restart = np.full(n, 1.0 / n)
         wanted = {r for p in focus.files if (r := self.table.row(p)) is not None}
-        keys, rows = self.table.definers()
         for name in focus.identifiers:
-            key = np.array(name_key(name), dtype=KEY)
-            low, high = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
-            if high - low <= MAX_DEFINERS:
-                wanted.update(rows[low:high].tolist())
+            rows = self.table.definer_rows(name_key(name))
+            if len(rows) <= MAX_DEFINERS:
+                wanted.update(rows.tolist())
         for i in sorted(wanted):
             restart[i] += FOCUS_WEIGHT / len(wanted)
         restart /= restart.sum()
@@ -237,31 +231,48 @@ class RepoGraph:
         n = len(t.paths)
         p_matrix = sp.csr_matrix((edges.weights, edges.targets, edges.offsets), shape=(n, n))
         groups = t.groups()
-        keys, _ = t.definers()
-        starts = np.searchsorted(keys, groups).astype(np.int32)  # each group's first definer
-        definers = np.diff(np.append(starts, np.int32(len(keys))))
-        del starts
-        scale = np.where(groups & np.uint64(1), 0.1, 1.0)
-        scale /= np.maximum(definers, 1)
-        scale[definers > MAX_DEFINERS] = 0.0
-        del definers
-        ref_file = rows_of(t.r_off)
-        ref_group = t.r_group
-        carries = ref_group >= 0
-        carries[carries] = scale[ref_group[carries]] > 0
-        carries &= (edges.totals > 0)[ref_file]
-        ref_file = ref_file[carries]
-        ref_weight = np.sqrt(t.r_count[carries].astype(np.float64))
-        ref_weight /= edges.totals[ref_file]
-        ranking = _Ranking(
-            _solver(p_matrix),
-            scale,
-            ref_file,
-            ref_group[carries],
-            ref_weight,
-        )
+        definers = np.diff(t.definers()[1])
+        blocks = range(0, len(t.r_key), RANK_BLOCK)
+        per_file = np.zeros(n, dtype=np.int64)
+        for start in blocks:  # first the count of the references that carry flow, by file
+            end = min(start + RANK_BLOCK, len(t.r_key))
+            rows = _file_of(t.r_off, np.arange(start, end))
+            per_file += np.bincount(
+                rows[_carries(t, definers, edges, rows, start, end)], minlength=n
+            )
+        ref_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(per_file, out=ref_off[1:])
+        del per_file
+        ref_group = np.empty(ref_off[-1], dtype=np.int32)
+        ref_weight = np.empty(ref_off[-1])
+        at = 0
+        for start in blocks:  # then theirs, in order: sqrt(occurrences) x scale / file total
+            end = min(start + RANK_BLOCK, len(t.r_key))
+            rows = _file_of(t.r_off, np.arange(start, end))
+            keep = _carries(t, definers, edges, rows, start, end)
+            group = t.r_group[start:end][keep]
+            scale = np.where(t.r_key[start:end][keep] & np.uint64(1), 0.1, 1.0)
+            scale /= definers[group]
+            weight = np.sqrt(t.r_count[start:end][keep].astype(np.float64))
+            weight *= scale
+            weight /= edges.totals[rows[keep]]
+            ref_group[at : at + len(group)], ref_weight[at : at + len(group)] = group, weight
+            at += len(group)
+        ranking = _Ranking(_solver(p_matrix), len(groups), ref_off, ref_group, ref_weight)
         self._ranking = (self.version, ranking)
         return ranking
+
+
+def _carries(
+    t: TagTable, definers: Array, edges: Edges, rows: Array, start: int, end: int
+) -> Array:
+    """Which references of start:end (in files `rows`) carry flow: to a name with 1 to
+    MAX_DEFINERS definers, from a file with out-edges."""
+    group = t.r_group[start:end]
+    keep: Array = group >= 0
+    keep[keep] = definers[group[keep]] <= MAX_DEFINERS
+    keep &= edges.totals[rows] > 0
+    return keep
 
 
 def _file_of(offsets: Array, positions: Array) -> Array:

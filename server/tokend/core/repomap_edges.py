@@ -34,10 +34,10 @@ class Edges:
 
 def derive_rows(table: TagTable, rows: Array) -> Edges:
     """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time."""
-    keys, definer_rows = table.definers()
+    definers = table.definers()
     parts: list[tuple[Array, Array, Array, Array]] = []
     for start in range(0, len(rows), ROWS_PER_CHUNK):
-        parts.append(_derive_chunk(table, keys, definer_rows, rows[start : start + ROWS_PER_CHUNK]))
+        parts.append(_derive_chunk(table, definers, rows[start : start + ROWS_PER_CHUNK]))
     lengths = [p[0] for p in parts] or [np.zeros(0, dtype=np.int64)]
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
@@ -49,7 +49,7 @@ def derive_rows(table: TagTable, rows: Array) -> Edges:
 
 
 def _derive_chunk(
-    table: TagTable, keys: Array, definer_rows: Array, rows: Array
+    table: TagTable, definers_of: tuple[Array, Array, Array], rows: Array
 ) -> tuple[Array, Array, Array, Array]:
     """(entries per row, targets, normalized weights, row totals) of some rows. Each row's
     terms are summed in the order of its references (by key) then its targets (by row): the
@@ -59,8 +59,14 @@ def _derive_chunk(
     entry = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
     source = np.repeat(np.arange(len(rows)), counts)
     ref_keys = table.r_key[entry]
-    low = np.searchsorted(keys, ref_keys, "left")
-    definers = np.searchsorted(keys, ref_keys, "right") - low
+    groups, group_starts, definer_rows = definers_of
+    group = np.searchsorted(groups, ref_keys)
+    known = group < len(groups)
+    known[known] = groups[group[known]] == ref_keys[known]
+    group[~known] = len(groups)  # no definers: the empty run at the end
+    low = group_starts[group].astype(np.int64)
+    definers = np.where(known, group_starts[np.minimum(group + 1, len(groups))] - low, 0)
+    del group, known
     keep = (definers >= 1) & (definers <= MAX_DEFINERS)
     low, definers, source = low[keep], definers[keep], source[keep]
     scale = np.where(ref_keys[keep] & np.uint64(1), 0.1, 1.0) / definers

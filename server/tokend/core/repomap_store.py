@@ -1,20 +1,24 @@
 """The repo map's tags of every file, packed into a few flat arrays (the kernel: 2.9 million
-definitions and 2.2 million references in some 100 MB, where one object per definition took
-gigabytes).
+definitions and 2.2 million references, and who defines each of 2.2 million names, in 93 MiB,
+where one object per definition took gigabytes).
 
 A name is kept as its key: 63 bits of its BLAKE2b digest, the lowest bit saying whether it
 starts with an underscore (such names weigh a tenth). Keys are the same in every process, so
 ties broken by key are too; two names sharing a key (about one pair in a kernel's worth of
-names per 10^6 trees) would only merge their edges. A definition keeps its key and 0-based
-line, not its text: the map's text is read from the file when it is shown.
+names per 10^6 trees) would only merge their edges. A definition keeps its key (once the
+groups below are made, its group, which names the key) and 0-based line, not its text: the
+map's text is read from the file when it is shown.
 
 Files are rows in path order. `TagTable.apply` splices the rows of changed files into the
 arrays (a copy of the arrays, never a rebuild of the other rows) and tells what moved: which
 old row became which new one, and which names gained or lost a defining file.
 
-Every defined name is a group (the sorted keys of the definers); each definition and each
-reference carries its name's group (-1 for a reference to a name nobody defines). After a
-tracked change the groups are renumbered (a gather), not looked up again.
+Every defined name is a group (the sorted keys of the defined names); each definition and each
+reference carries its name's group (-1 for a reference to a name nobody defines), and the
+files defining group g are `rows[starts[g]:starts[g+1]]` (ascending): a name's definers are
+found by its group, and no key is kept twice. After a tracked change the definers are spliced
+(the changed files' entries out, theirs in) and the groups renumbered (a gather), not sorted
+or looked up again.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import numpy as np
 from tokend.core.repomap_tags import FileTags
 
 KEY = np.uint64
+RENUMBER_BLOCK = 1 << 18  # entries renumbered at once (bounds a change's extra memory)
 Array = Any  # a numpy array (numpy's own annotations would not add much here)
 
 
@@ -119,60 +124,95 @@ class Applied:
 
 class TagTable:
     """Definitions and references of every file (rows in path order) and, kept on demand,
-    who defines each name: (key, row) pairs sorted by key then row."""
+    who defines each name: per group, its files' rows."""
 
     def __init__(self) -> None:
         self.paths: list[str] = []
         self.d_off = np.zeros(1, dtype=np.int64)
-        self.d_key = np.zeros(0, dtype=KEY)
+        # None while the groups are kept: a definition's key is then groups[d_group]
+        self.d_key: Array | None = np.zeros(0, dtype=KEY)
         self.d_line = np.zeros(0, dtype=np.int32)
         self.r_off = np.zeros(1, dtype=np.int64)
         self.r_key = np.zeros(0, dtype=KEY)
         self.r_count = np.zeros(0, dtype=np.int32)
         self.d_group: Array = np.zeros(0, dtype=np.int32)  # None until groups() makes it
         self.r_group: Array = np.zeros(0, dtype=np.int32)
-        self._definers: tuple[Array, Array] | None = (self.d_key, np.zeros(0, dtype=np.int32))
-        self._groups: Array | None = self.d_key  # sorted keys of the defined names
+        # None until definers() makes them: the defined names' sorted keys, and per group the
+        # start of its definers in `_rows` (one more than the groups)
+        self._groups: Array | None = np.zeros(0, dtype=KEY)
+        self._starts: Array | None = np.zeros(1, dtype=np.int32)
+        self._rows: Array | None = np.zeros(0, dtype=np.int32)
 
     def groups(self) -> Array:
         """The defined names' keys, sorted: a name's group is its index here (the definition
         and reference columns `d_group`, `r_group` hold it)."""
-        if self._groups is None:
-            keys, _ = self.definers()
-            first = np.ones(len(keys), dtype=bool)
-            first[1:] = keys[1:] != keys[:-1]
-            self._groups = keys[first]
-            self.d_group = np.searchsorted(self._groups, self.d_key).astype(np.int32)
-            self.r_group = _group_of(self._groups, self.r_key)
-        return self._groups
+        groups, _, _ = self.definers()
+        if self.d_group is None or self.r_group is None:
+            assert self.d_key is not None  # the groups were made from it
+            self.d_group = np.searchsorted(groups, self.d_key).astype(np.int32)
+            self.r_group = _group_of(groups, self.r_key)
+            self.d_key = None  # held by the groups from now on
+        return groups
+
+    def keys_at(self, start: int, end: int) -> Array:
+        """The keys of the definitions start:end."""
+        if self.d_key is not None:
+            return self.d_key[start:end]
+        return self.groups()[self.d_group[start:end]]
+
+    def group_of(self, key: int) -> int | None:
+        """The group of the name with `key`; None when no file defines it."""
+        groups = self.groups()
+        g = int(np.searchsorted(groups, np.array(key, dtype=KEY)))
+        return g if g < len(groups) and groups[g] == key else None
 
     def row(self, path: str) -> int | None:
         i = bisect_left(self.paths, path)
         return i if i < len(self.paths) and self.paths[i] == path else None
 
-    def definers(self) -> tuple[Array, Array]:
-        """(keys, rows): every (name, defining file) once, sorted by key then row."""
-        if self._definers is None:
+    def definers(self) -> tuple[Array, Array, Array]:
+        """(groups, starts, rows): the files defining group g (the name with key groups[g])
+        are rows[starts[g]:starts[g+1]], ascending, each once."""
+        if self._groups is None or self._starts is None or self._rows is None:
+            assert self.d_key is not None  # (it goes only once the groups are made)
             keys, rows = self.d_key, rows_of(self.d_off)
             order = np.lexsort((rows, keys))
             keys, rows = keys[order], rows[order]
+            del order
             fresh = np.ones(len(keys), dtype=bool)
             fresh[1:] = (keys[1:] != keys[:-1]) | (rows[1:] != rows[:-1])
-            self._definers = (keys[fresh], rows[fresh])
-        return self._definers
+            keys, rows = keys[fresh], rows[fresh]
+            del fresh
+            first = np.ones(len(keys), dtype=bool)
+            first[1:] = keys[1:] != keys[:-1]
+            self._groups = keys[first]
+            self._starts = np.append(np.flatnonzero(first), len(keys)).astype(np.int32)
+            self._rows = rows
+        return self._groups, self._starts, self._rows
+
+    def definer_rows(self, key: int) -> Array:
+        """The rows of the files defining the name with `key` (ascending)."""
+        groups, starts, rows = self.definers()
+        g = int(np.searchsorted(groups, np.array(key, dtype=KEY)))
+        if g == len(groups) or groups[g] != key:
+            return rows[:0]
+        return rows[starts[g] : starts[g + 1]]
 
     def apply(self, changed: Mapping[str, PackedTags | None], *, track: bool) -> Applied:
         """Replace (None: remove) the tags of some files. With `track`, the definers stay
         sorted by splicing (a few files) and `names` says whose definers changed; without,
         they are sorted again when next asked for (the first build, a checkout)."""
         old_paths, n_old = self.paths, len(self.paths)
-        carry = track and self._definers is not None and self._groups is not None
+        carry = track and self._rows is not None and self.d_group is not None
+        if not carry and self.d_key is None:  # the groups go: the keys are a column again
+            self.d_key = self.groups()[self.d_group]
         remap = np.full(n_old, -1, dtype=np.int64)
         paths: list[str] = []
         d_runs: list[Any] = []
         r_runs: list[Any] = []
         dropped: list[int] = []  # old rows whose definitions leave
-        added: list[tuple[int, Array]] = []  # (new row, its definitions' keys)
+        added: list[tuple[int, Array]] = []  # (new row, its definitions' keys, unique)
+        added_all: list[tuple[int, Array]] = []  # (new row, its definitions' keys)
         names: list[Array] = []
         done = 0
         for path in sorted(changed):
@@ -186,7 +226,7 @@ class TagTable:
                 paths.extend(old_paths[done:i])
                 d_runs.append((done, i))
                 r_runs.append((done, i))
-            old_keys = np.unique(self.d_key[self.d_off[i] : self.d_off[i + 1]]) if exists else None
+            old_keys = np.unique(self.keys_at(self.d_off[i], self.d_off[i + 1])) if exists else None
             if exists:
                 dropped.append(i)
                 done = i + 1
@@ -197,6 +237,7 @@ class TagTable:
                     remap[i] = len(paths)
                 new_keys = np.unique(new.def_keys)
                 added.append((len(paths), new_keys))
+                added_all.append((len(paths), new.def_keys))
                 paths.append(path)
                 if carry:
                     d_runs.append((new.def_keys, new.def_lines, _unknown(len(new.def_keys))))
@@ -214,56 +255,106 @@ class TagTable:
             d_runs.append((done, n_old))
             r_runs.append((done, n_old))
         if not carry:  # the groups are made again when asked for: no column of them meanwhile
-            self._definers = self._groups = self.d_group = self.r_group = None
-        extra = ("group",) if carry else ()
+            self._groups = self._starts = self._rows = self.d_group = self.r_group = None
         for prefix, runs in (("d", d_runs), ("r", r_runs)):
             offsets = getattr(self, f"{prefix}_off")
-            kept = ("key", "line" if prefix == "d" else "count", *extra)
+            kept = ("key", "line" if prefix == "d" else "count", "group" if carry else "")
             for i, name in enumerate(kept):  # one column at a time (bounded memory)
-                column = getattr(self, f"{prefix}_{name}")
+                column = getattr(self, f"{prefix}_{name}", None) if name else None
+                if column is None:  # no such column (the keys of definitions, held by groups)
+                    continue
                 setattr(self, f"{prefix}_{name}", splice_column(offsets, column, runs, i))
                 del column
             setattr(self, f"{prefix}_off", splice_offsets(offsets, runs))
         self.paths = paths
         changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
-        if carry and self._definers is not None and self._groups is not None:
-            self._definers = _respliced(self._definers, remap, dropped, added)
-            self._regroup(self._groups, changed_names)
+        if carry:
+            old_count = len(self.definers()[0])
+            self._regroup(old_count, *self._resplice(remap, dropped, added))
+            groups = self.groups()
+            for row, keys in added_all:  # the new rows' definitions
+                self.d_group[self.d_off[row] : self.d_off[row + 1]] = np.searchsorted(groups, keys)
         return Applied(remap, [row for row, _ in added], changed_names)
 
-    def _regroup(self, old: Array, changed: Array) -> None:
-        """Groups after a tracked change of the names `changed`: the new names inserted, the
-        names no file defines any more removed, every group column renumbered by a gather;
-        the new rows' and the newly defined names' entries looked up."""
-        keys, _ = self.definers()
-        defined = np.zeros(len(changed), dtype=bool)
-        if len(keys):
-            at = np.minimum(np.searchsorted(keys, changed), len(keys) - 1)
-            defined = keys[at] == changed
-        were = np.isin(changed, old, assume_unique=True)
-        gone, new = changed[were & ~defined], changed[~were & defined]
-        kept = np.delete(old, np.searchsorted(old, gone)) if len(gone) else old
-        groups = np.insert(kept, np.searchsorted(kept, new), new) if len(new) else kept
-        gone_at = np.searchsorted(old, gone)
-        renumber = np.arange(len(old), dtype=np.int64)  # old group -> new group, -1: gone
-        if len(gone):
-            renumber -= np.searchsorted(gone_at, renumber)
-        if len(new):
-            renumber += np.searchsorted(new, old)
-        renumber = renumber.astype(np.int32)
-        renumber[gone_at] = -1
-        for name in ("d_group", "r_group"):
-            column = getattr(self, name)
-            known = column >= 0
-            column[known] = renumber[column[known]]
-            setattr(self, name, column)
-        self._groups = groups
-        fresh = self.d_group < 0
-        self.d_group[fresh] = np.searchsorted(groups, self.d_key[fresh])
+    def _resplice(
+        self, remap: Array, dropped: list[int], added: list[tuple[int, Array]]
+    ) -> tuple[Array, Array, Array]:
+        """The definers without the dropped rows' entries, renumbered, with the added rows'
+        entries put in their sorted places (no sort of the whole; beside the arrays, only a
+        column of counts per group). Tells how the groups moved: the old groups no file
+        defines any more, and the new names (keys) with where each went among the old."""
+        groups, starts, rows = self.definers()
+        self._groups = self._starts = self._rows = None  # the old arrays go as new ones come
+        counts = np.diff(starts)
+        gone = np.zeros(0, dtype=np.int64)  # entries of the dropped rows
+        if dropped:
+            gone = np.flatnonzero(np.isin(rows, np.array(dropped, dtype=np.int32)))
+            np.subtract.at(counts, np.searchsorted(starts, gone, side="right") - 1, 1)
+            rows = np.delete(rows, gone)
+        if not np.array_equal(remap, np.arange(len(remap))):
+            rows = remap.astype(np.int32)[rows]
+        new_names, where = np.zeros(0, dtype=KEY), np.zeros(0, dtype=np.int64)
+        new_counts = np.zeros(0, dtype=np.int64)
+        if added:
+            new_keys = np.concatenate([k for _, k in added])
+            new_rows = np.concatenate([np.full(len(k), r, dtype=np.int32) for r, k in added])
+            order = np.lexsort((new_rows, new_keys))
+            new_keys, new_rows = new_keys[order], new_rows[order]
+            at_group = np.searchsorted(groups, new_keys)
+            known = at_group < len(groups)
+            known[known] = groups[at_group[known]] == new_keys[known]
+            at = starts[at_group].astype(np.int64)  # a new name's entries go where its group
+            at -= np.searchsorted(gone, at)  # will start; less what was dropped before
+            for j in np.flatnonzero(known).tolist():
+                run = rows[at[j] : at[j] + counts[at_group[j]]]
+                at[j] += np.searchsorted(run, new_rows[j])
+            rows = np.insert(rows, at, new_rows)
+            np.add.at(counts, at_group[known], 1)
+            new_names, new_counts = np.unique(new_keys[~known], return_counts=True)
+            where = np.searchsorted(groups, new_names)
+        del starts
+        vanished = np.flatnonzero(counts == 0)  # old groups nobody defines now
+        if len(vanished):
+            groups, counts = np.delete(groups, vanished), np.delete(counts, vanished)
+        if len(new_names):
+            inserted = where - np.searchsorted(vanished, where)
+            groups = np.insert(groups, inserted, new_names)
+            counts = np.insert(counts, inserted, new_counts.astype(counts.dtype))
+        self._groups, self._rows = groups, rows
+        self._starts = np.zeros(len(counts) + 1, dtype=np.int32)
+        np.cumsum(counts, out=self._starts[1:])
+        return vanished, new_names, where
+
+    def _regroup(self, old_count: int, vanished: Array, new_names: Array, where: Array) -> None:
+        """Groups after a tracked change: every group column renumbered by a gather (-1 for a
+        group `vanished`; the new names come in before the old groups at `where`), without a
+        search of the groups; the new rows' entries and the references to the names defined
+        now looked up (the new rows' definitions are the caller's)."""
+        groups = self._groups
+        assert groups is not None and self.d_group is not None and self.r_group is not None
+        if len(vanished) or len(new_names):
+            renumber = np.zeros(old_count + 1, dtype=np.int32)  # old group -> new group
+            np.add.at(renumber, where, 1)
+            np.subtract.at(renumber, vanished + 1, 1)
+            np.cumsum(renumber, out=renumber)
+            renumber = renumber[:old_count]
+            renumber += np.arange(old_count, dtype=np.int32)
+            renumber[vanished] = -1
+            for column in (self.d_group, self.r_group):
+                _renumber(column, renumber)
+            del renumber
         lookup = self.r_group == -2
-        if len(new):
-            lookup |= np.isin(self.r_key, new)
+        if len(new_names):
+            lookup |= np.isin(self.r_key, new_names)
         self.r_group[lookup] = _group_of(groups, self.r_key[lookup])
+
+
+def _renumber(column: Array, renumber: Array) -> None:
+    """column[i] = renumber[column[i]] where column[i] >= 0, in place, a block at a time."""
+    for start in range(0, len(column), RENUMBER_BLOCK):
+        part = column[start : start + RENUMBER_BLOCK]  # a view: assigned in place
+        known = part >= 0
+        part[known] = renumber[part[known]]
 
 
 def _unknown(n: int) -> Array:
@@ -277,31 +368,3 @@ def _group_of(groups: Array, keys: Array) -> Array:
     found: Array = at < len(groups)
     found[found] = groups[at[found]] == keys[found]
     return np.where(found, at, -1).astype(np.int32)
-
-
-def _respliced(
-    definers: tuple[Array, Array], remap: Array, dropped: list[int], added: list[tuple[int, Array]]
-) -> tuple[Array, Array]:
-    """The (key, row) pairs without the dropped rows' pairs, renumbered, with the added rows'
-    pairs put in their sorted places (no sort of the whole)."""
-    keys, rows = definers
-    keep = ~np.isin(rows, np.array(dropped, dtype=np.int32)) if dropped else None
-    if keep is not None:
-        keys, rows = keys[keep], rows[keep]
-    rows = remap[rows].astype(np.int32) if len(rows) else rows
-    if not added:
-        return keys, rows
-    new_keys = np.concatenate([k for _, k in added])
-    new_rows = np.concatenate([np.full(len(k), r, dtype=np.int32) for r, k in added])
-    order = np.lexsort((new_rows, new_keys))
-    new_keys, new_rows = new_keys[order], new_rows[order]
-    low = np.searchsorted(keys, new_keys, side="left")
-    high = np.searchsorted(keys, new_keys, side="right")
-    at = np.array(
-        [
-            lo + np.searchsorted(rows[lo:hi], r)
-            for lo, hi, r in zip(low, high, new_rows, strict=True)
-        ],
-        dtype=np.int64,
-    )
-    return np.insert(keys, at, new_keys), np.insert(rows, at, new_rows)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import sys
 import threading
 from collections import Counter
 from typing import Any
@@ -93,7 +92,7 @@ class TagParser:
         definitions: dict[tuple[str, int], Definition] = {}
         def_starts = set()
         for node in captures.get("def", ()):
-            name = sys.intern(node.text.decode("utf-8", "replace")) if node.text else ""
+            name = node.text.decode("utf-8", "replace") if node.text else ""
             if not name:
                 continue
             row = node.start_point[0]
@@ -104,6 +103,6 @@ class TagParser:
         for node in captures.get("ref", ()):
             if node.start_byte in def_starts or not node.text:
                 continue
-            references[sys.intern(node.text.decode("utf-8", "replace"))] += 1
+            references[node.text.decode("utf-8", "replace")] += 1
         ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
         return FileTags(ordered, dict(sorted(references.items())))
