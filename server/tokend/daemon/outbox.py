@@ -225,6 +225,7 @@ class Outbox:
                     self.queued_bytes -= len(frame)
                     self._droppable_queued -= droppable
                     self._writer.write(frame)
+                    del frame  # not kept alive while the queue waits (a reply may be 30 MB)
                     self.sent_frames += 1
                 self._progressed()
                 await self._writer.drain()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInva
 from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from tokend.core.errors import StoreError, TokenizerUnavailable
-from tokend.lsp.wire import camel
+from tokend.lsp.wire import JsonText, camel
 
 MsgId = int | str
 
@@ -91,10 +92,24 @@ class ConnectionProtocol(LanguageServerProtocol):
 
     def _send_response(self, msg_id: MsgId, result: Any = None, error: Any = None) -> None:
         try:
-            super()._send_response(msg_id, result, error)
+            if error is None and isinstance(result, JsonText):
+                self._send_json_text(msg_id, result)
+            else:
+                super()._send_response(msg_id, result, error)
         finally:
             if self.on_response is not None:
                 self.on_response()
+
+    def _send_json_text(self, msg_id: MsgId, result: JsonText) -> None:
+        """A reply whose result is JSON text already: framed as pygls frames its replies."""
+        self._result_types.pop(msg_id, None)
+        if self.writer is None:
+            log.error("no transport to send the reply to %r", msg_id)
+            return
+        head = f'{{"id": {json.dumps(msg_id)}, "jsonrpc": "2.0", "result": '
+        size = len(head) + len(result) + 1  # JSON text from json.dumps is ASCII
+        header = f"Content-Length: {size}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        self.writer.write(b"".join((header.encode(), head.encode(), result.encode(), b"}")))
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import typing
+from collections.abc import Iterable
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -142,6 +143,17 @@ def _wire_path(message: str) -> str:
 
 def to_wire(value: Any) -> Any:
     return converter.unstructure(value)
+
+
+class JsonText(str):
+    """A result already written as JSON text, sent as it is (the connection's protocol puts
+    it in the reply without building or converting its objects again)."""
+
+
+def json_array(items: Iterable[Any]) -> JsonText:
+    """A JSON array of plain values written one item at a time: a list of 78,000 file
+    figures costs its text (9 MB), not three generations of dicts (100 MB)."""
+    return JsonText("[" + ", ".join(json.dumps(item) for item in items) + "]")
 
 
 # -- params -----------------------------------------------------------------------------------

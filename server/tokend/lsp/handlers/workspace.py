@@ -107,7 +107,7 @@ def register(server: TokendServer) -> None:
         index = await workspaces.ready(p.workspace_uri, progress_of(ls))
         rels = None if p.paths is None else [resolve_inside(index.root, x) for x in p.paths]
         if not p.exact:
-            return [to_wire_figure(f) for f in index.figures(rels, None, None)]
+            return wire.json_array(map(to_wire_figure, index.figures(rels, None, None)))
         service = ls.service
         if p.session_id is not None:
             model = service.state(p.session_id).data.model
@@ -116,4 +116,4 @@ def register(server: TokendServer) -> None:
         counter = service.counter(model)
         tokenizer = model.tokenizer if counter.exact else None
         figures = await service.run(lambda: index.figures(rels, counter.count_text, tokenizer))
-        return [to_wire_figure(f) for f in figures]
+        return wire.json_array(map(to_wire_figure, figures))
