@@ -280,3 +280,18 @@ def test_tool_definitions_cost_more_than_their_names(bundled: Path) -> None:
     anthropic = tool_schemas_tokens([tool], counter.count, "anthropic")
     assert 20 < openai < 60
     assert anthropic > 346 + counter.count("read_file")
+
+
+def test_a_loaded_vocabulary_keeps_no_python_copy_and_counts_as_tiktoken():
+    """The Encoding tokend loads drops tiktoken's Python copy of the vocabulary (kept only for
+    pickling); its counts are those of an Encoding built apart with the copy kept."""
+    import tiktoken
+    from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
+
+    loaded = load_encoding("o200k_base")
+    with tokenizers._tiktoken_cache_dir(find_vocabulary("o200k_base")):
+        apart = tiktoken.Encoding(**ENCODING_CONSTRUCTORS["o200k_base"]())
+    assert loaded._mergeable_ranks == {} and len(apart._mergeable_ranks) > 190_000
+    texts = ["def f(x):\n    return x ** 2\n", "Grüße, 世界! <|endoftext|> 12345", "a" * 5000]
+    for text in texts:
+        assert loaded.encode_ordinary(text) == apart.encode_ordinary(text)
