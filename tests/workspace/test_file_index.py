@@ -150,3 +150,71 @@ def test_a_failing_inotify_falls_back_to_polling_and_says_so(
     finally:
         watcher.stop()
     assert watcher.polling and len(notices) == 1 and "max_user_watches" in notices[0]
+
+
+def _watched(root: Path) -> tuple[WorkspaceIndex, FolderWatcher, list[set[str]], threading.Event]:
+    """An index of `root` kept by the real watcher: each batch applied as the daemon does."""
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(None))
+    index.build()
+    changes: list[set[str]] = []
+    arrived = threading.Event()
+
+    def on_batch(paths: frozenset[Path]) -> None:
+        changes.append(index.apply_changes(paths))
+        arrived.set()
+
+    watcher = FolderWatcher(root, on_batch, lambda notice: None)
+    watcher.start()
+    return index, watcher, changes, arrived
+
+
+def _settle(arrived: threading.Event) -> None:
+    """Wait for the batches of what was just done (the watcher hands them over within 0.2 s
+    of the first event)."""
+    assert arrived.wait(10), "no batch came"
+    arrived.clear()
+    while arrived.wait(0.5):
+        arrived.clear()
+
+
+def test_a_save_keeps_the_other_files_of_its_folder(tmp_path: Path):
+    """watchdog names the folder of a saved file in the batch beside the file: the folder is
+    listed, not taken for gone (which dropped every other file in it from the index)."""
+    root = tmp_path / "ws"
+    (root / "sub" / "deeper").mkdir(parents=True)
+    for name in ("sub/a.py", "sub/b.py", "sub/deeper/c.py", "top.py"):
+        (root / name).write_text(f"# {name}\n")
+    index, watcher, changes, arrived = _watched(root)
+    try:
+        (root / "sub" / "a.py").write_text("x = 1\n" * 40)
+        _settle(arrived)
+    finally:
+        watcher.stop()
+    assert set(index.entries()) == {"sub/a.py", "sub/b.py", "sub/deeper/c.py", "top.py"}
+    assert set().union(*changes) == {"sub/a.py"}
+    assert index.entries()["sub/a.py"].size_bytes == 240
+
+
+def test_folders_moved_in_created_and_moved_away(tmp_path: Path):
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.py").write_text("a = 1\n")
+    outside = tmp_path / "elsewhere" / "pkg"
+    (outside / "inner").mkdir(parents=True)
+    (outside / "m.py").write_text("m = 1\n")
+    (outside / "inner" / "n.py").write_text("n = 1\n")
+    index, watcher, _changes, arrived = _watched(root)
+    try:
+        outside.rename(root / "sub" / "pkg")  # one event: the folder moved in
+        _settle(arrived)
+        assert {"sub/pkg/m.py", "sub/pkg/inner/n.py"} <= set(index.entries())
+        (root / "sub" / "new").mkdir()
+        (root / "sub" / "new" / "x.py").write_text("x = 1\n")
+        _settle(arrived)
+        assert "sub/new/x.py" in index.entries()
+        (root / "sub" / "pkg").rename(tmp_path / "elsewhere" / "back")
+        (root / "sub" / "a.py").unlink()
+        _settle(arrived)
+    finally:
+        watcher.stop()
+    assert set(index.entries()) == {"sub/new/x.py"}

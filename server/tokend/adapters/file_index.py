@@ -135,40 +135,53 @@ def walk(
     *,
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     progress: Callable[[int], None] | None = None,
+    start: str = "",
 ) -> Iterator[FileEntry]:
-    """Every file of the tree that the ignore files keep, in path order per folder. Folders
-    are not followed through symlinks; a folder that cannot be listed is skipped."""
-    stack = [""]
+    """Every file of the tree (or of its folder `start`) that the ignore files keep, in path
+    order per folder. Folders are not followed through symlinks; a folder that cannot be
+    listed is skipped."""
+    stack = [start]
     seen = 0
     while stack:
-        folder = stack.pop()
-        layers = rules.layers_for(folder)
+        files, subfolders = list_folder(root, rules, stack.pop(), max_bytes=max_bytes)
+        for found in files:
+            yield found
+            seen += 1
+            if progress is not None and seen % 500 == 0:
+                progress(seen)
+        stack.extend(reversed(subfolders))
+
+
+def list_folder(
+    root: Path, rules: IgnoreRules, folder: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> tuple[list[FileEntry], list[str]]:
+    """The files directly in `folder` (root-relative, "" for the root) that the ignore files
+    keep, and its subfolders they keep, in name order; nothing when it cannot be listed."""
+    layers = rules.layers_for(folder)
+    try:
+        with os.scandir(root / folder if folder else root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return [], []
+    files: list[FileEntry] = []
+    subfolders: list[str] = []
+    for entry in entries:
+        rel = f"{folder}/{entry.name}" if folder else entry.name
         try:
-            with os.scandir(root / folder if folder else root) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        subfolders = []
-        for entry in entries:
-            rel = f"{folder}/{entry.name}" if folder else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_ignored(layers, rel, is_dir):
-                continue
-            if is_dir:
-                subfolders.append(rel)
-                continue
-            try:  # the listing knows a symlink; only the stat of what it points to is asked
-                is_link = entry.is_symlink()
-                st = entry.stat()
-            except OSError:
-                continue
-            found = _entry(root, entry.path, rel, st, is_link, max_bytes)
-            if found is not None:
-                yield found
-                seen += 1
-                if progress is not None and seen % 500 == 0:
-                    progress(seen)
-        stack.extend(reversed(subfolders))
+        if is_ignored(layers, rel, is_dir):
+            continue
+        if is_dir:
+            subfolders.append(rel)
+            continue
+        try:  # the listing knows a symlink; only the stat of what it points to is asked
+            is_link = entry.is_symlink()
+            st = entry.stat()
+        except OSError:
+            continue
+        found = _entry(root, entry.path, rel, st, is_link, max_bytes)
+        if found is not None:
+            files.append(found)
+    return files, subfolders

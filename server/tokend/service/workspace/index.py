@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tokend.adapters.file_index import file_entry, read_file, walk
+from tokend.adapters.file_index import file_entry, list_folder, read_file, walk
 from tokend.adapters.ignore_rules import IGNORE_FILES, IgnoreRules
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.fileclass import (
@@ -99,37 +100,69 @@ class WorkspaceIndex:
         self.tags.refresh_paths(paths, self.entries(), self.overlays())
 
     def apply_changes(self, paths: Iterable[Path]) -> set[str]:
-        """Re-read what a watcher batch touched; the workspace paths whose figures changed."""
+        """Re-read what a watcher batch touched; the workspace paths whose figures changed.
+
+        A file is stat'ed again. A folder that is gone (deleted, moved away) takes its files
+        along. A folder that exists is listed: watchdog names a file's folder beside the file
+        on every save, and a folder moved in comes as one path. Its files directly in it are
+        taken as they are now (the ones no longer there leave), and any subfolder the index
+        knows nothing under (new: created or moved in) is walked whole."""
         rels: set[str] = set()
         for path in paths:
             try:
                 rel = path.relative_to(self.root).as_posix()
             except ValueError:
                 continue
+            rel = "" if rel == "." else rel
             if rel.split("/")[-1] in IGNORE_FILES or rel == ".git/info/exclude":
                 self.rules.forget()
             if rel.split("/", 1)[0] != ".git":
                 rels.add(rel)
-        changed: set[str] = set()
         with self._lock:
             known = dict(self._entries)
+        under = _Under(known)
+        now: dict[str, FileEntry | None] = {}  # path -> its entry now (None: it left)
         for rel in sorted(rels):
+            full = self.root / rel
+            if full.is_dir() and not full.is_symlink():
+                if not rel or not self.rules.ignored(rel, is_dir=True):
+                    now.update(self._folder_now(rel, under))
+                continue
             entry = None if self.rules.ignored(rel) else file_entry(self.root, rel, self.max_bytes)
-            old = known.get(rel)
-            if entry is None:
-                prefix = rel + "/"  # a folder deleted or moved away takes its files along
-                gone = [p for p in known if p == rel or p.startswith(prefix)]
-                with self._lock:
-                    for p in gone:
-                        self._entries.pop(p, None)
-                changed.update(gone)
-            elif old != entry:
-                with self._lock:
+            if entry is not None:
+                now[rel] = entry
+                continue
+            now.update(dict.fromkeys(under.paths(rel + "/")))  # a folder that left, or
+            now[rel] = None  # a file
+        changed: set[str] = set()
+        with self._lock:
+            for rel, entry in now.items():
+                if entry is None:
+                    if self._entries.pop(rel, None) is not None:
+                        changed.add(rel)
+                elif known.get(rel) != entry:
                     self._entries[rel] = entry
-                changed.add(rel)
+                    changed.add(rel)
         if changed:
             self._retag(changed)
         return changed
+
+    def _folder_now(self, folder: str, under: _Under) -> dict[str, FileEntry | None]:
+        """The entries of an existing folder as it is now (see apply_changes)."""
+        prefix = f"{folder}/" if folder else ""
+        if folder and not under.any(prefix):  # new to the index: everything under it
+            found = walk(self.root, self.rules, max_bytes=self.max_bytes, start=folder)
+            return {e.path: e for e in found}
+        files, subfolders = list_folder(self.root, self.rules, folder, max_bytes=self.max_bytes)
+        now: dict[str, FileEntry | None] = {e.path: e for e in files}
+        for rel in under.paths(prefix):
+            if "/" not in rel[len(prefix) :] and rel not in now:
+                now[rel] = None  # was directly in the folder, is not now
+        for sub in subfolders:
+            if not under.any(sub + "/"):
+                found = walk(self.root, self.rules, max_bytes=self.max_bytes, start=sub)
+                now.update((e.path, e) for e in found)
+        return now
 
     def set_overlay(self, rel: str, text: str | None) -> bool:
         """An editor's unsaved text for `rel` (None: the buffer is closed or saved). A buffer
@@ -232,3 +265,22 @@ class WorkspaceIndex:
             with self._lock:
                 self._counts[key] = known
         return known
+
+
+class _Under:
+    """The paths of an index's entries under a prefix, found by bisection (a batch naming
+    many folders does not scan every entry for each; sorted once, when first asked)."""
+
+    def __init__(self, known: Mapping[str, object]) -> None:
+        self._known = known
+        self._sorted: list[str] | None = None
+
+    def paths(self, prefix: str) -> list[str]:
+        if self._sorted is None:
+            self._sorted = sorted(self._known)
+        start = bisect_left(self._sorted, prefix)
+        end = bisect_left(self._sorted, prefix + "\U0010ffff")
+        return self._sorted[start:end]
+
+    def any(self, prefix: str) -> bool:
+        return bool(self.paths(prefix))
