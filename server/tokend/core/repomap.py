@@ -72,11 +72,6 @@ class _Ranking:
     """What every rank of one graph version shares."""
 
     solve: Callable[[Array], Array]
-    groups: int  # defined names
-    ref_off: Array  # the references that carry flow, by file: file f's are ref_off[f]:[f + 1]
-    ref_group: Array  # per reference that carries flow: its name's group
-    ref_weight: Array  # ... sqrt(occurrences) / its file's total x its name's scale (1/k
-    # definers, a tenth of that for a leading underscore)
 
 
 @dataclass(slots=True)
@@ -171,12 +166,7 @@ class RepoGraph:
         c = self._prepared()
         t = self.table
         file_rank = self._pagerank(c, focus)
-        group_weight = np.zeros(c.groups)  # the rank flowing to each name, in reference order
-        for start in range(0, len(c.ref_group), RANK_BLOCK):
-            end = min(start + RANK_BLOCK, len(c.ref_group))
-            flow = file_rank[_file_of(c.ref_off, np.arange(start, end))]
-            flow *= c.ref_weight[start:end]
-            np.add.at(group_weight, c.ref_group[start:end], flow)
+        group_weight = self._flow(file_rank)
         np.round(group_weight, RANK_DECIMALS, out=group_weight)
         file_base: Array = np.round(file_rank, RANK_DECIMALS)
         found = (t.group_of(name_key(i)) for i in focus.identifiers)
@@ -209,6 +199,28 @@ class RepoGraph:
         files, lines = chosen_files[ranked].tolist(), t.d_line[chosen[ranked]].tolist()
         return [RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)]
 
+    def _flow(self, file_rank: Array) -> Array:
+        """The rank flowing to each name (by group) along the references that carry flow:
+        file rank x sqrt(occurrences) x the name's scale / the file's total, summed in
+        reference order; worked out a block of references at a time at each rank (kept, the
+        weights would hold 23 MiB on the kernel)."""
+        t, edges = self.table, self.edges()
+        group_weight = np.zeros(len(t.groups()))
+        definers = np.diff(t.definers()[1])
+        for start in range(0, len(t.r_key), RANK_BLOCK):
+            end = min(start + RANK_BLOCK, len(t.r_key))
+            rows = _file_of(t.r_off, np.arange(start, end))
+            keep = _carries(t, definers, edges, rows, start, end)
+            group = t.r_group[start:end][keep]
+            scale = np.where(t.r_key[start:end][keep] & np.uint64(1), 0.1, 1.0)
+            scale /= definers[group]
+            flow = np.sqrt(t.r_count[start:end][keep].astype(np.float64))
+            flow *= scale
+            flow /= edges.totals[rows[keep]]
+            flow *= file_rank[rows[keep]]
+            np.add.at(group_weight, group, flow)
+        return group_weight
+
     def _pagerank(self, c: _Ranking, focus: Focus) -> Array:
         n = len(self.table.paths)
         restart = np.full(n, 1.0 / n)
@@ -230,35 +242,7 @@ class RepoGraph:
         edges, t = self.edges(), self.table
         n = len(t.paths)
         p_matrix = sp.csr_matrix((edges.weights, edges.targets, edges.offsets), shape=(n, n))
-        groups = t.groups()
-        definers = np.diff(t.definers()[1])
-        blocks = range(0, len(t.r_key), RANK_BLOCK)
-        per_file = np.zeros(n, dtype=np.int64)
-        for start in blocks:  # first the count of the references that carry flow, by file
-            end = min(start + RANK_BLOCK, len(t.r_key))
-            rows = _file_of(t.r_off, np.arange(start, end))
-            per_file += np.bincount(
-                rows[_carries(t, definers, edges, rows, start, end)], minlength=n
-            )
-        ref_off = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(per_file, out=ref_off[1:])
-        del per_file
-        ref_group = np.empty(ref_off[-1], dtype=np.int32)
-        ref_weight = np.empty(ref_off[-1])
-        at = 0
-        for start in blocks:  # then theirs, in order: sqrt(occurrences) x scale / file total
-            end = min(start + RANK_BLOCK, len(t.r_key))
-            rows = _file_of(t.r_off, np.arange(start, end))
-            keep = _carries(t, definers, edges, rows, start, end)
-            group = t.r_group[start:end][keep]
-            scale = np.where(t.r_key[start:end][keep] & np.uint64(1), 0.1, 1.0)
-            scale /= definers[group]
-            weight = np.sqrt(t.r_count[start:end][keep].astype(np.float64))
-            weight *= scale
-            weight /= edges.totals[rows[keep]]
-            ref_group[at : at + len(group)], ref_weight[at : at + len(group)] = group, weight
-            at += len(group)
-        ranking = _Ranking(_solver(p_matrix), len(groups), ref_off, ref_group, ref_weight)
+        ranking = _Ranking(_solver(p_matrix))
         self._ranking = (self.version, ranking)
         return ranking
 
