@@ -122,3 +122,22 @@ def test_rewinding_to_the_second_turn_keeps_the_first_turns_edit(agent: Agent):
         k: v for k, v in original.items() if k != "src/app.py"
     }
     assert "src/app.py" not in {s.path for s in done.steps}
+
+
+def test_a_save_reads_only_the_saved_file_not_its_folder(agent: Agent):
+    """watchdog names a saved file's folder beside it: the checkpointer takes the folder's
+    new and deleted files from it, and does not read every file under it again (the root's
+    folder: the whole tree, 78,000 files on the kernel, on each save of a top-level file)."""
+    root = agent.root
+    agent.user("edit the top-level notes and the app")
+    read: list[str] = []
+    capture = agent.checkpoints.capture
+
+    def counting(root_: Path, rel: str, *args: object, **kwargs: object) -> object:
+        read.append(rel)
+        return capture(root_, rel, *args, **kwargs)  # type: ignore[arg-type]
+
+    agent.checkpoints.capture = counting  # type: ignore[method-assign]
+    agent.tool("Edit", lambda: (root / "notes.md").write_text("# Notes\n\nchanged\n"), "notes.md")
+    agent.tool("Edit", lambda: (root / "src" / "app.py").write_text("x = 3\n"), "src/app.py")
+    assert sorted(set(read)) == ["notes.md", "src/app.py"]

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +30,7 @@ import platformdirs
 
 from tokend.core.checkpoints import FileChange, Origin, TurnMark
 
+_IN_BATCH = 500  # paths per SELECT ... IN (...)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS baseline (
   workspace TEXT NOT NULL, path TEXT NOT NULL, sha TEXT NOT NULL, size INTEGER NOT NULL,
@@ -137,12 +138,34 @@ class CheckpointStore:
 
     # -- baseline ---------------------------------------------------------------------------
 
-    def baseline(self, workspace: str) -> dict[str, Seen]:
-        rows = self._rows(
-            "SELECT path, sha, size, mtime_ns, kept FROM baseline WHERE workspace = ?",
-            (workspace,),
-        )
+    def baseline(self, workspace: str, paths: Sequence[str] | None = None) -> dict[str, Seen]:
+        """The workspace's files as last seen (only `paths`, when given: a batch of a tree of
+        78,000 files does not load them all)."""
+        sql = "SELECT path, sha, size, mtime_ns, kept FROM baseline WHERE workspace = ?"
+        if paths is None:
+            rows = self._rows(sql, (workspace,))
+        else:
+            rows = []
+            for start in range(0, len(paths), _IN_BATCH):
+                chunk = paths[start : start + _IN_BATCH]
+                marks = ",".join("?" * len(chunk))
+                rows += self._rows(f"{sql} AND path IN ({marks})", (workspace, *chunk))
         return {p: Seen(s, z, m, bool(k)) for p, s, z, m, k in rows}
+
+    def baseline_under(self, workspace: str, folder: str) -> list[str]:
+        """The paths the baseline has under `folder` (at any depth), in order."""
+        prefix = folder + "/"
+        rows = self._rows(
+            "SELECT path FROM baseline WHERE workspace = ? AND path >= ? AND path < ?"
+            " ORDER BY path",
+            (workspace, prefix, prefix + "\U0010ffff"),
+        )
+        return [p for (p,) in rows]
+
+    def baseline_paths(self, workspace: str) -> list[str]:
+        return [
+            p for (p,) in self._rows("SELECT path FROM baseline WHERE workspace = ?", (workspace,))
+        ]
 
     def set_baseline(self, workspace: str, seen: Mapping[str, Seen | None]) -> None:
         """Record each path's state (None: the file is gone)."""

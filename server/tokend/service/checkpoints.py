@@ -50,6 +50,9 @@ CREATED_AT_TRUST_SECONDS = 10.0
 MOVE_SECONDS = 2.0  # a file that vanished this long before one with its bytes appeared: a move  # a message's own time, when this close to now, times its mark
 
 
+WALK_BATCH = 1000  # files of a first walk read, saved and recorded at a time
+
+
 @dataclass
 class _Turn:
     """Bytes saved in a workspace since its last user turn started (the per-turn cap)."""
@@ -94,28 +97,39 @@ class Checkpoints:
     # -- the workspace's files --------------------------------------------------------------
 
     def on_built(self, index: WorkspaceIndex) -> None:
-        """Save every file of the first walk; log what changed while nobody watched."""
+        """Save every file of the first walk; log what changed while nobody watched. Written
+        WALK_BATCH files at a time, so the walk holds one batch's states, not the tree's."""
         ws, now = index.uri, time.time()
         _yield_the_cpu()  # a big tree's first walk is minutes of reading and compressing
+        entries = index.entries()
         with self.lock(ws):
-            known = self.store.baseline(ws)
-            seen: dict[str, Seen | None] = {}
-            changes = []
-            for rel, entry in index.entries().items():
-                time.sleep(0)  # hand the interpreter to the event loop between files
-                old = known.get(rel)
-                if old and (old.size, old.mtime_ns) == (entry.size_bytes, entry.mtime_ns):
-                    continue
-                state, note = self.capture(index.root, rel, None, fast=True)
-                seen[rel] = state
-                if old and state and old.sha != state.sha:
-                    changes.append(_change(rel, old, state, now, "unwatched", note))
-            for rel in set(known) - set(index.entries()):
-                if not (index.root / rel).is_file():
-                    seen[rel] = None
-                    changes.append(_change(rel, known[rel], None, now, "unwatched", None))
-            self.store.set_baseline(ws, seen)
-            self.store.add_changes(ws, changes)
+            paths = list(entries)
+            for start in range(0, len(paths), WALK_BATCH):
+                batch = paths[start : start + WALK_BATCH]
+                known = self.store.baseline(ws, batch)
+                seen: dict[str, Seen | None] = {}
+                changes = []
+                for rel in batch:
+                    time.sleep(0)  # hand the interpreter to the event loop between files
+                    entry, old = entries[rel], known.get(rel)
+                    if old and (old.size, old.mtime_ns) == (entry.size_bytes, entry.mtime_ns):
+                        continue
+                    state, note = self.capture(index.root, rel, None, fast=True)
+                    seen[rel] = state
+                    if old and state and old.sha != state.sha:
+                        changes.append(_change(rel, old, state, now, "unwatched", note))
+                self.store.set_baseline(ws, seen)
+                self.store.add_changes(ws, changes)
+            left = [
+                rel
+                for rel in self.store.baseline_paths(ws)
+                if rel not in entries and not (index.root / rel).is_file()
+            ]
+            known = self.store.baseline(ws, left)
+            self.store.set_baseline(ws, dict.fromkeys(left))
+            self.store.add_changes(
+                ws, [_change(rel, known[rel], None, now, "unwatched", None) for rel in left]
+            )
             self._walked.add(ws)
         self.store.prune(now - self.config.retention_days * 86400)
 
@@ -155,15 +169,15 @@ class Checkpoints:
         with self.lock(ws):
             if ws not in self._walked:
                 return  # the first walk, still to come, reads these files as they are now
-            known = self.store.baseline(ws)
             when: dict[str, float] = {}
             for path in paths:
                 try:
                     rel = path.relative_to(index.root).as_posix()
                 except ValueError:
                     continue
-                for found in self._files_under(index, rel, known):
+                for found in self._files_under(index, rel):
                     when[found] = min(times.get(path, time.time()), when.get(found, 1e18))
+            known = self.store.baseline(ws, sorted(when))
             turn = self._turns.setdefault(ws, _Turn())
             seen: dict[str, Seen | None] = {}
             changes = []
@@ -199,19 +213,43 @@ class Checkpoints:
                 self.store.set_moved(old.seq, new.moved_from, new.moved_to)
         return paired[len(recent) :]
 
-    def _files_under(self, index: WorkspaceIndex, rel: str, known: Mapping[str, Seen]) -> set[str]:
-        """The tracked files a watcher path stands for: itself, or a folder's files (those
-        there now, and those the baseline had under it)."""
+    def _files_under(self, index: WorkspaceIndex, rel: str) -> set[str]:
+        """The tracked files a watcher path stands for: itself; for a folder that left, the
+        files the baseline had under it; for a folder that exists (watchdog names a saved
+        file's folder too), the files directly in it that are new or gone since the baseline
+        (what was created or deleted in it), and every file of a subfolder the baseline has nothing
+        under (created or moved in), not the files of the whole folder again."""
         full = index.root / rel
         is_dir = full.is_dir() and not full.is_symlink()
         if rel in ("", ".") or rel.split("/", 1)[0] == ".git" or index.rules.ignored(rel, is_dir):
             return set()
         if not is_dir:
             return {rel}
+        ws = index.uri
+        under = self.store.baseline_under(ws, rel)
+        if not under:
+            return self._walk(index, full)
         prefix = rel + "/"
-        found = {p for p in known if p.startswith(prefix)}
-        for folder, dirs, files in os.walk(full):
-            base = Path(folder).relative_to(index.root).as_posix()
+        known_files = {p for p in under if "/" not in p[len(prefix) :]}
+        known_folders = {p[len(prefix) :].split("/", 1)[0] for p in under}
+        found = set()
+        for entry in os.scandir(full):
+            child = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in known_folders and not index.rules.ignored(child, True):
+                    found.update(self._walk(index, Path(entry.path)))
+            elif child in known_files:
+                known_files.discard(child)  # there before and now: its own events tell
+            elif not index.rules.ignored(child):
+                found.add(child)  # created
+        return found | known_files  # and deleted
+
+    @staticmethod
+    def _walk(index: WorkspaceIndex, folder: Path) -> set[str]:
+        """Every file under `folder` that the ignore rules keep."""
+        found: set[str] = set()
+        for current, dirs, files in os.walk(folder):
+            base = Path(current).relative_to(index.root).as_posix()
             dirs[:] = [d for d in dirs if not index.rules.ignored(f"{base}/{d}", True)]
             found.update(f"{base}/{f}" for f in files if not index.rules.ignored(f"{base}/{f}"))
         return found
