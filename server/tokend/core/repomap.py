@@ -206,14 +206,18 @@ class RepoGraph:
         weights would hold 23 MiB on the kernel)."""
         t, edges = self.table, self.edges()
         group_weight = np.zeros(len(t.groups()))
-        definers = np.diff(t.definers()[1])
+        starts = t.definers()[1]
         for start in range(0, len(t.r_key), RANK_BLOCK):
             end = min(start + RANK_BLOCK, len(t.r_key))
             rows = _file_of(t.r_off, np.arange(start, end))
-            keep = _carries(t, definers, edges, rows, start, end)
-            group = t.r_group[start:end][keep]
+            group = t.r_group[start:end]
+            definers = np.zeros(len(group), dtype=np.int32)  # of each reference's name
+            known = group >= 0
+            definers[known] = starts[group[known] + 1] - starts[group[known]]
+            keep = (definers >= 1) & (definers <= MAX_DEFINERS) & (edges.totals[rows] > 0)
+            group = group[keep]
             scale = np.where(t.r_key[start:end][keep] & np.uint64(1), 0.1, 1.0)
-            scale /= definers[group]
+            scale /= definers[keep]
             flow = np.sqrt(t.r_count[start:end][keep].astype(np.float64))
             flow *= scale
             flow /= edges.totals[rows[keep]]
@@ -245,18 +249,6 @@ class RepoGraph:
         ranking = _Ranking(_solver(p_matrix))
         self._ranking = (self.version, ranking)
         return ranking
-
-
-def _carries(
-    t: TagTable, definers: Array, edges: Edges, rows: Array, start: int, end: int
-) -> Array:
-    """Which references of start:end (in files `rows`) carry flow: to a name with 1 to
-    MAX_DEFINERS definers, from a file with out-edges."""
-    group = t.r_group[start:end]
-    keep: Array = group >= 0
-    keep[keep] = definers[group[keep]] <= MAX_DEFINERS
-    keep &= edges.totals[rows] > 0
-    return keep
 
 
 def _file_of(offsets: Array, positions: Array) -> Array:
