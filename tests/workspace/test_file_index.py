@@ -218,3 +218,48 @@ def test_folders_moved_in_created_and_moved_away(tmp_path: Path):
     finally:
         watcher.stop()
     assert set(index.entries()) == {"sub/new/x.py"}
+
+
+def test_a_folder_created_past_the_watch_limit_is_polled_and_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The system has no inotify watch left for the folders made after the start (watchdog
+    skips them silently): they are polled, a file saved in one still arrives, and the user is
+    told once."""
+    import ctypes
+    import errno
+
+    from watchdog.observers import inotify_c
+
+    real = inotify_c.inotify_add_watch
+
+    def add_watch(fd: int, path: bytes, mask: int) -> int:
+        if b"late" in path:
+            ctypes.set_errno(errno.ENOSPC)
+            return -1
+        return real(fd, path, mask)
+
+    monkeypatch.setattr(inotify_c, "inotify_add_watch", add_watch)
+    root = tmp_path / "ws"
+    root.mkdir()
+    notices: list[str] = []
+    batches: list[frozenset[Path]] = []
+    arrived = threading.Event()
+
+    def on_batch(paths: frozenset[Path]) -> None:
+        batches.append(paths)
+        arrived.set()
+
+    watcher = FolderWatcher(root, on_batch, notices.append)
+    watcher.start()
+    try:
+        for name in ("late1", "late2"):
+            (root / name).mkdir()
+            _settle(arrived)
+            (root / name / "x.py").write_text("x = 1\n")  # inotify sees nothing in there
+            _settle(arrived)
+        assert root / "late2" / "x.py" in set().union(*batches)
+    finally:
+        watcher.stop()
+    assert watcher.polled == [root / "late1", root / "late2"]
+    assert len(notices) == 1 and "max_user_watches" in notices[0] and "late1" in notices[0]

@@ -12,7 +12,8 @@ watched is polled, every POLL_SECONDS, by one thread comparing directory snapsho
 recursive watch refuses the root loudly (ENOSPC: the whole folder is polled) but skips the
 subfolders it has no watch for silently, so after starting, the folders it watches are compared
 with the tree and each topmost folder left out is polled with everything under it. `on_notice`
-is told once, naming how many folders and the first few.
+is told once, naming how many folders and the first few. A folder created or moved in later
+that watchdog could not watch (skipped silently too) is polled from then on, and said once.
 """
 
 from __future__ import annotations
@@ -67,15 +68,22 @@ WATCHED_EVENTS = [
 
 
 class _Collector(FileSystemEventHandler):
-    def __init__(self, add: Callable[[Path], None]) -> None:
+    def __init__(self, add: Callable[[Path], None], new_folder: Callable[[Path], None]) -> None:
         self._add = add
+        self._new_folder = new_folder
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return  # reads change nothing
-        for raw in (event.src_path, getattr(event, "dest_path", "")):
-            if raw:
-                self._add(Path(raw if isinstance(raw, str) else raw.decode("utf-8", "replace")))
+        paths = [
+            Path(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+            for raw in (event.src_path, getattr(event, "dest_path", ""))
+            if raw
+        ]
+        for path in paths:
+            self._add(path)
+        if event.is_directory and event.event_type in ("created", "moved"):
+            self._new_folder(paths[-1])  # watchdog tried to watch it before telling us
 
 
 class FolderWatcher:
@@ -92,10 +100,12 @@ class FolderWatcher:
         self.polled: list[Path] = []  # the topmost folders polled (everything under them too)
         self._observer: Any = None
         self._poller: _Poller | None = None
+        self._poll_lock = threading.Lock()
+        self._told_late = False  # the notice about folders that came later was given
         self._thread = threading.Thread(target=self._flush_loop, name="tokend-watch", daemon=True)
 
     def start(self) -> None:
-        handler = _Collector(self._add)
+        handler = _Collector(self._add, self._new_folder)
         unwatched: list[Path] = []
         reason = "fs.inotify.max_user_watches reached"
         try:
@@ -126,6 +136,34 @@ class FolderWatcher:
                 f"{named}{more}"
             )
         self._thread.start()
+
+    def _new_folder(self, folder: Path) -> None:
+        """A folder created or moved in: watchdog skips silently what it has no inotify watch
+        for, so what it did not watch of it is polled from now on, and said once."""
+        if self._observer is None or self._stopped:
+            return
+        with self._poll_lock:
+            if any(folder == p or p in folder.parents for p in self.polled):
+                return  # polled already, with everything under it
+            missing = unwatched_folders(self._observer, folder)
+            if not missing:
+                return
+            if self._poller is None:
+                self._poller = _Poller([], self._add)
+                self._poller.start()
+            self._poller.add(missing)
+            self.polled.extend(missing)
+            self.polling = True
+            tell, self._told_late = not self._told_late, True
+        if tell:
+            named = ", ".join(
+                p.relative_to(self.root).as_posix() for p in missing[:NAMED_IN_NOTICE]
+            )
+            self._on_notice(
+                f"cannot watch new folders of {self.root} with inotify (no watch left: raise "
+                f"fs.inotify.max_user_watches); polling every {POLL_SECONDS:g} s {named}, and "
+                "any further folder left unwatched without another notice"
+            )
 
     def _add(self, path: Path) -> None:
         with self._cond:
@@ -196,9 +234,10 @@ class _Poller:
     every path created, deleted, modified or moved since the last look."""
 
     def __init__(self, folders: list[Path], add: Callable[[Path], None]) -> None:
-        self._folders = folders
+        self._folders = list(folders)
         self._add = add
         self._stopped = threading.Event()
+        self._lock = threading.Lock()
         self._snapshots = {f: _snapshot(f) for f in folders}
         self._thread = threading.Thread(target=self._run, name="tokend-poll", daemon=True)
 
@@ -208,9 +247,18 @@ class _Poller:
     def stop(self) -> None:
         self._stopped.set()
 
+    def add(self, folders: list[Path]) -> None:
+        """Poll `folders` too, from their state now."""
+        taken = {f: _snapshot(f) for f in folders}
+        with self._lock:
+            self._snapshots.update(taken)
+            self._folders.extend(folders)
+
     def _run(self) -> None:
         while not self._stopped.wait(POLL_SECONDS):
-            for folder in self._folders:
+            with self._lock:
+                folders = list(self._folders)
+            for folder in folders:
                 now = _snapshot(folder)
                 diff = DirectorySnapshotDiff(self._snapshots[folder], now)
                 self._snapshots[folder] = now
