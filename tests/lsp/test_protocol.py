@@ -131,3 +131,40 @@ def test_a_notification_with_unfit_params_is_dropped_with_one_line(
     [record] = _records(caplog)
     assert "notification $/cancelRequest refused" in record.getMessage()
     assert SECRET not in caplog.text
+
+
+class Frames:
+    """A pygls writer that keeps the raw frames (headers and body) the server sends."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_result_written_as_json_text_is_a_well_framed_reply() -> None:
+    """A JsonText result (workspace/fileTokens) goes out as it is: the Content-Length is the
+    body's bytes and the body is the reply json parses, a non-ASCII path included."""
+    from tokend.lsp import wire
+
+    figures = [{"path": "docs/Grüße/读我.md", "bytes": 12, "tokens": 3, "basis": "estimate"}]
+    server = LanguageServer(
+        "test", "0", protocol_cls=TokendProtocol, converter_factory=shared_converter
+    )
+
+    @server.feature("test/text")
+    def text(ls: LanguageServer, params: Any) -> Any:
+        return wire.json_array(figures)
+
+    frames = Frames()
+    server.protocol.set_writer(frames, include_headers=True)
+    _receive(server, {"jsonrpc": "2.0", "id": "r-1", "method": "test/text", "params": {}})
+    [frame] = frames.sent
+    header, _, body = frame.partition(b"\r\n\r\n")
+    length = int(header.split(b"\r\n")[0].removeprefix(b"Content-Length: "))
+    assert length == len(body)
+    assert json.loads(body) == {"id": "r-1", "jsonrpc": "2.0", "result": figures}

@@ -106,10 +106,15 @@ class ConnectionProtocol(LanguageServerProtocol):
         if self.writer is None:
             log.error("no transport to send the reply to %r", msg_id)
             return
-        head = f'{{"id": {json.dumps(msg_id)}, "jsonrpc": "2.0", "result": '
-        size = len(head) + len(result) + 1  # JSON text from json.dumps is ASCII
-        header = f"Content-Length: {size}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-        self.writer.write(b"".join((header.encode(), head.encode(), result.encode(), b"}")))
+        head = f'{{"id": {json.dumps(msg_id)}, "jsonrpc": "2.0", "result": '.encode()
+        body = result.encode()  # json.dumps writes ASCII: as many bytes as characters
+        header = b""
+        if self._include_headers:
+            header = (
+                f"Content-Length: {len(head) + len(body) + 1}\r\n"
+                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            ).encode()
+        self.writer.write(b"".join((header, head, body, b"}")))
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:
