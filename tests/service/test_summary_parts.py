@@ -81,16 +81,23 @@ def request_tokens(body: dict) -> int:
     return len(encoding.encode_ordinary(body["messages"][0]["content"])) + body["max_tokens"]
 
 
-@pytest.mark.parametrize("window", [6_000, 20_000])
-def test_a_head_over_the_summarizers_window_is_summarized_in_parts_then_merged(
-    tmp_path, isolated_dirs, server, window
-):
+def compacted(tmp_path, isolated_dirs, server, window: int):
+    """A session of 24 turns compacted in full with a summarizer of `window` tokens: the
+    service, the session, the paths its turns touched, and the compaction's action."""
     configure(isolated_dirs, server.base_url, window)
     service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     touched = work(service, sid, turns=24)
     [action] = compact(service, sid, "full").actions
     assert action.kind == "full", action.detail
+    return service, sid, touched, action
+
+
+@pytest.mark.parametrize("window", [6_000, 20_000])
+def test_a_head_over_the_summarizers_window_is_summarized_in_parts_then_merged(
+    tmp_path, isolated_dirs, server, window
+):
+    service, sid, touched, action = compacted(tmp_path, isolated_dirs, server, window)
 
     bodies = [r.body for r in server.requests]
     assert all(b["model"] == MODEL for b in bodies)
@@ -113,12 +120,7 @@ def test_a_head_over_the_summarizers_window_is_summarized_in_parts_then_merged(
 def test_parts_still_too_large_at_depth_3_get_the_extractive_summary(
     tmp_path, isolated_dirs, server
 ):
-    configure(isolated_dirs, server.base_url, 1_500)
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
-    touched = work(service, sid, turns=24)
-    [action] = compact(service, sid, "full").actions
-    assert action.kind == "full", action.detail
+    service, sid, touched, action = compacted(tmp_path, isolated_dirs, server, 1_500)
 
     bodies = [r.body for r in server.requests]
     assert bodies and max(request_tokens(b) for b in bodies) <= 1_500
