@@ -238,44 +238,20 @@ class SqlStore:
         if message.parts:
             session.execute(rows.INSERT_PARTS, rows.part_rows(message_id, message.parts))
 
-    def commit_change(
-        self,
-        session_id: str,
-        *,
-        message: Message | None = None,
-        compacted_part_ids: Iterable[str] = (),
-        compacted_at: datetime | None = None,
-        compacted_message_ids: Iterable[str] = (),
-        compacted_by: str | None = None,
-        tool_outputs: Mapping[str, str] | None = None,
-        session_fields: Mapping[str, Any] | None = None,
-        version: tuple[int, int] | None = None,
-        message_tokens: int | None = None,
-    ) -> None:
-        """One session change in ONE transaction, all of it or nothing: move the session's
-        version from `version[0]` to `version[1]` (compare-and-set on the row, which also locks
-        it: ChangedElsewhere when another process moved it), append `message`, mark
+    def commit_change(self, session_id: str, **change: Any) -> None:
+        """One session change in ONE transaction, all of it or nothing (the keywords are
+        Store.commit_change's, in core.ports, and `_commit_in`'s): move the session's version
+        from `version[0]` to `version[1]` (compare-and-set on the row, which also locks it:
+        ChangedElsewhere when another process moved it), append `message`, mark
         `compacted_part_ids` compacted at `compacted_at`, mark `compacted_message_ids` out of
         the live context (by `compacted_by`: a summary message id, or "rewind"), keep
         `tool_outputs` (ref -> whole text), set `session_fields` (as update_session takes
         them). On PostgreSQL the commit notifies the other daemons ({sessionId, version})."""
         try:
             with self._writing() as session:
-                self._commit_in(
-                    session,
-                    session_id,
-                    message=message,
-                    compacted_part_ids=compacted_part_ids,
-                    compacted_at=compacted_at,
-                    compacted_message_ids=compacted_message_ids,
-                    compacted_by=compacted_by,
-                    tool_outputs=tool_outputs,
-                    session_fields=session_fields,
-                    version=version,
-                    message_tokens=message_tokens,
-                )
+                self._commit_in(session, session_id, **change)
         except StoreError as exc:
-            self._raise_if_stored(message, exc)
+            self._raise_if_stored(change.get("message"), exc)
             raise
 
     @contextmanager
