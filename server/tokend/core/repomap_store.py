@@ -162,9 +162,7 @@ class TagTable:
 
     def group_of(self, key: int) -> int | None:
         """The group of the name with `key`; None when no file defines it."""
-        groups = self.groups()
-        g = int(np.searchsorted(groups, np.array(key, dtype=KEY)))
-        return g if g < len(groups) and groups[g] == key else None
+        return _index_of(self.groups(), key)
 
     def row(self, path: str) -> int | None:
         i = bisect_left(self.paths, path)
@@ -193,10 +191,8 @@ class TagTable:
     def definer_rows(self, key: int) -> Array:
         """The rows of the files defining the name with `key` (ascending)."""
         groups, starts, rows = self.definers()
-        g = int(np.searchsorted(groups, np.array(key, dtype=KEY)))
-        if g == len(groups) or groups[g] != key:
-            return rows[:0]
-        return rows[starts[g] : starts[g + 1]]
+        g = _index_of(groups, key)
+        return rows[:0] if g is None else rows[starts[g] : starts[g + 1]]
 
     def apply(self, changed: Mapping[str, PackedTags | None], *, track: bool) -> Applied:
         """Replace (None: remove) the tags of some files. With `track`, the definers stay
@@ -347,6 +343,12 @@ class TagTable:
         if len(new_names):
             lookup |= np.isin(self.r_key, new_names)
         self.r_group[lookup] = _group_of(groups, self.r_key[lookup])
+
+
+def _index_of(groups: Array, key: int) -> int | None:
+    """The index of `key` in the sorted `groups`; None when it is not there."""
+    g = int(np.searchsorted(groups, np.array(key, dtype=KEY)))
+    return g if g < len(groups) and groups[g] == key else None
 
 
 def _renumber(column: Array, renumber: Array) -> None:
