@@ -15,14 +15,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_REV = "5a9021a"
+# main before the trust and protocol-promise work (issues 17 and 26): "today's daemon" for their figures.
+BEFORE_TRUST_REV = "3cc1d35"
 
 
 @contextlib.contextmanager
-def baseline_tree() -> Iterator[Path | None]:
-    """A temporary worktree of BASELINE_REV (None when this clone lacks that commit)."""
+def baseline_tree(rev: str = BASELINE_REV) -> Iterator[Path | None]:
+    """A temporary worktree of `rev` (None when this clone lacks that commit)."""
     target = Path(tempfile.mkdtemp(prefix="tokend-baseline-"))
     added = subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target), BASELINE_REV],
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(target), rev],
         capture_output=True,
         text=True,
     )
