@@ -56,6 +56,7 @@ from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
 from tokend.service.models import SessionModels
 from tokend.service.session_state import Applied, SessionState
+from tokend.service.turns import Turn
 
 MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
 MAX_TOKEN_COUNT = 2**31 - 1  # no token figure on the wire may exceed this (protocol.md)
@@ -318,6 +319,7 @@ class TokendService:
         state = self.state(session_id)
         state.check_version(if_version)
         change = self.prepare_append(state.data, role, parts, usage, model, duration_ms)
+        _check_answers(state.data, parts)
         applied = state.apply(change, if_version)
         self._learn(state, applied.evolved, save=self._save_calibration)
         return change.message, self._changed(state, applied)
@@ -337,18 +339,47 @@ class TokendService:
         """As append, counting and writing in a worker thread: the event loop stays free.
         `message_id` (client-chosen) makes the append idempotent: when a message with that id
         is already stored (a retry after a lost reply), nothing is stored and the first
-        append's answer is given again."""
+        append's answer is given again.
+
+        Order: the append takes its turn in the session's queue before its first await, so
+        appends are applied in the order they were called (the order the daemon read them);
+        they are counted in parallel, and each is checked against the history (a toolResult
+        answering a toolCall, `if_version`) once every earlier one is applied. Cancelled
+        before its write starts, it writes nothing; after, it is finished and answered."""
         state = self.state(session_id)
+        turn = state.take_turn()
+        try:
+            return await self._append_in_turn(
+                state, turn, role, parts, usage, model, if_version, duration_ms, message_id
+            )
+        finally:
+            turn.release()
+
+    async def _append_in_turn(
+        self,
+        state: SessionState,
+        turn: Turn,
+        role: Role,
+        parts: Sequence[Part],
+        usage: Usage | None,
+        model: str | None,
+        if_version: int | None,
+        duration_ms: int | None,
+        message_id: str | None,
+    ) -> AppendResult:
         if message_id is not None:
             _check_message_id(message_id)
             again = await self._stored_append(state, message_id)
             if again is not None:
                 return again
-        state.check_version(if_version)
+        if if_version is not None and if_version < state.data.version:
+            state.check_version(if_version)  # stale whatever comes before it: not counted
         data = state.data
         change = await self.run(
             lambda: self.prepare_append(data, role, parts, usage, model, duration_ms, message_id)
         )
+        await turn.wait()
+        _check_answers(state.data, parts)
         try:
             applied = await state.apply_async(change, if_version, self.run)
         except AlreadyStored as exc:  # the same id appended meanwhile (another connection)
@@ -691,6 +722,11 @@ def _check_message(
                 f"message.usage.outputTokens is {usage.output_tokens:,}, more than "
                 f"{USAGE_WINDOW_FACTOR}x the {data.model.name} window"
             )
+
+
+def _check_answers(data: SessionData, parts: Sequence[Part]) -> None:
+    """Refuse a toolResult that answers no toolCall of the session's window (or of its own
+    message): checked against the history as it is when the message is applied."""
     if not any(isinstance(p, ToolResultPart) for p in parts):
         return
     calls = {
