@@ -12,7 +12,9 @@ from tokend.core.changes import Rewind
 from tokend.core.errors import InvalidParams
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, SessionInfo
+from tokend.service.checkpoint_views import Restored, restore_code
 from tokend.service.service import TokendService, new_id
+from tokend.service.turns import run_to_end
 
 MAX_READ_CHARS = 1_000_000  # toolOutput/read returns at most this many characters at once
 
@@ -64,6 +66,29 @@ async def rewind(
     change = Rewind(to_message_id, removed, service.clock.now())
     applied = await state.apply_async(change, if_version, service.run)
     return Rewound(len(removed), service.announce(state, applied))
+
+
+async def rewind_with_code(
+    service: TokendService,
+    session_id: str,
+    to_message_id: str,
+    if_version: int | None,
+    restore: str,
+    force: bool,
+) -> tuple[Restored, Rewound | None]:
+    """session/rewind restoring "code" or "both" (not a dry run): the files first (a refusal is
+    listed, not fatal), then, for "both", the conversation. The files are written on the
+    checkpoints' thread from the start, and a cancel cannot stop that thread: so once begun the
+    rewind runs to its end and its result is returned, never RequestCancelled over files
+    already written."""
+
+    async def code_then_conversation() -> tuple[Restored, Rewound | None]:
+        restored = await restore_code(service, session_id, to_message_id, False, force)
+        if restore != "both":
+            return restored, None
+        return restored, await rewind(service, session_id, to_message_id, if_version)
+
+    return await run_to_end(code_then_conversation())
 
 
 def fork(

@@ -27,14 +27,21 @@ def register(server: TokendServer) -> None:
         p = wire.from_wire(wire.SessionRewindParams, params)
         ls.watch(p.session_id)
         result: dict[str, Any] = {}
+        done: history.Rewound | None = None
         with ls.host.busy():
-            if p.restore in ("code", "both"):  # the files first: a refusal is listed, not fatal
-                restored = await restore_code(
-                    ls.service, p.session_id, p.to_message_id, p.dry_run, p.force
+            if p.restore in ("code", "both") and not p.dry_run:
+                restored, done = await history.rewind_with_code(
+                    ls.service, p.session_id, p.to_message_id, p.if_version, p.restore, p.force
                 )
                 result["code"] = to_wire_restored(restored)
-            if p.restore in ("conversation", "both") and not p.dry_run:
+            elif p.restore in ("code", "both"):  # a dry run
+                restored = await restore_code(
+                    ls.service, p.session_id, p.to_message_id, True, p.force
+                )
+                result["code"] = to_wire_restored(restored)
+            elif not p.dry_run:
                 done = await history.rewind(ls.service, p.session_id, p.to_message_id, p.if_version)
+            if done is not None:
                 removed, snapshot = done.removed, done.snapshot
             else:
                 removed = 0
