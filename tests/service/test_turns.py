@@ -1,14 +1,17 @@
 """service.turns: a session's appends are applied in the order their turns were taken, whatever
 order their slow parts finish in; a turn that ends early never lets a later one overtake an
-earlier one; a cancel reaching a committed write is dropped and its result returned."""
+earlier one; a cancel reaching a write its thread has started is dropped and its result
+returned, one reaching a queued write takes it off the queue."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tokend.service.turns import Turns, run_to_end
+from tokend.service.turns import Turns, committed, run_to_end
 
 
 def test_turns_apply_in_the_order_taken_whatever_order_the_work_finishes_in():
@@ -97,3 +100,34 @@ def test_a_cancel_before_the_commit_point_raises_and_nothing_runs():
         return ran
 
     assert asyncio.run(scenario()) == []
+
+
+def test_a_write_cancelled_while_queued_never_runs_and_one_cancelled_while_running_finishes():
+    pool = ThreadPoolExecutor(max_workers=1)
+    running, release = threading.Event(), threading.Event()
+    written: list[str] = []
+
+    def write(name: str) -> str:
+        running.set()
+        release.wait(10)
+        written.append(name)
+        return name
+
+    async def scenario() -> tuple[str, bool]:
+        first = asyncio.ensure_future(committed(pool.submit, lambda: write("first")))
+        second = asyncio.ensure_future(committed(pool.submit, lambda: write("second")))
+        while not running.is_set():
+            await asyncio.sleep(0.005)
+        first.cancel()  # its thread is writing: too late
+        second.cancel()  # still queued behind it: taken off the queue
+        await asyncio.sleep(0.01)
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        return await first, first.cancelled()
+
+    try:
+        assert asyncio.run(scenario()) == ("first", False)
+    finally:
+        pool.shutdown(wait=True)
+    assert written == ["first"]

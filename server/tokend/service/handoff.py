@@ -96,7 +96,7 @@ async def _create_child(
     await service.run(lambda: service.store.create_session(child))
     state = service.state(child.id)
     change = await service.run(lambda: service.summary_change(state.data, text, digest, []))
-    applied = await state.apply_async(change, None, service.run)
+    applied = await state.apply_async(change, None, service.submit)
     snapshot = service.announce(state, applied)
     return HandedOff(child, change.message.id, change.tokens, tuple(choices), snapshot)
 

@@ -12,7 +12,7 @@ import asyncio
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -318,8 +318,8 @@ class TokendService:
     ) -> tuple[Message, BudgetSnapshot]:
         state = self.state(session_id)
         state.check_version(if_version)
-        change = self.prepare_append(state.data, role, parts, usage, model, duration_ms)
         _check_answers(state.data, parts)
+        change = self.prepare_append(state.data, role, parts, usage, model, duration_ms)
         applied = state.apply(change, if_version)
         self._learn(state, applied.evolved, save=self._save_calibration)
         return change.message, self._changed(state, applied)
@@ -381,7 +381,7 @@ class TokendService:
         await turn.wait()
         _check_answers(state.data, parts)
         try:
-            applied = await state.apply_async(change, if_version, self.run)
+            applied = await state.apply_async(change, if_version, self.submit)
         except AlreadyStored as exc:  # the same id appended meanwhile (another connection)
             again = self._answer_stored(state, message_id or "", exc.stored)
             if again is None:
@@ -449,7 +449,7 @@ class TokendService:
         """Apply a compaction planned on an earlier version: messages appended meanwhile stay
         (after the summary); VersionConflict when another compaction or a rewind came first."""
         state = self.state(session_id)
-        applied = await state.apply_async(change, None, self.run)
+        applied = await state.apply_async(change, None, self.submit)
         return self._changed(state, applied)
 
     def prune_change(self, data: SessionData, part_ids: Sequence[str]) -> PruneParts:
@@ -477,7 +477,7 @@ class TokendService:
     ) -> BudgetSnapshot:
         state = self.state(session_id)
         change = self.prune_change(state.data, part_ids)
-        applied = await state.apply_async(change, if_version, self.run)
+        applied = await state.apply_async(change, if_version, self.submit)
         return self._changed(state, applied)
 
     def set_measured(self, session_id: str, measured: dict[str, int], exact: bool) -> None:
@@ -584,6 +584,10 @@ class TokendService:
     async def run(self, work: Callable[[], T]) -> T:
         """Run `work` in the service's worker threads; the event loop serves others meanwhile."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """`work` queued for the service's worker threads (a store write: see service.turns)."""
+        return self._pool.submit(work)
 
     # -- notifications ----------------------------------------------------------------------
 

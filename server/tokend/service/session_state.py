@@ -31,7 +31,7 @@ from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
 from tokend.core.session_data import Evolved, SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.service.turns import Turn, Turns, run_to_end
+from tokend.service.turns import Submit, Turn, Turns, committed
 
 T = TypeVar("T")
 Decorate = Callable[[SessionData, BudgetSnapshot], BudgetSnapshot]
@@ -119,36 +119,27 @@ class SessionState:
         return self._publish(applied, change)
 
     async def apply_async(
-        self, change: Change, if_version: int | None, worker: Worker[Any]
+        self, change: Change, if_version: int | None, submit: Submit[Any]
     ) -> Applied:
-        """As apply, with the store write run by `worker` (off the event loop). Concurrent
-        calls are applied one at a time, each against the version the previous left.
+        """As apply, with the store write run in a worker thread by `submit` (off the event
+        loop). Concurrent calls are applied one at a time, each against the version the
+        previous left.
 
-        Cancelling the awaiting task before the write is handed to `worker` raises
-        CancelledError and changes nothing; once it is handed over, the write is finished and
-        published and its result returned (a thread that is committing cannot be stopped, and
-        the state must never disagree with the store)."""
+        The commit point is the worker thread starting the write: a cancel of the awaiting
+        task before it raises CancelledError and changes nothing; after it, the write is
+        finished and published and its result returned (a committing thread cannot be
+        stopped, and the state must never disagree with the store)."""
         async with self.lock:
             self.check_version(if_version)
             applied, persist = self._next(change)
-            return await run_to_end(self._commit(change, if_version, applied, persist, worker))
-
-    async def _commit(
-        self,
-        change: Change,
-        if_version: int | None,
-        applied: Applied,
-        persist: Callable[[], None],
-        worker: Worker[Any],
-    ) -> Applied:
-        try:
-            await worker(persist)
-        except ChangedElsewhere:
-            if self._reload is None:
-                raise
-            applied = await worker(lambda: self._apply_held(change, if_version))
-            self.render_cache.clear()
-        return self._publish(applied, change)
+            try:
+                await committed(submit, persist)
+            except ChangedElsewhere:
+                if self._reload is None:
+                    raise
+                applied = await committed(submit, lambda: self._apply_held(change, if_version))
+                self.render_cache.clear()
+            return self._publish(applied, change)
 
     def _apply_held(self, change: Change, if_version: int | None) -> Applied:
         """Another daemon moved the session: hold its lock, reload it, apply `change` to it and

@@ -4,60 +4,99 @@
   dispatched (before its first await), so the requests one connection pipelines hold turns in
   the order the daemon read them; the slow part (counting) runs in parallel, and each append is
   applied once every earlier turn is over: applied, refused, failed or cancelled.
-- `run_to_end`: the commit point. Once a change is handed to the store, a cancel of the task
-  awaiting it no longer stops it: the write and its publication finish, and the result is
+- `committed`: the commit point of a store write run in a worker thread. A cancel that arrives
+  while the write is still queued takes it off the queue (nothing written, CancelledError); once
+  the thread has started it, the cancel is dropped, the write finishes and its result is
   returned (LSP lets a server answer a cancelled request with its result).
+- `run_to_end`: the same for a whole coroutine (a compaction's writes, a rewind's files).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import concurrent.futures
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+Submit = Callable[[Callable[[], T]], concurrent.futures.Future[T]]
+
+
+class Turns:
+    """Tickets in the order taken; the one being served, and the ones over before their turn."""
+
+    def __init__(self) -> None:
+        self._taken = 0
+        self._serving = 0
+        self._over_early: set[int] = set()
+        self._waiting: dict[int, asyncio.Future[None]] = {}
+
+    def take(self) -> Turn:
+        """The next turn; call on the event loop, before the request's first await."""
+        self._taken += 1
+        return Turn(self, self._taken - 1)
+
+    async def _wait(self, ticket: int) -> None:
+        if ticket == self._serving:
+            return
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = woken
+        try:
+            await woken  # a cancel cancels only this future: nobody else waits on it
+        finally:
+            self._waiting.pop(ticket, None)
+
+    def _release(self, ticket: int) -> None:
+        if ticket != self._serving:  # over before its turn came (refused, cancelled)
+            self._over_early.add(ticket)
+            return
+        self._serving += 1
+        while self._serving in self._over_early:
+            self._over_early.discard(self._serving)
+            self._serving += 1
+        woken = self._waiting.get(self._serving)
+        if woken is not None and not woken.done():
+            woken.set_result(None)
 
 
 class Turn:
     """One place in a session's queue of appends."""
 
-    def __init__(self, before: asyncio.Future[None] | None, mine: asyncio.Future[None]) -> None:
-        self._before = before
-        self._mine = mine
+    def __init__(self, turns: Turns, ticket: int) -> None:
+        self._turns = turns
+        self._ticket = ticket
+        self._released = False
 
     async def wait(self) -> None:
         """Until every earlier turn is over. Cancelling the waiting task raises CancelledError
-        here and leaves the earlier turns alone."""
-        if self._before is not None and not self._before.done():
-            await asyncio.wait([self._before])
+        here and leaves the other turns alone."""
+        await self._turns._wait(self._ticket)
 
     def release(self) -> None:
-        """This turn is over (whatever its outcome): the next one goes once every earlier one
-        is over too, so a turn that ends early (cancelled while waiting) never lets a later
-        append overtake an earlier one still being applied."""
-        if self._mine.done():
-            return
-        if self._before is None or self._before.done():
-            self._mine.set_result(None)
-        else:
-            self._before.add_done_callback(self._follow)
-
-    def _follow(self, _: asyncio.Future[None]) -> None:
-        if not self._mine.done():
-            self._mine.set_result(None)
+        """This turn is over, whatever its outcome. A turn released before its own came (it
+        was refused or cancelled early) is skipped when reached: a later append never
+        overtakes an earlier one that is still being applied."""
+        if not self._released:
+            self._released = True
+            self._turns._release(self._ticket)
 
 
-class Turns:
-    """The queue itself: the last turn handed out (earlier ones are chained behind it)."""
-
-    def __init__(self) -> None:
-        self._last: asyncio.Future[None] | None = None
-
-    def take(self) -> Turn:
-        """The next turn; call on the event loop, before the request's first await."""
-        mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        before, self._last = self._last, mine
-        return Turn(before, mine)
+async def committed(submit: Submit[T], write: Callable[[], T]) -> T:
+    """`write` run by `submit` (a worker thread), its result returned. Cancelled before the
+    thread starts it: taken off the queue, CancelledError, nothing written. Cancelled later:
+    the write is finished, the cancel dropped, the result returned (see the module docstring)."""
+    future = submit(write)
+    cancelled = 0
+    try:
+        while True:
+            try:
+                return await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                if future.cancelled():  # the cancel reached it while it was queued
+                    raise
+                cancelled += 1  # running or done: wait for it (again)
+    finally:
+        _uncancel(cancelled)
 
 
 async def run_to_end(work: Coroutine[Any, Any, T]) -> T:
@@ -75,7 +114,11 @@ async def run_to_end(work: Coroutine[Any, Any, T]) -> T:
                     raise
                 cancelled += 1
     finally:
-        current = asyncio.current_task()
-        for _ in range(cancelled if current is not None else 0):
-            assert current is not None
-            current.uncancel()
+        _uncancel(cancelled)
+
+
+def _uncancel(times: int) -> None:
+    current = asyncio.current_task()
+    for _ in range(times if current is not None else 0):
+        assert current is not None
+        current.uncancel()
