@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -88,6 +89,7 @@ class Daemon:
 
     def stop(self) -> None:
         self.processes.stop_all()
+        shutil.rmtree(self.base, ignore_errors=True)
 
 
 def _marked(index: int, words: int) -> str:
@@ -103,14 +105,14 @@ def _index(message: dict[str, Any]) -> int | None:
     return None
 
 
-def _messages(count: int, seed: int) -> list[dict[str, Any]]:
-    """`count` messages: mostly short, some long (3,000 words), every tenth exchange a toolCall
-    and its toolResult; each carries its send index."""
+def _messages(count: int, seed: int, tools: bool = True) -> list[dict[str, Any]]:
+    """`count` messages: mostly short, some long (3,000 words), with `tools` every tenth
+    exchange a toolCall and its toolResult; each carries its send index."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     while len(out) < count:
         i = len(out)
-        if i % 10 == 8 and count - i >= 2:
+        if tools and i % 10 == 8 and count - i >= 2:
             call = {"type": "toolCall", "callId": f"c{i}", "name": "Bash", "input": {"n": i}}
             out.append(
                 {"role": "assistant", "parts": [{"type": "text", "text": _marked(i, 3)}, call]}
@@ -130,14 +132,15 @@ def _messages(count: int, seed: int) -> list[dict[str, Any]]:
 
 
 def pipelined(
-    tree: Path, appends: int, in_flight: int = IN_FLIGHT, seed: int = 26
+    tree: Path, appends: int, in_flight: int = IN_FLIGHT, seed: int = 26, tools: bool = True
 ) -> PipelineResult:
-    """`appends` appends from one connection, `in_flight` at a time; judged on session/messages."""
+    """`appends` appends from one connection, `in_flight` at a time (toolCall/toolResult pairs
+    among them with `tools`); judged on session/messages."""
     daemon = Daemon(tree)
     try:
         client = daemon.client("pipeliner")
         sid = client.request("session/create", {"model": MODEL})["sessionId"]
-        messages = _messages(appends, seed)
+        messages = _messages(appends, seed, tools)
         errors: list[str] = []
         waiting: deque[int] = deque()
         began = time.perf_counter()
@@ -271,46 +274,51 @@ def _judge_trial(
 
 APPENDS = 10_000
 CANCELS = 100
-
-
-def _measure(tree: Path) -> tuple[PipelineResult, CancelResult]:
-    return pipelined(tree, APPENDS), cancels(tree, CANCELS)
+ROUNDS = 3  # throughput runs per daemon, interleaved: the median is quoted
 
 
 def run() -> str:
-    ours = _measure(ROOT)
     with baseline_tree(BEFORE_TRUST_REV) as before:
-        base = _measure(before) if before is not None else None
+        trees = [("this tree", ROOT)]
+        if before is not None:
+            trees.append((f"main at {BEFORE_TRUST_REV}", before))
+        order = {name: pipelined(tree, APPENDS) for name, tree in trees}
+        rates: dict[str, list[float]] = {name: [] for name, _ in trees}
+        for _ in range(ROUNDS):
+            for name, tree in trees:
+                rates[name].append(pipelined(tree, APPENDS, tools=False).per_s)
+        cancelled = {name: cancels(tree, CANCELS) for name, tree in trees}
     lines = [
         "### Pipelined and cancelled appends (bench/append_order.py)\n",
-        f"A real `tokend serve` per run. {APPENDS:,} `session/append` from one connection, "
-        f"{IN_FLIGHT} in flight, 5 to 3,000 words, a toolCall with its toolResult right behind "
-        "it every tenth exchange; compared with `session/messages` order. Then "
-        f"{CANCELS} appends of a ~1.5 MB file-read tool result, each `$/cancelRequest`ed at a "
-        "random point of an uncancelled one's time; each checked against `session/messages`, "
-        f"`budget/snapshot` and `session/reload`. Baseline: main at {BEFORE_TRUST_REV}, same run.\n",
-        "| daemon | appends out of place | stored right after a later one | errors | appends/s "
-        "| cancels: -32800 / result | broken promises |",
-        "|---|---|---|---|---|---|---|",
+        f"A real `tokend serve` per run. {APPENDS:,} `session/append` from one connection to one "
+        f"session, {IN_FLIGHT} in flight, 5 to 3,000 words, every tenth exchange a toolCall with "
+        "its toolResult right behind it; the order judged on `session/messages`. Throughput: "
+        f"the same without the tool pairs (nothing refused on either daemon), {ROUNDS} runs per "
+        f"daemon, interleaved. Then {CANCELS} appends of a ~1.5 MB file-read tool result, each "
+        "to a new session and `$/cancelRequest`ed at a random point of an uncancelled one's "
+        "time; each judged on `session/reload` + `session/messages` (the store) and "
+        "`budget/snapshot`. A broken promise: RequestCancelled yet stored, a result yet not "
+        "stored, the snapshot's version other than the store's, a version gap. Baseline: main "
+        f"before this work ({BEFORE_TRUST_REV}), same run.\n",
+        "| daemon | stored out of send order | toolResults refused | appends/s, median (runs) "
+        "| cancels: RequestCancelled / result | broken promises |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, got in (("this tree", ours), (f"baseline {BEFORE_TRUST_REV}", base)):
-        if got is None:
-            lines.append(f"| {name} | (baseline revision not available) ||||||")
-            continue
-        pipe, cancel = got
+    for name, _ in trees:
+        got, cancel = order[name], cancelled[name]
         lines.append(
-            f"| {name} | {pipe.out_of_place:,} | {pipe.inversions:,} | {len(pipe.errors):,} | "
-            f"{pipe.per_s:,.0f} | {cancel.cancelled} / {cancel.completed} | {len(cancel.lies)} |"
+            f"| {name} | {got.out_of_place:,} of {got.appends:,} | {len(got.errors):,} | "
+            f"{statistics.median(rates[name]):,.0f} ({', '.join(f'{x:,.0f}' for x in rates[name])}) "
+            f"| {cancel.cancelled} / {cancel.completed} | {len(cancel.lies)} |"
         )
-    if base is not None:
+    if len(trees) == 2:
+        ours, base = (statistics.median(rates[n]) for n, _ in trees)
         lines.append(
-            f"\nThroughput with {IN_FLIGHT} in flight: {ours[0].per_s:,.0f} appends/s here, "
-            f"{base[0].per_s:,.0f} before ({ours[0].per_s / base[0].per_s:.2f}x)."
+            f"\nThroughput with {IN_FLIGHT} in flight: {ours / base:.2f}x the baseline's median."
         )
-        if base[1].lies:
-            lines.append(f"Before, for example: {base[1].lies[0]}.")
-        if base[0].errors:
-            lines.append(f"Before, for example: {base[0].errors[0]}")
+        example = cancelled[trees[1][0]].lies[:2] + order[trees[1][0]].errors[:1]
+        if example:
+            lines.append("Baseline, for example: " + "; ".join(example) + ".")
     return "\n".join(lines) + "\n"
 
 
