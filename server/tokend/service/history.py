@@ -66,6 +66,34 @@ async def rewind(
     return Rewound(len(removed), service.announce(state, applied))
 
 
+def planned_rewind(
+    service: TokendService, session_id: str, to_message_id: str, if_version: int | None
+) -> tuple[str, ...]:
+    """The message ids a rewind would take out, checked as `rewind` checks them (before a
+    "both" rewind writes any file)."""
+    service.state(session_id).check_version(if_version)
+    return _after(service, session_id, to_message_id)
+
+
+async def complete_rewind(
+    service: TokendService, session_id: str, to_message_id: str, ids: tuple[str, ...]
+) -> str:
+    """Finish the conversation part of a "both" rewind a kill interrupted: the messages of
+    `ids` still live after `to_message_id` leave the live context. What was done, in words."""
+    state = service.state(session_id)
+    live = [m.id for m in state.data.messages]
+    if to_message_id not in live:
+        return "unchanged (the message it went back to is no longer live)"
+    later = set(live[live.index(to_message_id) + 1 :])
+    removed = tuple(i for i in ids if i in later)
+    if not removed:
+        return "already rewound"
+    change = Rewind(to_message_id, removed, service.clock.now())
+    applied = await state.apply_async(change, None, service.run)
+    service.announce(state, applied)
+    return f"rewound ({len(removed)} messages left the live context)"
+
+
 def fork(
     service: TokendService,
     session_id: str,
