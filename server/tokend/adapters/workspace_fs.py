@@ -12,7 +12,11 @@ swapped for a symlink after tokend last looked (`mv d d.bak; ln -s ~/.ssh d`) is
   component the same way, stays inside the workspace; one that leaves it is `PathOutside`.
 
 A new file is first written to `.NAME.tokend-restore` beside it, created 0600 with
-O_CREAT|O_EXCL|O_NOFOLLOW, given its final mode with fchmod, flushed, then renamed over NAME.
+O_CREAT|O_EXCL|O_NOFOLLOW, given its final mode with fchmod, then renamed over NAME: a reader
+sees the old bytes or the new, and a killed process leaves at most the temporary copy (the
+restore journal removes it at the next start). Durability: as the checkpoint index, which runs
+with synchronous=NORMAL, this survives the process being killed, not the machine losing power
+(an fsync per file made a 500-file restore about twice as slow, 1.4 of 3.1 s in a profile).
 """
 
 from __future__ import annotations
@@ -153,8 +157,7 @@ def write_atomic(root: Path, rel: str, data: bytes, mode: int) -> os.stat_result
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fchmod(fd, mode & 0o777)
-                os.fsync(fd)
-                done = os.fstat(fd)
+                done = os.fstat(fd)  # not fsynced: see the module's note on durability
             finally:
                 os.close(fd)
             os.replace(tmp, name, src_dir_fd=walk.folder, dst_dir_fd=walk.folder)
