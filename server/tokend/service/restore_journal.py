@@ -74,7 +74,8 @@ def settle_all(checkpoints: Checkpoints, loop: asyncio.AbstractEventLoop | None)
     for row in rows:
         try:
             outcome = _settle_files(checkpoints, row)
-        except (OSError, TokendError) as exc:
+        except Exception as exc:  # one journal that cannot be settled must not stop the others
+            log.exception("settling the interrupted restore %s failed", row.id)
             outcome = {"error": f"its files could not be settled: {exc}"}
         if row.conversation is not None:
             outcome["conversation"] = _settle_conversation(checkpoints, row, loop)
