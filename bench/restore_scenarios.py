@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import stat
@@ -399,8 +400,6 @@ def kill_trial(rig: Rig, base: Path, method: str, files: int, delay_s: float) ->
 
 def _answered(client: Client, request: int) -> bool:
     """Whether the reply to `request` has arrived (read without waiting)."""
-    import select
-
     while select.select([client.read_fd], [], [], 0)[0]:
         chunk = os.read(client.read_fd, 1 << 16)
         if not chunk:

@@ -7,8 +7,8 @@ beside today's daemon); the oracle is the files on disk and what the client rece
 
 Found on main: 4 of 4 folder swaps wrote 2 files and deleted 1-2 outside (with or without
 `force`); 0600 files came back 0644; `context/assemble` read a file through a swapped folder; a
-restore killed midway left 75 of 300 files restored, temporary copies behind, a "both" rewind's
-files half restored with its conversation untouched, and nothing told the user.
+restore killed midway left 265 of 300 files restored and a "both" rewind 33 of 300 with its
+conversation untouched, and nothing told the user (the bench also counts temporary copies left).
 """
 
 from __future__ import annotations
