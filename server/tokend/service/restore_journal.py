@@ -84,7 +84,8 @@ def settle_all(checkpoints: Checkpoints, loop: asyncio.AbstractEventLoop | None)
             Interrupted(row.to_message_id, row.started_at, row.conversation is not None, outcome),
             row.session_id,
         )
-        log.info("%s", text)
+        # To the log file; the clients hear it from _announce (off the loop, none is sent here).
+        log.warning("%s", text)
         _announce(checkpoints, loop, text)
     return len(rows)
 
