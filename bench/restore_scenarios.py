@@ -212,6 +212,7 @@ class VariantResult:
     outside_deleted: int
     reported: int  # files the reply lists as kept with a reason naming a symlink
     modes_kept: bool  # the files restored inside have the modes they had before the turn
+    dry_reported: int = 0  # as `reported`, from a dry run made just before
 
 
 def symlink_variant(
@@ -258,6 +259,11 @@ def symlink_variant(
     logged = {f"{prefix}f.txt", f"{prefix}h.txt", f"{prefix}new.txt", "keep.env"}
     sid, first = agent_turn(client, ws, change, logged, swap)
     seen = tree_state(outside)
+    dry = client.request(
+        "checkpoint/restore",
+        {"sessionId": sid, "toMessageId": first, "dryRun": True, "force": force},
+    )
+    dry_reported = sum(1 for f in dry["files"] if "symlink" in (f.get("reason") or ""))
     try:
         reply = rewind_or_restore(client, sid, first, method, force)
     except RpcFailed:
@@ -269,7 +275,9 @@ def symlink_variant(
         (ws / rel).is_file() and stat.S_IMODE((ws / rel).stat().st_mode) == mode
         for rel, mode in modes.items()
     )
-    return VariantResult(variant, method, force, written, deleted, reported, modes_kept)
+    return VariantResult(
+        variant, method, force, written, deleted, reported, modes_kept, dry_reported
+    )
 
 
 # -- modes ----------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ def test_a_restore_never_writes_or_deletes_through_a_swapped_symlink(
     result = symlink_variant(client, rig.base, variant, method, force)
     assert (result.outside_written, result.outside_deleted) == (0, 0), result
     assert result.reported >= 1, f"the reply names no path kept for a symlink: {result}"
+    assert result.dry_reported == result.reported, f"the dry run foretold otherwise: {result}"
     assert result.modes_kept, "the 0600 file the agent deleted came back with another mode"
 
 

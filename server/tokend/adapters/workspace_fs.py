@@ -216,6 +216,19 @@ def _prune_empty(walk: _Walk) -> None:
             return
 
 
+def probe(root: Path, rel: str) -> None:
+    """PathConflict when a write or delete of `rel` would be refused now (a symlink on its way,
+    or `rel` one); nothing is created or changed (a dry run asks this)."""
+    try:
+        with _folder_of(root, rel) as (walk, name):
+            found = _lstat(walk.folder, name)
+            if found is not None and not stat.S_ISREG(found.st_mode):
+                what = "a symlink" if stat.S_ISLNK(found.st_mode) else "not a regular file"
+                raise PathConflict(rel, f"it is now {what}: not replaced")
+    except FolderMissing:
+        return  # a write makes the folders
+
+
 def remove_temporary(root: Path, rel: str) -> bool:
     """Delete the temporary copy an interrupted write of `rel` may have left (True: one was)."""
     try:

@@ -70,7 +70,8 @@ def restore(
             points[0], marks, changes, current, dirty, checkpoints.store.has_blob, force
         )
         if dry_run:
-            return Restored(to_message_id, True, plan.steps, plan.outside)
+            steps = tuple(_as_it_would_go(root, s) for s in plan.steps)
+            return Restored(to_message_id, True, steps, plan.outside)
         journal = checkpoints.store.begin_restore(
             ws,
             session_id,
@@ -105,6 +106,18 @@ def undo(checkpoints: Checkpoints, session_id: str, restored: Restored) -> None:
         apply_steps(checkpoints, ws, root, here)
         if restored.journal_id is not None:
             checkpoints.store.end_restore(restored.journal_id, "undone")
+
+
+def _as_it_would_go(root: Path, step: RestoreStep) -> RestoreStep:
+    """A dry run's step: kept when the write or delete would be refused now."""
+    if step.action not in ("write", "create", "delete"):
+        return step
+    try:
+        workspace_fs.probe(root, step.path)
+    except workspace_fs.PathConflict as exc:
+        reason = f"not restored: {exc.reason} ({SYMLINK_NOTE})"
+        return RestoreStep(step.path, "kept", step.target, step.current, reason)
+    return step
 
 
 def _current(checkpoints: Checkpoints, root: Path, rel: str, save: bool) -> str | None:
