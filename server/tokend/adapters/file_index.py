@@ -157,9 +157,9 @@ def walk(
     start: str = "",
 ) -> Iterator[FileEntry]:
     """Every file of the tree (or of its folder `start`) that the ignore files keep, in path
-    order per folder. Folders are not followed through symlinks; a folder that cannot be
+    order per folder; nothing of tokend's own folders (`rules.own`). Folders are not followed through symlinks; a folder that cannot be
     listed is skipped."""
-    stack = [start]
+    stack = [] if start and rules.own.owns(start) else [start]
     seen = 0
     while stack:
         files, subfolders = list_folder(root, rules, stack.pop(), max_bytes=max_bytes)
@@ -190,7 +190,7 @@ def list_folder(
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        if is_ignored(layers, rel, is_dir):
+        if rules.own.owns(rel) or is_ignored(layers, rel, is_dir):
             continue
         if is_dir:
             subfolders.append(rel)

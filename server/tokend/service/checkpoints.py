@@ -80,6 +80,7 @@ class Checkpoints:
         self._marked: dict[str, set[str]] = {}  # session id -> message ids marked
         self._opened: set[str] = set()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokend-checkpoints")
+        workspaces.own_folders.append(store.folder)  # never checkpoint the checkpoints
         workspaces.built_hooks.append(self.on_built)
         workspaces.batch_hooks.append(self.on_batch)
         workspaces.editor_hooks.append(self.on_editor)
@@ -124,7 +125,9 @@ class Checkpoints:
             left = [
                 rel
                 for rel in self.store.baseline_paths(ws)
-                if rel not in entries and not (index.root / rel).is_file()
+                if rel not in entries
+                and not (index.root / rel).is_file()
+                and not index.rules.own.owns(rel)  # tokend's own: neither user's nor deleted
             ]
             known = self.store.baseline(ws, left)
             self.store.set_baseline(ws, dict.fromkeys(left))
