@@ -32,6 +32,8 @@ SECTIONS = [
     "abuse",
     "shared_db",
     "bigframes",
+    "datadir",
+    "restore_safety",
     "append_order",
 ]
 

@@ -137,7 +137,7 @@ def _scenario(base: Path, engine: str, daemons: int, url: str) -> dict[str, Any]
             stale = _append(
                 _unix_client(sock[names[1]], "stale"), session_id, "stale", ifVersion=total
             )
-            stale_refused = "result" in moved and stale.get("error", {}).get("code") == -32006
+            stale_refused = "result" in moved and stale.get("error", {}).get("code") == -33006
         for _name, watcher in watchers:
             watcher.stop = True
         from tokend.adapters.store import SqlStore

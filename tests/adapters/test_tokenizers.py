@@ -127,7 +127,7 @@ def test_nothing_found_says_what_fails_and_how_to_fix_it(
     assert "pip install" in message and "pipx install" in message
     assert "TIKTOKEN_CACHE_DIR" in message and "litellm" in message
     assert O200K.cache_file in message
-    assert caught.value.code == -32004
+    assert caught.value.code == -33004
 
 
 def test_unknown_tokenizer_is_refused() -> None:

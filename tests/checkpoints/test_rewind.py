@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.checkpoints.conftest import Agent
-from tokend.service import checkpoint_views, history
+from tokend.service import checkpoint_views
 from tokend.service.checkpoint_views import list_turns, restore, turn_diff
 
 
@@ -159,16 +159,16 @@ def test_a_rewind_cancelled_while_its_files_are_written_finishes_code_and_conver
     entered, release = threading.Event(), threading.Event()
     real_restore = checkpoint_views.restore
 
-    def held_restore(*args: Any) -> Any:  # the files' write, held until the cancel was sent
+    def held_restore(*args: Any, **kwargs: Any) -> Any:  # held until the cancel was sent
         entered.set()
         release.wait(10)
-        return real_restore(*args)
+        return real_restore(*args, **kwargs)
 
     monkeypatch.setattr(checkpoint_views, "restore", held_restore)
 
     async def scenario() -> Any:
         task = asyncio.ensure_future(
-            history.rewind_with_code(agent.service, agent.sid, first, None, "both", False)
+            checkpoint_views.rewind_both(agent.service, agent.sid, first, None, False)
         )
         while not entered.is_set():
             await asyncio.sleep(0.005)
@@ -178,6 +178,6 @@ def test_a_rewind_cancelled_while_its_files_are_written_finishes_code_and_conver
 
     restored, rewound = asyncio.run(scenario())
     assert tree(agent.root) == original
-    assert rewound is not None and rewound.removed > 0
+    assert rewound.removed > 0
     assert agent.service.state(agent.sid).data.messages[-1].id == first
     assert {s.path for s in restored.steps} >= {"src/app.py", "config.toml"}

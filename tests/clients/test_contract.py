@@ -157,3 +157,38 @@ def test_the_snapshot_has_exactly_protocol_md_fields(mirror):
 def test_params_and_results_have_protocol_md_fields(mirror, method, which):
     types = MIRRORS[mirror][0]()
     assert types[SHAPES[method, which]] == documented_shape(method, which)
+
+
+def documented_error_codes() -> dict[str, int]:
+    """protocol.md's Errors table: name -> code, for tokend's own codes (-33099…-33000)."""
+    table = PROTOCOL.read_text().split("## Errors", 1)[1].split("\nEarlier", 1)[0]
+    rows = re.findall(r"^\| (-\d+) \| (\w+) \|", table, flags=re.MULTILINE)
+    return {name: int(code) for code, name in rows if -33099 <= int(code) <= -33000}
+
+
+def typescript_error_codes() -> dict[str, int]:
+    body = re.search(r"export const ErrorCodes = \{(.*?)\} as const;", TYPESCRIPT.read_text(), re.S)
+    assert body, "protocol.ts has no ErrorCodes"
+    return {name: int(code) for name, code in re.findall(r"(\w+): (-\d+),", body.group(1))}
+
+
+def lua_error_codes() -> dict[str, int]:
+    return {
+        name: int(code)
+        for code, name in re.findall(r"^---\| (-\d+) # (\w+)$", LUA.read_text(), flags=re.MULTILINE)
+    }
+
+
+def test_tokend_error_codes_are_outside_json_rpc_and_lsp_ranges():
+    codes = documented_error_codes()
+    assert {"SessionNotFound", "UnknownModel", "VersionConflict"} <= set(codes)
+    table = PROTOCOL.read_text().split("## Errors", 1)[1].split("\nEarlier", 1)[0]
+    every = [int(code) for code in re.findall(r"^\| (-\d+) \|", table, flags=re.MULTILINE)]
+    reserved = [c for c in every if -32099 <= c <= -32000 or -32899 <= c <= -32800]
+    # Only the codes LSP and JSON-RPC define themselves (ServerNotInitialized, RequestCancelled).
+    assert set(reserved) <= {-32002, -32800}, reserved
+
+
+@pytest.mark.parametrize("mirror", [typescript_error_codes, lua_error_codes])
+def test_the_clients_mirror_protocol_md_error_codes(mirror):
+    assert mirror() == documented_error_codes()

@@ -15,7 +15,7 @@ from tests.daemon.abuse import discard_until_closed, malformed_frames, rss_kib
 from tests.daemon.conftest import Runtime
 from tests.daemon.lsp_client import ConnectionClosed, LspClient
 
-UNAUTHORIZED = -32007
+UNAUTHORIZED = -33007
 
 
 def test_idle_daemon_exits_and_removes_its_socket(runtime: Runtime) -> None:

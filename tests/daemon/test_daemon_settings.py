@@ -58,7 +58,7 @@ def test_a_model_declared_while_the_daemon_runs_is_known_a_second_later(
 ) -> None:
     client = _client(daemons)
     params = {"model": "acme-late", "workspaceUri": tmp_path.as_uri()}
-    assert client.request("session/create", params)["error"]["code"] == -32002  # UnknownModel
+    assert client.request("session/create", params)["error"]["code"] == -33002  # UnknownModel
     (tmp_path / ".tokend.toml").write_text(
         '[models."acme-late"]\ncontext_window = 32768\nmax_output_tokens = 4096\n'
     )

@@ -18,7 +18,7 @@ from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tokend.daemon import paths
 
-INVALID_REQUEST, INVALID_PARAMS, UNAUTHORIZED = -32600, -32602, -32007
+INVALID_REQUEST, INVALID_PARAMS, UNAUTHORIZED = -32600, -32602, -33007
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ def test_deeply_nested_params_are_refused_before_they_reach_the_session(daemons:
     assert "result" in assembled, assembled
 
 
-REQUEST_TOO_LARGE, REPLY_TOO_LARGE = -32011, -32012
+REQUEST_TOO_LARGE, REPLY_TOO_LARGE = -33011, -33012
 
 
 def test_limits_are_answered_with_errors_and_the_editor_keeps_its_server(

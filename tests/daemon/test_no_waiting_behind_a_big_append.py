@@ -61,6 +61,6 @@ def test_other_connections_are_answered_while_a_30_mb_append_is_counted(daemons:
     while big.get("id") != 99:  # notifications (the gauge of its own session) may come first
         big = writer.read_message(timeout=120)
     assert "error" in big  # 7.6M tokens: too large, refused with a reason
-    assert big["error"]["code"] == -32005 and answered == 5
+    assert big["error"]["code"] == -33005 and answered == 5
     writer.close()
     reader.close()

@@ -19,7 +19,7 @@ from tokend.adapters.store import SqlStore
 from tokend.daemon import paths
 
 APPENDS_PER_CLIENT = 40
-VERSION_CONFLICT = -32006
+VERSION_CONFLICT = -33006
 
 
 def _serve(daemons: Any, monkeypatch: pytest.MonkeyPatch, url: str, *names: str) -> None:

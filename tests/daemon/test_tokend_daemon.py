@@ -139,7 +139,7 @@ def test_two_editors_and_a_cli_share_one_session(real: RealRuntime) -> None:
     stale = cli.request(
         "session/append", {"sessionId": sid, "message": _text("late"), "ifVersion": version - 1}
     )
-    assert stale["error"]["code"] == -32006
+    assert stale["error"]["code"] == -33006
     assert stale["error"]["data"]["currentVersion"] == version
 
     # editor 1 leaves with shutdown + exit: the others are served on
@@ -174,10 +174,10 @@ def test_tcp_listener_requires_the_token(real: RealRuntime) -> None:
     )
     port = int(re.search(r"tcp:127\.0\.0\.1:(\d+)", text).group(1))
     without = LspClient.tcp("127.0.0.1", port)
-    assert without.initialize("no-token")["error"]["code"] == -32007
+    assert without.initialize("no-token")["error"]["code"] == -33007
     assert without.wait_closed()
     wrong = LspClient.tcp("127.0.0.1", port)
-    assert wrong.initialize("wrong", {"authToken": "nope"})["error"]["code"] == -32007
+    assert wrong.initialize("wrong", {"authToken": "nope"})["error"]["code"] == -33007
     token = paths.read_token()
     right = LspClient.tcp("127.0.0.1", port)
     assert "result" in right.initialize("right", {"authToken": token})

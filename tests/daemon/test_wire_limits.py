@@ -18,8 +18,8 @@ from tests.daemon.abuse import rss_kib
 from tests.daemon.conftest import Runtime
 from tests.daemon.lsp_client import LspClient
 
-UNAUTHORIZED, PARSE_ERROR = -32007, -32700
-REQUEST_TOO_LARGE, REPLY_TOO_LARGE = -32011, -32012
+UNAUTHORIZED, PARSE_ERROR = -33007, -32700
+REQUEST_TOO_LARGE, REPLY_TOO_LARGE = -33011, -33012
 MIB = 1 << 20
 
 

@@ -30,7 +30,7 @@ from tests.e2e.test_compaction_cancel import (
     until,
 )
 
-CONTEXT_OVERFLOW = -32003
+CONTEXT_OVERFLOW = -33003
 SYSTEM = "You are a careful coding agent; keep the public API stable. " * 400  # ~4,800 tokens
 
 

@@ -95,5 +95,5 @@ async def test_budget_spend_and_rate_through_the_real_server(server: ProcessClie
     assert shown["type"] == 1 and "spend limit reached: $0.90" in shown["message"]
     with pytest.raises(RpcError) as refused:
         await server.request("context/assemble", {"sessionId": sid, "format": "anthropic"})
-    assert refused.value.code == -32020
+    assert refused.value.code == -33020
     assert refused.value.data == {"limit": 0.5, "spent": 0.9, "scope": "session"}

@@ -29,7 +29,7 @@ from tests.conftest import BIG_SESSION, sessions_dir_or_skip
 from tests.daemon.lsp_client import LspClient
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
-SESSION_NOT_FOUND = -32001
+SESSION_NOT_FOUND = -33001
 
 
 @dataclass

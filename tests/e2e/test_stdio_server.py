@@ -51,12 +51,12 @@ async def test_append_usage_and_snapshot_agree(server: ProcessClient):
 async def test_bad_input_gets_stable_codes_and_server_keeps_serving(server: ProcessClient):
     with pytest.raises(RpcError) as unknown_model:
         await server.request("session/create", {"model": "no-such-model-xyz"})
-    assert unknown_model.value.code == -32002
+    assert unknown_model.value.code == -33002
     assert ".tokend.toml" in unknown_model.value.message
 
     with pytest.raises(RpcError) as missing:
         await server.request("budget/snapshot", {"sessionId": "01JD0000000000000000000000"})
-    assert missing.value.code == -32001
+    assert missing.value.code == -33001
 
     sid = (await server.request("session/create", {"model": "gpt-4o"}))["sessionId"]
     bad_part = {
@@ -174,7 +174,7 @@ async def test_overflow_says_what_to_drop(server: ProcessClient):
         await server.request(
             "context/assemble", {"sessionId": sid, "format": "openai", "chatFiles": [chat_file]}
         )
-    assert overflow.value.code == -32003
+    assert overflow.value.code == -33003
     assert overflow.value.data["limit"] == 3616
     assert overflow.value.data["total"] > 3616
     suggestions = overflow.value.data["suggestions"]
@@ -185,7 +185,7 @@ async def test_overflow_says_what_to_drop(server: ProcessClient):
         await server.request(
             "session/append", {"sessionId": sid, "message": _text("user", "x " * 5000)}
         )
-    assert too_large.value.code == -32005
+    assert too_large.value.code == -33005
 
 
 async def test_prune_clears_old_tool_output_but_keeps_recent_turns(server: ProcessClient):

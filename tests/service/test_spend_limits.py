@@ -69,7 +69,7 @@ def test_a_workspace_limit_warns_at_80_percent_then_refuses(tmp_path):
     call(service, first)  # $1.35: reached
     with pytest.raises(SpendLimitReached) as refused:
         assemble_context(service, second, AssembleInput())
-    assert refused.value.code == -32020
+    assert refused.value.code == -33020
     assert refused.value.data == {
         "limit": 1.0,
         "spent": pytest.approx(3 * CALL_USD),

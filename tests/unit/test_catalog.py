@@ -176,7 +176,7 @@ def test_unknown_model_says_how_to_declare_it(catalog: Catalog) -> None:
     assert '[models."claude-opuss-4-6"]' in message
     assert "~/.config/tokend/config.toml" in message and ".tokend.toml" in message
     assert "context_window" in message and "max_output_tokens" in message
-    assert raised.value.code == -32002
+    assert raised.value.code == -33002
     assert "claude-opus-4-6" in raised.value.data["suggestions"]
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from tokend.adapters.file_index import read_file, resolve_inside, walk
 from tokend.adapters.ignore_rules import IgnoreRules
 from tokend.adapters.tokenizers import load_encoding
-from tokend.adapters.watcher import FolderWatcher
+from tokend.adapters.watcher import BULK_MAX_DELAY_SECONDS, BULK_QUIET_SECONDS, FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import InvalidParams
 from tokend.service.workspace.index import WorkspaceIndex
@@ -115,13 +117,20 @@ def test_a_checkout_of_2000_files_is_one_batch(tmp_path: Path):
 
     watcher = FolderWatcher(root, on_batch, lambda notice: None)
     watcher.start()
+    written: list[float] = []
     try:
         for i in range(2000):
             (root / f"f{i:04}.py").write_text(f"x = {i}\n")
+            written.append(time.monotonic())
         assert done.wait(30), f"only {sum(len(b) for b in batches)} paths reported"
     finally:
         watcher.stop()
-    assert len(batches) == 1
+    # One batch, unless this (shared, loaded) machine itself paused the checkout: a batch may close
+    # after a pause of BULK_QUIET_SECONDS or BULK_MAX_DELAY_SECONDS after its first event, so each
+    # such pause the writer measured allows one more batch. On a quiet machine that is exactly one.
+    pauses = sum(1 for a, b in itertools.pairwise(written) if b - a >= BULK_QUIET_SECONDS / 2)
+    allowed = 1 + pauses + int((written[-1] - written[0]) / BULK_MAX_DELAY_SECONDS)
+    assert len(batches) <= allowed, f"{len(batches)} batches, {pauses} pauses while writing"
     assert {p.name for p in batches[0]} >= {f"f{i:04}.py" for i in range(2000)}
 
 

@@ -27,6 +27,21 @@ export const Notifications = {
   sessionDidCompact: "session/didCompact",
 } as const;
 
+// tokend's own error codes (protocol.md, Errors): -33099…-33000, outside JSON-RPC's and LSP's ranges.
+export const ErrorCodes = {
+  SessionNotFound: -33001,
+  UnknownModel: -33002,
+  ContextOverflow: -33003,
+  TokenizerUnavailable: -33004,
+  MessageTooLarge: -33005,
+  VersionConflict: -33006,
+  Unauthorized: -33007,
+  StoreError: -33010,
+  RequestTooLarge: -33011,
+  ReplyTooLarge: -33012,
+  SpendLimitReached: -33020,
+} as const;
+
 export type Category = "system" | "tools" | "memory" | "repoMap" | "chatFiles" | "messages";
 
 export interface BreakdownItem {

@@ -7,7 +7,12 @@ workspaces), and `index.sqlite3` holds
 - `baseline`: (workspace, path) -> the hash of the file as last seen, its size and mtime;
 - `changes`: the workspace's log of file changes (core.checkpoints.FileChange);
 - `marks`: when each session message was appended (core.checkpoints.TurnMark);
-- `blobs`: each saved state's size raw and stored.
+- `blobs`: each saved state's size raw and stored;
+- `restores`: the journal of restores (which checkpoint, the planned steps), written before a
+  restore's first write and closed after its last, so a restart finds one killed midway.
+
+`mode` (baseline) and `before_mode` (changes) are a state's permission bits; rows written before
+they were recorded hold NULL (the restore then keeps the file's mode, or the umask's default).
 
 Safe from several threads: one connection behind a lock. `prune` drops what is older than the
 retention and the blobs nothing refers to any more.
@@ -19,6 +24,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -44,6 +50,10 @@ CREATE TABLE IF NOT EXISTS marks (
   session_id TEXT NOT NULL, message_id TEXT NOT NULL, workspace TEXT NOT NULL, at REAL NOT NULL,
   starts_turn INTEGER NOT NULL, open_calls INTEGER NOT NULL,
   PRIMARY KEY (session_id, message_id));
+CREATE TABLE IF NOT EXISTS restores (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, workspace TEXT NOT NULL, session_id TEXT NOT NULL,
+  to_message_id TEXT NOT NULL, started_at REAL NOT NULL, plan TEXT NOT NULL,
+  conversation TEXT, state TEXT NOT NULL, outcome TEXT, pid INTEGER);
 CREATE TABLE IF NOT EXISTS blobs (
   sha TEXT PRIMARY KEY, size INTEGER NOT NULL, stored INTEGER NOT NULL, at REAL NOT NULL);
 """
@@ -65,6 +75,23 @@ class Seen:
     size: int
     mtime_ns: int
     kept: bool
+    mode: int | None = None  # permission bits (None: not recorded)
+
+
+@dataclass(frozen=True, slots=True)
+class JournaledRestore:
+    """A row of the restore journal (`plan`, `conversation`, `outcome`: JSON text)."""
+
+    id: int
+    workspace: str
+    session_id: str
+    to_message_id: str
+    started_at: float
+    plan: str
+    conversation: str | None
+    state: str  # running | done | undone | interrupted
+    outcome: str | None
+    pid: int | None  # the process that ran it
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +114,7 @@ class CheckpointStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        _add_columns(self._db)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -141,7 +169,7 @@ class CheckpointStore:
     def baseline(self, workspace: str, paths: Sequence[str] | None = None) -> dict[str, Seen]:
         """The workspace's files as last seen (only `paths`, when given: a batch of a tree of
         78,000 files does not load them all)."""
-        sql = "SELECT path, sha, size, mtime_ns, kept FROM baseline WHERE workspace = ?"
+        sql = "SELECT path, sha, size, mtime_ns, kept, mode FROM baseline WHERE workspace = ?"
         if paths is None:
             rows = self._rows(sql, (workspace,))
         else:
@@ -150,7 +178,7 @@ class CheckpointStore:
                 chunk = paths[start : start + _IN_BATCH]
                 marks = ",".join("?" * len(chunk))
                 rows += self._rows(f"{sql} AND path IN ({marks})", (workspace, *chunk))
-        return {p: Seen(s, z, m, bool(k)) for p, s, z, m, k in rows}
+        return {p: Seen(s, z, m, bool(k), mode) for p, s, z, m, k, mode in rows}
 
     def baseline_under(self, workspace: str, folder: str) -> list[str]:
         """The paths the baseline has under `folder` (at any depth), in order."""
@@ -177,8 +205,17 @@ class CheckpointStore:
                     )
                 else:
                     db.execute(
-                        "INSERT OR REPLACE INTO baseline VALUES (?, ?, ?, ?, ?, ?)",
-                        (workspace, path, item.sha, item.size, item.mtime_ns, int(item.kept)),
+                        "INSERT OR REPLACE INTO baseline (workspace, path, sha, size, mtime_ns,"
+                        " kept, mode) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            workspace,
+                            path,
+                            item.sha,
+                            item.size,
+                            item.mtime_ns,
+                            int(item.kept),
+                            item.mode,
+                        ),
                     )
 
     # -- logs -------------------------------------------------------------------------------
@@ -190,7 +227,8 @@ class CheckpointStore:
             for c in changes:
                 cur = db.execute(
                     "INSERT INTO changes (workspace, path, before, after, at, origin, moved_from,"
-                    " moved_to, after_kept, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " moved_to, after_kept, note, before_mode)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         workspace,
                         c.path,
@@ -202,6 +240,7 @@ class CheckpointStore:
                         c.moved_to,
                         int(c.after_kept),
                         c.note,
+                        c.before_mode,
                     ),
                 )
                 out.append(_with_seq(c, cur.lastrowid or 0))
@@ -217,13 +256,13 @@ class CheckpointStore:
 
     def changes(self, workspace: str, since: float = 0.0) -> list[FileChange]:
         rows = self._rows(
-            "SELECT seq, path, before, after, at, origin, moved_from, moved_to, after_kept, note"
-            " FROM changes WHERE workspace = ? AND at >= ? ORDER BY seq",
+            "SELECT seq, path, before, after, at, origin, moved_from, moved_to, after_kept, note,"
+            " before_mode FROM changes WHERE workspace = ? AND at >= ? ORDER BY seq",
             (workspace, since),
         )
         return [
-            FileChange(s, p, b, a, at, _origin(o), mf, mt, bool(k), n)
-            for s, p, b, a, at, o, mf, mt, k, n in rows
+            FileChange(s, p, b, a, at, _origin(o), mf, mt, bool(k), n, bm)
+            for s, p, b, a, at, o, mf, mt, k, n, bm in rows
         ]
 
     def add_mark(self, session_id: str, workspace: str, mark: TurnMark) -> None:
@@ -250,6 +289,54 @@ class CheckpointStore:
         workspace = rows[0][0] if rows else None
         return workspace, [TurnMark(m, at, bool(s), bool(o)) for _, m, at, s, o in rows]
 
+    # -- the restore journal ----------------------------------------------------------------
+
+    def begin_restore(
+        self,
+        workspace: str,
+        session_id: str,
+        to_message_id: str,
+        plan: str,
+        conversation: str | None,
+    ) -> int:
+        """Journal a restore before its first write (`plan` and `conversation`: the caller's
+        JSON); its id."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO restores (workspace, session_id, to_message_id, started_at, plan,"
+                " conversation, state, pid) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+                (
+                    workspace,
+                    session_id,
+                    to_message_id,
+                    time.time(),
+                    plan,
+                    conversation,
+                    os.getpid(),
+                ),
+            )
+            return cur.lastrowid or 0
+
+    def end_restore(self, journal_id: int, state: str = "done", outcome: str | None = None) -> None:
+        """Close a journaled restore: "done" (it finished), or "interrupted" (a restart found it
+        unfinished and settled it: `outcome` says how)."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE restores SET state = ?, outcome = ? WHERE id = ?",
+                (state, outcome, journal_id),
+            )
+
+    def restores(self, state: str, session_id: str | None = None) -> list[JournaledRestore]:
+        """The journaled restores in `state` (of one session, when given), oldest first."""
+        sql = (
+            "SELECT id, workspace, session_id, to_message_id, started_at, plan, conversation,"
+            " state, outcome, pid FROM restores WHERE state = ?"
+        )
+        args: tuple[Any, ...] = (state,)
+        if session_id is not None:
+            sql, args = sql + " AND session_id = ?", (state, session_id)
+        return [JournaledRestore(*row) for row in self._rows(sql + " ORDER BY id", args)]
+
     # -- upkeep -----------------------------------------------------------------------------
 
     def prune(self, before: float) -> int:
@@ -258,6 +345,9 @@ class CheckpointStore:
         with self._tx() as db:
             db.execute("DELETE FROM changes WHERE at < ?", (before,))
             db.execute("DELETE FROM marks WHERE at < ?", (before,))
+            db.execute(
+                "DELETE FROM restores WHERE state != 'running' AND started_at < ?", (before,)
+            )
             dead = [
                 sha
                 for (sha,) in db.execute(
@@ -283,6 +373,18 @@ class CheckpointStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+_ADDED_COLUMNS = (("baseline", "mode"), ("changes", "before_mode"))
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Columns added since the first release, NULL in older rows (an index made before them is
+    read as it is)."""
+    for table, column in _ADDED_COLUMNS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
 
 
 def _with_seq(change: FileChange, seq: int) -> FileChange:

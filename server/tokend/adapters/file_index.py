@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from tokend.adapters import workspace_fs
 from tokend.adapters.ignore_rules import IgnoreRules, is_ignored
 from tokend.core.errors import InvalidParams
 from tokend.core.fileclass import (
@@ -29,7 +30,7 @@ from tokend.core.fileclass import (
     too_large_reason,
 )
 
-OUTSIDE_REASON = "a symlink to outside the workspace: not read"
+OUTSIDE_REASON = "a symlink to outside the workspace: not read"  # also one swapped in later
 
 
 def resolve_inside(root: Path, path: str) -> str:
@@ -62,14 +63,28 @@ def resolve_inside(root: Path, path: str) -> str:
 
 
 def file_entry(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileEntry | None:
-    """The entry of one file, None when it is not a regular file (gone, a folder)."""
-    full = os.path.join(root, rel)
+    """The entry of one file a client named, None when it is not a regular file (gone, a
+    folder). Its path is walked as workspace_fs walks it: a symlink that now leads outside the
+    workspace is an entry with OUTSIDE_REASON, never followed."""
+    klass = content_class_of(rel)
     try:
-        st = os.stat(full)
-        is_link = os.path.islink(full)
-    except OSError:
+        with workspace_fs.open_file(root, rel) as opened:
+            st = opened.st
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            if st.st_size > max_bytes:
+                reason = too_large_reason(st.st_size, max_bytes)
+                return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, reason)
+            head = os.read(opened.fd, BINARY_SNIFF_BYTES)
+    except workspace_fs.PathOutside:
+        return FileEntry(rel, 0, 0, klass, 0, OUTSIDE_REASON)
+    except (OSError, workspace_fs.PathConflict):
         return None
-    return _entry(root, full, rel, st, is_link, max_bytes)
+    if is_binary(head):
+        return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, BINARY_REASON)
+    return FileEntry(
+        rel, st.st_size, st.st_mtime_ns, klass, estimate_file_tokens(st.st_size, klass)
+    )
 
 
 def _entry(
@@ -111,19 +126,23 @@ class FileRead:
 
 
 def read_file(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileRead:
-    """The text of a workspace file under the rules of core.fileclass."""
-    full = root / rel
+    """The text of a workspace file under the rules of core.fileclass, read through
+    workspace_fs at this moment: a path that now leads outside the workspace (a folder swapped
+    for a symlink since it was checked) is OUTSIDE_REASON, not read."""
     try:
-        if full.is_symlink():
-            full.resolve().relative_to(root.resolve())
-        with full.open("rb") as f:
-            data = f.read(max_bytes + 1)
-    except ValueError:
+        with workspace_fs.open_file(root, rel) as opened:
+            if not stat.S_ISREG(opened.st.st_mode):
+                return FileRead(b"", None, "not a regular file")
+            size = opened.st.st_size
+            data = workspace_fs.read_opened(opened, max_bytes)
+    except workspace_fs.PathOutside:
         return FileRead(b"", None, OUTSIDE_REASON)
+    except workspace_fs.PathConflict as exc:
+        return FileRead(b"", None, f"unreadable: {exc.reason}")
     except OSError as exc:
         return FileRead(b"", None, f"unreadable: {exc.strerror or exc}")
     if len(data) > max_bytes:
-        return FileRead(b"", None, too_large_reason(full.stat().st_size, max_bytes))
+        return FileRead(b"", None, too_large_reason(max(size, len(data)), max_bytes))
     if is_binary(data):
         return FileRead(data, None, BINARY_REASON)
     return FileRead(data, decode_text(data), None)
@@ -138,9 +157,9 @@ def walk(
     start: str = "",
 ) -> Iterator[FileEntry]:
     """Every file of the tree (or of its folder `start`) that the ignore files keep, in path
-    order per folder. Folders are not followed through symlinks; a folder that cannot be
+    order per folder; nothing of tokend's own folders (`rules.own`). Folders are not followed through symlinks; a folder that cannot be
     listed is skipped."""
-    stack = [start]
+    stack = [] if start and rules.own.owns(start) else [start]
     seen = 0
     while stack:
         files, subfolders = list_folder(root, rules, stack.pop(), max_bytes=max_bytes)
@@ -171,7 +190,7 @@ def list_folder(
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        if is_ignored(layers, rel, is_dir):
+        if rules.own.owns(rel) or is_ignored(layers, rel, is_dir):
             continue
         if is_dir:
             subfolders.append(rel)

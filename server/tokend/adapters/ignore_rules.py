@@ -14,6 +14,8 @@ own expressions, that matches a path exactly when at least one pattern does. A p
 pattern matches (nearly every path of a large tree) is settled by that one C-level match
 instead of pathspec trying each pattern in turn; a path some pattern matches goes to
 pathspec, which decides as before.
+
+tokend's own folders (adapters.own_folders) are out before any of these rules is asked.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pathspec
+
+from tokend.adapters.own_folders import OwnPaths
 
 IGNORE_FILES = (".gitignore", ".ignore")  # per folder, in increasing precedence
 ALWAYS_IGNORED = frozenset({".git"})
@@ -142,10 +146,12 @@ def is_ignored(layers: Sequence[Layer], rel_path: str, is_dir: bool) -> bool:
 
 class IgnoreRules:
     """Every layer of a tree, by folder, for judging paths one at a time (the watcher's
-    events). Folders' layers are read on first use and dropped when an ignore file changes."""
+    events). Folders' layers are read on first use and dropped when an ignore file changes.
+    tokend's own folders inside the tree (`own`) are always out, whatever the files say."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, own: OwnPaths | None = None) -> None:
         self.root = root
+        self.own = own if own is not None else OwnPaths(root, ())
         self._root_layers = root_layers(root)
         self._folders: dict[str, list[Layer]] = {}
 
@@ -170,6 +176,8 @@ class IgnoreRules:
 
     def ignored(self, rel_path: str, is_dir: bool = False) -> bool:
         """Whether `rel_path` or any folder above it is left out."""
+        if self.own.owns(rel_path):
+            return True
         parts = rel_path.split("/")
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])

@@ -14,6 +14,10 @@ subfolders it has no watch for silently, so after starting, the folders it watch
 with the tree and each topmost folder left out is polled with everything under it. `on_notice`
 is told once, naming how many folders and the first few. A folder created or moved in later
 that watchdog could not watch (skipped silently too) is polled from then on, and said once.
+
+tokend's own folders inside the root (`own`: its data folder, when the workspace is the home
+folder) get no inotify watch and are not polled, and any event naming them is dropped: what
+tokend writes there is never a change of the workspace.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +51,9 @@ from watchdog.utils.dirsnapshot import (
     EmptyDirectorySnapshot,
 )
 
+from tokend.adapters.inotify_pruned import pruned_observer
+from tokend.adapters.own_folders import OwnPaths
+
 log = logging.getLogger(__name__)
 
 QUIET_SECONDS = 0.05
@@ -68,9 +75,12 @@ WATCHED_EVENTS = [
 
 
 class _Collector(FileSystemEventHandler):
-    def __init__(self, add: Callable[[Path], None], new_folder: Callable[[Path], None]) -> None:
+    def __init__(
+        self, add: Callable[[Path], None], new_folder: Callable[[Path], None], own: OwnPaths
+    ) -> None:
         self._add = add
         self._new_folder = new_folder
+        self._own = own
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
@@ -78,8 +88,10 @@ class _Collector(FileSystemEventHandler):
         paths = [
             Path(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
             for raw in (event.src_path, getattr(event, "dest_path", ""))
-            if raw
+            if raw and not self._own.owns_path(raw)
         ]
+        if not paths:
+            return  # tokend's own files
         for path in paths:
             self._add(path)
         if event.is_directory and event.event_type in ("created", "moved"):
@@ -87,8 +99,15 @@ class _Collector(FileSystemEventHandler):
 
 
 class FolderWatcher:
-    def __init__(self, root: Path, on_batch: Batch, on_notice: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        on_batch: Batch,
+        on_notice: Callable[[str], None],
+        own: OwnPaths | None = None,
+    ) -> None:
         self.root = root
+        self.own = own if own is not None else OwnPaths(root, ())
         self._on_batch = on_batch
         self._on_notice = on_notice
         self._pending: set[Path] = set()
@@ -105,16 +124,16 @@ class FolderWatcher:
         self._thread = threading.Thread(target=self._flush_loop, name="tokend-watch", daemon=True)
 
     def start(self) -> None:
-        handler = _Collector(self._add, self._new_folder)
+        handler = _Collector(self._add, self._new_folder, self.own)
         unwatched: list[Path] = []
         reason = "fs.inotify.max_user_watches reached"
         try:
-            observer = Observer()
+            observer = (self.own and pruned_observer(self.own.owns_path)) or Observer()
             observer.schedule(handler, str(self.root), recursive=True, event_filter=WATCHED_EVENTS)
             observer.daemon = True
             observer.start()
             self._observer = observer
-            unwatched = unwatched_folders(observer, self.root)
+            unwatched = unwatched_folders(observer, self.root, self.own)
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EMFILE):
                 raise
@@ -122,7 +141,7 @@ class FolderWatcher:
         if unwatched:
             self.polling = True
             self.polled = unwatched
-            self._poller = _Poller(unwatched, self._add)
+            self._poller = _Poller(unwatched, self._add, self.own)
             self._poller.start()
             named = ", ".join(
                 p.relative_to(self.root).as_posix() or "." for p in unwatched[:NAMED_IN_NOTICE]
@@ -145,11 +164,11 @@ class FolderWatcher:
         with self._poll_lock:
             if any(folder == p or p in folder.parents for p in self.polled):
                 return  # polled already, with everything under it
-            missing = unwatched_folders(self._observer, folder)
+            missing = unwatched_folders(self._observer, folder, self.own)
             if not missing:
                 return
             if self._poller is None:
-                self._poller = _Poller([], self._add)
+                self._poller = _Poller([], self._add, self.own)
                 self._poller.start()
             self._poller.add(missing)
             self.polled.extend(missing)
@@ -208,10 +227,11 @@ class FolderWatcher:
             self._poller.stop()
 
 
-def unwatched_folders(observer: Any, root: Path) -> list[Path]:
+def unwatched_folders(observer: Any, root: Path, own: OwnPaths | None = None) -> list[Path]:
     """The topmost folders under `root` that `observer`'s inotify watches do not cover (in
-    walk order). Read from the watch groups of watchdog's inotify emitters; an observer that
-    does not show them (another platform's) is taken to watch everything."""
+    walk order), tokend's own folders (`own`) aside. Read from the watch groups of watchdog's
+    inotify emitters; an observer that does not show them (another platform's) is taken to
+    watch everything."""
     watched: set[str] = set()
     for emitter in list(getattr(observer, "emitters", ())):
         group = getattr(emitter, "_inotify", None)
@@ -221,6 +241,9 @@ def unwatched_folders(observer: Any, root: Path) -> list[Path]:
         watched.update(os.fsdecode(p) for p in list(paths))
     missing: list[Path] = []
     for folder, subfolders, _files in os.walk(root):
+        if own is not None and own.owns_path(folder):
+            subfolders[:] = []
+            continue
         if folder not in watched:
             missing.append(Path(folder))
             subfolders[:] = []  # polled with everything under it
@@ -233,12 +256,15 @@ class _Poller:
     """One thread that snapshots some folders (recursively) every POLL_SECONDS and reports
     every path created, deleted, modified or moved since the last look."""
 
-    def __init__(self, folders: list[Path], add: Callable[[Path], None]) -> None:
+    def __init__(
+        self, folders: list[Path], add: Callable[[Path], None], own: OwnPaths | None = None
+    ) -> None:
         self._folders = list(folders)
         self._add = add
+        self._own = own
         self._stopped = threading.Event()
         self._lock = threading.Lock()
-        self._snapshots = {f: _snapshot(f) for f in folders}
+        self._snapshots = {f: _snapshot(f, own) for f in folders}
         self._thread = threading.Thread(target=self._run, name="tokend-poll", daemon=True)
 
     def start(self) -> None:
@@ -249,7 +275,7 @@ class _Poller:
 
     def add(self, folders: list[Path]) -> None:
         """Poll `folders` too, from their state now."""
-        taken = {f: _snapshot(f) for f in folders}
+        taken = {f: _snapshot(f, self._own) for f in folders}
         with self._lock:
             self._snapshots.update(taken)
             self._folders.extend(folders)
@@ -259,7 +285,7 @@ class _Poller:
             with self._lock:
                 folders = list(self._folders)
             for folder in folders:
-                now = _snapshot(folder)
+                now = _snapshot(folder, self._own)
                 diff = DirectorySnapshotDiff(self._snapshots[folder], now)
                 self._snapshots[folder] = now
                 for group in (diff.files_created, diff.files_deleted, diff.files_modified,
@@ -271,8 +297,18 @@ class _Poller:
                         self._add(Path(os.fsdecode(raw)))
 
 
-def _snapshot(folder: Path) -> Any:
+def _snapshot(folder: Path, own: OwnPaths | None = None) -> Any:
+    """The folder's snapshot, recursive, without tokend's own folders."""
+
+    def listdir(path: str | None) -> Iterator[os.DirEntry[str]]:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if own is None or not own.owns_path(entry.path):
+                    yield entry
+
     try:
-        return DirectorySnapshot(str(folder), recursive=True)
+        if own is not None and own.owns_path(folder):
+            return EmptyDirectorySnapshot()
+        return DirectorySnapshot(str(folder), recursive=True, listdir=listdir)
     except OSError:  # gone (or unreadable) since: nothing under it to report
         return EmptyDirectorySnapshot()

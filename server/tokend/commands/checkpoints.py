@@ -15,7 +15,8 @@ from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.commands.output import Cell, Column, plural, say, write_json, write_table
 from tokend.commands.rpc_client import DaemonClient
 from tokend.commands.sessions import local_service
-from tokend.lsp.handlers.checkpoints import to_wire_restored, to_wire_turn
+from tokend.lsp.handlers.checkpoints import to_wire_interrupted, to_wire_restored, to_wire_turn
+from tokend.service import restore_journal
 from tokend.service.checkpoint_views import list_turns, restore, turn_diff
 from tokend.service.checkpoints import Checkpoints, checkpoints_of
 
@@ -54,7 +55,10 @@ def run_checkpoints(args: argparse.Namespace, out: TextIO) -> int:
         args.database_url,
         "checkpoint/list",
         {"sessionId": sid},
-        lambda c: {"turns": [to_wire_turn(t) for t in list_turns(c, sid)]},
+        lambda c: {
+            "turns": [to_wire_turn(t) for t in list_turns(c, sid)],
+            "interrupted": [to_wire_interrupted(i) for i in restore_journal.interrupted(c, sid)],
+        },
     )
     if args.json:
         write_json(out, result)
@@ -71,6 +75,14 @@ def run_checkpoints(args: argparse.Namespace, out: TextIO) -> int:
     if rows:
         columns = [Column("turn"), Column("file"), Column("change"), Column("lines"), Column("by")]
         write_table(out, columns, rows)
+    for item in result.get("interrupted", []):
+        what = "rewind" if item["restore"] == "both" else "restore"
+        say(
+            out,
+            f"interrupted {what} to {item['toMessageId']} (started {item['startedAt']}): "
+            f"settled at start, {item['finished']} files finished, {len(item['kept'])} kept",
+            "yellow",
+        )
     say(out, f"{plural(len(result['turns']), 'turn')} checkpointed in session {sid}")
     return 0
 

@@ -58,6 +58,7 @@ class FileChange:
     moved_to: str | None = None  # on the deleted end of a move
     after_kept: bool = True
     note: str | None = None
+    before_mode: int | None = None  # permission bits of the `before` state (None: not recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +259,7 @@ class RestoreStep:
     current: str | None
     reason: str | None = None
     moved_back_from: str | None = None  # the path this file's bytes were moved to
+    mode: int | None = None  # permission bits `target` had (None: not recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +308,8 @@ def plan_restore(
             steps.append(RestoreStep(path, "kept", target, now, why))
         else:
             action: Action = "delete" if target is None else "create" if now is None else "write"
-            steps.append(RestoreStep(path, action, target, now, why, moved))
+            mode = ours[0].before_mode if target is not None else None
+            steps.append(RestoreStep(path, action, target, now, why, moved, mode))
     return RestorePlan(tuple(steps), tuple(outside))
 
 

@@ -1,4 +1,7 @@
-"""Errors a request can fail with. Each has a stable JSON-RPC code listed in protocol.md."""
+"""Errors a request can fail with. Each has a stable JSON-RPC code listed in protocol.md.
+
+tokend's own codes lie in -33099…-33000, outside JSON-RPC's reserved -32099…-32000 and LSP's
+-32899…-32800; the codes it shares with JSON-RPC (InvalidParams -32602) keep their meaning."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ if TYPE_CHECKING:
 class TokendError(Exception):
     """Base: a request failed for a reason the user can act on."""
 
-    code: int = -32000
+    code: int = -33000
     name: str = "TokendError"
 
     def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
@@ -26,36 +29,36 @@ class InvalidParams(TokendError):
 
 
 class SessionNotFound(TokendError):
-    code = -32001
+    code = -33001
     name = "SessionNotFound"
 
 
 class UnknownModel(TokendError):
-    code = -32002
+    code = -33002
     name = "UnknownModel"
 
 
 class ContextOverflow(TokendError):
     """The assembled context does not fit; data = {total, limit, suggestions}."""
 
-    code = -32003
+    code = -33003
     name = "ContextOverflow"
 
 
 class TokenizerUnavailable(TokendError):
-    code = -32004
+    code = -33004
     name = "TokenizerUnavailable"
 
 
 class MessageTooLarge(TokendError):
-    code = -32005
+    code = -33005
     name = "MessageTooLarge"
 
 
 class VersionConflict(TokendError):
     """ifVersion was stale; data = {currentVersion}."""
 
-    code = -32006
+    code = -33006
     name = "VersionConflict"
 
 
@@ -76,12 +79,12 @@ class AlreadyStored(Exception):
 
 
 class Unauthorized(TokendError):
-    code = -32007
+    code = -33007
     name = "Unauthorized"
 
 
 class StoreError(TokendError):
-    code = -32010
+    code = -33010
     name = "StoreError"
 
 
@@ -90,7 +93,7 @@ class RequestTooLarge(TokendError):
 
     data = {bytes, limit}. The connection stays open."""
 
-    code = -32011
+    code = -33011
     name = "RequestTooLarge"
 
 
@@ -99,7 +102,7 @@ class ReplyTooLarge(TokendError):
 
     data = {bytes, limit}. The connection stays open."""
 
-    code = -32012
+    code = -33012
     name = "ReplyTooLarge"
 
 
@@ -123,7 +126,7 @@ class SpendLimitReached(TokendError):
 
     data = {limit, spent, scope}: US dollars; scope "session" | "workspace" | "user"."""
 
-    code = -32020
+    code = -33020
     name = "SpendLimitReached"
 
 

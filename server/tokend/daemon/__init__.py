@@ -23,7 +23,7 @@ Writing a connection factory (the only seam):
   backpressure and limits per connection (serve_conn.py).
 - TCP auth needs nothing in the handlers: until `initialize` carries the right
   initializationOptions.authToken, no message reaches the server; the client gets an
-  Unauthorized (-32007) reply and is disconnected (dispatch.authorize_initialize).
+  Unauthorized (-33007) reply and is disconnected (dispatch.authorize_initialize).
 - Requests in flight are counted when the protocol reports its replies (ConnectionProtocol's
   `on_response`): the idle exit and SIGTERM wait for them.
 - conn.client_name (clientInfo.name) is filled in before the initialize handler runs;

@@ -46,7 +46,7 @@ def authorize_initialize(conn: Connection, message: dict[str, Any]) -> bool:
     """The TCP auth gate, on a message's JSON object: True if it may reach the server.
 
     The first message must be `initialize` with initializationOptions.authToken equal to the
-    daemon's token. Otherwise the client gets an Unauthorized (-32007) error reply and the
+    daemon's token. Otherwise the client gets an Unauthorized (-33007) error reply and the
     connection is closed before any method runs (and before a server is built for it). The
     daemon calls this for every message of an unauthenticated connection; the integrator's
     handlers need not call it.

@@ -23,11 +23,12 @@ import re
 import secrets
 import socket
 import stat
-import tempfile
 import time
 from pathlib import Path
 
 import platformdirs
+
+from tokend.adapters.own_folders import runtime_location
 
 _DAEMON_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
 # sun_path is 108 bytes on Linux and 104 on macOS, including the terminating NUL.
@@ -48,10 +49,7 @@ class DaemonAlreadyRunning(RuntimeError):
 
 def runtime_dir() -> Path:
     """The user's private runtime dir, created 0700 and checked to be owned by us."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg):
-        return ensure_private_dir(Path(xdg) / "tokend")
-    return ensure_private_dir(Path(tempfile.gettempdir()) / f"tokend-{os.getuid()}")
+    return ensure_private_dir(runtime_location())
 
 
 def ensure_private_dir(path: Path) -> Path:

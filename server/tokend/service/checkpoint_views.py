@@ -1,4 +1,5 @@
-"""Reading and rewinding checkpoints: checkpoint/list, checkpoint/diff, the code part of a rewind.
+"""Reading checkpoints (checkpoint/list, checkpoint/diff) and, from the event loop, the code part
+of a rewind (service.checkpoint_restore writes it).
 
 Every function here runs on the checkpoint thread (`Checkpoints.submit`), after the marks and
 watcher batches recorded before it; the `*_async` forms await it from the event loop. A restore
@@ -9,29 +10,27 @@ sees its writes only once the baseline already says them (they are not changes).
 from __future__ import annotations
 
 import asyncio
-import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
-from tokend.adapters.checkpoint_store import Seen, sha256_bytes
 from tokend.core.checkpoints import (
     FileChange,
     FileSummary,
-    RestoreStep,
     TurnMark,
     assign,
     line_counts,
-    plan_restore,
     summarize,
     unified_diff,
 )
 from tokend.core.errors import InvalidParams
+from tokend.service import history
+from tokend.service.checkpoint_restore import Restored as Restored  # re-exported: callers'
+from tokend.service.checkpoint_restore import restore as restore  # names stay as they were
+from tokend.service.checkpoint_restore import undo
 from tokend.service.checkpoints import Checkpoints, checkpoints_of
 from tokend.service.service import TokendService
-from tokend.service.workspace.registry import folder_of
+from tokend.service.turns import run_to_end
 
 T = TypeVar("T")
 MAX_COUNTED_BYTES = 1024 * 1024  # +/- lines are counted for states up to this size
@@ -56,14 +55,6 @@ class TurnView:
     files: tuple[FileView, ...]
     outside: tuple[FileView, ...]
     warnings: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Restored:
-    to_message_id: str
-    dry_run: bool
-    steps: tuple[RestoreStep, ...]
-    outside: tuple[str, ...]
 
 
 async def on_checkpoint_thread(checkpoints: Checkpoints, work: Callable[[], T]) -> T:
@@ -153,95 +144,6 @@ def turn_diff(checkpoints: Checkpoints, session_id: str, message_id: str, path: 
     return "".join(parts)
 
 
-def restore(
-    checkpoints: Checkpoints, session_id: str, to_message_id: str, dry_run: bool, force: bool
-) -> Restored:
-    """Write back the states the agent's changes after `to_message_id` replaced."""
-    ws, marks = _session(checkpoints, session_id)
-    points = [m.at for m in marks if m.message_id == to_message_id]
-    if ws is None or not points:
-        raise InvalidParams(
-            f"toMessageId {to_message_id} has no checkpoint in session {session_id} (tokend was "
-            "not watching the workspace when it was appended): checkpoint/list names the turns"
-        )
-    root = folder_of(ws)
-    index = checkpoints.workspaces.get(ws)
-    dirty = set(index.overlays()) if index else set()
-    with checkpoints.lock(ws):
-        changes = _changes(checkpoints, ws, marks)
-        involved = {c.path for c in changes if c.at > points[0]}
-        current = {p: _current(checkpoints, root, p, save=not dry_run) for p in involved}
-        plan = plan_restore(
-            points[0], marks, changes, current, dirty, checkpoints.store.has_blob, force
-        )
-        steps = plan.steps if dry_run else tuple(_apply(checkpoints, ws, root, plan.steps))
-    return Restored(to_message_id, dry_run, steps, plan.outside)
-
-
-def _current(checkpoints: Checkpoints, root: Path, rel: str, save: bool) -> str | None:
-    if save:
-        state, _ = checkpoints.capture(root, rel, None)
-        return state.sha if state else None
-    try:
-        return sha256_bytes((root / rel).read_bytes()) if (root / rel).is_file() else None
-    except OSError:
-        return None
-
-
-def _apply(
-    checkpoints: Checkpoints, ws: str, root: Path, steps: tuple[RestoreStep, ...]
-) -> list[RestoreStep]:
-    done: list[RestoreStep] = []
-    changes: list[FileChange] = []
-    seen: dict[str, Seen | None] = {}
-    for step in steps:
-        if step.action in ("kept", "unavailable"):
-            done.append(step)
-            continue
-        full = root / step.path
-        try:
-            if step.target is None:
-                full.unlink(missing_ok=True)
-                _prune_empty(root, full.parent)
-                seen[step.path] = None
-            else:
-                data = checkpoints.store.blob(step.target)
-                if data is None:
-                    raise OSError(f"the saved state {step.target[:12]} is missing")
-                _write(full, data)
-                mtime = full.stat().st_mtime_ns
-                seen[step.path] = Seen(step.target, len(data), mtime, True)
-        except OSError as exc:
-            done.append(RestoreStep(step.path, "kept", step.target, step.current, str(exc)))
-            continue
-        done.append(step)
-        changes.append(FileChange(0, step.path, step.current, step.target, time.time(), "restore"))
-    checkpoints.store.set_baseline(ws, seen)
-    checkpoints.store.add_changes(ws, changes)
-    return done
-
-
-def _write(full: Path, data: bytes) -> None:
-    """Replace a file's bytes in one step, keeping its permissions when it exists."""
-    full.parent.mkdir(parents=True, exist_ok=True)
-    tmp = full.with_name(f".{full.name}.tokend-restore")
-    tmp.write_bytes(data)
-    try:
-        os.chmod(tmp, full.stat().st_mode & 0o7777)
-    except OSError:
-        pass
-    os.replace(tmp, full)
-
-
-def _prune_empty(root: Path, folder: Path) -> None:
-    while folder != root and folder.is_relative_to(root):
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
-
-
 # -- from the event loop ------------------------------------------------------------------
 
 
@@ -271,13 +173,58 @@ async def diff_async(
     )
 
 
+async def rewind_both(
+    service: TokendService,
+    session_id: str,
+    to_message_id: str,
+    if_version: int | None,
+    force: bool,
+) -> tuple[Restored, history.Rewound]:
+    """session/rewind restore "both": files, then conversation, all or nothing. The conversation
+    is checked before any file is written; the journal of the files' restore names the messages
+    it takes out and is closed only once they are out, so a restart after a kill in between
+    finishes both (restore_journal). The files are written on the checkpoints' thread, which a
+    cancel cannot stop: once they are, a cancel is too late and the rewind runs to its end."""
+    service.state(session_id)
+    ids = history.planned_rewind(service, session_id, to_message_id, if_version)
+    return await run_to_end(
+        _files_then_conversation(service, session_id, to_message_id, if_version, force, ids)
+    )
+
+
+async def _files_then_conversation(
+    service: TokendService,
+    session_id: str,
+    to_message_id: str,
+    if_version: int | None,
+    force: bool,
+    ids: tuple[str, ...],
+) -> tuple[Restored, history.Rewound]:
+    checkpoints = checkpoints_of(service)
+    restored = await on_checkpoint_thread(
+        checkpoints,
+        lambda: restore(checkpoints, session_id, to_message_id, False, force, conversation=ids),
+    )
+    journal = restored.journal_id
+    try:
+        rewound = await history.rewind(service, session_id, to_message_id, if_version)
+    except BaseException:  # refused (say, an append raced in): the files go back too
+        await on_checkpoint_thread(checkpoints, lambda: undo(checkpoints, session_id, restored))
+        raise
+    if journal is not None:
+        await on_checkpoint_thread(checkpoints, lambda: checkpoints.store.end_restore(journal))
+    return restored, rewound
+
+
 async def restore_code(
     service: TokendService, session_id: str, to_message_id: str, dry_run: bool, force: bool
 ) -> Restored:
     """The code part of a rewind (session/rewind's restore "code" | "both" calls this):
-    see `restore`."""
+    see `restore`. Not a dry run, it writes from its start on the checkpoints' thread: a cancel
+    is too late and the result is returned."""
     service.state(session_id)
     checkpoints = checkpoints_of(service)
-    return await on_checkpoint_thread(
+    work = on_checkpoint_thread(
         checkpoints, lambda: restore(checkpoints, session_id, to_message_id, dry_run, force)
     )
+    return await (work if dry_run else run_to_end(work))

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from tokend.adapters import workspace_fs
 from tokend.adapters.checkpoint_store import CheckpointStore, Seen, sha256_bytes
 from tokend.core.checkpoints import CheckpointConfig, FileChange, Origin, TurnMark, pair_moves
 from tokend.core.errors import InvalidParams
@@ -79,6 +80,7 @@ class Checkpoints:
         self._marked: dict[str, set[str]] = {}  # session id -> message ids marked
         self._opened: set[str] = set()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokend-checkpoints")
+        workspaces.own_folders.append(store.folder)  # never checkpoint the checkpoints
         workspaces.built_hooks.append(self.on_built)
         workspaces.batch_hooks.append(self.on_batch)
         workspaces.editor_hooks.append(self.on_editor)
@@ -123,7 +125,9 @@ class Checkpoints:
             left = [
                 rel
                 for rel in self.store.baseline_paths(ws)
-                if rel not in entries and not (index.root / rel).is_file()
+                if rel not in entries
+                and not (index.root / rel).is_file()
+                and not index.rules.own.owns(rel)  # tokend's own: neither user's nor deleted
             ]
             known = self.store.baseline(ws, left)
             self.store.set_baseline(ws, dict.fromkeys(left))
@@ -139,28 +143,30 @@ class Checkpoints:
         """A file's state now, its bytes saved unless a cap says no (the note says which).
         None when it is not a regular file. `turn` counts the bytes against the turn's cap;
         `fast` compresses for speed (the first walk)."""
-        full = root / rel
         try:
-            st = full.lstat()
-            if not stat.S_ISREG(st.st_mode):
-                return None, None
-            if st.st_size > self.config.max_file_bytes:
-                cap = self.config.max_file_bytes
-                note = f"{st.st_size:,} bytes, over the {cap:,}-byte per-file cap: not saved"
-                return Seen(_hash_file(full), st.st_size, st.st_mtime_ns, False), note
-            data = full.read_bytes()
-        except OSError:
-            return None, None
+            with workspace_fs.open_file(root, rel, follow_inside=False) as opened:
+                st = opened.st
+                if not stat.S_ISREG(st.st_mode):
+                    return None, None
+                mode = stat.S_IMODE(st.st_mode)
+                if st.st_size > self.config.max_file_bytes:
+                    cap = self.config.max_file_bytes
+                    note = f"{st.st_size:,} bytes, over the {cap:,}-byte per-file cap: not saved"
+                    sha = _hash_opened(opened)
+                    return Seen(sha, st.st_size, st.st_mtime_ns, False, mode), note
+                data = workspace_fs.read_opened(opened)
+        except (OSError, workspace_fs.PathConflict):
+            return None, None  # gone, or a symlink now on its way: not a file of the workspace
         if turn is not None and turn.saved + len(data) > self.config.max_turn_bytes:
             sha = sha256_bytes(data)
             if not self.store.has_blob(sha):
                 cap = self.config.max_turn_bytes
                 note = f"over the {cap:,}-byte per-turn cap: not saved"
-                return Seen(sha, len(data), st.st_mtime_ns, False), note
+                return Seen(sha, len(data), st.st_mtime_ns, False, mode), note
         sha, added = self.store.put_blob(data, time.time(), fast=fast)
         if turn is not None:
             turn.saved += added
-        return Seen(sha, len(data), st.st_mtime_ns, True), None
+        return Seen(sha, len(data), st.st_mtime_ns, True, mode), None
 
     def on_batch(
         self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
@@ -330,6 +336,7 @@ def _change(
         origin,
         after_kept=new.kept if new else True,
         note=note,
+        before_mode=old.mode if old else None,
     )
 
 
@@ -352,11 +359,10 @@ def _yield_the_cpu() -> None:
         pass
 
 
-def _hash_file(path: Path) -> str:
+def _hash_opened(opened: workspace_fs.Opened) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+    for block in iter(lambda: os.read(opened.fd, 1 << 20), b""):
+        digest.update(block)
     return digest.hexdigest()
 
 
@@ -375,4 +381,7 @@ def checkpoints_of(service: TokendService, store: CheckpointStore | None = None)
                 store or CheckpointStore(),
                 service.config.checkpoints,  # the user's settings: one store per user
             )
+            from tokend.service import restore_journal  # it builds on this module
+
+            restore_journal.start(found)  # first on the checkpoint thread: a killed restore
         return found

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tokend.adapters import workspace_fs
 from tokend.adapters.config_files import workspace_folder
 from tokend.core.budget import history_summary_target_tokens
 from tokend.core.errors import InvalidParams
@@ -135,12 +136,14 @@ def _read(folder: Path, path: str) -> tuple[str | None, str | None]:
     target = (root / path).resolve()
     if not target.is_relative_to(root):
         return None, "outside the workspace folder"
-    try:
-        if target.stat().st_size > MAX_FILE_BYTES:
-            return None, f"over {MAX_FILE_BYTES:,} bytes"
-        raw = target.read_bytes()
-    except OSError:
+    try:  # read through workspace_fs: a folder swapped for a symlink since is not followed out
+        raw = workspace_fs.read_bytes(root, target.relative_to(root).as_posix(), MAX_FILE_BYTES)
+    except workspace_fs.PathOutside:
+        return None, "outside the workspace folder"
+    except (OSError, workspace_fs.PathConflict):
         return None, "not on disk now"
+    if len(raw) > MAX_FILE_BYTES:
+        return None, f"over {MAX_FILE_BYTES:,} bytes"
     if b"\0" in raw[:8192]:
         return None, "binary"
     try:

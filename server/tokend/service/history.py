@@ -12,9 +12,7 @@ from tokend.core.changes import Rewind
 from tokend.core.errors import InvalidParams
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, SessionInfo
-from tokend.service.checkpoint_views import Restored, restore_code
 from tokend.service.service import TokendService, new_id
-from tokend.service.turns import run_to_end
 
 MAX_READ_CHARS = 1_000_000  # toolOutput/read returns at most this many characters at once
 
@@ -68,27 +66,32 @@ async def rewind(
     return Rewound(len(removed), service.announce(state, applied))
 
 
-async def rewind_with_code(
-    service: TokendService,
-    session_id: str,
-    to_message_id: str,
-    if_version: int | None,
-    restore: str,
-    force: bool,
-) -> tuple[Restored, Rewound | None]:
-    """session/rewind restoring "code" or "both" (not a dry run): the files first (a refusal is
-    listed, not fatal), then, for "both", the conversation. The files are written on the
-    checkpoints' thread from the start, and a cancel cannot stop that thread: so once begun the
-    rewind runs to its end and its result is returned, never RequestCancelled over files
-    already written."""
+def planned_rewind(
+    service: TokendService, session_id: str, to_message_id: str, if_version: int | None
+) -> tuple[str, ...]:
+    """The message ids a rewind would take out, checked as `rewind` checks them (before a
+    "both" rewind writes any file)."""
+    service.state(session_id).check_version(if_version)
+    return _after(service, session_id, to_message_id)
 
-    async def code_then_conversation() -> tuple[Restored, Rewound | None]:
-        restored = await restore_code(service, session_id, to_message_id, False, force)
-        if restore != "both":
-            return restored, None
-        return restored, await rewind(service, session_id, to_message_id, if_version)
 
-    return await run_to_end(code_then_conversation())
+async def complete_rewind(
+    service: TokendService, session_id: str, to_message_id: str, ids: tuple[str, ...]
+) -> str:
+    """Finish the conversation part of a "both" rewind a kill interrupted: the messages of
+    `ids` still live after `to_message_id` leave the live context. What was done, in words."""
+    state = service.state(session_id)
+    live = [m.id for m in state.data.messages]
+    if to_message_id not in live:
+        return "unchanged (the message it went back to is no longer live)"
+    later = set(live[live.index(to_message_id) + 1 :])
+    removed = tuple(i for i in ids if i in later)
+    if not removed:
+        return "already rewound"
+    change = Rewind(to_message_id, removed, service.clock.now())
+    applied = await state.apply_async(change, None, service.submit)
+    service.announce(state, applied)
+    return f"rewound ({len(removed)} messages left the live context)"
 
 
 def fork(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tokend.core.codex_rollout import parse_rollout, rollout_origin
-from tokend.core.errors import TokendError
+from tokend.core.errors import InvalidParams, MessageTooLarge, TokendError
 from tokend.core.transcript import (
     CompactionBoundary,
     ProviderCall,
@@ -290,7 +290,7 @@ class TranscriptTail:
             self.messages += 1
             self.calls += 1 if call else 0
         except TokendError as exc:
-            if exc.code not in (-32602, -32005):  # InvalidParams, MessageTooLarge: skip it
+            if exc.code not in (InvalidParams.code, MessageTooLarge.code):  # skip it
                 raise
             log.warning("following %s: skipped a %s message: %s", self.path, message.role, exc)
         if message.uuid:

@@ -22,6 +22,20 @@
 ---| "budget/didChange"
 ---| "session/didCompact"
 
+-- tokend's own error codes (protocol.md, Errors): -33099…-33000, outside JSON-RPC's and LSP's ranges.
+---@alias tokend.ErrorCode
+---| -33001 # SessionNotFound
+---| -33002 # UnknownModel
+---| -33003 # ContextOverflow
+---| -33004 # TokenizerUnavailable
+---| -33005 # MessageTooLarge
+---| -33006 # VersionConflict
+---| -33007 # Unauthorized
+---| -33010 # StoreError
+---| -33011 # RequestTooLarge
+---| -33012 # ReplyTooLarge
+---| -33020 # SpendLimitReached
+
 ---@class tokend.BreakdownItem
 ---@field category "system"|"tools"|"memory"|"repoMap"|"chatFiles"|"messages"
 ---@field tokens integer

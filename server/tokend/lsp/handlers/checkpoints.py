@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from lsprotocol import types
 
 from tokend.lsp import wire
+from tokend.service import restore_journal
 from tokend.service.checkpoint_views import (
     FileView,
     Restored,
@@ -91,19 +93,43 @@ def to_wire_restored(r: Restored) -> dict[str, Any]:
     }
 
 
+def to_wire_interrupted(i: restore_journal.Interrupted) -> dict[str, Any]:
+    """A restore a kill interrupted, as the restart settled it."""
+    out = i.outcome
+    item: dict[str, Any] = {
+        "toMessageId": i.to_message_id,
+        "startedAt": _time(i.started_at),
+        "restore": "both" if i.both else "code",
+        "finished": out.get("finished", 0),
+        "alreadyDone": out.get("alreadyDone", 0),
+        "kept": out.get("kept", []),
+        "temporariesRemoved": out.get("temporariesRemoved", 0),
+    }
+    for key in ("conversation", "error"):
+        if key in out:
+            item[key] = out[key]
+    return item
+
+
+def _tell(server: TokendServer, text: str) -> None:
+    server.window_log_message(types.LogMessageParams(types.MessageType.Warning, text))
+
+
 def register(server: TokendServer) -> None:
     from tokend.lsp.server import rpc
 
-    checkpoints_of(server.service)
+    restore_journal.listen(checkpoints_of(server.service), server, _tell)
 
     @server.feature("checkpoint/list")
     @rpc
     async def list_checkpoints(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(CheckpointListParams, params)
         turns = await list_async(ls.service, p.session_id)
+        settled = restore_journal.interrupted(checkpoints_of(ls.service), p.session_id)
         return {
             "watching": watching(ls.service, p.session_id),
             "turns": [to_wire_turn(t) for t in turns],
+            "interrupted": [to_wire_interrupted(i) for i in settled],
         }
 
     @server.feature("checkpoint/diff")

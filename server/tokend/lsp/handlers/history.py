@@ -9,7 +9,7 @@ from tokend.lsp.convert import to_wire_message, to_wire_snapshot
 from tokend.lsp.handlers.checkpoints import to_wire_restored
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service import history
-from tokend.service.checkpoint_views import restore_code
+from tokend.service.checkpoint_views import restore_code, rewind_both
 
 
 def register(server: TokendServer) -> None:
@@ -27,33 +27,35 @@ def register(server: TokendServer) -> None:
         p = wire.from_wire(wire.SessionRewindParams, params)
         ls.watch(p.session_id)
         result: dict[str, Any] = {}
-        done: history.Rewound | None = None
         with ls.host.busy():
-            if p.restore in ("code", "both") and not p.dry_run:
-                restored, done = await history.rewind_with_code(
-                    ls.service, p.session_id, p.to_message_id, p.if_version, p.restore, p.force
+            if p.restore == "both" and not p.dry_run:  # all or nothing: see rewind_both
+                restored, done = await rewind_both(
+                    ls.service, p.session_id, p.to_message_id, p.if_version, p.force
                 )
                 result["code"] = to_wire_restored(restored)
-            elif p.restore in ("code", "both"):  # a dry run
-                restored = await restore_code(
-                    ls.service, p.session_id, p.to_message_id, True, p.force
-                )
-                result["code"] = to_wire_restored(restored)
-            elif not p.dry_run:
-                done = await history.rewind(ls.service, p.session_id, p.to_message_id, p.if_version)
-            if done is not None:
                 removed, snapshot = done.removed, done.snapshot
             else:
-                removed = 0
-                if p.restore in ("conversation", "both"):
-                    removed = history.messages_after(ls.service, p.session_id, p.to_message_id)
-                snapshot = ls.service.snapshot(p.session_id)
+                if p.restore in ("code", "both"):  # the files first: a refusal is listed
+                    restored = await restore_code(
+                        ls.service, p.session_id, p.to_message_id, p.dry_run, p.force
+                    )
+                    result["code"] = to_wire_restored(restored)
+                removed, snapshot = await _conversation(ls, p)
         result.update(
             removed=removed,
             version=snapshot.version,
             snapshot=wire.to_wire(to_wire_snapshot(snapshot)),
         )
         return result
+
+    async def _conversation(ls: TokendServer, p: wire.SessionRewindParams) -> tuple[int, Any]:
+        if p.restore == "conversation" and not p.dry_run:
+            done = await history.rewind(ls.service, p.session_id, p.to_message_id, p.if_version)
+            return done.removed, done.snapshot
+        removed = 0
+        if p.restore in ("conversation", "both"):
+            removed = history.messages_after(ls.service, p.session_id, p.to_message_id)
+        return removed, ls.service.snapshot(p.session_id)
 
     @server.feature("session/fork")
     @rpc

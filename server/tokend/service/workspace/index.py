@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tokend.adapters.file_index import file_entry, list_folder, read_file, walk
 from tokend.adapters.ignore_rules import IGNORE_FILES, IgnoreRules
+from tokend.adapters.own_folders import OwnPaths
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.fileclass import (
     DEFAULT_MAX_FILE_BYTES,
@@ -39,12 +40,15 @@ def sha256_text(text: str) -> str:
 
 
 class WorkspaceIndex:
-    def __init__(self, uri: str, root: Path, cache: WorkspaceCache) -> None:
+    def __init__(
+        self, uri: str, root: Path, cache: WorkspaceCache, own: OwnPaths | None = None
+    ) -> None:
+        """`own`: tokend's own folders inside `root`, never indexed, mapped or checkpointed."""
         self.uri = uri
         self.root = root
         self.cache = cache
         self.max_bytes = DEFAULT_MAX_FILE_BYTES
-        self.rules = IgnoreRules(root)
+        self.rules = IgnoreRules(root, own)
         self.tags = WorkspaceTags(root, cache, self._overlay)
         self.ready = threading.Event()
         self._lock = threading.RLock()

@@ -6,6 +6,10 @@ buffer) are announced on the event loop: to the workspace's listeners (connectio
 workspace/didChangeFileTokens) and to the sessions whose files or memory changed (a new
 snapshot, budget/didChange).
 
+tokend's own folders inside a workspace (its data folder, when the workspace is the home
+folder) are found once when the workspace opens (adapters.own_folders) and left out by its
+walk, its watcher, its checkpoints and its map.
+
 `workspaces_of(service)` gives the one Workspaces of a TokendService. (It is kept beside the
 service rather than on it until the service grows a `workspaces` attribute.)
 """
@@ -22,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from tokend.adapters.own_folders import OwnPaths, sqlite_file_of
 from tokend.adapters.watcher import FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
 from tokend.core.errors import InvalidParams
@@ -49,9 +54,10 @@ class TimedFolderWatcher(FolderWatcher):
         root: Path,
         on_batch: Callable[[frozenset[Path], Mapping[Path, float]], None],
         on_notice: Callable[[str], None],
+        own: OwnPaths | None = None,
     ) -> None:
         self.first_seen: dict[Path, float] = {}
-        super().__init__(root, lambda paths: on_batch(paths, self._times_of(paths)), on_notice)
+        super().__init__(root, lambda paths: on_batch(paths, self._times_of(paths)), on_notice, own)
 
     def _add(self, path: Path) -> None:
         self.first_seen.setdefault(path, time.time())
@@ -91,6 +97,9 @@ class Workspaces:
         self.batch_hooks: list[BatchHook] = []
         self.built_hooks: list[Callable[[WorkspaceIndex], None]] = []
         self.editor_hooks: list[EditorHook] = []
+        # Folders of tokend's own besides its data, state, cache and runtime folders and the
+        # store's SQLite file (a checkpoint store kept elsewhere): never indexed nor watched.
+        self.own_folders: list[Path] = []
 
     def _remember_loop(self) -> None:
         try:
@@ -116,7 +125,9 @@ class Workspaces:
             index = self._indexes.get(key)
             if index is not None:
                 return index
-            index = WorkspaceIndex(key, folder_of(uri).resolve(), self.cache)
+            root = folder_of(uri).resolve()
+            own = OwnPaths.inside(root, sqlite_file_of(self.service.store), self.own_folders)
+            index = WorkspaceIndex(key, root, self.cache, own)
             self._indexes[key] = index
         threading.Thread(
             target=self._build, args=(index, progress), name="tokend-index", daemon=True
@@ -131,6 +142,7 @@ class Workspaces:
             index.root,
             lambda paths, times: self._on_batch(index, paths, times),
             lambda notice: self._notice(index, notice),
+            index.rules.own,
         )
         try:
             watcher.start()  # before the walk: nothing changed during it is missed

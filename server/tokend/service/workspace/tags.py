@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from tokend.adapters import workspace_fs
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -130,9 +131,9 @@ class WorkspaceTags:
                 sources[path] = (language, seen[2], None)
                 continue
             try:
-                data = (self.root / path).read_bytes()
-            except OSError as exc:
-                self.errors[path] = f"unreadable: {exc.strerror}"
+                data = workspace_fs.read_bytes(self.root, path)
+            except (OSError, workspace_fs.PathConflict) as exc:
+                self.errors[path] = _unreadable(exc)
                 removed.append(path)
                 continue
             sha = hashlib.sha256(data).hexdigest()
@@ -149,9 +150,9 @@ class WorkspaceTags:
                 continue
             if source is None:
                 try:
-                    source = (self.root / path).read_bytes()
-                except OSError as exc:
-                    self.errors[path] = f"unreadable: {exc.strerror}"
+                    source = workspace_fs.read_bytes(self.root, path)
+                except (OSError, workspace_fs.PathConflict) as exc:
+                    self.errors[path] = _unreadable(exc)
                     tags[path] = None
                     continue
             found = self._parser.tags(language, source)
@@ -208,9 +209,9 @@ class WorkspaceTags:
                     data = (
                         overlay.encode("utf-8", "surrogatepass")
                         if overlay is not None
-                        else (self.root / path).read_bytes()
+                        else workspace_fs.read_bytes(self.root, path)
                     )
-                except OSError:
+                except (OSError, workspace_fs.PathConflict):
                     data = b""
                 lines = files[path] = data.split(b"\n")
             return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
@@ -234,3 +235,11 @@ def _chunks(
         held += size
     if chunk:
         yield chunk
+
+
+def _unreadable(exc: OSError | workspace_fs.PathConflict) -> str:
+    """Why a file was not read (read through workspace_fs: never through a symlink that
+    leaves the workspace)."""
+    if isinstance(exc, workspace_fs.PathConflict):
+        return f"unreadable: {exc.reason}"
+    return f"unreadable: {exc.strerror}"
