@@ -181,3 +181,34 @@ def test_a_rewind_cancelled_while_its_files_are_written_finishes_code_and_conver
     assert rewound.removed > 0
     assert agent.service.state(agent.sid).data.messages[-1].id == first
     assert {s.path for s in restored.steps} >= {"src/app.py", "config.toml"}
+
+
+def test_a_checkpoint_restore_cancelled_while_its_files_are_written_answers_its_result(
+    agent: Agent, monkeypatch: pytest.MonkeyPatch
+):
+    """checkpoint/restore (and a "code" rewind) goes through restore_code: cancelled once its
+    thread writes the files, it finishes and returns what it restored."""
+    first, _, original = two_turns(agent)
+    entered, release = threading.Event(), threading.Event()
+    real_restore = checkpoint_views.restore
+
+    def held_restore(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return real_restore(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_views, "restore", held_restore)
+
+    async def scenario() -> Any:
+        task = asyncio.ensure_future(
+            checkpoint_views.restore_code(agent.service, agent.sid, first, False, False)
+        )
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        task.cancel()
+        release.set()
+        return await task
+
+    restored = asyncio.run(scenario())
+    assert tree(agent.root) == original
+    assert {s.path for s in restored.steps} >= {"src/app.py", "config.toml"}
