@@ -327,8 +327,8 @@ def run() -> str:
         ours_short, base_short = (statistics.median(short[n]) for n, _ in trees)
         lines.append(
             f"\nThroughput with {IN_FLIGHT} in flight: {ours / base:.2f}x the baseline's median; "
-            f"without the 3,000-word messages {ours_short / base_short:.2f}x (in order, the "
-            "appends sent after a long message wait while it is counted)."
+            f"without the 3,000-word messages {ours_short / base_short:.2f}x (single runs "
+            "vary by a third on a shared machine: read the medians)."
         )
         example = cancelled[trees[1][0]].lies[:2] + order[trees[1][0]].errors[:1]
         if example:
