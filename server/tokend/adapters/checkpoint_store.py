@@ -1,13 +1,14 @@
 """The checkpoint store: file states by content hash, and the logs that say when each was seen.
 
-A folder in the user data dir (`checkpoints/`): `blobs/ab/<sha256>` holds a file's bytes,
-zlib-compressed, written once (same bytes, same name: deduplicated across turns, sessions and
-workspaces), and `index.sqlite3` holds
+A folder in the user data dir (`checkpoints/`, 0700, its files 0600): each saved state's bytes,
+zlib-compressed, are stored once by hash (same bytes, same name: deduplicated across turns,
+sessions and workspaces), packed in the index or, when big, a loose file `blobs/ab/<sha256>`
+(adapters.checkpoint_blobs); `index.sqlite3` holds
 
 - `baseline`: (workspace, path) -> the hash of the file as last seen, its size and mtime;
 - `changes`: the workspace's log of file changes (core.checkpoints.FileChange);
 - `marks`: when each session message was appended (core.checkpoints.TurnMark);
-- `blobs`: each saved state's size raw and stored.
+- `blobs`: each saved state's size raw and stored (and its packed bytes).
 
 Safe from several threads: one connection behind a lock. `prune` drops what is older than the
 retention and the blobs nothing refers to any more.
@@ -16,7 +17,6 @@ retention and the blobs nothing refers to any more.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import threading
 import zlib
@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
+from tokend.adapters import checkpoint_blobs
+from tokend.adapters.store.engine import make_sqlite_files_private
+from tokend.adapters.store.url import default_data_dir, make_folder_private
 from tokend.core.checkpoints import FileChange, Origin, TurnMark
 
 _IN_BATCH = 500  # paths per SELECT ... IN (...)
@@ -50,7 +51,7 @@ CREATE TABLE IF NOT EXISTS blobs (
 
 
 def default_checkpoint_dir() -> Path:
-    return Path(platformdirs.user_data_dir("tokend", appauthor=False)) / "checkpoints"
+    return make_folder_private(default_data_dir()) / "checkpoints"
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -79,14 +80,18 @@ class StoreFigures:
 class CheckpointStore:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder or default_checkpoint_dir()
-        (self.folder / "blobs").mkdir(parents=True, exist_ok=True)
+        make_folder_private(self.folder)
+        make_folder_private(self.folder / "blobs")
         self._lock = threading.RLock()
+        make_sqlite_files_private(self.folder / "index.sqlite3")
         self._db = sqlite3.connect(
             str(self.folder / "index.sqlite3"), check_same_thread=False, isolation_level=None
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        checkpoint_blobs.upgrade(self._db, self.folder)
+        checkpoint_blobs.sweep_tmp(self.folder)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -105,36 +110,32 @@ class CheckpointStore:
 
     # -- blobs ------------------------------------------------------------------------------
 
-    def _blob_path(self, sha: str) -> Path:
-        return self.folder / "blobs" / sha[:2] / sha
-
     def put_blob(self, data: bytes, at: float, *, fast: bool = False) -> tuple[str, int]:
-        """Save `data`; its hash and the bytes this call added to the folder (0 when known).
-        `fast`: zlib level 1 instead of 6 (about 3x less CPU, a somewhat bigger file), for a
-        first walk that saves a whole tree."""
+        """Save `data`; its hash and the compressed bytes this call added (0 when known).
+        `fast`: zlib level 1 instead of 6 (about 3x less CPU, somewhat bigger), for a first
+        walk that saves a whole tree."""
         sha = sha256_bytes(data)
         if self.has_blob(sha):
             return sha, 0
-        packed = zlib.compress(data, 1 if fast else 6)
-        path = self._blob_path(sha)
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f"{sha}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_bytes(packed)
-        os.replace(tmp, path)
+        compressed = zlib.compress(data, 1 if fast else 6)
+        packed: bytes | None = compressed
+        if len(compressed) > checkpoint_blobs.PACKED_MAX_BYTES:
+            checkpoint_blobs.write_loose(self.folder, sha, compressed)
+            packed = None
         with self._tx() as db:
             db.execute(
-                "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)", (sha, len(data), len(packed), at)
+                "INSERT OR IGNORE INTO blobs (sha, size, stored, at, data) VALUES (?, ?, ?, ?, ?)",
+                (sha, len(data), len(compressed), at, packed),
             )
-        return sha, len(packed)
+        return sha, len(compressed)
 
     def has_blob(self, sha: str) -> bool:
         return bool(self._rows("SELECT 1 FROM blobs WHERE sha = ?", (sha,)))
 
     def blob(self, sha: str) -> bytes | None:
-        try:
-            return zlib.decompress(self._blob_path(sha).read_bytes())
-        except (OSError, zlib.error):
-            return None
+        """The saved bytes of `sha`; None when they are not saved (or not whole)."""
+        rows = self._rows("SELECT data FROM blobs WHERE sha = ?", (sha,))
+        return checkpoint_blobs.read(self.folder, sha, rows[0][0] if rows else None)
 
     # -- baseline ---------------------------------------------------------------------------
 
@@ -269,7 +270,7 @@ class CheckpointStore:
             ]
             db.executemany("DELETE FROM blobs WHERE sha = ?", [(s,) for s in dead])
         for sha in dead:
-            self._blob_path(sha).unlink(missing_ok=True)
+            checkpoint_blobs.blob_path(self.folder, sha).unlink(missing_ok=True)
         return len(dead)
 
     def figures(self) -> StoreFigures:
