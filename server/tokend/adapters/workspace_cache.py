@@ -7,8 +7,9 @@
   read again to learn its hash.
 
 The file and its -wal/-shm are 0600 in a 0700 folder whatever the umask (file hashes name the
-user's files); an older tokend's readable ones are narrowed on open. A cache that fails (a locked or corrupt file) is logged and bypassed: figures are computed
-again, never wrong. Safe from several threads (one connection behind a lock).
+user's files); an older tokend's readable ones are narrowed on open. A cache that fails (a
+locked or corrupt file) is logged and bypassed: figures are computed again, never wrong. Safe
+from several threads (one connection behind a lock).
 """
 
 from __future__ import annotations
