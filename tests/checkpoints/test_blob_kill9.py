@@ -2,7 +2,8 @@
 
 The real `tokend lsp --standalone` opens a folder of small files and a few big ones (loose
 blobs) and is killed with SIGKILL while its checkpointer saves them, TRIALS times; after each
-kill every state the store lists reads back whole (its bytes hash to its name), and a last run
+kill every state the store lists reads back whole (its bytes hash to its name), every state a
+baseline names is there (packed states wait in memory for the next write), and a last run
 finishes the walk with every file's bytes saved. Oracle: sha256 of the bytes read back, and
 the files on disk.
 """
@@ -23,7 +24,7 @@ import pytest
 from tests.daemon.lsp_client import LspClient
 from tokend.adapters.checkpoint_store import CheckpointStore
 
-SMALL_FILES = 3_000
+SMALL_FILES = 6_000
 BIG_FILES = 6
 TRIALS = 3
 WAIT_SECONDS = 60.0  # how long a walk may take on a loaded machine (not a figure)
@@ -73,14 +74,17 @@ def _saved(index: Path) -> int:
 
 
 def _check_whole(folder: Path) -> int:
-    """Every state the store lists reads back whole; how many there are."""
+    """Every state the store lists reads back whole, and every state a baseline names is
+    listed; how many there are."""
     store = CheckpointStore(folder)  # opened first: it recovers the killed process's WAL
     db = sqlite3.connect(folder / "index.sqlite3")
     try:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         shas = [s for (s,) in db.execute("SELECT sha FROM blobs")]
+        referred = {s for (s,) in db.execute("SELECT sha FROM baseline WHERE kept = 1")}
     finally:
         db.close()
+    assert referred <= set(shas), "a baseline names a state whose bytes were never written"
     try:
         for sha in shas:
             data = store.blob(sha)

@@ -10,6 +10,12 @@ a loose file, `blobs/ab/<sha256>`, written under `blobs/tmp/`, flushed to disk a
 place; its row comes after it, so a row never names a file that is not there. A temporary file
 a killed writer left behind is removed at a later open, once it is an hour old.
 
+A packed state waits in memory (`Pending`) until the store's next write transaction, which
+writes the waiting states first: a first walk of 100,000 files commits a thousand states at a
+time, not one transaction (and three rewritten pages of the index) each, and nothing that
+refers to a state (a baseline, a change) is ever committed before its bytes. A kill -9 loses
+only states nothing refers to yet.
+
 Stores made before packing keep their loose files: a row without packed bytes is read from its
 file. Everything here is private whatever the umask: folders 0700, files 0600; the first open of
 such an older store narrows the loose files it left readable, once, as it adds the column.
@@ -28,7 +34,40 @@ from pathlib import Path
 from tokend.adapters.store.url import make_folder_private
 
 PACKED_MAX_BYTES = 64 * 1024  # compressed bytes up to this go into the index
+PENDING_MAX = 1000  # packed states waiting for the next write transaction, at most
+PENDING_MAX_BYTES = 8 << 20  # and their compressed bytes, at most
 STALE_TMP_SECONDS = 3600.0  # a temporary file this old is no writer's any more
+
+
+Row = tuple[str, int, int, float, bytes | None]  # sha, size, stored, at, packed bytes
+
+
+class Pending:
+    """Packed states not written yet, by sha (the store's lock guards it)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Row] = {}
+        self._bytes = 0
+
+    def add(self, row: Row) -> bool:
+        """Keep `row` for the next write; whether enough wait that it should be now."""
+        self.rows[row[0]] = row
+        self._bytes += row[2]
+        return len(self.rows) >= PENDING_MAX or self._bytes >= PENDING_MAX_BYTES
+
+    def write(self, db: sqlite3.Connection) -> list[str]:
+        """Insert the waiting rows in `db`'s open transaction; their shas (for `written`)."""
+        db.executemany(
+            "INSERT OR IGNORE INTO blobs (sha, size, stored, at, data) VALUES (?, ?, ?, ?, ?)",
+            self.rows.values(),
+        )
+        return list(self.rows)
+
+    def written(self, shas: list[str]) -> None:
+        """The transaction that wrote `shas` is committed: they wait no more."""
+        for sha in shas:
+            row = self.rows.pop(sha, None)
+            self._bytes -= row[2] if row else 0
 
 
 def blob_path(folder: Path, sha: str) -> Path:

@@ -83,6 +83,7 @@ class CheckpointStore:
         make_folder_private(self.folder)
         make_folder_private(self.folder / "blobs")
         self._lock = threading.RLock()
+        self._pending = checkpoint_blobs.Pending()
         make_sqlite_files_private(self.folder / "index.sqlite3")
         self._db = sqlite3.connect(
             str(self.folder / "index.sqlite3"), check_same_thread=False, isolation_level=None
@@ -95,14 +96,17 @@ class CheckpointStore:
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; it writes the packed states waiting in memory first."""
         with self._lock:
             self._db.execute("BEGIN")
             try:
+                flushed = self._pending.write(self._db)
                 yield self._db
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+            self._pending.written(flushed)
 
     def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -113,29 +117,36 @@ class CheckpointStore:
     def put_blob(self, data: bytes, at: float, *, fast: bool = False) -> tuple[str, int]:
         """Save `data`; its hash and the compressed bytes this call added (0 when known).
         `fast`: zlib level 1 instead of 6 (about 3x less CPU, somewhat bigger), for a first
-        walk that saves a whole tree."""
+        walk that saves a whole tree. A packed state is written with the next write
+        transaction (checkpoint_blobs.Pending), a loose one's row at once."""
         sha = sha256_bytes(data)
         if self.has_blob(sha):
             return sha, 0
         compressed = zlib.compress(data, 1 if fast else 6)
-        packed: bytes | None = compressed
-        if len(compressed) > checkpoint_blobs.PACKED_MAX_BYTES:
+        packed = compressed if len(compressed) <= checkpoint_blobs.PACKED_MAX_BYTES else None
+        if packed is None:
             checkpoint_blobs.write_loose(self.folder, sha, compressed)
-            packed = None
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO blobs (sha, size, stored, at, data) VALUES (?, ?, ?, ?, ?)",
-                (sha, len(data), len(compressed), at, packed),
-            )
+        with self._lock:
+            full = self._pending.add((sha, len(data), len(compressed), at, packed))
+            if full or packed is None:  # a loose file gets its row at once
+                self.flush()
         return sha, len(compressed)
 
     def has_blob(self, sha: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM blobs WHERE sha = ?", (sha,)))
+        with self._lock:
+            return sha in self._pending.rows or bool(
+                self._rows("SELECT 1 FROM blobs WHERE sha = ?", (sha,))
+            )
 
     def blob(self, sha: str) -> bytes | None:
         """The saved bytes of `sha`; None when they are not saved (or not whole)."""
-        rows = self._rows("SELECT data FROM blobs WHERE sha = ?", (sha,))
-        return checkpoint_blobs.read(self.folder, sha, rows[0][0] if rows else None)
+        with self._lock:
+            waiting = self._pending.rows.get(sha)
+            found = (
+                self._rows("SELECT data FROM blobs WHERE sha = ?", (sha,)) if not waiting else []
+            )
+        packed = waiting[4] if waiting else (found[0][0] if found else None)
+        return checkpoint_blobs.read(self.folder, sha, packed)
 
     # -- baseline ---------------------------------------------------------------------------
 
@@ -273,7 +284,13 @@ class CheckpointStore:
             checkpoint_blobs.blob_path(self.folder, sha).unlink(missing_ok=True)
         return len(dead)
 
+    def flush(self) -> None:
+        """Write the packed states waiting in memory."""
+        with self._tx():
+            pass
+
     def figures(self) -> StoreFigures:
+        self.flush()
         ((blobs, raw, stored),) = self._rows(
             "SELECT count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0) FROM blobs"
         )
@@ -283,6 +300,7 @@ class CheckpointStore:
 
     def close(self) -> None:
         with self._lock:
+            self.flush()
             self._db.close()
 
 
