@@ -124,11 +124,18 @@ def sweep_tmp(folder: Path) -> None:
 def upgrade(db: sqlite3.Connection, folder: Path) -> None:
     """Give an index made before packing its `data` column (NULL: a loose file), after narrowing
     the loose files that index's tokend left readable by others."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(blobs)")}
-    if "data" in columns:
+    if _has_data_column(db):
         return
     _narrow_loose_files(folder / "blobs")
-    db.execute("ALTER TABLE blobs ADD COLUMN data BLOB")
+    try:
+        db.execute("ALTER TABLE blobs ADD COLUMN data BLOB")
+    except sqlite3.OperationalError:
+        if not _has_data_column(db):  # else another tokend process added it meanwhile
+            raise
+
+
+def _has_data_column(db: sqlite3.Connection) -> bool:
+    return "data" in {row[1] for row in db.execute("PRAGMA table_info(blobs)")}
 
 
 def _narrow_loose_files(blobs: Path) -> None:
