@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import time
 from pathlib import Path
 
 from tests.checkpoints.conftest import Agent
@@ -76,3 +77,19 @@ def test_prune_drops_packed_and_loose_states_nothing_refers_to(tmp_path: Path) -
     assert store.blob(small_sha) is None and store.blob(big_sha) is None
     assert _loose_files(folder) == []
     store.close()
+
+
+def test_a_killed_writers_old_temporary_file_is_removed_at_open(tmp_path: Path) -> None:
+    """A loose state is written under blobs/tmp first; one a killed writer left an hour ago
+    goes at the next open, one being written now stays."""
+    folder = tmp_path / "checkpoints"
+    CheckpointStore(folder).close()
+    left = folder / "blobs" / "tmp" / "left-by-a-killed-writer"
+    fresh = folder / "blobs" / "tmp" / "being-written"
+    left.parent.mkdir(exist_ok=True)
+    left.write_bytes(b"half a blob")
+    fresh.write_bytes(b"half a blob")
+    two_hours_ago = time.time() - 7200
+    os.utime(left, (two_hours_ago, two_hours_ago))
+    CheckpointStore(folder).close()
+    assert not left.exists() and fresh.exists()
