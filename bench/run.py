@@ -26,6 +26,7 @@ SECTIONS = [
     "status",
     "telemetry",
     "checkpoints",
+    "checkpoint_store",
     "workspace",
     "kernel",
     "ranking",
