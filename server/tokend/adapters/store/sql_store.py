@@ -21,6 +21,7 @@ from tokend.adapters.store import rows
 from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
 from tokend.adapters.store.feed import ChangeFeed
+from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.models import (
     CalibrationRow,
     MessageRow,
@@ -93,6 +94,9 @@ class SqlStore:
         self._feed = ChangeFeed(engine) if engine.dialect.name == "postgresql" else None
         self._read_session = sessionmaker(engine, expire_on_commit=False)
         self._write_session = sessionmaker(writer(engine), expire_on_commit=False)
+        # SQLite: the file opened, checked at each write (deleted or replaced under the daemon?)
+        sqlite_file = engine.dialect.name == "sqlite" and not engine.url.query.get("uri")
+        self._file = store_file(engine.url.database) if sqlite_file else None
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -145,10 +149,15 @@ class SqlStore:
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
-        """One write transaction, committed at the end or rolled back whole on any error."""
+        """One write transaction, committed at the end or rolled back whole on any error; not
+        committed (StoreError) when the SQLite file is no longer the store at its path."""
+        if self._file is not None:
+            self._file.check()
         try:
             with self._write_session() as session, session.begin():
                 yield session
+                if self._file is not None:
+                    self._file.check()  # just before the commit
         except SQLAlchemyError as exc:
             raise StoreError(f"writing to the session store failed: {_reason(exc)}") from exc
 
