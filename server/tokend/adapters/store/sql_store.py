@@ -22,6 +22,7 @@ from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
 from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.identity import store_file
+from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
 from tokend.adapters.store.models import (
     CalibrationRow,
     MessageRow,
@@ -97,6 +98,7 @@ class SqlStore:
         # SQLite: the file opened, checked at each write (deleted or replaced under the daemon?)
         sqlite_file = engine.dialect.name == "sqlite" and not engine.url.query.get("uri")
         self._file = store_file(engine.url.database) if sqlite_file else None
+        self._path = engine.url.database if sqlite_file else None
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -132,6 +134,12 @@ class SqlStore:
     def close(self) -> None:
         self._engine.dispose()
 
+    def check_integrity(self) -> str | None:
+        """SQLite's own check of the store, bounded in time (integrity.check_at_start): a report
+        of the damage found, logged, or None (nothing found, not SQLite, or a store too big to
+        check in full within the budget)."""
+        return check_at_start(self._engine, self._path)
+
     def __enter__(self) -> Self:
         return self
 
@@ -145,6 +153,8 @@ class SqlStore:
             with self._read_session() as session, session.begin():
                 yield session
         except SQLAlchemyError as exc:
+            if is_damage(exc):
+                raise StoreError(damaged_store_message(self._path, _reason(exc))) from exc
             raise StoreError(f"reading the session store failed: {_reason(exc)}") from exc
 
     @contextmanager
@@ -159,6 +169,8 @@ class SqlStore:
                 if self._file is not None:
                     self._file.check()  # just before the commit
         except SQLAlchemyError as exc:
+            if is_damage(exc):
+                raise StoreError(damaged_store_message(self._path, _reason(exc))) from exc
             raise StoreError(f"writing to the session store failed: {_reason(exc)}") from exc
 
     # --- sessions ---------------------------------------------------------------------------
