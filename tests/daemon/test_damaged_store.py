@@ -5,6 +5,8 @@ others answer StoreError; no connection is closed without a reply."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,28 @@ def test_a_connection_whose_server_cannot_be_built_gets_an_error_not_a_hangup(
     assert client.request("initialize", {"processId": None, "capabilities": {}})["error"]
     served = client.request("initialize", {"processId": None, "capabilities": {}})
     assert "result" in served, served
+
+
+def test_standalone_reports_the_damage_and_serves_the_healthy_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with real_daemons(monkeypatch) as daemons:
+        ids = _sessions(daemons)
+        _damage_one_page(daemons.base / "tokend.sqlite3", b"DAMAGED-TEXT")
+        stderr_file = daemons.base / "standalone.err"
+        with open(stderr_file, "wb") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tokend", "lsp", "--standalone"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=daemons.base,
+            )
+        daemons.processes.append(proc)
+        client = LspClient.process(proc)
+        assert "result" in client.initialize("standalone")
+        assert "is damaged (SQLite's quick_check" in stderr_file.read_text()
+        assert "result" in client.request("session/attach", {"sessionId": ids["healthy"]})
+        damaged = client.request("session/attach", {"sessionId": ids["damaged"]})
+        assert damaged["error"]["code"] == StoreError.code
+        assert "damaged" in damaged["error"]["message"]
