@@ -33,6 +33,8 @@ SECTIONS = [
     "shared_db",
     "bigframes",
     "artifacts",
+    "store_check",
+    "memory",
 ]
 
 
