@@ -74,7 +74,7 @@ def run() -> str:
             rows.append(f"| {size:,} | {ours * 1000:.1f} ms | {then} | {ratio} |")
     return "\n".join(
         [
-            "## Artifact index: one long word in a Bash command",
+            "### Artifact index: one long word in a Bash command (bench/artifacts.py)",
             "",
             "`extract_artifacts` on one Bash call `echo <base64 word> | base64 -d > out.bin && "
             "rm -f stale.bin` (the work of each summarize compaction and handoff), in a fresh "

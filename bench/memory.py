@@ -204,7 +204,7 @@ def run() -> str:
                 results[(kind, name)] = _median(rounds[name])
     held = sys.getsizeof(_text(10 * MB)) / (1 << 20)
     lines = [
-        "## Memory after a 10 MB exact count",
+        "### Memory after a 10 MB exact count (bench/memory.py)",
         "",
         "A 10 MB user message appended to a gpt-4o session (10M-token window) on a fresh "
         "`tokend serve`, the vocabulary loaded first; RSS in MiB: growth at the peak and 3 s "

@@ -20,9 +20,12 @@ SECTIONS = [
     "estimator",
     "service",
     "store",
+    "store_check",
     "daemon",
+    "memory",
     "repomap",
     "compaction",
+    "artifacts",
     "status",
     "telemetry",
     "checkpoints",
@@ -32,9 +35,6 @@ SECTIONS = [
     "abuse",
     "shared_db",
     "bigframes",
-    "artifacts",
-    "store_check",
-    "memory",
 ]
 
 
