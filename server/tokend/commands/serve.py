@@ -23,11 +23,14 @@ def run_lsp(args: argparse.Namespace) -> int:
 
 
 def _standalone(args: argparse.Namespace) -> int:
+    from tokend.adapters.store import SqlStore
     from tokend.lsp.server import create_server
     from tokend.service.factory import build_service
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     service = build_service(Path.cwd(), args.database_url)
+    if isinstance(service.store, SqlStore):
+        service.store.check_integrity()  # damage is logged: on this process's stderr
     try:
         create_server(service).start_io()
     finally:

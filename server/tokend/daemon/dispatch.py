@@ -28,7 +28,7 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
-from tokend.core.errors import InvalidParams, RequestTooLarge, Unauthorized
+from tokend.core.errors import InvalidParams, RequestTooLarge, TokendError, Unauthorized
 from tokend.daemon.bigframes import BodyTooLarge, SpooledStrings
 from tokend.daemon.conn import Connection
 from tokend.daemon.jsonscan import top_level_fields
@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 BIG_BODY_BYTES = 4 << 20  # once such a request is answered, freed memory goes back (memory.py)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 LOGGED_IN_FULL = 3  # malformed messages logged one by one on a connection; then every 100th
 
 
@@ -166,8 +167,24 @@ class Dispatcher:
             name = _field(_field(data.get("params"), "clientInfo"), "name")
             conn.client_name = name if isinstance(name, str) else None
         if self._protocol is None:
-            self._protocol = self._build_server()
+            try:
+                self._protocol = self._build_server()
+            except Exception as exc:  # never close a connection without a JSON-RPC error
+                self._unserved(data, exc)
+                return None
         return self._protocol
+
+    def _unserved(self, data: dict[str, Any], exc: Exception) -> None:
+        """The connection's server could not be built (say, a damaged store): the request gets
+        the error; the next message tries again."""
+        msg_id = data.get("id") if "method" in data else None
+        if isinstance(exc, TokendError):
+            code, message = exc.code, exc.message
+        else:
+            code, message = INTERNAL_ERROR, f"the daemon could not serve this connection: {exc}"
+        log.error("connection %s: cannot serve it: %s", self._conn.id, message, exc_info=exc)
+        if msg_id is not None:
+            self._conn.send_error(msg_id, code, message)
 
     def _unfit(self, data: dict[str, Any], msg_id: int | str | None, exc: JsonRpcException) -> None:
         """pygls could not structure the message's params: its error, to a request."""

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from lsprotocol import types
 
+from tokend.adapters.store import SqlStore
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.paths import log_path, socket_path
@@ -151,12 +152,16 @@ def serve_forever(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, log_path(args.name))
     to_clients = ClientLogHandler()
     service = build_service(None, args.database_url, on_warnings=to_clients.workspace_warnings)
+    # SQLite's own check, bounded in time; damage is logged (stderr too when in a terminal).
+    damage = service.store.check_integrity() if isinstance(service.store, SqlStore) else None
     logging.getLogger("tokend").addHandler(to_clients)
 
     def connection_factory(conn: Connection) -> Any:
         to_clients.serving(conn)
         server = create_server(service, DaemonHost(conn))
         conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
+        if damage is not None:  # once wired to the connection, after this first message
+            asyncio.get_running_loop().call_soon(_tell_damage, conn, damage)
         return server
 
     stop_feed: list[Callable[[], None]] = []
@@ -188,6 +193,14 @@ def serve_forever(args: argparse.Namespace) -> int:
             stop()
         logging.getLogger("tokend").removeHandler(to_clients)
         service.close()
+
+
+def _tell_damage(conn: Connection, report: str) -> None:
+    """The store check's report to a client, as window/logMessage (Error)."""
+    if conn.server is None or conn.closing:
+        return
+    params = types.LogMessageParams(type=types.MessageType.Error, message=f"tokend: {report}")
+    conn.server.protocol.notify(types.WINDOW_LOG_MESSAGE, params)
 
 
 def _version() -> str:
