@@ -6,6 +6,11 @@ buffer) are announced on the event loop: to the workspace's listeners (connectio
 workspace/didChangeFileTokens) and to the sessions whose files or memory changed (a new
 snapshot, budget/didChange).
 
+Each workspace counts its users (`WorkspaceUser`: a connection; the lsp layer sets the one
+being served in `serving`): `open` adds the user being served, `let_go` removes one, and a
+workspace nobody uses any more is released (`release`: its build and watcher stopped, its
+threads ended, its memory dropped). `close` stops them all, in bounded time, on the way out.
+
 `workspaces_of(service)` gives the one Workspaces of a TokendService. (It is kept beside the
 service rather than on it until the service grows a `workspaces` attribute.)
 """
@@ -24,8 +29,16 @@ from urllib.parse import unquote, urlparse
 
 from tokend.adapters.watcher import FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
-from tokend.core.errors import InvalidParams
+from tokend.core.errors import InvalidParams, Stopping
 from tokend.service.service import TokendService
+from tokend.service.workspace.closing import (
+    CLOSE_SECONDS,
+    Parts,
+    WorkspaceUser,
+    join_stopped,
+    serving,
+    signal_stop,
+)
 from tokend.service.workspace.figures import FileFigure
 from tokend.service.workspace.index import WorkspaceIndex
 
@@ -82,6 +95,10 @@ class Workspaces:
         self._listeners: dict[str, list[FiguresListener]] = {}
         self._notices: dict[str, list[Notice]] = {}
         self._hook_workers: dict[str, ThreadPoolExecutor] = {}
+        self._builders: dict[str, threading.Thread] = {}
+        self._reapers: list[threading.Thread] = []
+        self._users: dict[str, set[WorkspaceUser]] = {}
+        self._closed = False
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.session_hooks: list[Callable[[WorkspaceIndex, set[str]], None]] = []
@@ -91,6 +108,7 @@ class Workspaces:
         self.batch_hooks: list[BatchHook] = []
         self.built_hooks: list[Callable[[WorkspaceIndex], None]] = []
         self.editor_hooks: list[EditorHook] = []
+        self.released_hooks: list[Callable[[str], None]] = []  # a workspace's key, released
 
     def _remember_loop(self) -> None:
         try:
@@ -108,20 +126,101 @@ class Workspaces:
         except InvalidParams:
             return None
 
-    def open(self, uri: str, progress: Progress | None = None) -> WorkspaceIndex:
-        """The folder's index, started (walk, tags, watcher) on first use."""
+    def open(
+        self, uri: str, progress: Progress | None = None, user: WorkspaceUser | None = None
+    ) -> WorkspaceIndex:
+        """The folder's index, started (walk, tags, watcher) on first use; `user` (default:
+        the one being served) counts as one of its users from now on."""
         self._remember_loop()
         key = self.key(uri)
+        user = user if user is not None else serving.get()
         with self._lock:
+            if self._closed:
+                raise Stopping("tokend is stopping: no workspace is opened any more")
+            if user is not None and not user.gone:
+                self._users.setdefault(key, set()).add(user)
             index = self._indexes.get(key)
             if index is not None:
                 return index
             index = WorkspaceIndex(key, folder_of(uri).resolve(), self.cache)
             self._indexes[key] = index
-        threading.Thread(
-            target=self._build, args=(index, progress), name="tokend-index", daemon=True
-        ).start()
+            builder = self._builders[key] = threading.Thread(
+                target=self._build, args=(index, progress), name="tokend-index", daemon=True
+            )
+        builder.start()
         return index
+
+    def users(self, uri: str) -> int:
+        """How many users hold the workspace."""
+        return len(self._users.get(self.key(uri), ()))
+
+    def let_go(self, user: WorkspaceUser, uri: str | None = None) -> None:
+        """`user` no longer uses the workspace `uri` (None: any; the user is then gone). Every
+        workspace left without a user is released."""
+        with self._lock:
+            if uri is None:
+                user.gone = True
+                for users in self._users.values():
+                    users.discard(user)
+            else:
+                try:
+                    self._users.get(self.key(uri), set()).discard(user)
+                except InvalidParams:
+                    pass
+            unused = [key for key in self._indexes if not self._users.get(key)]
+        for key in unused:
+            self.release(key)
+
+    def release(self, key: str) -> None:
+        """Close one workspace: its build and batches stop, its watcher and threads end (on a
+        thread of their own, bounded by CLOSE_SECONDS: this may run on the event loop), and
+        it is forgotten (the next `open` starts afresh)."""
+        parts = self._take(key)
+        if parts is None:
+            return
+        log.info("workspace %s released: nobody uses it any more", parts[0].root)
+        signal_stop(parts)
+        reaper = threading.Thread(
+            target=self._reap, args=(key, parts), name="tokend-release", daemon=True
+        )
+        with self._lock:
+            self._reapers.append(reaper)
+        reaper.start()
+
+    def _take(self, key: str) -> Parts | None:
+        with self._lock:
+            index = self._indexes.pop(key, None)
+            parts = (
+                index,
+                self._watchers.pop(key, None),
+                self._hook_workers.pop(key, None),
+                self._builders.pop(key, None),
+            )
+            self._users.pop(key, None)
+            self._listeners.pop(key, None)
+            self._notices.pop(key, None)
+        return None if index is None else parts  # type: ignore[return-value]
+
+    def _reap(self, key: str, parts: Parts) -> None:
+        join_stopped(parts, time.monotonic() + CLOSE_SECONDS)
+        with self._lock:
+            current = threading.current_thread()
+            self._reapers = [t for t in self._reapers if t is not current]
+        for hook in list(self.released_hooks):
+            try:
+                hook(key)
+            except Exception:
+                log.exception("a release hook failed for %s", parts[0].root)
+
+    def begin_close(self) -> None:
+        """Refuse new workspaces and tell every build, batch and waiter to stop (no waiting:
+        called on the event loop as the daemon starts stopping, so waiting requests get
+        their answer)."""
+        with self._lock:
+            self._closed = True
+            indexes = list(self._indexes.values())
+        for index in indexes:
+            index.close()
 
     def _build(self, index: WorkspaceIndex, progress: Progress | None) -> None:
         tell = self._on_loop(progress) if progress else None
@@ -134,19 +233,32 @@ class Workspaces:
         )
         try:
             watcher.start()  # before the walk: nothing changed during it is missed
-            self._watchers[index.uri] = watcher
+            with self._lock:
+                if index.closed:  # released (or stopping) while the watcher started
+                    raise Stopping("closed")
+                self._watchers[index.uri] = watcher
+        except Stopping:
+            watcher.stop()
+            watcher.join(CLOSE_SECONDS)
+            return
         except OSError as exc:
             self._notice(index, f"cannot watch {index.root}: {exc}; its figures will not update")
         try:
             index.build(lambda message: tell("report", message) if tell else None)
+        except Stopping:
+            return  # closed: nobody waits for progress or hooks
         except Exception:
             log.exception("indexing %s failed", index.root)
             index.ready.set()
+        if index.closed:
+            return
         if tell:  # the index and the map are ready: what the hooks do after is theirs
             tell("end", f"{len(index.entries()):,} files indexed")
         for built in list(self.built_hooks):
             try:
                 built(index)
+            except Stopping:
+                return
             except Exception:
                 log.exception("a build hook failed for %s", index.root)
 
@@ -155,6 +267,7 @@ class Workspaces:
         index = self.open(uri, progress)
         if not index.ready.is_set():
             await asyncio.get_running_loop().run_in_executor(None, index.ready.wait)
+        index.check_open()  # close() wakes the waiters: a stop answers them
         return index
 
     def index_for(self, path: Path) -> tuple[WorkspaceIndex, str] | None:
@@ -176,7 +289,10 @@ class Workspaces:
             loop = self._loop
             if loop is None or loop.is_closed():
                 return
-            loop.call_soon_threadsafe(fn, *args)
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # the loop closed meanwhile: the process is stopping
+                pass
 
         return call
 
@@ -187,14 +303,21 @@ class Workspaces:
         announced; the batch hooks (checkpoints: reading and saving files) after, on the
         workspace's hook thread, so a hook still busy (the first walk's checkpoint of a
         kernel-sized tree) never delays a change notification."""
+        if index.closed:
+            return
         changed = index.apply_changes(paths)
         if changed:
             self._on_loop(self.announce)(index, changed)
-        if self.batch_hooks:
-            self._hook_worker(index).submit(self._run_batch_hooks, index, paths, times)
+        if self.batch_hooks and not index.closed:
+            try:
+                self._hook_worker(index).submit(self._run_batch_hooks, index, paths, times)
+            except RuntimeError:  # shut down meanwhile: the workspace is closing
+                pass
 
     def _hook_worker(self, index: WorkspaceIndex) -> ThreadPoolExecutor:
         with self._lock:
+            if index.closed:
+                raise RuntimeError("closed")
             worker = self._hook_workers.get(index.uri)
             if worker is None:
                 worker = self._hook_workers[index.uri] = ThreadPoolExecutor(
@@ -206,8 +329,12 @@ class Workspaces:
         self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
     ) -> None:
         for hook in list(self.batch_hooks):
+            if index.closed:
+                return
             try:
                 hook(index, paths, times)
+            except Stopping:
+                return
             except Exception:
                 log.exception("a batch hook failed for %s", index.root)
 
@@ -251,12 +378,22 @@ class Workspaces:
         for notice in list(self._notices.get(index.uri, ())):
             self._on_loop(notice)(message)
 
-    def close(self) -> None:
-        for watcher in list(self._watchers.values()):
-            watcher.stop()
-        self._watchers.clear()
-        for worker in list(self._hook_workers.values()):
-            worker.shutdown(wait=False)
+    def close(self, seconds: float = CLOSE_SECONDS) -> None:
+        """Stop every workspace (builds, batches, watchers, hook threads) and wait up to
+        `seconds` in all for their threads to end (and for workspaces released before)."""
+        self.begin_close()
+        with self._lock:
+            keys = list(self._indexes)
+        taken = [parts for key in keys if (parts := self._take(key)) is not None]
+        for parts in taken:
+            signal_stop(parts)
+        deadline = time.monotonic() + seconds
+        for parts in taken:
+            join_stopped(parts, deadline)
+        with self._lock:
+            reapers = list(self._reapers)
+        for reaper in reapers:
+            reaper.join(max(0.0, deadline - time.monotonic()))
 
 
 _registries: weakref.WeakKeyDictionary[TokendService, Workspaces] = weakref.WeakKeyDictionary()
@@ -272,6 +409,12 @@ def workspaces_of(service: TokendService) -> Workspaces:
             for install in INSTALLERS:
                 install(found)
         return found
+
+
+def existing_workspaces(service: TokendService) -> Workspaces | None:
+    """The Workspaces of `service` if it has one (never makes one)."""
+    with _registries_lock:
+        return _registries.get(service)
 
 
 INSTALLERS: list[Callable[[Workspaces], None]] = []
