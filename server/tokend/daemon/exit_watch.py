@@ -23,7 +23,8 @@ from pathlib import Path
 
 MAX_HEADER_BYTES = 4096
 MAX_WATCHED_BODY_BYTES = 512  # `exit` is ~40 bytes; bigger bodies are skipped unparsed
-GONE_WAIT_SECONDS = 3.0  # for a daemon that closed its connections to finish exiting
+GONE_WAIT_SECONDS = 10.0  # for a daemon that closed its connections to finish exiting (it ends
+# its background work first: a few seconds at most)
 LOG_TAIL_BYTES = 64 << 10
 
 

@@ -31,14 +31,7 @@ from tokend.adapters.watcher import FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
 from tokend.core.errors import InvalidParams, Stopping
 from tokend.service.service import TokendService
-from tokend.service.workspace.closing import (
-    CLOSE_SECONDS,
-    Parts,
-    WorkspaceUser,
-    join_stopped,
-    serving,
-    signal_stop,
-)
+from tokend.service.workspace.closing import CLOSE_SECONDS, Releasing, WorkspaceUser, serving
 from tokend.service.workspace.figures import FileFigure
 from tokend.service.workspace.index import WorkspaceIndex
 
@@ -86,8 +79,9 @@ def folder_of(uri: str) -> Path:
     return folder
 
 
-class Workspaces:
+class Workspaces(Releasing):
     def __init__(self, service: TokendService, cache: WorkspaceCache | None = None) -> None:
+        super().__init__()
         self.service = service
         self.cache = cache or WorkspaceCache(default_cache_path())
         self._indexes: dict[str, WorkspaceIndex] = {}
@@ -96,9 +90,6 @@ class Workspaces:
         self._notices: dict[str, list[Notice]] = {}
         self._hook_workers: dict[str, ThreadPoolExecutor] = {}
         self._builders: dict[str, threading.Thread] = {}
-        self._reapers: list[threading.Thread] = []
-        self._users: dict[str, set[WorkspaceUser]] = {}
-        self._closed = False
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.session_hooks: list[Callable[[WorkspaceIndex, set[str]], None]] = []
@@ -108,7 +99,6 @@ class Workspaces:
         self.batch_hooks: list[BatchHook] = []
         self.built_hooks: list[Callable[[WorkspaceIndex], None]] = []
         self.editor_hooks: list[EditorHook] = []
-        self.released_hooks: list[Callable[[str], None]] = []  # a workspace's key, released
 
     def _remember_loop(self) -> None:
         try:
@@ -149,78 +139,6 @@ class Workspaces:
             )
         builder.start()
         return index
-
-    def users(self, uri: str) -> int:
-        """How many users hold the workspace."""
-        return len(self._users.get(self.key(uri), ()))
-
-    def let_go(self, user: WorkspaceUser, uri: str | None = None) -> None:
-        """`user` no longer uses the workspace `uri` (None: any; the user is then gone). Every
-        workspace left without a user is released."""
-        with self._lock:
-            if uri is None:
-                user.gone = True
-                for users in self._users.values():
-                    users.discard(user)
-            else:
-                try:
-                    self._users.get(self.key(uri), set()).discard(user)
-                except InvalidParams:
-                    pass
-            unused = [key for key in self._indexes if not self._users.get(key)]
-        for key in unused:
-            self.release(key)
-
-    def release(self, key: str) -> None:
-        """Close one workspace: its build and batches stop, its watcher and threads end (on a
-        thread of their own, bounded by CLOSE_SECONDS: this may run on the event loop), and
-        it is forgotten (the next `open` starts afresh)."""
-        parts = self._take(key)
-        if parts is None:
-            return
-        log.info("workspace %s released: nobody uses it any more", parts[0].root)
-        signal_stop(parts)
-        reaper = threading.Thread(
-            target=self._reap, args=(key, parts), name="tokend-release", daemon=True
-        )
-        with self._lock:
-            self._reapers.append(reaper)
-        reaper.start()
-
-    def _take(self, key: str) -> Parts | None:
-        with self._lock:
-            index = self._indexes.pop(key, None)
-            parts = (
-                index,
-                self._watchers.pop(key, None),
-                self._hook_workers.pop(key, None),
-                self._builders.pop(key, None),
-            )
-            self._users.pop(key, None)
-            self._listeners.pop(key, None)
-            self._notices.pop(key, None)
-        return None if index is None else parts  # type: ignore[return-value]
-
-    def _reap(self, key: str, parts: Parts) -> None:
-        join_stopped(parts, time.monotonic() + CLOSE_SECONDS)
-        with self._lock:
-            current = threading.current_thread()
-            self._reapers = [t for t in self._reapers if t is not current]
-        for hook in list(self.released_hooks):
-            try:
-                hook(key)
-            except Exception:
-                log.exception("a release hook failed for %s", parts[0].root)
-
-    def begin_close(self) -> None:
-        """Refuse new workspaces and tell every build, batch and waiter to stop (no waiting:
-        called on the event loop as the daemon starts stopping, so waiting requests get
-        their answer)."""
-        with self._lock:
-            self._closed = True
-            indexes = list(self._indexes.values())
-        for index in indexes:
-            index.close()
 
     def _build(self, index: WorkspaceIndex, progress: Progress | None) -> None:
         tell = self._on_loop(progress) if progress else None
@@ -377,23 +295,6 @@ class Workspaces:
         log.warning("%s", message)
         for notice in list(self._notices.get(index.uri, ())):
             self._on_loop(notice)(message)
-
-    def close(self, seconds: float = CLOSE_SECONDS) -> None:
-        """Stop every workspace (builds, batches, watchers, hook threads) and wait up to
-        `seconds` in all for their threads to end (and for workspaces released before)."""
-        self.begin_close()
-        with self._lock:
-            keys = list(self._indexes)
-        taken = [parts for key in keys if (parts := self._take(key)) is not None]
-        for parts in taken:
-            signal_stop(parts)
-        deadline = time.monotonic() + seconds
-        for parts in taken:
-            join_stopped(parts, deadline)
-        with self._lock:
-            reapers = list(self._reapers)
-        for reaper in reapers:
-            reaper.join(max(0.0, deadline - time.monotonic()))
 
 
 _registries: weakref.WeakKeyDictionary[TokendService, Workspaces] = weakref.WeakKeyDictionary()
