@@ -237,3 +237,17 @@ def test_a_workspace_used_only_through_a_session_stays_while_its_connection_does
     assert _watches(pid) == watched, "released while the agent's connection still used it"
     agent.close()
     assert _eventually(lambda: _watches(pid) == watches_before), _watches(pid)
+
+
+def test_a_daemon_started_during_a_stop_waits_until_the_old_one_is_gone(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    root = _tree(tmp_path / "tree")
+    old = _serve(daemons)
+    client = _client(daemons, root)
+    _map_request(client, _session(client, root))  # a first map being built
+    time.sleep(0.5)
+    os.kill(old, signal.SIGTERM)
+    time.sleep(0.2)  # its socket is gone: an editor now starts a new daemon
+    daemons.serve("--idle-timeout", "0")  # returns once the new one says it is ready
+    assert _gone(old), "a second daemon was serving while the first still ran"
