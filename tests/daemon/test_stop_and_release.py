@@ -251,3 +251,24 @@ def test_a_daemon_started_during_a_stop_waits_until_the_old_one_is_gone(
     time.sleep(0.2)  # its socket is gone: an editor now starts a new daemon
     daemons.serve("--idle-timeout", "0")  # returns once the new one says it is ready
     assert _gone(old), "a second daemon was serving while the first still ran"
+
+
+def test_a_workspace_opened_by_an_append_stays_while_the_agent_is_connected(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    root = _tree(tmp_path / "tree", 100)
+    pid = _serve(daemons)
+    time.sleep(0.5)
+    watches_before = _watches(pid)
+    agent = _client(daemons, None, "agent")
+    session = _session(agent, root)
+    message = {"role": "user", "parts": [{"type": "text", "text": "look at pkg0"}]}
+    assert "result" in agent.request("session/append", {"sessionId": session, "message": message})
+    assert _eventually(lambda: _watches(pid) > watches_before)  # the checkpointer opened it
+    watched = _watches(pid)
+    passer = _client(daemons, tmp_path, "passer-by")
+    passer.close()
+    time.sleep(2.0)
+    assert _watches(pid) == watched, "released while the agent's connection still used it"
+    agent.close()
+    assert _eventually(lambda: _watches(pid) == watches_before), _watches(pid)
