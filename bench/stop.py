@@ -25,6 +25,7 @@ import json
 import os
 import select
 import shlex
+import shutil
 import signal
 import socket
 import sqlite3
@@ -338,15 +339,18 @@ def _row(label: str, tree: str, trials: list[dict], building: bool) -> str:
 
 def run(trials: int = TRIALS) -> str:
     work = Path(tempfile.mkdtemp(prefix="tkst-"))  # short: unix socket paths max ~104 bytes
-    roots, source = _trees(work)
-    files = sum(1 for root in roots for p in root.rglob("*") if p.is_file())
     results: dict[str, dict[str, Any]] = {}
-    with baseline_tree(BEFORE_TRUST_REV) as before:
-        if before is not None:
-            results[f"main before ({BEFORE_TRUST_REV})"] = _measure(
-                before / "server", roots, work, trials
-            )
-        results["this tree"] = _measure(ROOT / "server", roots, work, trials)
+    try:
+        roots, source = _trees(work)
+        files = sum(1 for root in roots for p in root.rglob("*") if p.is_file())
+        with baseline_tree(BEFORE_TRUST_REV) as before:
+            if before is not None:
+                results[f"main before ({BEFORE_TRUST_REV})"] = _measure(
+                    before / "server", roots, work, trials
+                )
+            results["this tree"] = _measure(ROOT / "server", roots, work, trials)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     lines = [
         "### Stops and released workspaces (bench/stop.py)",
         "",
