@@ -38,6 +38,7 @@ SECTIONS = [
     "bigframes",
     "datadir",
     "restore_safety",
+    "stop",
 ]
 
 

@@ -20,7 +20,7 @@ from tokend.adapters.store import SqlStore
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.paths import log_path, socket_path
-from tokend.daemon.process import configure_logging
+from tokend.daemon.process import configure_logging, give_back_free_memory
 from tokend.daemon.spawn import connect_unix, is_detached
 
 log = logging.getLogger(__name__)
@@ -146,6 +146,8 @@ def _reachable(conn: Connection) -> bool:
 def serve_forever(args: argparse.Namespace) -> int:
     from tokend.lsp.server import create_server
     from tokend.service.factory import build_service
+    from tokend.service.shutdown import begin_stop, finish_stop
+    from tokend.service.workspace.registry import workspaces_of
 
     # Before the service: what building it logs (say, an invalid config) belongs in the log file,
     # not on a detached daemon's stderr, which is kept for crashes.
@@ -155,13 +157,16 @@ def serve_forever(args: argparse.Namespace) -> int:
     # SQLite's own check, bounded in time; damage is logged (stderr too when in a terminal).
     damage = service.store.check_integrity() if isinstance(service.store, SqlStore) else None
     logging.getLogger("tokend").addHandler(to_clients)
+    workspaces_of(service).released_hooks.append(lambda key: give_back_free_memory())
 
     def connection_factory(conn: Connection) -> Any:
         to_clients.serving(conn)
         server = create_server(service, DaemonHost(conn))
+        server.serve_workspaces()  # what this connection's requests open, it uses
         conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
         if damage is not None:  # once wired to the connection, after this first message
             asyncio.get_running_loop().call_soon(_tell_damage, conn, damage)
+        conn.add_close_callback(server.leave_workspaces)  # released when nobody else uses them
         return server
 
     stop_feed: list[Callable[[], None]] = []
@@ -179,6 +184,19 @@ def serve_forever(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     idle = args.idle_timeout if args.idle_timeout is not None else service.config.idle_timeout_s
+    closed: list[bool] = []
+
+    def closing() -> None:
+        """After the requests in flight: the background work ends (bounded), then the service
+        closes; what is logged after this is the listener's "daemon stopped"."""
+        if closed:
+            return
+        closed.append(True)
+        for stop in stop_feed:
+            stop()
+        logging.getLogger("tokend").removeHandler(to_clients)
+        finish_stop(service)
+
     try:
         return run_daemon(
             args.listen,
@@ -187,12 +205,11 @@ def serve_forever(args: argparse.Namespace) -> int:
             idle_timeout=idle if idle > 0 else None,
             log_level=args.log_level,
             name=args.name,
+            stopping=lambda: begin_stop(service),
+            closing=closing,
         )
     finally:
-        for stop in stop_feed:
-            stop()
-        logging.getLogger("tokend").removeHandler(to_clients)
-        service.close()
+        closing()  # when the daemon could not start
 
 
 def _tell_damage(conn: Connection, report: str) -> None:

@@ -86,6 +86,9 @@ class ConnectionProtocol(LanguageServerProtocol):
     """
 
     on_exit: Callable[[], None] | None = None
+    output_closed = False
+    """True once `exit` closed stdout (stdio): nothing is written after that (a notification
+    queued by background work is dropped, not an "I/O operation on closed file")."""
     on_response: Callable[[], None] | None = None
     """Called, from any thread, after each reply to a client's request is written (the daemon
     counts the requests in flight with it)."""
@@ -100,9 +103,16 @@ class ConnectionProtocol(LanguageServerProtocol):
             if self.on_response is not None:
                 self.on_response()
 
+    def _send_data(self, data: Any) -> None:
+        if self.output_closed:
+            return
+        super()._send_data(data)
+
     def _send_json_text(self, msg_id: MsgId, result: JsonText) -> None:
         """A reply whose result is JSON text already: framed as pygls frames its replies."""
         self._result_types.pop(msg_id, None)
+        if self.output_closed:
+            return
         if self.writer is None:
             log.error("no transport to send the reply to %r", msg_id)
             return
@@ -119,6 +129,7 @@ class ConnectionProtocol(LanguageServerProtocol):
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:
         if self.on_exit is None:
+            self.output_closed = True  # pygls closes stdout next
             yield from super().lsp_exit(*args)
             return
         if (user_handler := self.fm.features.get(types.EXIT)) is not None:

@@ -24,6 +24,8 @@ from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.host import ServerHost, StandaloneHost
 from tokend.lsp.protocol import TokendProtocol, shared_converter
 from tokend.service.service import TokendService
+from tokend.service.workspace.closing import WorkspaceUser, serving
+from tokend.service.workspace.registry import existing_workspaces
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,18 @@ class TokendServer(LanguageServer):
         self.workspace_uri: str | None = None
         self.attached_session: str | None = None  # the session this connection follows
         self._watching: dict[str, Callable[[], None]] = {}
+        self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
+
+    def serve_workspaces(self) -> None:
+        """Call in the connection's own task: the workspaces its requests open count it as
+        a user (released once their last user leaves: leave_workspaces)."""
+        serving.set(self.workspace_user)
+
+    def leave_workspaces(self, uri: str | None = None) -> None:
+        """This connection no longer uses workspace `uri` (None: any; it is closing)."""
+        workspaces = existing_workspaces(self.service)
+        if workspaces is not None:
+            workspaces.let_go(self.workspace_user, uri)
 
     def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
         register = super().feature(feature_name, options)
@@ -104,7 +118,7 @@ class TokendServer(LanguageServer):
         from tokend.service.workspace.registry import workspaces_of
 
         try:
-            workspaces_of(self.service).open(self.workspace_uri)
+            workspaces_of(self.service).open(self.workspace_uri, user=self.workspace_user)
         except TokendError as exc:
             log.info("workspace %s not indexed: %s", self.workspace_uri, exc.message)
 
@@ -212,6 +226,11 @@ def create_server(service: TokendService, host: ServerHost | None = None) -> Tok
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TokendServer, *args: Any) -> None:
         ls.unwatch_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def folders_changed(ls: TokendServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        for folder in params.event.removed:  # released once nobody else uses it
+            ls.leave_workspaces(folder.uri)
 
     for module in _handler_modules():
         module.register(server)
