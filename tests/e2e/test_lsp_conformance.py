@@ -66,6 +66,7 @@ class Editor:
     events: list[tuple[str, Any]] = field(default_factory=list)
     refuse_progress: bool = False
     initialized: bool = False
+    log_start: dict[Path, int] = field(default_factory=lambda: _log_sizes())
 
     @property
     def capabilities(self) -> types.ClientCapabilities:
@@ -93,14 +94,22 @@ class Editor:
         """What an editor shows as the server's errors: its stderr, and (forwarder) the
         daemon's log lines at WARNING or above."""
         text = self.stderr.read_text(errors="replace")
-        if self.server == "forwarder":
-            for log in sorted((_HOME / "state" / "tokend").glob("*.log*")):
+        if self.server == "forwarder":  # the daemon serves the whole module: this test's part
+            for log in sorted(_log_sizes()):
+                with open(log, "rb") as file:
+                    file.seek(self.log_start.get(log, 0))
+                    lines = file.read().decode(errors="replace").splitlines(keepends=True)
                 text += "".join(
                     line
-                    for line in log.read_text(errors="replace").splitlines(keepends=True)
+                    for line in lines
                     if " WARNING " in line or " ERROR " in line or "Traceback" in line
                 )
         return text
+
+
+def _log_sizes() -> dict[Path, int]:
+    """The daemon's log files and their sizes now."""
+    return {log: log.stat().st_size for log in (_HOME / "state" / "tokend").glob("*.log*")}
 
 
 def _factory(editor_box: list[Editor]) -> Any:
