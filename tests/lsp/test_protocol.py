@@ -30,7 +30,7 @@ class Capture:
         pass
 
 
-def _server() -> tuple[LanguageServer, Capture]:
+def _server(initialized: bool = True) -> tuple[LanguageServer, Capture]:
     server = LanguageServer(
         "test", "0", protocol_cls=TokendProtocol, converter_factory=shared_converter
     )
@@ -46,6 +46,7 @@ def _server() -> tuple[LanguageServer, Capture]:
 
     capture = Capture()
     server.protocol.set_writer(capture, include_headers=False)
+    server.protocol.initialize_seen = initialized  # as after `initialize`, unless asked
     return server, capture
 
 
@@ -94,7 +95,7 @@ def test_a_bug_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
 def test_lsp_params_that_do_not_fit_get_an_error_for_that_request(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server, capture = _server()
+    server, capture = _server(initialized=False)
     params = {"processId": SECRET, "capabilities": 5}
     with caplog.at_level(logging.DEBUG):
         _receive(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
@@ -162,6 +163,7 @@ def test_a_result_written_as_json_text_is_a_well_framed_reply() -> None:
 
     frames = Frames()
     server.protocol.set_writer(frames, include_headers=True)
+    server.protocol.initialize_seen = True
     _receive(server, {"jsonrpc": "2.0", "id": "r-1", "method": "test/text", "params": {}})
     [frame] = frames.sent
     header, _, body = frame.partition(b"\r\n\r\n")

@@ -131,12 +131,14 @@ class ClientLogHandler(logging.Handler):
 
 
 def clients_of_workspace(registry: Registry, workspace_uri: str | None) -> list[Connection]:
-    """The open connections whose client named `workspace_uri` as its workspace in initialize."""
-    return [
-        conn
-        for conn in registry
-        if _reachable(conn) and getattr(conn.server, "workspace_uri", None) == workspace_uri
-    ]
+    """The open connections whose client named `workspace_uri` as one of its workspace folders
+    (in initialize, or added since)."""
+    return [conn for conn in registry if _reachable(conn) and _names(conn.server, workspace_uri)]
+
+
+def _names(server: object, workspace_uri: str | None) -> bool:
+    folders = getattr(server, "workspace_folders", None) or ()
+    return getattr(server, "workspace_uri", None) == workspace_uri or workspace_uri in folders
 
 
 def _reachable(conn: Connection) -> bool:

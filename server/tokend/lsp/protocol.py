@@ -13,6 +13,8 @@ whatever the user pasted. Anything else a handler raises is a bug and keeps pygl
 JSON-RPC's edges: a notification never gets a reply (nor a pop-up) whatever is wrong with it;
 a request after `shutdown` gets InvalidRequest; `jsonrpc` other than "2.0" gets InvalidRequest;
 params nested deeper than MAX_PARAMS_DEPTH get InvalidParams before any handler sees them.
+Until `initialize` (`initialize_gate`), a request gets ServerNotInitialized (-32002) and a
+notification other than `exit` is dropped; a second `initialize` gets InvalidRequest.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ from typing import Any
 import attrs
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from tokend.core.errors import StoreError, TokenizerUnavailable
@@ -126,6 +133,12 @@ class ConnectionProtocol(LanguageServerProtocol):
             ).encode()
         self.writer.write(b"".join((header, head, body, b"}")))
 
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        result = yield from super().lsp_initialize(params)
+        served_only(result.capabilities)
+        return result
+
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:
         if self.on_exit is None:
@@ -151,6 +164,9 @@ def shared_converter() -> cattrs.Converter:
 
 class TokendProtocol(ConnectionProtocol):
     """`exit` closes only this connection under a daemon (ConnectionProtocol's on_exit hook)."""
+
+    initialize_seen = False
+    """Whether this connection sent its `initialize` request (initialize_gate)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if not isinstance(data, dict) or "jsonrpc" not in data:
@@ -185,6 +201,8 @@ class TokendProtocol(ConnectionProtocol):
             )
 
     def handle_message(self, message: Any) -> None:
+        if not initialize_gate(self, message):
+            return
         if isinstance(message, UnfitMessage):
             self._refuse(message.id, message.method, JsonRpcInvalidParams(message.problem))
             return
@@ -238,6 +256,46 @@ class TokendProtocol(ConnectionProtocol):
         if error is not None:
             log.error("a notification handler failed", exc_info=error)
         super()._check_handler_result(future)
+
+
+def served_only(capabilities: types.ServerCapabilities) -> None:
+    """Drop what pygls advertises whatever the server serves: an executeCommandProvider with
+    no commands and an empty fileOperations."""
+    if capabilities.execute_command_provider and not capabilities.execute_command_provider.commands:
+        capabilities.execute_command_provider = None
+    workspace = capabilities.workspace
+    if workspace is not None and workspace.file_operations is not None:
+        if not any(attrs.asdict(workspace.file_operations, recurse=False).values()):
+            workspace.file_operations = None
+
+
+def initialize_gate(protocol: TokendProtocol, message: Any) -> bool:
+    """Whether `message` may reach the server, as LSP orders a connection's start: before the
+    `initialize` request a request is answered ServerNotInitialized (-32002) and a notification
+    is dropped (`exit` excepted); `initialize` is accepted once, a second one gets
+    InvalidRequest. Replies to the server's own requests always pass."""
+    method = getattr(message, "method", None)
+    if not isinstance(method, str) or getattr(message, "jsonrpc", None) != protocol.VERSION:
+        return True  # a reply, or a message handle_message refuses for its envelope
+    msg_id = getattr(message, "id", None)
+    if method == types.INITIALIZE and msg_id is not None:
+        if protocol.initialize_seen:
+            error: JsonRpcException = JsonRpcInvalidRequest(
+                "initialize was already sent on this connection"
+            )
+            protocol._refuse(msg_id, method, error)
+            return False
+        # one whose params do not fit is refused (InvalidParams) and may be sent again
+        protocol.initialize_seen = not isinstance(message, UnfitMessage)
+        return True
+    if protocol.initialize_seen or method == types.EXIT:
+        return True
+    if msg_id is not None:
+        error = JsonRpcServerNotInitialized(f"send initialize before {method}")
+        protocol._refuse(msg_id, method, error)
+    else:
+        log.info("notification %s dropped: initialize was not sent yet", method)
+    return False
 
 
 def nesting_exceeds(value: Any, max_depth: int) -> bool:

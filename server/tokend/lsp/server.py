@@ -51,7 +51,8 @@ class TokendServer(LanguageServer):
         self.host = host
         self.client_name: str | None = None
         self.initialization_options: dict[str, Any] = {}
-        self.workspace_uri: str | None = None
+        self.workspace_uri: str | None = None  # the first folder: its sessions, its settings
+        self.workspace_folders: list[str] = []  # every folder the client named, in its order
         self.attached_session: str | None = None  # the session this connection follows
         self._watching: dict[str, Callable[[], None]] = {}
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
@@ -111,16 +112,19 @@ class TokendServer(LanguageServer):
         self._did_change(snapshot)
 
     def open_workspace(self) -> None:
-        """Start indexing the client's workspace folder (in the background) as it connects,
+        """Start indexing the client's workspace folders (in the background) as it connects,
         so file figures and the repo map are ready when first asked for."""
-        if not self.workspace_uri:
-            return
+        for uri in self.workspace_folders:
+            self.open_folder(uri)
+
+    def open_folder(self, uri: str) -> None:
+        """Start indexing one of the client's folders (a folder that is not one is logged)."""
         from tokend.service.workspace.registry import workspaces_of
 
         try:
-            workspaces_of(self.service).open(self.workspace_uri, user=self.workspace_user)
+            workspaces_of(self.service).open(uri, user=self.workspace_user)
         except TokendError as exc:
-            log.info("workspace %s not indexed: %s", self.workspace_uri, exc.message)
+            log.info("workspace %s not indexed: %s", uri, exc.message)
 
     def watch(self, session_id: str) -> None:
         """Send budget/didChange for `session_id` to this connection after every change.
@@ -177,10 +181,10 @@ def _handler_modules() -> tuple[ModuleType, ...]:
     return tuple(handlers.modules())
 
 
-def _workspace_uri(params: types.InitializeParams) -> str | None:
+def _workspace_folders(params: types.InitializeParams) -> list[str]:
     if params.workspace_folders:
-        return params.workspace_folders[0].uri
-    return params.root_uri
+        return list(dict.fromkeys(folder.uri for folder in params.workspace_folders))
+    return [params.root_uri] if params.root_uri else []
 
 
 def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
@@ -216,7 +220,8 @@ def create_server(service: TokendService, host: ServerHost | None = None) -> Tok
         ls.client_name = params.client_info.name if params.client_info else None
         options = params.initialization_options
         ls.initialization_options = options if isinstance(options, dict) else {}
-        ls.workspace_uri = _workspace_uri(params)
+        ls.workspace_folders = _workspace_folders(params)
+        ls.workspace_uri = ls.workspace_folders[0] if ls.workspace_folders else None
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TokendServer, params: types.InitializedParams) -> None:
@@ -226,11 +231,6 @@ def create_server(service: TokendService, host: ServerHost | None = None) -> Tok
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: TokendServer, *args: Any) -> None:
         ls.unwatch_all()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def folders_changed(ls: TokendServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-        for folder in params.event.removed:  # released once nobody else uses it
-            ls.leave_workspaces(folder.uri)
 
     for module in _handler_modules():
         module.register(server)

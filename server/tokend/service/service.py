@@ -84,12 +84,14 @@ class TokendService:
         clock: Clock | None = None,
         workspace_catalog: Callable[[str], Catalog] | None = None,
         workspace_config: Callable[[str | None], TokendConfig] | None = None,
+        forget_settings: Callable[[str | None], None] | None = None,
     ) -> None:
         self.store = store
         self.catalog = catalog
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self._workspace_config = workspace_config
+        self._forget_settings = forget_settings
         # Loaded sessions, least recently used first; unwatched ones beyond the limit are dropped
         # (they reload from the store on the next request).
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
@@ -107,6 +109,12 @@ class TokendService:
         if self._workspace_config is None:
             return self.config
         return self._workspace_config(workspace_uri)
+
+    def settings_changed(self, workspace_uri: str | None) -> None:
+        """The client says settings changed: the workspace's files are read again at its next
+        request (not only at the next periodic check)."""
+        if self._forget_settings is not None:
+            self._forget_settings(workspace_uri)
 
     # -- sessions ---------------------------------------------------------------------------
 
