@@ -17,15 +17,15 @@ MESSAGE_CHARS = 2_000
 
 
 def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
-    """`value` as JSON (strings quoted), cut to about `limit` characters: a long one keeps its
-    head and says how long it was, e.g. `"aaaa…" (8,388,608 chars)`. Lone surrogates and
-    control characters are shown escaped, never raw."""
+    """`value` as JSON (strings quoted, lone surrogates and control characters escaped, never
+    raw), in at most `limit` characters (`limit` >= 40): a longer one keeps its head and says
+    how long it was, e.g. `"aaaa…" (8,388,608 chars)`."""
     if isinstance(value, str):
-        head = value[: max(limit - 32, 8)]
-        text = json.dumps(head)
-        if len(value) <= len(head):
+        text = json.dumps(value[:limit])
+        if len(value) <= limit and len(text) <= limit:
             return text
-        return f'{text[:-1]}…" ({len(value):,} chars)'
+        note = f" ({len(value):,} chars)"
+        return f'{text[: limit - len(note) - 2]}…"{note}'
     try:
         text = json.dumps(value)
     except (TypeError, ValueError, RecursionError):

@@ -150,7 +150,7 @@ class JsonText(str):
 def json_array(items: Iterable[Any]) -> JsonText:
     """A JSON array of plain values written one item at a time: a list of 78,000 file
     figures costs its text (9 MB), not three generations of dicts (100 MB)."""
-    return JsonText("[" + ", ".join(json.dumps(item) for item in items) + "]")
+    return JsonText("[" + ", ".join(json.dumps(item, allow_nan=False) for item in items) + "]")
 
 
 # -- params -----------------------------------------------------------------------------------
