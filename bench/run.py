@@ -32,6 +32,7 @@ SECTIONS = [
     "abuse",
     "shared_db",
     "bigframes",
+    "fuzz",
 ]
 
 
