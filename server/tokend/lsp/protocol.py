@@ -29,7 +29,6 @@ import functools
 import inspect
 import json
 import logging
-import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -46,16 +45,15 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from tokend.core.errors import StoreError, TokenizerUnavailable
-from tokend.core.excerpt import MESSAGE_CHARS, bounded
+from tokend.core.excerpt import bounded
+from tokend.lsp.replies import internal_error, params_problem, safe_error
 from tokend.lsp.strict import (
     MAX_PARAMS_DEPTH,
-    format_error,
-    join_problems,
     strict_lsp_values,
     strict_sequences,
     untrusted_problem,
 )
-from tokend.lsp.wire import JsonText, camel
+from tokend.lsp.wire import JsonText
 
 MsgId = int | str
 
@@ -113,7 +111,7 @@ class ConnectionProtocol(LanguageServerProtocol):
     def _send_response(self, msg_id: MsgId, result: Any = None, error: Any = None) -> None:
         try:
             if error is not None:
-                error = _safe_error(error)
+                error = safe_error(error)
             if error is None and isinstance(result, JsonText):
                 self._send_json_text(msg_id, result)
             else:
@@ -212,7 +210,7 @@ class TokendProtocol(ConnectionProtocol):
         try:
             message = self._converter.structure(data, message_type)
         except Exception as exc:  # cattrs' ClassValidationError, or a TypeError deeper down
-            return _unfit(data, method, _problem(exc))
+            return _unfit(data, method, params_problem(exc))
         if method == types.CANCEL_REQUEST and not _is_id(message.params.id):
             return _unfit(data, method, "invalid params: id must be an integer or a string")
         return message
@@ -238,7 +236,7 @@ class TokendProtocol(ConnectionProtocol):
         except Exception:  # a bug in a notification's handler: this connection lives on
             log.exception("%s failed", bounded(str(method), 200))
             if msg_id is not None:
-                self._send_response(msg_id, error=_internal_error(str(method)))
+                self._send_response(msg_id, error=internal_error(str(method)))
 
     def _refuse(self, msg_id: MsgId | None, method: str, error: JsonRpcException) -> None:
         """Reply `error` to a request (a notification gets no reply) and log one line."""
@@ -266,7 +264,7 @@ class TokendProtocol(ConnectionProtocol):
         method = _request_method.get(f"request {msg_id!r}")
         if not isinstance(error, JsonRpcException):
             log.error("%s failed", method, exc_info=error)
-            self._send_response(msg_id, error=_internal_error(method, error))
+            self._send_response(msg_id, error=internal_error(method, error))
             return
         level = logging.WARNING if error.code in SERVER_SIDE_CODES else logging.INFO
         log.log(level, "%s failed: code %d, %s", method, error.code, error.message)
@@ -290,55 +288,3 @@ def _is_id(value: Any) -> bool:
 def _unfit(data: dict[str, Any], method: str, problem: str) -> UnfitMessage:
     msg_id = data.get("id")
     return UnfitMessage(msg_id if _is_id(msg_id) else None, method, str(data["jsonrpc"]), problem)
-
-
-def _internal_error(method: str, error: BaseException | None = None) -> Any:
-    """InternalError for a bug met while serving `method`: what and where, no traceback."""
-    kind = f" ({type(error).__name__})" if error is not None else ""
-    return JsonRpcInternalError(
-        f"tokend failed while serving {bounded(method, 200)}{kind}: a bug, not your request's "
-        "fault; daemon.log in tokend's state directory has the details"
-    ).to_response_error()
-
-
-def _safe_error(error: Any) -> Any:
-    """A reply's error as sent: its message bounded, its data's strings too, and never a
-    traceback in its data."""
-    message, data = getattr(error, "message", None), getattr(error, "data", None)
-    if isinstance(data, dict) and "traceback" in data:
-        data = {k: v for k, v in data.items() if k != "traceback"} or None
-    if isinstance(data, dict | list):
-        data = _bounded_strings(data)
-    if isinstance(message, str) and len(message) > MESSAGE_CHARS:
-        message = bounded(message)
-    if message is error.message and data is error.data:
-        return error
-    return attrs.evolve(error, message=message, data=data)
-
-
-def _bounded_strings(value: Any) -> Any:
-    """`value` with each string over MESSAGE_CHARS cut (a new value if any was)."""
-    if isinstance(value, str):
-        return bounded(value) if len(value) > MESSAGE_CHARS else value
-    if isinstance(value, dict):
-        items = {k: _bounded_strings(v) for k, v in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
-    if isinstance(value, list):
-        listed = [_bounded_strings(v) for v in value]
-        return value if all(a is b for a, b in zip(listed, value, strict=True)) else listed
-    return value
-
-
-def _problem(exc: Exception) -> str:
-    """What does not fit, by field path in the wire's camelCase; never a value."""
-    if isinstance(exc, cattrs.ClassValidationError):
-        found = cattrs.transform_error(exc, path="message", format_exception=format_error)
-        return "invalid params: " + join_problems([_camel_path(m) for m in found])
-    return f"invalid params ({type(exc).__name__})"
-
-
-def _camel_path(message: str) -> str:
-    text, at, path = message.rpartition(" @ ")
-    if not at:
-        return message
-    return f"{text} @ " + re.sub(r"(?<=\.)[a-z_]+", lambda m: camel(m.group(0)), path)
