@@ -5,8 +5,9 @@ being parsed (dispatch.py); still, clients that connect, send such a frame and r
 over, make the loop accept, read and answer for them. A PreAuthGate, one per daemon, bounds that:
 the frames of unauthenticated connections, once read, are handled SLOTS at a time (the others
 wait, which costs nothing), and a connection refused keeps its turn HOLD_SECONDS before it is
-closed. So the daemon refuses at most SLOTS / HOLD_SECONDS frames a second, and a client that
-waits for the close to try again gets 4 tries a second. A client that connects and sends nothing
+closed. So the daemon refuses at most SLOTS / HOLD_SECONDS frames a second (4), each costing the
+loop about a millisecond (accept, read, answer, close), and a client that waits for the close to
+try again gets one try a second. A client that connects and sends nothing
 holds no turn. The wait counts against the connection's authentication deadline (5 s).
 """
 
@@ -17,7 +18,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 SLOTS = 4
-HOLD_SECONDS = 0.25
+HOLD_SECONDS = 1.0
 
 
 class PreAuthGate:
