@@ -23,8 +23,7 @@ from bench.daemon import _Client, _env, _Processes
 
 PRE_AUTH_LEVELS = 42_000  # objects this deep fill a frame just under the 256 KiB limit
 INTRUDERS = 3
-ROUND_TRIPS = 2000
-ROUND_TRIPS_MAX_S = 60.0  # a daemon that slows them down this much gets fewer
+PHASE_S = 10.0  # idle, then attacked: round trips back to back for this long each
 
 
 def worst_frame() -> bytes:
@@ -87,16 +86,16 @@ def pre_auth_daemon(server_dir: Path) -> dict[str, Any]:
         good = _tcp_client(port, token)
         session_id = good.request("session/create", {"model": "gpt-4o"})["sessionId"]
 
-        def round_trips() -> list[float]:
+        def round_trips(seconds: float = PHASE_S) -> list[float]:
             samples: list[float] = []
-            ends = time.monotonic() + ROUND_TRIPS_MAX_S
-            while len(samples) < ROUND_TRIPS and time.monotonic() < ends:
+            ends = time.monotonic() + seconds
+            while time.monotonic() < ends:
                 began = time.perf_counter()
                 good.request("budget/snapshot", {"sessionId": session_id})
                 samples.append((time.perf_counter() - began) * 1000)
             return samples
 
-        round_trips()  # warm-up
+        round_trips(1.0)  # warm-up
         idle = round_trips()
         for _ in range(INTRUDERS):
             intruders.append(subprocess.Popen(
