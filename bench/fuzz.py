@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pygls.exceptions import JsonRpcMethodNotFound
+
 from bench.baseline import BEFORE_TRUST_REV, ROOT, baseline_tree
 from bench.daemon import _env, _p, _Processes, _rss_mib, _unix_client
 from bench.fuzz_cases import BAD_VALUES, BIG, Case, calls, cases, uncovered
@@ -47,6 +49,7 @@ FUZZ_BUDGET_S = 180.0  # per daemon
 RSS_LIMIT_MIB = 3072  # a daemon past this is killed: the machine is shared
 REPLY_TIMEOUT_S = 60.0
 ERROR_REPLY_LIMIT = 64 << 10
+METHOD_NOT_FOUND = JsonRpcMethodNotFound.CODE  # what the fuzz client answers a server's request
 FRESH = {"initialize", "shutdown", "exit"}  # each case on a connection of its own
 
 # -- running it -------------------------------------------------------------------------------
@@ -91,7 +94,7 @@ class Connection:
             body = self._body(deadline)
             message = json.loads(body)
             if "method" in message and "id" in message:  # the server asks: say no
-                error = {"code": -32601, "message": "the fuzz client answers nothing"}
+                error = {"code": METHOD_NOT_FOUND, "message": "the fuzz client answers nothing"}
                 out = {"jsonrpc": "2.0", "id": message["id"], "error": error}
                 self.send(json.dumps(out).encode())
             elif message.get("id") == msg_id and "method" not in message:

@@ -21,9 +21,10 @@ import pytest
 
 from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tokend.core.errors import InvalidParams, Unauthorized
 from tokend.daemon import paths
 
-INVALID_PARAMS, UNAUTHORIZED = -32602, -32007
+INVALID_PARAMS, UNAUTHORIZED = InvalidParams.code, Unauthorized.code
 SHORT_REPLY_BYTES = 4096  # an error reply names a few problems with short excerpts
 
 
