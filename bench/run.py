@@ -39,6 +39,7 @@ SECTIONS = [
     "datadir",
     "restore_safety",
     "stop",
+    "fuzz",
 ]
 
 

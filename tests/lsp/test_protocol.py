@@ -81,12 +81,17 @@ def test_a_refused_request_is_one_line_without_params_or_traceback(
     assert SECRET not in caplog.text
 
 
-def test_a_bug_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_bug_keeps_its_traceback_in_the_log_not_in_the_reply(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     server, capture = _server()
     with caplog.at_level(logging.DEBUG, logger="tokend"):
         _receive(server, {"jsonrpc": "2.0", "id": 8, "method": "test/bug", "params": {}})
     [reply] = capture.sent
     assert reply["error"]["code"] == -32603
+    # the client is told which method failed and how, never the traceback (the log has it)
+    assert "data" not in reply["error"]
+    assert "test/bug (KeyError)" in reply["error"]["message"]
     errors = [r for r in _records(caplog) if r.levelno >= logging.ERROR]
     assert errors and errors[0].exc_info is not None
     assert "KeyError: 'a bug'" in caplog.text

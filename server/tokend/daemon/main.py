@@ -19,6 +19,7 @@ from lsprotocol import types
 from tokend.adapters.store import SqlStore
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
+from tokend.daemon.log_limit import BoundedValues
 from tokend.daemon.paths import log_path, socket_path
 from tokend.daemon.process import configure_logging, give_back_free_memory
 from tokend.daemon.spawn import connect_unix, is_detached
@@ -68,6 +69,7 @@ class ClientLogHandler(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
+        self.addFilter(BoundedValues())  # a client's logMessage is bounded like the log file
         self.registry: Registry | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from tokend.daemon.log_limit import RepeatLimit
+from tokend.daemon.log_limit import BoundedValues, RepeatLimit
 from tokend.daemon.spawn import is_detached
 
 GC_THRESHOLDS = (20_000, 20, 20)  # CPython's default is (700, 10, 10)
@@ -120,6 +120,7 @@ def configure_logging(level: str, log_file: Path) -> None:
     for handler in handlers:
         handler.setFormatter(formatter)
         handler.addFilter(limit)
+        handler.addFilter(BoundedValues())  # after the limit: a dropped record costs nothing
         root.addHandler(handler)
     logging.captureWarnings(True)
     if level.lower() != "debug":

@@ -32,6 +32,7 @@ from tokend.core.errors import (
     UnknownModel,
 )
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
+from tokend.core.excerpt import excerpt
 from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import call_cost_usd
@@ -209,7 +210,7 @@ class TokendService:
         info = self.store.get_session(session_id)
         if info is None:
             raise SessionNotFound(
-                f"no session {session_id!r}: create one with session/create, or list them with session/list"
+                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list"
             )
         model = self.models.model_info(info)
         return load_session_data(self.store, info, model, self.counter(model))
@@ -384,7 +385,7 @@ class TokendService:
     ) -> AppendResult | None:
         if stored.session_id != state.id:
             raise InvalidParams(
-                f"message.id {message_id!r} is already used by another session: choose a new "
+                f"message.id {excerpt(message_id)} is already used by another session: choose a new "
                 "id for each message (a ULID or a UUID)"
             )
         if stored.version is None or stored.tokens is None:
@@ -712,6 +713,6 @@ def _check_message(
     for index, part in enumerate(parts):
         if isinstance(part, ToolResultPart) and part.call_id not in calls and not windowed:
             raise InvalidParams(
-                f"message.parts[{index}] answers callId {part.call_id!r}, which no toolCall "
+                f"message.parts[{index}] answers callId {excerpt(part.call_id)}, which no toolCall "
                 "of this session made: append the assistant message with the call first"
             )

@@ -34,6 +34,7 @@ from tokend.adapters.own_folders import OwnPaths, sqlite_file_of
 from tokend.adapters.watcher import FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
 from tokend.core.errors import InvalidParams, Stopping
+from tokend.core.excerpt import excerpt
 from tokend.service.service import TokendService
 from tokend.service.workspace.closing import CLOSE_SECONDS, Releasing, WorkspaceUser, serving
 from tokend.service.workspace.figures import FileFigure
@@ -77,10 +78,10 @@ def folder_of(uri: str) -> Path:
     """The local folder of a workspace URI; InvalidParams unless it is an existing folder."""
     parsed = urlparse(uri)
     if parsed.scheme != "file":
-        raise InvalidParams(f"workspaceUri must be a file:// URI, not {uri!r}")
+        raise InvalidParams(f"workspaceUri must be a file:// URI, not {excerpt(uri)}")
     folder = Path(unquote(parsed.path))
     if not folder.is_dir():
-        raise InvalidParams(f"workspaceUri {uri!r} is not a folder on this machine")
+        raise InvalidParams(f"workspaceUri {excerpt(uri)} is not a folder on this machine")
     return folder
 
 
