@@ -96,7 +96,9 @@ def test_a_protocol_whose_exit_would_end_the_process_is_refused() -> None:
         risky = LspClient.unix(daemon.path)
         risky.send({"jsonrpc": "2.0", "method": "exit"})  # would sys.exit() the daemon
         assert daemon.client("editor").request("test/echo", 2)["result"]["echo"] == 2
-        # The refused server is never used; the connection's next message builds another.
+        # The refused server is never used; the connection's next message builds another
+        # (which, like any LSP server, serves requests once initialized).
+        assert "result" in risky.initialize("risky")
         assert risky.request("test/echo", 3)["result"]["echo"] == 3
 
 
