@@ -3,7 +3,10 @@
 The server binaries come from the `pgserver` wheel (a test dependency that ships them), else
 from $TOKEND_TEST_PG_BINDIR, else from an installed PostgreSQL (`pg_config --bindir`, Debian's
 /usr/lib/postgresql/N/bin). PostgreSQL refuses to run as root: as root, initdb and postgres run
-as the unprivileged `nobody` through util-linux's setpriv, in a scratch folder it owns.
+as the unprivileged `nobody` through util-linux's setpriv, in a scratch folder it owns. When
+`nobody` cannot reach the binaries (a checkout, and so its .venv, inside root's 0700 home or a
+`mktemp -d` folder), the server's bin, lib and share folders are copied into that scratch folder
+first, so the suite starts PostgreSQL wherever the checkout lies.
 
 When no server can be had, `PostgresServer.start` raises with the reason: the suite fails and
 says why, it never skips.
@@ -93,6 +96,7 @@ class PostgresServer:
         if prefix:
             nobody = pwd.getpwnam("nobody")
             os.chown(self._root, nobody.pw_uid, nobody.pw_gid)
+            bindir = self._reachable(bindir, prefix)
         data = self._root / "data"
         init = subprocess.run(
             [*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", SUPERUSER]
@@ -130,6 +134,26 @@ class PostgresServer:
                     self.stop()
                     raise PostgresUnavailable(f"PostgreSQL did not start: {exc}\n{text}") from exc
                 time.sleep(0.1)
+
+    def _reachable(self, bindir: Path, prefix: list[str]) -> Path:
+        """`bindir`, or a copy of its installation in the scratch folder when the server's
+        user cannot run it from where it lies (a folder on the way it may not enter).
+
+        The copy keeps the layout around the binaries: their RPATH names the libraries
+        relatively (the pgserver wheel's `$ORIGIN/../../../pgserver.libs`)."""
+        probe = subprocess.run([*prefix, str(bindir / "initdb"), "--version"], capture_output=True)
+        if probe.returncode == 0:
+            return bindir
+        assert self._root is not None
+        install, package = bindir.parent, bindir.parent.parent
+        copy = self._root / package.name / install.name
+        for part in ("bin", "lib", "share"):
+            if (install / part).is_dir():
+                shutil.copytree(install / part, copy / part, symlinks=True)
+        libs = package.parent / f"{package.name}.libs"  # auditwheel's bundled libraries
+        if libs.is_dir():
+            shutil.copytree(libs, self._root / libs.name, symlinks=True)
+        return copy / "bin"
 
     def conninfo(self, database: str) -> str:
         return f"host=127.0.0.1 port={self.port} user={SUPERUSER} dbname={database}"

@@ -34,12 +34,17 @@ class Runtime:
         return paths.socket_path(name)
 
     def start_daemon(
-        self, *listen: str, idle_timeout: float = 30.0, wait_ready: bool = True
+        self,
+        *listen: str,
+        idle_timeout: float = 30.0,
+        wait_ready: bool = True,
+        extra_args: tuple[str, ...] = (),
     ) -> tuple[subprocess.Popen[bytes], list[str], Path]:
         """Run the fixture daemon in the foreground; returns (process, addresses, stderr file)."""
         listen = listen or (f"unix:{self.socket_path()}",)
         stderr_path = self._log_file("daemon")
         args = [sys.executable, str(FIXTURE_DAEMON), "--idle-timeout", str(idle_timeout)]
+        args += extra_args
         for spec in listen:
             args += ["--listen", spec]
         with open(stderr_path, "wb") as stderr:

@@ -16,6 +16,7 @@ from pygls.lsp.server import LanguageServer
 from tests.daemon.fixture import create_fixture_server
 from tests.daemon.lsp_client import LspClient
 from tokend.daemon.conn import Connection
+from tokend.daemon.dispatch import INTERNAL_ERROR
 from tokend.daemon.endpoints import ListenAddress
 from tokend.daemon.listener import Daemon
 
@@ -80,8 +81,12 @@ def fixture_daemon() -> Iterator[InProcessDaemon]:
 def test_a_server_that_fails_to_build_costs_only_its_connection() -> None:
     with InProcessDaemon(_factory_failing_first(_raise)) as daemon:
         broken = LspClient.unix(daemon.path)
-        broken.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
-        assert broken.wait_closed()  # the server is built for the first message, and fails
+        # The server is built for the first message, and fails: that request gets the error
+        # (never a closed connection with nothing said), the next message builds it again.
+        refused = broken.request("initialize", {})
+        assert refused["error"]["code"] == INTERNAL_ERROR
+        assert "the store is locked" in refused["error"]["message"]
+        assert "traceback" not in (refused["error"].get("data") or {})
         assert daemon.client("editor").request("test/echo", 1)["result"]["echo"] == 1
 
 
@@ -90,8 +95,11 @@ def test_a_protocol_whose_exit_would_end_the_process_is_refused() -> None:
     with InProcessDaemon(plain_pygls) as daemon:
         risky = LspClient.unix(daemon.path)
         risky.send({"jsonrpc": "2.0", "method": "exit"})  # would sys.exit() the daemon
-        assert risky.wait_closed()
         assert daemon.client("editor").request("test/echo", 2)["result"]["echo"] == 2
+        # The refused server is never used; the connection's next message builds another
+        # (which, like any LSP server, serves requests once initialized).
+        assert "result" in risky.initialize("risky")
+        assert risky.request("test/echo", 3)["result"]["echo"] == 3
 
 
 def test_exit_closes_only_the_connection_that_sent_it(fixture_daemon: InProcessDaemon) -> None:

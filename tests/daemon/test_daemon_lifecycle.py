@@ -149,6 +149,7 @@ def test_malformed_frames_on_one_connection_disturb_no_other(runtime: Runtime) -
 def test_a_garbage_body_gets_a_parse_error_and_the_connection_lives_on(runtime: Runtime) -> None:
     runtime.start_daemon()
     client = LspClient.unix(runtime.socket_path())
+    client.initialize("cli")
     client.send_raw(b"Content-Length: 9\r\n\r\n{not json")
     assert client.read_message()["error"]["code"] == -32700
     try:

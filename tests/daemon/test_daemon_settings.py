@@ -65,3 +65,27 @@ def test_a_model_declared_while_the_daemon_runs_is_known_a_second_later(
     time.sleep(1.1)  # the daemon looks at the files at most once a second
     created = client.request("session/create", params)
     assert "result" in created, created
+
+
+def test_settings_problems_of_a_second_workspace_folder_reach_its_client(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """A client that named two folders (VS Code multi-root) hears of the second one's broken
+    .tokend.toml as it hears of the first one's: window/showMessage."""
+    daemons.serve()
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        folder.mkdir()
+    (second / ".tokend.toml").write_text(MODEL + "[compaction]\nreserved = 'lots'\n")
+    client = LspClient.unix(paths.socket_path())
+    folders = [{"uri": f.as_uri(), "name": f.name} for f in (first, second)]
+    params = {"processId": None, "capabilities": {}, "workspaceFolders": folders}
+    assert "result" in client.request("initialize", params)
+    client.notify("initialized", {})
+    created = client.request(
+        "session/create", {"model": "acme-200k", "workspaceUri": second.as_uri()}
+    )
+    assert "result" in created, created
+    client.request("daemon/status", None)  # a round trip: what was sent before has arrived
+    shown = [n["params"] for n in client.notifications if n["method"] == "window/showMessage"]
+    assert len(shown) == 1 and "reserved" in shown[0]["message"], client.notifications

@@ -88,3 +88,11 @@ def test_a_daemon_that_closes_the_connection_but_lives(runtime: Runtime) -> None
     assert code == LOST and len(lines) == 1, lines
     assert f"daemon (pid {pid}) closed this connection" in lines[0]
     assert daemon.poll() is None
+
+
+def test_exit_without_shutdown_exits_1(runtime: Runtime) -> None:
+    """The LSP specification: `exit` before any `shutdown` ends the server with code 1."""
+    runtime.start_daemon()
+    proc, client, _ = _editor(runtime)
+    client.notify("exit")
+    assert _ended(proc) == (1, [])

@@ -123,6 +123,7 @@ def _editor_at_the_deadline(trial: int) -> tuple[str, int]:
         runtime.processes.append(forwarder)
         editor = LspClient.process(forwarder)
         try:
+            editor.initialize(f"editor-{trial}")  # an editor starts with initialize
             echoed = editor.request("test/echo", trial, timeout=20)["result"]["echo"]
             editor.request("shutdown")
             editor.notify("exit")

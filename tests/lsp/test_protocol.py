@@ -30,7 +30,7 @@ class Capture:
         pass
 
 
-def _server() -> tuple[LanguageServer, Capture]:
+def _server(initialized: bool = True) -> tuple[LanguageServer, Capture]:
     server = LanguageServer(
         "test", "0", protocol_cls=TokendProtocol, converter_factory=shared_converter
     )
@@ -46,6 +46,7 @@ def _server() -> tuple[LanguageServer, Capture]:
 
     capture = Capture()
     server.protocol.set_writer(capture, include_headers=False)
+    server.protocol.initialize_seen = initialized  # as after `initialize`, unless asked
     return server, capture
 
 
@@ -80,12 +81,17 @@ def test_a_refused_request_is_one_line_without_params_or_traceback(
     assert SECRET not in caplog.text
 
 
-def test_a_bug_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_bug_keeps_its_traceback_in_the_log_not_in_the_reply(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     server, capture = _server()
     with caplog.at_level(logging.DEBUG, logger="tokend"):
         _receive(server, {"jsonrpc": "2.0", "id": 8, "method": "test/bug", "params": {}})
     [reply] = capture.sent
     assert reply["error"]["code"] == -32603
+    # the client is told which method failed and how, never the traceback (the log has it)
+    assert "data" not in reply["error"]
+    assert "test/bug (KeyError)" in reply["error"]["message"]
     errors = [r for r in _records(caplog) if r.levelno >= logging.ERROR]
     assert errors and errors[0].exc_info is not None
     assert "KeyError: 'a bug'" in caplog.text
@@ -94,7 +100,7 @@ def test_a_bug_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
 def test_lsp_params_that_do_not_fit_get_an_error_for_that_request(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server, capture = _server()
+    server, capture = _server(initialized=False)
     params = {"processId": SECRET, "capabilities": 5}
     with caplog.at_level(logging.DEBUG):
         _receive(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
@@ -162,6 +168,7 @@ def test_a_result_written_as_json_text_is_a_well_framed_reply() -> None:
 
     frames = Frames()
     server.protocol.set_writer(frames, include_headers=True)
+    server.protocol.initialize_seen = True
     _receive(server, {"jsonrpc": "2.0", "id": "r-1", "method": "test/text", "params": {}})
     [frame] = frames.sent
     header, _, body = frame.partition(b"\r\n\r\n")

@@ -300,3 +300,17 @@ def test_more_output_never_costs_less(counts: tuple[int, int, int, int], extra_o
         cache_write_tokens=counts[3],
     )
     assert 0 <= cost_usd(info, usage) < cost_usd(info, more)
+
+
+def test_a_model_name_over_256_characters_names_no_model_and_gets_no_suggestions() -> None:
+    """An 8 MB `model` cost session/create 3 s on the event loop: each "provider/" segment
+    was another spelling to try, and difflib compared it with every catalog name."""
+    from tokend.core.model_names import ModelNames
+
+    names = ModelNames()
+    names.add("gpt-4o", "openai")
+    prefixed = "x/" * 200 + "gpt-4o"  # 406 characters
+    assert names.resolve("x/gpt-4o") == "gpt-4o"
+    assert names.resolve(prefixed) is None
+    assert names.close_matches("gpt-4o" + " " * 256) == []
+    assert names.close_matches("gpt-4") == ["gpt-4o"]

@@ -1,13 +1,14 @@
 """The checkpoint store: file states by content hash, and the logs that say when each was seen.
 
-A folder in the user data dir (`checkpoints/`): `blobs/ab/<sha256>` holds a file's bytes,
-zlib-compressed, written once (same bytes, same name: deduplicated across turns, sessions and
-workspaces), and `index.sqlite3` holds
+A folder in the user data dir (`checkpoints/`, 0700, its files 0600): each saved state's bytes,
+zlib-compressed, are stored once by hash (same bytes, same name: deduplicated across turns,
+sessions and workspaces), packed in the index or, when big, a loose file `blobs/ab/<sha256>`
+(adapters.checkpoint_blobs); `index.sqlite3` holds
 
 - `baseline`: (workspace, path) -> the hash of the file as last seen, its size and mtime;
 - `changes`: the workspace's log of file changes (core.checkpoints.FileChange);
 - `marks`: when each session message was appended (core.checkpoints.TurnMark);
-- `blobs`: each saved state's size raw and stored;
+- `blobs`: each saved state's size raw and stored (and its packed bytes);
 - `restores`: the journal of restores (which checkpoint, the planned steps), written before a
   restore's first write and closed after its last, so a restart finds one killed midway.
 
@@ -32,8 +33,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
+from tokend.adapters import checkpoint_blobs
+from tokend.adapters.store.engine import make_sqlite_files_private
+from tokend.adapters.store.url import default_data_dir, make_folder_private
 from tokend.core.checkpoints import FileChange, Origin, TurnMark
 
 _IN_BATCH = 500  # paths per SELECT ... IN (...)
@@ -60,7 +62,7 @@ CREATE TABLE IF NOT EXISTS blobs (
 
 
 def default_checkpoint_dir() -> Path:
-    return Path(platformdirs.user_data_dir("tokend", appauthor=False)) / "checkpoints"
+    return make_folder_private(default_data_dir()) / "checkpoints"
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -106,8 +108,11 @@ class StoreFigures:
 class CheckpointStore:
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder or default_checkpoint_dir()
-        (self.folder / "blobs").mkdir(parents=True, exist_ok=True)
+        make_folder_private(self.folder)
+        make_folder_private(self.folder / "blobs")
         self._lock = threading.RLock()
+        self._pending = checkpoint_blobs.Pending()
+        make_sqlite_files_private(self.folder / "index.sqlite3")
         self._db = sqlite3.connect(
             str(self.folder / "index.sqlite3"), check_same_thread=False, isolation_level=None
         )
@@ -115,17 +120,22 @@ class CheckpointStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         _add_columns(self._db)
+        checkpoint_blobs.upgrade(self._db, self.folder)
+        checkpoint_blobs.sweep_tmp(self.folder)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; it writes the packed states waiting in memory first."""
         with self._lock:
             self._db.execute("BEGIN")
             try:
+                flushed = self._pending.write(self._db)
                 yield self._db
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+            self._pending.written(flushed)
 
     def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -133,36 +143,39 @@ class CheckpointStore:
 
     # -- blobs ------------------------------------------------------------------------------
 
-    def _blob_path(self, sha: str) -> Path:
-        return self.folder / "blobs" / sha[:2] / sha
-
     def put_blob(self, data: bytes, at: float, *, fast: bool = False) -> tuple[str, int]:
-        """Save `data`; its hash and the bytes this call added to the folder (0 when known).
-        `fast`: zlib level 1 instead of 6 (about 3x less CPU, a somewhat bigger file), for a
-        first walk that saves a whole tree."""
+        """Save `data`; its hash and the compressed bytes this call added (0 when known).
+        `fast`: zlib level 1 instead of 6 (about 3x less CPU, somewhat bigger), for a first
+        walk that saves a whole tree. A packed state is written with the next write
+        transaction (checkpoint_blobs.Pending), a loose one's row at once."""
         sha = sha256_bytes(data)
         if self.has_blob(sha):
             return sha, 0
-        packed = zlib.compress(data, 1 if fast else 6)
-        path = self._blob_path(sha)
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f"{sha}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_bytes(packed)
-        os.replace(tmp, path)
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?, ?)", (sha, len(data), len(packed), at)
-            )
-        return sha, len(packed)
+        compressed = zlib.compress(data, 1 if fast else 6)
+        packed = compressed if len(compressed) <= checkpoint_blobs.PACKED_MAX_BYTES else None
+        if packed is None:
+            checkpoint_blobs.write_loose(self.folder, sha, compressed)
+        with self._lock:
+            full = self._pending.add((sha, len(data), len(compressed), at, packed))
+            if full or packed is None:  # a loose file gets its row at once
+                self.flush()
+        return sha, len(compressed)
 
     def has_blob(self, sha: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM blobs WHERE sha = ?", (sha,)))
+        with self._lock:
+            return sha in self._pending.rows or bool(
+                self._rows("SELECT 1 FROM blobs WHERE sha = ?", (sha,))
+            )
 
     def blob(self, sha: str) -> bytes | None:
-        try:
-            return zlib.decompress(self._blob_path(sha).read_bytes())
-        except (OSError, zlib.error):
-            return None
+        """The saved bytes of `sha`; None when they are not saved (or not whole)."""
+        with self._lock:
+            waiting = self._pending.rows.get(sha)
+            found = (
+                self._rows("SELECT data FROM blobs WHERE sha = ?", (sha,)) if not waiting else []
+            )
+        packed = waiting[4] if waiting else (found[0][0] if found else None)
+        return checkpoint_blobs.read(self.folder, sha, packed)
 
     # -- baseline ---------------------------------------------------------------------------
 
@@ -359,10 +372,16 @@ class CheckpointStore:
             ]
             db.executemany("DELETE FROM blobs WHERE sha = ?", [(s,) for s in dead])
         for sha in dead:
-            self._blob_path(sha).unlink(missing_ok=True)
+            checkpoint_blobs.blob_path(self.folder, sha).unlink(missing_ok=True)
         return len(dead)
 
+    def flush(self) -> None:
+        """Write the packed states waiting in memory."""
+        with self._tx():
+            pass
+
     def figures(self) -> StoreFigures:
+        self.flush()
         ((blobs, raw, stored),) = self._rows(
             "SELECT count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0) FROM blobs"
         )
@@ -372,6 +391,7 @@ class CheckpointStore:
 
     def close(self) -> None:
         with self._lock:
+            self.flush()
             self._db.close()
 
 

@@ -56,6 +56,17 @@ from tokend.adapters.own_folders import OwnPaths
 
 log = logging.getLogger(__name__)
 
+
+class _StoppedEmitterNoise(logging.Filter):
+    """watchdog logs an ERROR when an event is read while its emitter is being stopped (our
+    stop, racing a save): nothing is lost that anyone still wants, so it is not logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_StoppedEmitterNoise())
+
 QUIET_SECONDS = 0.05
 MAX_DELAY_SECONDS = 0.2
 BULK_PATHS = 64
@@ -225,6 +236,20 @@ class FolderWatcher:
             self._observer.stop()
         if self._poller is not None:
             self._poller.stop()
+
+    def join(self, timeout: float) -> None:
+        """Wait (up to `timeout` seconds in all) for the watcher's threads to end after stop():
+        watchdog's observer and emitters (their inotify instance closed), the batch thread
+        (which finishes the batch it is handing over), the poller."""
+        deadline = time.monotonic() + timeout
+        threads: list[threading.Thread] = [self._thread]
+        if self._observer is not None:
+            threads.append(self._observer)
+        if self._poller is not None:
+            threads.append(self._poller._thread)
+        for thread in threads:
+            if thread.ident is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def unwatched_folders(observer: Any, root: Path, own: OwnPaths | None = None) -> list[Path]:

@@ -6,8 +6,10 @@
 - `file_hashes`: (root, path) -> (size, mtime_ns, sha256), so an unchanged file is not even
   read again to learn its hash.
 
-A cache that fails (a locked or corrupt file) is logged and bypassed: figures are computed
-again, never wrong. Safe from several threads (one connection behind a lock).
+The file and its -wal/-shm are 0600 in a 0700 folder whatever the umask (file hashes name the
+user's files); an older tokend's readable ones are narrowed on open. A cache that fails (a
+locked or corrupt file) is logged and bypassed: figures are computed again, never wrong. Safe
+from several threads (one connection behind a lock).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import platformdirs
+from tokend.adapters.store.engine import make_sqlite_files_private
+from tokend.adapters.store.url import default_data_dir, make_folder_private
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ _BATCH = 500  # keys per SELECT ... IN (...)
 
 
 def default_cache_path() -> Path:
-    return Path(platformdirs.user_data_dir("tokend", appauthor=False)) / CACHE_FILENAME
+    return default_data_dir() / CACHE_FILENAME
 
 
 class WorkspaceCache:
@@ -45,7 +48,8 @@ class WorkspaceCache:
         self._lock = threading.Lock()
         target = ":memory:"
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder_private(path.parent)
+            make_sqlite_files_private(path)
             target = str(path)
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         try:

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-STOP_TIMEOUT_SECONDS = 15.0  # for the daemon to close its socket after SIGTERM
+STOP_TIMEOUT_SECONDS = 20.0  # for the daemon's process to end after SIGTERM (it answers what
+# is in flight for up to 10 s, then ends its background work within a few seconds)
 
 
 def run_lsp(args: argparse.Namespace) -> int:
@@ -23,16 +24,26 @@ def run_lsp(args: argparse.Namespace) -> int:
 
 
 def _standalone(args: argparse.Namespace) -> int:
+    """The server on stdio until `exit` (or stdin's end); then its background work is ended
+    (bounded) before the process exits: 0 after `shutdown` then `exit` (or a closed stdin), 1
+    for an `exit` without `shutdown` (the LSP specification's codes)."""
+    from tokend.adapters.store import SqlStore
     from tokend.lsp.server import create_server
     from tokend.service.factory import build_service
+    from tokend.service.shutdown import finish_stop
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     service = build_service(Path.cwd(), args.database_url)
+    if isinstance(service.store, SqlStore):
+        service.store.check_integrity()  # damage is logged: on this process's stderr
+    server = create_server(service)
+    server.serve_workspaces()  # the one client uses what its requests open
     try:
-        create_server(service).start_io()
+        server.start_io()
     finally:
-        service.close()
-    return 0
+        finish_stop(service)
+    exited = getattr(server.protocol, "output_closed", False)
+    return 1 if exited and not getattr(server.protocol, "_shutdown", False) else 0
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -48,8 +59,9 @@ def daemon_status(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_stop(args: argparse.Namespace, out: TextIO) -> int:
-    """`tokend stop`: SIGTERM the daemon that answers on the socket, wait until it no longer
-    answers. Exit 0 when stopped or when none runs, 1 when it outlives the timeout."""
+    """`tokend stop`: SIGTERM the daemon that answers on the socket, wait until its process is
+    gone (not only its socket: until then it may still be writing the store). Exit 0 when
+    stopped or when none runs, 1 when it outlives the timeout."""
     from tokend.commands.output import say
     from tokend.commands.rpc_client import DaemonClient
 
@@ -63,23 +75,13 @@ def run_stop(args: argparse.Namespace, out: TextIO) -> int:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         pass  # it exited meanwhile
+    from tokend.daemon.exit_watch import process_gone
+
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-    while _answers(args.name):
+    while not process_gone(pid):
         if time.monotonic() > deadline:
             say(out, f"the daemon (pid {pid}) still runs after {STOP_TIMEOUT_SECONDS:.0f} s", "red")
             return 1
         time.sleep(0.05)
     say(out, f"stopped the tokend daemon (pid {pid})", "green")
     return 0
-
-
-def _answers(name: str | None) -> bool:
-    from tokend.commands.rpc_client import NOT_LISTENING
-    from tokend.daemon.paths import socket_path
-    from tokend.daemon.spawn import connect_unix
-
-    try:
-        connect_unix(socket_path(name), timeout=1.0).close()
-    except NOT_LISTENING:
-        return False
-    return True

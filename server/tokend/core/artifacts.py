@@ -12,11 +12,12 @@ Codex (shell, apply_patch, update_plan), Anthropic's text editor tool
 from __future__ import annotations
 
 import re
-import shlex
+import shlex  # shlex.join only: its split is quadratic in a word's length
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tokend.core.shell_words import split_words
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
 
 MAX_ERROR_CHARS = 300  # an error line longer than this is cut (the start is kept)
@@ -177,7 +178,7 @@ def _shell_file_operations(command: str, failed: bool) -> list[tuple[str, str]]:
     ops: list[tuple[str, str]] = []
     for segment in re.split(r"&&|\|\||;|\|", command):
         try:
-            argv = shlex.split(segment)
+            argv = split_words(segment)
         except ValueError:
             continue
         if argv[:2] == ["git", "rm"] or argv[:2] == ["git", "mv"]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tokend.core.errors import InvalidParams, UnknownModel
+from tokend.core.excerpt import excerpt
 from tokend.core.model_names import ModelNames
 from tokend.core.prices import BASE_PRICE_KEYS, parse_prices, price, price_key, with_rates
 from tokend.core.prices import PriceTier as PriceTier  # re-exported with ModelInfo
@@ -180,7 +181,7 @@ _FLAG_KEYS = (
 
 def unknown_model_message(name: str) -> str:
     return (
-        f'Unknown model {name!r}. Declare it in a [models."{name}"] table in '
+        f"Unknown model {excerpt(name)}. Declare it in a [models.{excerpt(name)}] table in "
         "~/.config/tokend/config.toml (user) or in .tokend.toml (workspace), with "
         "context_window = <tokens> and max_output_tokens = <tokens>, and optionally tokenizer "
         '("o200k_base" or "cl100k_base"), input_cost_per_token and output_cost_per_token (USD).'
@@ -313,7 +314,7 @@ class Catalog:
                     "tokend with pip or pipx (its wheel ships the catalog), or in a source "
                     "checkout run scripts/bootstrap."
                 )
-            raise UnknownModel(message, {"model": name, "suggestions": suggestions})
+            raise UnknownModel(message, {"model": excerpt(name), "suggestions": suggestions})
         return info
 
     def find(self, name: str) -> ModelInfo | None:

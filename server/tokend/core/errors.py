@@ -28,6 +28,15 @@ class InvalidParams(TokendError):
     name = "InvalidParams"
 
 
+class Stopping(TokendError):
+    """The daemon (or the stdio server) is stopping: work the request waited for (a first
+    index, the repo map's tags) will not finish in this process. RequestCancelled's code: the
+    server cancelled it, nothing was written; the client may retry once a new server runs."""
+
+    code = -32800
+    name = "RequestCancelled"
+
+
 class SessionNotFound(TokendError):
     code = -33001
     name = "SessionNotFound"

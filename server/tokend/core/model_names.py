@@ -17,6 +17,10 @@ FIRST_PARTY_PROVIDERS = frozenset(
 )
 """Vendors whose own "vendor/model" entry answers a bare "model" that litellm lists only prefixed."""
 
+MAX_NAME_CHARS = 256
+"""A longer spelling names no model: it is not resolved (each "provider/" segment would be
+another candidate to try) nor compared with the catalog's names (difflib is quadratic)."""
+
 _DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")  # claude-...-20251101, gpt-4o-2024-08-06
 
 
@@ -41,6 +45,8 @@ class ModelNames:
 
     def resolve(self, name: str) -> str | None:
         """The catalog name `name` spells, or None."""
+        if len(name) > MAX_NAME_CHARS:
+            return None
         spellings = list(_spellings(name))
         for spelling in spellings:
             if spelling in self._by_lower:
@@ -62,6 +68,8 @@ class ModelNames:
 
     def close_matches(self, name: str) -> list[str]:
         """Up to three catalog names that look like `name` (for an unknown model's error)."""
+        if len(name) > MAX_NAME_CHARS:
+            return []
         close = difflib.get_close_matches(name.lower(), list(self._by_lower), n=3, cutoff=0.75)
         return [self._by_lower[c] for c in close]
 

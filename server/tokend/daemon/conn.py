@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
 
+from tokend.core.excerpt import bounded
 from tokend.daemon.outbox import Outbox
 
 PeerKind = Literal["unix", "tcp"]
@@ -79,6 +80,14 @@ class Connection:
         return isinstance(token, str) and hmac.compare_digest(
             token.encode(), self._expected_token.encode()
         )
+
+    def may_hold_token(self, body: bytes) -> bool:
+        """False if `body` cannot carry this listener's token (its text appears nowhere in
+        it, neither as UTF-8 nor JSON-escaped): such a body is refused before it is parsed."""
+        if self._expected_token is None:
+            return True
+        token = self._expected_token
+        return token.encode() in body or json.dumps(token)[1:-1].encode() in body
 
     @property
     def closing(self) -> bool:
@@ -147,7 +156,7 @@ class Connection:
     def send_error(
         self, msg_id: int | str | None, code: int, message: str, data: Any = None
     ) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
+        error: dict[str, Any] = {"code": code, "message": bounded(message)}
         if data is not None:
             error["data"] = data
         self.outbox.write(encode_frame({"jsonrpc": "2.0", "id": msg_id, "error": error}))
@@ -211,5 +220,6 @@ class Registry:
 
 
 def encode_frame(message: Any) -> bytes:
-    body = json.dumps(message).encode()
+    """A message as an LSP frame; never NaN or Infinity (ValueError): they are not JSON."""
+    body = json.dumps(message, allow_nan=False).encode()
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

@@ -8,13 +8,16 @@ same way and to the message's own id when it has one:
   whole frame: RequestTooLarge to its id;
 - not an object, `jsonrpc` other than "2.0", an id that is not an integer or a string, neither
   a method nor a result/error: InvalidRequest (to its id when it has a usable one);
-- nested too deep for the JSON parser: InvalidParams to its id (the protocol refuses
-  shallower excess nesting the same way);
+- nested deeper than MAX_MESSAGE_DEPTH (params deeper than lsp.strict's MAX_PARAMS_DEPTH),
+  told by a scan before anything is parsed (jsonscan.nesting_exceeds): InvalidParams to its id
+  (read from its top level alone: jsonscan.shallow_top_level), none to a notification;
 - params the protocol cannot structure: its error, to the request's id; a notification never
   gets a reply.
 
 On TCP, until `initialize` carries the right initializationOptions.authToken, nothing reaches the
-server (authorize_initialize). Requests handed to a server whose protocol reports its replies
+server (authorize_initialize), and nothing is parsed: a body that does not hold the token's text
+is refused after a look at its first PRE_AUTH_SCAN_BYTES for its id (microseconds, whatever the
+body holds), so that unauthenticated clients cannot make the loop parse for them. Requests handed to a server whose protocol reports its replies
 (ConnectionProtocol.on_response) are counted in flight on the connection.
 """
 
@@ -28,18 +31,26 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
-from tokend.core.errors import InvalidParams, RequestTooLarge, Unauthorized
+from tokend.core.errors import InvalidParams, RequestTooLarge, TokendError, Unauthorized
 from tokend.daemon.bigframes import BodyTooLarge, SpooledStrings
 from tokend.daemon.conn import Connection
-from tokend.daemon.jsonscan import top_level_fields
+from tokend.daemon.jsonscan import nesting_exceeds, shallow_top_level, top_level_fields
 from tokend.daemon.memory import release_freed_memory
+from tokend.lsp.strict import MAX_PARAMS_DEPTH
 
 log = logging.getLogger(__name__)
 
 BIG_BODY_BYTES = 4 << 20  # once such a request is answered, freed memory goes back (memory.py)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 LOGGED_IN_FULL = 3  # malformed messages logged one by one on a connection; then every 100th
+MAX_MESSAGE_DEPTH = MAX_PARAMS_DEPTH + 1  # the message object is one level above its params
+PRE_AUTH_SCAN_BYTES = 4096  # of an unauthenticated body refused unparsed: read for its id
+UNAUTHORIZED_MESSAGE = (
+    "this TCP listener needs initializationOptions.authToken: the contents of the "
+    "token file in tokend's runtime directory"
+)
 
 
 def authorize_initialize(conn: Connection, message: dict[str, Any]) -> bool:
@@ -56,17 +67,17 @@ def authorize_initialize(conn: Connection, message: dict[str, Any]) -> bool:
         if conn.check_token(_field(options, "authToken")):
             conn.authenticated = True
             return True
-    log.warning("connection %s: refused (no valid authToken in initialize)", conn.id)
     msg_id = message.get("id")
-    if msg_id is not None and "method" in message:
-        conn.send_error(
-            msg_id,
-            Unauthorized.code,
-            "this TCP listener needs initializationOptions.authToken: the contents of the "
-            "token file in tokend's runtime directory",
-        )
-    conn.close()
+    refuse_unauthenticated(conn, msg_id, is_request=msg_id is not None and "method" in message)
     return False
+
+
+def refuse_unauthenticated(conn: Connection, msg_id: Any, *, is_request: bool) -> None:
+    """Unauthorized to a request (a notification gets no reply), then close."""
+    log.warning("connection %s: refused (no valid authToken in initialize)", conn.id)
+    if is_request:
+        conn.send_error(msg_id, Unauthorized.code, UNAUTHORIZED_MESSAGE)
+    conn.close()
 
 
 class Dispatcher:
@@ -86,6 +97,11 @@ class Dispatcher:
 
     def dispatch(self, body: bytes) -> None:
         """Hand one body on."""
+        if not self._conn.authenticated and not self._conn.may_hold_token(body):
+            # unparsed, it cannot be told from a notification: id null unless one is seen
+            fields = top_level_fields(body[:PRE_AUTH_SCAN_BYTES])
+            refuse_unauthenticated(self._conn, fields.msg_id, is_request=True)
+            return
         parsed = self._parse(body)
         if parsed is not None:
             self._hand_over(parsed[0], parsed[1], big=len(body) > BIG_BODY_BYTES)
@@ -121,15 +137,11 @@ class Dispatcher:
     def _parse(self, body: bytes) -> tuple[dict[str, Any], int | str | None] | None:
         """The JSON-RPC object of `body` and its id; None when it was answered as malformed."""
         try:
+            if nesting_exceeds(body, MAX_MESSAGE_DEPTH):
+                raise RecursionError
             data = json.loads(body)
         except RecursionError:
-            fields = top_level_fields(body)
-            kind = "nested too deeply for the JSON parser"
-            self._malformed(len(body), kind, answered=fields.msg_id is not None)
-            if fields.msg_id is not None or fields.method is None:
-                self._conn.send_error(
-                    fields.msg_id, InvalidParams.code, "invalid params: nested too deeply"
-                )
+            self._refuse_too_deep(body)
             return None
         except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
             self._malformed(len(body), _kind(exc))
@@ -142,6 +154,17 @@ class Dispatcher:
             return None
         self.malformed_in_a_row = 0
         return data, msg_id
+
+    def _refuse_too_deep(self, body: bytes) -> None:
+        """InvalidParams to a request nested too deep (its id and method read from its top
+        level alone); nothing to a notification."""
+        top = shallow_top_level(body) or {}
+        problem, msg_id = _envelope_problem(top)
+        kind = f"nested more than {MAX_PARAMS_DEPTH} levels deep"
+        is_request = msg_id is not None or problem is not None or "method" not in top
+        self._malformed(len(body), kind, answered=msg_id is not None)
+        if is_request:
+            self._conn.send_error(msg_id, InvalidParams.code, f"invalid params: {kind}")
 
     def _hand_over(self, data: dict[str, Any], msg_id: int | str | None, *, big: bool) -> None:
         """A well-formed message to the server (built now if it is the first); `big`: give
@@ -166,8 +189,24 @@ class Dispatcher:
             name = _field(_field(data.get("params"), "clientInfo"), "name")
             conn.client_name = name if isinstance(name, str) else None
         if self._protocol is None:
-            self._protocol = self._build_server()
+            try:
+                self._protocol = self._build_server()
+            except Exception as exc:  # never close a connection without a JSON-RPC error
+                self._unserved(data, exc)
+                return None
         return self._protocol
+
+    def _unserved(self, data: dict[str, Any], exc: Exception) -> None:
+        """The connection's server could not be built (say, a damaged store): the request gets
+        the error; the next message tries again."""
+        msg_id = data.get("id") if "method" in data else None
+        if isinstance(exc, TokendError):
+            code, message = exc.code, exc.message
+        else:
+            code, message = INTERNAL_ERROR, f"the daemon could not serve this connection: {exc}"
+        log.error("connection %s: cannot serve it: %s", self._conn.id, message, exc_info=exc)
+        if msg_id is not None:
+            self._conn.send_error(msg_id, code, message)
 
     def _unfit(self, data: dict[str, Any], msg_id: int | str | None, exc: JsonRpcException) -> None:
         """pygls could not structure the message's params: its error, to a request."""

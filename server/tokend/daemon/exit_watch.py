@@ -23,7 +23,8 @@ from pathlib import Path
 
 MAX_HEADER_BYTES = 4096
 MAX_WATCHED_BODY_BYTES = 512  # `exit` is ~40 bytes; bigger bodies are skipped unparsed
-GONE_WAIT_SECONDS = 3.0  # for a daemon that closed its connections to finish exiting
+GONE_WAIT_SECONDS = 10.0  # for a daemon that closed its connections to finish exiting (it ends
+# its background work first: a few seconds at most)
 LOG_TAIL_BYTES = 64 << 10
 
 
@@ -33,6 +34,7 @@ class ExitWatch:
 
     def __init__(self) -> None:
         self.exit_sent = False
+        self.shutdown_sent = False  # a `shutdown` request went by (before `exit`: exit code 0)
         self._lost = False
         self._header = bytearray()
         self._body_left = 0
@@ -76,6 +78,8 @@ class ExitWatch:
             message = json.loads(bytes(body))
             if isinstance(message, dict) and message.get("method") == "exit":
                 self.exit_sent = True
+            elif isinstance(message, dict) and message.get("method") == "shutdown":
+                self.shutdown_sent = True
 
 
 def _content_length(headers: bytes) -> int | None:
@@ -126,6 +130,11 @@ def _gone_within(pid: int, seconds: float) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.02)
+
+
+def process_gone(pid: int) -> bool:
+    """True once process `pid` has exited (a zombie counts as gone)."""
+    return _gone(pid)
 
 
 def _gone(pid: int) -> bool:

@@ -37,6 +37,7 @@ from tokend.daemon.spawn import (
 CHUNK_BYTES = 64 << 10
 DRAIN_SECONDS = 5.0  # after stdin closes, how long replies may still arrive
 EXIT_OK, EXIT_UNREACHABLE, EXIT_LOST = 0, 1, 2
+EXIT_WITHOUT_SHUTDOWN = 1  # the LSP specification: `exit` before any `shutdown` exits 1
 
 
 def parse_remote(remote: str) -> tuple[str, str | None]:
@@ -72,9 +73,10 @@ def forward(
         return EXIT_UNREACHABLE
     try:
         pid = peer_pid(sock)
-        lost = relay(sock, stdin_fd, stdout_fd)
+        watch = ExitWatch()
+        lost = relay(sock, stdin_fd, stdout_fd, watch=watch)
         if lost is None:
-            return EXIT_OK
+            return EXIT_WITHOUT_SHUTDOWN if watch.exit_sent and not watch.shutdown_sent else EXIT_OK
         sys.stderr.write(f"tokend lsp: {daemon_fate(pid, lost, log)}\n")
         sys.stderr.flush()
         return EXIT_LOST
@@ -83,14 +85,18 @@ def forward(
 
 
 def relay(
-    sock: socket.socket, stdin_fd: int, stdout_fd: int, drain_seconds: float = DRAIN_SECONDS
+    sock: socket.socket,
+    stdin_fd: int,
+    stdout_fd: int,
+    drain_seconds: float = DRAIN_SECONDS,
+    watch: ExitWatch | None = None,
 ) -> str | None:
     """Copy stdin -> sock and sock -> stdout. None after a normal close; else how the
-    connection was lost ("closed" or "reset")."""
+    connection was lost ("closed" or "reset"). `watch` follows the editor's messages."""
     finished = threading.Event()
     editor_done = threading.Event()  # the editor sent `exit`, closed stdin, or went away
     lost: list[str] = []
-    watch = ExitWatch()
+    watch = watch if watch is not None else ExitWatch()
 
     def upstream() -> None:
         try:

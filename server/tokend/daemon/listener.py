@@ -11,9 +11,12 @@ Stopping never drops work:
   moved aside (lifetime.py), so new clients start a new daemon instead of reaching this one;
   connections already in the listen backlog are accepted; if any came in, the socket is put back
   and the daemon stays. Otherwise it exits, removing its socket.
-- SIGTERM / stop(): the socket is removed and listeners closed at once; every connection stops
-  reading, its requests in flight are answered and flushed (up to STOP_GRACE_SECONDS), then the
-  daemon exits.
+- SIGTERM / stop(): the socket is removed and listeners closed at once; `stopping` tells the
+  background work to stop (requests waiting for it are answered with an error); every
+  connection stops reading, its requests in flight are answered and flushed (up to
+  STOP_GRACE_SECONDS); `closing` ends the background work (bounded); "daemon stopped" is the
+  log's last line, and only then is the lock on the socket path released: a new daemon never
+  runs beside this one.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class Daemon:
         self._outbox_options = outbox_options or {}
         self._servers: list[asyncio.Server] = []
         self._unix_sockets: list[tuple[Path, int, int]] = []  # path, inode, lock fd
+        self._lock_fds: list[int] = []  # held until the process is done (release_locks)
+        self.on_stopping: Callable[[], None] | None = None  # on the loop, as the stop begins
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy_count = 0
         self._busy_lock = threading.Lock()
@@ -102,6 +107,7 @@ class Daemon:
                 addresses.append(await self._bind(address))
         except BaseException:
             self._release_listeners()
+            self.release_locks()
             raise
         self._arm_idle_timer()
         return addresses
@@ -112,6 +118,11 @@ class Daemon:
         assert self._stopping is not None, "call start() first"
         await self._stopping.wait()
         self._release_listeners()
+        if self.on_stopping is not None:
+            try:
+                self.on_stopping()
+            except Exception:
+                log.exception("telling the background work to stop failed")
         for conn in self.registry:
             conn.stop_reading()
         if self._tasks:
@@ -119,7 +130,6 @@ class Daemon:
         for conn in self.registry:
             log.warning("connection %s: %d requests unanswered at exit", conn.id, conn.in_flight)
             conn.outbox.abort()
-        log.info("daemon stopped")
 
     def stop(self) -> None:
         if self._stopping is not None and self._loop is not None:
@@ -170,11 +180,18 @@ class Daemon:
             with contextlib.suppress(OSError):
                 if os.lstat(path).st_ino == inode:
                     path.unlink()
-            os.close(lock_fd)
+            self._lock_fds.append(lock_fd)
         self._unix_sockets.clear()
         for server in self._servers:
             server.close()
         self._servers.clear()
+
+    def release_locks(self) -> None:
+        """Let a new daemon bind the socket paths: called once this one has stopped."""
+        for lock_fd in self._lock_fds:
+            with contextlib.suppress(OSError):
+                os.close(lock_fd)
+        self._lock_fds.clear()
 
     def _client_handler(self, peer: PeerKind) -> Callable[..., Any]:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -278,8 +295,12 @@ async def serve(
     idle_timeout: float | None,
     connection_factory: ConnectionFactory,
     ready: Callable[[list[str]], None],
+    stopping: Callable[[], None] | None = None,
+    closing: Callable[[], None] | None = None,
 ) -> None:
-    """Run the daemon until idle or SIGTERM/SIGINT; calls ready(addresses) once listening.
+    """Run the daemon until idle or SIGTERM/SIGINT; calls ready(addresses) once listening,
+    `stopping()` as the stop begins (on the loop: no waiting), `closing()` once the requests
+    in flight are answered (it may wait, bounded), then logs "daemon stopped".
 
     `listen` holds `unix:PATH` / `tcp:127.0.0.1:PORT` specs; empty means the default socket.
     Prints nothing. Raises DaemonAlreadyRunning, UnsafePathError or ValueError (bad spec).
@@ -292,8 +313,15 @@ async def serve(
     for signum in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, daemon.stop)
-    ready(bound)
-    await daemon.run()
+    daemon.on_stopping = stopping
+    try:
+        ready(bound)
+        await daemon.run()
+        if closing is not None:
+            closing()
+        log.info("daemon stopped")
+    finally:
+        daemon.release_locks()
 
 
 def run_daemon(
@@ -304,6 +332,8 @@ def run_daemon(
     idle_timeout: float | None = 60.0,
     log_level: str = "info",
     name: str | None = None,
+    stopping: Callable[[], None] | None = None,
+    closing: Callable[[], None] | None = None,
 ) -> int:
     """`tokend serve`: log to the state dir and stderr, serve until idle; 1 if it cannot start."""
     configure_logging(log_level, log_path(name))
@@ -313,7 +343,7 @@ def run_daemon(
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     listen = listen or [f"unix:{socket_path(name)}"]
     try:
-        asyncio.run(serve(listen, idle_timeout, connection_factory, ready))
+        asyncio.run(serve(listen, idle_timeout, connection_factory, ready, stopping, closing))
     except (DaemonAlreadyRunning, UnsafePathError, ValueError) as exc:
         log.error("%s", exc)
         return 1

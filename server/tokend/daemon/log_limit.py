@@ -6,6 +6,10 @@ in each `window_s` pass; the rest are counted, not written. The first record of 
 its window shows how many were left out, so nothing is dropped silently. Lower levels pass.
 The clients' own window/logMessage copies are not filtered (each connection hears of its own
 problems).
+
+`BoundedValues` is the other filter on every handler: a log line echoes what a client sent (an
+8 MB `sessionId` made one 8.4 MB line, rotating the history away), so each argument of a record
+and its traceback are cut to a bounded excerpt (core/excerpt.py) before anything is written.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from tokend.core.excerpt import MESSAGE_CHARS, bounded
 
 BURST = 5  # records of one kind written per window
 WINDOW_S = 60.0
 MAX_KINDS = 1_000  # kinds remembered at once; the oldest window is forgotten first
+TRACEBACK_CHARS = 8_000  # a record's traceback, as written
 
 
 @dataclass
@@ -74,3 +82,28 @@ class RepeatLimit(logging.Filter):
                 return True
             kind.held += 1
             return False
+
+
+class BoundedValues(logging.Filter):
+    """Cuts a record's message, each of its arguments and its traceback to a bounded length
+    (once per record, whichever handler sees it first). Numbers pass as they are."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "_bounded", False):
+            return True
+        record._bounded = True
+        if isinstance(record.msg, str) and len(record.msg) > MESSAGE_CHARS:
+            record.msg = bounded(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_bounded_arg(arg) for arg in record.args)
+        if record.exc_info and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = bounded(text, TRACEBACK_CHARS)
+        return True
+
+
+def _bounded_arg(arg: Any) -> Any:
+    if arg is None or isinstance(arg, int | float):
+        return arg
+    text = arg if isinstance(arg, str) else str(arg)
+    return bounded(text) if len(text) > MESSAGE_CHARS else arg

@@ -16,10 +16,12 @@ from typing import Any, TextIO
 
 from lsprotocol import types
 
+from tokend.adapters.store import SqlStore
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
+from tokend.daemon.log_limit import BoundedValues
 from tokend.daemon.paths import log_path, socket_path
-from tokend.daemon.process import configure_logging
+from tokend.daemon.process import configure_logging, give_back_free_memory
 from tokend.daemon.spawn import connect_unix, is_detached
 
 log = logging.getLogger(__name__)
@@ -67,6 +69,7 @@ class ClientLogHandler(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
+        self.addFilter(BoundedValues())  # a client's logMessage is bounded like the log file
         self.registry: Registry | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
@@ -130,12 +133,14 @@ class ClientLogHandler(logging.Handler):
 
 
 def clients_of_workspace(registry: Registry, workspace_uri: str | None) -> list[Connection]:
-    """The open connections whose client named `workspace_uri` as its workspace in initialize."""
-    return [
-        conn
-        for conn in registry
-        if _reachable(conn) and getattr(conn.server, "workspace_uri", None) == workspace_uri
-    ]
+    """The open connections whose client named `workspace_uri` as one of its workspace folders
+    (in initialize, or added since)."""
+    return [conn for conn in registry if _reachable(conn) and _names(conn.server, workspace_uri)]
+
+
+def _names(server: object, workspace_uri: str | None) -> bool:
+    folders = getattr(server, "workspace_folders", None) or ()
+    return getattr(server, "workspace_uri", None) == workspace_uri or workspace_uri in folders
 
 
 def _reachable(conn: Connection) -> bool:
@@ -145,18 +150,27 @@ def _reachable(conn: Connection) -> bool:
 def serve_forever(args: argparse.Namespace) -> int:
     from tokend.lsp.server import create_server
     from tokend.service.factory import build_service
+    from tokend.service.shutdown import begin_stop, finish_stop
+    from tokend.service.workspace.registry import workspaces_of
 
     # Before the service: what building it logs (say, an invalid config) belongs in the log file,
     # not on a detached daemon's stderr, which is kept for crashes.
     configure_logging(args.log_level, log_path(args.name))
     to_clients = ClientLogHandler()
     service = build_service(None, args.database_url, on_warnings=to_clients.workspace_warnings)
+    # SQLite's own check, bounded in time; damage is logged (stderr too when in a terminal).
+    damage = service.store.check_integrity() if isinstance(service.store, SqlStore) else None
     logging.getLogger("tokend").addHandler(to_clients)
+    workspaces_of(service).released_hooks.append(lambda key: give_back_free_memory())
 
     def connection_factory(conn: Connection) -> Any:
         to_clients.serving(conn)
         server = create_server(service, DaemonHost(conn))
+        server.serve_workspaces()  # what this connection's requests open, it uses
         conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
+        if damage is not None:  # once wired to the connection, after this first message
+            asyncio.get_running_loop().call_soon(_tell_damage, conn, damage)
+        conn.add_close_callback(server.leave_workspaces)  # released when nobody else uses them
         return server
 
     stop_feed: list[Callable[[], None]] = []
@@ -174,6 +188,19 @@ def serve_forever(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     idle = args.idle_timeout if args.idle_timeout is not None else service.config.idle_timeout_s
+    closed: list[bool] = []
+
+    def closing() -> None:
+        """After the requests in flight: the background work ends (bounded), then the service
+        closes; what is logged after this is the listener's "daemon stopped"."""
+        if closed:
+            return
+        closed.append(True)
+        for stop in stop_feed:
+            stop()
+        logging.getLogger("tokend").removeHandler(to_clients)
+        finish_stop(service)
+
     try:
         return run_daemon(
             args.listen,
@@ -182,12 +209,19 @@ def serve_forever(args: argparse.Namespace) -> int:
             idle_timeout=idle if idle > 0 else None,
             log_level=args.log_level,
             name=args.name,
+            stopping=lambda: begin_stop(service),
+            closing=closing,
         )
     finally:
-        for stop in stop_feed:
-            stop()
-        logging.getLogger("tokend").removeHandler(to_clients)
-        service.close()
+        closing()  # when the daemon could not start
+
+
+def _tell_damage(conn: Connection, report: str) -> None:
+    """The store check's report to a client, as window/logMessage (Error)."""
+    if conn.server is None or conn.closing:
+        return
+    params = types.LogMessageParams(type=types.MessageType.Error, message=f"tokend: {report}")
+    conn.server.protocol.notify(types.WINDOW_LOG_MESSAGE, params)
 
 
 def _version() -> str:

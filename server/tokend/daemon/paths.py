@@ -36,7 +36,8 @@ MAX_UNIX_SOCKET_PATH_BYTES = 103
 
 
 log = logging.getLogger(__name__)
-LOCK_WAIT_SECONDS = 3.0  # for a previous daemon that is shutting down to release the lock
+LOCK_WAIT_SECONDS = 15.0  # for a previous daemon that is stopping to release the lock: it holds
+# it until its process ends (requests in flight answered, background work ended)
 
 
 class UnsafePathError(RuntimeError):

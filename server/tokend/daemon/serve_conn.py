@@ -10,7 +10,9 @@ Nothing one connection sends reaches another connection:
   unread replies pass the outbox's soft limit; and the loop yields after every message, so a
   connection with a full buffer takes turns with the others.
 - Before authentication (TCP) a frame may hold PRE_AUTH_MAX_FRAME_BYTES and must arrive within
-  AUTH_TIMEOUT_SECONDS of connecting; a bigger or later one closes the connection.
+  AUTH_TIMEOUT_SECONDS of connecting; a bigger or later one closes the connection. What the
+  unauthenticated connections of the whole daemon cost is bounded by its PreAuthGate
+  (preauth.py): a few are read at a time, and each refusal holds its turn a moment.
 - Broken framing closes the connection after a ParseError (id null); so do MALFORMED_IN_A_ROW
   bodies in a row that are not JSON-RPC. One bad body gets its error and the connection lives on.
 - A body over MAX_FRAME_BYTES is read through without being kept and answered with
@@ -22,13 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tokend.core.errors import RequestTooLarge, Unauthorized
 from tokend.daemon.conn import Connection
 from tokend.daemon.dispatch import PARSE_ERROR, Dispatcher
 from tokend.daemon.frames import Body, BrokenFraming, Oversized, read_frame
+from tokend.daemon.preauth import PreAuthGate
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,7 @@ class Limits:
     pre_auth_max_frame_bytes: int = PRE_AUTH_MAX_FRAME_BYTES
     auth_timeout_seconds: float = AUTH_TIMEOUT_SECONDS
     max_in_flight: int = MAX_IN_FLIGHT
+    pre_auth: PreAuthGate = field(default_factory=PreAuthGate)
 
 
 async def run_connection(
@@ -112,44 +116,67 @@ async def _read_messages(
 ) -> None:
     auth_deadline = asyncio.get_running_loop().time() + limits.auth_timeout_seconds
     while await conn.ready_to_read(limits.max_in_flight, conn.outbox.soft_limit_bytes):
-        try:
-            if conn.authenticated:
-                frame = await read_frame(reader, limits.max_frame_bytes, skip_oversized=True)
-            else:
-                async with asyncio.timeout_at(auth_deadline):
-                    frame = await read_frame(
-                        reader, limits.pre_auth_max_frame_bytes, skip_oversized=False
-                    )
-        except BrokenFraming as exc:
-            log.info("connection %s: broken framing (%s); closing it", conn.id, exc)
-            conn.send_error(None, PARSE_ERROR, f"broken framing: {exc}; closing the connection")
+        if not await _read_one(conn, reader, dispatcher, limits, auth_deadline):
             return
-        except TimeoutError:
-            log.warning(
-                "connection %s: not authenticated within %.0f s; closing it",
-                conn.id,
-                limits.auth_timeout_seconds,
-            )
-            conn.send_error(None, Unauthorized.code, "authenticate (initialize) first, promptly")
-            return
-        except ConnectionError:
-            return
-        if frame is None:
-            return
-        if isinstance(frame, Body):
-            if frame.spooled is None:
-                dispatcher.dispatch(frame.data)
-            else:
-                await dispatcher.dispatch_big(frame.data, frame.spooled)
-            if dispatcher.malformed_in_a_row >= MALFORMED_IN_A_ROW or not conn.authenticated:
-                log.info("connection %s: closing after malformed messages", conn.id)
-                return
-        elif not frame.skipped:
-            _refuse_before_auth(conn, frame)
-            return
-        else:
-            _refuse_too_large(conn, frame)
         await asyncio.sleep(0)  # the next connection's turn
+
+
+async def _read_one(
+    conn: Connection,
+    reader: asyncio.StreamReader,
+    dispatcher: Dispatcher,
+    limits: Limits,
+    auth_deadline: float,
+) -> bool:
+    """Read and hand on one frame; False once the connection must close."""
+    try:
+        if conn.authenticated:
+            frame = await read_frame(reader, limits.max_frame_bytes, skip_oversized=True)
+        else:
+            async with asyncio.timeout_at(auth_deadline):
+                frame = await read_frame(
+                    reader, limits.pre_auth_max_frame_bytes, skip_oversized=False
+                )
+    except BrokenFraming as exc:
+        log.info("connection %s: broken framing (%s); closing it", conn.id, exc)
+        conn.send_error(None, PARSE_ERROR, f"broken framing: {exc}; closing the connection")
+        return False
+    except TimeoutError:
+        log.warning(
+            "connection %s: not authenticated within %.0f s; closing it",
+            conn.id,
+            limits.auth_timeout_seconds,
+        )
+        conn.send_error(None, Unauthorized.code, "authenticate (initialize) first, promptly")
+        return False
+    except ConnectionError:
+        return False
+    if frame is None:
+        return False
+    if conn.authenticated:
+        return await _hand_on(conn, frame, dispatcher)
+    async with limits.pre_auth.turn():  # a frame before authentication: one of a few at a time
+        going_on = await _hand_on(conn, frame, dispatcher)
+        if not conn.authenticated:
+            await limits.pre_auth.hold()  # refused: the next one waits a moment
+    return going_on
+
+
+async def _hand_on(conn: Connection, frame: Body | Oversized, dispatcher: Dispatcher) -> bool:
+    if isinstance(frame, Body):
+        if frame.spooled is None:
+            dispatcher.dispatch(frame.data)
+        else:
+            await dispatcher.dispatch_big(frame.data, frame.spooled)
+        if dispatcher.malformed_in_a_row >= MALFORMED_IN_A_ROW or not conn.authenticated:
+            log.info("connection %s: closing after malformed messages", conn.id)
+            return False
+    elif not frame.skipped:
+        _refuse_before_auth(conn, frame)
+        return False
+    else:
+        _refuse_too_large(conn, frame)
+    return True
 
 
 def _refuse_before_auth(conn: Connection, frame: Oversized) -> None:

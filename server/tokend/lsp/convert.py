@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from tokend.core.errors import InvalidParams
+from tokend.core.excerpt import excerpt
 from tokend.core.gates import GatedOutput
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
@@ -87,7 +88,7 @@ def from_wire_part(raw: Any, index: int) -> Part:
     if kind == "compaction":
         return _from_wire_compaction(raw, index)
     raise InvalidParams(
-        f"message.parts[{index}].type is {kind!r}; expected one of {', '.join(PART_TYPES)}"
+        f"message.parts[{index}].type is {excerpt(kind)}; expected one of {', '.join(PART_TYPES)}"
     )
 
 
@@ -97,7 +98,7 @@ def _from_wire_compaction(raw: dict[str, Any], index: int) -> CompactionPart:
     provider = _field(raw, index, "provider", str)
     if provider not in COMPACTION_PROVIDERS:
         raise InvalidParams(
-            f"message.parts[{index}].provider is {provider!r}; expected one of "
+            f"message.parts[{index}].provider is {excerpt(provider)}; expected one of "
             f"{', '.join(COMPACTION_PROVIDERS)}"
         )
     found = {}
@@ -166,7 +167,7 @@ def with_iterations(role: str, parts: list[Part], usage: wire.UsageParams | None
 
 def from_wire_role(role: str) -> Role:
     if role not in ROLES:
-        raise InvalidParams(f"message.role is {role!r}; expected one of {', '.join(ROLES)}")
+        raise InvalidParams(f"message.role is {excerpt(role)}; expected one of {', '.join(ROLES)}")
     return role
 
 

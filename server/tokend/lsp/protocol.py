@@ -12,16 +12,26 @@ whatever the user pasted. Anything else a handler raises is a bug and keeps pygl
 
 JSON-RPC's edges: a notification never gets a reply (nor a pop-up) whatever is wrong with it;
 a request after `shutdown` gets InvalidRequest; `jsonrpc` other than "2.0" gets InvalidRequest;
-params nested deeper than MAX_PARAMS_DEPTH get InvalidParams before any handler sees them.
+params nested deeper than MAX_PARAMS_DEPTH, or holding NaN, Infinity or a lone surrogate, get
+InvalidParams before any handler sees them (strict.py), as does a string or an object where an
+array is due, in one step.
+
+No reply carries a traceback: a bug answers InternalError naming the method and the exception's
+type, and its traceback goes to the daemon's log. Every error message a reply carries is
+bounded (core/excerpt.py), and no reply is written with NaN or Infinity.
+
+Until `initialize` (`initialize_gate`), a request gets ServerNotInitialized (-32002) and a
+notification other than `exit` is dropped; a second `initialize` gets InvalidRequest.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
+import inspect
 import json
 import logging
-import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -29,19 +39,31 @@ from typing import Any
 import attrs
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from tokend.core.errors import StoreError, TokenizerUnavailable
-from tokend.lsp.wire import JsonText, camel
+from tokend.core.excerpt import bounded
+from tokend.lsp.replies import internal_error, params_problem, safe_error
+from tokend.lsp.strict import (
+    MAX_PARAMS_DEPTH,
+    strict_lsp_values,
+    strict_sequences,
+    untrusted_problem,
+)
+from tokend.lsp.wire import JsonText
 
 MsgId = int | str
 
 log = logging.getLogger(__name__)
 
-MAX_PARAMS_DEPTH = 64
-"""Levels of arrays and objects params may nest (params itself is level 1). Deeper input is
-refused at the edge: handlers, assembly and the store recurse over it."""
+__all__ = ["MAX_PARAMS_DEPTH", "TokendProtocol", "shared_converter"]
 
 SERVER_SIDE_CODES = frozenset({StoreError.code, TokenizerUnavailable.code, -32603})
 """Error codes that say the daemon, not the request, is at fault: logged at WARNING."""
@@ -86,12 +108,17 @@ class ConnectionProtocol(LanguageServerProtocol):
     """
 
     on_exit: Callable[[], None] | None = None
+    output_closed = False
+    """True once `exit` closed stdout (stdio): nothing is written after that (a notification
+    queued by background work is dropped, not an "I/O operation on closed file")."""
     on_response: Callable[[], None] | None = None
     """Called, from any thread, after each reply to a client's request is written (the daemon
     counts the requests in flight with it)."""
 
     def _send_response(self, msg_id: MsgId, result: Any = None, error: Any = None) -> None:
         try:
+            if error is not None:
+                error = safe_error(error)
             if error is None and isinstance(result, JsonText):
                 self._send_json_text(msg_id, result)
             else:
@@ -103,6 +130,8 @@ class ConnectionProtocol(LanguageServerProtocol):
     def _send_json_text(self, msg_id: MsgId, result: JsonText) -> None:
         """A reply whose result is JSON text already: framed as pygls frames its replies."""
         self._result_types.pop(msg_id, None)
+        if self.output_closed:
+            return
         if self.writer is None:
             log.error("no transport to send the reply to %r", msg_id)
             return
@@ -116,9 +145,46 @@ class ConnectionProtocol(LanguageServerProtocol):
             ).encode()
         self.writer.write(b"".join((header, head, body, b"}")))
 
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        result = yield from super().lsp_initialize(params)
+        served_only(result.capabilities)
+        return result
+
+    def _send_data(self, data: Any) -> None:
+        """pygls's writer (pinned pygls 2.1), but never with NaN or Infinity: a reply that
+        would carry one is not JSON (node cannot parse it), so its request gets InternalError
+        instead, and a notification is dropped; either way the log says so. Nothing is written
+        once `exit` closed the output."""
+        if not data or self.writer is None or self.output_closed:
+            return
+        try:
+            body = json.dumps(data, default=self._serialize_message, allow_nan=False)
+        except ValueError:
+            log.error("a message to the client held NaN or Infinity: not sent")
+            msg_id = getattr(data, "id", None)
+            if msg_id is None or getattr(data, "method", None) is not None:
+                return
+            error = JsonRpcInternalError("tokend computed a number JSON cannot carry (NaN)")
+            reply = types.ResponseErrorMessage(id=msg_id, error=error.to_response_error())
+            body = json.dumps(reply, default=self._serialize_message)
+        header = ""
+        if self._include_headers:
+            header = (
+                f"Content-Length: {len(body)}\r\n"
+                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            )
+        try:
+            written = self.writer.write((header + body).encode(self.CHARSET))
+            if inspect.isawaitable(written):  # the stdio server's writer
+                _ = asyncio.ensure_future(written)
+        except BrokenPipeError:
+            log.info("the client closed its end: a message was not sent")
+
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:
         if self.on_exit is None:
+            self.output_closed = True  # pygls closes stdout next
             yield from super().lsp_exit(*args)
             return
         if (user_handler := self.fm.features.get(types.EXIT)) is not None:
@@ -135,11 +201,16 @@ def shared_converter() -> cattrs.Converter:
     after it is built, so connections can share it.
     """
     converter: cattrs.Converter = default_converter()
+    strict_lsp_values(converter)  # values taken as sent, objects where objects are due
+    strict_sequences(converter)  # a string or an object where an array is due: one error
     return converter
 
 
 class TokendProtocol(ConnectionProtocol):
     """`exit` closes only this connection under a daemon (ConnectionProtocol's on_exit hook)."""
+
+    initialize_seen = False
+    """Whether this connection sent its `initialize` request (initialize_gate)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         if not isinstance(data, dict) or "jsonrpc" not in data:
@@ -147,14 +218,8 @@ class TokendProtocol(ConnectionProtocol):
         method = data.get("method")
         if not method or not isinstance(method, str):
             return super().structure_message(data)  # a response to a request of ours
-        if nesting_exceeds(data.get("params"), MAX_PARAMS_DEPTH):
-            msg_id = data.get("id")
-            return UnfitMessage(
-                msg_id if isinstance(msg_id, int | str) else None,
-                method,
-                str(data["jsonrpc"]),
-                f"invalid params: nested more than {MAX_PARAMS_DEPTH} levels deep",
-            )
+        if problem := untrusted_problem(data.get("params"), MAX_PARAMS_DEPTH):
+            return _unfit(data, method, problem)
         if method not in types.METHOD_TO_TYPES:
             if "id" in data:
                 return RawRequest(data["id"], method, data["jsonrpc"], data.get("params"))
@@ -163,17 +228,16 @@ class TokendProtocol(ConnectionProtocol):
         if message_type is None or "error" in data or "result" in data:
             return super().structure_message(data)
         try:
-            return self._converter.structure(data, message_type)
+            message = self._converter.structure(data, message_type)
         except Exception as exc:  # cattrs' ClassValidationError, or a TypeError deeper down
-            msg_id = data.get("id")
-            return UnfitMessage(
-                msg_id if isinstance(msg_id, int | str) else None,
-                method,
-                str(data["jsonrpc"]),
-                _problem(exc),
-            )
+            return _unfit(data, method, params_problem(exc))
+        if method == types.CANCEL_REQUEST and not _is_id(message.params.id):
+            return _unfit(data, method, "invalid params: id must be an integer or a string")
+        return message
 
     def handle_message(self, message: Any) -> None:
+        if not initialize_gate(self, message):
+            return
         if isinstance(message, UnfitMessage):
             self._refuse(message.id, message.method, JsonRpcInvalidParams(message.problem))
             return
@@ -189,7 +253,12 @@ class TokendProtocol(ConnectionProtocol):
             error = JsonRpcInvalidRequest("the server was shut down: only `exit` is accepted")
             self._refuse(msg_id, method, error)
             return
-        super().handle_message(message)
+        try:
+            super().handle_message(message)
+        except Exception:  # a bug in a notification's handler: this connection lives on
+            log.exception("%s failed", bounded(str(method), 200))
+            if msg_id is not None:
+                self._send_response(msg_id, error=internal_error(str(method)))
 
     def _refuse(self, msg_id: MsgId | None, method: str, error: JsonRpcException) -> None:
         """Reply `error` to a request (a notification gets no reply) and log one line."""
@@ -206,12 +275,19 @@ class TokendProtocol(ConnectionProtocol):
         super()._handle_request(msg_id, method_name, params)
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
+        """The handler's result, or its JSON-RPC error (one log line), or, for a bug, an
+        InternalError without the traceback pygls would put in `data` (the traceback goes to
+        the daemon's log)."""
         error = None if future.cancelled() else future.exception()
-        if not isinstance(error, JsonRpcException):
-            super()._send_handler_result(future, msg_id=msg_id)  # a result, or a bug: traceback
+        if error is None:
+            super()._send_handler_result(future, msg_id=msg_id)  # a result, or cancelled
             return
         self._request_futures.pop(msg_id, None)
         method = _request_method.get(f"request {msg_id!r}")
+        if not isinstance(error, JsonRpcException):
+            log.error("%s failed", method, exc_info=error)
+            self._send_response(msg_id, error=internal_error(method, error))
+            return
         level = logging.WARNING if error.code in SERVER_SIDE_CODES else logging.INFO
         log.log(level, "%s failed: code %d, %s", method, error.code, error.message)
         self._send_response(msg_id, error=error.to_response_error())
@@ -219,39 +295,58 @@ class TokendProtocol(ConnectionProtocol):
     def _check_handler_result(self, future: Future[Any]) -> None:
         """A notification handler that raised. A JSON-RPC error (bad params) is the client's:
         one log line, and no message to the client (JSON-RPC never answers a notification).
-        Anything else is a bug: logged with its traceback, and pygls reports it."""
+        Anything else is a bug: logged with its traceback."""
         error = None if future.cancelled() else future.exception()
         if isinstance(error, JsonRpcException):
             log.info("a notification failed: code %d, %s", error.code, error.message)
-            return
-        if error is not None:
+        elif error is not None:
             log.error("a notification handler failed", exc_info=error)
-        super()._check_handler_result(future)
 
 
-def nesting_exceeds(value: Any, max_depth: int) -> bool:
-    """True if `value` nests arrays/objects more than `max_depth` levels (it is level 1).
-    Iterative: a value too deep for recursion is measured without recursing."""
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
-    while stack:
-        item, depth = stack.pop()
-        if depth > max_depth:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+def served_only(capabilities: types.ServerCapabilities) -> None:
+    """Drop what pygls advertises whatever the server serves: an executeCommandProvider with
+    no commands and an empty fileOperations."""
+    if capabilities.execute_command_provider and not capabilities.execute_command_provider.commands:
+        capabilities.execute_command_provider = None
+    workspace = capabilities.workspace
+    if workspace is not None and workspace.file_operations is not None:
+        if not any(attrs.asdict(workspace.file_operations, recurse=False).values()):
+            workspace.file_operations = None
+
+
+def initialize_gate(protocol: TokendProtocol, message: Any) -> bool:
+    """Whether `message` may reach the server, as LSP orders a connection's start: before the
+    `initialize` request a request is answered ServerNotInitialized (-32002) and a notification
+    is dropped (`exit` excepted); `initialize` is accepted once, a second one gets
+    InvalidRequest. Replies to the server's own requests always pass."""
+    method = getattr(message, "method", None)
+    if not isinstance(method, str) or getattr(message, "jsonrpc", None) != protocol.VERSION:
+        return True  # a reply, or a message handle_message refuses for its envelope
+    msg_id = getattr(message, "id", None)
+    if method == types.INITIALIZE and msg_id is not None:
+        if protocol.initialize_seen:
+            error: JsonRpcException = JsonRpcInvalidRequest(
+                "initialize was already sent on this connection"
+            )
+            protocol._refuse(msg_id, method, error)
+            return False
+        # one whose params do not fit is refused (InvalidParams) and may be sent again
+        protocol.initialize_seen = not isinstance(message, UnfitMessage)
+        return True
+    if protocol.initialize_seen or method == types.EXIT:
+        return True
+    if msg_id is not None:
+        error = JsonRpcServerNotInitialized(f"send initialize before {method}")
+        protocol._refuse(msg_id, method, error)
+    else:
+        log.info("notification %s dropped: initialize was not sent yet", method)
     return False
 
 
-def _problem(exc: Exception) -> str:
-    """What does not fit, by field path in the wire's camelCase; never a value."""
-    if isinstance(exc, cattrs.ClassValidationError):
-        found = [_camel_path(m) for m in cattrs.transform_error(exc, path="message")]
-        return "invalid params: " + "; ".join(found)
-    return f"invalid params ({type(exc).__name__})"
+def _is_id(value: Any) -> bool:
+    return isinstance(value, int | str) and not isinstance(value, bool)
 
 
-def _camel_path(message: str) -> str:
-    text, at, path = message.rpartition(" @ ")
-    if not at:
-        return message
-    return f"{text} @ " + re.sub(r"(?<=\.)[a-z_]+", lambda m: camel(m.group(0)), path)
+def _unfit(data: dict[str, Any], method: str, problem: str) -> UnfitMessage:
+    msg_id = data.get("id")
+    return UnfitMessage(msg_id if _is_id(msg_id) else None, method, str(data["jsonrpc"]), problem)

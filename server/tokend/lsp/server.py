@@ -24,6 +24,8 @@ from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.host import ServerHost, StandaloneHost
 from tokend.lsp.protocol import TokendProtocol, shared_converter
 from tokend.service.service import TokendService
+from tokend.service.workspace.closing import WorkspaceUser, serving
+from tokend.service.workspace.registry import existing_workspaces
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +51,22 @@ class TokendServer(LanguageServer):
         self.host = host
         self.client_name: str | None = None
         self.initialization_options: dict[str, Any] = {}
-        self.workspace_uri: str | None = None
+        self.workspace_uri: str | None = None  # the first folder: its sessions, its settings
+        self.workspace_folders: list[str] = []  # every folder the client named, in its order
         self.attached_session: str | None = None  # the session this connection follows
         self._watching: dict[str, Callable[[], None]] = {}
+        self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
+
+    def serve_workspaces(self) -> None:
+        """Call in the connection's own task: the workspaces its requests open count it as
+        a user (released once their last user leaves: leave_workspaces)."""
+        serving.set(self.workspace_user)
+
+    def leave_workspaces(self, uri: str | None = None) -> None:
+        """This connection no longer uses workspace `uri` (None: any; it is closing)."""
+        workspaces = existing_workspaces(self.service)
+        if workspaces is not None:
+            workspaces.let_go(self.workspace_user, uri)
 
     def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
         register = super().feature(feature_name, options)
@@ -97,16 +112,19 @@ class TokendServer(LanguageServer):
         self._did_change(snapshot)
 
     def open_workspace(self) -> None:
-        """Start indexing the client's workspace folder (in the background) as it connects,
+        """Start indexing the client's workspace folders (in the background) as it connects,
         so file figures and the repo map are ready when first asked for."""
-        if not self.workspace_uri:
-            return
+        for uri in self.workspace_folders:
+            self.open_folder(uri)
+
+    def open_folder(self, uri: str) -> None:
+        """Start indexing one of the client's folders (a folder that is not one is logged)."""
         from tokend.service.workspace.registry import workspaces_of
 
         try:
-            workspaces_of(self.service).open(self.workspace_uri)
+            workspaces_of(self.service).open(uri, user=self.workspace_user)
         except TokendError as exc:
-            log.info("workspace %s not indexed: %s", self.workspace_uri, exc.message)
+            log.info("workspace %s not indexed: %s", uri, exc.message)
 
     def watch(self, session_id: str) -> None:
         """Send budget/didChange for `session_id` to this connection after every change.
@@ -163,10 +181,10 @@ def _handler_modules() -> tuple[ModuleType, ...]:
     return tuple(handlers.modules())
 
 
-def _workspace_uri(params: types.InitializeParams) -> str | None:
+def _workspace_folders(params: types.InitializeParams) -> list[str]:
     if params.workspace_folders:
-        return params.workspace_folders[0].uri
-    return params.root_uri
+        return list(dict.fromkeys(folder.uri for folder in params.workspace_folders))
+    return [params.root_uri] if params.root_uri else []
 
 
 def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
@@ -202,7 +220,8 @@ def create_server(service: TokendService, host: ServerHost | None = None) -> Tok
         ls.client_name = params.client_info.name if params.client_info else None
         options = params.initialization_options
         ls.initialization_options = options if isinstance(options, dict) else {}
-        ls.workspace_uri = _workspace_uri(params)
+        ls.workspace_folders = _workspace_folders(params)
+        ls.workspace_uri = ls.workspace_folders[0] if ls.workspace_folders else None
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TokendServer, params: types.InitializedParams) -> None:

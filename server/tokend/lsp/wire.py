@@ -18,6 +18,9 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from tokend.core.errors import InvalidParams
+from tokend.core.excerpt import excerpt
+from tokend.lsp.strict import WireValueError, format_error, join_problems, strict_sequences
+from tokend.lsp.strict import json_type as _json_type
 
 T = TypeVar("T")
 
@@ -34,7 +37,16 @@ def _make_converter() -> cattrs.Converter:
     # cannot tell that `**renames` (field names only) fills no option, hence the ignores.
     def structure_factory(cls: type) -> Any:
         renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
-        return make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+        fields: Any = make_dict_structure_fn(cls, conv, **renames)  # type: ignore[arg-type]
+
+        def structure_object(value: Any, type_: Any) -> Any:
+            # cattrs reads optional fields with `"name" in value`: a string or an array where
+            # an object is due would pass as an object with every field left out.
+            if not isinstance(value, dict):
+                raise WireValueError(f"must be an object, not {_json_type(value)}")
+            return fields(value, type_)
+
+        return structure_object
 
     def unstructure_factory(cls: type) -> Any:
         renames = {a.name: override(rename=camel(a.name)) for a in attrs.fields(cls)}
@@ -48,6 +60,8 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(bool, _strict_bool)
     literal: Any = Literal
     conv.register_structure_hook_func(lambda t: typing.get_origin(t) is literal, _strict_literal)
+    conv.register_structure_hook(ProgressToken, _progress_token)
+    strict_sequences(conv)  # a string or an object where an array is due: refused in one step
     return conv
 
 
@@ -55,32 +69,26 @@ MAX_WIRE_INT = 2**31 - 1
 """The largest integer (tokens, versions) a request may carry; see protocol.md."""
 
 
-class WireValueError(ValueError):
-    """A value of the wrong JSON type or range; its text is shown to the user as is."""
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number with a fraction"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _strict_int(value: Any, _type: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise WireValueError(f"must be an integer, not {_json_type(value)}")
     if not 0 <= value <= MAX_WIRE_INT:
-        raise WireValueError(f"must be an integer from 0 to {MAX_WIRE_INT:,}, not {value:,}")
+        raise WireValueError(f"must be an integer from 0 to {MAX_WIRE_INT:,}, not {excerpt(value)}")
     return value
+
+
+ProgressToken = typing.NewType("ProgressToken", object)
+"""LSP's ProgressToken as tokend takes it: a string, or an integer from 0 to MAX_WIRE_INT."""
+
+
+def _progress_token(value: Any, _type: Any) -> object:
+    if isinstance(value, str) or (
+        isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_WIRE_INT
+    ):
+        return value
+    raise WireValueError(
+        f"must be a string or an integer from 0 to {MAX_WIRE_INT:,}, not {excerpt(value)}"
+    )
 
 
 def _strict_str(value: Any, _type: Any) -> str:
@@ -99,19 +107,8 @@ def _strict_literal(value: Any, literal: Any) -> Any:
     allowed = typing.get_args(literal)
     if value not in allowed or not isinstance(value, str):
         shown = ", ".join(f'"{a}"' for a in allowed)
-        raise WireValueError(f"must be one of {shown}, not {json.dumps(value)}")
+        raise WireValueError(f"must be one of {shown}, not {excerpt(value)}")
     return value
-
-
-def _format_error(exc: BaseException, type_: Any) -> str:
-    if isinstance(exc, WireValueError):
-        return str(exc)
-    if isinstance(exc, KeyError):
-        return "is required"
-    if isinstance(exc, TypeError | ValueError) and type_ is not None:
-        name = getattr(type_, "__name__", None)
-        return f"must be {'an object' if attrs.has(type_) else name or 'valid'}"
-    return "is invalid"
 
 
 converter = _make_converter()
@@ -126,8 +123,8 @@ def from_wire(cls: type[T], params: Any) -> T:
     try:
         return converter.structure(params, cls)
     except cattrs.ClassValidationError as exc:
-        messages = cattrs.transform_error(exc, path="params", format_exception=_format_error)
-        details = "; ".join(_wire_path(m) for m in messages)
+        messages = cattrs.transform_error(exc, path="params", format_exception=format_error)
+        details = join_problems([_wire_path(m) for m in messages])
         raise InvalidParams(f"invalid params: {details}") from None
 
 
@@ -153,7 +150,7 @@ class JsonText(str):
 def json_array(items: Iterable[Any]) -> JsonText:
     """A JSON array of plain values written one item at a time: a list of 78,000 file
     figures costs its text (9 MB), not three generations of dicts (100 MB)."""
-    return JsonText("[" + ", ".join(json.dumps(item) for item in items) + "]")
+    return JsonText("[" + ", ".join(json.dumps(item, allow_nan=False) for item in items) + "]")
 
 
 # -- params -----------------------------------------------------------------------------------
@@ -236,7 +233,7 @@ class SessionCompactParams:
     strategy: Literal["auto", "prune", "summarize", "full"] = "auto"
     from_message_id: str | None = None  # the first message kept verbatim (summarize)
     instructions: str | None = None  # steer the summary (kept in it, verbatim)
-    work_done_token: Any = None  # an LSP ProgressToken: integer or string
+    work_done_token: ProgressToken | None = None
 
 
 @attrs.frozen

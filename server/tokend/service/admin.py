@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
 from tokend.core.errors import InvalidParams, SessionNotFound
+from tokend.core.excerpt import excerpt
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import SessionInfo
 from tokend.service.service import TokendService
@@ -102,7 +103,7 @@ def _any_session(service: TokendService, session_id: str) -> SessionInfo:
     info = service.store.get_session_including_deleted(session_id)
     if info is None:
         raise SessionNotFound(
-            f"no session {session_id!r}: list them with `tokend sessions` "
+            f"no session {excerpt(session_id)}: list them with `tokend sessions` "
             "(`--all-workspaces`, `--deleted`) or session/list"
         )
     return info

@@ -35,7 +35,7 @@ from typing import TypeVar
 from tokend.adapters import workspace_fs
 from tokend.adapters.checkpoint_store import CheckpointStore, Seen, sha256_bytes
 from tokend.core.checkpoints import CheckpointConfig, FileChange, Origin, TurnMark, pair_moves
-from tokend.core.errors import InvalidParams
+from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.prune import is_user_turn
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
@@ -52,6 +52,7 @@ MOVE_SECONDS = 2.0  # a file that vanished this long before one with its bytes a
 
 
 WALK_BATCH = 1000  # files of a first walk read, saved and recorded at a time
+CLOSE_SECONDS = 3.0  # for the checkpoint thread to finish what it is doing at close
 
 
 @dataclass
@@ -84,6 +85,7 @@ class Checkpoints:
         workspaces.built_hooks.append(self.on_built)
         workspaces.batch_hooks.append(self.on_batch)
         workspaces.editor_hooks.append(self.on_editor)
+        workspaces.released_hooks.append(self.on_released)
         service.subscribe_every(self.on_snapshot)
 
     def lock(self, workspace: str) -> threading.RLock:
@@ -113,6 +115,7 @@ class Checkpoints:
                 changes = []
                 for rel in batch:
                     time.sleep(0)  # hand the interpreter to the event loop between files
+                    _check_open(index)
                     entry, old = entries[rel], known.get(rel)
                     if old and (old.size, old.mtime_ns) == (entry.size_bytes, entry.mtime_ns):
                         continue
@@ -189,6 +192,7 @@ class Checkpoints:
             changes = []
             for rel in sorted(when):
                 time.sleep(0)  # hand the interpreter to the event loop between files
+                _check_open(index)
                 old = known.get(rel)
                 state, note = self.capture(index.root, rel, turn)
                 seen[rel] = state
@@ -296,6 +300,8 @@ class Checkpoints:
             self._opened.add(uri)
             try:
                 self.workspaces.open(uri)
+            except Stopping:
+                return
             except InvalidParams as exc:
                 log.info("no checkpoints for %s: %s", uri, exc.message)
                 return
@@ -312,8 +318,24 @@ class Checkpoints:
                     self._turns[ws] = _Turn()
             self.store.add_mark(session_id, ws, mark)
 
-    def close(self) -> None:
-        self._worker.shutdown(wait=True)
+    def on_released(self, ws: str) -> None:
+        """A workspace nobody uses was closed: opened again, it is walked again."""
+        with self.lock(ws):
+            self._walked.discard(ws)
+        self._opened.clear()  # the next mark of any session opens its workspace again
+
+    def close(self, seconds: float = CLOSE_SECONDS) -> None:
+        """Drop the marks not yet written, let the one being written finish (the first walks
+        and batches stop at their next file: their workspaces are closed first)."""
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + seconds
+        for thread in list(getattr(self._worker, "_threads", ())):
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _check_open(index: WorkspaceIndex) -> None:
+    if index.closed:
+        raise Stopping(f"{index.root} was closed: its checkpoints stop here")
 
 
 def _mark(message: Message, now: float) -> TurnMark:
@@ -385,3 +407,9 @@ def checkpoints_of(service: TokendService, store: CheckpointStore | None = None)
 
             restore_journal.start(found)  # first on the checkpoint thread: a killed restore
         return found
+
+
+def existing_checkpoints(service: TokendService) -> Checkpoints | None:
+    """The Checkpoints of `service` if it has one (never makes one)."""
+    with _all_lock:
+        return _all.get(service)

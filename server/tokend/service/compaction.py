@@ -365,6 +365,7 @@ class AppendOutcome:
     message_id: str
     tokens: int  # the message as counted when appended (framing included)
     snapshot: BudgetSnapshot  # after the append (and the automatic compaction, if any)
+    version: int  # the reply's: after its automatic compaction, else the one its append made
     auto: CompactOutcome | None  # what compaction.auto did, to announce
     gated: tuple[GatedOutput, ...] = ()  # tool results a gate kept out of the message
 
@@ -400,4 +401,5 @@ async def append_message(
     if auto is not None:
         snapshot = auto.snapshot
     gated = tuple(gated_outputs(appended.message.parts)) if appended.message else ()
-    return AppendOutcome(appended.message_id, appended.tokens, snapshot, auto, gated)
+    version = snapshot.version if auto is not None else appended.version  # a retry: the first's
+    return AppendOutcome(appended.message_id, appended.tokens, snapshot, version, auto, gated)

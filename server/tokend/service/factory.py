@@ -37,4 +37,5 @@ def build_service(
         cache=store,
         workspace_catalog=lambda uri: settings.for_workspace(uri or base_uri).catalog,
         workspace_config=lambda uri: settings.for_workspace(uri or base_uri).config,
+        forget_settings=lambda uri: settings.forget(uri or base_uri),
     )

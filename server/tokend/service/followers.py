@@ -138,6 +138,11 @@ class Followers:
             found = cls._registries[service] = cls(service)
         return found
 
+    @classmethod
+    def existing(cls, service: TokendService) -> Followers | None:
+        """The followers of `service` if any were made (never makes them)."""
+        return cls._registries.get(service)
+
     # -- requests -----------------------------------------------------------------------------
 
     async def start(
@@ -203,11 +208,14 @@ class Followers:
                 self._running.pop(running.tail.path, None)
         return self._status(follower)
 
-    def close(self) -> None:
+    def close(self, seconds: float = 2.0) -> None:
+        """Stop every follower (their tasks are cancelled) and the watchdog observer, waiting
+        up to `seconds` for its threads."""
         for follower_id in list(self._followers):
             self.stop(follower_id)
         if self._observer is not None:
             self._observer.stop()
+            self._observer.join(seconds)
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from tokend.core.changes import Rewind
 from tokend.core.errors import InvalidParams
+from tokend.core.excerpt import excerpt
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, SessionInfo
 from tokend.service.service import TokendService, new_id
@@ -44,7 +45,8 @@ def _after(service: TokendService, session_id: str, to_message_id: str) -> tuple
     ids = [m.id for m in state.data.messages]
     if to_message_id not in ids:
         raise InvalidParams(
-            f"toMessageId {to_message_id} is not in the live context of session {session_id}: "
+            f"toMessageId {excerpt(to_message_id)} is not in the live context of session "
+            f"{excerpt(session_id)}: "
             "session/messages lists the messages a rewind can go back to"
         )
     if state.data.messages[ids.index(to_message_id)].summary:
@@ -137,7 +139,8 @@ def read_tool_output(
     found = service.store.read_tool_output(session_id, ref, offset, length)
     if found is None:
         raise InvalidParams(
-            f"ref {ref!r} names no tool output of session {session_id}: use the ref a gated "
+            f"ref {excerpt(ref)} names no tool output of session {excerpt(session_id)}: use the "
+            "ref a gated "
             "result's text or the session/append result gave"
         )
     text, total = found

@@ -32,6 +32,7 @@ from tokend.core.errors import (
     UnknownModel,
 )
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
+from tokend.core.excerpt import excerpt
 from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import call_cost_usd
@@ -85,12 +86,14 @@ class TokendService:
         clock: Clock | None = None,
         workspace_catalog: Callable[[str], Catalog] | None = None,
         workspace_config: Callable[[str | None], TokendConfig] | None = None,
+        forget_settings: Callable[[str | None], None] | None = None,
     ) -> None:
         self.store = store
         self.catalog = catalog
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self._workspace_config = workspace_config
+        self._forget_settings = forget_settings
         # Loaded sessions, least recently used first; unwatched ones beyond the limit are dropped
         # (they reload from the store on the next request).
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
@@ -108,6 +111,12 @@ class TokendService:
         if self._workspace_config is None:
             return self.config
         return self._workspace_config(workspace_uri)
+
+    def settings_changed(self, workspace_uri: str | None) -> None:
+        """The client says settings changed: the workspace's files are read again at its next
+        request (not only at the next periodic check)."""
+        if self._forget_settings is not None:
+            self._forget_settings(workspace_uri)
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -202,7 +211,7 @@ class TokendService:
         info = self.store.get_session(session_id)
         if info is None:
             raise SessionNotFound(
-                f"no session {session_id!r}: create one with session/create, or list them with session/list"
+                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list"
             )
         model = self.models.model_info(info)
         return load_session_data(self.store, info, model, self.counter(model))
@@ -407,7 +416,7 @@ class TokendService:
     ) -> AppendResult | None:
         if stored.session_id != state.id:
             raise InvalidParams(
-                f"message.id {message_id!r} is already used by another session: choose a new "
+                f"message.id {excerpt(message_id)} is already used by another session: choose a new "
                 "id for each message (a ULID or a UUID)"
             )
         if stored.version is None or stored.tokens is None:
@@ -744,6 +753,6 @@ def _check_answers(data: SessionData, parts: Sequence[Part]) -> None:
     for index, part in enumerate(parts):
         if isinstance(part, ToolResultPart) and part.call_id not in calls and not windowed:
             raise InvalidParams(
-                f"message.parts[{index}] answers callId {part.call_id!r}, which no toolCall "
+                f"message.parts[{index}] answers callId {excerpt(part.call_id)}, which no toolCall "
                 "of this session made: append the assistant message with the call first"
             )

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Protocol
 
-from tokend.core.errors import SessionNotFound, SpendLimitReached
+from tokend.core.errors import SessionNotFound, SpendLimitReached, StoreError
 from tokend.core.session_data import SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.spend import Scope, SpendStatus, day_of, spend_statuses, zone
@@ -75,10 +75,18 @@ class UsageMonitor:
 
     def _seed(self) -> None:
         since = self._service.clock.now() - KEEP
-        for info in self._service.store.list_sessions():
-            if info.updated_at < since:
+        try:
+            recent = [i for i in self._service.store.list_sessions() if i.updated_at >= since]
+        except StoreError as exc:  # a damaged store: counted from now on
+            log.warning("usage: the recent calls could not be read: %s", exc.message)
+            return
+        for info in recent:
+            try:
+                messages = self._service.store.load_all_messages(info.id)
+            except StoreError as exc:  # that session's pages are damaged; the others count
+                log.warning("usage: session %s could not be read: %s", info.id, exc.message)
                 continue
-            for message in self._service.store.load_all_messages(info.id):
+            for message in messages:
                 self._record(message, info.workspace_uri, sinks=False)
 
     def _on_snapshot(self, snapshot: BudgetSnapshot) -> None:

@@ -21,6 +21,8 @@ from tokend.adapters.store import rows
 from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
 from tokend.adapters.store.feed import ChangeFeed
+from tokend.adapters.store.identity import store_file
+from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
 from tokend.adapters.store.models import (
     CalibrationRow,
     MessageRow,
@@ -93,6 +95,10 @@ class SqlStore:
         self._feed = ChangeFeed(engine) if engine.dialect.name == "postgresql" else None
         self._read_session = sessionmaker(engine, expire_on_commit=False)
         self._write_session = sessionmaker(writer(engine), expire_on_commit=False)
+        # SQLite: the file opened, checked at each write (deleted or replaced under the daemon?)
+        sqlite_file = engine.dialect.name == "sqlite" and not engine.url.query.get("uri")
+        self._file = store_file(engine.url.database) if sqlite_file else None
+        self._path = engine.url.database if sqlite_file else None
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -128,6 +134,12 @@ class SqlStore:
     def close(self) -> None:
         self._engine.dispose()
 
+    def check_integrity(self) -> str | None:
+        """SQLite's own check of the store, bounded in time (integrity.check_at_start): a report
+        of the damage found, logged, or None (nothing found, not SQLite, or a store too big to
+        check in full within the budget)."""
+        return check_at_start(self._engine, self._path)
+
     def __enter__(self) -> Self:
         return self
 
@@ -141,15 +153,24 @@ class SqlStore:
             with self._read_session() as session, session.begin():
                 yield session
         except SQLAlchemyError as exc:
+            if is_damage(exc):
+                raise StoreError(damaged_store_message(self._path, _reason(exc))) from exc
             raise StoreError(f"reading the session store failed: {_reason(exc)}") from exc
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
-        """One write transaction, committed at the end or rolled back whole on any error."""
+        """One write transaction, committed at the end or rolled back whole on any error; not
+        committed (StoreError) when the SQLite file is no longer the store at its path."""
+        if self._file is not None:
+            self._file.check()
         try:
             with self._write_session() as session, session.begin():
                 yield session
+                if self._file is not None:
+                    self._file.check()  # just before the commit
         except SQLAlchemyError as exc:
+            if is_damage(exc):
+                raise StoreError(damaged_store_message(self._path, _reason(exc))) from exc
             raise StoreError(f"writing to the session store failed: {_reason(exc)}") from exc
 
     # --- sessions ---------------------------------------------------------------------------

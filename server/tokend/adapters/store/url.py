@@ -16,12 +16,22 @@ def default_database_path() -> Path:
     """The SQLite file in the user data folder for "tokend". The folder is created mode 0700
     whatever the umask, and made 0700 if an older tokend left it open to others: it holds
     every conversation, tool outputs included."""
-    folder = Path(platformdirs.user_data_dir("tokend", appauthor=False))
+    return make_folder_private(default_data_dir()) / DEFAULT_DB_FILENAME
+
+
+def default_data_dir() -> Path:
+    """tokend's folder in the user data dir (the store, the workspace cache, checkpoints)."""
+    return Path(platformdirs.user_data_dir("tokend", appauthor=False))
+
+
+def make_folder_private(folder: Path) -> Path:
+    """`folder`, created mode 0700 whatever the umask (with its missing parents, as the umask
+    says), or made 0700 if it is ours and open to others; returned."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = folder.stat()
     if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
         os.chmod(folder, 0o700)
-    return folder / DEFAULT_DB_FILENAME
+    return folder
 
 
 def sqlite_url(path: Path | str) -> str:

@@ -26,6 +26,16 @@ def _path(uri: str) -> Path | None:
     return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
 
 
+def _folder_holding(folders: list[str], path: Path) -> str | None:
+    """The innermost of the client's workspace folders that holds `path`."""
+    holding = [
+        (len(folder.parts), uri)
+        for uri in folders
+        if (folder := _path(uri)) is not None and path.is_relative_to(folder)
+    ]
+    return max(holding)[1] if holding else None
+
+
 def _set(
     ls: TokendServer, uri: str, text: str | None, kind: str, buffer: str | None = None
 ) -> None:
@@ -36,8 +46,8 @@ def _set(
         return
     workspaces = workspaces_of(ls.service)
     found = workspaces.index_for(path)
-    if found is None and ls.workspace_uri:
-        workspaces.open(ls.workspace_uri)
+    if found is None and (folder := _folder_holding(ls.workspace_folders, path)) is not None:
+        ls.open_folder(folder)
         found = workspaces.index_for(path)
     if found is None:
         return

@@ -76,7 +76,7 @@ def register(server: TokendServer) -> None:
         if outcome.auto is not None:
             announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
         result = wire.to_wire(
-            wire.SessionAppendResult(outcome.message_id, outcome.snapshot.version, outcome.tokens)
+            wire.SessionAppendResult(outcome.message_id, outcome.version, outcome.tokens)
         )
         if outcome.gated:  # never silent: what the model will see instead of the whole output
             result["gated"] = wire.to_wire([to_wire_gated(g) for g in outcome.gated])

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -16,6 +18,8 @@ from tokend.service.workspace.registry import Progress, Workspaces, workspaces_o
 
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
+
+log = logging.getLogger(__name__)
 
 DID_CHANGE_FILE_TOKENS = "workspace/didChangeFileTokens"
 DEFAULT_COUNT_MODEL = "gpt-4o"  # o200k_base: exact counts when no session names a model
@@ -73,26 +77,65 @@ def follow(ls: TokendServer, workspaces: Workspaces, uri: str) -> None:
     unsubscribe = workspaces.subscribe(uri, send, notice)
 
 
+class _IndexProgress:
+    """An index build's $/progress on one token, created only when a build begins: `begin` is
+    sent once the client answered window/workDoneProgress/create, reports and the end after
+    it; if the client refused the token (an error answer), nothing is sent on it."""
+
+    def __init__(self, ls: TokendServer) -> None:
+        self._ls = ls
+        self._token: str | None = None
+        self._pending: list[tuple[str, str]] | None = []  # None once created (or refused)
+        self._refused = False
+
+    def tell(self, kind: str, message: str) -> None:
+        """One step of the build (on the event loop)."""
+        if self._refused:
+            return
+        if self._pending is not None:
+            self._pending.append((kind, message))
+            if self._token is None:
+                self._create()
+            return
+        self._send(kind, message)
+
+    def _create(self) -> None:
+        self._token = token = f"tokend-index-{next(_tokens)}"
+        params = types.WorkDoneProgressCreateParams(token=token)
+        answer = self._ls.protocol.send_request(types.WINDOW_WORK_DONE_PROGRESS_CREATE, params)
+        answer.add_done_callback(self._created)
+
+    def _created(self, answer: Future[Any]) -> None:
+        error = None if answer.cancelled() else answer.exception()
+        pending, self._pending = self._pending or [], None
+        if answer.cancelled() or error is not None:
+            self._refused = True
+            log.info("no progress for indexing: the client refused its token (%s)", error)
+            return
+        for kind, message in pending:
+            self._send(kind, message)
+
+    def _send(self, kind: str, message: str) -> None:
+        token, progress = self._token, self._ls.work_done_progress
+        assert token is not None
+        if kind == "begin":
+            progress.begin(token, types.WorkDoneProgressBegin(title="tokend", message=message))
+        elif kind == "report":
+            progress.report(token, types.WorkDoneProgressReport(message=message))
+        else:
+            progress.end(token, types.WorkDoneProgressEnd(message=message))
+            progress.tokens.pop(token, None)
+
+
 def progress_of(ls: TokendServer) -> Progress | None:
-    """$/progress for an index build, when the client said it handles work-done progress."""
+    """$/progress for an index build, when the client said it handles work-done progress. The
+    token is created when a build begins, so a request that finds its workspace indexed (or
+    being indexed for another request) creates none."""
     caps = ls.client_capabilities
     window = caps.window if caps is not None else None
     if window is None or not window.work_done_progress:
         return None
-    token = f"tokend-index-{next(_tokens)}"
-    ls.work_done_progress.create(token)
-
-    def tell(kind: str, message: str) -> None:
-        if kind == "begin":
-            ls.work_done_progress.begin(
-                token, types.WorkDoneProgressBegin(title="tokend", message=message)
-            )
-        elif kind == "report":
-            ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=message))
-        else:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-
-    return tell
+    return _IndexProgress(ls).tell
 
 
 def register(server: TokendServer) -> None:

@@ -20,6 +20,7 @@ from tokend.adapters.file_index import file_entry, list_folder, read_file, walk
 from tokend.adapters.ignore_rules import IGNORE_FILES, IgnoreRules
 from tokend.adapters.own_folders import OwnPaths
 from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.errors import Stopping
 from tokend.core.fileclass import (
     DEFAULT_MAX_FILE_BYTES,
     INVALID_UTF8_REASON,
@@ -49,7 +50,8 @@ class WorkspaceIndex:
         self.cache = cache
         self.max_bytes = DEFAULT_MAX_FILE_BYTES
         self.rules = IgnoreRules(root, own)
-        self.tags = WorkspaceTags(root, cache, self._overlay)
+        self.stopping = threading.Event()  # set by close(): every loop here gives up
+        self.tags = WorkspaceTags(root, cache, self._overlay, self.stopping)
         self.ready = threading.Event()
         self._lock = threading.RLock()
         self._entries: dict[str, FileEntry] = {}
@@ -76,6 +78,8 @@ class WorkspaceIndex:
             max_bytes=self.max_bytes,
             progress=(lambda n: progress(f"{n:,} files")) if progress else None,
         ):
+            if self.stopping.is_set():
+                raise Stopping("tokend is stopping: the workspace's first walk was not finished")
             entries[entry.path] = entry
         with self._lock:
             self._entries = entries
@@ -86,14 +90,34 @@ class WorkspaceIndex:
                 progress(f"{len(entries):,} files; symbols of {done:,} of {total:,} read")
 
         self.tags.refresh(self.entries(), self.overlays(), tagged)
-        while True:
+        while not self.stopping.is_set():
             with self._lock:
                 pending, self._untagged = self._untagged, set()
                 if not pending:
                     self.tags.ready.set()
                     break
             self.tags.refresh_paths(pending, self.entries(), self.overlays())
+        self.check_open()
         self.tags.warm()
+
+    def close(self) -> None:
+        """Stop the build and any batch being applied (they check `stopping` between files),
+        and wake whoever waits for `ready` or `tags.ready`: they find `closed` and give up."""
+        self.stopping.set()
+        self.ready.set()
+        self.tags.ready.set()
+
+    @property
+    def closed(self) -> bool:
+        return self.stopping.is_set()
+
+    def check_open(self) -> None:
+        """Raise Stopping once the index is closed (after a wait for `ready` or `tags.ready`)."""
+        if self.stopping.is_set():
+            raise Stopping(
+                f"tokend is stopping (or {self.root.name} was closed): the request was not "
+                "finished; send it again once tokend runs"
+            )
 
     def _retag(self, paths: set[str]) -> None:
         """Re-tag `paths` now, or after the first build's tags when they are not in yet."""
@@ -127,6 +151,8 @@ class WorkspaceIndex:
         under = _Under(known)
         now: dict[str, FileEntry | None] = {}  # path -> its entry now (None: it left)
         for rel in sorted(rels):
+            if self.stopping.is_set():
+                return set()  # closed: nobody is told of figures any more
             full = self.root / rel
             if full.is_dir() and not full.is_symlink():
                 if not rel or not self.rules.ignored(rel, is_dir=True):

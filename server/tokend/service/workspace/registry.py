@@ -9,6 +9,10 @@ snapshot, budget/didChange).
 tokend's own folders inside a workspace (its data folder, when the workspace is the home
 folder) are found once when the workspace opens (adapters.own_folders) and left out by its
 walk, its watcher, its checkpoints and its map.
+Each workspace counts its users (`WorkspaceUser`: a connection; the lsp layer sets the one
+being served in `serving`): `open` adds the user being served, `let_go` removes one, and a
+workspace nobody uses any more is released (`release`: its build and watcher stopped, its
+threads ended, its memory dropped). `close` stops them all, in bounded time, on the way out.
 
 `workspaces_of(service)` gives the one Workspaces of a TokendService. (It is kept beside the
 service rather than on it until the service grows a `workspaces` attribute.)
@@ -29,8 +33,10 @@ from urllib.parse import unquote, urlparse
 from tokend.adapters.own_folders import OwnPaths, sqlite_file_of
 from tokend.adapters.watcher import FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
-from tokend.core.errors import InvalidParams
+from tokend.core.errors import InvalidParams, Stopping
+from tokend.core.excerpt import excerpt
 from tokend.service.service import TokendService
+from tokend.service.workspace.closing import CLOSE_SECONDS, Releasing, WorkspaceUser, serving
 from tokend.service.workspace.figures import FileFigure
 from tokend.service.workspace.index import WorkspaceIndex
 
@@ -72,15 +78,16 @@ def folder_of(uri: str) -> Path:
     """The local folder of a workspace URI; InvalidParams unless it is an existing folder."""
     parsed = urlparse(uri)
     if parsed.scheme != "file":
-        raise InvalidParams(f"workspaceUri must be a file:// URI, not {uri!r}")
+        raise InvalidParams(f"workspaceUri must be a file:// URI, not {excerpt(uri)}")
     folder = Path(unquote(parsed.path))
     if not folder.is_dir():
-        raise InvalidParams(f"workspaceUri {uri!r} is not a folder on this machine")
+        raise InvalidParams(f"workspaceUri {excerpt(uri)} is not a folder on this machine")
     return folder
 
 
-class Workspaces:
+class Workspaces(Releasing):
     def __init__(self, service: TokendService, cache: WorkspaceCache | None = None) -> None:
+        super().__init__()
         self.service = service
         self.cache = cache or WorkspaceCache(default_cache_path())
         self._indexes: dict[str, WorkspaceIndex] = {}
@@ -88,6 +95,7 @@ class Workspaces:
         self._listeners: dict[str, list[FiguresListener]] = {}
         self._notices: dict[str, list[Notice]] = {}
         self._hook_workers: dict[str, ThreadPoolExecutor] = {}
+        self._builders: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.session_hooks: list[Callable[[WorkspaceIndex, set[str]], None]] = []
@@ -117,11 +125,19 @@ class Workspaces:
         except InvalidParams:
             return None
 
-    def open(self, uri: str, progress: Progress | None = None) -> WorkspaceIndex:
-        """The folder's index, started (walk, tags, watcher) on first use."""
+    def open(
+        self, uri: str, progress: Progress | None = None, user: WorkspaceUser | None = None
+    ) -> WorkspaceIndex:
+        """The folder's index, started (walk, tags, watcher) on first use; `user` (default:
+        the one being served) counts as one of its users from now on."""
         self._remember_loop()
         key = self.key(uri)
+        user = user if user is not None else serving.get()
         with self._lock:
+            if self._closed:
+                raise Stopping("tokend is stopping: no workspace is opened any more")
+            if user is not None and not user.gone:
+                self._users.setdefault(key, set()).add(user)
             index = self._indexes.get(key)
             if index is not None:
                 return index
@@ -129,9 +145,10 @@ class Workspaces:
             own = OwnPaths.inside(root, sqlite_file_of(self.service.store), self.own_folders)
             index = WorkspaceIndex(key, root, self.cache, own)
             self._indexes[key] = index
-        threading.Thread(
-            target=self._build, args=(index, progress), name="tokend-index", daemon=True
-        ).start()
+            builder = self._builders[key] = threading.Thread(
+                target=self._build, args=(index, progress), name="tokend-index", daemon=True
+            )
+        builder.start()
         return index
 
     def _build(self, index: WorkspaceIndex, progress: Progress | None) -> None:
@@ -146,19 +163,32 @@ class Workspaces:
         )
         try:
             watcher.start()  # before the walk: nothing changed during it is missed
-            self._watchers[index.uri] = watcher
+            with self._lock:
+                if index.closed:  # released (or stopping) while the watcher started
+                    raise Stopping("closed")
+                self._watchers[index.uri] = watcher
+        except Stopping:
+            watcher.stop()
+            watcher.join(CLOSE_SECONDS)
+            return
         except OSError as exc:
             self._notice(index, f"cannot watch {index.root}: {exc}; its figures will not update")
         try:
             index.build(lambda message: tell("report", message) if tell else None)
+        except Stopping:
+            return  # closed: nobody waits for progress or hooks
         except Exception:
             log.exception("indexing %s failed", index.root)
             index.ready.set()
+        if index.closed:
+            return
         if tell:  # the index and the map are ready: what the hooks do after is theirs
             tell("end", f"{len(index.entries()):,} files indexed")
         for built in list(self.built_hooks):
             try:
                 built(index)
+            except Stopping:
+                return
             except Exception:
                 log.exception("a build hook failed for %s", index.root)
 
@@ -167,6 +197,7 @@ class Workspaces:
         index = self.open(uri, progress)
         if not index.ready.is_set():
             await asyncio.get_running_loop().run_in_executor(None, index.ready.wait)
+        index.check_open()  # close() wakes the waiters: a stop answers them
         return index
 
     def index_for(self, path: Path) -> tuple[WorkspaceIndex, str] | None:
@@ -188,7 +219,10 @@ class Workspaces:
             loop = self._loop
             if loop is None or loop.is_closed():
                 return
-            loop.call_soon_threadsafe(fn, *args)
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # the loop closed meanwhile: the process is stopping
+                pass
 
         return call
 
@@ -199,14 +233,21 @@ class Workspaces:
         announced; the batch hooks (checkpoints: reading and saving files) after, on the
         workspace's hook thread, so a hook still busy (the first walk's checkpoint of a
         kernel-sized tree) never delays a change notification."""
+        if index.closed:
+            return
         changed = index.apply_changes(paths)
         if changed:
             self._on_loop(self.announce)(index, changed)
-        if self.batch_hooks:
-            self._hook_worker(index).submit(self._run_batch_hooks, index, paths, times)
+        if self.batch_hooks and not index.closed:
+            try:
+                self._hook_worker(index).submit(self._run_batch_hooks, index, paths, times)
+            except RuntimeError:  # shut down meanwhile: the workspace is closing
+                pass
 
     def _hook_worker(self, index: WorkspaceIndex) -> ThreadPoolExecutor:
         with self._lock:
+            if index.closed:
+                raise RuntimeError("closed")
             worker = self._hook_workers.get(index.uri)
             if worker is None:
                 worker = self._hook_workers[index.uri] = ThreadPoolExecutor(
@@ -218,8 +259,12 @@ class Workspaces:
         self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
     ) -> None:
         for hook in list(self.batch_hooks):
+            if index.closed:
+                return
             try:
                 hook(index, paths, times)
+            except Stopping:
+                return
             except Exception:
                 log.exception("a batch hook failed for %s", index.root)
 
@@ -263,13 +308,6 @@ class Workspaces:
         for notice in list(self._notices.get(index.uri, ())):
             self._on_loop(notice)(message)
 
-    def close(self) -> None:
-        for watcher in list(self._watchers.values()):
-            watcher.stop()
-        self._watchers.clear()
-        for worker in list(self._hook_workers.values()):
-            worker.shutdown(wait=False)
-
 
 _registries: weakref.WeakKeyDictionary[TokendService, Workspaces] = weakref.WeakKeyDictionary()
 _registries_lock = threading.Lock()
@@ -284,6 +322,12 @@ def workspaces_of(service: TokendService) -> Workspaces:
             for install in INSTALLERS:
                 install(found)
         return found
+
+
+def existing_workspaces(service: TokendService) -> Workspaces | None:
+    """The Workspaces of `service` if it has one (never makes one)."""
+    with _registries_lock:
+        return _registries.get(service)
 
 
 INSTALLERS: list[Callable[[Workspaces], None]] = []

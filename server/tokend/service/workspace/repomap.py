@@ -41,6 +41,7 @@ async def map_ready(index: WorkspaceIndex) -> None:
     outside the service's few workers, which a waiting map request must not hold."""
     if not index.tags.ready.is_set():
         await asyncio.get_running_loop().run_in_executor(None, index.tags.ready.wait)
+    index.check_open()  # a stop wakes the waiters: they are answered with Stopping
 
 
 def budget_for(workspaces: Workspaces, data: SessionData) -> int:
@@ -59,6 +60,7 @@ def session_map(
     waits for the first build's tags)."""
     index = session_index(workspaces, data)
     index.tags.ready.wait()
+    index.check_open()
     budget = budget_tokens if budget_tokens is not None else budget_for(workspaces, data)
     chosen = focus if focus is not None else session_focus(index, data)
     counter = workspaces.service.counter(data.model)

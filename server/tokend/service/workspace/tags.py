@@ -23,6 +23,7 @@ from tokend.adapters import workspace_fs
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.errors import Stopping
 from tokend.core.fileclass import FileEntry, language_of
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
@@ -40,8 +41,10 @@ class WorkspaceTags:
         root: Path,
         cache: WorkspaceCache,
         overlay: Callable[[str], str | None] = lambda path: None,
+        stopping: threading.Event | None = None,
     ) -> None:
         self.root = root
+        self._stopping = stopping or threading.Event()  # set: a build in progress gives up
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self._parser = TagParser()
@@ -77,6 +80,7 @@ class WorkspaceTags:
         wanted = sorted(paths)
         done = 0
         for chunk in _chunks(wanted, entries, overlays):
+            self._check_stopping()
             tags, reread = self._tag_chunk(chunk, entries, overlays)
             with self._lock:
                 if self._graph.set_files(tags) or reread:
@@ -89,6 +93,10 @@ class WorkspaceTags:
                 gone = set(self._graph.paths) - set(wanted)
                 if gone:
                     self._graph.set_files(dict.fromkeys(gone))
+
+    def _check_stopping(self) -> None:
+        if self._stopping.is_set():
+            raise Stopping("tokend is stopping: the repo map's tags were not finished")
 
     def _forget_maps_showing(self, paths: set[str]) -> None:
         """Drop the cached maps that show one of `paths` (their lines may have moved even when
@@ -155,6 +163,7 @@ class WorkspaceTags:
                     self.errors[path] = _unreadable(exc)
                     tags[path] = None
                     continue
+            self._check_stopping()
             found = self._parser.tags(language, source)
             if found.error:
                 self.errors[path] = found.error

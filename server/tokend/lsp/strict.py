@@ -1,0 +1,219 @@
+"""What params may hold before any handler sees them, checked in one place for every method.
+
+- `strict_sequences(converter)`: where an array is due (`list[X]`, `Sequence[X]`), cattrs takes
+  any iterable: a 100,000-character string was structured one character at a time, each a
+  failed item with its own error (16-42 s, a 16.5 MB reply), and an object's keys were taken
+  as items. Registered on both converters (tokend's wire types and lsprotocol's), the hook
+  refuses anything but a JSON array in one step, and stops at an array's first bad item.
+- `strict_lsp_values(converter)`: lsprotocol's types take values as sent, and objects only
+  where objects are due, as tokend's own wire types do (wire.py).
+- `untrusted_problem(params)`: one walk over the parsed params for what JSON or the store
+  cannot carry: nesting deeper than MAX_PARAMS_DEPTH, NaN/Infinity (Python's json reads them,
+  RFC 8259 has no such numbers, and node cannot parse them back), and lone UTF-16 surrogates
+  (`"\\ud800"`: not Unicode, so neither SQLite nor a file can take them).
+- `join_problems`: an error message names at most MAX_PROBLEMS problems, each bounded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.cols import is_sequence
+from cattrs.errors import IterableValidationError, IterableValidationNote
+
+from tokend.core.excerpt import bounded, excerpt
+
+MAX_PARAMS_DEPTH = 64
+"""Levels of arrays and objects params may nest (params itself is level 1). Deeper input is
+refused at the edge: handlers, assembly and the store recurse over it."""
+MAX_PROBLEMS = 3
+"""Problems named in one error message; the rest are counted."""
+PROBLEM_CHARS = 300
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")
+
+
+class WireValueError(ValueError):
+    """A value of the wrong JSON type or range; its text is shown to the user as is."""
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def format_error(exc: BaseException, type_: Any) -> str:
+    """cattrs.transform_error's `format_exception`: what is wrong, never the value."""
+    if isinstance(exc, WireValueError):
+        return str(exc)
+    if isinstance(exc, KeyError):
+        return "is required"
+    if isinstance(exc, TypeError | ValueError | AttributeError) and type_ is not None:
+        name = getattr(type_, "__name__", None)
+        return f"must be {'an object' if attrs.has(type_) else name or 'valid'}"
+    return "is invalid"
+
+
+def join_problems(problems: list[str]) -> str:
+    """At most MAX_PROBLEMS problems, each bounded, and how many more there were."""
+    shown = "; ".join(bounded(p, PROBLEM_CHARS) for p in problems[:MAX_PROBLEMS])
+    more = len(problems) - MAX_PROBLEMS
+    return f"{shown}; and {more:,} more" if more > 0 else shown
+
+
+def strict_sequences(converter: cattrs.Converter) -> None:
+    """Make `converter` refuse anything but a JSON array where a sequence is due, in one step."""
+
+    def is_list_like(type_: Any) -> bool:
+        return is_sequence(type_) and getattr(type_, "__origin__", None) is not tuple
+
+    converter.register_structure_hook_factory(is_list_like, lambda t: _array_hook(t, converter))
+
+
+def strict_lsp_values(converter: cattrs.Converter) -> None:
+    """lsprotocol's converter as strict as tokend's wire types: an object where an object is
+    due (its generated code reads optional fields with `"name" in value`, so a string passed as
+    an object with every field left out), and strings, integers and booleans taken as sent
+    (cattrs would turn 5 into "5", "5" and true into 5). LSP's integers are 32-bit signed."""
+    pairs = converter._structure_func._function_dispatch._handler_pairs  # pinned cattrs 26
+    attrs_factory: tuple[Any, bool] = next(
+        (handler, takes_converter)
+        for predicate, handler, is_generator, takes_converter in pairs
+        if predicate is attrs.has and is_generator
+    )
+
+    def object_factory(cls: type) -> Any:
+        handler, takes_converter = attrs_factory
+        fields = handler(cls, converter) if takes_converter else handler(cls)
+
+        def structure_object(value: Any, type_: Any) -> Any:
+            if not isinstance(value, dict):
+                raise WireValueError(f"must be an object, not {json_type(value)}")
+            return fields(value, type_)
+
+        return structure_object
+
+    converter.register_structure_hook_factory(attrs.has, object_factory)
+    converter.register_structure_hook(str, _lsp_str)
+    converter.register_structure_hook(int, _lsp_int)
+    converter.register_structure_hook(bool, _lsp_bool)
+
+
+def _lsp_str(value: Any, _type: Any) -> str:
+    if not isinstance(value, str):
+        raise WireValueError(f"must be a string, not {json_type(value)}")
+    return value
+
+
+def _lsp_int(value: Any, _type: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise WireValueError(f"must be an integer, not {json_type(value)}")
+    if not -(2**31) <= value < 2**31:
+        raise WireValueError(f"must be a 32-bit integer, not {excerpt(value)}")
+    return value
+
+
+def _lsp_bool(value: Any, _type: Any) -> bool:
+    if not isinstance(value, bool):
+        raise WireValueError(f"must be true or false, not {json_type(value)}")
+    return value
+
+
+def _array_hook(type_: Any, converter: cattrs.Converter) -> Any:
+    args = getattr(type_, "__args__", None)
+    elem_type = args[0] if args else Any
+    handler = None if elem_type is Any else converter.get_structure_hook(elem_type)
+
+    def structure_array(value: Any, _type: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise WireValueError(f"must be an array, not {json_type(value)}")
+        if handler is None:
+            return list(value)
+        return _items(value, handler, elem_type, type_)
+
+    return structure_array
+
+
+def _items(value: Iterable[Any], handler: Any, elem_type: Any, type_: Any) -> list[Any]:
+    """Each item structured; the first bad one is the error (an array of 100,000 bad items
+    costs one exception, not 100,000)."""
+    items = []
+    for index, item in enumerate(value):
+        try:
+            items.append(handler(item, elem_type))
+        except Exception as exc:
+            note = IterableValidationNote(f"Structuring @ index {index}", index, elem_type)
+            exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+            raise IterableValidationError("an array item does not fit", [exc], type_) from None
+    return items
+
+
+def untrusted_problem(params: Any, max_depth: int = MAX_PARAMS_DEPTH) -> str | None:
+    """What params hold that tokend must refuse (see the module docstring), or None. One
+    iterative walk: a value too deep for recursion is measured without recursing."""
+    if not isinstance(params, dict | list):
+        return _leaf_problem(params, ("params",))
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(params, 1, ("params",))]
+    while stack:
+        item, depth, path = stack.pop()
+        if depth > max_depth:
+            return f"invalid params: nested more than {max_depth} levels deep"
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in pairs:
+            if isinstance(key, str) and not key.isascii() and _LONE_SURROGATE.search(key):
+                return _leaf_problem(key, path)
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1, (path, key)))
+            elif isinstance(child, str | float) and (problem := _leaf_problem(child, (path, key))):
+                return problem
+    return None
+
+
+def _leaf_problem(value: Any, path: tuple[Any, ...]) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        shown = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return (
+            f"invalid params: {_path_text(path)} is {shown}: JSON numbers are finite "
+            "(RFC 8259); send null or a string instead"
+        )
+    if isinstance(value, str) and not value.isascii() and (found := _LONE_SURROGATE.search(value)):
+        return (
+            f"invalid params: {_path_text(path)} holds a lone UTF-16 surrogate "
+            f"(\\u{ord(found.group()):04x} at character {found.start():,}): strings must be "
+            "valid Unicode; escape a pair (\\ud83d\\ude00) or send the character itself"
+        )
+    return None
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    """("params", "a"), 0) as `a[0]` (keys cut to excerpts)."""
+    keys: list[Any] = []
+    while len(path) == 2:
+        path, key = path
+        keys.append(key)
+    text = ""
+    for key in reversed(keys):
+        if isinstance(key, int):
+            text += f"[{key}]"
+        elif _NAME.fullmatch(key):
+            text += f".{key}" if text else key
+        else:
+            text += f"[{excerpt(key, 40)}]"
+    return text or "params"

@@ -1,0 +1,61 @@
+"""A released workspace leaves nothing of itself behind: its index, tags and threads are gone
+(found: every opened workspace was kept, with its watches and threads, for the daemon's life)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import tokend.service.workspace  # noqa: F401 - installs the session refresh, as the daemon does
+from tokend.service.checkpoints import checkpoints_of
+from tokend.service.factory import build_service
+from tokend.service.service import TokendService
+from tokend.service.shutdown import finish_stop
+from tokend.service.workspace.closing import WorkspaceUser
+from tokend.service.workspace.registry import workspaces_of
+
+
+@pytest.fixture
+def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TokendService]:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    service = build_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
+    yield service
+    finish_stop(service)
+
+
+def _tree(root: Path) -> Path:
+    for i in range(60):
+        folder = root / f"pkg{i % 4}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"m{i}.py").write_text(f"def f_{i}():\n    return g_{i % 7}()\n")
+    return root
+
+
+def test_the_last_user_leaving_frees_the_index_and_ends_its_threads(
+    service: TokendService, tmp_path: Path
+) -> None:
+    workspaces = workspaces_of(service)
+    checkpoints_of(service)  # the checkpointer walks it too, as in the daemon
+    root = _tree(tmp_path / "tree")
+    first, second = WorkspaceUser("a"), WorkspaceUser("b")
+    index = workspaces.open(root.as_uri(), user=first)
+    assert workspaces.open(root.as_uri(), user=second) is index
+    assert index.tags.ready.wait(30)
+    held = weakref.ref(index)
+    del index
+
+    workspaces.let_go(first)
+    assert workspaces.get(root.as_uri()) is held(), "released while a user was left"
+    workspaces.let_go(second)
+    assert workspaces.get(root.as_uri()) is None
+    for reaper in [t for t in threading.enumerate() if t.name == "tokend-release"]:
+        reaper.join(10)
+    gc.collect()
+    assert held() is None, [type(r).__name__ for r in gc.get_referrers(held())]
+    names = {t.name.split("_")[0] for t in threading.enumerate()}
+    assert not names & {"tokend-index", "tokend-watch", "tokend-batch-hooks", "tokend-poll"}
