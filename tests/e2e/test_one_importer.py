@@ -157,3 +157,44 @@ def _is_json(line: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+async def _follow_with_pauses(tail: TranscriptTail, path: Path, lines: list[str]) -> None:
+    """The agent pauses after every few records (a model thinking for more than the follower's
+    quiet time), so replies are imported before they end and grow afterwards."""
+    for start in range(0, len(lines), 7):
+        with path.open("a") as stream:
+            stream.write("".join(line + "\n" for line in lines[start : start + 7]))
+        await tail.sync(quiet=True)
+
+
+def test_a_reply_imported_before_it_ended_keeps_its_tool_calls_and_results(tmp_path):
+    """A block that reaches a reply after its tool results were imported is still appended
+    before the results that answer it (main refused those results: no toolCall made them)."""
+    lines = _lines(NAMES[2])
+    calls: set[str] = set()
+    results: set[str] = set()
+    for line in lines:
+        record = json.loads(line)
+        if record.get("isSidechain") is True or record.get("type") not in ("user", "assistant"):
+            continue
+        content = record["message"].get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "tool_use":
+                calls.add(block["id"])
+            elif block.get("type") == "tool_result":
+                results.add(block["tool_use_id"])
+    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    path = tmp_path / "session.jsonl"
+    path.write_text("")
+    tail = TranscriptTail(service, "claude-code", path)
+    try:
+        asyncio.run(_follow_with_pauses(tail, path, lines))
+        assert tail.error is None and tail.session_id is not None
+        assert tail.importer.refused == 0
+        stored = [p for m in service.store.load_all_messages(tail.session_id) for p in m.parts]
+    finally:
+        service.close()
+    kinds = [(type(sp.part).__name__, getattr(sp.part, "call_id", None)) for sp in stored]
+    assert {c for k, c in kinds if k == "ToolCallPart"} == calls
+    assert {c for k, c in kinds if k == "ToolResultPart"} == results

@@ -42,7 +42,9 @@ Agent = Literal["claude-code", "codex"]
 AGENTS: tuple[Agent, ...] = ("claude-code", "codex")
 CURSOR_KEY = "transcript"
 """Session extra key of the import cursor: {source (the agent), sessionId (the agent's), path,
-records (complete JSON records read), lastUuid, lastParts}."""
+records (complete JSON records read), lastUuid, lastParts (the last message imported, how many
+of its parts), replyUuid, replyParts (the same of the last assistant message: a response
+imported before it ended can still grow)}."""
 CLAUDE_CODE_WINDOW = 200_000  # Claude Code runs Claude at the standard window unless "[1m]"
 PLACEHOLDER = "(compacted by the agent: the transcript holds no summary)"
 
@@ -136,14 +138,20 @@ class TranscriptImporter:
                 return  # no provider call yet: the session's model is not known
             self.session_id = self._create_session(origin, first_call.model)
             self.created, cursor = True, {}
-        resume = resume_after(events, cursor.get("lastUuid"), cursor.get("lastParts"))
+        last_uuid, last_parts = cursor.get("lastUuid"), cursor.get("lastParts")
+        reply = (
+            (cursor.get("replyUuid"), cursor.get("replyParts"))
+            if "replyUuid" in cursor
+            else (last_uuid, last_parts)  # a cursor written before replyUuid was kept
+        )
+        resume = resume_after(events, last_uuid, last_parts, reply)
         if resume is None:
             raise InvalidParams(
                 f"{self.path} no longer holds the last message imported into session "
                 f"{self.session_id}: the transcript was rewritten. Delete that session "
                 f"(`tokend sessions delete {self.session_id}`) and import or follow it again"
             )
-        written = _Cursor(cursor.get("lastUuid"), cursor.get("lastParts"))
+        written = _Cursor(last_uuid, last_parts, *reply)
         try:
             if resume.continuation is not None:
                 await self._append_message(resume.continuation, None, written, grown=True)
@@ -159,6 +167,8 @@ class TranscriptImporter:
                         "records": len(records),
                         "lastUuid": written.uuid,
                         "lastParts": written.parts,
+                        "replyUuid": written.reply_uuid,
+                        "replyParts": written.reply_parts,
                     }
                 },
             )
@@ -218,6 +228,7 @@ class TranscriptImporter:
                     self.compactions += 1
                     if event.compact_summary:
                         written.uuid, written.parts = event.uuid or written.uuid, None
+                        written.reply_uuid = written.reply_parts = None
                         continue
                 call = pending if event.role == "assistant" else None
                 await self._append_message(event, call, written)
@@ -249,15 +260,24 @@ class TranscriptImporter:
                 raise
             self.refused += 1
             log.warning("importing %s: skipped a %s message: %s", self.path, message.role, exc)
-        if message.uuid:
-            previous = written.parts if grown and written.uuid == message.uuid else 0
-            written.uuid, written.parts = message.uuid, (previous or 0) + len(message.parts)
+        if not message.uuid:
+            return
+        if grown:  # more blocks of the last reply: the cursor's last message stays where it is
+            written.reply_parts = (written.reply_parts or 0) + len(message.parts)
+            if written.uuid == message.uuid:
+                written.parts = written.reply_parts
+            return
+        written.uuid, written.parts = message.uuid, len(message.parts)
+        if message.role == "assistant":
+            written.reply_uuid, written.reply_parts = message.uuid, len(message.parts)
 
 
 @dataclass
 class _Cursor:
     uuid: str | None  # the last message imported (its first record's uuid)
     parts: int | None  # how many of its parts were imported (None: all)
+    reply_uuid: str | None = None  # the last assistant message imported
+    reply_parts: int | None = None  # how many of its parts were imported
 
 
 def _text_of(message: TranscriptMessage) -> str:
