@@ -1,4 +1,5 @@
-# tokend: make run (the daemon on this folder), make test (everything CI runs), make bench, make lint.
+# tokend: make run (the daemon on this folder), make lint (ruff, layer contracts, mypy strict),
+# make test (the test suite), make bench. CI (.ci/run) runs make lint, then make test.
 VENV := .venv
 BIN := $(VENV)/bin
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import logging
+import random
 import sys
 import sysconfig
 from pathlib import Path
@@ -27,7 +28,6 @@ from tokend.core.types import ContentClass
 
 SERVER = Path(__file__).resolve().parents[2] / "server" / "tokend"
 PURELIB = Path(sysconfig.get_paths()["purelib"])
-CJK_DIR = Path(sysconfig.get_paths()["stdlib"]) / "test" / "cjkencodings"
 
 texts = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=400)
 classes = st.sampled_from(list(ContentClass))
@@ -96,29 +96,70 @@ def test_classifies_this_projects_python_as_code() -> None:
     assert labels.count(ContentClass.CODE) >= 0.9 * len(labels)
 
 
+def installed(pattern: str, smallest: int, largest: int) -> list[Path]:
+    """Files of the virtualenv `make bootstrap` builds from the pinned lock (at least 3: fewer
+    FAILS, never skips, since the classification would then go unchecked)."""
+    found = sorted(p for p in PURELIB.rglob(pattern) if smallest < p.stat().st_size < largest)
+    if len(found) < 3:
+        pytest.fail(
+            f"only {len(found)} {pattern} files of {smallest:,}..{largest:,} bytes are installed "
+            f"under {PURELIB}; the pinned lock brings dozens (run `make bootstrap`)"
+        )
+    return found[:30]
+
+
 def test_classifies_installed_markdown_as_prose() -> None:
-    candidates = sorted(p for p in PURELIB.rglob("*.md") if 2000 < p.stat().st_size < 200_000)
-    if len(candidates) < 3:
-        pytest.skip("fewer than 3 markdown files installed")
-    labels = [classify(p.read_text(encoding="utf-8", errors="replace")) for p in candidates[:30]]
+    files = installed("*.md", 2000, 200_000)
+    labels = [classify(p.read_text(encoding="utf-8", errors="replace")) for p in files]
     assert labels.count(ContentClass.PROSE) >= 0.7 * len(labels)
 
 
 def test_classifies_installed_json_as_json() -> None:
-    candidates = sorted(p for p in PURELIB.rglob("*.json") if 500 < p.stat().st_size < 2_000_000)
-    if not candidates:
-        pytest.skip("no json file installed")
-    labels = [classify(p.read_text(encoding="utf-8", errors="replace")) for p in candidates[:30]]
+    files = installed("*.json", 500, 2_000_000)
+    labels = [classify(p.read_text(encoding="utf-8", errors="replace")) for p in files]
     assert labels.count(ContentClass.JSON) >= 0.8 * len(labels)
 
 
-def test_classifies_cjk_text_as_cjk() -> None:
-    files = sorted(CJK_DIR.glob("*-utf8.txt"))
-    if not files:
-        pytest.skip("this interpreter ships no test/cjkencodings")
-    assert {classify(p.read_text(encoding="utf-8")) for p in files if p.stat().st_size > 100} == {
-        ContentClass.CJK
-    }
+def cjk_text(codec: str, lead: range, trail: range, ascii_words: int, seed: int) -> str:
+    """Text in the shape of the interpreter's test/cjkencodings samples (which a distribution's
+    Python may leave out): sentences of characters the `codec` (which CPython always ships)
+    decodes from the `lead` x `trail` double-byte table, with `ascii_words` ASCII names and
+    figures in each line. Those samples are 7% to 56% ASCII; 1 word makes ~17%, 6 ~50%."""
+    chars = []
+    for hi in lead:
+        for lo in trail:
+            try:
+                chars.append(bytes((hi, lo)).decode(codec))
+            except UnicodeDecodeError:
+                continue
+    rng = random.Random(seed)
+    words = ["Python", "API", "3.11", "tokend", "UTF-8", "(2024)", "JSON"]
+    lines = []
+    for _ in range(40):
+        clauses = ["".join(rng.choices(chars, k=rng.randint(6, 18))) for _ in range(3)]
+        latin = " ".join(rng.choices(words, k=ascii_words))
+        lines.append(f"{clauses[0]} {latin} {clauses[1]}，{clauses[2]}。")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("codec", "lead", "trail"),
+    [
+        ("gb2312", range(0xB0, 0xD8), range(0xA1, 0xFF)),  # Chinese: the level-1 hanzi
+        ("shift_jis", range(0x88, 0x99), range(0x40, 0xFD)),  # Japanese: JIS level-1 kanji
+        ("shift_jis", range(0x82, 0x83), range(0x9F, 0xF2)),  # Japanese: hiragana
+        ("euc_kr", range(0xB0, 0xC9), range(0xA1, 0xFF)),  # Korean: the KS X 1001 hangul
+    ],
+    ids=["hanzi", "kanji", "hiragana", "hangul"],
+)
+@pytest.mark.parametrize("ascii_words", [1, 6])
+def test_classifies_cjk_text_as_cjk(
+    codec: str, lead: range, trail: range, ascii_words: int
+) -> None:
+    text = cjk_text(codec, lead, trail, ascii_words, seed=lead.start)
+    ascii_share = len(text.encode("ascii", "ignore")) / len(text)
+    assert 0.07 <= ascii_share <= 0.56  # as mixed as the interpreter's samples, not pure CJK
+    assert classify(text) == ContentClass.CJK
 
 
 def test_classifies_logging_output_as_log() -> None:

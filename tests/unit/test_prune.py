@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.prune import PruneConfig, is_user_turn, plan_prune
+from tokend.core.prune import PruneConfig, plan_prune
 from tokend.core.types import (
     CompactionPart,
     Message,
+    Role,
     StoredPart,
     TextPart,
     ToolCallPart,
@@ -84,6 +87,25 @@ def test_fewer_than_two_user_turns_prunes_nothing():
     assert plan.skipped_reason is not None and "two user turns" in plan.skipped_reason
 
 
+@pytest.mark.parametrize("carrier", ["tool", "user"])
+def test_results_sent_in_their_own_message_do_not_start_a_user_turn(carrier: Role):
+    """Claude Code stores results in "tool" messages; the Anthropic API sends them in a user
+    message. Neither is a user turn, so the last two user turns stay whole."""
+
+    def call_then_result(mid: str) -> list[Message]:
+        call = StoredPart(f"{mid}.c", ToolCallPart(mid, "read", {}), 5)
+        result = StoredPart(f"{mid}.r", ToolResultPart(mid, "read", "output"), 200)
+        return [Message(f"{mid}.a", "s1", "assistant", (call,), T0),
+                Message(mid, "s1", carrier, (result,), T0)]  # fmt: skip
+
+    history = session(
+        [*call_then_result("a"), *call_then_result("b")],
+        [*call_then_result("c"), *call_then_result("d")],  # the older of the last two turns
+        [],
+    )
+    assert plan_prune(history, SMALL).part_ids == ("a.r", "b.r")
+
+
 def test_default_config_is_opencodes_constants():
     history = session([step(f"s{i}", 10_000) for i in range(10)], [], [])
     plan = plan_prune(history)
@@ -95,15 +117,40 @@ def test_default_config_is_opencodes_constants():
 
 
 def protected_ids(history: list[Message]) -> set[str]:
-    """Part ids in the last two user turns (the newest two user turns and all after)."""
-    turns = [i for i, m in enumerate(history) if is_user_turn(m)]
-    start = turns[-2] if len(turns) >= 2 else 0
+    """Part ids in the last two user turns, the rule as protocol.md states it, written here from
+    the roles and part kinds (not with core.prune's helpers, the code under test): a user turn
+    starts at a message the user typed (role "user", not a summary, no "toolResult" part) and
+    runs to the next one. With fewer than two user turns everything is recent."""
+    starts = [
+        i
+        for i, m in enumerate(history)
+        if m.role == "user" and not m.summary and all(p.part.kind != "toolResult" for p in m.parts)
+    ]
+    start = starts[-2] if len(starts) >= 2 else 0
     return {p.id for m in history[start:] for p in m.parts}
+
+
+@st.composite
+def any_client_histories(draw: st.DrawFn) -> list[Message]:
+    """histories() with tool results sent as OpenCode/Claude Code do ("tool" messages) or, as
+    the Anthropic API and Claude Code transcripts do, in a user message (sometimes with a
+    reminder text beside them): such a user message is not a user turn."""
+    history = draw(histories(max_turns=8))
+    shaped: list[Message] = []
+    for m in history:
+        shape = draw(st.sampled_from(["tool", "user", "user+text"])) if m.role == "tool" else ""
+        if shape == "user":
+            m = replace(m, role="user")
+        elif shape == "user+text":
+            note = StoredPart(f"{m.id}.note", TextPart("<system-reminder>"), 3)
+            m = replace(m, role="user", parts=(*m.parts, note))
+        shaped.append(m)
+    return shaped
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    history=histories(max_turns=8),
+    history=any_client_histories(),
     protect=st.integers(0, 6_000),
     minimum=st.integers(0, 6_000),
 )

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import session_file
 from tokend.core.transcript import (
     CompactionBoundary,
     ProviderCall,
@@ -16,16 +16,10 @@ from tokend.core.transcript import (
 )
 from tokend.core.types import ReasoningPart, TextPart, ToolCallPart, ToolResultPart, Usage
 
-SESSIONS_DIR = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "data" / "claude-code-sessions"
-)
-
 
 def _session(name: str) -> list[str]:
-    path = SESSIONS_DIR / name
-    if not path.is_file():
-        pytest.skip(f"real Claude Code sessions not found at {path} (shared data folder absent)")
-    return path.read_text(encoding="utf-8").splitlines()
+    """The lines of a shared recorded session (a missing one FAILS the test, never skips)."""
+    return session_file(name).read_text(encoding="utf-8").splitlines()
 
 
 def _messages(events: list) -> list[TranscriptMessage]:
