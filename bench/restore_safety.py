@@ -147,7 +147,7 @@ def run() -> str:
     now = measure(None)
     with baseline_tree(BEFORE_TRUST_REV) as tree:
         today = measure(tree) if tree is not None else None
-    lines = ["## Restore safety (swapped symlinks, modes, kill -9 midway)", ""]
+    lines = ["### Restore safety (swapped symlinks, modes, kill -9 midway)", ""]
     if today is None:
         lines.append(f"Today's daemon ({BEFORE_TRUST_REV}) is not in this clone: not compared.")
         return "\n".join(lines) + "\n"
