@@ -82,8 +82,10 @@ class TagParser:
             return FileTags(error=loaded)
         grammar, query = loaded
         try:
+            import tree_sitter
+
             tree = self._parser(language, grammar).parse(source)
-            captures = _captures(query, tree.root_node)
+            captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
         except Exception as exc:
             return FileTags(error=f"{language} parse failed: {exc}")
         lines = source.split(b"\n")
@@ -104,26 +106,3 @@ class TagParser:
             references[node.text.decode("utf-8", "replace")] += 1
         ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
         return FileTags(ordered, dict(sorted(references.items())))
-
-
-CAPTURE_BYTES = 256 << 10  # a node holding more source is queried a level at a time
-
-
-def _captures(query: Any, node: Any) -> dict[str, list[Any]]:
-    """The query's captures under `node`, no call over more than CAPTURE_BYTES of source.
-
-    tree-sitter runs a query without letting other threads in: over an 8 MB buffer one call
-    held the event loop for 0.35 s. A match belongs to the node its pattern starts at, so a
-    big node gives the matches starting at it alone (max start depth 0), then its children
-    are queried the same way: the same captures, each call bounded."""
-    import tree_sitter
-
-    if node.end_byte - node.start_byte <= CAPTURE_BYTES:
-        return dict(tree_sitter.QueryCursor(query).captures(node))
-    cursor = tree_sitter.QueryCursor(query)
-    cursor.set_max_start_depth(0)
-    found: dict[str, list[Any]] = {k: list(v) for k, v in cursor.captures(node).items()}
-    for child in node.children:
-        for name, nodes in _captures(query, child).items():
-            found.setdefault(name, []).extend(nodes)
-    return found
