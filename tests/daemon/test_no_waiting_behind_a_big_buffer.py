@@ -73,7 +73,22 @@ def _drain(client: LspClient) -> None:
             return
 
 
-def test_another_connection_is_answered_while_an_8_mb_buffer_is_tagged(
+def _answered_meanwhile(agent: LspClient, editor: LspClient, rel: str) -> list[float]:
+    """The agent's `budget/snapshot` round trips (seconds), back to back until the editor has
+    the figures of `rel` and 20 were answered."""
+    session = agent.request("session/create", {"model": "gpt-4o"})["result"]["sessionId"]
+    waits: list[float] = []
+    deadline = time.monotonic() + 180
+    while (len(waits) < 20 or not _figures_of(editor, rel)) and time.monotonic() < deadline:
+        started = time.monotonic()
+        reply = agent.request("budget/snapshot", {"sessionId": session}, timeout=180)
+        waits.append(time.monotonic() - started)
+        assert reply["result"]["sessionId"] == session
+        _drain(editor)
+    return waits
+
+
+def test_another_connection_is_answered_while_an_8_mb_buffer_is_taken(
     daemons: Daemons, tmp_path: Path
 ) -> None:
     daemons.serve()
@@ -81,37 +96,54 @@ def test_another_connection_is_answered_while_an_8_mb_buffer_is_tagged(
     editor = _editor(tmp_path)
     agent = LspClient.unix(paths.socket_path())
     assert "result" in agent.initialize("agent")
-    session = agent.request("session/create", {"model": "gpt-4o"})["result"]["sessionId"]
     text = _big_python(8)
     uri = (tmp_path / "big.py").as_uri()
     doc = {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}
     editor.notify("textDocument/didOpen", {"textDocument": doc})
-    editor.notify(
-        "textDocument/didChange",
-        {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text}]},
-    )
-    sent = time.monotonic()
-    waits = []
-    for _ in range(5):
-        started = time.monotonic()
-        reply = agent.request("budget/snapshot", {"sessionId": session}, timeout=120)
-        waits.append(time.monotonic() - started)
-        assert reply["result"]["sessionId"] == session
-    # The editor's own next request is answered after its didChange was handled on the loop.
-    assert "result" in editor.request("daemon/status", timeout=120)
-    _drain(editor)
-    # Outcome: the agent was answered before the big buffer's figures were made (on the
-    # loop, they were sent before anyone else was served).
-    assert _figures_of(editor, "big.py") == [], f"agent waited {max(waits):.3f} s"
-    deadline = time.monotonic() + 120
-    while not _figures_of(editor, "big.py") and time.monotonic() < deadline:
-        editor.notifications.append(editor.read_message(timeout=120))
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text}]}
+    editor.notify("textDocument/didChange", change)
+    waits = _answered_meanwhile(agent, editor, "big.py")
     [figure] = _figures_of(editor, "big.py")
     assert figure["dirty"] is True and figure["bytes"] == len(text.encode())
-    tagged = time.monotonic() - sent
-    print(
-        f"agent's longest wait {max(waits) * 1000:.1f} ms; the buffer's figures in {tagged:.1f} s"
-    )
+    print(f"{len(waits)} snapshots, longest {max(waits) * 1000:.1f} ms")
+    # Outcome: the agent is answered while the buffer is taken (20 times the issue's 50 ms
+    # goal, not a tight bound: on the loop, its first request waited for the tags, 2-3 s).
+    assert max(waits) < 1.0
+    editor.close()
+    agent.close()
+
+
+def test_no_wait_is_as_long_as_the_work_of_a_big_buffer_in_a_session(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """The fuzz's case: 8 MB of words on one line, in a file of a session's window (its
+    figures and the session's count are redone). Found besides: tree-sitter took 7 s over
+    such a buffer and held the loop for most of it (a buffer over the files' size limit is
+    now, like such a file, not read for the repo map); and after a big message the daemon
+    gave freed memory back (malloc_trim) on the loop, which took 6.9 s beside a thread busy
+    allocating (now off the loop)."""
+    daemons.serve()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    editor = _editor(tmp_path)
+    params = {"model": "gpt-4o", "workspaceUri": tmp_path.as_uri()}
+    listed = editor.request("session/create", params)["result"]["sessionId"]
+    assert "result" in editor.request("files/add", {"sessionId": listed, "paths": ["a.py"]})
+    agent = LspClient.unix(paths.socket_path())
+    assert "result" in agent.initialize("agent")
+    words = b"the quick brown fox jumps over the lazy dog 0123456789 "
+    text = (words * ((8 << 20) // len(words) + 1))[: 8 << 20].decode()
+    uri = (tmp_path / "a.py").as_uri()
+    doc = {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}
+    editor.notify("textDocument/didOpen", {"textDocument": doc})
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text}]}
+    editor.notify("textDocument/didChange", change)
+    waits = _answered_meanwhile(agent, editor, "a.py")
+    [figure] = _figures_of(editor, "a.py")
+    assert figure["dirty"] is True and figure["bytes"] == len(text.encode())
+    print(f"{len(waits)} snapshots, longest {max(waits) * 1000:.1f} ms")
+    # Outcome: the agent is answered while the buffer is worked on (20 times the issue's 50 ms
+    # goal, not a tight bound: on the loop, its first request waited 7 s or more).
+    assert max(waits) < 1.0
     editor.close()
     agent.close()
 

@@ -55,7 +55,7 @@ class WorkspaceIndex:
         self.max_bytes = DEFAULT_MAX_FILE_BYTES
         self.rules = IgnoreRules(root, own)
         self.stopping = threading.Event()  # set by close(): every loop here gives up
-        self.tags = WorkspaceTags(root, cache, self._overlay, self.stopping)
+        self.tags = WorkspaceTags(root, cache, self._overlay, self.stopping, self.max_bytes)
         self.ready = threading.Event()
         self._lock = threading.RLock()
         self._entries: dict[str, FileEntry] = {}
