@@ -32,12 +32,13 @@ class BufferQueue:
         self._latest: dict[str, str | None] = {}  # path -> latest text, not yet taken
         self._pending: dict[str, Future[None]] = {}  # path -> the job that will apply it
         self._worker: ThreadPoolExecutor | None = None
+        self._closed = False
 
     def put(self, rel: str, text: str | None) -> None:
         """The latest text of `rel`'s buffer (None: closed or saved). Cheap: call it on the
         loop. A job already queued for `rel` takes this text; otherwise one is queued."""
         with self._lock:
-            if self._stopping.is_set():
+            if self._closed or self._stopping.is_set():
                 return
             queued = rel in self._latest
             self._latest[rel] = text
@@ -58,7 +59,7 @@ class BufferQueue:
     def _run(self, rel: str) -> None:
         with self._lock:
             text = self._latest.pop(rel, _UNSET)
-        if text is _UNSET or self._stopping.is_set():
+        if text is _UNSET or self._closed or self._stopping.is_set():
             return
         try:
             self._apply(rel, text)  # type: ignore[arg-type]
@@ -92,6 +93,7 @@ class BufferQueue:
         """Drop what is queued; the job being run ends on its own (it checks `stopping`)."""
         with self._lock:
             worker, self._worker = self._worker, None
+            self._closed = True
             self._latest.clear()
         if worker is not None:
             worker.shutdown(wait=False, cancel_futures=True)
