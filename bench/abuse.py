@@ -193,16 +193,9 @@ def _one_daemon(tree: Path) -> dict[str, Any]:
     procs = _Processes(base, env)
     sock = base / "run" / "tokend" / "daemon.sock"
     try:
-        daemon = procs.tokend(
-            "serve", "--listen", f"unix:{sock}", "--listen", "tcp:127.0.0.1:0",
-            "--idle-timeout", "0",
-        )  # fmt: skip
-        log = procs.log_path(0, "serve")
-        deadline = time.monotonic() + 30
-        while "tokend: ready" not in (text := log.read_text(errors="replace")):
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"tokend serve did not start: {text}")
-            time.sleep(0.02)
+        daemon, text = procs.serve(
+            "--listen", f"unix:{sock}", "--listen", "tcp:127.0.0.1:0", "--idle-timeout", "0"
+        )
         port = text.split("tcp:127.0.0.1:")[1].split()[0].rstrip(",")
         good = _unix_client(sock, "good")
         session_id = good.request("session/create", {"model": "gpt-4o"})["sessionId"]

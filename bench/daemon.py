@@ -161,14 +161,19 @@ class _Processes:
 
     def daemon(self, sock: Path) -> subprocess.Popen[bytes]:
         """`tokend serve` on `sock`, once it says it is ready."""
-        proc = self.tokend("serve", "--listen", f"unix:{sock}", "--idle-timeout", "300")
+        return self.serve("--listen", f"unix:{sock}", "--idle-timeout", "300")[0]
+
+    def serve(self, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+        """`tokend serve ARGS`, once it says it is ready; with what it had logged by then
+        (the addresses it listens on)."""
+        proc = self.tokend("serve", *args)
         log = self.log_path(len(self.started) - 1, "serve")
         deadline = time.monotonic() + 30
-        while "tokend: ready" not in log.read_text(errors="replace"):
+        while "tokend: ready" not in (text := log.read_text(errors="replace")):
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"tokend serve did not start: {log.read_text()}")
+                raise RuntimeError(f"tokend serve did not start: {text}")
             time.sleep(0.02)
-        return proc
+        return proc, text
 
     def stop_all(self) -> None:
         for proc in self.started:

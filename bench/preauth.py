@@ -73,14 +73,9 @@ def pre_auth_daemon(server_dir: Path) -> dict[str, Any]:
     sock = base / "run" / "tokend" / "daemon.sock"
     intruders: list[subprocess.Popen[str]] = []
     try:
-        daemon = procs.tokend("serve", "--listen", f"unix:{sock}", "--listen", "tcp:127.0.0.1:0",
-                              "--idle-timeout", "0")  # fmt: skip
-        log = procs.log_path(0, "serve")
-        deadline = time.monotonic() + 30
-        while "tokend: ready" not in (text := log.read_text(errors="replace")):
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"tokend serve did not start: {text}")
-            time.sleep(0.02)
+        daemon, text = procs.serve(
+            "--listen", f"unix:{sock}", "--listen", "tcp:127.0.0.1:0", "--idle-timeout", "0"
+        )
         port = int(text.split("tcp:127.0.0.1:")[1].split()[0].rstrip(","))
         token = (base / "run" / "tokend" / "token").read_text().strip()
         good = _tcp_client(port, token)

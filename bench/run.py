@@ -40,6 +40,7 @@ SECTIONS = [
     "restore_safety",
     "stop",
     "fuzz",
+    "append_order",
 ]
 
 

@@ -48,3 +48,28 @@ def test_the_cli_lists_turns_and_rewinds_them(agent: Agent, tmp_path: Path):
     assert run_rewind(parse("rewind", agent.sid, first, url=url), out) == 0
     assert "create      notes.md (moved back from docs/notes.md)" in out.getvalue()
     assert tree(agent.root) == original
+
+
+def test_the_cli_never_offers_force_for_a_path_through_a_symlink(agent: Agent, tmp_path: Path):
+    url = f"sqlite:///{tmp_path}/tokend.sqlite3"
+    first, _, _ = two_turns(agent)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (agent.root / "src").rename(agent.root / "src.bak")
+    (agent.root / "src").symlink_to(outside, target_is_directory=True)
+    # only the paths under src/ pass through the link; the rest is restored as usual
+    (agent.root / "config.toml").write_bytes(b"changed by the user\n")
+
+    out = io.StringIO()
+    assert run_rewind(parse("rewind", agent.sid, first, url=url), out) == 1
+    said = out.getvalue()
+    # src/app.py is kept as changed on disk (--force helps there), src/util.py for the link
+    assert "1 path through a symlink not written" in said, said
+    assert "--force overwrites the kept files" in said
+    assert list(outside.iterdir()) == []  # nothing written through the link
+
+    out = io.StringIO()
+    assert run_rewind(parse("rewind", agent.sid, first, "--force", url=url), out) == 1
+    said = out.getvalue()
+    assert "overwrites" not in said and "2 paths through a symlink not written" in said, said
+    assert list(outside.iterdir()) == []

@@ -4,10 +4,16 @@ bytes on disk the test itself read before each turn."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.checkpoints.conftest import Agent
+from tokend.service import checkpoint_views
 from tokend.service.checkpoint_views import list_turns, restore, turn_diff
 
 
@@ -141,3 +147,68 @@ def test_a_save_reads_only_the_saved_file_not_its_folder(agent: Agent):
     agent.tool("Edit", lambda: (root / "notes.md").write_text("# Notes\n\nchanged\n"), "notes.md")
     agent.tool("Edit", lambda: (root / "src" / "app.py").write_text("x = 3\n"), "src/app.py")
     assert sorted(set(read)) == ["notes.md", "src/app.py"]
+
+
+def test_a_rewind_cancelled_while_its_files_are_written_finishes_code_and_conversation(
+    agent: Agent, monkeypatch: pytest.MonkeyPatch
+):
+    """Found: a cancel reaching session/rewind {restore: "both"} while the checkpoints' thread
+    wrote the files answered RequestCancelled with the files restored and the conversation
+    not rewound. Once the files are being written, the rewind runs to its end and answers."""
+    first, _, original = two_turns(agent)
+    entered, release = threading.Event(), threading.Event()
+    real_restore = checkpoint_views.restore
+
+    def held_restore(*args: Any, **kwargs: Any) -> Any:  # held until the cancel was sent
+        entered.set()
+        release.wait(10)
+        return real_restore(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_views, "restore", held_restore)
+
+    async def scenario() -> Any:
+        task = asyncio.ensure_future(
+            checkpoint_views.rewind_both(agent.service, agent.sid, first, None, False)
+        )
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        task.cancel()
+        release.set()
+        return await task
+
+    restored, rewound = asyncio.run(scenario())
+    assert tree(agent.root) == original
+    assert rewound.removed > 0
+    assert agent.service.state(agent.sid).data.messages[-1].id == first
+    assert {s.path for s in restored.steps} >= {"src/app.py", "config.toml"}
+
+
+def test_a_checkpoint_restore_cancelled_while_its_files_are_written_answers_its_result(
+    agent: Agent, monkeypatch: pytest.MonkeyPatch
+):
+    """checkpoint/restore (and a "code" rewind) goes through restore_code: cancelled once its
+    thread writes the files, it finishes and returns what it restored."""
+    first, _, original = two_turns(agent)
+    entered, release = threading.Event(), threading.Event()
+    real_restore = checkpoint_views.restore
+
+    def held_restore(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return real_restore(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_views, "restore", held_restore)
+
+    async def scenario() -> Any:
+        task = asyncio.ensure_future(
+            checkpoint_views.restore_code(agent.service, agent.sid, first, False, False)
+        )
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        task.cancel()
+        release.set()
+        return await task
+
+    restored = asyncio.run(scenario())
+    assert tree(agent.root) == original
+    assert {s.path for s in restored.steps} >= {"src/app.py", "config.toml"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 
 import pytest
 
@@ -118,4 +119,40 @@ def test_a_session_without_a_workspace_lists_its_files_and_reads_none(tmp_path, 
     assert [(f.included, f.reason) for f in done.files] == [
         (False, "the session has no workspace folder")
     ]
+    service.close()
+
+
+def test_a_handoff_cancelled_while_its_child_is_being_created_completes_the_child(
+    tmp_path, project
+):
+    """Found: a cancel that reached a handoff while the child session was being written left a
+    child without its first message behind a RequestCancelled. Once the child is being created,
+    the handoff finishes it and returns it."""
+    db = tmp_path / "db.sqlite3"
+    service = build_service(None, f"sqlite:///{db}")
+    sid = _session(service, project)
+    entered, release = threading.Event(), threading.Event()
+    create = service.store.create_session
+
+    def slow_create(info):  # the store write, held until the cancel has been sent
+        entered.set()
+        release.wait(10)
+        return create(info)
+
+    service.store.create_session = slow_create  # type: ignore[method-assign]
+
+    async def scenario():
+        task = asyncio.ensure_future(handoff(service, sid, "write the tests for b.py"))
+        while not entered.is_set():
+            await asyncio.sleep(0.005)
+        task.cancel()
+        release.set()
+        return await task
+
+    done = asyncio.run(scenario())
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT count(*) FROM messages WHERE session_id = ?", (done.child.id,)
+        ).fetchone()
+    assert rows == (1,)
     service.close()

@@ -17,6 +17,7 @@ from tokend.commands.rpc_client import DaemonClient
 from tokend.commands.sessions import local_service
 from tokend.lsp.handlers.checkpoints import to_wire_interrupted, to_wire_restored, to_wire_turn
 from tokend.service import restore_journal
+from tokend.service.checkpoint_restore import SYMLINK_NOTE
 from tokend.service.checkpoint_views import list_turns, restore, turn_diff
 from tokend.service.checkpoints import Checkpoints, checkpoints_of
 
@@ -108,6 +109,11 @@ def run_rewind(args: argparse.Namespace, out: TextIO) -> int:
     for path in result["outside"]:
         say(out, f"{'outside':<11} {path}: changed outside the agent's turns, not touched", "dim")
     kept = result["kept"]
-    hint = "; --force overwrites the kept files" if kept and not args.force else ""
+    kept_files = [f for f in result["files"] if f["action"] == "kept"]
+    linked = sum(1 for f in kept_files if SYMLINK_NOTE in (f.get("reason") or ""))
+    hint = "; --force overwrites the kept files" if len(kept_files) > linked else ""
+    hint = "" if args.force else hint
+    if linked:  # --force never helps there: tokend never writes through a symlink
+        hint += f"; {plural(linked, 'path')} through a symlink not written (--force never writes through one)"
     say(out, f"{verb} restore {plural(result['restored'], 'file')}, kept {kept}{hint}")
     return 1 if kept else 0

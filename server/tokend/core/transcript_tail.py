@@ -84,20 +84,26 @@ class Resume:
 
 
 def resume_after(
-    events: Sequence[TranscriptEvent], last_uuid: str | None, last_parts: int | None
+    events: Sequence[TranscriptEvent],
+    last_uuid: str | None,
+    last_parts: int | None,
+    reply: tuple[str | None, int | None] | None = None,
 ) -> Resume | None:
-    """The events after the message `last_uuid` (all of them when None), which had `last_parts`
-    parts when it was imported (None: all it has now). None when no message has that uuid any
-    more: the transcript was rewritten."""
+    """The events after the message `last_uuid` (all of them when None). `reply` is the last
+    assistant message imported and how many parts it had then (None: `last_uuid` with
+    `last_parts`; parts None: all it has now): a response imported before it ended may have
+    gained blocks since, even when tool results were imported after it, and those blocks come
+    first. None when no message has `last_uuid` any more: the transcript was rewritten."""
     if not last_uuid:
         return Resume(None, events)
+    reply_uuid, reply_parts = reply if reply is not None else (last_uuid, last_parts)
+    grown: TranscriptMessage | None = None
     for index, event in enumerate(events):
-        if isinstance(event, TranscriptMessage) and event.uuid == last_uuid:
-            grown = last_parts is not None and len(event.parts) > last_parts
-            continuation = (
-                TranscriptMessage(event.role, event.parts[last_parts:], event.uuid)
-                if grown and last_parts is not None
-                else None
-            )
-            return Resume(continuation, events[index + 1 :])
+        if not isinstance(event, TranscriptMessage):
+            continue
+        if reply_uuid and event.uuid == reply_uuid and reply_parts is not None:
+            if len(event.parts) > reply_parts:
+                grown = TranscriptMessage(event.role, event.parts[reply_parts:], event.uuid)
+        if event.uuid == last_uuid:
+            return Resume(grown, events[index + 1 :])
     return None

@@ -30,6 +30,7 @@ from tokend.service.checkpoint_restore import restore as restore  # names stay a
 from tokend.service.checkpoint_restore import undo
 from tokend.service.checkpoints import Checkpoints, checkpoints_of
 from tokend.service.service import TokendService
+from tokend.service.turns import run_to_end
 
 T = TypeVar("T")
 MAX_COUNTED_BYTES = 1024 * 1024  # +/- lines are counted for states up to this size
@@ -182,9 +183,23 @@ async def rewind_both(
     """session/rewind restore "both": files, then conversation, all or nothing. The conversation
     is checked before any file is written; the journal of the files' restore names the messages
     it takes out and is closed only once they are out, so a restart after a kill in between
-    finishes both (restore_journal)."""
+    finishes both (restore_journal). The files are written on the checkpoints' thread, which a
+    cancel cannot stop: once they are, a cancel is too late and the rewind runs to its end."""
     service.state(session_id)
     ids = history.planned_rewind(service, session_id, to_message_id, if_version)
+    return await run_to_end(
+        _files_then_conversation(service, session_id, to_message_id, if_version, force, ids)
+    )
+
+
+async def _files_then_conversation(
+    service: TokendService,
+    session_id: str,
+    to_message_id: str,
+    if_version: int | None,
+    force: bool,
+    ids: tuple[str, ...],
+) -> tuple[Restored, history.Rewound]:
     checkpoints = checkpoints_of(service)
     restored = await on_checkpoint_thread(
         checkpoints,
@@ -205,9 +220,11 @@ async def restore_code(
     service: TokendService, session_id: str, to_message_id: str, dry_run: bool, force: bool
 ) -> Restored:
     """The code part of a rewind (session/rewind's restore "code" | "both" calls this):
-    see `restore`."""
+    see `restore`. Not a dry run, it writes from its start on the checkpoints' thread: a cancel
+    is too late and the result is returned."""
     service.state(session_id)
     checkpoints = checkpoints_of(service)
-    return await on_checkpoint_thread(
+    work = on_checkpoint_thread(
         checkpoints, lambda: restore(checkpoints, session_id, to_message_id, dry_run, force)
     )
+    return await (work if dry_run else run_to_end(work))

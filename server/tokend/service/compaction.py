@@ -15,7 +15,7 @@ writes nothing. One compaction at a time per session.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -38,6 +38,7 @@ from tokend.service.summarizers import (
     model_narrative,
     write_summary,
 )
+from tokend.service.turns import run_to_end
 
 T = TypeVar("T")
 
@@ -105,7 +106,7 @@ async def compact_async(
                 data = evolve(data, step.change).data
                 if data.used_tokens()[0] < threshold:
                     break
-        actions = await _finish(_apply(service, state, planned))
+        actions = await run_to_end(_apply(service, state, planned))
         snapshot = state.snapshot
         return CompactOutcome(before, snapshot.used_tokens, actions, snapshot)
 
@@ -135,27 +136,6 @@ async def _apply(
             continue
         actions.append(step.action)
     return actions
-
-
-async def _finish(work: Coroutine[Any, Any, T]) -> T:
-    """Run `work` to its end even when the task awaiting it is cancelled meanwhile: the
-    changes it writes are never left half-applied. The cancel is then dropped (the caller
-    returns what was done; LSP lets a server answer a cancelled request with its result)."""
-    task = asyncio.ensure_future(work)
-    cancelled = 0
-    while True:
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.cancelled():
-                raise
-            cancelled += 1
-            continue
-        current = asyncio.current_task()
-        for _ in range(cancelled if current is not None else 0):
-            assert current is not None
-            current.uncancel()
-        return result
 
 
 def compact(

@@ -25,6 +25,7 @@ from tokend.core.summary import USER_WORDS_TOKENS, digest_of, digest_to_json, re
 from tokend.core.types import SessionInfo
 from tokend.service.counting import ModelCounter
 from tokend.service.service import TokendService, new_id
+from tokend.service.turns import run_to_end
 
 MAX_FILE_BYTES = 4_000_000  # a file larger than this is not read (it could not fit anyway)
 
@@ -68,7 +69,19 @@ async def handoff(service: TokendService, session_id: str, goal: str) -> HandedO
         return text, digest_to_json(digest), choices
 
     text, digest, choices = await service.run(build)
-    parent = data.info
+    # The commit point: once the child is being created, a cancel no longer stops it (a child
+    # without its first message would be left otherwise); before, nothing was written.
+    return await run_to_end(_create_child(service, data.info, goal, text, digest, choices))
+
+
+async def _create_child(
+    service: TokendService,
+    parent: SessionInfo,
+    goal: str,
+    text: str,
+    digest: dict[str, Any],
+    choices: list[FileChoice],
+) -> HandedOff:
     now = service.clock.now()
     child = SessionInfo(
         id=new_id(),
@@ -84,7 +97,7 @@ async def handoff(service: TokendService, session_id: str, goal: str) -> HandedO
     await service.run(lambda: service.store.create_session(child))
     state = service.state(child.id)
     change = await service.run(lambda: service.summary_change(state.data, text, digest, []))
-    applied = await state.apply_async(change, None, service.run)
+    applied = await state.apply_async(change, None, service.submit)
     snapshot = service.announce(state, applied)
     return HandedOff(child, change.message.id, change.tokens, tuple(choices), snapshot)
 

@@ -64,7 +64,7 @@ async def rewind(
     state.check_version(if_version)
     removed = _after(service, session_id, to_message_id)
     change = Rewind(to_message_id, removed, service.clock.now())
-    applied = await state.apply_async(change, if_version, service.run)
+    applied = await state.apply_async(change, if_version, service.submit)
     return Rewound(len(removed), service.announce(state, applied))
 
 
@@ -91,7 +91,7 @@ async def complete_rewind(
     if not removed:
         return "already rewound"
     change = Rewind(to_message_id, removed, service.clock.now())
-    applied = await state.apply_async(change, None, service.run)
+    applied = await state.apply_async(change, None, service.submit)
     service.announce(state, applied)
     return f"rewound ({len(removed)} messages left the live context)"
 

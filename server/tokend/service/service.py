@@ -12,7 +12,7 @@ import asyncio
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -57,6 +57,7 @@ from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
 from tokend.service.models import SessionModels
 from tokend.service.session_state import Applied, SessionState
+from tokend.service.turns import Turn
 
 MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
 MAX_TOKEN_COUNT = 2**31 - 1  # no token figure on the wire may exceed this (protocol.md)
@@ -326,6 +327,7 @@ class TokendService:
     ) -> tuple[Message, BudgetSnapshot]:
         state = self.state(session_id)
         state.check_version(if_version)
+        _check_answers(state.data, parts)
         change = self.prepare_append(state.data, role, parts, usage, model, duration_ms)
         applied = state.apply(change, if_version)
         self._learn(state, applied.evolved, save=self._save_calibration)
@@ -346,20 +348,49 @@ class TokendService:
         """As append, counting and writing in a worker thread: the event loop stays free.
         `message_id` (client-chosen) makes the append idempotent: when a message with that id
         is already stored (a retry after a lost reply), nothing is stored and the first
-        append's answer is given again."""
+        append's answer is given again.
+
+        Order: the append takes its turn in the session's queue before its first await, so
+        appends are applied in the order they were called (the order the daemon read them);
+        they are counted in parallel, and each is checked against the history (a toolResult
+        answering a toolCall, `if_version`) once every earlier one is applied. Cancelled
+        before its write starts, it writes nothing; after, it is finished and answered."""
         state = self.state(session_id)
+        turn = state.take_turn()
+        try:
+            return await self._append_in_turn(
+                state, turn, role, parts, usage, model, if_version, duration_ms, message_id
+            )
+        finally:
+            turn.release()
+
+    async def _append_in_turn(
+        self,
+        state: SessionState,
+        turn: Turn,
+        role: Role,
+        parts: Sequence[Part],
+        usage: Usage | None,
+        model: str | None,
+        if_version: int | None,
+        duration_ms: int | None,
+        message_id: str | None,
+    ) -> AppendResult:
         if message_id is not None:
             _check_message_id(message_id)
             again = await self._stored_append(state, message_id)
             if again is not None:
                 return again
-        state.check_version(if_version)
+        if if_version is not None and if_version < state.data.version:
+            state.check_version(if_version)  # stale whatever comes before it: not counted
         data = state.data
         change = await self.run(
             lambda: self.prepare_append(data, role, parts, usage, model, duration_ms, message_id)
         )
+        await turn.wait()
+        _check_answers(state.data, parts)
         try:
-            applied = await state.apply_async(change, if_version, self.run)
+            applied = await state.apply_async(change, if_version, self.submit)
         except AlreadyStored as exc:  # the same id appended meanwhile (another connection)
             again = self._answer_stored(state, message_id or "", exc.stored)
             if again is None:
@@ -427,7 +458,7 @@ class TokendService:
         """Apply a compaction planned on an earlier version: messages appended meanwhile stay
         (after the summary); VersionConflict when another compaction or a rewind came first."""
         state = self.state(session_id)
-        applied = await state.apply_async(change, None, self.run)
+        applied = await state.apply_async(change, None, self.submit)
         return self._changed(state, applied)
 
     def prune_change(self, data: SessionData, part_ids: Sequence[str]) -> PruneParts:
@@ -455,7 +486,7 @@ class TokendService:
     ) -> BudgetSnapshot:
         state = self.state(session_id)
         change = self.prune_change(state.data, part_ids)
-        applied = await state.apply_async(change, if_version, self.run)
+        applied = await state.apply_async(change, if_version, self.submit)
         return self._changed(state, applied)
 
     def set_measured(self, session_id: str, measured: dict[str, int], exact: bool) -> None:
@@ -562,6 +593,10 @@ class TokendService:
     async def run(self, work: Callable[[], T]) -> T:
         """Run `work` in the service's worker threads; the event loop serves others meanwhile."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, work)
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """`work` queued for the service's worker threads (a store write: see service.turns)."""
+        return self._pool.submit(work)
 
     # -- notifications ----------------------------------------------------------------------
 
@@ -700,6 +735,11 @@ def _check_message(
                 f"message.usage.outputTokens is {usage.output_tokens:,}, more than "
                 f"{USAGE_WINDOW_FACTOR}x the {data.model.name} window"
             )
+
+
+def _check_answers(data: SessionData, parts: Sequence[Part]) -> None:
+    """Refuse a toolResult that answers no toolCall of the session's window (or of its own
+    message): checked against the history as it is when the message is applied."""
     if not any(isinstance(p, ToolResultPart) for p in parts):
         return
     calls = {

@@ -31,6 +31,7 @@ from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
 from tokend.core.session_data import Evolved, SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
+from tokend.service.turns import Submit, Turn, Turns, committed
 
 T = TypeVar("T")
 Decorate = Callable[[SessionData, BudgetSnapshot], BudgetSnapshot]
@@ -64,6 +65,7 @@ class SessionState:
         self.lock = asyncio.Lock()  # serializes apply_async; reads never wait on it
         # One compaction at a time per session (appends go on meanwhile; they take `lock`).
         self.compacting = asyncio.Lock()
+        self._append_turns = Turns()  # appends are applied in the order they were dispatched
 
     def _gauge(self, data: SessionData) -> BudgetSnapshot:
         """The snapshot of `data`, with what comes from outside the conversation (spend
@@ -87,6 +89,11 @@ class SessionState:
         """Rebuild the snapshot after the workspace settings changed (no new version)."""
         self._snapshot = self._gauge(self._data)
         return self._snapshot
+
+    def take_turn(self) -> Turn:
+        """A place in the session's queue of appends (service.turns): take it when the request
+        is dispatched, wait for it before applying, release it whatever happens."""
+        return self._append_turns.take()
 
     def check_version(self, if_version: int | None) -> None:
         if if_version is not None and if_version != self._data.version:
@@ -112,19 +119,25 @@ class SessionState:
         return self._publish(applied, change)
 
     async def apply_async(
-        self, change: Change, if_version: int | None, worker: Worker[Any]
+        self, change: Change, if_version: int | None, submit: Submit[Any]
     ) -> Applied:
-        """As apply, with the store write run by `worker` (off the event loop). Concurrent
-        calls are applied one at a time, each against the version the previous left."""
+        """As apply, with the store write run in a worker thread by `submit` (off the event
+        loop). Concurrent calls are applied one at a time, each against the version the
+        previous left.
+
+        The commit point is the worker thread starting the write: a cancel of the awaiting
+        task before it raises CancelledError and changes nothing; after it, the write is
+        finished and published and its result returned (a committing thread cannot be
+        stopped, and the state must never disagree with the store)."""
         async with self.lock:
             self.check_version(if_version)
             applied, persist = self._next(change)
             try:
-                await worker(persist)
+                await committed(submit, persist)
             except ChangedElsewhere:
                 if self._reload is None:
                     raise
-                applied = await worker(lambda: self._apply_held(change, if_version))
+                applied = await committed(submit, lambda: self._apply_held(change, if_version))
                 self.render_cache.clear()
             return self._publish(applied, change)
 
