@@ -59,3 +59,26 @@ def test_nothing_is_applied_once_the_workspace_is_closed() -> None:
     gate.set()
     queue.settle(timeout=10)
     assert applied == [("first.py", "busy")]
+
+
+def test_a_request_cancelled_while_it_waits_leaves_the_buffer_to_be_applied() -> None:
+    import asyncio
+    from types import SimpleNamespace
+    from typing import Any
+
+    from tokend.service.workspace.registry import Workspaces
+
+    queue, applied, gate = _blocked_queue()
+    queue.put("a.py", "one")  # queued behind first.py's
+
+    async def cancel_a_waiting_request() -> None:
+        index: Any = SimpleNamespace(buffers=queue)
+        waiting = asyncio.ensure_future(Workspaces.settled(None, index, ["a.py"]))  # type: ignore[arg-type]
+        await asyncio.sleep(0.1)
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+
+    asyncio.run(cancel_a_waiting_request())
+    gate.set()
+    queue.settle(timeout=10)
+    assert applied == [("first.py", "busy"), ("a.py", "one")]

@@ -73,8 +73,12 @@ class BufferQueue:
 
     def busy(self, paths: Iterable[str] | None = None) -> bool:
         """True while a buffer of `paths` (any, when None) is still to be applied."""
+        return bool(self.pending(paths))
+
+    def pending(self, paths: Iterable[str] | None = None) -> list[Future[None]]:
+        """The jobs that will apply the buffers of `paths` (all, when None) sent so far."""
         with self._lock:
-            return bool(self._jobs(paths))
+            return self._jobs(paths)
 
     def settle(self, paths: Iterable[str] | None = None, timeout: float | None = None) -> None:
         """Wait until every buffer of `paths` (all, when None) sent so far is applied

@@ -206,9 +206,11 @@ class Workspaces(Releasing):
     async def settled(self, index: WorkspaceIndex, paths: Iterable[str] | None = None) -> None:
         """Once the editors' buffers of `paths` (all, when None) sent so far are applied to
         `index` (waits off the event loop): a request sees the changes sent before it."""
-        if index.buffers.busy(paths):
-            wanted = None if paths is None else list(paths)
-            await asyncio.get_running_loop().run_in_executor(None, index.buffers.settle, wanted)
+        jobs = index.buffers.pending(paths)
+        if jobs:  # awaited as they are (no thread held waiting); a cancelled request leaves
+            # them be (shield: a wrapped job not yet started would be cancelled with it)
+            waits = [asyncio.shield(asyncio.wrap_future(job)) for job in jobs]
+            await asyncio.gather(*waits, return_exceptions=True)
 
     def index_for(self, path: Path) -> tuple[WorkspaceIndex, str] | None:
         """The open workspace holding an absolute path, and the path relative to it."""
