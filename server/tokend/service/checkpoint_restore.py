@@ -61,6 +61,8 @@ def restore(
         )
     root = folder_of(ws)
     index = checkpoints.workspaces.get(ws)
+    if index:
+        index.buffers.settle()  # the buffers editors sent before this request count as dirty
     dirty = set(index.overlays()) if index else set()
     with checkpoints.lock(ws):
         changes = checkpoints.store.changes(ws, since=marks[0].at)

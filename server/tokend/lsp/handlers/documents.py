@@ -3,7 +3,9 @@
 pygls keeps each connection's open documents (applying incremental changes); after it has,
 the buffer's whole text becomes the file's overlay in the shared workspace index, so every
 client sees what the agent would send now. Closing or saving drops the overlay: the file on
-disk speaks again. Files outside every workspace are ignored; a workspace not yet open is
+disk speaks again. Only the latest text is handed over here; re-tagging and figures run on
+the workspace's buffer thread (service.workspace.buffers), and requests that read a file's
+figures wait for its pending buffers first. Files outside every workspace are ignored; a workspace not yet open is
 opened (indexed) by its first document.
 """
 
@@ -53,8 +55,7 @@ def _set(
         return
     index, rel = found
     workspaces.editor_event(index, rel, buffer if buffer is not None else text, kind)
-    if index.set_overlay(rel, text):
-        workspaces.announce(index, {rel})
+    index.buffers.put(rel, text)  # applied off the loop; readers wait for it (settled)
 
 
 def register(server: TokendServer) -> None:

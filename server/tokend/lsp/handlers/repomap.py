@@ -42,6 +42,7 @@ def register(server: TokendServer) -> None:
         workspaces = workspaces_of(service)
         index = session_index(workspaces, data)
         await workspaces.ready(index.uri)
+        await workspaces.settled(index)  # the buffers sent before this request are tagged
         await map_ready(index)
         focus = None
         if p.focus is not None:

@@ -149,6 +149,7 @@ def register(server: TokendServer) -> None:
         follow(ls, workspaces, p.workspace_uri)
         index = await workspaces.ready(p.workspace_uri, progress_of(ls))
         rels = None if p.paths is None else [resolve_inside(index.root, x) for x in p.paths]
+        await workspaces.settled(index, rels)  # the buffers sent before this request count
         if not p.exact:
             return wire.json_array(map(to_wire_figure, index.figures(rels, None, None)))
         service = ls.service

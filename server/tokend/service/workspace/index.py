@@ -28,12 +28,16 @@ from tokend.core.fileclass import (
     content_class_of,
     estimate_file_tokens,
 )
+from tokend.service.workspace.buffers import BufferQueue
 from tokend.service.workspace.figures import Basis, FileFigure, FileText
 from tokend.service.workspace.tags import WorkspaceTags
 
 log = logging.getLogger(__name__)
 
 Count = Callable[[str], int]
+BufferApplied = Callable[
+    [str, list[FileFigure]], None
+]  # (path, its figures), on the buffers' thread
 
 
 def sha256_text(text: str) -> str:
@@ -51,13 +55,15 @@ class WorkspaceIndex:
         self.max_bytes = DEFAULT_MAX_FILE_BYTES
         self.rules = IgnoreRules(root, own)
         self.stopping = threading.Event()  # set by close(): every loop here gives up
-        self.tags = WorkspaceTags(root, cache, self._overlay, self.stopping)
+        self.tags = WorkspaceTags(root, cache, self._overlay, self.stopping, self.max_bytes)
         self.ready = threading.Event()
         self._lock = threading.RLock()
         self._entries: dict[str, FileEntry] = {}
         self._overlays: dict[str, str] = {}  # path -> unsaved text
         self._counts: dict[str, int] = {}  # "<tokenizer>:<sha256>" -> tokens
         self._untagged: set[str] = set()  # changed before the first build's tags were in
+        self.buffers = BufferQueue(self._apply_buffer, self.stopping)  # editors' buffers
+        self.buffer_applied: BufferApplied = lambda rel, figures: None
 
     # -- building and keeping fresh ------------------------------------------------------
 
@@ -104,6 +110,7 @@ class WorkspaceIndex:
         """Stop the build and any batch being applied (they check `stopping` between files),
         and wake whoever waits for `ready` or `tags.ready`: they find `closed` and give up."""
         self.stopping.set()
+        self.buffers.close()
         self.ready.set()
         self.tags.ready.set()
 
@@ -194,9 +201,15 @@ class WorkspaceIndex:
                 now.update((e.path, e) for e in found)
         return now
 
+    def _apply_buffer(self, rel: str, text: str | None) -> None:
+        """The buffers' thread: `rel`'s latest buffer applied, and its figures announced."""
+        if self.set_overlay(rel, text):
+            self.buffer_applied(rel, self.figures([rel], None, None))
+
     def set_overlay(self, rel: str, text: str | None) -> bool:
-        """An editor's unsaved text for `rel` (None: the buffer is closed or saved). A buffer
-        whose text is the file's on disk is no overlay. True when the figure changed."""
+        """An editor's unsaved text for `rel` (None: the buffer is closed or saved), applied
+        now (slow: re-tags; editors' events go through `buffers`). A buffer whose text is the
+        file's on disk is no overlay. True when the figure changed."""
         if text is not None:
             disk = read_file(self.root, rel, self.max_bytes)
             if disk.decoded is not None and disk.decoded.text == text:

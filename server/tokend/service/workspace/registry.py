@@ -144,6 +144,9 @@ class Workspaces(Releasing):
             root = folder_of(uri).resolve()
             own = OwnPaths.inside(root, sqlite_file_of(self.service.store), self.own_folders)
             index = WorkspaceIndex(key, root, self.cache, own)
+            index.buffer_applied = lambda rel, figures: self._on_loop(self.announce)(
+                index, {rel}, figures
+            )
             self._indexes[key] = index
             builder = self._builders[key] = threading.Thread(
                 target=self._build, args=(index, progress), name="tokend-index", daemon=True
@@ -199,6 +202,15 @@ class Workspaces(Releasing):
             await asyncio.get_running_loop().run_in_executor(None, index.ready.wait)
         index.check_open()  # close() wakes the waiters: a stop answers them
         return index
+
+    async def settled(self, index: WorkspaceIndex, paths: Iterable[str] | None = None) -> None:
+        """Once the editors' buffers of `paths` (all, when None) sent so far are applied to
+        `index` (waits off the event loop): a request sees the changes sent before it."""
+        jobs = index.buffers.pending(paths)
+        if jobs:  # awaited as they are (no thread held waiting); a cancelled request leaves
+            # them be (shield: a wrapped job not yet started would be cancelled with it)
+            waits = [asyncio.shield(asyncio.wrap_future(job)) for job in jobs]
+            await asyncio.gather(*waits, return_exceptions=True)
 
     def index_for(self, path: Path) -> tuple[WorkspaceIndex, str] | None:
         """The open workspace holding an absolute path, and the path relative to it."""
@@ -268,10 +280,17 @@ class Workspaces(Releasing):
             except Exception:
                 log.exception("a batch hook failed for %s", index.root)
 
-    def announce(self, index: WorkspaceIndex, changed: Iterable[str]) -> None:
-        """Tell listeners and sessions that the figures of `changed` moved (on the loop)."""
+    def announce(
+        self,
+        index: WorkspaceIndex,
+        changed: Iterable[str],
+        figures: list[FileFigure] | None = None,
+    ) -> None:
+        """Tell listeners and sessions that the figures of `changed` moved (on the loop);
+        `figures`: theirs, when the caller has them (made off the loop)."""
         paths = sorted(set(changed))
-        figures = index.figures(paths, None, None)
+        if figures is None:
+            figures = index.figures(paths, None, None)
         for listener in list(self._listeners.get(index.uri, ())):
             try:
                 listener(index.uri, figures)

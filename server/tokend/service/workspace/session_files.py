@@ -90,6 +90,7 @@ def gather(
     """Read and count the session's files and memory (file reads: call it off the loop)."""
     index = session_index(workspaces, data)
     count = workspaces.service.counter(data.model).count_text
+    index.buffers.settle([p for p, _ in listed(data)])  # the buffers sent before count
     files = []
     for path, read_only in listed(data):
         current = index.read(path)
@@ -131,6 +132,7 @@ async def change_files(
     index = session_index(workspaces, data)
     rels = [resolve_inside(index.root, p) for p in paths]
     if read_only is not None:
+        await workspaces.settled(index, rels)
         checked = await service.run(lambda: [index.read(r) for r in rels])
         for rel, current in zip(rels, checked, strict=True):
             if not current.sha256 and current.reason:

@@ -24,7 +24,7 @@ from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
-from tokend.core.fileclass import FileEntry, language_of
+from tokend.core.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry, language_of
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
 from tokend.core.repomap_tags import FileTags
@@ -42,8 +42,10 @@ class WorkspaceTags:
         cache: WorkspaceCache,
         overlay: Callable[[str], str | None] = lambda path: None,
         stopping: threading.Event | None = None,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> None:
         self.root = root
+        self.max_bytes = max_bytes  # a bigger unsaved buffer is, like such a file, not mapped
         self._stopping = stopping or threading.Event()  # set: a build in progress gives up
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
@@ -131,6 +133,13 @@ class WorkspaceTags:
                 continue
             if overlay is not None:
                 data = overlay.encode("utf-8", "surrogatepass")
+                if len(data) > self.max_bytes:  # 8 MB of words: 7 s of tree-sitter
+                    self.errors[path] = (
+                        f"an unsaved buffer of {len(data):,} bytes, over the "
+                        f"{self.max_bytes:,}-byte limit: not read for the map"
+                    )
+                    removed.append(path)
+                    continue
                 sources[path] = (language, hashlib.sha256(data).hexdigest(), data)
                 continue
             assert entry is not None
