@@ -67,6 +67,7 @@ class Outcome:
     stopped: str = ""
     seconds: float = 0.0
     slowest: list[tuple[float, str]] = field(default_factory=list)  # (ms, case), the 5 slowest
+    spans: list[tuple[float, float, str]] = field(default_factory=list)  # (from, to, case), wall
 
 
 class Connection:
@@ -156,11 +157,12 @@ def run_cases(
             target = Connection(sock_path)
         elif case.call.method in FRESH:
             target = _connect(sock_path)
-        began = time.perf_counter()
+        began, began_wall = time.perf_counter(), time.time()
         try:
             _one(target, case, label, outcome)
             took = (time.perf_counter() - began) * 1000
             outcome.slowest = sorted([*outcome.slowest, (took, label)], reverse=True)[:5]
+            outcome.spans.append((began_wall, time.time(), label))
         except (EOFError, ConnectionError):
             if case.call.method not in FRESH:
                 outcome.closed.append(label)
@@ -215,12 +217,14 @@ def probe(sock_path: str) -> None:
     message = {"role": "user", "parts": [{"type": "text", "text": "hello there"}]}
     client.request("session/append", {"sessionId": session_id, "message": message})
     samples: list[float] = []
+    starts: list[float] = []  # wall clock: which fuzz cases ran meanwhile (the section says)
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
     print("ready", flush=True)
     try:
         while not stop.is_set():
             began = time.perf_counter()
+            starts.append(time.time())
             msg_id = client.start_request("budget/snapshot", {"sessionId": session_id})
             while not stop.is_set():
                 if client.buffer or select.select([client.read_fd], [], [], 0.5)[0]:
@@ -229,7 +233,7 @@ def probe(sock_path: str) -> None:
             samples.append((time.perf_counter() - began) * 1000)
     except (EOFError, OSError):  # the daemon died (or was killed past RSS_LIMIT_MIB)
         samples.append((time.perf_counter() - began) * 1000)
-    print(json.dumps(samples), flush=True)
+    print(json.dumps({"waits": samples, "starts": starts[: len(samples)]}), flush=True)
 
 
 # -- one daemon ---------------------------------------------------------------------------------
@@ -303,14 +307,16 @@ def fuzz_daemon(server_dir: Path, per_call: int | None, budget_s: float) -> dict
         outcome = run_cases(sock, chosen, budget_s, lambda: not killed.is_set(), before_big)
         prober.stdin.close()
         try:
-            waits = json.loads(prober.stdout.readline() or "[]")
+            probed = json.loads(prober.stdout.readline() or "{}")
         except ValueError:
-            waits = []
+            probed = {}
+        waits, starts = probed.get("waits", []), probed.get("starts", [])
         prober.kill()
         time.sleep(1.0)
         rss_after = _rss_mib(daemon.pid) if daemon.poll() is None else float("nan")
         return {
             "outcome": outcome, "waits": waits, "rss_before": rss_before, "rss_small": small[0],
+            "blamed": _blamed(waits, starts, outcome.spans),
             "rss_after": rss_after, "rss_peak": peak[0], "uncovered": uncovered(all_calls),
             "killed": killed.is_set(),
         }  # fmt: skip
@@ -332,6 +338,20 @@ def run() -> str:
             before = fuzz_daemon(tree / "server", None, FUZZ_BUDGET_S)
             runs.append((f"before ({BEFORE_TRUST_REV})", before, pre_auth_daemon(tree / "server")))
     return _section(runs)
+
+
+def _blamed(
+    waits: list[float], starts: list[float], spans: list[tuple[float, float, str]]
+) -> list[tuple[float, list[str]]]:
+    """The good connection's 3 longest waits, each with the fuzz cases that ran meanwhile (wall
+    clock: the prober and the fuzzer are two processes on one machine)."""
+    longest = sorted(zip(waits, starts, strict=False), reverse=True)[:3]
+    blamed = []
+    for ms, began in longest:
+        ended = began + ms / 1000
+        during = [label for lo, hi, label in spans if lo < ended and hi > began]
+        blamed.append((ms, during[:3]))
+    return blamed
 
 
 def _section(runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> str:
@@ -394,6 +414,12 @@ def _section(runs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> str:
                 lines.append(f"- {name}, {what}: {shown}{more}.")
         slow = "; ".join(f"`{label}` {ms / 1000:.1f} s" for ms, label in o.slowest[:3])
         lines.append(f"- {name}, largest error reply: `{o.largest_error[1]}`; slowest: {slow}.")
+        blamed = "; ".join(
+            f"{ms:,.0f} ms during " + (", ".join(f"`{c}`" for c in during) or "no case")
+            for ms, during in r.get("blamed", [])
+        )
+        if blamed:
+            lines.append(f"- {name}, the good connection's longest waits: {blamed}.")
     lines += [
         "",
         f"{INTRUDERS} unauthenticated TCP clients, each sending over and over the worst frame the "
