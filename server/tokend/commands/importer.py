@@ -56,7 +56,14 @@ def import_events(
         raise InvalidParams(f"cannot import {path}: {exc.strerror or exc}") from None
     events = parse_events("claude-code", read.records)
     if not any(isinstance(e, ProviderCall) for e in events):
-        raise InvalidParams(f"{path} holds no provider call: is it a Claude Code transcript?")
+        unread = ""
+        if read.first_skipped is not None:
+            unread = (
+                f" ({read.skipped} lines are not JSON records, the first line {read.first_skipped})"
+            )
+        raise InvalidParams(
+            f"{path} holds no provider call{unread}: is it a Claude Code transcript?"
+        )
     importer = TranscriptImporter(service, "claude-code", path, workspace_uri, context_window)
     asyncio.run(importer.apply(read.records, events))
     assert importer.session_id is not None

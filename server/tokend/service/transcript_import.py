@@ -65,25 +65,26 @@ class Records:
 
     records: list[Mapping[str, Any]]
     skipped: int = 0
+    first_skipped: int | None = None  # the first skipped line's number (1-based)
 
 
 def read_records(lines: Iterable[bytes | str]) -> Records:
     """The JSON object on each non-blank line; other lines are skipped and counted."""
     records: list[Mapping[str, Any]] = []
-    skipped = 0
-    for line in lines:
+    skipped, first_skipped = 0, None
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except ValueError:
-            skipped += 1
-            continue
+            record = None
         if isinstance(record, dict):
             records.append(record)
-        else:
-            skipped += 1
-    return Records(records, skipped)
+            continue
+        skipped += 1
+        first_skipped = first_skipped or number
+    return Records(records, skipped, first_skipped)
 
 
 def parse_events(
