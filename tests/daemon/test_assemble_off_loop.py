@@ -19,6 +19,7 @@ from tests.daemon.real_daemon import Daemons, real_daemons
 MODEL = "gpt-4o"
 FILES = 1500  # a tree whose map takes a while to rank and fit, not milliseconds
 ASSEMBLE_ID = 99
+REQUEST_CANCELLED = -32800
 
 
 @pytest.fixture
@@ -103,5 +104,45 @@ def test_another_connections_snapshot_is_answered_while_an_assemble_builds_its_m
     chunks = {c["name"]: c["tokens"] for c in reply["result"]["chunks"]}
     assert chunks["repoMap"] > 0, chunks  # the assemble did build the workspace's map
     assert answered_during >= 1, "no snapshot was answered while the assemble was in flight"
+    breakdown = agent.request("budget/snapshot", {"sessionId": sid})["result"]["breakdown"]
+    assert "repoMap" in {b["category"] for b in breakdown}, breakdown  # its figures recorded
+    agent.close()
+    editor.close()
+
+
+def test_a_cancel_while_the_assemble_builds_answers_request_cancelled_and_records_nothing(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """protocol.md: a `$/cancelRequest` that arrives while the assembly is being built answers
+    RequestCancelled and records no measured figures (on main the build held the loop, so the
+    cancel was read only after the reply had gone)."""
+    root = _tree(tmp_path / "tree")
+    daemons.serve("--idle-timeout", "0")
+    agent, editor = _client(daemons, root, "agent"), _client(daemons, root, "editor")
+    created = agent.request("session/create", {"model": MODEL, "workspaceUri": root.as_uri()})
+    sid = created["result"]["sessionId"]
+    text = {"type": "text", "text": "why does f_3_4 return the wrong value?"}
+    agent.request(
+        "session/append", {"sessionId": sid, "message": {"role": "user", "parts": [text]}}
+    )
+    agent.request("repoMap/get", {"sessionId": sid, "budgetTokens": 64}, timeout=300)
+    params = {"sessionId": sid, "format": "openai"}
+    agent.send(
+        {"jsonrpc": "2.0", "id": ASSEMBLE_ID, "method": "context/assemble", "params": params}
+    )
+    reply = None
+    while editor.request("daemon/status", timeout=120)["result"]["busy"] < 1:
+        reply = _replied(agent, ASSEMBLE_ID)  # answered while the map is being built, or
+        if reply is not None:  # (main) only once the assemble was done
+            break
+    if reply is None:
+        agent.notify("$/cancelRequest", {"id": ASSEMBLE_ID})
+        reply = agent.read_message(120)
+        while reply.get("id") != ASSEMBLE_ID or "method" in reply:
+            reply = agent.read_message(120)
+    assert reply.get("error", {}).get("code") == REQUEST_CANCELLED, reply
+    snapshot = agent.request("budget/snapshot", {"sessionId": sid})["result"]
+    categories = {b["category"] for b in snapshot["breakdown"]}
+    assert "repoMap" not in categories, snapshot["breakdown"]  # nothing recorded
     agent.close()
     editor.close()
