@@ -12,7 +12,8 @@ daemon on a private temp dir:
 plus how long the append took (gpt-4o refuses it as too large after counting it: the case the
 review measured) and the daemon's RSS before and after.
 
-`python -m bench.stall` prints the section.
+The assemble case (a repo map built while another connection asks for snapshots) is in
+bench/stall_assemble.py; this section prints both. `python -m bench.stall` prints the section.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 from bench.baseline import BASELINE_REV, ROOT, baseline_tree
 from bench.daemon import _Processes, _rss_mib, _unix_client
+from bench.stall_assemble import run as run_assemble
 
 BIG_BYTES = 30 * 1024 * 1024
 IDLE_ROUND_TRIPS = 500
@@ -235,7 +237,7 @@ def run() -> str:
         if kind in base:
             line += f"; baseline p99 {base[kind]['p99']:.1f} ms"
         lines.append(line + ".")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + run_assemble()
 
 
 if __name__ == "__main__":

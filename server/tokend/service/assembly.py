@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tokend.core.assemble import Assembly, AssemblyRequest, assemble
@@ -16,31 +16,82 @@ from tokend.core.budget_injection import (
     synthetic_text,
 )
 from tokend.core.budget_injection import ends_with_tool_results as _ends_with_tool_results
+from tokend.core.changes import RecordMeasured
 from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import message_overhead, reply_priming, tool_schemas_tokens
 from tokend.service.assemble_input import AssembleInput
 from tokend.service.service import TokendService
+from tokend.service.session_state import SessionState
 from tokend.service.usage import usage_of
 from tokend.service.workspace.window import with_workspace
 
-__all__ = ["AssembleInput", "assemble_context"]  # AssembleInput lives in assemble_input.py
+# AssembleInput lives in assemble_input.py
+__all__ = ["AssembleInput", "assemble_context", "assemble_context_async"]
 
 
 def assemble_context(service: TokendService, session_id: str, inp: AssembleInput) -> Assembly:
-    """The next request of the session (a read: the session's version does not move).
+    """The next request of the session (a read: the session's version does not move), built on
+    the calling thread: the service's tests and the CLI. The daemon uses assemble_context_async.
 
     What the client leaves out comes from the session's workspace when the daemon has it open:
     memory files and read-only files (readOnlyFiles), chat files (chatFiles), and the repo map
     once the workspace's index is ready (see service/workspace/window.py)."""
-    state = service.state(session_id)
+    state, spend_warnings = _admit(service, session_id, inp)
+    built = _build(service, state, inp, spend_warnings)
+    service.set_measured(session_id, built.measured, built.exact)
+    # After set_measured: the figures told to the model are the gauge's as the client sees it.
+    return _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
+
+
+async def assemble_context_async(
+    service: TokendService, session_id: str, inp: AssembleInput
+) -> Assembly:
+    """As assemble_context, with the work off the event loop: the workspace's files, the repo
+    map, the counting and the assembly run in the service's worker threads (on the session's
+    data as it was when the request began), the measured figures are written there too
+    (SessionState.apply_async); only the checks and the budget's short text stay on the loop.
+    A cancel while the worker builds answers RequestCancelled and records nothing."""
+    state, spend_warnings = _admit(service, session_id, inp)
+    built = await service.run(lambda: _build(service, state, inp, spend_warnings))
     data = state.data
+    if dict(data.measured) != built.measured or data.measured_exact != built.exact:
+        change = RecordMeasured(built.measured, built.exact)
+        await state.apply_async(change, None, service.submit)  # a read: nobody is told
+    return _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
+
+
+@dataclass(frozen=True)
+class _Built:
+    assembly: Assembly
+    measured: dict[str, int]  # the non-zero measured figures, for set_measured
+    exact: bool
+    limit: int
+    overhead: int
+
+
+def _admit(
+    service: TokendService, session_id: str, inp: AssembleInput
+) -> tuple[SessionState, tuple[str, ...]]:
+    """The session's owner and the spend warnings, once the request is known to be acceptable
+    (cheap checks, on the caller's thread)."""
+    state = service.state(session_id)
     if inp.budget_injection is not None and inp.budget_injection not in INJECTION_MODES:
         raise InvalidParams(
             f"budgetInjection must be one of {', '.join(INJECTION_MODES)}, "
             f"not {inp.budget_injection!r}"
         )
-    spend_warnings = usage_of(service).check_assemble(session_id)  # may refuse
+    return state, tuple(usage_of(service).check_assemble(session_id))  # may refuse
+
+
+def _build(
+    service: TokendService,
+    state: SessionState,
+    inp: AssembleInput,
+    spend_warnings: tuple[str, ...],
+) -> _Built:
+    """The assembly of the session's data as it is now (file reads, repo map, counting)."""
+    data = state.data
     inp, workspace_warnings = with_workspace(service, data, inp)
     counter = service.counter(data.model)
     provider = data.model.provider
@@ -92,9 +143,8 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
         "repoMap": repo_map.tokens or 0 if repo_map else 0,
         "chatFiles": sum(f.tokens or 0 for f in chat),
     }
-    service.set_measured(session_id, {k: v for k, v in measured.items() if v}, counter.exact)
-    # After set_measured: the figures told to the model are the gauge's as the client sees it.
-    return _with_budget(service, session_id, inp, assembly, request.limit_tokens, overhead)
+    kept = {k: v for k, v in measured.items() if v}
+    return _Built(assembly, kept, counter.exact, request.limit_tokens, overhead)
 
 
 def _with_budget(

@@ -3,7 +3,8 @@ over the autocompact threshold is compacted (off the event loop) before it is as
 
 That compaction is cancellable as an append's is (a server-made progress token, or
 $/cancelRequest of the assemble): cancelled, it writes nothing and the assemble answers as if
-it had not run (or ContextOverflow when the context does not fit)."""
+it had not run (or ContextOverflow when the context does not fit). The assembly itself is
+built in the service's worker threads, so other connections are answered meanwhile."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tokend.lsp import wire
 from tokend.lsp.handlers.session import announce_compaction, auto_progress
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service.assemble_input import AssembleInput
-from tokend.service.assembly import assemble_context
+from tokend.service.assembly import assemble_context_async
 from tokend.service.compaction import auto_compact_async
 
 
@@ -23,27 +24,25 @@ def register(server: TokendServer) -> None:
     async def assemble(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.ContextAssembleParams, params)
         ls.watch(p.session_id)
+        inp = AssembleInput(
+            format=p.format,
+            system=p.system,
+            tools=p.tools or (),
+            examples=p.examples or (),
+            read_only_files=[(f.path, f.text) for f in p.read_only_files or ()],
+            repo_map=p.repo_map,
+            chat_files=[(f.path, f.text) for f in p.chat_files or ()],
+            reminder=p.reminder,
+            budget_injection=p.budget_injection,
+        )
         with ls.host.busy():
             compacted = await auto_compact_async(
                 ls.service, p.session_id, progress=auto_progress(ls)
             )
-        if compacted is not None:
-            announce_compaction(ls, p.session_id, compacted, everyone=True)
-        assembly = assemble_context(
-            ls.service,
-            p.session_id,
-            AssembleInput(
-                format=p.format,
-                system=p.system,
-                tools=p.tools or (),
-                examples=p.examples or (),
-                read_only_files=[(f.path, f.text) for f in p.read_only_files or ()],
-                repo_map=p.repo_map,
-                chat_files=[(f.path, f.text) for f in p.chat_files or ()],
-                reminder=p.reminder,
-                budget_injection=p.budget_injection,
-            ),
-        )
+            if compacted is not None:
+                announce_compaction(ls, p.session_id, compacted, everyone=True)
+            # Off the event loop: file reads, the repo map, counting, the measured figures' write.
+            assembly = await assemble_context_async(ls.service, p.session_id, inp)
         result: dict[str, Any] = {
             "messages": list(assembly.messages),
             "totalTokens": assembly.total_tokens,
