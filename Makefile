@@ -3,7 +3,7 @@
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: bootstrap run lsp test lint bench test-editors
+.PHONY: bootstrap run lsp test lint check bench test-editors
 
 bootstrap:
 	@scripts/bootstrap
@@ -22,6 +22,9 @@ lint: bootstrap
 	$(BIN)/ruff format --check server tests bench
 	$(BIN)/lint-imports --config pyproject.toml
 	$(BIN)/mypy
+
+# What CI runs (.ci/run): the lint, then the whole test suite.
+check: lint test
 
 bench: bootstrap
 	$(BIN)/python -m bench.run
