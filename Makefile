@@ -1,5 +1,5 @@
-# tokend: make run (the daemon on this folder), make lint (ruff, layer contracts, mypy strict),
-# make test (the test suite), make bench. CI (.ci/run) runs make lint, then make test.
+# tokend: make run (the daemon on this folder), make check (what CI runs: make lint, then make test),
+# make lint (ruff, layer contracts, mypy strict), make test (the test suite), make bench.
 VENV := .venv
 BIN := $(VENV)/bin
 
