@@ -21,7 +21,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from weakref import WeakKeyDictionary
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -110,9 +109,7 @@ class _Running:
 
 
 class Followers:
-    """The followers of one service (one daemon). Create with `Followers.of(service)`."""
-
-    _registries: WeakKeyDictionary[TokendService, Followers] = WeakKeyDictionary()
+    """The followers of one service (one daemon; the app builds them)."""
 
     def __init__(
         self,
@@ -129,19 +126,6 @@ class Followers:
         self._ids = itertools.count(1)
         self._observer: BaseObserver | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    @classmethod
-    def of(cls, service: TokendService) -> Followers:
-        """The followers of `service`, made on first use (one registry per daemon)."""
-        found = cls._registries.get(service)
-        if found is None:
-            found = cls._registries[service] = cls(service)
-        return found
-
-    @classmethod
-    def existing(cls, service: TokendService) -> Followers | None:
-        """The followers of `service` if any were made (never makes them)."""
-        return cls._registries.get(service)
 
     # -- requests -----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """What the daemon's sessions spend and how fast they call: spend limits, rate headroom, and the
-events telemetry counts. One UsageMonitor per service (`usage_of(service)`).
+events telemetry counts. One UsageMonitor per app (service/app.py builds it).
 
 It listens to every session's new snapshots and reads the provider calls appended since it
 last looked (newest first, stopping at one it knows), so an append costs it O(new messages).
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable
 from datetime import timedelta
@@ -246,18 +245,3 @@ class UsageMonitor:
         with self._lock:
             recent = [(c.at, call_tokens(c.usage)) for c in self._calls if c.at > now - RATE_WINDOW]
         return RateHeadroom(tokens_in_window(recent, now), self._service.config.rate.tpm_limit)
-
-
-_monitors: weakref.WeakKeyDictionary[TokendService, UsageMonitor] = weakref.WeakKeyDictionary()
-_monitors_lock = threading.Lock()
-
-
-def usage_of(service: TokendService) -> UsageMonitor:
-    """The UsageMonitor of `service` (made, and listening, on first use)."""
-    with _monitors_lock:
-        found = _monitors.get(service)
-        if found is None:
-            found = _monitors[service] = UsageMonitor(service)
-            service.add_snapshot_warnings(found.snapshot_warnings)
-            service.set_rate_source(found.snapshot_rate)
-        return found
