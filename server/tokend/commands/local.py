@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.service.app import App, open_app
+
+if TYPE_CHECKING:
+    from tokend.adapters.checkpoint_store import CheckpointStore
 
 
 @contextmanager

@@ -5,14 +5,16 @@ never import handlers). Times are ISO 8601 (UTC); line and token counts as named
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tokend.core.types import SessionInfo
-from tokend.service.checkpoint_views import FileView, Restored, TurnView
-from tokend.service.handoff import HandedOff
-from tokend.service.restore_journal import Interrupted
+
+if TYPE_CHECKING:  # annotations only: `tokend sessions` must not import the checkpointer
+    from tokend.service.checkpoint_views import FileView, Restored, TurnView
+    from tokend.service.handoff import HandedOff
+    from tokend.service.restore_journal import Interrupted
 
 
 def _time(at: float | None) -> str | None:

@@ -22,22 +22,31 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.adapters.store import SqlStore, resolve_database_url
-from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
-from tokend.service import restore_journal
-from tokend.service.checkpoints import Checkpoints
-from tokend.service.followers import Followers
 from tokend.service.service import TokendService
 from tokend.service.settings import WarningsHook, WorkspaceSettings
 from tokend.service.telemetry import start_telemetry, stop_telemetry
 from tokend.service.usage import UsageMonitor
-from tokend.service.workspace import session_files
-from tokend.service.workspace.registry import Workspaces
+
+if TYPE_CHECKING:
+    from tokend.adapters.checkpoint_store import CheckpointStore
+    from tokend.adapters.workspace_cache import WorkspaceCache
+    from tokend.service.checkpoints import Checkpoints
+    from tokend.service.followers import Followers
+    from tokend.service.workspace.registry import Workspaces
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class WorkspaceParts:
+    """What works on workspace folders: their indexes, the transcripts followed, checkpoints."""
+
+    workspaces: Workspaces
+    followers: Followers
+    checkpoints: Checkpoints | None  # a serving app's, or `tokend checkpoints`'
 
 
 @dataclass(eq=False)
@@ -46,17 +55,32 @@ class App:
 
     service: TokendService
     usage: UsageMonitor
-    workspaces: Workspaces
-    followers: Followers
-    optional_checkpoints: Checkpoints | None = None  # a serving app's, or `tokend checkpoints`'
+    parts: WorkspaceParts | None = None  # a serving app's, or a command's that opens folders
     telemetry: Any = None  # the OpenTelemetry sink when `[telemetry] exporters` names one
+
+    @property
+    def workspaces(self) -> Workspaces:
+        return self._parts().workspaces
+
+    @property
+    def followers(self) -> Followers:
+        return self._parts().followers
+
+    @property
+    def optional_checkpoints(self) -> Checkpoints | None:
+        return self.parts.checkpoints if self.parts is not None else None
 
     @property
     def checkpoints(self) -> Checkpoints:
         """The checkpointer (every serving app has one)."""
         if self.optional_checkpoints is None:
-            raise RuntimeError("this app was built without checkpoints (open_app(checkpoints=...))")
+            raise RuntimeError("this app was built without checkpoints (open_app(serving=True))")
         return self.optional_checkpoints
+
+    def _parts(self) -> WorkspaceParts:
+        if self.parts is None:
+            raise RuntimeError("this app was built without workspaces (open_app(serving=True))")
+        return self.parts
 
     def check_store(self) -> str | None:
         """SQLite's integrity check of the store, bounded in time: the damage found, logged
@@ -69,21 +93,25 @@ class App:
         the checkpoint thread, first there. Call it on the event loop when there is one (the
         conversation of a "both" rewind is rolled forward on it, and its clients are told)."""
         if self.optional_checkpoints is not None:
+            from tokend.service import restore_journal
+
             restore_journal.start(self.optional_checkpoints)
 
     def begin_stop(self) -> None:
         """Tell the background work to stop (no waiting: on the event loop)."""
-        self.workspaces.begin_close()
+        if self.parts is not None:
+            self.parts.workspaces.begin_close()
 
     def close(self, *, save_calibration: bool = True) -> None:
         """End the background work and close the service (call it once requests are answered;
         on the event loop's thread when followers run there). A command that calibrates nothing
         passes save_calibration=False: a running daemon may have saved a newer one."""
         self.begin_stop()
-        self.followers.close()
-        self.workspaces.close()
-        if self.optional_checkpoints is not None:
-            self.optional_checkpoints.close()
+        if self.parts is not None:
+            self.parts.followers.close()
+            self.parts.workspaces.close()
+            if self.parts.checkpoints is not None:
+                self.parts.checkpoints.close()
         stop_telemetry(self.telemetry, self.usage)
         self.telemetry = None
         self.usage.close()
@@ -111,6 +139,8 @@ def open_app(
     or writes checkpoints passes its `checkpoint_store`."""
     service = open_service(workspace, database_url, on_warnings=on_warnings)
     if serving and checkpoint_store is None:
+        from tokend.adapters.checkpoint_store import CheckpointStore
+
         checkpoint_store = CheckpointStore()  # the user's settings: one store per user
     return assemble_app(service, serving=serving, checkpoint_store=checkpoint_store)
 
@@ -151,15 +181,33 @@ def assemble_app(
 ) -> App:
     """The parts around a service already built (open_app's second half; tests give theirs).
 
-    The workspaces keep their figures in the user's workspace cache when they may be opened
-    (a serving app, checkpoints), in memory otherwise (a command that opens none)."""
+    The usage monitor always (spend warnings and rate headroom in every snapshot); the
+    workspace parts for a serving app or one given a checkpoint store or a workspace cache
+    (kept in the user's workspace cache unless one is given); telemetry when serving."""
     usage = UsageMonitor(service)
     service.add_snapshot_warnings(usage.snapshot_warnings)
     service.set_rate_source(usage.snapshot_rate)
-    if workspace_cache is None:
-        on_disk = serving or checkpoint_store is not None
-        workspace_cache = WorkspaceCache(default_cache_path() if on_disk else None)
-    workspaces = Workspaces(service, workspace_cache)
+    if serving:
+        usage.load_past()  # before the first request; a command reads it only if it must
+    parts = None
+    if serving or checkpoint_store is not None or workspace_cache is not None:
+        parts = _workspace_parts(service, checkpoint_store, workspace_cache)
+    telemetry = start_telemetry(service.config.telemetry, usage) if serving else None
+    return App(service, usage, parts, telemetry)
+
+
+def _workspace_parts(
+    service: TokendService,
+    checkpoint_store: CheckpointStore | None,
+    workspace_cache: WorkspaceCache | None,
+) -> WorkspaceParts:
+    from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
+    from tokend.service.checkpoints import Checkpoints
+    from tokend.service.followers import Followers
+    from tokend.service.workspace import session_files
+    from tokend.service.workspace.registry import Workspaces
+
+    workspaces = Workspaces(service, workspace_cache or WorkspaceCache(default_cache_path()))
     workspaces.session_hooks.append(
         lambda index, paths: session_files.refresh_sessions(workspaces, index, paths)
     )
@@ -167,5 +215,4 @@ def assemble_app(
     if checkpoint_store is not None:
         config = service.config.checkpoints  # the user's settings: one store per user
         checkpoints = Checkpoints(service, workspaces, checkpoint_store, config)
-    telemetry = start_telemetry(service.config.telemetry, usage) if serving else None
-    return App(service, usage, workspaces, Followers(service), checkpoints, telemetry)
+    return WorkspaceParts(workspaces, Followers(service), checkpoints)
