@@ -9,15 +9,9 @@ from hypothesis import strategies as st
 
 from tokend.core.budget import BudgetConfig, CompactionConfig
 from tokend.core.catalog import ModelInfo
-from tokend.core.config import (
-    BUDGET_CHECKS,
-    COMPACTION_CHECKS,
-    ConfigLayer,
-    TokendConfig,
-    merge_config,
-    merge_layers,
-    room_problems,
-)
+from tokend.core.config import ConfigLayer, merge_config, merge_layers
+from tokend.core.config_rules import field_types
+from tokend.core.settings import TokendConfig, room_problems
 
 
 def test_empty_layers_give_the_documented_defaults() -> None:
@@ -28,8 +22,8 @@ def test_empty_layers_give_the_documented_defaults() -> None:
 
 
 def test_every_budget_and_compaction_field_is_configurable() -> None:
-    assert set(BUDGET_CHECKS) == {f.name for f in fields(BudgetConfig)}
-    assert set(COMPACTION_CHECKS) == {f.name for f in fields(CompactionConfig)}
+    assert set(field_types(BudgetConfig)) == {f.name for f in fields(BudgetConfig)}
+    assert set(field_types(CompactionConfig)) == {f.name for f in fields(CompactionConfig)}
 
 
 def test_workspace_beats_user_beats_defaults() -> None:
@@ -100,6 +94,20 @@ def test_a_workspace_cannot_move_the_database() -> None:
     )
     assert config.database_url == "sqlite:///mine.db"
     assert len(warnings) == 1 and "database_url" in warnings[0]
+
+
+def test_checkpoint_settings_come_from_the_user_config_only() -> None:
+    """protocol.md documents [checkpoints]; on main the table was "not a known setting"."""
+    user = {"checkpoints": {"retention_days": 3, "max_file_bytes": 1024}}
+    config, warnings = merge_config(TokendConfig(), user, {}, sources=("u.toml", "w.toml"))
+    assert warnings == []
+    assert (config.checkpoints.retention_days, config.checkpoints.max_file_bytes) == (3, 1024)
+    config, warnings = merge_config(
+        TokendConfig(), user, {"checkpoints": {"retention_days": 0}}, sources=("u", "w.toml")
+    )
+    assert config.checkpoints.retention_days == 3
+    [warning] = warnings
+    assert warning.startswith("w.toml: [checkpoints] is read from the user config only")
 
 
 def test_a_table_where_a_value_belongs_is_reported() -> None:

@@ -77,7 +77,7 @@ KEYS: list[tuple[str, str, Any, Any, Any]] = [
     ("handoff", "max_files", 5, "5", -1),
     ("handoff", "file_tokens", 1000, 1000.0, -1),
 ]
-USER_ONLY = {"telemetry", "summarizer"}  # a workspace may not set these, nor database_url
+USER_ONLY = {"telemetry", "summarizer", "checkpoints"}  # nor database_url: user config only
 
 
 def _toml(value: Any) -> str:
@@ -141,6 +141,10 @@ def _cases() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     cases["workspace sets user-only tables"] = (
         {},
         {"telemetry": {"exporters": ["otlp"]}, "summarizer": {"chain": ["openai"]}},
+    )
+    cases["workspace sets [checkpoints]"] = (
+        {"checkpoints": {"retention_days": 7}},
+        {"checkpoints": {"retention_days": 1, "max_file_bytes": 0}},
     )
     cases["workspace sets database_url"] = (
         {"database_url": "sqlite:///mine.db"},

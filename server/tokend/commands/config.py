@@ -19,8 +19,9 @@ import platformdirs
 from rich.text import Text
 
 from tokend.commands.output import Column, say, write_json, write_table
-from tokend.core.config import TokendConfig, model_key
+from tokend.core.config import model_key
 from tokend.core.errors import InvalidParams
+from tokend.core.settings import TokendConfig
 from tokend.service.settings import Settings, WorkspaceSettings
 
 ORIGIN_NAMES = {
