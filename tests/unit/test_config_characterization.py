@@ -77,7 +77,21 @@ KEYS: list[tuple[str, str, Any, Any, Any]] = [
     ("handoff", "max_files", 5, "5", -1),
     ("handoff", "file_tokens", 1000, 1000.0, -1),
 ]
-USER_ONLY = {"telemetry", "summarizer", "checkpoints"}  # nor database_url: user config only
+# What a workspace's file may not set (it is warned and ignored): whole tables, or one key.
+USER_ONLY = {
+    "telemetry",
+    "summarizer",
+    "checkpoints",
+    "rate",
+    "database_url",
+    "idle_timeout_s",
+    "spend.user_daily_usd",
+    "spend.timezone",
+}
+
+
+def _user_only(section: str, key: str) -> bool:
+    return bool({section, key, f"{section}.{key}"} & USER_ONLY)
 
 
 def _toml(value: Any) -> str:
@@ -112,8 +126,10 @@ def _cases() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     for section, key, good, wrong, out in KEYS:
         name = f"{section or 'top'}.{key}"
         cases[f"{name} good"] = (_layer(section, {key: good}), {})
+        if _user_only(section, key) and key != "database_url":
+            cases[f"{name} set by the workspace"] = ({}, _layer(section, {key: good}))
         for kind, bad in (("wrong type", wrong), ("out of range", out)):
-            if section in USER_ONLY or key == "database_url":
+            if _user_only(section, key):
                 cases[f"{name} {kind}"] = (_layer(section, {key: bad}), {})
             else:  # the user's good value is what the workspace's bad one falls back to
                 cases[f"{name} {kind}"] = (

@@ -81,10 +81,11 @@ class _Merge:
             dotted = f"{path}.{key}" if path else key
             user_only = next((e for e in marks if isinstance(e, UserOnly)), None)
             if user_only is not None and self.layer.workspace:
-                name = f"[{dotted}]" if dataclasses.is_dataclass(base) else dotted
+                name = (
+                    f"{source}: [{dotted}]" if dataclasses.is_dataclass(base) else f"{where} {key}"
+                )
                 self.warnings.append(
-                    f"{source}: {name} is read from {user_only.readers} only (a repository "
-                    f"must not choose {user_only.why}); ignored"
+                    f"{name} is read from {user_only.readers} only ({user_only.reason}); ignored"
                 )
             elif dataclasses.is_dataclass(base):
                 changes[key] = self.apply(getattr(current, key), value, dotted)

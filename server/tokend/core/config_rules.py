@@ -49,9 +49,9 @@ def in_range(low: float, high: float) -> Check:
 
 @dataclass(frozen=True, slots=True)
 class UserOnly:
-    """A setting only `readers` may set: a workspace's file may not choose `why`."""
+    """A setting only `readers` may set; a workspace's file that sets it is told `reason`."""
 
-    why: str
+    reason: str
     readers: str = "the user config"
 
 

@@ -5,15 +5,15 @@ carries) is in tokend.core.config; the adapter reads TOML (adapters.config_files
 
 Keys (TOML):
     database_url = "sqlite:///path/to/tokend.db"   # user layer only (and TOKEND_DATABASE_URL)
-    idle_timeout_s = 60                            # seconds, >= 0
+    idle_timeout_s = 60                            # seconds, >= 0; user layer only
     log_level = "info"                             # debug | info | warning | error
     [budget]      # BudgetConfig fields, see tokend.core.budget
     [compaction]  # CompactionConfig fields: auto, reserved, prune, protected_tools, prune_*_tokens
     [context]     # budget_injection, see tokend.core.budget_injection
-    [spend]       # SpendConfig fields, see tokend.core.spend
+    [spend]       # SpendConfig fields (user_daily_usd, timezone: user only), tokend.core.spend
     [tool_output] # GateConfig fields (characters, tool names), see tokend.core.gates
     [checkpoints] # CheckpointConfig fields (days, bytes; user config only), tokend.core.checkpoints
-    [rate]        # tpm_limit, see tokend.core.usage_stats
+    [rate]        # tpm_limit (user config only), see tokend.core.usage_stats
     [telemetry]   # TelemetryConfig fields (user config only), see tokend.core.telemetry_settings
     [summarizer]  # SummarizerConfig fields (user config only), see tokend.core.model_summary
     [handoff]     # HandoffConfig fields (max_files, file_tokens), see tokend.core.handoff
@@ -47,7 +47,11 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 _NON_EMPTY = Check(lambda v: v != "", "a non-empty string")
 # A repository must not choose where sessions are stored, where metrics or the conversation are
 # sent, nor which environment variable's key goes with them.
-_SESSIONS_STORE = UserOnly("where sessions are stored", "the user config or TOKEND_DATABASE_URL")
+_SESSIONS_STORE = UserOnly(
+    "a repository must not choose where sessions are stored",
+    "the user config or TOKEND_DATABASE_URL",
+)
+_DAEMON = UserOnly("the daemon's, one for every workspace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,19 +63,26 @@ class TokendConfig:
     compaction: CompactionConfig = CompactionConfig()
     # name -> override table
     models: Annotated[dict[str, dict[str, Any]], NamedTables()] = field(default_factory=dict)
-    idle_timeout_s: Annotated[float, in_range(0, float("inf"))] = 60
+    idle_timeout_s: Annotated[float, in_range(0, float("inf")), _DAEMON] = 60
     log_level: Annotated[LogLevel, FoldCase()] = "info"
     context: ContextConfig = ContextConfig()
     spend: SpendConfig = SpendConfig()
-    rate: RateConfig = RateConfig()
-    telemetry: Annotated[TelemetryConfig, UserOnly("where metrics are sent")] = TelemetryConfig()
+    rate: Annotated[RateConfig, UserOnly("the provider's limit, one for every workspace")] = (
+        RateConfig()
+    )
+    telemetry: Annotated[
+        TelemetryConfig, UserOnly("a repository must not choose where metrics are sent")
+    ] = TelemetryConfig()
     tool_output: GateConfig = GateConfig()
     checkpoints: Annotated[
-        CheckpointConfig, UserOnly("what the checkpoint store every workspace shares keeps")
+        CheckpointConfig, UserOnly("one checkpoint store for every workspace")
     ] = CheckpointConfig()
     summarizer: Annotated[
         SummarizerConfig,
-        UserOnly("where the conversation is sent for a summary, or with which key"),
+        UserOnly(
+            "a repository must not choose where the conversation is sent for a summary, "
+            "or with which key"
+        ),
     ] = SummarizerConfig()
     handoff: HandoffConfig = HandoffConfig()
 

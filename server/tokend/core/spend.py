@@ -14,7 +14,7 @@ from datetime import date, datetime, tzinfo
 from typing import Annotated, Any, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tokend.core.config_rules import Check
+from tokend.core.config_rules import Check, UserOnly
 
 Scope = Literal["session", "workspace", "user"]
 SCOPES: tuple[Scope, ...] = ("session", "workspace", "user")
@@ -36,6 +36,7 @@ def valid_timezone(value: Any) -> bool:
 
 _USD = Check(lambda v: v > 0, "a number of dollars > 0")
 _TIMEZONE = Check(valid_timezone, 'an IANA time zone name ("Europe/Paris") or "local"')
+_USER_WIDE = UserOnly("it applies to all of the user's workspaces together")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +45,12 @@ class SpendConfig:
 
     session_usd: Annotated[float | None, _USD] = None
     workspace_daily_usd: Annotated[float | None, _USD] = None
-    user_daily_usd: Annotated[float | None, _USD] = None
+    user_daily_usd: Annotated[float | None, _USD, _USER_WIDE] = None
     warn_ratio: Annotated[float, Check(lambda v: 0 < v <= 1, "a number above 0, at most 1")] = 0.8
     on_limit: OnLimit = "warn"
-    timezone: Annotated[str, _TIMEZONE] = "local"  # an IANA name ("Europe/Paris") or "local"
+    timezone: Annotated[str, _TIMEZONE, _USER_WIDE] = (
+        "local"  # IANA name ("Europe/Paris") or "local"
+    )
 
 
 def zone(name: str) -> tzinfo:
