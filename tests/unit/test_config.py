@@ -110,6 +110,21 @@ def test_checkpoint_settings_come_from_the_user_config_only() -> None:
     assert warning.startswith("w.toml: [checkpoints] is read from the user config only")
 
 
+def test_a_likely_typo_names_the_setting_meant() -> None:
+    _, warnings = merge_config(
+        TokendConfig(),
+        {"budget": {"output_reserve": 8000, "colour": "red"}, "idle_timeout": 5},
+        {},
+        sources=("u.toml", "w.toml"),
+    )
+    assert warnings == [
+        "u.toml: [budget] output_reserve is not a known setting (did you mean "
+        "output_reserve_cap?); ignored",
+        "u.toml: [budget] colour is not a known setting; ignored",
+        "u.toml: idle_timeout is not a known setting (did you mean idle_timeout_s?); ignored",
+    ]
+
+
 def test_a_table_where_a_value_belongs_is_reported() -> None:
     config, warnings = merge_config(TokendConfig(), {"budget": 5, "compaction": [1]}, {})
     assert config == TokendConfig()

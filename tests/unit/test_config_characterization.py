@@ -170,6 +170,10 @@ def _cases() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
         {"models": {"m": {"context_window": 8000, "max_output_tokens": 1000}}},
         {"models": {"m": {"context_window": 16000}, "n": {"context_window": 4000}}},
     )
+    cases["typos"] = (
+        {"budgets": {}, "idle_timeout": 5, "spend": {"session_usd": 1, "sesion_usd": 2}},
+        {"compaction": {"protected_tool": ["x"]}},
+    )
     cases["models bad"] = ({"models": {"m": 5}}, {"models": 5})
     return cases
 

@@ -19,6 +19,7 @@ pairs of fields that must not cross.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
@@ -75,7 +76,9 @@ class _Merge:
         changes: dict[str, Any] = {}
         for key, value in table.items():
             if key not in types_:
-                self.warnings.append(f"{where} {key} is not a known setting; ignored")
+                self.warnings.append(
+                    f"{where} {key} is not a known setting{_near(key, types_)}; ignored"
+                )
                 continue
             base, marks = extras(types_[key])
             dotted = f"{path}.{key}" if path else key
@@ -131,6 +134,12 @@ class _Merge:
             else:
                 self.warnings.append(f'{source}: [{name}."{table_name}"] must be a table; ignored')
         return merged
+
+
+def _near(key: object, known: Mapping[str, object]) -> str:
+    """ " (did you mean NAME?)" for a likely typo of a known key, else ""."""
+    close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def merge_layers(defaults: C, layers: Sequence[ConfigLayer]) -> MergedConfig[C]:

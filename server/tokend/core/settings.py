@@ -35,7 +35,7 @@ from tokend.core.budget import (
 from tokend.core.budget_injection import ContextConfig
 from tokend.core.catalog import ModelInfo
 from tokend.core.checkpoints import CheckpointConfig
-from tokend.core.config_rules import Check, FoldCase, NamedTables, UserOnly, in_range
+from tokend.core.config_rules import Check, FoldCase, NamedTables, UserOnly
 from tokend.core.gates import GateConfig
 from tokend.core.handoff import HandoffConfig
 from tokend.core.model_summary import SummarizerConfig
@@ -63,7 +63,9 @@ class TokendConfig:
     compaction: CompactionConfig = CompactionConfig()
     # name -> override table
     models: Annotated[dict[str, dict[str, Any]], NamedTables()] = field(default_factory=dict)
-    idle_timeout_s: Annotated[float, in_range(0, float("inf")), _DAEMON] = 60
+    idle_timeout_s: Annotated[
+        float, Check(lambda v: v >= 0, "a number of seconds >= 0"), _DAEMON
+    ] = 60
     log_level: Annotated[LogLevel, FoldCase()] = "info"
     context: ContextConfig = ContextConfig()
     spend: SpendConfig = SpendConfig()
