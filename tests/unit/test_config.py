@@ -209,3 +209,47 @@ def test_a_reserved_as_large_as_the_window_would_compact_every_request() -> None
 def test_an_input_limit_beyond_the_window_is_reported() -> None:
     [problem] = room_problems(_model(100_000, 8000, input_limit=150_000), TokendConfig())
     assert "input_limit 150,000 is above context_window 100,000" in problem
+
+
+def _documented_tables() -> dict[str, list[str]]:
+    """Table -> its keys, from the hand-written list of the characterization test."""
+    from tests.unit.test_config_characterization import KEYS
+
+    tables: dict[str, list[str]] = {}
+    for section, key, *_ in KEYS:
+        if section:
+            tables.setdefault(section, []).append(key)
+    return tables
+
+
+TABLES = _documented_tables()
+table_documents = st.fixed_dictionaries(
+    {},
+    optional={
+        name: st.dictionaries(st.sampled_from(keys), json_values, max_size=len(keys))
+        for name, keys in TABLES.items()
+    },
+)
+
+
+def _as_toml(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@given(user=table_documents)
+def test_a_value_applied_is_the_value_given_never_a_conversion(user: dict) -> None:
+    """Every setting either keeps its default or is exactly what the file said (a list for a
+    tuple): "5" never becomes 5, 1 never becomes True, a string never a list of letters."""
+    config, warnings = merge_config(TokendConfig(), user, {})
+    defaults = TokendConfig()
+    given_count = sum(len(table) for table in user.values())
+    applied = 0
+    for name, table in user.items():
+        for key, value in table.items():
+            got = getattr(getattr(config, name), key)
+            same = _as_toml(got) == value and type(_as_toml(got)) is type(value)
+            if got is getattr(getattr(defaults, name), key) and not same:
+                continue  # kept the default: a warning says why
+            assert same
+            applied += 1
+    assert applied + len(warnings) >= given_count  # each key applied or warned about
