@@ -99,6 +99,49 @@ def _is_tuple(tp: Any) -> bool:
     return get_origin(tp) is tuple and len(get_args(tp)) == 2 and get_args(tp)[1] is Ellipsis
 
 
+def _literal(value: Any, tp: Any) -> Any:
+    for choice in get_args(tp):
+        if type(value) is type(choice) and value == choice:
+            return value
+    raise Invalid("not one of the choices")
+
+
+def _sequence(value: Any, tp: Any) -> tuple[Any, ...]:
+    if not isinstance(value, list | tuple):
+        raise Invalid("not a list")
+    return tuple(_converter().structure(item, get_args(tp)[0]) for item in value)
+
+
+def _table(value: Any, tp: Any) -> dict[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise Invalid("not a table")
+    key_type, value_type = get_args(tp)
+    to = _converter().structure
+    return {to(k, key_type): to(v, value_type) for k, v in value.items()}
+
+
+def _union(value: Any, tp: Any) -> Any:
+    for member in get_args(tp):
+        if member is type(None):
+            continue  # None is the default's "not set": TOML has no null to set it with
+        try:
+            return _converter().structure(value, member)
+        except Exception:  # this member refuses it; the next may take it
+            continue
+    raise Invalid("none of the choices")
+
+
+def _annotated(value: Any, tp: Any) -> Any:
+    base, *extras = get_args(tp)
+    if any(isinstance(e, FoldCase) for e in extras) and isinstance(value, str):
+        value = value.lower()
+    value = _converter().structure(value, base)
+    for check in extras:
+        if isinstance(check, Check) and not check.ok(value):
+            raise Invalid(check.expected)
+    return value
+
+
 @cache
 def _converter() -> cattrs.Converter:
     """cattrs with hooks that convert nothing: TOML's types must already be the field's. Made
@@ -113,52 +156,11 @@ def _converter() -> cattrs.Converter:
         float, _strict(float, lambda v: isinstance(v, number) and not isinstance(v, bool))
     )
     converter.register_structure_hook(str, _strict(str, lambda v: isinstance(v, str)))
-
-    def literal(value: Any, tp: Any) -> Any:
-        for choice in get_args(tp):
-            if type(value) is type(choice) and value == choice:
-                return value
-        raise Invalid("not one of the choices")
-
-    def sequence(value: Any, tp: Any) -> tuple[Any, ...]:
-        if not isinstance(value, list | tuple):
-            raise Invalid("not a list")
-        return tuple(converter.structure(item, get_args(tp)[0]) for item in value)
-
-    def table(value: Any, tp: Any) -> dict[Any, Any]:
-        if not isinstance(value, Mapping):
-            raise Invalid("not a table")
-        key_type, value_type = get_args(tp)
-        return {
-            converter.structure(k, key_type): converter.structure(v, value_type)
-            for k, v in value.items()
-        }
-
-    def union(value: Any, tp: Any) -> Any:
-        for member in get_args(tp):
-            if member is type(None):
-                continue  # None is the default's "not set": TOML has no null to set it with
-            try:
-                return converter.structure(value, member)
-            except (Invalid, cattrs.BaseValidationError):
-                continue
-        raise Invalid("none of the choices")
-
-    def annotated(value: Any, tp: Any) -> Any:
-        base, *extras = get_args(tp)
-        if any(isinstance(e, FoldCase) for e in extras) and isinstance(value, str):
-            value = value.lower()
-        value = converter.structure(value, base)
-        for check in extras:
-            if isinstance(check, Check) and not check.ok(value):
-                raise Invalid(check.expected)
-        return value
-
-    converter.register_structure_hook_func(_is_literal, literal)
-    converter.register_structure_hook_func(_is_tuple, sequence)
-    converter.register_structure_hook_func(_is_dict, table)
-    converter.register_structure_hook_func(_is_union, union)
-    converter.register_structure_hook_func(_is_annotated, annotated)
+    converter.register_structure_hook_func(_is_literal, _literal)
+    converter.register_structure_hook_func(_is_tuple, _sequence)
+    converter.register_structure_hook_func(_is_dict, _table)
+    converter.register_structure_hook_func(_is_union, _union)
+    converter.register_structure_hook_func(_is_annotated, _annotated)
     return converter
 
 
