@@ -253,3 +253,27 @@ def test_a_value_applied_is_the_value_given_never_a_conversion(user: dict) -> No
             assert same
             applied += 1
     assert applied + len(warnings) >= given_count  # each key applied or warned about
+
+
+def test_the_merge_and_the_rules_import_no_feature() -> None:
+    """core/config.py (the merge) and core/config_rules.py (the rules) know no table: each
+    feature's dataclass carries its own rules. On main core/config.py imported eight features
+    for their check tables."""
+    import ast
+    from pathlib import Path
+
+    core = Path(__file__).resolve().parents[2] / "server" / "tokend" / "core"
+    for name, allowed in (("config.py", {"tokend.core.config_rules"}), ("config_rules.py", set())):
+        tree = ast.parse((core / name).read_text())
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tokend")
+        } | {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+            if alias.name.startswith("tokend")
+        }
+        assert imported <= allowed, (name, imported)
