@@ -1,7 +1,9 @@
 """Every key of every config table, fed a good, a wrong-typed and an out-of-range value from real
 TOML files on disk: the merged settings, the warnings and the origin of each value are compared
-with a record (tests/unit/data/config_characterization.json) made from these files before the
-config checks moved into each feature's dataclass. Regenerate the record only on purpose:
+with a record (tests/unit/data/config_characterization.json), first made on main before the
+config checks moved into each feature's dataclass; each change since is a deliberate one, listed
+in the commit that made it ([checkpoints] applied, the user-wide settings refused from a
+workspace, two clearer texts). Regenerate it only on purpose:
 `python tests/unit/test_config_characterization.py --record`, and say in the commit what changed.
 
 The cases (section, key, good, wrong type, out of range) are written here by hand from the
