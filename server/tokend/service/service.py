@@ -23,7 +23,6 @@ from tokend.core.budget import output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, with_context_window
 from tokend.core.changes import AppendMessage, NewWindow, PruneParts, RecordMeasured, UpdateInfo
-from tokend.core.config import TokendConfig
 from tokend.core.errors import (
     AlreadyStored,
     InvalidParams,
@@ -37,6 +36,7 @@ from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import call_cost_usd
 from tokend.core.session_data import Evolved, SessionData
+from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
     CompactionPart,
