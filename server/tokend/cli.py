@@ -3,13 +3,18 @@ models, config, import, replay, follow, statusline, watch, checkpoints, rewind."
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+    from pathlib import Path
+
     parser = argparse.ArgumentParser(
         prog="tokend", description="The context-window daemon for AI coding agents."
     )
@@ -97,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from pathlib import Path
+
     follow = sub.add_parser(
         "follow", help="follow a Claude Code or Codex session live (the daemon tails its file)"
     )
@@ -187,6 +194,11 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["statusline"]:
+        # Claude Code runs this on every refresh: no argument parser, nothing heavy imported.
+        from tokend.commands.statusline import run_statusline
+
+        return run_statusline(sys.stdin, sys.stdout)
     args = _parser().parse_args(argv)
     from tokend.core.errors import TokendError
 
