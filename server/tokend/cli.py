@@ -62,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     _sessions_parser(sub)
 
     compact = sub.add_parser(
-        "compact", help="compact a session (prune old tool output) and show before/after"
+        "compact",
+        help="compact a session as its automatic compaction would (prune old tool output, then "
+        "summarize older turns if that is not enough) and show before/after",
     )
     compact.add_argument("session", nargs="?", help="a session id (default: the active one)")
     compact.add_argument("--json", action="store_true")
@@ -200,10 +202,21 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_statusline(sys.stdin, sys.stdout)
     args = _parser().parse_args(argv)
-    from tokend.core.errors import TokendError
+    from tokend.core.errors import SessionNotFound, TokendError
 
     try:
         return _dispatch(args)
+    except SessionNotFound as exc:
+        missing = exc.data.get("sessionId") if isinstance(exc.data, dict) else None
+        # the protocol's hint (session/create) is for clients: a person gets commands
+        text = (
+            f"no session {missing}: `tokend sessions` lists this folder's sessions "
+            "(--all-workspaces: every folder's, --deleted: the deleted ones)"
+            if missing
+            else exc.message
+        )
+        print(f"tokend: {text}", file=sys.stderr)
+        return 2
     except TokendError as exc:
         print(f"tokend: {exc.message}", file=sys.stderr)
         return 2
