@@ -32,6 +32,10 @@ class FrameError(Exception):
     """A frame that cannot be read: the peer closed, or what it sent is not a JSON object."""
 
 
+class PeerClosed(FrameError):
+    """The daemon closed the connection (it stopped, or it is restarting)."""
+
+
 def runtime_location() -> str:
     """The user's runtime folder for tokend (the daemon's socket, locks and token), whether
     or not it exists yet: $XDG_RUNTIME_DIR/tokend, else <tempdir>/tokend-<uid>."""
@@ -107,7 +111,7 @@ def read_frame(stream: BinaryIO) -> dict[str, Any]:
             except ValueError:
                 raise FrameError(f"bad Content-Length {value.strip()[:20]!r}") from None
     if not line:
-        raise FrameError("the daemon closed the connection")
+        raise PeerClosed("the daemon closed the connection")
     try:
         body = json.loads(stream.read(length))
     except ValueError as exc:

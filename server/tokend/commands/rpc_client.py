@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from tokend.adapters import rendezvous
-from tokend.adapters.rendezvous import FrameError, UnsafePathError
+from tokend.adapters.rendezvous import FrameError, PeerClosed, UnsafePathError
 from tokend.core.errors import ALL_ERRORS, TokendError
 
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -24,6 +24,10 @@ _ERRORS_BY_CODE = {cls.code: cls for cls in ALL_ERRORS}
 
 class NoReply(TokendError):
     """The daemon did not answer within the time asked for (it may still be working)."""
+
+
+class DaemonGone(TokendError):
+    """The connection to the daemon is lost (it stopped or restarted); a new one may work."""
 
 
 class DaemonClient:
@@ -113,7 +117,7 @@ class DaemonClient:
         try:
             self._sock.sendall(rendezvous.frame(body))
         except OSError as exc:
-            raise TokendError(f"the daemon closed the connection ({exc})") from None
+            raise DaemonGone(f"the daemon closed the connection ({exc})") from None
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -123,10 +127,12 @@ class DaemonClient:
             raise NoReply(
                 f"the daemon did not answer in {waited:g} s; see `tokend status --daemon`"
             ) from None
+        except PeerClosed as exc:
+            raise DaemonGone(str(exc)) from None
         except FrameError as exc:
             raise TokendError(str(exc)) from None
         except OSError as exc:
-            raise TokendError(f"unreadable reply from the daemon ({exc})") from None
+            raise DaemonGone(f"the connection to the daemon failed ({exc})") from None
 
 
 def _connect(name: str | None) -> socket.socket:
