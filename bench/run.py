@@ -42,6 +42,7 @@ SECTIONS = [
     "fuzz",
     "append_order",
     "config",
+    "statusline",
 ]
 
 

@@ -41,6 +41,9 @@ def show_model(name: str, as_json: bool, out: TextIO) -> int:
         return 0
     figures["prices"] = _prices_text(info.prices)
     figures["priceTiers"] = _tiers_text(info.price_tiers)
+    figures["tokenizer"] = info.tokenizer or "estimate"  # as `models list` says it
+    if info.input_limit is None:
+        figures["inputLimit"] = "none (the context window applies)"
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value

@@ -211,7 +211,8 @@ class TokendService:
         info = self.store.get_session(session_id)
         if info is None:
             raise SessionNotFound(
-                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list"
+                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list",
+                {"sessionId": excerpt(session_id)},
             )
         model = self.models.model_info(info)
         return load_session_data(self.store, info, model, self.counter(model))
