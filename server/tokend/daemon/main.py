@@ -16,12 +16,13 @@ from typing import Any, TextIO
 
 from lsprotocol import types
 
+from tokend.adapters.rendezvous import connect_unix
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.log_limit import BoundedValues
 from tokend.daemon.paths import log_path, socket_path
 from tokend.daemon.process import configure_logging, give_back_free_memory
-from tokend.daemon.spawn import connect_unix, is_detached
+from tokend.daemon.spawn import is_detached
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +214,7 @@ def serve_forever(args: argparse.Namespace) -> int:
             name=args.name,
             stopping=app.begin_stop,
             closing=closing,
+            keep_alive=app.following_keeps_alive,
         )
     finally:
         closing()  # when the daemon could not start

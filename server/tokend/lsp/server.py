@@ -58,6 +58,7 @@ class TokendServer(LanguageServer):
         self.workspace_folders: list[str] = []  # every folder the client named, in its order
         self.attached_session: str | None = None  # the session this connection follows
         self._watching: dict[str, Callable[[], None]] = {}
+        self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
 
     def serve_workspaces(self) -> None:
@@ -128,7 +129,10 @@ class TokendServer(LanguageServer):
     def watch(self, session_id: str) -> None:
         """Send budget/didChange for `session_id` to this connection after every change.
 
-        Raises SessionNotFound for an unknown id (no listener is kept for it)."""
+        Raises SessionNotFound for an unknown id (no listener is kept for it), RuntimeError once
+        the connection has ended (a follower's late news must not subscribe a closed one)."""
+        if self.ended:
+            raise RuntimeError("the connection has ended")
         if session_id not in self._watching:
             self.service.state(session_id)
             self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
@@ -143,6 +147,8 @@ class TokendServer(LanguageServer):
             unsubscribe()
 
     def unwatch_all(self) -> None:
+        """At shutdown or when the connection closes: no budget/didChange any more, ever."""
+        self.ended = True
         for session_id in list(self._watching):
             self.unwatch(session_id)
 

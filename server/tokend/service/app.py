@@ -82,6 +82,10 @@ class App:
             raise RuntimeError("this app was built without workspaces (open_app(serving=True))")
         return self.parts
 
+    def following_keeps_alive(self) -> bool:
+        """Whether a followed transcript keeps the daemon up with no connection (followers)."""
+        return self.parts is not None and self.parts.followers.keep_daemon_up()
+
     def check_store(self) -> str | None:
         """SQLite's integrity check of the store, bounded in time: the damage found, logged
         (None when sound, or for a store that is not SQLite)."""
