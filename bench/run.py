@@ -43,6 +43,7 @@ SECTIONS = [
     "append_order",
     "config",
     "statusline",
+    "app_root",
 ]
 
 
