@@ -193,7 +193,8 @@ class Followers:
         if follower is None:
             raise InvalidParams(f"no follower {follower_id!r}: follow/list lists them")
         if follower.watch is not None:
-            follower.watch.stop()
+            follower.watch.stop()  # its threads end soon: close() joins those still running
+            self._ended = [w for w in self._ended if any(t.is_alive() for t in w.threads())]
             self._ended.append(follower.watch)
         for running in follower.tails:
             running.followers.remove(follower)
