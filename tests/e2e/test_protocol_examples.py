@@ -118,6 +118,17 @@ def make_project(root: Path) -> Path:
 async def scenario(server: ProcessClient, project: Path) -> Transcript:
     t = Transcript(project)
     ws = project.as_uri()
+    initialize = {
+        "processId": None,
+        "clientInfo": {"name": "my-agent", "version": "0.1.0"},
+        "rootUri": ws,
+        "workspaceFolders": [{"uri": ws, "name": "project"}],
+        "capabilities": {"window": {"workDoneProgress": True}},
+        "initializationOptions": {},
+    }
+    t.next_id = 0  # the other examples keep their ids
+    await t.call(server, "initialize", "initialize", initialize)
+    server.notify("initialized", {})
     created = await t.call(
         server,
         "session/create",
@@ -299,8 +310,7 @@ async def server(tmp_path):
     client = await ProcessClient.spawn(
         "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
-    await client.initialize(name="Visual Studio Code")
-    yield client
+    yield client  # the scenario sends `initialize` itself: its example is the first one
     assert await client.shutdown() == 0
 
 
