@@ -55,3 +55,53 @@ async def test_a_tool_result_as_role_tool_or_user_is_assembled_alike(server: Pro
         assert messages[-1]["content"][0]["type"] == "tool_result"
     else:  # OpenAI's Chat Completions, the default
         assert messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": "a.py b.py"}
+
+
+WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
+OPENAI_CHAT = {
+    "type": "function",
+    "function": {"name": "weather", "description": "today's", "parameters": WEATHER_SCHEMA},
+}
+OPENAI_RESPONSES = {
+    "type": "function",
+    "name": "weather",
+    "description": "today's",
+    "parameters": WEATHER_SCHEMA,
+}
+ANTHROPIC = {"name": "weather", "description": "today's", "input_schema": WEATHER_SCHEMA}
+
+
+async def _tools(server: ProcessClient, fmt: str, tools: list[dict[str, Any]]) -> Any:
+    sid = (await server.request("session/create", {"model": "claude-sonnet-4-5"}))["sessionId"]
+    user = {"role": "user", "parts": [{"type": "text", "text": "weather in Oslo?"}]}
+    await server.request("session/append", {"sessionId": sid, "message": user})
+    return await server.request(
+        "context/assemble", {"sessionId": sid, "format": fmt, "tools": tools}
+    )
+
+
+async def test_tools_come_back_in_the_shape_of_the_format_asked_for(server: ProcessClient):
+    for tool in (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC):
+        anthropic = await _tools(server, "anthropic", [tool])
+        assert anthropic["tools"] == [{**ANTHROPIC, "cache_control": {"type": "ephemeral"}}]
+        openai = await _tools(server, "openai", [tool])
+        assert openai["tools"] == [OPENAI_CHAT]
+    # the count is the same whichever shape the client sent
+    sent_openai = await _tools(server, "anthropic", [OPENAI_CHAT])
+    sent_anthropic = await _tools(server, "anthropic", [ANTHROPIC])
+    assert sent_openai["totalTokens"] == sent_anthropic["totalTokens"]
+
+
+async def test_a_tool_of_neither_shape_or_a_server_tool_for_openai_is_refused(
+    server: ProcessClient,
+):
+    server_tool = {"type": "web_search_20250305", "name": "web_search"}
+    kept = await _tools(server, "anthropic", [server_tool])
+    assert kept["tools"] == [{**server_tool, "cache_control": {"type": "ephemeral"}}]
+    with pytest.raises(RpcError) as refused:
+        await _tools(server, "openai", [ANTHROPIC, server_tool])
+    assert refused.value.code == -32602
+    assert "tools[1] is Anthropic's server tool web_search_20250305" in refused.value.message
+    with pytest.raises(RpcError) as neither:
+        await _tools(server, "anthropic", [{"description": "no name"}])
+    assert neither.value.code == -32602 and "tools[0] is neither" in neither.value.message
