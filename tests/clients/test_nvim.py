@@ -8,6 +8,7 @@ client's own `budget/snapshot`, not by the plugin's code.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.clients.terminal_svg import screen_svg
 from tests.conftest import session_file
 from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
@@ -39,6 +41,23 @@ require("tokend").setup({{ cmd = {server} }}) -- twice: still one client
 """
 
 
+def write_init_lua(install: str = "rtp", extra: str = "") -> None:
+    """The user's init.lua in the test's XDG config dir (tests/conftest.py; tokend uses the same
+    dirs), configuring the plugin at startup; with `install` "pack" the plugin is a start package
+    under the XDG data dir."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "nvim"
+    config.mkdir(parents=True, exist_ok=True)
+    if install == "pack":
+        package = Path(os.environ["XDG_DATA_HOME"]) / "nvim" / "site" / "pack" / "x" / "start"
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "tokend").symlink_to(PLUGIN)
+        line = "-- installed as a start package: nothing to add to 'runtimepath'"
+    else:
+        line = f'vim.opt.rtp:prepend("{PLUGIN}")'
+    server = "{" + ", ".join(f'"{a}"' for a in [sys.executable, "-m", "tokend", "lsp"]) + "}"
+    (config / "init.lua").write_text(INIT_LUA.format(install=line, server=server) + extra)
+
+
 class Nvim:
     """A headless Neovim started with a user's init.lua that configures the plugin at startup,
     driven through its --listen socket. `install` is how the plugin is installed: "rtp" (the
@@ -47,18 +66,7 @@ class Nvim:
 
     def __init__(self, cwd: Path, sock: Path, install: str = "rtp") -> None:
         self.sock = sock
-        # the user's own folders: the test's XDG dirs (tests/conftest.py), which tokend uses too
-        config = Path(os.environ["XDG_CONFIG_HOME"]) / "nvim"
-        config.mkdir(parents=True, exist_ok=True)
-        if install == "pack":
-            package = Path(os.environ["XDG_DATA_HOME"]) / "nvim" / "site" / "pack" / "x" / "start"
-            package.mkdir(parents=True, exist_ok=True)
-            (package / "tokend").symlink_to(PLUGIN)
-            line = "-- installed as a start package: nothing to add to 'runtimepath'"
-        else:
-            line = f'vim.opt.rtp:prepend("{PLUGIN}")'
-        server = "{" + ", ".join(f'"{a}"' for a in [sys.executable, "-m", "tokend", "lsp"]) + "}"
-        (config / "init.lua").write_text(INIT_LUA.format(install=line, server=server))
+        write_init_lua(install)
         self.proc = subprocess.Popen(
             [str(nvim_binary()), "--headless", "-n", "--listen", str(sock)],
             cwd=cwd,
@@ -257,3 +265,60 @@ def test_neovim_with_the_plugin_as_a_start_package_is_healthy(monkeypatch, tmp_p
             _healthy(nvim, sid)
         finally:
             nvim.close()
+
+
+STATUSLINE_LUA = """
+vim.o.laststatus = 2
+vim.o.termguicolors = true
+vim.o.statusline = [[%f %= %{%v:lua.require'tokend'.statusline({'highlight': v:true})%} ]]
+"""
+SCREENSHOT = PLUGIN.parents[1] / "docs" / "screenshots" / "nvim-statusline.svg"
+
+
+def test_the_statusline_in_a_real_terminal(monkeypatch, tmp_path):
+    """Neovim in a real terminal (tmux), its statusline set to the plugin's gauge in init.lua:
+    the status row tmux shows holds the agent's own budget/snapshot. TOKEND_WRITE_SCREENSHOTS=1
+    also writes that screen as the README's image (docs/screenshots/nvim-statusline.svg)."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.fail("tmux is needed (Debian's tmux) to show Neovim in a terminal")
+    with real_daemons(monkeypatch) as daemons:
+        daemons.serve()
+        workspace = tmp_path / "app"
+        workspace.mkdir()
+        (workspace / "main.py").write_text("def main() -> None:\n    print('hello')\n")
+        agent = LspClient.unix(socket_path())
+        assert "result" in agent.initialize("agent")
+        create = {"model": "claude-sonnet-4-5", "workspaceUri": workspace.as_uri()}
+        sid = _result(agent, "session/create", create)["sessionId"]
+        _append(agent, sid, "user", {"type": "text", "text": "make the build pass " * 3000})
+        write_init_lua(extra=STATUSLINE_LUA)
+        server = ["-S", str(daemons.base / "tmux.sock"), "-f", "/dev/null"]
+        columns, lines = 72, 8
+        subprocess.run(
+            [tmux, *server, "new-session", "-d", "-x", str(columns), "-y", str(lines)]
+            + ["-c", str(workspace), f"{nvim_binary()} -n main.py"],
+            check=True,
+        )
+        try:
+            want = expected_statusline(_result(agent, "budget/snapshot", {"sessionId": sid}))
+            deadline = time.monotonic() + WAIT_SECONDS
+            while True:
+                screen = subprocess.run(
+                    [tmux, *server, "capture-pane", "-p"], capture_output=True, text=True
+                ).stdout
+                rows = screen.split("\n")
+                status = rows[lines - 2] if len(rows) >= lines else ""  # above the command line
+                if want in status:
+                    break
+                assert time.monotonic() < deadline, f"the status row shows {status!r}, not {want}"
+                time.sleep(0.1)
+            assert status.startswith("main.py")
+            if os.environ.get("TOKEND_WRITE_SCREENSHOTS") == "1":
+                colored = subprocess.run(
+                    [tmux, *server, "capture-pane", "-p", "-e"], capture_output=True, text=True
+                ).stdout
+                title = "Neovim's statusline with the tokend gauge"
+                SCREENSHOT.write_text(screen_svg(colored, columns, title))
+        finally:
+            subprocess.run([tmux, *server, "kill-server"], check=False)
