@@ -34,6 +34,7 @@ def test_an_agent_turn_with_the_sync_client_and_a_retried_append(monkeypatch, tm
         assert not socket_path().exists()
         with Client.connect("agent", workspace_uri=workspace) as tokend:  # starts the daemon
             heard: list[dict[str, Any]] = []
+            tokend.on("budget/didChange", lambda params: 1 / 0)  # a handler's bug: read on
             tokend.on("budget/didChange", heard.append)
             sid = tokend.create_session("gpt-4o")
             tokend.append(sid, "user", [{"type": "text", "text": "list the files"}])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from tokend.client.framing import FrameReader, encode
 from tokend.daemon.spawn import connect_or_spawn
 
 Handler = Callable[[Any], None]
+log = logging.getLogger(__name__)
 
 
 class AsyncClient:
@@ -99,7 +101,10 @@ class AsyncClient:
             self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
             return
         for handler in self._handlers.get(message["method"], []):
-            handler(message.get("params"))
+            try:
+                handler(message.get("params"))
+            except Exception:  # the agent's handler: the connection reads on
+                log.exception("a %s handler failed", message["method"])
 
     def _send(self, message: dict[str, Any]) -> asyncio.StreamWriter:
         writer = self._writer

@@ -15,6 +15,7 @@ same append: the daemon stores it once.
 from __future__ import annotations
 
 import itertools
+import logging
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,7 @@ from tokend.client.framing import FrameReader, encode
 from tokend.daemon.spawn import connect_or_spawn
 
 Handler = Callable[[Any], None]
+log = logging.getLogger(__name__)
 METHOD_NOT_FOUND = -32601
 
 
@@ -116,7 +118,10 @@ class Client:
             self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
             return
         for handler in self._handlers.get(message["method"], []):
-            handler(message.get("params"))
+            try:
+                handler(message.get("params"))
+            except Exception:  # the agent's handler: the connection reads on
+                log.exception("a %s handler failed", message["method"])
 
     def _send(self, message: dict[str, Any]) -> None:
         with self._lock:
