@@ -41,6 +41,8 @@ SECTIONS = [
     "stop",
     "fuzz",
     "append_order",
+    "config",
+    "statusline",
 ]
 
 

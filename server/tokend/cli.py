@@ -3,13 +3,18 @@ models, config, import, replay, follow, statusline, watch, checkpoints, rewind."
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+    from pathlib import Path
+
     parser = argparse.ArgumentParser(
         prog="tokend", description="The context-window daemon for AI coding agents."
     )
@@ -57,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     _sessions_parser(sub)
 
     compact = sub.add_parser(
-        "compact", help="compact a session (prune old tool output) and show before/after"
+        "compact",
+        help="compact a session as its automatic compaction would (prune old tool output, then "
+        "summarize older turns if that is not enough) and show before/after",
     )
     compact.add_argument("session", nargs="?", help="a session id (default: the active one)")
     compact.add_argument("--json", action="store_true")
@@ -97,6 +104,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from pathlib import Path
+
     follow = sub.add_parser(
         "follow", help="follow a Claude Code or Codex session live (the daemon tails its file)"
     )
@@ -187,11 +196,27 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["statusline"]:
+        # Claude Code runs this on every refresh: no argument parser, nothing heavy imported.
+        from tokend.commands.statusline import run_statusline
+
+        return run_statusline(sys.stdin, sys.stdout)
     args = _parser().parse_args(argv)
-    from tokend.core.errors import TokendError
+    from tokend.core.errors import SessionNotFound, TokendError
 
     try:
         return _dispatch(args)
+    except SessionNotFound as exc:
+        missing = exc.data.get("sessionId") if isinstance(exc.data, dict) else None
+        # the protocol's hint (session/create) is for clients: a person gets commands
+        text = (
+            f"no session {missing}: `tokend sessions` lists this folder's sessions "
+            "(--all-workspaces: every folder's, --deleted: the deleted ones)"
+            if missing
+            else exc.message
+        )
+        print(f"tokend: {text}", file=sys.stderr)
+        return 2
     except TokendError as exc:
         print(f"tokend: {exc.message}", file=sys.stderr)
         return 2

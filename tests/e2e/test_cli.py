@@ -90,3 +90,20 @@ def test_import_then_status_and_context(tmp_path):
     assert "/ 200,000 tokens" in tokend("status", cwd=tmp_path, **db).stdout
     table = tokend("context", cwd=tmp_path, **db).stdout
     assert "messages" in table and "free space" in table
+
+
+def test_messages_name_what_a_person_types(tmp_path):
+    """A typo gets the catalog's close names; `models show` says `estimate` as `models list`
+    does; an unknown session points at `tokend sessions`, not at the protocol's session/create."""
+    typo = tokend("models", "show", "claude-sonnet-4", cwd=tmp_path)
+    assert typo.returncode == 2
+    assert 'Did you mean "claude-sonnet-4-6"' in typo.stderr, typo.stderr
+    assert tokend("models", "show", "gpt5", cwd=tmp_path).stderr.count('"gpt-5"') == 1
+    shown = tokend("models", "show", "claude-opus-4-6", cwd=tmp_path).stdout
+    assert "None" not in shown
+    assert next(line for line in shown.splitlines() if line.startswith("tokenizer")).endswith(
+        "estimate"
+    )
+    missing = tokend("status", "--session", "nope", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "`tokend sessions`" in missing.stderr and "session/create" not in missing.stderr

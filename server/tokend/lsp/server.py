@@ -56,6 +56,7 @@ class TokendServer(LanguageServer):
         self.attached_session: str | None = None  # the session this connection follows
         self._watching: dict[str, Callable[[], None]] = {}
         self._used: set[str] = set()  # sessions this connection appended to, compacted, asked of
+        self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
 
     def serve_workspaces(self) -> None:
@@ -138,11 +139,14 @@ class TokendServer(LanguageServer):
     def watch(self, session_id: str) -> None:
         """Send budget/didChange for `session_id` to this connection after every change.
 
-        Raises SessionNotFound for an unknown id (no listener is kept for it)."""
+        Raises SessionNotFound for an unknown id (no listener is kept for it), RuntimeError once
+        the connection has ended (a follower's late news must not subscribe a closed one)."""
         self._subscribe(session_id)
         self._used.add(session_id)
 
     def _subscribe(self, session_id: str) -> None:
+        if self.ended:  # attach() too: nothing is watched again once the connection has ended
+            raise RuntimeError("the connection has ended")
         if session_id not in self._watching:
             self.service.state(session_id)
             self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
@@ -158,6 +162,8 @@ class TokendServer(LanguageServer):
             unsubscribe()
 
     def unwatch_all(self) -> None:
+        """At shutdown or when the connection closes: no budget/didChange any more, ever."""
+        self.ended = True
         for session_id in list(self._watching):
             self.unwatch(session_id)
 

@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0  # how often a tail looks at its file without a watchdog event
 QUIET_SECONDS = 2.0  # a transcript unchanged this long has its waiting records imported
+KEEPS_DAEMON_UP_SECONDS = 3600.0  # a transcript written this recently keeps its daemon up
 FIRST_SYNC_SECONDS = 30.0  # follow/start waits this long at most for a transcript's first import
 
 
@@ -81,8 +83,9 @@ class FollowerStatus:
     transcripts: tuple[TailStatus, ...]
 
 
-SessionKnown = Callable[[str, TailStatus], None]
-"""Called (follower id, transcript) when a transcript's session is created or found."""
+SessionKnown = Callable[[str, TailStatus], bool]
+"""Called (follower id, transcript) when a transcript's session is created or found; returns
+False once whoever listened is gone (its connection closed), and is then forgotten."""
 
 
 @dataclass(eq=False)
@@ -107,6 +110,14 @@ class _Running:
     followers: list[_Follower] = field(default_factory=list)
     announced: str | None = None  # the session id the followers were last told of
     synced: asyncio.Event = field(default_factory=asyncio.Event)  # set after the first sync
+
+
+def following_keeps_alive(service: TokendService) -> bool:
+    """Whether the daemon of `service` must stay up with no connection: it follows a
+    transcript the agent wrote in the last KEEPS_DAEMON_UP_SECONDS (a status line that asks
+    for it a minute later must not find it gone, nor the follower stopped)."""
+    followers = Followers.existing(service)
+    return followers is not None and followers.written_within(KEEPS_DAEMON_UP_SECONDS)
 
 
 class Followers:
@@ -194,6 +205,18 @@ class Followers:
     def list(self) -> list[FollowerStatus]:
         return [self._status(f) for f in self._followers.values()]
 
+    def written_within(self, seconds: float) -> bool:
+        """Whether a followed transcript was written in the last `seconds`: the agent is at
+        work, and the daemon that follows it stays up (its idle exit waits)."""
+        now = time.time()
+        for path in list(self._running):
+            try:
+                if now - path.stat().st_mtime < seconds:
+                    return True
+            except OSError:
+                continue
+        return False
+
     def stop(self, follower_id: str) -> FollowerStatus:
         follower = self._followers.pop(follower_id, None)
         if follower is None:
@@ -276,6 +299,7 @@ class Followers:
                 await tail.sync(quiet=quiet)
             except Exception:  # a bug must not end the follower silently
                 log.exception("following %s failed", tail.path)
+            tail.caught_up = True
             running.synced.set()
             if len(tail.records) != size:
                 last_change = loop.time()
@@ -289,9 +313,12 @@ class Followers:
         running.announced = session_id
         for listener in list(follower.listeners):
             try:
-                listener(follower.follower_id, running.tail.status())
+                keep = listener(follower.follower_id, running.tail.status())
             except Exception:
                 log.exception("a follower's listener failed")
+                keep = False
+            if not keep:
+                follower.listeners.remove(listener)
 
 
 class _Handler(FileSystemEventHandler):

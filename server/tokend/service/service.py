@@ -23,7 +23,6 @@ from tokend.core.budget import output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, with_context_window
 from tokend.core.changes import AppendMessage, NewWindow, PruneParts, RecordMeasured, UpdateInfo
-from tokend.core.config import TokendConfig
 from tokend.core.errors import (
     AlreadyStored,
     InvalidParams,
@@ -37,6 +36,7 @@ from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import call_cost_usd
 from tokend.core.session_data import Evolved, SessionData
+from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
     CompactionPart,
@@ -211,7 +211,8 @@ class TokendService:
         info = self.store.get_session(session_id)
         if info is None:
             raise SessionNotFound(
-                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list"
+                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list",
+                {"sessionId": excerpt(session_id)},
             )
         model = self.models.model_info(info)
         return load_session_data(self.store, info, model, self.counter(model))

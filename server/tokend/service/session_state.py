@@ -24,12 +24,12 @@ from tokend.core.changes import (
     Rewind,
     UpdateInfo,
 )
-from tokend.core.config import TokendConfig
 from tokend.core.errors import ChangedElsewhere, VersionConflict
 from tokend.core.gauge import gauge_snapshot
 from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
 from tokend.core.session_data import Evolved, SessionData, evolve
+from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.service.turns import Submit, Turn, Turns, committed
 
