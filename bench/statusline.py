@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,15 @@ class _Tree:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+def _renamed_copy(folder: Path, tag: str) -> Path:
+    """The big transcript as another Claude Code session (its session id replaced), so the
+    daemon has never seen it: a first read, as for a session the user just started."""
+    new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, tag))
+    target = folder / f"{new_id}.jsonl"
+    target.write_text((DATA / BIG).read_text().replace(BIG.removesuffix(".jsonl"), new_id))
+    return target
+
+
 def _pids_with(marker: str) -> list[int]:
     """Processes whose environment names `marker` (this bench's own daemons and followers)."""
     found = []
@@ -192,13 +202,19 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
         figures["warm"] = [tree.statusline(stdin)[0] for _ in range(WARM_CALLS)]
         new, reach = [], []
         for i in range(trials):
-            copy = tree.projects / f"copy-{i}-{BIG}"
-            shutil.copy(DATA / BIG, copy)
+            copy = _renamed_copy(tree.projects, f"copy-{i}")
             started = time.perf_counter()
             elapsed, _ = tree.statusline(tree.stdin(copy))
             new.append(elapsed)
             reach.append(_until_tokend(tree, tree.stdin(copy), started))
         figures["new"], figures["new_reach"] = new, reach
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        tree.stop()
+    tree.fresh()  # a daemon that never saw this Claude session: the latency transcript is new
+    daemon = tree.serve()
+    try:
         figures["latency"] = _follow_latency(tree)
     finally:
         daemon.terminate()
@@ -220,7 +236,8 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
 def _follow_latency(tree: _Tree) -> list[float]:
     """Write the big transcript's provider calls one at a time into a followed file; ms from
     the write of each call's records to the budget/didChange that counts that call."""
-    lines = [ln for ln in (DATA / BIG).read_text().splitlines() if ln.strip()]
+    source = _renamed_copy(tree.projects, "latency")
+    lines = [ln for ln in source.read_text().splitlines() if ln.strip()]
     head = len(lines) // 2
     path = tree.projects / "latency.jsonl"
     path.write_text("\n".join(lines[:head]) + "\n")
