@@ -93,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="the new session's workspace folder (default: the transcript's cwd)",
     )
+    cc.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="import the rest when a line is not a JSON record (default: refuse, naming it)",
+    )
     cc.add_argument("--json", action="store_true")
 
     replay = sub.add_parser(
@@ -278,7 +283,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.importer import import_claude_code
 
         return import_claude_code(
-            args.file, args.database_url, args.context_window, args.workspace, args.json, sys.stdout
+            args.file,
+            args.database_url,
+            args.context_window,
+            args.workspace,
+            args.json,
+            sys.stdout,
+            args.skip_bad_lines,
         )
     if args.command == "status":
         from tokend.commands.status import run_status
