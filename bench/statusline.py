@@ -47,10 +47,21 @@ REFRESH_S = 0.3
 LATENCY_CALLS = 20
 CLAUDE_FIGURES = {
     "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
-    "cost": {"total_cost_usd": 11.85},
-    "context_window": {
+    "cost": {
+        "total_cost_usd": 11.85,
+        "total_duration_ms": 4_440_000,
+        "total_api_duration_ms": 1_800_000,
+        "total_lines_added": 120,
+        "total_lines_removed": 30,
+    },
+    "version": "2.1.39",
+    "output_style": {"name": "default"},
+    "context_window": {  # every field Claude Code 2.1 passes (ccusage requires them all)
+        "total_input_tokens": 77_334,
+        "total_output_tokens": 500,
         "context_window_size": 200_000,
         "used_percentage": 38.7,
+        "remaining_percentage": 61.3,
         "current_usage": {
             "input_tokens": 3,
             "output_tokens": 500,
