@@ -25,6 +25,7 @@ SECTIONS = [
     "memory",
     "repomap",
     "compaction",
+    "io",
     "artifacts",
     "status",
     "telemetry",
