@@ -129,9 +129,14 @@ def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     follow.add_argument("--stop", metavar="ID", help="stop the daemon's follower ID")
     follow.add_argument("--json", action="store_true")
 
-    sub.add_parser(
+    statusline = sub.add_parser(
         "statusline",
         help="Claude Code's statusLine command: reads its JSON on stdin, prints tokend's gauge",
+    )
+    statusline.add_argument(
+        "--segments",
+        help="which segments, in order, comma-separated: model,context,threshold,cost,rate,"
+        "cache,compactions (default: all; rate, cache and compactions only when known)",
     )
 
     watch = sub.add_parser("watch", help="a live gauge and breakdown, redrawn at every change")
@@ -201,11 +206,12 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (sys.argv[1:] if argv is None else argv) == ["statusline"]:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["statusline"] and not {"-h", "--help"} & set(given):
         # Claude Code runs this on every refresh: no argument parser, nothing heavy imported.
         from tokend.commands.statusline import run_statusline
 
-        return run_statusline(sys.stdin, sys.stdout)
+        return run_statusline(sys.stdin, sys.stdout, given[1:])
     args = _parser().parse_args(argv)
     from tokend.core.errors import SessionNotFound, TokendError
 
@@ -314,7 +320,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "statusline":
         from tokend.commands.statusline import run_statusline
 
-        return run_statusline(sys.stdin, sys.stdout)
+        wanted = ["--segments", args.segments] if args.segments else []
+        return run_statusline(sys.stdin, sys.stdout, wanted)
     if args.command == "watch":
         from tokend.commands.watch import run_watch
 
