@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
+import statistics
+import sysconfig
+from pathlib import Path
 
 import pytest
 
+from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
+from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 from tokend.service import counting
 from tokend.service.counting import ModelCounter
 
@@ -44,3 +49,24 @@ def test_without_ctok_a_family_falls_back_to_the_estimate_and_says_how_to_fix_it
     assert not counter.exact
     (said,) = [r.getMessage() for r in caplog.records]
     assert "needs the ctok package" in said and "--ignore-requires-python" in said
+
+
+def python_files(n: int) -> list[str]:
+    site = Path(sysconfig.get_paths()["purelib"])
+    paths = sorted(p for p in (site / "pip" / "_internal").rglob("*.py") if p.stat().st_size > 2000)
+    return [p.read_text(encoding="utf-8") for p in paths[:n]]
+
+
+@pytest.mark.parametrize("family", ["claude-v3", "claude-v4.7"])
+def test_without_an_exact_count_a_family_is_estimated_in_its_own_tokens(
+    family: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(counting, "ctok_installed", lambda: False)
+    calibrator = Calibrator(DEFAULT_CHARS_PER_TOKEN)  # as the service builds it
+    estimated = ModelCounter(claude(f"claude-test-{family}", family), None, calibrator)
+    exact = ClaudeCounter(family)
+    texts = python_files(25)
+    errors = [abs(estimated.count_text(t) / exact.count(t) - 1) for t in texts]
+    o200k_shaped = [abs(estimate_tokens(t) / exact.count(t) - 1) for t in texts]
+    assert statistics.mean(errors) < 0.06
+    assert statistics.mean(o200k_shaped) > 0.15  # what a Claude estimate was before the priors

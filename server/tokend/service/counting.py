@@ -18,7 +18,12 @@ from tokend.adapters.tokenizers import counter_for
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import PartCounts
-from tokend.core.estimate import classify, estimate_tokens, image_tokens
+from tokend.core.estimate import (
+    classify,
+    estimate_tokens,
+    family_chars_per_token,
+    image_tokens,
+)
 from tokend.core.framing import message_overhead
 from tokend.core.model_names import CLAUDE_FAMILIES, claude_family, is_claude
 from tokend.core.ports import CountCache, TokenCounter
@@ -74,6 +79,9 @@ class ModelCounter:
         self.format: WireFormat = default_format(model.provider)
         self._calibrator = calibrator
         self._exact: TokenCounter | None = exact_counter(model, cache)
+        family_priors = family_chars_per_token(model.tokenizer)
+        if self._exact is None and family_priors is not None:
+            calibrator.use_priors(model.name, family_priors)  # estimated in the family's tokens
 
     @property
     def exact(self) -> bool:
