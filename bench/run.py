@@ -41,6 +41,7 @@ SECTIONS = [
     "stop",
     "fuzz",
     "append_order",
+    "claude",
 ]
 
 
