@@ -121,7 +121,7 @@ class ClaudeCounter:
 
         model = _model(self._family)
         total, cuts = 0, -1
-        for piece in claude_pieces(text):
+        for piece in claude_pieces(text, PIECE_CHARS):
             total += int(tile(piece, model)[0])
             cuts += 1
         return total + cuts
