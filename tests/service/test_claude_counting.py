@@ -15,6 +15,7 @@ from tokend.core.catalog import ModelInfo
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 from tokend.service import counting
 from tokend.service.counting import ModelCounter
+from tokend.service.factory import build_service
 
 
 def claude(name: str, tokenizer: str | None) -> ModelInfo:
@@ -70,3 +71,21 @@ def test_without_an_exact_count_a_family_is_estimated_in_its_own_tokens(
     o200k_shaped = [abs(estimate_tokens(t) / exact.count(t) - 1) for t in texts]
     assert statistics.mean(errors) < 0.06
     assert statistics.mean(o200k_shaped) > 0.15  # what a Claude estimate was before the priors
+
+
+def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'tokend.sqlite3'}"
+    text = python_files(1)[0]
+    service = build_service(None, url)
+    model = service.catalog.get("claude-opus-4-6")
+    counted = service.counter(model).count_text(text)
+    assert counted == ClaudeCounter("claude-v3").count(text)
+    service.close()
+
+    def recount(self: ClaudeCounter, text: str) -> int:
+        raise AssertionError("counted again after a restart")
+
+    monkeypatch.setattr(ClaudeCounter, "count", recount)
+    reopened = build_service(None, url)
+    assert reopened.counter(model).count_text(text) == counted  # from the store's count cache
+    reopened.close()
