@@ -44,6 +44,7 @@ SECTIONS = [
     "append_order",
     "config",
     "statusline",
+    "claude",
 ]
 
 
