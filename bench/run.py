@@ -25,6 +25,7 @@ SECTIONS = [
     "memory",
     "repomap",
     "compaction",
+    "io",
     "artifacts",
     "status",
     "telemetry",
@@ -43,6 +44,7 @@ SECTIONS = [
     "append_order",
     "config",
     "statusline",
+    "claude",
     "app_root",
 ]
 

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,21 @@ REFRESH_S = 0.3
 LATENCY_CALLS = 20
 CLAUDE_FIGURES = {
     "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
-    "cost": {"total_cost_usd": 11.85},
-    "context_window": {
+    "cost": {
+        "total_cost_usd": 11.85,
+        "total_duration_ms": 4_440_000,
+        "total_api_duration_ms": 1_800_000,
+        "total_lines_added": 120,
+        "total_lines_removed": 30,
+    },
+    "version": "2.1.39",
+    "output_style": {"name": "default"},
+    "context_window": {  # every field Claude Code 2.1 passes (ccusage requires them all)
+        "total_input_tokens": 77_334,
+        "total_output_tokens": 500,
         "context_window_size": 200_000,
         "used_percentage": 38.7,
+        "remaining_percentage": 61.3,
         "current_usage": {
             "input_tokens": 3,
             "output_tokens": 500,
@@ -145,6 +157,15 @@ class _Tree:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+def _renamed_copy(folder: Path, tag: str) -> Path:
+    """The big transcript as another Claude Code session (its session id replaced), so the
+    daemon has never seen it: a first read, as for a session the user just started."""
+    new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, tag))
+    target = folder / f"{new_id}.jsonl"
+    target.write_text((DATA / BIG).read_text().replace(BIG.removesuffix(".jsonl"), new_id))
+    return target
+
+
 def _pids_with(marker: str) -> list[int]:
     """Processes whose environment names `marker` (this bench's own daemons and followers)."""
     found = []
@@ -192,13 +213,19 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
         figures["warm"] = [tree.statusline(stdin)[0] for _ in range(WARM_CALLS)]
         new, reach = [], []
         for i in range(trials):
-            copy = tree.projects / f"copy-{i}-{BIG}"
-            shutil.copy(DATA / BIG, copy)
+            copy = _renamed_copy(tree.projects, f"copy-{i}")
             started = time.perf_counter()
             elapsed, _ = tree.statusline(tree.stdin(copy))
             new.append(elapsed)
             reach.append(_until_tokend(tree, tree.stdin(copy), started))
         figures["new"], figures["new_reach"] = new, reach
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        tree.stop()
+    tree.fresh()  # a daemon that never saw this Claude session: the latency transcript is new
+    daemon = tree.serve()
+    try:
         figures["latency"] = _follow_latency(tree)
     finally:
         daemon.terminate()
@@ -220,7 +247,8 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
 def _follow_latency(tree: _Tree) -> list[float]:
     """Write the big transcript's provider calls one at a time into a followed file; ms from
     the write of each call's records to the budget/didChange that counts that call."""
-    lines = [ln for ln in (DATA / BIG).read_text().splitlines() if ln.strip()]
+    source = _renamed_copy(tree.projects, "latency")
+    lines = [ln for ln in source.read_text().splitlines() if ln.strip()]
     head = len(lines) // 2
     path = tree.projects / "latency.jsonl"
     path.write_text("\n".join(lines[:head]) + "\n")

@@ -57,13 +57,17 @@ CLAUDE_FIGURES = {
 }
 
 
-def _statusline(stdin: str) -> str:
+def _statusline(stdin: str, *args: str, colour: bool = False) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    if not colour:
+        env["NO_COLOR"] = "1"
     done = subprocess.run(
-        [sys.executable, "-m", "tokend", "statusline"],
+        [sys.executable, "-m", "tokend", "statusline", *args],
         input=stdin,
         capture_output=True,
         text=True,
         timeout=WAIT_SECONDS,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -139,3 +143,24 @@ def test_a_daemon_following_a_transcript_being_written_stays_up_with_no_connecti
     quiet = time.time() - 7200  # the agent stopped writing two hours ago: idle exit as before
     os.utime(transcript, (quiet, quiet))
     assert daemon.wait(timeout=WAIT_SECONDS) == 0
+
+
+def test_segments_from_a_real_daemon_with_claude_codes_rate_limits(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    daemons.serve("--idle-timeout", "0")
+    transcript = tmp_path / "t.jsonl"
+    shutil.copy(session_file("short.jsonl"), transcript)
+    limits = {"five_hour": {"used_percentage": 42.4, "resets_at": time.time() + 7800}}
+    stdin = _given(transcript, "seg-1", rate_limits=limits)
+    line = _until_tokend_line(stdin)
+    assert "5h 42% ↻2h" in line and "cache cold" in line  # the transcript's last call is old
+    picked = _statusline(stdin, "--segments", "cost,model")
+    cost = next(part for part in line.split(" · ") if part.startswith("$"))
+    assert picked == f"{cost} · claude-opus-4-6"
+    coloured = _statusline(stdin, colour=True)
+    assert (
+        "\033[32m" in coloured and coloured.replace("\033[32m", "").replace("\033[0m", "") == line
+    )
+    wrong = _statusline(stdin, "--segments", "speed")
+    assert wrong.startswith("tokend: unknown segment speed")

@@ -6,9 +6,10 @@ line it prints; it runs the command on every refresh and shows nothing while it 
 command asks the daemon to follow the transcript named there (idempotent) and prints tokend's
 gauge of that session:
 
-    claude-opus-4-6 · 86k/200k · 43% · compacts at 168k · $1.23
+    claude-opus-4-6 · 86k/200k · 43% · compacts at 168k · $1.23 · 5h 42% ↻2h10m · cache 3m
 
-so the status line, the editors and the compaction decision show one number.
+so the status line, the editors and the compaction decision show one number (the segments:
+statusline_segments.py; `--segments` picks and orders them).
 
 It is never the slow part of a prompt and never blank:
 - warm (the daemon follows the transcript): two requests on the unix socket; the command imports
@@ -30,12 +31,14 @@ import os
 import re
 
 from tokend.adapters import rendezvous
-from tokend.commands.live import LiveClient, short_gauge, short_tokens
+from tokend.commands.live import LiveClient, short_tokens
 from tokend.commands.rpc_client import NoReply
+from tokend.commands.statusline_segments import SEGMENTS, parse_segments, render
 from tokend.core.errors import TokendError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, TextIO
 
 FIRST_ANSWER_SECONDS = 0.1  # what a daemon reading a new transcript is given before we answer
@@ -43,14 +46,13 @@ START_AGAIN_SECONDS = 30.0  # a background start younger than this is not starte
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
-def statusline_text(snapshot: dict[str, Any]) -> str:
-    return (
-        f"{snapshot['model']} · {short_gauge(snapshot)} · compacts at "
-        f"{short_tokens(snapshot['autocompactThreshold'])} · ${snapshot['cost']['totalUsd']:.2f}"
-    )
-
-
-def run_statusline(stdin: TextIO, out: TextIO) -> int:
+def run_statusline(stdin: TextIO, out: TextIO, argv: Sequence[str] = ()) -> int:
+    """`argv`: the command's own arguments (`--segments a,b,c`)."""
+    try:
+        segments = _segments_wanted(argv)
+    except ValueError as exc:
+        out.write(f"tokend: {exc}\n")
+        return 0
     try:
         given = json.loads(stdin.read() or "{}")
     except ValueError:
@@ -58,7 +60,7 @@ def run_statusline(stdin: TextIO, out: TextIO) -> int:
     if not isinstance(given, dict):
         given = {}
     try:
-        line = _line(given)
+        line = _line(given, segments)
     except TokendError as exc:
         line = f"tokend: {exc.message}"
     except OSError as exc:  # the runtime folder or the socket misbehaves: say so, briefly
@@ -67,7 +69,18 @@ def run_statusline(stdin: TextIO, out: TextIO) -> int:
     return 0
 
 
-def _line(given: dict[str, Any]) -> str:
+def _segments_wanted(argv: Sequence[str]) -> tuple[str, ...]:
+    args = list(argv)
+    if not args:
+        return SEGMENTS
+    if args[0].startswith("--segments="):
+        args = ["--segments", args[0].split("=", 1)[1], *args[1:]]
+    if len(args) != 2 or args[0] != "--segments":
+        raise ValueError(f"unknown arguments {' '.join(args)!r}: see `tokend statusline --help`")
+    return parse_segments(args[1])
+
+
+def _line(given: dict[str, Any], segments: Sequence[str] = SEGMENTS) -> str:
     transcript = given.get("transcript_path")
     if not isinstance(transcript, str) or not os.path.isfile(transcript):
         return "tokend: no transcript to follow (run as Claude Code's statusLine command)"
@@ -91,7 +104,8 @@ def _line(given: dict[str, Any]) -> str:
         sessions = [t["sessionId"] for t in transcripts if t["sessionId"]]
         if not sessions:
             return known_line(given, fallback="tokend: waiting for the first reply")
-        line = statusline_text(client.request("budget/snapshot", {"sessionId": sessions[0]}))
+        snapshot = client.request("budget/snapshot", {"sessionId": sessions[0]})
+    line = render(snapshot, given, segments, colour=not os.environ.get("NO_COLOR"))
     _remember(given, line)
     return line
 

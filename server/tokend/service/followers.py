@@ -3,12 +3,13 @@
 A follower follows either one transcript file, or an agent's whole sessions folder: then every
 transcript that appears or grows there after the follower started (and the newest one already
 there) is followed too, each into its own session, so a new agent session is picked up without
-a command. watchdog reports changes; a slow poll catches what it misses (network file
+a command. The daemon's watchdog adapter (adapters.watch) reports changes, polling the folder
+when inotify cannot watch it; a slow poll of each tail catches what it misses (network file
 systems), and is also how a quiet transcript's last reply gets imported (see transcript_tail).
 
 Each transcript has one TranscriptTail however many followers name it, and one task syncing it,
 so two editors asking to follow the same file never import a record twice. Everything here runs
-on the event loop, except watchdog's callbacks, which only hand the path over to it.
+on the event loop, except the watch's callbacks, which only hand the path over to it.
 """
 
 from __future__ import annotations
@@ -23,10 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver, ObservedWatch
-
+from tokend.adapters.watch import PathWatch
 from tokend.core.errors import InvalidParams
 from tokend.service.service import TokendService
 from tokend.service.tail import AGENTS, Agent, TailStatus, TranscriptTail
@@ -96,7 +94,7 @@ class _Follower:
     workspace_uri: str | None
     tails: list[_Running] = field(default_factory=list)
     listeners: list[SessionKnown] = field(default_factory=list)
-    watch: ObservedWatch | None = None  # the watchdog watch of its folder
+    watch: PathWatch | None = None  # the watch of its folder
 
 
 @dataclass(eq=False)
@@ -127,8 +125,7 @@ class Followers:
         self._followers: dict[str, _Follower] = {}
         self._running: dict[Path, _Running] = {}
         self._ids = itertools.count(1)
-        self._observer: BaseObserver | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended: list[PathWatch] = []  # the watches of stopped followers, to join
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -166,11 +163,7 @@ class Followers:
         if on_session is not None:
             follower.listeners.append(on_session)
         self._followers[follower.follower_id] = follower
-        self._loop = asyncio.get_running_loop()
-        watched = target if follower.folder else target.parent
-        follower.watch = self._observe().schedule(
-            _Handler(self, follower), str(watched), recursive=follower.folder
-        )
+        follower.watch = self._watch(follower, target if follower.folder else target.parent)
         first = latest_transcript(kind, target) if follower.folder else target
         if first is not None:
             running = self._add(follower, first)
@@ -203,9 +196,10 @@ class Followers:
         follower = self._followers.pop(follower_id, None)
         if follower is None:
             raise InvalidParams(f"no follower {follower_id!r}: follow/list lists them")
-        if follower.watch is not None and self._observer is not None:
-            with contextlib.suppress(KeyError, OSError):
-                self._observer.unschedule(follower.watch)
+        if follower.watch is not None:
+            follower.watch.stop()  # its threads end soon: close() joins those still running
+            self._ended = [w for w in self._ended if any(t.is_alive() for t in w.threads())]
+            self._ended.append(follower.watch)
         for running in follower.tails:
             running.followers.remove(follower)
             if not running.followers and running.task is not None:
@@ -214,22 +208,33 @@ class Followers:
         return self._status(follower)
 
     def close(self, seconds: float = 2.0) -> None:
-        """Stop every follower (their tasks are cancelled) and the watchdog observer, waiting
-        up to `seconds` for its threads."""
+        """Stop every follower (their tasks are cancelled) and its watch, waiting up to
+        `seconds` in all for the watches' threads."""
         for follower_id in list(self._followers):
             self.stop(follower_id)
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(seconds)
+        deadline = time.monotonic() + seconds
+        for thread in [t for watch in self._ended for t in watch.threads()]:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._ended.clear()
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _observe(self) -> BaseObserver:
-        if self._observer is None:
-            self._observer = Observer()
-            self._observer.daemon = True
-            self._observer.start()
-        return self._observer
+    def _watch(self, follower: _Follower, folder: Path) -> PathWatch:
+        """The folder watched (the whole tree for a sessions folder), polled where inotify
+        cannot watch; each transcript written there is handed to `changed` on the loop."""
+        loop = asyncio.get_running_loop()
+
+        def written(path: Path) -> None:  # the watch's thread: hand the path over, no more
+            if path.suffix == ".jsonl" and path.is_file():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(self.changed, follower, path)
+
+        def notice(text: str) -> None:
+            log.warning("following %s: %s", follower.path, text)
+
+        watch = PathWatch(folder, written, notice, recursive=follower.folder)
+        watch.start()
+        return watch
 
     def _status(self, follower: _Follower) -> FollowerStatus:
         return FollowerStatus(
@@ -301,20 +306,3 @@ class Followers:
                 keep = False
             if not keep:
                 follower.listeners.remove(listener)
-
-
-class _Handler(FileSystemEventHandler):
-    """watchdog's callbacks (its own thread): hand the path to the event loop, nothing more."""
-
-    def __init__(self, followers: Followers, follower: _Follower) -> None:
-        self._followers = followers
-        self._follower = follower
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory or event.event_type not in ("created", "modified", "moved"):
-            return
-        raw = getattr(event, "dest_path", "") or event.src_path
-        path = Path(os.fsdecode(raw))
-        loop = self._followers._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._followers.changed, self._follower, path)
