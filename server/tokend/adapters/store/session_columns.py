@@ -9,10 +9,14 @@ keeps the client's keys alone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from tokend.adapters.store.models import SessionRow
+from sqlalchemy import CursorResult, bindparam, update
+from sqlalchemy.orm import Session
+
+from tokend.adapters.store.models import SessionRow, table_of
 from tokend.core.commit import SessionFields
+from tokend.core.errors import SessionNotFound
 from tokend.core.types import (
     AnchorDelta,
     ChatFile,
@@ -21,6 +25,21 @@ from tokend.core.types import (
     SessionGauge,
     SessionInfo,
 )
+
+
+def set_fields(session: Session, session_id: str, fields: SessionFields) -> None:
+    """Write a commit's `fields` to the session's row (SessionNotFound: no such row). A change
+    that sets the figures alone (most of them: every append) runs one statement built once."""
+    columns = fields_columns(fields)
+    if not columns:
+        return
+    if columns.keys() == FIGURE_COLUMNS:
+        statement, params = UPDATE_FIGURES, {"row_id": session_id, **columns}
+    else:
+        table = table_of(SessionRow)
+        statement, params = update(table).where(table.c.id == session_id).values(columns), {}
+    if cast(CursorResult[Any], session.execute(statement, params)).rowcount != 1:
+        raise SessionNotFound(f"session {session_id} not found")
 
 
 def figures_columns(figures: SessionFigures) -> dict[str, Any]:
@@ -41,6 +60,16 @@ def figures_columns(figures: SessionFigures) -> dict[str, Any]:
         "gauge_version": gauge.version if gauge else None,
         "gauge_model": gauge.model if gauge else None,
     }
+
+
+FIGURE_COLUMNS = figures_columns(SessionFigures()).keys()
+_sessions = table_of(SessionRow)
+# Built once: building an UPDATE of 13 columns per call costs more than running it.
+UPDATE_FIGURES = (
+    update(_sessions)
+    .where(_sessions.c.id == bindparam("row_id"))
+    .values({name: bindparam(name) for name in FIGURE_COLUMNS})
+)
 
 
 def chat_files_json(files: tuple[ChatFile, ...]) -> list[dict[str, Any]]:

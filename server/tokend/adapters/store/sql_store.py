@@ -31,7 +31,7 @@ from tokend.adapters.store.models import (
     TokenCacheRow,
     table_of,
 )
-from tokend.adapters.store.session_columns import fields_columns, info_columns, session_info
+from tokend.adapters.store.session_columns import info_columns, session_info, set_fields
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
@@ -313,16 +313,7 @@ class SqlStore:
                 )
         if commit.tool_outputs:
             rows.insert_tool_outputs(session, session_id, commit.tool_outputs)
-        columns = fields_columns(commit.fields)
-        if columns:
-            updated = cast(
-                CursorResult[Any],
-                session.execute(
-                    update(SessionRow).where(SessionRow.id == session_id).values(**columns)
-                ),
-            )
-            if updated.rowcount != 1:
-                raise SessionNotFound(f"session {session_id} not found")
+        set_fields(session, session_id, commit.fields)
         if version is not None and self._feed is not None:
             session.execute(self._feed.notify_statement(session_id, version[1]))
 
