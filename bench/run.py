@@ -25,6 +25,7 @@ SECTIONS = [
     "memory",
     "repomap",
     "compaction",
+    "io",
     "artifacts",
     "status",
     "telemetry",
@@ -41,6 +42,8 @@ SECTIONS = [
     "stop",
     "fuzz",
     "append_order",
+    "config",
+    "statusline",
 ]
 
 

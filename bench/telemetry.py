@@ -32,7 +32,7 @@ class _Receiver(BaseHTTPRequestHandler):
 
 def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
     from tokend.adapters.store import SqlStore
-    from tokend.core.config import TokendConfig
+    from tokend.core.settings import TokendConfig
     from tokend.core.telemetry_settings import TelemetryConfig
     from tokend.service.service import TokendService
     from tokend.service.settings import WorkspaceSettings

@@ -3,13 +3,18 @@ models, config, import, replay, follow, statusline, watch, checkpoints, rewind."
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+    from pathlib import Path
+
     parser = argparse.ArgumentParser(
         prog="tokend", description="The context-window daemon for AI coding agents."
     )
@@ -57,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     _sessions_parser(sub)
 
     compact = sub.add_parser(
-        "compact", help="compact a session (prune old tool output) and show before/after"
+        "compact",
+        help="compact a session as its automatic compaction would (prune old tool output, then "
+        "summarize older turns if that is not enough) and show before/after",
     )
     compact.add_argument("session", nargs="?", help="a session id (default: the active one)")
     compact.add_argument("--json", action="store_true")
@@ -86,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="the new session's workspace folder (default: the transcript's cwd)",
     )
+    cc.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="import the rest when a line is not a JSON record (default: refuse, naming it)",
+    )
     cc.add_argument("--json", action="store_true")
 
     replay = sub.add_parser(
@@ -97,6 +109,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from pathlib import Path
+
     follow = sub.add_parser(
         "follow", help="follow a Claude Code or Codex session live (the daemon tails its file)"
     )
@@ -115,9 +129,14 @@ def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     follow.add_argument("--stop", metavar="ID", help="stop the daemon's follower ID")
     follow.add_argument("--json", action="store_true")
 
-    sub.add_parser(
+    statusline = sub.add_parser(
         "statusline",
         help="Claude Code's statusLine command: reads its JSON on stdin, prints tokend's gauge",
+    )
+    statusline.add_argument(
+        "--segments",
+        help="which segments, in order, comma-separated: model,context,threshold,cost,rate,"
+        "cache,compactions (default: all; rate, cache and compactions only when known)",
     )
 
     watch = sub.add_parser("watch", help="a live gauge and breakdown, redrawn at every change")
@@ -187,11 +206,28 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["statusline"] and not {"-h", "--help"} & set(given):
+        # Claude Code runs this on every refresh: no argument parser, nothing heavy imported.
+        from tokend.commands.statusline import run_statusline
+
+        return run_statusline(sys.stdin, sys.stdout, given[1:])
     args = _parser().parse_args(argv)
-    from tokend.core.errors import TokendError
+    from tokend.core.errors import SessionNotFound, TokendError
 
     try:
         return _dispatch(args)
+    except SessionNotFound as exc:
+        missing = exc.data.get("sessionId") if isinstance(exc.data, dict) else None
+        # the protocol's hint (session/create) is for clients: a person gets commands
+        text = (
+            f"no session {missing}: `tokend sessions` lists this folder's sessions "
+            "(--all-workspaces: every folder's, --deleted: the deleted ones)"
+            if missing
+            else exc.message
+        )
+        print(f"tokend: {text}", file=sys.stderr)
+        return 2
     except TokendError as exc:
         print(f"tokend: {exc.message}", file=sys.stderr)
         return 2
@@ -253,7 +289,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.importer import import_claude_code
 
         return import_claude_code(
-            args.file, args.database_url, args.context_window, args.workspace, args.json, sys.stdout
+            args.file,
+            args.database_url,
+            args.context_window,
+            args.workspace,
+            args.json,
+            sys.stdout,
+            args.skip_bad_lines,
         )
     if args.command == "status":
         from tokend.commands.status import run_status
@@ -278,7 +320,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "statusline":
         from tokend.commands.statusline import run_statusline
 
-        return run_statusline(sys.stdin, sys.stdout)
+        wanted = ["--segments", args.segments] if args.segments else []
+        return run_statusline(sys.stdin, sys.stdout, wanted)
     if args.command == "watch":
         from tokend.commands.watch import run_watch
 

@@ -7,6 +7,8 @@ client's own `budget/snapshot`, not by the plugin's code.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.clients.terminal_svg import screen_svg
+from tests.conftest import session_file
 from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
 from tokend.daemon.paths import socket_path
@@ -30,25 +34,41 @@ def nvim_binary() -> Path:
     return path
 
 
-class Nvim:
-    """A headless Neovim with the plugin, driven through its --listen socket."""
+INIT_LUA = """-- a user's init.lua: the plugin configured at startup, as lazy.nvim and plain configs do
+{install}
+require("tokend").setup({{ cmd = {server} }})
+require("tokend").setup({{ cmd = {server} }}) -- twice: still one client
+"""
 
-    def __init__(self, cwd: Path, sock: Path) -> None:
+
+def write_init_lua(install: str = "rtp", extra: str = "") -> None:
+    """The user's init.lua in the test's XDG config dir (tests/conftest.py; tokend uses the same
+    dirs), configuring the plugin at startup; with `install` "pack" the plugin is a start package
+    under the XDG data dir."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "nvim"
+    config.mkdir(parents=True, exist_ok=True)
+    if install == "pack":
+        package = Path(os.environ["XDG_DATA_HOME"]) / "nvim" / "site" / "pack" / "x" / "start"
+        package.mkdir(parents=True, exist_ok=True)
+        (package / "tokend").symlink_to(PLUGIN)
+        line = "-- installed as a start package: nothing to add to 'runtimepath'"
+    else:
+        line = f'vim.opt.rtp:prepend("{PLUGIN}")'
+    server = "{" + ", ".join(f'"{a}"' for a in [sys.executable, "-m", "tokend", "lsp"]) + "}"
+    (config / "init.lua").write_text(INIT_LUA.format(install=line, server=server) + extra)
+
+
+class Nvim:
+    """A headless Neovim started with a user's init.lua that configures the plugin at startup,
+    driven through its --listen socket. `install` is how the plugin is installed: "rtp" (the
+    init file prepends it to 'runtimepath') or "pack" (a start package under the data dir:
+    Neovim's own package loading)."""
+
+    def __init__(self, cwd: Path, sock: Path, install: str = "rtp") -> None:
         self.sock = sock
-        server = "{" + ", ".join(f"'{a}'" for a in [sys.executable, "-m", "tokend", "lsp"]) + "}"
+        write_init_lua(install)
         self.proc = subprocess.Popen(
-            [
-                str(nvim_binary()),
-                "--headless",
-                "--clean",
-                "-n",
-                "--listen",
-                str(sock),
-                "--cmd",
-                f"set rtp^={PLUGIN}",
-                "-c",
-                f"lua require('tokend').setup({{ cmd = {server} }})",
-            ],
+            [str(nvim_binary()), "--headless", "-n", "--listen", str(sock)],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -58,6 +78,11 @@ class Nvim:
         while not sock.exists():
             assert self.proc.poll() is None and time.monotonic() < deadline, "nvim did not start"
             time.sleep(0.05)
+
+    def lua(self, code: str) -> str:
+        """Run Lua in Neovim; the value of its last `return`, as Vim's string()."""
+        quoted = code.replace("'", "''")
+        return self.expr(f"string(luaeval('(function() {quoted} end)()'))")
 
     def expr(self, expression: str) -> str:
         done = subprocess.run(
@@ -106,8 +131,20 @@ def _append(client: LspClient, sid: str, role: str, part: dict[str, Any]) -> Non
     )
 
 
-def test_neovim_shows_the_gauge_follows_changes_compacts_and_is_healthy(monkeypatch, tmp_path):
+def _thousands(n: int) -> str:
+    return f"{n:,}"
+
+
+def _healthy(nvim: Nvim, sid: str) -> None:
+    nvim.expr("execute('checkhealth tokend')")
+    report = nvim.expr("join(getline(1, '$'), \"\\n\")")
+    assert "ERROR" not in report, report
+    assert "daemon reachable" in report and f"attached to session {sid}" in report, report
+
+
+def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(monkeypatch, tmp_path):
     with real_daemons(monkeypatch) as daemons:
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(daemons.base / "claude"))
         daemons.serve()
         workspace = tmp_path / "app"
         workspace.mkdir()
@@ -125,6 +162,10 @@ def test_neovim_shows_the_gauge_follows_changes_compacts_and_is_healthy(monkeypa
         try:
             first = _result(agent, "budget/snapshot", {"sessionId": sid})
             assert nvim.wait_statusline(expected_statusline(first)) == expected_statusline(first)
+            # setup() ran in init.lua, before any buffer was loaded, twice: one client, known
+            assert nvim.lua("return #vim.lsp.get_clients({ name = 'tokend' })") == "1"
+            assert nvim.lua("return require('tokend.client').state.client_id") == "1"
+            nvim.lua("_G.notes = {}; vim.notify = function(m) table.insert(_G.notes, m) end")
             shown = expected_statusline(first).replace("%", "%%")
             assert nvim.statusline(highlight=True) == f"%#TokendGaugeOk#{shown}%*"
 
@@ -162,9 +203,122 @@ def test_neovim_shows_the_gauge_follows_changes_compacts_and_is_healthy(monkeypa
             assert told[0]["params"]["automatic"] is False
             assert nvim.wait_statusline(expected_statusline(after)) == expected_statusline(after)
 
-            nvim.expr("execute('checkhealth tokend')")
-            report = nvim.expr("join(getline(1, '$'), \"\\n\")")
-            assert "ERROR" not in report, report
-            assert "daemon reachable" in report and f"attached to session {sid}" in report
+            # :TokendContext: a float with the model, the figures and the threshold
+            nvim.expr("execute('TokendContext')")
+            shown = nvim.expr("join(getline(1, '$'), \"\\n\")")
+            assert shown.startswith("gpt-4o"), shown
+            head = (
+                f"{_thousands(after['usedTokens'])} / {_thousands(after['contextWindow'])} tokens"
+            )
+            assert head in shown and _thousands(after["autocompactThreshold"]) in shown, shown
+            nvim.expr("execute('close')")
+
+            # :TokendSessions: the user picks the agent's newer session; the gauge switches
+            other = _result(
+                agent,
+                "session/create",
+                {"model": "gpt-4o-mini", "workspaceUri": workspace.as_uri(), "title": "docs"},
+            )["sessionId"]
+            _append(agent, other, "user", {"type": "text", "text": "write the docs " * 50})
+            nvim.lua(
+                "vim.ui.select = function(items, _, pick) for _, item in ipairs(items) do "
+                f"if item.sessionId == '{other}' then pick(item) end end end"
+            )
+            nvim.expr("execute('TokendSessions')")
+            picked = _result(agent, "budget/snapshot", {"sessionId": other})
+            assert nvim.wait_statusline(expected_statusline(picked)) == expected_statusline(picked)
+
+            # :TokendFollow: the daemon follows a Claude Code transcript
+            transcript = tmp_path / "transcript.jsonl"
+            transcript.write_text(session_file("short.jsonl").read_text())
+            nvim.expr(f"execute('TokendFollow claude-code {transcript}')")
+            deadline = time.monotonic() + WAIT_SECONDS
+            while f"following {transcript}" not in (
+                notes := nvim.lua("return vim.inspect(_G.notes)")
+            ):
+                assert time.monotonic() < deadline, notes
+                time.sleep(0.1)
+            followers = _result(agent, "follow/list", None)["followers"]
+            assert [f["path"] for f in followers] == [str(transcript)]
+            assert "ERROR" not in notes and "not running" not in notes, notes
+
+            _healthy(nvim, other)
         finally:
             nvim.close()
+
+
+def test_neovim_with_the_plugin_as_a_start_package_is_healthy(monkeypatch, tmp_path):
+    with real_daemons(monkeypatch) as daemons:
+        daemons.serve()
+        workspace = tmp_path / "app"
+        workspace.mkdir()
+        agent = LspClient.unix(socket_path())
+        assert "result" in agent.initialize("agent")
+        create = {"model": "gpt-4o", "workspaceUri": workspace.as_uri()}
+        sid = _result(agent, "session/create", create)["sessionId"]
+        _append(agent, sid, "user", {"type": "text", "text": "hello"})
+        nvim = Nvim(workspace, daemons.base / "nvim.sock", install="pack")
+        try:
+            first = _result(agent, "budget/snapshot", {"sessionId": sid})
+            assert nvim.wait_statusline(expected_statusline(first)) == expected_statusline(first)
+            assert nvim.lua("return #vim.lsp.get_clients({ name = 'tokend' })") == "1"
+            _healthy(nvim, sid)
+        finally:
+            nvim.close()
+
+
+STATUSLINE_LUA = """
+vim.o.laststatus = 2
+vim.o.termguicolors = true
+vim.o.statusline = [[%f %= %{%v:lua.require'tokend'.statusline({'highlight': v:true})%} ]]
+"""
+SCREENSHOT = PLUGIN.parents[1] / "docs" / "screenshots" / "nvim-statusline.svg"
+
+
+def test_the_statusline_in_a_real_terminal(monkeypatch, tmp_path):
+    """Neovim in a real terminal (tmux), its statusline set to the plugin's gauge in init.lua:
+    the status row tmux shows holds the agent's own budget/snapshot. TOKEND_WRITE_SCREENSHOTS=1
+    also writes that screen as the README's image (docs/screenshots/nvim-statusline.svg)."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.fail("tmux is needed (Debian's tmux) to show Neovim in a terminal")
+    with real_daemons(monkeypatch) as daemons:
+        daemons.serve()
+        workspace = tmp_path / "app"
+        workspace.mkdir()
+        (workspace / "main.py").write_text("def main() -> None:\n    print('hello')\n")
+        agent = LspClient.unix(socket_path())
+        assert "result" in agent.initialize("agent")
+        create = {"model": "claude-sonnet-4-5", "workspaceUri": workspace.as_uri()}
+        sid = _result(agent, "session/create", create)["sessionId"]
+        _append(agent, sid, "user", {"type": "text", "text": "make the build pass " * 3000})
+        write_init_lua(extra=STATUSLINE_LUA)
+        server = ["-S", str(daemons.base / "tmux.sock"), "-f", "/dev/null"]
+        columns, lines = 72, 8
+        subprocess.run(
+            [tmux, *server, "new-session", "-d", "-x", str(columns), "-y", str(lines)]
+            + ["-c", str(workspace), f"{nvim_binary()} -n main.py"],
+            check=True,
+        )
+        try:
+            want = expected_statusline(_result(agent, "budget/snapshot", {"sessionId": sid}))
+            deadline = time.monotonic() + WAIT_SECONDS
+            while True:
+                screen = subprocess.run(
+                    [tmux, *server, "capture-pane", "-p"], capture_output=True, text=True
+                ).stdout
+                rows = screen.split("\n")
+                status = rows[lines - 2] if len(rows) >= lines else ""  # above the command line
+                if want in status:
+                    break
+                assert time.monotonic() < deadline, f"the status row shows {status!r}, not {want}"
+                time.sleep(0.1)
+            assert status.startswith("main.py")
+            if os.environ.get("TOKEND_WRITE_SCREENSHOTS") == "1":
+                colored = subprocess.run(
+                    [tmux, *server, "capture-pane", "-p", "-e"], capture_output=True, text=True
+                ).stdout
+                title = "Neovim's statusline with the tokend gauge"
+                SCREENSHOT.write_text(screen_svg(colored, columns, title))
+        finally:
+            subprocess.run([tmux, *server, "kill-server"], check=False)

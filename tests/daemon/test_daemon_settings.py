@@ -6,6 +6,7 @@ the daemon answers (the snapshot's autocompactThreshold, whether a model is know
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,3 +90,38 @@ def test_settings_problems_of_a_second_workspace_folder_reach_its_client(
     client.request("daemon/status", None)  # a round trip: what was sent before has arrived
     shown = [n["params"] for n in client.notifications if n["method"] == "window/showMessage"]
     assert len(shown) == 1 and "reserved" in shown[0]["message"], client.notifications
+
+
+def test_a_workspace_that_sets_the_users_rate_limit_is_told_the_users_applies(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """[rate] is the daemon's, one limit for every workspace: the snapshot's rate uses the
+    user's tpm_limit, and a client whose .tokend.toml sets another hears why it does not apply
+    (on main it heard nothing, and `tokend config` there showed the workspace's value)."""
+    user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "tokend" / "config.toml"
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[rate]\ntpm_limit = 100000\n")
+    daemons.serve()
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    (workspace / ".tokend.toml").write_text(MODEL + "[rate]\ntpm_limit = 10\n")
+    client = LspClient.unix(paths.socket_path())
+    folders = [{"uri": workspace.as_uri(), "name": workspace.name}]
+    params = {"processId": None, "capabilities": {}, "workspaceFolders": folders}
+    assert "result" in client.request("initialize", params)
+    client.notify("initialized", {})
+    created = client.request(
+        "session/create", {"model": "acme-200k", "workspaceUri": workspace.as_uri()}
+    )
+    sid = created["result"]["sessionId"]
+    usage = {"inputTokens": 1200, "outputTokens": 300}
+    message = {"role": "assistant", "parts": [{"type": "text", "text": "hi"}], "usage": usage}
+    appended = client.request("session/append", {"sessionId": sid, "message": message})
+    assert "result" in appended, appended
+    rate = client.request("budget/snapshot", {"sessionId": sid})["result"]["rate"]
+    assert (rate["tpmLimit"], rate["tokensPerMinute"]) == (100_000, 1500)
+    shown = [
+        n["params"]["message"] for n in client.notifications if n["method"] == "window/showMessage"
+    ]
+    told = [m for m in shown if "[rate] is read from the user config only" in m]
+    assert len(told) == 1 and str(workspace / ".tokend.toml") in told[0], shown

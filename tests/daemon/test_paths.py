@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tokend.adapters.rendezvous import connect_unix
 from tokend.daemon import paths
 from tokend.daemon.endpoints import ListenAddress, parse_listen
 from tokend.daemon.forwarder import parse_remote
-from tokend.daemon.spawn import ENV_DAEMON_CMD, connect_unix, daemon_command
+from tokend.daemon.spawn import ENV_DAEMON_CMD, daemon_command
 
 
 @pytest.fixture

@@ -90,3 +90,48 @@ def test_import_then_status_and_context(tmp_path):
     assert "/ 200,000 tokens" in tokend("status", cwd=tmp_path, **db).stdout
     table = tokend("context", cwd=tmp_path, **db).stdout
     assert "messages" in table and "free space" in table
+
+
+def test_messages_name_what_a_person_types(tmp_path):
+    """A typo gets the catalog's close names; `models show` says `estimate` as `models list`
+    does; an unknown session points at `tokend sessions`, not at the protocol's session/create."""
+    typo = tokend("models", "show", "claude-sonnet-4", cwd=tmp_path)
+    assert typo.returncode == 2
+    assert 'Did you mean "claude-sonnet-4-6"' in typo.stderr, typo.stderr
+    assert tokend("models", "show", "gpt5", cwd=tmp_path).stderr.count('"gpt-5"') == 1
+    shown = tokend("models", "show", "claude-opus-4-6", cwd=tmp_path).stdout
+    assert "None" not in shown
+    assert next(line for line in shown.splitlines() if line.startswith("tokenizer")).endswith(
+        "estimate"
+    )
+    missing = tokend("status", "--session", "nope", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "`tokend sessions`" in missing.stderr and "session/create" not in missing.stderr
+
+
+def test_import_refuses_a_damaged_line_by_number_and_leaves_a_half_written_last_line(tmp_path):
+    lines = BIG_SESSION.read_text().splitlines()
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join([*lines[:500], lines[500][:100], *lines[501:]]) + "\n")
+    db = {"TOKEND_DATABASE_URL": f"sqlite:///{tmp_path}/cli.sqlite3"}
+    refused = tokend("import", "claude-code", str(damaged), cwd=tmp_path, **db)
+    assert refused.returncode == 2
+    assert "line 501 is not a JSON record" in refused.stderr
+    assert refused.stderr.rstrip().endswith("imports the rest.")  # the whole text, not cut
+    assert "nothing was imported" in refused.stderr
+    listed = tokend("sessions", "--all-workspaces", "--json", cwd=tmp_path, **db)
+    assert json.loads(listed.stdout)["sessions"] == []
+    skipped = tokend(
+        "import", "claude-code", "--skip-bad-lines", str(damaged), "--json", cwd=tmp_path, **db
+    )
+    assert skipped.returncode == 0, skipped.stderr
+    said = json.loads(skipped.stdout)
+    assert (said["skippedLines"], said["skippedLineNumbers"]) == (1, [501])
+
+    writing = tmp_path / "writing.jsonl"  # the agent is writing its last record right now
+    writing.write_text("\n".join(lines[:300]) + "\n" + lines[300][:50])
+    other = {"TOKEND_DATABASE_URL": f"sqlite:///{tmp_path}/other.sqlite3"}
+    half = tokend("import", "claude-code", str(writing), "--json", cwd=tmp_path, **other)
+    assert half.returncode == 0, half.stderr
+    said = json.loads(half.stdout)
+    assert said["unfinishedLastLine"] is True and said["skippedLines"] == 0

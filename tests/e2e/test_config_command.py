@@ -135,3 +135,56 @@ def test_the_cli_runs_it_in_the_current_directory(user_file: Path, workspace: Pa
     report = json.loads(shown.stdout)
     assert report["workspace"] == str(workspace)
     assert {r["key"]: r["value"] for r in report["settings"]}["budget.output_reserve_cap"] == 8000
+
+
+def test_every_table_is_shown_and_read(isolated_dirs: Path, tmp_path: Path) -> None:
+    """Every documented table applies from the user's file and `tokend config` (the real CLI)
+    lists each of its settings. On main [checkpoints] was "not a known setting" although
+    protocol.md documents it, and only [budget] and [compaction] were listed."""
+    from tests.unit.test_config_characterization import KEYS
+
+    user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "tokend" / "config.toml"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text(
+        "[checkpoints]\nretention_days = 3\n"
+        "[spend]\nsession_usd = 5\n"
+        '[telemetry]\nresource_attributes = { team = "infra" }\n'
+    )
+    shown = subprocess.run(
+        [sys.executable, "-m", "tokend", "config", "--json", "--workspace", str(tmp_path)],
+        env=tokend_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["warnings"] == []
+    rows = {row["key"]: row for row in report["settings"]}
+    documented = {f"{section}.{key}" if section else key for section, key, *_ in KEYS}
+    assert set(rows) == documented - {"database_url"}  # shown apart, as databaseUrl
+    assert rows["checkpoints.retention_days"] == {
+        "key": "checkpoints.retention_days",
+        "value": 3,
+        "source": "user",
+        "file": str(user_file),
+    }
+    assert (rows["spend.session_usd"]["value"], rows["spend.session_usd"]["source"]) == (5, "user")
+    assert rows["telemetry.resource_attributes"]["value"] == {"team": "infra"}
+    assert rows["spend.user_daily_usd"] == {
+        "key": "spend.user_daily_usd",
+        "value": None,
+        "source": "default",
+        "file": None,
+    }
+    text = subprocess.run(
+        [sys.executable, "-m", "tokend", "config", "--workspace", str(tmp_path)],
+        env=tokend_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    [line] = [line for line in text.splitlines() if line.startswith("telemetry.resource_attr")]
+    assert '{team = "infra"}' in line
+    [line] = [line for line in text.splitlines() if line.startswith("compaction.reserved ")]
+    assert "(automatic)" in line

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import tokend_env
+from tests.daemon.real_daemon import real_daemons
 from tests.e2e.rpc import ProcessClient, RpcError
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol.md"
@@ -118,6 +119,17 @@ def make_project(root: Path) -> Path:
 async def scenario(server: ProcessClient, project: Path) -> Transcript:
     t = Transcript(project)
     ws = project.as_uri()
+    initialize = {
+        "processId": None,
+        "clientInfo": {"name": "my-agent", "version": "0.1.0"},
+        "rootUri": ws,
+        "workspaceFolders": [{"uri": ws, "name": "project"}],
+        "capabilities": {"window": {"workDoneProgress": True}},
+        "initializationOptions": {},
+    }
+    t.next_id = 0  # the other examples keep their ids
+    await t.call(server, "initialize", "initialize", initialize)
+    server.notify("initialized", {})
     created = await t.call(
         server,
         "session/create",
@@ -299,8 +311,7 @@ async def server(tmp_path):
     client = await ProcessClient.spawn(
         "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
-    await client.initialize(name="Visual Studio Code")
-    yield client
+    yield client  # the scenario sends `initialize` itself: its example is the first one
     assert await client.shutdown() == 0
 
 
@@ -322,3 +333,54 @@ async def test_protocol_examples_are_what_the_server_says(server, tmp_path):
     )
     for name, block in produced.items():
         assert docs[name] == block, f"protocol.md's {name} example differs from a real run"
+
+
+async def test_the_daemon_status_example_is_what_a_daemon_says(monkeypatch, tmp_path):
+    """`daemon/status` from a real daemon (`tokend serve`), through `tokend lsp` as agents and
+    editors run it: an agent's session, an editor that follows it."""
+    with real_daemons(monkeypatch) as daemons:
+        daemons.serve()
+        project = make_project(tmp_path)
+        ws = project.as_uri()
+        agent = await ProcessClient.spawn("lsp", cwd=tmp_path, env=tokend_env())
+        editor = None
+        try:
+            await agent.initialize(name="my-agent")
+            sid = (await agent.request("session/create", {"model": "gpt-4o", "workspaceUri": ws}))[
+                "sessionId"
+            ]
+            user = {"role": "user", "parts": [text("mix phx.server does not start")]}
+            await agent.request("session/append", {"sessionId": sid, "message": user})
+            editor = await ProcessClient.spawn("lsp", cwd=tmp_path, env=tokend_env())
+            await editor.request(
+                "initialize",
+                {
+                    "processId": None,
+                    "clientInfo": {"name": "Visual Studio Code"},
+                    "workspaceFolders": [{"uri": ws, "name": "project"}],
+                    "capabilities": {},
+                    "initializationOptions": {"session": "active"},
+                },
+            )
+            editor.notify("initialized", {})
+            change = await editor.next_notification("budget/didChange")  # it follows the session
+            assert change["sessionId"] == sid
+            t = Transcript(project)
+            t.next_id = 7
+            await t.call(agent, "daemon/status-daemon", "daemon/status", None)
+        finally:
+            assert await agent.shutdown() == 0
+            assert editor is None or await editor.shutdown() == 0
+    produced = _shown(t.lines["daemon/status-daemon"])
+    if os.environ.get("TOKEND_WRITE_PROTOCOL_EXAMPLES") == "1":
+        source = PROTOCOL.read_text()
+        PROTOCOL.write_text(
+            TAG.sub(
+                lambda m: (
+                    f"<!-- example: {m.group(1)} -->\n```json\n"
+                    f"{produced if m.group(1) == 'daemon/status-daemon' else m.group(2)}```\n"
+                ),
+                source,
+            )
+        )
+    assert documented().get("daemon/status-daemon") == produced, produced

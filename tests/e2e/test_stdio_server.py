@@ -211,7 +211,7 @@ async def test_prune_clears_old_tool_output_but_keeps_recent_turns(server: Proce
     assert assembled["totalTokens"] == compacted["after"]
 
 
-async def test_a_new_connection_follows_the_workspaces_active_session(tmp_path):
+async def test_a_new_connection_asking_for_active_follows_the_workspaces_newest_session(tmp_path):
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path}/shared.sqlite3")
     workspace = tmp_path.as_uri()
     first = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
@@ -227,7 +227,12 @@ async def test_a_new_connection_follows_the_workspaces_active_session(tmp_path):
     second = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
     result = await second.request(
         "initialize",
-        {"processId": None, "rootUri": workspace, "capabilities": {}, "initializationOptions": {}},
+        {
+            "processId": None,
+            "rootUri": workspace,
+            "capabilities": {},
+            "initializationOptions": {"session": "active"},  # as the editor clients ask
+        },
     )
     assert result["serverInfo"]["name"] == "tokend"
     second.notify("initialized", {})

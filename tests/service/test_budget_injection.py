@@ -12,8 +12,9 @@ import pytest
 from tokend.adapters.store import SqlStore
 from tokend.adapters.tokenizers import load_encoding
 from tokend.core.budget_injection import ContextConfig
-from tokend.core.config import TokendConfig, merge_config
+from tokend.core.config import merge_config
 from tokend.core.errors import InvalidParams
+from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.service import TokendService

@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from tokend.adapters.store.sql_store import SqlStore
-from tokend.core.config import TokendConfig
+from tokend.core.settings import TokendConfig
 from tokend.core.types import CompactionPart, Iteration, TextPart, Usage
 from tokend.service.history import session_messages
 from tokend.service.service import TokendService

@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tokend.adapters.store import SqlStore
-from tokend.core.config import TokendConfig
 from tokend.core.errors import SpendLimitReached
+from tokend.core.settings import TokendConfig
 from tokend.core.spend import SpendConfig
 from tokend.core.types import TextPart, Usage
 from tokend.core.usage_stats import RateConfig

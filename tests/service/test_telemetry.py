@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 
 from tokend.adapters.store import SqlStore
-from tokend.core.config import TokendConfig
+from tokend.core.settings import TokendConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
 from tokend.service.service import TokendService

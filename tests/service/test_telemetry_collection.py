@@ -12,7 +12,7 @@ import pytest
 
 import tokend.adapters.telemetry as otel
 from tokend.adapters.store import SqlStore
-from tokend.core.config import TokendConfig
+from tokend.core.settings import TokendConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
 from tokend.service.service import TokendService

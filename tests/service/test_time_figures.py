@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tokend.adapters.store import SqlStore
-from tokend.core.config import TokendConfig
+from tokend.core.settings import TokendConfig
 from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.service import TokendService, new_id
 from tokend.service.settings import WorkspaceSettings

@@ -9,15 +9,9 @@ from hypothesis import strategies as st
 
 from tokend.core.budget import BudgetConfig, CompactionConfig
 from tokend.core.catalog import ModelInfo
-from tokend.core.config import (
-    BUDGET_CHECKS,
-    COMPACTION_CHECKS,
-    ConfigLayer,
-    TokendConfig,
-    merge_config,
-    merge_layers,
-    room_problems,
-)
+from tokend.core.config import ConfigLayer, merge_config, merge_layers
+from tokend.core.config_rules import field_types
+from tokend.core.settings import TokendConfig, room_problems
 
 
 def test_empty_layers_give_the_documented_defaults() -> None:
@@ -28,8 +22,8 @@ def test_empty_layers_give_the_documented_defaults() -> None:
 
 
 def test_every_budget_and_compaction_field_is_configurable() -> None:
-    assert set(BUDGET_CHECKS) == {f.name for f in fields(BudgetConfig)}
-    assert set(COMPACTION_CHECKS) == {f.name for f in fields(CompactionConfig)}
+    assert set(field_types(BudgetConfig)) == {f.name for f in fields(BudgetConfig)}
+    assert set(field_types(CompactionConfig)) == {f.name for f in fields(CompactionConfig)}
 
 
 def test_workspace_beats_user_beats_defaults() -> None:
@@ -100,6 +94,35 @@ def test_a_workspace_cannot_move_the_database() -> None:
     )
     assert config.database_url == "sqlite:///mine.db"
     assert len(warnings) == 1 and "database_url" in warnings[0]
+
+
+def test_checkpoint_settings_come_from_the_user_config_only() -> None:
+    """protocol.md documents [checkpoints]; on main the table was "not a known setting"."""
+    user = {"checkpoints": {"retention_days": 3, "max_file_bytes": 1024}}
+    config, warnings = merge_config(TokendConfig(), user, {}, sources=("u.toml", "w.toml"))
+    assert warnings == []
+    assert (config.checkpoints.retention_days, config.checkpoints.max_file_bytes) == (3, 1024)
+    config, warnings = merge_config(
+        TokendConfig(), user, {"checkpoints": {"retention_days": 0}}, sources=("u", "w.toml")
+    )
+    assert config.checkpoints.retention_days == 3
+    [warning] = warnings
+    assert warning.startswith("w.toml: [checkpoints] is read from the user config only")
+
+
+def test_a_likely_typo_names_the_setting_meant() -> None:
+    _, warnings = merge_config(
+        TokendConfig(),
+        {"budget": {"output_reserve": 8000, "colour": "red"}, "idle_timeout": 5},
+        {},
+        sources=("u.toml", "w.toml"),
+    )
+    assert warnings == [
+        "u.toml: [budget] output_reserve is not a known setting (did you mean "
+        "output_reserve_cap?); ignored",
+        "u.toml: [budget] colour is not a known setting; ignored",
+        "u.toml: idle_timeout is not a known setting (did you mean idle_timeout_s?); ignored",
+    ]
 
 
 def test_a_table_where_a_value_belongs_is_reported() -> None:
@@ -186,3 +209,71 @@ def test_a_reserved_as_large_as_the_window_would_compact_every_request() -> None
 def test_an_input_limit_beyond_the_window_is_reported() -> None:
     [problem] = room_problems(_model(100_000, 8000, input_limit=150_000), TokendConfig())
     assert "input_limit 150,000 is above context_window 100,000" in problem
+
+
+def _documented_tables() -> dict[str, list[str]]:
+    """Table -> its keys, from the hand-written list of the characterization test."""
+    from tests.unit.test_config_characterization import KEYS
+
+    tables: dict[str, list[str]] = {}
+    for section, key, *_ in KEYS:
+        if section:
+            tables.setdefault(section, []).append(key)
+    return tables
+
+
+TABLES = _documented_tables()
+table_documents = st.fixed_dictionaries(
+    {},
+    optional={
+        name: st.dictionaries(st.sampled_from(keys), json_values, max_size=len(keys))
+        for name, keys in TABLES.items()
+    },
+)
+
+
+def _as_toml(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@given(user=table_documents)
+def test_a_value_applied_is_the_value_given_never_a_conversion(user: dict) -> None:
+    """Every setting either keeps its default or is exactly what the file said (a list for a
+    tuple): "5" never becomes 5, 1 never becomes True, a string never a list of letters."""
+    config, warnings = merge_config(TokendConfig(), user, {})
+    defaults = TokendConfig()
+    given_count = sum(len(table) for table in user.values())
+    applied = 0
+    for name, table in user.items():
+        for key, value in table.items():
+            got = getattr(getattr(config, name), key)
+            same = _as_toml(got) == value and type(_as_toml(got)) is type(value)
+            if got is getattr(getattr(defaults, name), key) and not same:
+                continue  # kept the default: a warning says why
+            assert same
+            applied += 1
+    assert applied + len(warnings) >= given_count  # each key applied or warned about
+
+
+def test_the_merge_and_the_rules_import_no_feature() -> None:
+    """core/config.py (the merge) and core/config_rules.py (the rules) know no table: each
+    feature's dataclass carries its own rules. On main core/config.py imported eight features
+    for their check tables."""
+    import ast
+    from pathlib import Path
+
+    core = Path(__file__).resolve().parents[2] / "server" / "tokend" / "core"
+    for name, allowed in (("config.py", {"tokend.core.config_rules"}), ("config_rules.py", set())):
+        tree = ast.parse((core / name).read_text())
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tokend")
+        } | {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+            if alias.name.startswith("tokend")
+        }
+        assert imported <= allowed, (name, imported)

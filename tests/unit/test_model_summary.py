@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tokend.core.config import TokendConfig, merge_config
+from tokend.core.config import merge_config
 from tokend.core.model_summary import SummarizerConfig, answer_problem, build_prompt
+from tokend.core.settings import TokendConfig
 from tokend.core.types import Message, StoredPart, TextPart
 
 GOOD = "## Objective\nA.\n## Decisions\nB.\n## Work state\nC.\n## Next step\nD.\n"

@@ -139,7 +139,7 @@ def test_a_failing_inotify_falls_back_to_polling_and_says_so(
 ):
     import errno
 
-    import tokend.adapters.watcher as watcher_module
+    import tokend.adapters.watch as watcher_module
 
     class Refusing:
         def __init__(self, *args: object, **kwargs: object) -> None:

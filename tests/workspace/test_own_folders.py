@@ -166,7 +166,7 @@ def test_no_inotify_watch_is_placed_in_the_own_folders_and_their_writes_are_not_
 def test_the_polling_fallback_leaves_the_own_folders_out(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    import tokend.adapters.watcher as watcher_module
+    import tokend.adapters.watch as watcher_module
 
     class Refusing:
         def __init__(self, *args: object, **kwargs: object) -> None:

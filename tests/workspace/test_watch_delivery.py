@@ -78,7 +78,7 @@ def test_reading_a_whole_tree_puts_nothing_in_the_watch_queue(
     and a save made meanwhile arrives."""
     import threading
 
-    import tokend.adapters.watcher as watcher_module
+    import tokend.adapters.watch as watcher_module
     from tokend.adapters.watcher import FolderWatcher
 
     root = tmp_path / "tree"

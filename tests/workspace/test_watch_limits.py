@@ -72,3 +72,29 @@ def test_only_the_unwatched_folders_are_polled(tmp_path: Path):
     assert all(p.startswith("d") and p.endswith("/sub") for p in polled)
     assert report["missing"] == []  # writes in watched and in polled folders all arrived
     assert len(report["notices"]) == 1 and "21 folder(s) left unwatched" in report["notices"][0]
+
+
+def test_a_workspace_is_polled_whole_when_no_inotify_instance_is_left(tmp_path: Path):
+    """fs.inotify.max_user_instances is 0 in the namespace: watchdog's observer cannot start,
+    the whole folder is polled, every write arrives, and the notice names the limit to raise."""
+    if shutil.which("unshare") is None:
+        pytest.fail("this test needs util-linux's `unshare` (user namespaces) to lower the limit")
+    tree = tmp_path / "tree"
+    for n in range(TOP_FOLDERS):
+        (tree / f"d{n}" / "sub").mkdir(parents=True)
+    command = (
+        f'echo 0 > /proc/sys/user/max_inotify_instances && exec "{sys.executable}" -c "$0" "$1"'
+    )
+    done = subprocess.run(
+        ["unshare", "-Ur", "sh", "-c", command, SCRIPT, str(tree)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "server"), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, f"the watcher in a user namespace failed: {done.stderr}"
+    report = json.loads(done.stdout)
+    assert report["polled"] == ["."] and report["missing"] == []
+    assert len(report["notices"]) == 1
+    assert "raise fs.inotify.max_user_instances" in report["notices"][0]

@@ -191,6 +191,7 @@ export interface FollowedTranscript {
   calls: number;
   compactions: number;
   error: string | null;
+  caughtUp: boolean;
 }
 
 export interface Follower {

@@ -3,7 +3,7 @@
 The user's file is config.toml in the platform's user config folder for "tokend":
 $XDG_CONFIG_HOME/tokend/config.toml, else ~/.config/tokend/config.toml, on Linux. The
 workspace's is .tokend.toml at the workspace folder's root. How the layers merge is in
-tokend.core.config; service/settings.py keeps them per workspace and re-reads them on change.
+tokend.core.config (the settings: tokend.core.settings); service/settings.py keeps them per workspace and re-reads them on change.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from urllib.parse import unquote, urlparse
 
 import platformdirs
 
-from tokend.core.config import ConfigLayer, MergedConfig, TokendConfig, merge_layers
+from tokend.core.config import ConfigLayer, MergedConfig, merge_layers
+from tokend.core.settings import TokendConfig
 
 WORKSPACE_CONFIG_NAME = ".tokend.toml"
 DATABASE_URL_ENV = "TOKEND_DATABASE_URL"
@@ -101,7 +102,9 @@ def read_config_file(layer: LayerName, path: Path) -> ConfigFile:
     return ConfigFile(source, document, tuple(warnings))
 
 
-def merge_files(files: list[ConfigFile], environ: Mapping[str, str] | None = None) -> MergedConfig:
+def merge_files(
+    files: list[ConfigFile], environ: Mapping[str, str] | None = None
+) -> MergedConfig[TokendConfig]:
     """Defaults < each file in order, then TOKEND_DATABASE_URL (when set and non-empty)
     replaces database_url (origin "environment"). Read warnings come first."""
     merged = merge_layers(TokendConfig(), [file.layer() for file in files])

@@ -17,24 +17,22 @@ its journal files, and any folder a caller adds (a checkpoint store or a cache p
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
-APP = "tokend"
+from tokend.adapters import rendezvous
+
+APP = rendezvous.APP
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")  # beside a SQLite file while it is open
 
 
 def runtime_location() -> Path:
     """The user's runtime folder for tokend (the daemon's socket, locks and token), whether
     or not it exists yet: $XDG_RUNTIME_DIR/tokend, else <tempdir>/tokend-<uid>."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg):
-        return Path(xdg) / APP
-    return Path(tempfile.gettempdir()) / f"{APP}-{os.getuid()}"
+    return Path(rendezvous.runtime_location())
 
 
 def tokend_folders() -> list[Path]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -19,8 +19,9 @@ import platformdirs
 from rich.text import Text
 
 from tokend.commands.output import Column, say, write_json, write_table
-from tokend.core.config import TokendConfig, model_key
+from tokend.core.config import model_key
 from tokend.core.errors import InvalidParams
+from tokend.core.settings import TokendConfig
 from tokend.service.settings import Settings, WorkspaceSettings
 
 ORIGIN_NAMES = {
@@ -77,21 +78,30 @@ def config_report(
 
 
 def _settings(config: TokendConfig) -> list[tuple[str, Any]]:
-    """(dotted key, JSON value) for every setting but database_url, in the documented order."""
-    rows: list[tuple[str, Any]] = [
-        ("idle_timeout_s", config.idle_timeout_s),
-        ("log_level", config.log_level),
+    """(dotted key, JSON value) for every setting but database_url: the top-level values, then
+    each table's in the order TokendConfig declares them, then the model overrides."""
+    top: list[tuple[str, Any]] = []
+    tables: list[tuple[str, Any]] = []
+    for field in fields(config):
+        value = getattr(config, field.name)
+        if field.name in ("database_url", "models"):
+            continue
+        if is_dataclass(value):
+            tables += [
+                (f"{field.name}.{f.name}", _json(getattr(value, f.name))) for f in fields(value)
+            ]
+        else:
+            top.append((field.name, _json(value)))
+    models = [
+        (model_key(name, key), value)
+        for name, overrides in config.models.items()
+        for key, value in overrides.items()
     ]
-    for table in ("budget", "compaction"):
-        values = getattr(config, table)
-        for field in fields(values):
-            value = getattr(values, field.name)
-            rows.append(
-                (f"{table}.{field.name}", list(value) if isinstance(value, tuple) else value)
-            )
-    for name, overrides in config.models.items():
-        rows += [(model_key(name, key), value) for key, value in overrides.items()]
-    return rows
+    return top + tables + models
+
+
+def _json(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _database_url(settings: Settings, explicit: str | None) -> tuple[str, str]:
@@ -124,7 +134,7 @@ def _write_text(out: TextIO, report: dict[str, Any]) -> None:
         out,
         [Column("setting"), Column("value"), Column("from")],
         [
-            (row["key"], _toml(row["value"]), _origin(row["source"], row["file"]))
+            (row["key"], _toml(row["value"], row["key"]), _origin(row["source"], row["file"]))
             for row in report["settings"]
         ],
     )
@@ -161,14 +171,16 @@ def _origin(source: str, file: str | None) -> Text | str:
     return f"{ORIGIN_NAMES.get(source, source)} ({file})" if file else ORIGIN_NAMES[source]
 
 
-def _toml(value: Any) -> str:
-    """A value as it would be written in the TOML file."""
+def _toml(value: Any, key: str = "") -> str:
+    """A value as it would be written in the TOML file; None (not set) in words."""
     if value is None:
-        return "(automatic)"
+        return "(automatic)" if key == "compaction.reserved" else "(none)"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
     return str(value)

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from tokend.commands.live import BUDGET_DID_CHANGE, LiveClient, gauge_line
+from tokend.commands.live import BUDGET_DID_CHANGE, ChangeLines, LiveClient, gauge_line
 from tokend.commands.output import say
 from tokend.core.errors import InvalidParams
 
@@ -99,11 +99,16 @@ def _report_start(out: TextIO, follower: dict[str, Any]) -> None:
 
 
 def _print_changes(client: LiveClient, out: TextIO) -> None:
-    """A gauge line per budget/didChange, until interrupted."""
+    """A gauge line per budget/didChange that changes the line, and a line when the agent
+    compacted its context, until interrupted."""
+    changes = ChangeLines()
     while True:
         message = client.next_notification()
-        if message is not None and message.get("method") == BUDGET_DID_CHANGE:
-            _print_gauge(out, message["params"]["snapshot"])
+        if message is None or message.get("method") != BUDGET_DID_CHANGE:
+            continue
+        snapshot = message["params"]["snapshot"]
+        for text, style in changes.lines(snapshot):
+            say(out, f"{snapshot['sessionId']}  {text}", style)
 
 
 def _print_gauge(out: TextIO, snapshot: dict[str, Any]) -> None:

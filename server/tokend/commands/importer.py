@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from tokend.commands.output import counted, say, write_json
+from tokend.commands.output import counted, plural, say, write_json
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import InvalidParams, TokendError
 from tokend.core.transcript import ProviderCall
 from tokend.service.factory import build_service
 from tokend.service.service import TokendService
 from tokend.service.transcript_import import (
+    Records,
     TranscriptImporter,
     parse_events,
     read_records,
@@ -39,6 +40,8 @@ class ImportOutcome:
     workspace_uri: str | None = None
     skipped_lines: int = 0
     refused: int = 0
+    skipped_numbers: tuple[int, ...] = ()  # the first few skipped lines' numbers
+    unfinished_last_line: bool = False  # left for a later import, as the follower leaves it
 
 
 def import_events(
@@ -46,14 +49,29 @@ def import_events(
     path: Path,
     context_window: int | None = None,
     workspace_uri: str | None = None,
+    *,
+    skip_bad_lines: bool = True,
 ) -> ImportOutcome:
     """Append the transcript's messages, usage and compactions to its session: a new one in
     `workspace_uri` (default: the transcript's cwd), or the one an earlier import or follower
-    made, which gets only the events after the last message it holds."""
+    made, which gets only the events after the last message it holds.
+
+    A last line without its newline is still being written (the agent is at work): it is left
+    for a later import, as the follower leaves it. A line that is not a JSON record is skipped
+    and counted (as the follower does) or, without `skip_bad_lines`, refused: InvalidParams
+    naming its number, and nothing is imported."""
     try:
-        read = read_records(path.read_bytes().splitlines())
+        data = path.read_bytes()
     except OSError as exc:
         raise InvalidParams(f"cannot import {path}: {exc.strerror or exc}") from None
+    end = data.rfind(b"\n") + 1
+    unfinished = bool(data[end:].strip())
+    read = read_records(data[:end].splitlines())
+    if read.skipped and not skip_bad_lines:
+        raise InvalidParams(
+            f"{path}: {_lines_text(read)} not a JSON record (cut or damaged); nothing was "
+            "imported. `tokend import claude-code --skip-bad-lines FILE` imports the rest."
+        )
     events = parse_events("claude-code", read.records)
     if not any(isinstance(e, ProviderCall) for e in events):
         unread = ""
@@ -76,7 +94,18 @@ def import_events(
         importer.workspace_uri,
         read.skipped,
         importer.refused,
+        read.skipped_lines,
+        unfinished,
     )
+
+
+def _lines_text(read: Records) -> str:
+    """'line 501 is', 'lines 12, 40 and 3 more are'."""
+    shown = ", ".join(str(n) for n in read.skipped_lines[:3])
+    more = read.skipped - min(3, len(read.skipped_lines))
+    if read.skipped == 1:
+        return f"line {shown} is"
+    return f"lines {shown}{f' and {more:,} more' if more else ''} are"
 
 
 def import_claude_code(
@@ -86,11 +115,12 @@ def import_claude_code(
     workspace: Path | None,
     as_json: bool,
     out: TextIO,
+    skip_bad_lines: bool = False,
 ) -> int:
     service = build_service(Path.cwd(), database_url)
     try:
         uri = workspace.resolve().as_uri() if workspace is not None else None
-        outcome = import_events(service, path, context_window, uri)
+        outcome = import_events(service, path, context_window, uri, skip_bad_lines=skip_bad_lines)
         snapshot = service.snapshot(outcome.session_id)
     finally:
         service.close()
@@ -107,6 +137,8 @@ def import_claude_code(
                 "calls": outcome.calls,
                 "compactions": outcome.compactions,
                 "skippedLines": outcome.skipped_lines,
+                "skippedLineNumbers": list(outcome.skipped_numbers),
+                "unfinishedLastLine": outcome.unfinished_last_line,
                 "refusedMessages": outcome.refused,
                 "usedTokens": snapshot.used_tokens,
             },
@@ -119,7 +151,17 @@ def import_claude_code(
     )
     sid = outcome.session_id
     if outcome.skipped_lines:
-        say(out, f"skipped {outcome.skipped_lines} line(s) of {path} that are not JSON", "yellow")
+        numbers = ", ".join(str(n) for n in outcome.skipped_numbers)
+        more = "" if outcome.skipped_lines <= len(outcome.skipped_numbers) else ", ..."
+        say(
+            out,
+            f"skipped {plural(outcome.skipped_lines, 'line')} of {path} that "
+            f"{'is not a JSON record' if outcome.skipped_lines == 1 else 'are not JSON records'}"
+            f" (line {numbers}{more})",
+            "yellow",
+        )
+    if outcome.unfinished_last_line:
+        say(out, f"left the last line of {path}, still being written, for a later import")
     if outcome.refused:
         say(
             out, f"skipped {outcome.refused} message(s) the session refused (see the log)", "yellow"

@@ -11,7 +11,7 @@ import os
 from collections import deque
 from typing import Any, Self
 
-from tokend.commands.rpc_client import DaemonClient
+from tokend.commands.rpc_client import DaemonClient, NoReply
 from tokend.core.errors import TokendError
 
 BUDGET_DID_CHANGE = "budget/didChange"
@@ -62,12 +62,39 @@ class LiveClient(DaemonClient):
                 body = super()._read()
                 if "method" in body and "id" not in body:
                     return body
-        except TokendError:
+        except NoReply:
             if timeout is not None:
                 return None
             raise
         finally:
             self._sock.settimeout(300.0)
+
+
+class ChangeLines:
+    """What a terminal prints for each budget/didChange: the gauge line when it changed (a
+    repeat is not printed), preceded by a note when the session was compacted meanwhile (by
+    the agent, for a followed transcript: its figure drops)."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, tuple[str, int, int]] = {}  # session -> (line, compactions, used)
+
+    def lines(self, snapshot: dict[str, Any]) -> list[tuple[str, str | None]]:
+        """(text, style) pairs to print, oldest first; empty for a repeat."""
+        session_id, line = snapshot["sessionId"], gauge_line(snapshot)
+        before = self._shown.get(session_id)
+        self._shown[session_id] = (line, snapshot["compactions"], snapshot["usedTokens"])
+        out: list[tuple[str, str | None]] = []
+        if before is not None and snapshot["compactions"] > before[1]:
+            out.append(
+                (
+                    f"compacted: {before[2]:,} -> {snapshot['usedTokens']:,} tokens "
+                    f"(compaction {snapshot['compactions']} of this session)",
+                    "yellow",
+                )
+            )
+        if before is None or before[0] != line:
+            out.append((line, None))
+        return out
 
 
 def short_tokens(tokens: int) -> str:

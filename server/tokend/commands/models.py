@@ -12,7 +12,7 @@ from tokend.adapters.config_files import read_user_config, read_workspace_config
 from tokend.commands.output import Column, say, write_json, write_table
 from tokend.core.budget import autocompact_threshold
 from tokend.core.catalog import Catalog, ModelInfo, PriceTier, TokenPrices
-from tokend.core.config import TokendConfig
+from tokend.core.settings import TokendConfig
 
 PER_MTOK = 1_000_000  # prices are dollars per token; tables show dollars per million tokens
 _GLOB_CHARS = frozenset("*?[")
@@ -41,6 +41,9 @@ def show_model(name: str, as_json: bool, out: TextIO) -> int:
         return 0
     figures["prices"] = _prices_text(info.prices)
     figures["priceTiers"] = _tiers_text(info.price_tiers)
+    figures["tokenizer"] = info.tokenizer or "estimate"  # as `models list` says it
+    if info.input_limit is None:
+        figures["inputLimit"] = "none (the context window applies)"
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value

@@ -7,20 +7,27 @@ stay right. It never starts a daemon: `DaemonClient.connect` is None when none a
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import socket
 from types import TracebackType
 from typing import Any, Self
 
+from tokend.adapters import rendezvous
+from tokend.adapters.rendezvous import FrameError, PeerClosed, UnsafePathError
 from tokend.core.errors import ALL_ERRORS, TokendError
-from tokend.daemon.paths import UnsafePathError, socket_path
-from tokend.daemon.spawn import connect_unix
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 REPLY_TIMEOUT_SECONDS = 300.0  # a compaction of a long session may take a while
 NOT_LISTENING = (FileNotFoundError, ConnectionRefusedError)
 _ERRORS_BY_CODE = {cls.code: cls for cls in ALL_ERRORS}
+
+
+class NoReply(TokendError):
+    """The daemon did not answer within the time asked for (it may still be working)."""
+
+
+class DaemonGone(TokendError):
+    """The connection to the daemon is lost (it stopped or restarted); a new one may work."""
 
 
 class DaemonClient:
@@ -30,13 +37,13 @@ class DaemonClient:
         self._sock = sock
         self._stream = sock.makefile("rb")
         self._ids = itertools.count(1)
+        self._late = False  # a request went unanswered in its time: no goodbye at close
 
     @classmethod
     def connect(cls, name: str | None = None, client_name: str = "tokend cli") -> Self | None:
         """A client of the daemon called `name` (default: the user's), None when none runs."""
-        path = socket_path(name)
         try:
-            sock = connect_unix(path, timeout=CONNECT_TIMEOUT_SECONDS)
+            sock = _connect(name)
         except NOT_LISTENING:
             return None
         except UnsafePathError as exc:
@@ -54,23 +61,38 @@ class DaemonClient:
             raise
         return client
 
-    def request(self, method: str, params: Any = None) -> Any:
-        """The result, or the daemon's error raised as its core.errors type (same code)."""
+    def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """The result, or the daemon's error raised as its core.errors type (same code);
+        NoReply after `timeout` seconds (default REPLY_TIMEOUT_SECONDS) without the answer;
+        the connection is then of no more use (the answer may still come), and closing it
+        says no goodbye (a `shutdown` would wait behind the request)."""
         msg_id = next(self._ids)
         self._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        while True:
-            body = self._read()
-            if body.get("id") != msg_id or "method" in body:
-                continue  # notifications (budget/didChange, logMessage) are not ours to show
-            if "error" in body:
-                raise _as_error(body["error"])
-            return body.get("result")
+        if timeout is not None:
+            self._sock.settimeout(timeout)
+        try:
+            while True:
+                body = self._read()
+                if body.get("id") != msg_id or "method" in body:
+                    continue  # notifications (budget/didChange, logMessage) are not ours to show
+                if "error" in body:
+                    raise _as_error(body["error"])
+                return body.get("result")
+        except NoReply:
+            self._late = True
+            raise
+        finally:
+            if timeout is not None:
+                self._sock.settimeout(REPLY_TIMEOUT_SECONDS)
 
     def notify(self, method: str, params: Any = None) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def close(self) -> None:
         """Say goodbye (shutdown, exit) and close; a daemon that is already gone is fine."""
+        if self._late:
+            self._close_socket()
+            return
         try:
             self.request("shutdown")
             self.notify("exit")
@@ -92,32 +114,35 @@ class DaemonClient:
         self._sock.close()
 
     def _send(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
         try:
-            self._sock.sendall(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+            self._sock.sendall(rendezvous.frame(body))
         except OSError as exc:
-            raise TokendError(f"the daemon closed the connection ({exc})") from None
+            raise DaemonGone(f"the daemon closed the connection ({exc})") from None
 
     def _read(self) -> dict[str, Any]:
         try:
-            length = 0
-            while (line := self._stream.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("ascii").partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
-            if not line:
-                raise TokendError("the daemon closed the connection")
-            body = json.loads(self._stream.read(length))
+            return rendezvous.read_frame(self._stream)
         except TimeoutError:
-            raise TokendError(
-                f"the daemon did not answer in {REPLY_TIMEOUT_SECONDS:.0f} s; "
-                "see `tokend status --daemon`"
+            waited = self._sock.gettimeout() or REPLY_TIMEOUT_SECONDS
+            raise NoReply(
+                f"the daemon did not answer in {waited:g} s; see `tokend status --daemon`"
             ) from None
-        except (OSError, ValueError) as exc:
-            raise TokendError(f"unreadable reply from the daemon ({exc})") from None
-        if not isinstance(body, dict):
-            raise TokendError("unreadable reply from the daemon (not a JSON object)")
-        return body
+        except PeerClosed as exc:
+            raise DaemonGone(str(exc)) from None
+        except FrameError as exc:
+            raise TokendError(str(exc)) from None
+        except OSError as exc:
+            raise DaemonGone(f"the connection to the daemon failed ({exc})") from None
+
+
+def _connect(name: str | None) -> socket.socket:
+    """The default daemon through the light path (no runtime folder is created by a client);
+    a named one through daemon.paths, which checks the name."""
+    if name is None:
+        return rendezvous.connect_default(timeout=CONNECT_TIMEOUT_SECONDS)
+    from tokend.daemon.paths import socket_path
+
+    return rendezvous.connect_unix(socket_path(name), timeout=CONNECT_TIMEOUT_SECONDS)
 
 
 def _as_error(error: Any) -> TokendError:

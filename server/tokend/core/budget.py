@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
 from tokend.core.catalog import ModelInfo
+from tokend.core.config_rules import at_least, in_range
 
 COMPACTION_BUFFER_TOKENS = 20_000  # OpenCode's COMPACTION_BUFFER
 
@@ -33,15 +35,21 @@ COMPACTION_BUFFER_TOKENS = 20_000  # OpenCode's COMPACTION_BUFFER
 class BudgetConfig:
     """How the window is shared out. Token counts, except the ratio (a fraction of the window)."""
 
-    output_reserve_cap: int = 32_000
-    safety_margin_ratio: float = 0.05
-    repo_map_divisor: int = 8
-    repo_map_min_tokens: int = 1024
-    repo_map_max_tokens: int = 4096
-    repo_map_no_files_multiplier: int = 2
-    history_summary_divisor: int = 16
-    history_summary_min_tokens: int = 1024
-    history_summary_max_tokens: int = 8192
+    output_reserve_cap: Annotated[int, at_least(1)] = 32_000
+    safety_margin_ratio: Annotated[float, in_range(0.0, 0.5)] = 0.05
+    repo_map_divisor: Annotated[int, at_least(1)] = 8
+    repo_map_min_tokens: Annotated[int, at_least(0)] = 1024
+    repo_map_max_tokens: Annotated[int, at_least(0)] = 4096
+    repo_map_no_files_multiplier: Annotated[int, at_least(1)] = 2
+    history_summary_divisor: Annotated[int, at_least(1)] = 16
+    history_summary_min_tokens: Annotated[int, at_least(0)] = 1024
+    history_summary_max_tokens: Annotated[int, at_least(0)] = 8192
+
+    # (low, high) pairs a layer may not cross: the pair goes back to the layers below.
+    RANGES: ClassVar = (
+        ("repo_map_min_tokens", "repo_map_max_tokens"),
+        ("history_summary_min_tokens", "history_summary_max_tokens"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +57,11 @@ class CompactionConfig:
     """OpenCode's `compaction.{auto, reserved, prune}` plus its pruning constants (tokens)."""
 
     auto: bool = True
-    reserved: int | None = None  # None: min(20,000, output reserve)
+    reserved: Annotated[int | None, at_least(0)] = None  # None: min(20,000, output reserve)
     prune: bool = True
     protected_tools: tuple[str, ...] = ("skill",)
-    prune_protect_tokens: int = 40_000
-    prune_minimum_tokens: int = 20_000
+    prune_protect_tokens: Annotated[int, at_least(0)] = 40_000
+    prune_minimum_tokens: Annotated[int, at_least(0)] = 20_000
 
 
 def _input_limit(info: ModelInfo) -> int:

@@ -21,27 +21,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from tokend.core.assemble import Assembly
 
 BudgetInjection = Literal["native", "synthetic", "off"]
-INJECTION_MODES: tuple[str, ...] = ("native", "synthetic", "off")
-SETTING_VALUES: tuple[str, ...] = ("auto", *INJECTION_MODES)  # "auto": the model's default
+BudgetInjectionSetting = Literal["auto", "native", "synthetic", "off"]  # auto: the model's default
+INJECTION_MODES: tuple[str, ...] = get_args(BudgetInjection)
+SETTING_VALUES: tuple[str, ...] = get_args(BudgetInjectionSetting)
 CHUNK = "budget"
-DEFAULT_SETTING = "off"  # "auto" turns it on with each model's default
+DEFAULT_SETTING: BudgetInjectionSetting = "off"  # "auto" turns it on with each model's default
 
 
 @dataclass(frozen=True, slots=True)
 class ContextConfig:
     """`[context]`: `budget_injection` when a request does not say (auto|native|synthetic|off)."""
 
-    budget_injection: str = DEFAULT_SETTING
-
-
-CONTEXT_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "budget_injection": (lambda v: v in SETTING_VALUES, " | ".join(SETTING_VALUES)),
-}
+    budget_injection: BudgetInjectionSetting = DEFAULT_SETTING
 
 
 @dataclass(frozen=True, slots=True)

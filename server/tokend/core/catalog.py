@@ -179,9 +179,18 @@ _FLAG_KEYS = (
 )
 
 
-def unknown_model_message(name: str) -> str:
+def unknown_model_message(name: str, suggestions: Sequence[str] = ()) -> str:
+    """What to do about a model the catalog does not know: a likely typo first (the catalog's
+    close names), then how to declare a model that is really new."""
+    guess = ""
+    if suggestions:
+        quoted = [f'"{s}"' for s in suggestions]
+        names = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+        guess = f" Did you mean {names}? If it is a model the catalog lacks, declare"
     return (
-        f"Unknown model {excerpt(name)}. Declare it in a [models.{excerpt(name)}] table in "
+        f"Unknown model {excerpt(name)}."
+        + (guess or " Declare")
+        + f" it in a [models.{excerpt(name)}] table in "
         "~/.config/tokend/config.toml (user) or in .tokend.toml (workspace), with "
         "context_window = <tokens> and max_output_tokens = <tokens>, and optionally tokenizer "
         '("o200k_base" or "cl100k_base"), input_cost_per_token and output_cost_per_token (USD).'
@@ -307,7 +316,7 @@ class Catalog:
         info = self.find(name)
         if info is None:
             suggestions = self._names.close_matches(name)
-            message = unknown_model_message(name)
+            message = unknown_model_message(name, suggestions)
             if not self._entries:
                 message += (
                     " The model catalog itself is missing (its data file was not found): reinstall "

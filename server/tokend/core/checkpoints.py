@@ -25,7 +25,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Annotated, Literal
+
+from tokend.core.config_rules import Check, at_least
 
 Origin = Literal["watch", "editor", "restore", "unwatched"]
 Owner = Literal["agent", "outside", "restore"]
@@ -36,11 +38,14 @@ DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024  # a larger file is hashed, its bytes n
 DEFAULT_MAX_TURN_BYTES = 64 * 1024 * 1024  # new bytes kept per turn before further ones are not
 
 
+_DAYS = Check(lambda v: v >= 0, "a number of days >= 0")
+
+
 @dataclass(frozen=True, slots=True)
 class CheckpointConfig:
-    retention_days: float = DEFAULT_RETENTION_DAYS
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    max_turn_bytes: int = DEFAULT_MAX_TURN_BYTES
+    retention_days: Annotated[float, _DAYS] = DEFAULT_RETENTION_DAYS
+    max_file_bytes: Annotated[int, at_least(0)] = DEFAULT_MAX_FILE_BYTES
+    max_turn_bytes: Annotated[int, at_least(0)] = DEFAULT_MAX_TURN_BYTES
 
 
 @dataclass(frozen=True, slots=True)

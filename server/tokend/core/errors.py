@@ -87,6 +87,15 @@ class AlreadyStored(Exception):
         self.stored = stored
 
 
+class SummaryFailed(Exception):
+    """A model-backed summarizer gave no usable summary; `reason` says why, in a few words (the
+    compaction's chain reports it and moves to its next step: never a JSON-RPC error)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Unauthorized(TokendError):
     code = -33007
     name = "Unauthorized"

@@ -20,7 +20,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Annotated
 
+from tokend.core.config_rules import at_least
 from tokend.core.text_chunks import KeptText, text_head, text_length, text_tail, whole_text
 from tokend.core.types import Part, StoredPart, ToolResultPart
 
@@ -32,10 +34,11 @@ MIDDLE_OUT = "middleOut"
 class GateConfig:
     """Gate sizes in characters; tool names as the agent names its tools (case-insensitive)."""
 
-    single_result_chars: int = 50_000
-    message_results_chars: int = 200_000
-    preview_chars: int = 2_000
-    middle_out_chars: int = 20_000  # what a middle-out cut keeps (start + end)
+    single_result_chars: Annotated[int, at_least(1)] = 50_000
+    message_results_chars: Annotated[int, at_least(1)] = 200_000
+    preview_chars: Annotated[int, at_least(0)] = 2_000
+    # what a middle-out cut keeps (start + end)
+    middle_out_chars: Annotated[int, at_least(0)] = 20_000
     middle_out_tools: tuple[str, ...] = ()
     exempt_tools: tuple[str, ...] = (
         "Read", "read", "read_file", "view", "view_file", "NotebookRead",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from tokend.core.accounting import summarize_abs_errors
 from tokend.core.budget import autocompact_threshold
-from tokend.core.config import TokendConfig
 from tokend.core.session_data import SessionData
+from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot, breakdown, used_percentage
 from tokend.core.types import ToolResultPart
 

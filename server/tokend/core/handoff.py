@@ -13,11 +13,12 @@ deleted or moved it away is left out. Budgets are tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
 
 from tokend.core.artifacts import file_operations
+from tokend.core.config_rules import at_least
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
 
 MAX_FILES = 10
@@ -27,21 +28,8 @@ _GONE = ("deleted", "moved away")
 
 @dataclass(frozen=True, slots=True)
 class HandoffConfig:
-    max_files: int = MAX_FILES
-    file_tokens: int = FILE_TOKENS
-
-
-def _count(low: int) -> tuple[Callable[[Any], bool], str]:
-    return (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low,
-        f"an integer >= {low}",
-    )
-
-
-HANDOFF_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "max_files": _count(0),
-    "file_tokens": _count(0),
-}
+    max_files: Annotated[int, at_least(0)] = MAX_FILES
+    file_tokens: Annotated[int, at_least(0)] = FILE_TOKENS
 
 
 def ranked_files(messages: Sequence[Message], goal: str) -> list[str]:

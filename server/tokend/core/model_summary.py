@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Literal, get_args
 
+from tokend.core.config_rules import Check
 from tokend.core.types import (
     CompactionPart,
     Message,
@@ -34,7 +35,8 @@ from tokend.core.types import (
     ToolResultPart,
 )
 
-SUMMARIZERS = ("extractive", "client", "openai", "anthropic")
+Summarizer = Literal["extractive", "client", "openai", "anthropic"]
+SUMMARIZERS: tuple[str, ...] = get_args(Summarizer)
 SECTIONS = ("Objective", "Decisions", "Work state", "Next step")
 MAX_PROMPT_CHARS = 120_000  # the transcript a model reads (the newest messages kept)
 MAX_CALL_CHARS = 600
@@ -42,52 +44,33 @@ MAX_RESULT_CHARS = 1_500
 MIN_ANSWER_TOKENS = 256
 
 
+_CHAIN = Check(bool, "a non-empty list of " + ", ".join(f'"{s}"' for s in SUMMARIZERS))
+_MODELS = Check(
+    lambda v: isinstance(v, str) or all(v), "a model name or a list of them"
+)  # no empty name in a list
+_ENV_NAME = Check(
+    lambda v: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None,
+    "the name of an environment variable (never the key itself)",
+)
+_TIMEOUT = Check(lambda v: 0 < v <= 600, "a number of seconds above 0, at most 600")
+
+
 @dataclass(frozen=True, slots=True)
 class SummarizerConfig:
-    chain: tuple[str, ...] = ("extractive",)
+    chain: Annotated[tuple[Summarizer, ...], _CHAIN] = ("extractive",)
     openai_base_url: str = ""
-    openai_model: tuple[str, ...] | str = ()
-    openai_api_key_env: str = "OPENAI_API_KEY"
+    openai_model: Annotated[tuple[str, ...] | str, _MODELS] = ()
+    openai_api_key_env: Annotated[str, _ENV_NAME] = "OPENAI_API_KEY"
     anthropic_base_url: str = ""
-    anthropic_model: tuple[str, ...] | str = ()
-    anthropic_api_key_env: str = "ANTHROPIC_API_KEY"
-    timeout_s: float = 60
+    anthropic_model: Annotated[tuple[str, ...] | str, _MODELS] = ()
+    anthropic_api_key_env: Annotated[str, _ENV_NAME] = "ANTHROPIC_API_KEY"
+    timeout_s: Annotated[float, _TIMEOUT] = 60
 
     def models(self, provider: str) -> tuple[str, ...]:
         """The models of `provider` ("openai" | "anthropic"), in the order they are tried."""
         value = self.openai_model if provider == "openai" else self.anthropic_model
         names = (value,) if isinstance(value, str) else value
         return tuple(n for n in names if n.strip())
-
-
-def _chain_ok(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(v in SUMMARIZERS for v in value)
-
-
-def _models_ok(value: Any) -> bool:
-    if isinstance(value, str):
-        return True
-    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-
-
-_STRING = (lambda v: isinstance(v, str), "a string")
-_ENV_NAME = (
-    lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) is not None,
-    "the name of an environment variable (never the key itself)",
-)
-SUMMARIZER_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "chain": (_chain_ok, "a non-empty list of " + ", ".join(f'"{s}"' for s in SUMMARIZERS)),
-    "openai_base_url": _STRING,
-    "openai_model": (_models_ok, "a model name or a list of them"),
-    "openai_api_key_env": _ENV_NAME,
-    "anthropic_base_url": _STRING,
-    "anthropic_model": (_models_ok, "a model name or a list of them"),
-    "anthropic_api_key_env": _ENV_NAME,
-    "timeout_s": (
-        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 600,
-        "a number of seconds above 0, at most 600",
-    ),
-}
 
 
 def answer_tokens(target_tokens: int) -> int:

@@ -8,31 +8,18 @@ refused with SpendLimitReached {limit, spent, scope}.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from tokend.core.config_rules import Check, UserOnly
 
 Scope = Literal["session", "workspace", "user"]
 SCOPES: tuple[Scope, ...] = ("session", "workspace", "user")
-ON_LIMIT = ("warn", "refuse")
-
-
-@dataclass(frozen=True, slots=True)
-class SpendConfig:
-    """`[spend]`: limits in US dollars (None: no limit), the warning ratio, the action at 100%."""
-
-    session_usd: float | None = None
-    workspace_daily_usd: float | None = None
-    user_daily_usd: float | None = None
-    warn_ratio: float = 0.8
-    on_limit: str = "warn"  # "warn" | "refuse"
-    timezone: str = "local"  # an IANA name ("Europe/Paris") or "local"
-
-
-def _usd(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+OnLimit = Literal["warn", "refuse"]
+ON_LIMIT: tuple[str, ...] = get_args(OnLimit)
 
 
 def valid_timezone(value: Any) -> bool:
@@ -47,17 +34,23 @@ def valid_timezone(value: Any) -> bool:
     return True
 
 
-SPEND_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "session_usd": (_usd, "a number of dollars > 0"),
-    "workspace_daily_usd": (_usd, "a number of dollars > 0"),
-    "user_daily_usd": (_usd, "a number of dollars > 0"),
-    "warn_ratio": (
-        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1,
-        "a number above 0, at most 1",
-    ),
-    "on_limit": (lambda v: v in ON_LIMIT, " | ".join(ON_LIMIT)),
-    "timezone": (valid_timezone, 'an IANA time zone name ("Europe/Paris") or "local"'),
-}
+_USD = Check(lambda v: v > 0, "a number of dollars > 0")
+_TIMEZONE = Check(valid_timezone, 'an IANA time zone name ("Europe/Paris") or "local"')
+_USER_WIDE = UserOnly("it applies to all of the user's workspaces together")
+
+
+@dataclass(frozen=True, slots=True)
+class SpendConfig:
+    """`[spend]`: limits in US dollars (None: no limit), the warning ratio, the action at 100%."""
+
+    session_usd: Annotated[float | None, _USD] = None
+    workspace_daily_usd: Annotated[float | None, _USD] = None
+    user_daily_usd: Annotated[float | None, _USD, _USER_WIDE] = None
+    warn_ratio: Annotated[float, Check(lambda v: 0 < v <= 1, "a number above 0, at most 1")] = 0.8
+    on_limit: OnLimit = "warn"
+    timezone: Annotated[str, _TIMEZONE, _USER_WIDE] = (
+        "local"  # IANA name ("Europe/Paris") or "local"
+    )
 
 
 def zone(name: str) -> tzinfo:

@@ -14,26 +14,15 @@ Needs the optional extra: `pip install 'tokend[otel]'`.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
-EXPORTERS = ("prometheus", "otlp", "console")
-METRIC_NAMES = ("tokend", "claude_code")
+from tokend.core.config_rules import Check
 
-
-@dataclass(frozen=True, slots=True)
-class TelemetryConfig:
-    exporters: tuple[str, ...] = ()
-    prometheus_listen: str = "127.0.0.1:9464"
-    otlp_endpoint: str = "http://127.0.0.1:4318/v1/metrics"
-    export_interval_s: float = 60.0
-    metric_names: str = "tokend"
-    resource_attributes: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.exporters)
+Exporter = Literal["prometheus", "otlp", "console"]
+MetricNames = Literal["tokend", "claude_code"]
+EXPORTERS: tuple[str, ...] = get_args(Exporter)
+METRIC_NAMES: tuple[str, ...] = get_args(MetricNames)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -55,23 +44,20 @@ def _listen_ok(value: Any) -> bool:
     return True
 
 
-TELEMETRY_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "exporters": (
-        lambda v: isinstance(v, list) and all(e in EXPORTERS for e in v),
-        f"a list of {', '.join(EXPORTERS)}",
-    ),
-    "prometheus_listen": (_listen_ok, 'a loopback "HOST:PORT", e.g. "127.0.0.1:9464"'),
-    "otlp_endpoint": (
-        lambda v: isinstance(v, str) and v.startswith(("http://", "https://")),
-        "an http(s) URL",
-    ),
-    "export_interval_s": (
-        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0,
-        "a number of seconds > 0",
-    ),
-    "metric_names": (lambda v: v in METRIC_NAMES, " | ".join(METRIC_NAMES)),
-    "resource_attributes": (
-        lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values())),
-        "a table of strings",
-    ),
-}
+_LISTEN = Check(_listen_ok, 'a loopback "HOST:PORT", e.g. "127.0.0.1:9464"')
+_HTTP_URL = Check(lambda v: v.startswith(("http://", "https://")), "an http(s) URL")
+_SECONDS = Check(lambda v: v > 0, "a number of seconds > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    exporters: tuple[Exporter, ...] = ()
+    prometheus_listen: Annotated[str, _LISTEN] = "127.0.0.1:9464"
+    otlp_endpoint: Annotated[str, _HTTP_URL] = "http://127.0.0.1:4318/v1/metrics"
+    export_interval_s: Annotated[float, _SECONDS] = 60.0
+    metric_names: MetricNames = "tokend"
+    resource_attributes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.exporters)

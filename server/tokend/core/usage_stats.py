@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
+from tokend.core.config_rules import Check
 from tokend.core.types import Message, ToolCallPart, ToolResultPart, Usage
 
 
@@ -37,15 +38,9 @@ RATE_WINDOW = timedelta(seconds=60)
 class RateConfig:
     """`[rate]`: the provider's tokens-per-minute limit (None: none configured)."""
 
-    tpm_limit: int | None = None
-
-
-RATE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "tpm_limit": (
-        lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
-        "an integer > 0 (tokens per minute)",
-    ),
-}
+    tpm_limit: Annotated[
+        int | None, Check(lambda v: v > 0, "an integer > 0 (tokens per minute)")
+    ] = None
 
 
 def call_tokens(usage: Usage) -> int:

@@ -25,13 +25,13 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from tokend.adapters.rendezvous import connect_unix
 from tokend.daemon.exit_watch import ExitWatch, daemon_fate, peer_pid
 from tokend.daemon.paths import UnsafePathError, check_daemon_name, log_dir, log_path
 from tokend.daemon.spawn import (
     CONNECT_TIMEOUT_SECONDS,
     DaemonUnavailable,
     connect_or_spawn,
-    connect_unix,
 )
 
 CHUNK_BYTES = 64 << 10

@@ -86,6 +86,8 @@ class Daemon:
         self._unix_sockets: list[tuple[Path, int, int]] = []  # path, inode, lock fd
         self._lock_fds: list[int] = []  # held until the process is done (release_locks)
         self.on_stopping: Callable[[], None] | None = None  # on the loop, as the stop begins
+        # Work that outlives connections (following a transcript): True postpones the idle exit.
+        self.keep_alive: Callable[[], bool] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy_count = 0
         self._busy_lock = threading.Lock()
@@ -250,6 +252,10 @@ class Daemon:
 
     def _idle_expired(self) -> None:
         self._idle_handle = None
+        if self._idle() and self.keep_alive is not None and self.keep_alive():
+            log.debug("no connection, but work in the background: serving on")
+            self._arm_idle_timer()
+            return
         if self._idle() and self._idle_check is None and self._loop is not None:
             self._idle_check = self._loop.create_task(self._exit_if_still_idle())
 
@@ -297,10 +303,12 @@ async def serve(
     ready: Callable[[list[str]], None],
     stopping: Callable[[], None] | None = None,
     closing: Callable[[], None] | None = None,
+    keep_alive: Callable[[], bool] | None = None,
 ) -> None:
     """Run the daemon until idle or SIGTERM/SIGINT; calls ready(addresses) once listening,
     `stopping()` as the stop begins (on the loop: no waiting), `closing()` once the requests
-    in flight are answered (it may wait, bounded), then logs "daemon stopped".
+    in flight are answered (it may wait, bounded), then logs "daemon stopped". While
+    `keep_alive()` is True the idle exit waits (asked again every idle timeout).
 
     `listen` holds `unix:PATH` / `tcp:127.0.0.1:PORT` specs; empty means the default socket.
     Prints nothing. Raises DaemonAlreadyRunning, UnsafePathError or ValueError (bad spec).
@@ -314,6 +322,7 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, daemon.stop)
     daemon.on_stopping = stopping
+    daemon.keep_alive = keep_alive
     try:
         ready(bound)
         await daemon.run()
@@ -334,6 +343,7 @@ def run_daemon(
     name: str | None = None,
     stopping: Callable[[], None] | None = None,
     closing: Callable[[], None] | None = None,
+    keep_alive: Callable[[], bool] | None = None,
 ) -> int:
     """`tokend serve`: log to the state dir and stderr, serve until idle; 1 if it cannot start."""
     configure_logging(log_level, log_path(name))
@@ -343,7 +353,9 @@ def run_daemon(
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     listen = listen or [f"unix:{socket_path(name)}"]
     try:
-        asyncio.run(serve(listen, idle_timeout, connection_factory, ready, stopping, closing))
+        asyncio.run(
+            serve(listen, idle_timeout, connection_factory, ready, stopping, closing, keep_alive)
+        )
     except (DaemonAlreadyRunning, UnsafePathError, ValueError) as exc:
         log.error("%s", exc)
         return 1

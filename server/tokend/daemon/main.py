@@ -16,13 +16,14 @@ from typing import Any, TextIO
 
 from lsprotocol import types
 
+from tokend.adapters.rendezvous import connect_unix
 from tokend.adapters.store import SqlStore
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.log_limit import BoundedValues
 from tokend.daemon.paths import log_path, socket_path
 from tokend.daemon.process import configure_logging, give_back_free_memory
-from tokend.daemon.spawn import connect_unix, is_detached
+from tokend.daemon.spawn import is_detached
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +151,7 @@ def _reachable(conn: Connection) -> bool:
 def serve_forever(args: argparse.Namespace) -> int:
     from tokend.lsp.server import create_server
     from tokend.service.factory import build_service
+    from tokend.service.followers import following_keeps_alive
     from tokend.service.shutdown import begin_stop, finish_stop
     from tokend.service.workspace.registry import workspaces_of
 
@@ -211,6 +213,7 @@ def serve_forever(args: argparse.Namespace) -> int:
             name=args.name,
             stopping=lambda: begin_stop(service),
             closing=closing,
+            keep_alive=lambda: following_keeps_alive(service),
         )
     finally:
         closing()  # when the daemon could not start

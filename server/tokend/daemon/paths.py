@@ -29,6 +29,7 @@ from pathlib import Path
 import platformdirs
 
 from tokend.adapters.own_folders import runtime_location
+from tokend.adapters.rendezvous import UnsafePathError as UnsafePathError
 
 _DAEMON_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
 # sun_path is 108 bytes on Linux and 104 on macOS, including the terminating NUL.
@@ -38,10 +39,6 @@ MAX_UNIX_SOCKET_PATH_BYTES = 103
 log = logging.getLogger(__name__)
 LOCK_WAIT_SECONDS = 15.0  # for a previous daemon that is stopping to release the lock: it holds
 # it until its process ends (requests in flight answered, background work ended)
-
-
-class UnsafePathError(RuntimeError):
-    """A runtime file is not ours or is accessible to others; the message says what to do."""
 
 
 class DaemonAlreadyRunning(RuntimeError):
@@ -96,17 +93,6 @@ def daemon_lock_path(sock: Path) -> Path:
 
 def token_path() -> Path:
     return runtime_dir() / "token"
-
-
-def check_socket_owner(path: Path) -> None:
-    """Raise UnsafePathError unless `path` is a socket owned by us (clients call this first)."""
-    info = os.lstat(path)
-    if not stat.S_ISSOCK(info.st_mode):
-        raise UnsafePathError(f"{path} is not a socket; remove it")
-    if info.st_uid != os.getuid():
-        raise UnsafePathError(
-            f"{path} belongs to uid {info.st_uid}, not to you; refusing to connect"
-        )
 
 
 def check_socket_path_length(path: Path) -> None:

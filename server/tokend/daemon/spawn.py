@@ -29,7 +29,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tokend.daemon.paths import check_socket_owner, log_dir, socket_path, spawn_lock_path
+from tokend.adapters.rendezvous import connect_unix
+from tokend.daemon.paths import log_dir, socket_path, spawn_lock_path
 
 ENV_DAEMON_CMD = "TOKEND_DAEMON_CMD"
 ENV_DETACHED = "TOKEND_DETACHED"
@@ -57,20 +58,6 @@ def daemon_command(sock: Path, command: Sequence[str] | None = None) -> list[str
         override = os.environ.get(ENV_DAEMON_CMD)
         command = shlex.split(override) if override else [sys.executable, "-m", "tokend", "serve"]
     return [*command, "--listen", f"unix:{sock}"]
-
-
-def connect_unix(path: Path, timeout: float | None = None) -> socket.socket:
-    """Connect to a daemon socket after checking that it is a socket we own."""
-    check_socket_owner(path)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout)
-        sock.connect(str(path))
-        sock.settimeout(None)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 def connect_or_spawn(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import difflib
 import functools
 import inspect
 import json
@@ -44,6 +45,7 @@ from pygls.exceptions import (
     JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
+    JsonRpcMethodNotFound,
     JsonRpcServerNotInitialized,
 )
 from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
@@ -273,6 +275,17 @@ class TokendProtocol(ConnectionProtocol):
     def _handle_request(self, msg_id: MsgId, method_name: str, params: Any) -> None:
         _request_method.set(method_name)
         super()._handle_request(msg_id, method_name, params)
+
+    def _get_handler(self, feature_name: str) -> Any:
+        """The method's handler; an unknown method's MethodNotFound names the closest ones."""
+        try:
+            return super()._get_handler(feature_name)
+        except JsonRpcMethodNotFound:
+            known = [*self.fm.builtin_features, *self.fm.features]
+            close = difflib.get_close_matches(str(feature_name)[:200], known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            message = f"Method Not Found: {bounded(str(feature_name), 80)}{hint} (protocol.md lists the methods)"
+            raise JsonRpcMethodNotFound(message=message) from None
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: MsgId) -> None:
         """The handler's result, or its JSON-RPC error (one log line), or, for a bug, an

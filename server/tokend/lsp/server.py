@@ -55,6 +55,8 @@ class TokendServer(LanguageServer):
         self.workspace_folders: list[str] = []  # every folder the client named, in its order
         self.attached_session: str | None = None  # the session this connection follows
         self._watching: dict[str, Callable[[], None]] = {}
+        self._used: set[str] = set()  # sessions this connection appended to, compacted, asked of
+        self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
 
     def serve_workspaces(self) -> None:
@@ -78,11 +80,17 @@ class TokendServer(LanguageServer):
         return decorator
 
     def attach(self, session_id: str) -> BudgetSnapshot:
-        """Follow `session_id`: its snapshot now, and budget/didChange after every change."""
+        """Follow `session_id`: its snapshot now, and budget/didChange after every change.
+
+        A connection follows one session: the one it followed before is let go (no more
+        budget/didChange for it) unless the connection used it itself (`watch`)."""
         snapshot = self.service.snapshot(session_id)  # raises SessionNotFound
+        before = self.attached_session
+        if before is not None and before != session_id and before not in self._used:
+            self.unwatch(before)
         self.attached_session = session_id
         self.host.attached(session_id, self.client_name)
-        self.watch(session_id)
+        self._subscribe(session_id)
         return snapshot
 
     def detach(self, session_id: str) -> None:
@@ -92,8 +100,10 @@ class TokendServer(LanguageServer):
             self.host.attached(None, self.client_name)
 
     def attach_initial_session(self) -> None:
-        """initializationOptions.session: "active" (the workspace's newest session) or an id."""
-        wanted = self.initialization_options.get("session", "active")
+        """initializationOptions.session: "active" (the workspace's newest session), an id, or
+        nothing (the default: an agent follows the sessions it creates or attaches to, never
+        another agent's that happens to be the workspace's newest)."""
+        wanted = self.initialization_options.get("session")
         if not isinstance(wanted, str) or not wanted:
             return
         session_id = wanted
@@ -129,7 +139,14 @@ class TokendServer(LanguageServer):
     def watch(self, session_id: str) -> None:
         """Send budget/didChange for `session_id` to this connection after every change.
 
-        Raises SessionNotFound for an unknown id (no listener is kept for it)."""
+        Raises SessionNotFound for an unknown id (no listener is kept for it), RuntimeError once
+        the connection has ended (a follower's late news must not subscribe a closed one)."""
+        self._subscribe(session_id)
+        self._used.add(session_id)
+
+    def _subscribe(self, session_id: str) -> None:
+        if self.ended:  # attach() too: nothing is watched again once the connection has ended
+            raise RuntimeError("the connection has ended")
         if session_id not in self._watching:
             self.service.state(session_id)
             self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
@@ -139,11 +156,14 @@ class TokendServer(LanguageServer):
         return session_id in self._watching
 
     def unwatch(self, session_id: str) -> None:
+        self._used.discard(session_id)
         unsubscribe = self._watching.pop(session_id, None)
         if unsubscribe:
             unsubscribe()
 
     def unwatch_all(self) -> None:
+        """At shutdown or when the connection closes: no budget/didChange any more, ever."""
+        self.ended = True
         for session_id in list(self._watching):
             self.unwatch(session_id)
 

@@ -20,6 +20,7 @@ from tokend.core.changes import RecordMeasured
 from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import message_overhead, reply_priming, tool_schemas_tokens
+from tokend.core.tool_shapes import tools_for
 from tokend.service.assemble_input import AssembleInput
 from tokend.service.service import TokendService
 from tokend.service.session_state import SessionState
@@ -37,6 +38,7 @@ def assemble_context(service: TokendService, session_id: str, inp: AssembleInput
     What the client leaves out comes from the session's workspace when the daemon has it open:
     memory files and read-only files (readOnlyFiles), chat files (chatFiles), and the repo map
     once the workspace's index is ready (see service/workspace/window.py)."""
+    inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
     state, spend_warnings = _admit(service, session_id, inp)
     built = _build(service, state, inp, spend_warnings)
     service.set_measured(session_id, built.measured, built.exact)
@@ -52,6 +54,7 @@ async def assemble_context_async(
     data as it was when the request began), the measured figures are written there too
     (SessionState.apply_async); only the checks and the budget's short text stay on the loop.
     A cancel while the worker builds answers RequestCancelled and records nothing."""
+    inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
     state, spend_warnings = _admit(service, session_id, inp)
     built = await service.run(lambda: _build(service, state, inp, spend_warnings))
     data = state.data

@@ -3,12 +3,13 @@
 A follower follows either one transcript file, or an agent's whole sessions folder: then every
 transcript that appears or grows there after the follower started (and the newest one already
 there) is followed too, each into its own session, so a new agent session is picked up without
-a command. watchdog reports changes; a slow poll catches what it misses (network file
+a command. The daemon's watchdog adapter (adapters.watch) reports changes, polling the folder
+when inotify cannot watch it; a slow poll of each tail catches what it misses (network file
 systems), and is also how a quiet transcript's last reply gets imported (see transcript_tail).
 
 Each transcript has one TranscriptTail however many followers name it, and one task syncing it,
 so two editors asking to follow the same file never import a record twice. Everything here runs
-on the event loop, except watchdog's callbacks, which only hand the path over to it.
+on the event loop, except the watch's callbacks, which only hand the path over to it.
 """
 
 from __future__ import annotations
@@ -18,15 +19,13 @@ import contextlib
 import itertools
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from weakref import WeakKeyDictionary
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver, ObservedWatch
-
+from tokend.adapters.watch import PathWatch
 from tokend.core.errors import InvalidParams
 from tokend.service.service import TokendService
 from tokend.service.tail import AGENTS, Agent, TailStatus, TranscriptTail
@@ -35,6 +34,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0  # how often a tail looks at its file without a watchdog event
 QUIET_SECONDS = 2.0  # a transcript unchanged this long has its waiting records imported
+KEEPS_DAEMON_UP_SECONDS = 3600.0  # a transcript written this recently keeps its daemon up
 FIRST_SYNC_SECONDS = 30.0  # follow/start waits this long at most for a transcript's first import
 
 
@@ -81,8 +81,9 @@ class FollowerStatus:
     transcripts: tuple[TailStatus, ...]
 
 
-SessionKnown = Callable[[str, TailStatus], None]
-"""Called (follower id, transcript) when a transcript's session is created or found."""
+SessionKnown = Callable[[str, TailStatus], bool]
+"""Called (follower id, transcript) when a transcript's session is created or found; returns
+False once whoever listened is gone (its connection closed), and is then forgotten."""
 
 
 @dataclass(eq=False)
@@ -94,7 +95,7 @@ class _Follower:
     workspace_uri: str | None
     tails: list[_Running] = field(default_factory=list)
     listeners: list[SessionKnown] = field(default_factory=list)
-    watch: ObservedWatch | None = None  # the watchdog watch of its folder
+    watch: PathWatch | None = None  # the watch of its folder
 
 
 @dataclass(eq=False)
@@ -107,6 +108,14 @@ class _Running:
     followers: list[_Follower] = field(default_factory=list)
     announced: str | None = None  # the session id the followers were last told of
     synced: asyncio.Event = field(default_factory=asyncio.Event)  # set after the first sync
+
+
+def following_keeps_alive(service: TokendService) -> bool:
+    """Whether the daemon of `service` must stay up with no connection: it follows a
+    transcript the agent wrote in the last KEEPS_DAEMON_UP_SECONDS (a status line that asks
+    for it a minute later must not find it gone, nor the follower stopped)."""
+    followers = Followers.existing(service)
+    return followers is not None and followers.written_within(KEEPS_DAEMON_UP_SECONDS)
 
 
 class Followers:
@@ -127,8 +136,7 @@ class Followers:
         self._followers: dict[str, _Follower] = {}
         self._running: dict[Path, _Running] = {}
         self._ids = itertools.count(1)
-        self._observer: BaseObserver | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended: list[PathWatch] = []  # the watches of stopped followers, to join
 
     @classmethod
     def of(cls, service: TokendService) -> Followers:
@@ -179,11 +187,7 @@ class Followers:
         if on_session is not None:
             follower.listeners.append(on_session)
         self._followers[follower.follower_id] = follower
-        self._loop = asyncio.get_running_loop()
-        watched = target if follower.folder else target.parent
-        follower.watch = self._observe().schedule(
-            _Handler(self, follower), str(watched), recursive=follower.folder
-        )
+        follower.watch = self._watch(follower, target if follower.folder else target.parent)
         first = latest_transcript(kind, target) if follower.folder else target
         if first is not None:
             running = self._add(follower, first)
@@ -194,13 +198,26 @@ class Followers:
     def list(self) -> list[FollowerStatus]:
         return [self._status(f) for f in self._followers.values()]
 
+    def written_within(self, seconds: float) -> bool:
+        """Whether a followed transcript was written in the last `seconds`: the agent is at
+        work, and the daemon that follows it stays up (its idle exit waits)."""
+        now = time.time()
+        for path in list(self._running):
+            try:
+                if now - path.stat().st_mtime < seconds:
+                    return True
+            except OSError:
+                continue
+        return False
+
     def stop(self, follower_id: str) -> FollowerStatus:
         follower = self._followers.pop(follower_id, None)
         if follower is None:
             raise InvalidParams(f"no follower {follower_id!r}: follow/list lists them")
-        if follower.watch is not None and self._observer is not None:
-            with contextlib.suppress(KeyError, OSError):
-                self._observer.unschedule(follower.watch)
+        if follower.watch is not None:
+            follower.watch.stop()  # its threads end soon: close() joins those still running
+            self._ended = [w for w in self._ended if any(t.is_alive() for t in w.threads())]
+            self._ended.append(follower.watch)
         for running in follower.tails:
             running.followers.remove(follower)
             if not running.followers and running.task is not None:
@@ -209,22 +226,33 @@ class Followers:
         return self._status(follower)
 
     def close(self, seconds: float = 2.0) -> None:
-        """Stop every follower (their tasks are cancelled) and the watchdog observer, waiting
-        up to `seconds` for its threads."""
+        """Stop every follower (their tasks are cancelled) and its watch, waiting up to
+        `seconds` in all for the watches' threads."""
         for follower_id in list(self._followers):
             self.stop(follower_id)
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(seconds)
+        deadline = time.monotonic() + seconds
+        for thread in [t for watch in self._ended for t in watch.threads()]:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._ended.clear()
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _observe(self) -> BaseObserver:
-        if self._observer is None:
-            self._observer = Observer()
-            self._observer.daemon = True
-            self._observer.start()
-        return self._observer
+    def _watch(self, follower: _Follower, folder: Path) -> PathWatch:
+        """The folder watched (the whole tree for a sessions folder), polled where inotify
+        cannot watch; each transcript written there is handed to `changed` on the loop."""
+        loop = asyncio.get_running_loop()
+
+        def written(path: Path) -> None:  # the watch's thread: hand the path over, no more
+            if path.suffix == ".jsonl" and path.is_file():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(self.changed, follower, path)
+
+        def notice(text: str) -> None:
+            log.warning("following %s: %s", follower.path, text)
+
+        watch = PathWatch(folder, written, notice, recursive=follower.folder)
+        watch.start()
+        return watch
 
     def _status(self, follower: _Follower) -> FollowerStatus:
         return FollowerStatus(
@@ -276,6 +304,7 @@ class Followers:
                 await tail.sync(quiet=quiet)
             except Exception:  # a bug must not end the follower silently
                 log.exception("following %s failed", tail.path)
+            tail.caught_up = True
             running.synced.set()
             if len(tail.records) != size:
                 last_change = loop.time()
@@ -289,23 +318,9 @@ class Followers:
         running.announced = session_id
         for listener in list(follower.listeners):
             try:
-                listener(follower.follower_id, running.tail.status())
+                keep = listener(follower.follower_id, running.tail.status())
             except Exception:
                 log.exception("a follower's listener failed")
-
-
-class _Handler(FileSystemEventHandler):
-    """watchdog's callbacks (its own thread): hand the path to the event loop, nothing more."""
-
-    def __init__(self, followers: Followers, follower: _Follower) -> None:
-        self._followers = followers
-        self._follower = follower
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory or event.event_type not in ("created", "modified", "moved"):
-            return
-        raw = getattr(event, "dest_path", "") or event.src_path
-        path = Path(os.fsdecode(raw))
-        loop = self._followers._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._followers.changed, self._follower, path)
+                keep = False
+            if not keep:
+                follower.listeners.remove(listener)

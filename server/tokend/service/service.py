@@ -30,7 +30,6 @@ from tokend.core.changes import (
     RecordMeasured,
     UpdateInfo,
 )
-from tokend.core.config import TokendConfig
 from tokend.core.errors import (
     AlreadyStored,
     InvalidParams,
@@ -44,6 +43,7 @@ from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import call_cost_usd
 from tokend.core.session_data import Evolved, SessionData
+from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
     ChatFile,
@@ -236,7 +236,8 @@ class TokendService:
         )
         if info is None:
             raise SessionNotFound(
-                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list"
+                f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list",
+                {"sessionId": excerpt(session_id)},
             )
         model = self.models.model_info(info)
         return load_session_data(self.store, info, model, self.counter(model))

@@ -28,12 +28,12 @@ from tokend.core.changes import (
     UpdateInfo,
 )
 from tokend.core.commit import Compacted, SessionCommit, SessionFields
-from tokend.core.config import TokendConfig
 from tokend.core.errors import ChangedElsewhere, VersionConflict
 from tokend.core.gauge import gauge_snapshot
 from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
 from tokend.core.session_data import Evolved, SessionData, evolve
+from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge
 from tokend.service.turns import Submit, Turn, Turns, committed

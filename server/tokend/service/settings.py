@@ -39,7 +39,7 @@ from tokend.adapters.config_files import (
     workspace_folder,
 )
 from tokend.core.catalog import Catalog
-from tokend.core.config import TokendConfig, room_problems
+from tokend.core.settings import TokendConfig, room_problems
 
 RECHECK_SECONDS = 1.0
 

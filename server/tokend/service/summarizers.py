@@ -6,7 +6,8 @@ The `[summarizer] chain` is tried in order (core.model_summary):
   answers {summary}. The daemon needs no key.
 - `openai`: any OpenAI-compatible `/chat/completions`; `anthropic`: `/v1/messages`. Base URL
   and model from the config, the key from the environment variable the config names. Each
-  model of the list is one step (a small model first, the primary after it).
+  model of the list is one step (a small model first, the primary after it). The HTTP is
+  adapters.model_http's (httpx); here only the `ModelWriter` seam and a factory of writers.
 - `extractive` (the default): offline and deterministic (core.summary); it never fails, so it
   ends every chain.
 A model writes only the narrative (objective, decisions, work state, next step), checked
@@ -18,20 +19,15 @@ reported (`Narrative.steps`), and history is never dropped because a summarizer 
 from __future__ import annotations
 
 import asyncio
-import http.client
-import json
 import logging
-import os
-import socket
-import threading
-import urllib.error
-import urllib.request
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tokend.adapters.model_http import HttpWriter
 from tokend.core.changes import NewWindow
 from tokend.core.compaction_plan import WindowSplit
+from tokend.core.errors import SummaryFailed
 from tokend.core.model_summary import SummarizerConfig, answer_tokens
 from tokend.core.session_data import SessionData
 from tokend.core.summary import (
@@ -51,24 +47,20 @@ log = logging.getLogger(__name__)
 AskClient = Callable[[str, str, int], Awaitable[Any]]
 """(sessionId, prompt, maxTokens) -> the client's answer to session/summarize."""
 
-ANTHROPIC_VERSION = "2023-06-01"
-MAX_ERROR_BODY_CHARS = 200
-
-
-class SummaryFailed(Exception):
-    """A model-backed summarizer gave no usable summary; `reason` says why, in a few words."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+__all__ = ["HttpWriterFactory", "ModelWriter", "SummaryFailed"]
 
 
 class ModelWriter(Protocol):
-    """Writes the narrative for a prompt, or raises SummaryFailed. Runs on the event loop (its
-    blocking work in a thread of its own, never the service's workers)."""
+    """Writes the narrative for a prompt, or raises SummaryFailed. Runs on the event loop
+    (never blocking it, never in the service's workers)."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None:
+        """The catalog name of the model writing (its window bounds a request); None when
+        unknown (the client)."""
 
     async def write(self, prompt: str, max_tokens: int) -> str: ...
 
@@ -107,159 +99,20 @@ class ExtractiveSummarizer:
 # -- the model-backed writers --------------------------------------------------------------------
 
 
-class HttpWriter:
-    """One model behind an OpenAI-compatible or an Anthropic endpoint (urllib, in a thread)."""
+class HttpWriterFactory(Protocol):
+    """Builds the writer of one model of an `openai` / `anthropic` chain step (production:
+    adapters.model_http.HttpWriter, on httpx)."""
 
-    def __init__(
+    def __call__(
         self, provider: str, base_url: str, model: str, key_env: str, timeout_s: float
-    ) -> None:
-        self.provider = provider
-        self.model = model
-        self.name = f"{provider}:{model}"
-        self._base_url = base_url.rstrip("/")
-        self._key_env = key_env
-        self._timeout_s = timeout_s
-
-    async def write(self, prompt: str, max_tokens: int) -> str:
-        """The answer's text. Cancelled (a compaction cancelled), the request's socket is shut
-        at once: the worker thread's read fails and the provider sees the connection close."""
-        opened = Opened()
-        try:
-            return await asyncio.wait_for(
-                asyncio.to_thread(self._post, prompt, max_tokens, opened), self._timeout_s
-            )
-        except TimeoutError:
-            raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
-        finally:
-            opened.shut()  # a no-op once the answer was read; stops a read still waiting
-
-    def _post(self, prompt: str, max_tokens: int, opened: Opened) -> str:
-        key = os.environ.get(self._key_env, "")
-        url, headers, body = self._request(prompt, max_tokens, key)
-        request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
-        opener = urllib.request.build_opener(_Tracked(opened), _TrackedTLS(opened))
-        try:
-            with opener.open(request, timeout=self._timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            said = error.read()[:MAX_ERROR_BODY_CHARS].decode("utf-8", "replace").strip()
-            unset = f"; {self._key_env} is not set" if not key and error.code in (401, 403) else ""
-            raise SummaryFailed(f"HTTP {error.code} ({said or error.reason}{unset})") from None
-        except TimeoutError:
-            raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
-            reason = getattr(error, "reason", error)
-            if isinstance(reason, TimeoutError):
-                raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
-            raise SummaryFailed(f"cannot reach {self._base_url} ({reason})") from None
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            raise SummaryFailed("the answer is not JSON") from None
-        return self._text(answer)
-
-    def _request(self, prompt: str, max_tokens: int, key: str) -> tuple[str, dict[str, str], Any]:
-        headers = {"Content-Type": "application/json"}
-        messages = [{"role": "user", "content": prompt}]
-        if self.provider == "anthropic":
-            if key:
-                headers["x-api-key"] = key
-            headers["anthropic-version"] = ANTHROPIC_VERSION
-            path = "/messages" if self._base_url.endswith("/v1") else "/v1/messages"
-            body = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
-            return self._base_url + path, headers, body
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        body = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-        }
-        return self._base_url + "/chat/completions", headers, body
-
-    def _text(self, answer: Any) -> str:
-        """The answer's text; SummaryFailed when it has none or was cut at max_tokens."""
-        try:
-            if self.provider == "anthropic":
-                cut = answer.get("stop_reason") == "max_tokens"
-                blocks = answer["content"]
-                text = "".join(b["text"] for b in blocks if b.get("type") == "text")
-            else:
-                choice = answer["choices"][0]
-                cut = choice.get("finish_reason") == "length"
-                text = choice["message"]["content"]
-        except (KeyError, IndexError, TypeError, AttributeError):
-            where = "content" if self.provider == "anthropic" else "choices[0].message.content"
-            raise SummaryFailed(f"no {where} in the answer") from None
-        if not isinstance(text, str):
-            raise SummaryFailed("the answer's content is not text")
-        if cut:
-            raise SummaryFailed("the answer was cut at maxTokens")
-        return text
-
-
-class _Tracked(urllib.request.HTTPHandler):
-    """urllib's HTTP handler, keeping each connection it opens in `opened` (proxies and
-    redirects still go through urllib as usual)."""
-
-    def __init__(self, opened: Opened) -> None:
-        super().__init__()
-        self._opened = opened
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        def connect(host: str, **kwargs: Any) -> http.client.HTTPConnection:
-            return self._opened.add(http.client.HTTPConnection(host, **kwargs))
-
-        return self.do_open(connect, req)
-
-
-class _TrackedTLS(urllib.request.HTTPSHandler):
-    def __init__(self, opened: Opened) -> None:
-        super().__init__()
-        self._opened = opened
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        def connect(host: str, **kwargs: Any) -> http.client.HTTPConnection:
-            return self._opened.add(http.client.HTTPSConnection(host, **kwargs))
-
-        return self.do_open(connect, req)
-
-
-class Opened:
-    """The connections one summarizer request opened; `shut` (from any thread) shuts their
-    sockets, so that a read blocked on one fails at once, and refuses any later one."""
-
-    def __init__(self) -> None:
-        self._connections: list[http.client.HTTPConnection] = []
-        self._shut = False
-        self._lock = threading.Lock()
-
-    def add(self, connection: http.client.HTTPConnection) -> http.client.HTTPConnection:
-        with self._lock:
-            if self._shut:
-                raise OSError("the summary is no longer wanted")
-            self._connections.append(connection)
-        return connection
-
-    def shut(self) -> None:
-        with self._lock:
-            self._shut = True
-            connections = list(self._connections)
-        for connection in connections:
-            sock = connection.sock
-            if sock is None:
-                continue
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed
+    ) -> ModelWriter: ...
 
 
 class ClientWriter:
     """session/summarize to the connection that asked for the compaction."""
 
     name = "client"
+    model = None
 
     def __init__(self, ask: AskClient, session_id: str, timeout_s: float) -> None:
         self._ask = ask
@@ -299,14 +152,17 @@ def summarizer_window(service: TokendService, data: SessionData, writer: ModelWr
     window (declared with `[models."NAME"] context_window`); None when unknown (a model the
     catalog does not know, the client summarizer): one request, as core.model_summary builds
     it."""
-    if isinstance(writer, HttpWriter):
-        info = service.models.catalog_for(data.info.workspace_uri).find(writer.model)
-        return info.context_window if info is not None else None
-    return None
+    if writer.model is None:
+        return None
+    info = service.models.catalog_for(data.info.workspace_uri).find(writer.model)
+    return info.context_window if info is not None else None
 
 
 def chain_writers(
-    config: SummarizerConfig, session_id: str, ask_client: AskClient | None
+    config: SummarizerConfig,
+    session_id: str,
+    ask_client: AskClient | None,
+    http_writer: HttpWriterFactory = HttpWriter,
 ) -> list[ModelWriter | str]:
     """The chain's model-backed steps before "extractive", each a writer, or a line saying why
     the step cannot run (not configured, no client connection)."""
@@ -327,7 +183,7 @@ def chain_writers(
             steps.append(f"{entry}: skipped ([summarizer] {missing} is not set)")
             continue
         key_env = config.openai_api_key_env if entry == "openai" else config.anthropic_api_key_env
-        steps += [HttpWriter(entry, base, m, key_env, config.timeout_s) for m in models]
+        steps += [http_writer(entry, base, m, key_env, config.timeout_s) for m in models]
     return steps
 
 
@@ -339,11 +195,12 @@ async def model_narrative(
     target_tokens: int,
     instructions: str | None,
     ask_client: AskClient | None = None,
+    http_writer: HttpWriterFactory = HttpWriter,
 ) -> Narrative:
     """The first checked narrative the chain's model-backed steps write for `split.head`, or
     none (the extractive summary then stands alone); every step is reported."""
     config = service.config_for(data.info.workspace_uri).summarizer
-    writers = chain_writers(config, data.id, ask_client)
+    writers = chain_writers(config, data.id, ask_client, http_writer)
     if not writers:
         return Narrative()
     max_tokens = answer_tokens(target_tokens)

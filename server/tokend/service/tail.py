@@ -46,6 +46,7 @@ class TailStatus:
     calls: int
     compactions: int
     error: str | None
+    caught_up: bool = False  # what the file held when following began is read
 
 
 class TranscriptTail:
@@ -64,6 +65,7 @@ class TranscriptTail:
         self.error: str | None = None
         self._offset = 0
         self._settled = 0  # records already covered by an import
+        self.caught_up = False  # set by the follower after its first sync
 
     @property
     def session_id(self) -> str | None:
@@ -95,6 +97,7 @@ class TranscriptTail:
             self.calls,
             self.compactions,
             self.error,
+            caught_up=self.caught_up,
         )
 
     @property

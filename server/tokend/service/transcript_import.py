@@ -68,13 +68,19 @@ class Records:
     records: list[Mapping[str, Any]]
     skipped: int = 0
     first_skipped: int | None = None  # the first skipped line's number (1-based)
+    skipped_lines: tuple[int, ...] = ()  # the first MAX_LINE_NUMBERS of them
 
 
-def read_records(lines: Iterable[bytes | str]) -> Records:
-    """The JSON object on each non-blank line; other lines are skipped and counted."""
+MAX_LINE_NUMBERS = 10
+
+
+def read_records(lines: Iterable[bytes | str], first_number: int = 1) -> Records:
+    """The JSON object on each non-blank line; other lines are skipped and counted (their
+    numbers kept, the first line being `first_number`)."""
     records: list[Mapping[str, Any]] = []
     skipped, first_skipped = 0, None
-    for number, line in enumerate(lines, start=1):
+    numbers: list[int] = []
+    for number, line in enumerate(lines, start=first_number):
         if not line.strip():
             continue
         try:
@@ -86,7 +92,9 @@ def read_records(lines: Iterable[bytes | str]) -> Records:
             continue
         skipped += 1
         first_skipped = first_skipped or number
-    return Records(records, skipped, first_skipped)
+        if len(numbers) < MAX_LINE_NUMBERS:
+            numbers.append(number)
+    return Records(records, skipped, first_skipped, tuple(numbers))
 
 
 def parse_events(

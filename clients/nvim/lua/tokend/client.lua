@@ -45,31 +45,77 @@ local handlers = {
   end,
 }
 
----Start tokend (or reuse the running client) and attach the current buffer.
+local new_api = vim.fn.has("nvim-0.11") == 1 -- client:method() rather than client.method()
+
+---The running tokend client of `root`, if any.
+---@param root string
+---@return integer|nil
+local function running(root)
+  for _, c in ipairs(vim.lsp.get_clients({ name = "tokend" })) do
+    local stopped = new_api and c:is_stopped() or (not new_api and c.is_stopped())
+    if c.config.root_dir == root and not stopped then
+      return c.id
+    end
+  end
+  return nil
+end
+
+---Attach buffer `buf` once it is loaded: at startup (setup() in init.lua) no buffer is yet,
+---and Neovim 0.11's vim.lsp.start then returns no id although it started the client.
+local function attach_when_loaded(id, buf)
+  if vim.api.nvim_buf_is_loaded(buf) then
+    vim.lsp.buf_attach_client(buf, id)
+    return
+  end
+  vim.api.nvim_create_autocmd({ "VimEnter", "BufEnter" }, {
+    group = vim.api.nvim_create_augroup("tokend.attach", { clear = true }),
+    once = true,
+    callback = function(args)
+      if vim.lsp.get_client_by_id(id) and vim.api.nvim_buf_is_loaded(args.buf) then
+        vim.lsp.buf_attach_client(args.buf, id)
+      end
+    end,
+  })
+end
+
+---Start tokend (or reuse the running client) and attach the current buffer. Works whenever it
+---is called: from init.lua at startup, lazily, or again.
 ---@return integer|nil client_id
 function M.start()
   local root = M.config.root_dir or vim.fn.getcwd()
-  local id = vim.lsp.start({
+  local config = {
     name = "tokend",
     cmd = M.config.cmd,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
     init_options = { session = M.config.session },
     handlers = handlers,
-  })
+  }
+  local id
+  if new_api then
+    id = vim.lsp.start(config, { attach = false })
+  else
+    id = vim.lsp.start(config)
+  end
+  id = id or running(root)
   M.state.client_id = id
+  if id then
+    attach_when_loaded(id, vim.api.nvim_get_current_buf())
+  end
   return id
 end
 
 ---@return vim.lsp.Client|nil
 function M.get()
-  if M.state.client_id == nil then
-    return nil
+  local c = M.state.client_id and vim.lsp.get_client_by_id(M.state.client_id)
+  if c then
+    return c
   end
-  return vim.lsp.get_client_by_id(M.state.client_id)
+  -- a client started some other way (vim.lsp.enable, an older setup()): use it
+  local id = running(M.config.root_dir or vim.fn.getcwd())
+  M.state.client_id = id or M.state.client_id
+  return id and vim.lsp.get_client_by_id(id) or nil
 end
-
-local new_api = vim.fn.has("nvim-0.11") == 1
 
 ---Send `method`; `callback(err, result)` gets the reply. Without a callback, inside a
 ---coroutine, wait for the reply and return `err, result`.

@@ -29,7 +29,10 @@ function M.setup(opts)
     end
   end
   statusline.define_highlights()
-  vim.api.nvim_create_autocmd("ColorScheme", { callback = statusline.define_highlights })
+  vim.api.nvim_create_autocmd("ColorScheme", {
+    group = vim.api.nvim_create_augroup("tokend.highlights", { clear = true }), -- once, if called twice
+    callback = statusline.define_highlights,
+  })
   local command = vim.api.nvim_create_user_command
   command("TokendCompact", ui.compact, { desc = "tokend: compact the session" })
   command("TokendContext", ui.context, { desc = "tokend: the context window, as bars" })

@@ -162,6 +162,7 @@
 ---@field calls integer
 ---@field compactions integer
 ---@field error string|nil
+---@field caughtUp boolean
 
 ---@class tokend.Follower
 ---@field followerId string

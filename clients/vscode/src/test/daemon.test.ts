@@ -10,9 +10,10 @@ import { pathToFileURL } from "node:url";
 import { test } from "node:test";
 import { type MessageConnection, StreamMessageReader, StreamMessageWriter, createMessageConnection } from "vscode-jsonrpc/node";
 
-import { stage, statusText } from "../gauge";
+import { stage, statusText, tooltipMarkdown } from "../gauge";
 import { Methods, type SessionDidCompactParams, type Snapshot } from "../protocol";
 import { TokendSession } from "../session";
+import { renderedLines, tooltipProblems } from "./tooltip";
 
 const WAIT_MS = 60_000;
 
@@ -91,6 +92,8 @@ test("the editor's gauge follows what another client does, and compacts", async 
     assert.equal(shown.usedTokens, grown.usedTokens);
     assert.equal(statusText(shown), expectedText(grown));
     assert.equal(stage(shown, { warningPercent: 10, errorPercent: 50 }), "warning");
+    // the tooltip, rendered as VS Code renders Markdown, passes the real-editor test's own check
+    assert.deepEqual(tooltipProblems(renderedLines(tooltipMarkdown(shown)).join("\n"), grown), []);
 
     const told: SessionDidCompactParams[] = [];
     agent.onNotification("session/didCompact", (params: SessionDidCompactParams) => told.push(params));

@@ -43,6 +43,7 @@ class FollowedTranscriptWire:
     calls: int
     compactions: int
     error: str | None
+    caught_up: bool
 
 
 @attrs.frozen
@@ -65,6 +66,7 @@ def to_wire_follower(status: FollowerStatus) -> FollowerWire:
             t.calls,
             t.compactions,
             t.error,
+            t.caught_up,
         )
         for t in status.transcripts
     ]
@@ -102,16 +104,22 @@ def _attacher(ls: TokendServer, *, folder: bool) -> Any:
     """Attach `ls` to a followed transcript's session once it is known (and tell it the
     gauge); for a folder, only sessions of the connection's workspace."""
 
-    def attach(follower_id: str, transcript: TailStatus) -> None:
+    def attach(follower_id: str, transcript: TailStatus) -> bool:
+        """False once the connection has ended: the follower then forgets this listener."""
+        if ls.ended:
+            return False
         if transcript.session_id is None:
-            return
+            return True
         if folder and ls.workspace_uri not in (None, transcript.workspace_uri):
-            return
+            return True
         try:
             snapshot = ls.attach(transcript.session_id)
             change = {"sessionId": snapshot.session_id, "snapshot": to_wire_snapshot(snapshot)}
             ls.protocol.notify(BUDGET_DID_CHANGE, wire.to_wire(change))
-        except (TokendError, RuntimeError, AttributeError):
-            pass  # the session went, or the connection did
+        except TokendError:
+            return True  # the session went; a later one may come
+        except (RuntimeError, AttributeError):
+            return False  # the connection did
+        return True
 
     return attach

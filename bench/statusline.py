@@ -1,0 +1,450 @@
+"""`tokend statusline` as Claude Code runs it: a fresh process per refresh, its JSON on stdin.
+
+Each tree (this one, and main before this work, BEFORE_TRUST_REV) runs in its own runtime and
+data folders, with the three shared Claude Code transcripts in a `projects` folder. The JSON
+on stdin is what Claude Code passes (session id, transcript path, model, cost, context window).
+
+- **floor**: the interpreter's own start, `python -S -c pass` and `python -c pass`;
+- **warm**: a daemon runs and follows the transcript;
+- **cold, new transcript**: a daemon runs; the transcript (a fresh copy of the 2.7 MB session)
+  was never followed;
+- **cold, no daemon**: nothing runs; the call is timed, and so is the time until a refresh
+  (every 300 ms, as Claude Code refreshes at most) shows tokend's own figure;
+- **ccusage**: ccusage's statusline (npm, its native binary), warm, on the same transcripts and
+  the same stdin; installed into bench/out/ccusage on the first run;
+- **follow latency**: a transcript written record by record while a connection listens: from
+  the write of a provider call's last record to the `budget/didChange` that counts it.
+
+Wall-clock milliseconds; medians and maxima. `python -m bench.run statusline` prints it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.baseline import BEFORE_TRUST_REV, ROOT, baseline_tree
+
+DATA = ROOT.parent / "shared" / "data" / "claude-code-sessions"
+BIG = "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+WARM_CALLS = 25
+COLD_TRIALS = {"ours": 5, "base": 3}
+CCUSAGE = "ccusage@20.0.24"  # the newest release whose linux-x64 native binary is published
+REFRESH_S = 0.3
+LATENCY_CALLS = 20
+CLAUDE_FIGURES = {
+    "model": {"id": "claude-opus-4-6", "display_name": "Opus"},
+    "cost": {
+        "total_cost_usd": 11.85,
+        "total_duration_ms": 4_440_000,
+        "total_api_duration_ms": 1_800_000,
+        "total_lines_added": 120,
+        "total_lines_removed": 30,
+    },
+    "version": "2.1.39",
+    "output_style": {"name": "default"},
+    "context_window": {  # every field Claude Code 2.1 passes (ccusage requires them all)
+        "total_input_tokens": 77_334,
+        "total_output_tokens": 500,
+        "context_window_size": 200_000,
+        "used_percentage": 38.7,
+        "remaining_percentage": 61.3,
+        "current_usage": {
+            "input_tokens": 3,
+            "output_tokens": 500,
+            "cache_creation_input_tokens": 1000,
+            "cache_read_input_tokens": 76_331,
+        },
+    },
+}
+
+
+class _Tree:
+    """One tree's tokend in private folders (a fresh set for each `fresh()`)."""
+
+    def __init__(self, name: str, server: Path) -> None:
+        self.name = name
+        self.server = server
+        self.base = Path(tempfile.mkdtemp(prefix=f"tksl-{name}-"))
+        self.count = 0
+        self.env: dict[str, str] = {}
+        self.fresh()
+
+    def fresh(self) -> None:
+        self.count += 1
+        home = self.base / str(self.count)
+        (home / "run").mkdir(parents=True, mode=0o700)
+        projects = home / "claude" / "projects" / "p"
+        projects.mkdir(parents=True)
+        for source in DATA.glob("*.jsonl"):
+            shutil.copy(source, projects / source.name)
+        self.home, self.projects = home, projects
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(self.server),
+            "XDG_RUNTIME_DIR": str(home / "run"),
+            "CLAUDE_CONFIG_DIR": str(home / "claude"),
+            "TOKEND_DATABASE_URL": f"sqlite:///{home}/tokend.sqlite3",
+        }
+        for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+            self.env[var] = str(home / var.lower())
+
+    def stdin(self, transcript: Path) -> str:
+        return json.dumps(
+            {
+                "session_id": transcript.stem,
+                "transcript_path": str(transcript),
+                "cwd": str(self.home),
+                "workspace": {"current_dir": str(self.home), "project_dir": str(self.home)},
+                **CLAUDE_FIGURES,
+            }
+        )
+
+    def statusline(self, stdin: str) -> tuple[float, str]:
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "tokend", "statusline"],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=600,
+        )
+        return (time.perf_counter() - started) * 1000, done.stdout.strip()
+
+    def serve(self) -> subprocess.Popen[bytes]:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "tokend", "serve", "--idle-timeout", "0"],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        sock = self.home / "run" / "tokend" / "daemon.sock"
+        deadline = time.monotonic() + 60
+        while not sock.exists():
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: the daemon did not start")
+            time.sleep(0.05)
+        return daemon
+
+    def stop(self) -> None:
+        """Stop this home's daemon (started by the test or by the command) by its pid."""
+        for pid in _pids_with(str(self.home)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 15)
+        deadline = time.monotonic() + 30
+        while _pids_with(str(self.home)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in _pids_with(str(self.home)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _renamed_copy(folder: Path, tag: str) -> Path:
+    """The big transcript as another Claude Code session (its session id replaced), so the
+    daemon has never seen it: a first read, as for a session the user just started."""
+    new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, tag))
+    target = folder / f"{new_id}.jsonl"
+    target.write_text((DATA / BIG).read_text().replace(BIG.removesuffix(".jsonl"), new_id))
+    return target
+
+
+def _pids_with(marker: str) -> list[int]:
+    """Processes whose environment names `marker` (this bench's own daemons and followers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in environ and b"tokend" in (entry / "cmdline").read_bytes():
+            found.append(int(entry.name))
+    return found
+
+
+def _until_tokend(tree: _Tree, stdin: str, since: float) -> float:
+    """Milliseconds from `since` until a refresh shows tokend's own figure."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        _, line = tree.statusline(stdin)
+        if "compacts at" in line:
+            return (time.perf_counter() - since) * 1000
+        time.sleep(REFRESH_S)
+    raise RuntimeError(f"{tree.name}: no tokend line within 300 s")
+
+
+def _times(
+    args: list[str], calls: int, stdin: str = "", env: dict[str, str] | None = None
+) -> list[float]:
+    out = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        subprocess.run(args, input=stdin, capture_output=True, text=True, env=env)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    daemon = tree.serve()
+    try:
+        stdin = tree.stdin(tree.projects / BIG)
+        _until_tokend(tree, stdin, time.perf_counter())
+        figures["line"] = tree.statusline(stdin)[1]
+        figures["warm"] = [tree.statusline(stdin)[0] for _ in range(WARM_CALLS)]
+        new, reach = [], []
+        for i in range(trials):
+            copy = _renamed_copy(tree.projects, f"copy-{i}")
+            started = time.perf_counter()
+            elapsed, _ = tree.statusline(tree.stdin(copy))
+            new.append(elapsed)
+            reach.append(_until_tokend(tree, tree.stdin(copy), started))
+        figures["new"], figures["new_reach"] = new, reach
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        tree.stop()
+    tree.fresh()  # a daemon that never saw this Claude session: the latency transcript is new
+    daemon = tree.serve()
+    try:
+        figures["latency"] = _follow_latency(tree)
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        tree.stop()
+    cold, reach = [], []
+    for _ in range(trials):
+        tree.fresh()
+        stdin = tree.stdin(tree.projects / BIG)
+        started = time.perf_counter()
+        elapsed, _ = tree.statusline(stdin)
+        cold.append(elapsed)
+        reach.append(_until_tokend(tree, stdin, started))
+        tree.stop()
+    figures["cold"], figures["cold_reach"] = cold, reach
+    return figures
+
+
+def _follow_latency(tree: _Tree) -> list[float]:
+    """Write the big transcript's provider calls one at a time into a followed file; ms from
+    the write of each call's records to the budget/didChange that counts that call."""
+    source = _renamed_copy(tree.projects, "latency")
+    lines = [ln for ln in source.read_text().splitlines() if ln.strip()]
+    head = len(lines) // 2
+    path = tree.projects / "latency.jsonl"
+    path.write_text("\n".join(lines[:head]) + "\n")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(tree.home / "run" / "tokend" / "daemon.sock"))
+    ids = iter(range(1, 1 << 30))
+
+    def send(method: str, params: Any, request: bool = True) -> int | None:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        msg_id = next(ids) if request else None
+        if request:
+            body["id"] = msg_id
+        data = json.dumps(body).encode()
+        sock.sendall(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        return msg_id
+
+    buffer = bytearray()
+
+    def read(timeout: float) -> dict[str, Any] | None:
+        """The next message, or None after `timeout` seconds without a whole one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            head = buffer.find(b"\r\n\r\n")
+            if head >= 0:
+                fields = dict(
+                    line.split(":", 1)
+                    for line in buffer[:head].decode().split("\r\n")
+                    if ":" in line
+                )
+                length = int(next(v for k, v in fields.items() if k.lower() == "content-length"))
+                if len(buffer) >= head + 4 + length:
+                    body = bytes(buffer[head + 4 : head + 4 + length])
+                    del buffer[: head + 4 + length]
+                    return dict(json.loads(body))
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                return None
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("the daemon closed the connection")
+            buffer.extend(chunk)
+
+    def reply(msg_id: int | None) -> dict[str, Any]:
+        while True:
+            message = read(300)
+            if message is None:
+                raise RuntimeError("the daemon closed the connection")
+            if message.get("id") == msg_id and "method" not in message:
+                return message
+
+    reply(send("initialize", {"processId": None, "capabilities": {}, "rootUri": None}))
+    send("initialized", {}, request=False)
+    reply(send("follow/start", {"agent": "claude-code", "path": str(path)}))
+    latencies: list[float] = []
+    calls = 0
+    i = head
+    with path.open("a") as out:
+        while i < len(lines) and len(latencies) < LATENCY_CALLS:
+            # the records up to and including the next assistant record that closes a call
+            chunk = []
+            while i < len(lines):
+                chunk.append(lines[i])
+                record = json.loads(lines[i])
+                i += 1
+                if record.get("type") == "assistant" and (
+                    i >= len(lines) or json.loads(lines[i]).get("type") != "assistant"
+                ):
+                    break
+            out.write("\n".join(chunk) + "\n")
+            out.flush()
+            started = time.perf_counter()
+            deadline = started + 30
+            while time.perf_counter() < deadline:
+                message = read(max(0.01, deadline - time.perf_counter()))
+                if message and message.get("method") == "budget/didChange":
+                    seen = message["params"]["snapshot"]["totals"]["calls"]
+                    if seen > calls:
+                        if calls:
+                            latencies.append((time.perf_counter() - started) * 1000)
+                        calls = seen
+                        break
+    sock.close()
+    return latencies
+
+
+def _ccusage(tree: _Tree) -> tuple[list[float], str] | str:
+    """ccusage's statusline on the same stdin and transcripts, or why it could not run."""
+    folder = ROOT / "bench" / "out" / "ccusage"
+    binary = folder / "node_modules" / ".bin" / "ccusage"
+    if not binary.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), CCUSAGE],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0 or not binary.exists():
+            return f"npm could not install {CCUSAGE}: {done.stderr.strip()[-200:]}"
+    stdin = tree.stdin(tree.projects / BIG)
+    args = [str(binary), "statusline", "--offline"]
+    first = subprocess.run(args, input=stdin, capture_output=True, text=True, env=tree.env)
+    if first.returncode != 0:
+        return f"ccusage failed: {first.stderr.strip()[-200:]}"
+    return _times(args, WARM_CALLS, stdin, tree.env), first.stdout.strip()
+
+
+@contextlib.contextmanager
+def _trees() -> Iterator[tuple[_Tree, _Tree | None]]:
+    with baseline_tree(BEFORE_TRUST_REV) as base_root:
+        ours = _Tree("ours", ROOT / "server")
+        base = _Tree("base", base_root / "server") if base_root is not None else None
+        try:
+            yield ours, base
+        finally:
+            ours.stop()
+            ours.cleanup()
+            if base is not None:
+                base.stop()
+                base.cleanup()
+
+
+def _row(what: str, times: list[float], floor: float) -> str:
+    p50 = statistics.median(times)
+    return f"| {what} | {len(times)} | {p50:.0f} | {max(times):.0f} | {p50 - floor:+.0f} |"
+
+
+def run() -> str:
+    if not (DATA / BIG).is_file():
+        raise FileNotFoundError(f"the shared session is missing: {DATA / BIG}")
+    with _trees() as (ours, base):
+        bare = _times([sys.executable, "-S", "-c", "pass"], WARM_CALLS)
+        site = _times([sys.executable, "-c", "pass"], WARM_CALLS)
+        mine = _measure(ours, COLD_TRIALS["ours"])
+        theirs = _measure(base, COLD_TRIALS["base"]) if base is not None else None
+        peer = _ccusage(ours)
+    floor = statistics.median(bare)
+    rows = [
+        "### tokend statusline per refresh (bench/statusline.py)\n",
+        "A fresh `python -m tokend statusline` process per call with Claude Code's JSON on stdin",
+        "(the 2.7 MB real session), wall-clock ms; 'over floor' is the median minus",
+        "`python -S -c pass`'s. Goals: warm <= floor + 10 ms; cold <= 150 ms and never blank.",
+        f"Baseline: main before this work ({BEFORE_TRUST_REV}), same run, same machine.\n",
+        "| | calls | median | max | over floor |",
+        "|---|---:|---:|---:|---:|",
+        _row("floor: `python -S -c pass`", bare, floor),
+        _row("`python -c pass` (with site)", site, floor),
+        _row("warm, this work", mine["warm"], floor),
+    ]
+    if theirs is not None:
+        rows.append(_row("warm, baseline", theirs["warm"], floor))
+    if isinstance(peer, tuple):
+        rows.append(_row("warm, ccusage statusline (native)", peer[0], floor))
+    rows += [
+        _row("cold, new transcript, this work", mine["new"], floor),
+        _row("cold, no daemon, this work", mine["cold"], floor),
+    ]
+    if theirs is not None:
+        rows += [
+            _row("cold, new transcript, baseline", theirs["new"], floor),
+            _row("cold, no daemon, baseline", theirs["cold"], floor),
+        ]
+    rows += [
+        "",
+        "Until a refresh (every 300 ms) shows tokend's own figure, median ms: "
+        f"new transcript {statistics.median(mine['new_reach']):.0f}, "
+        f"no daemon {statistics.median(mine['cold_reach']):.0f} (this work)"
+        + (
+            f"; {statistics.median(theirs['new_reach']):.0f} and "
+            f"{statistics.median(theirs['cold_reach']):.0f} (baseline, whose first call waits "
+            "for it)."
+            if theirs is not None
+            else "."
+        ),
+        "",
+        f"Follow latency (a provider call written to the transcript -> the budget/didChange "
+        f"that counts it), this work: median {statistics.median(mine['latency']):.0f} ms, "
+        f"p95 {_p95(mine['latency']):.0f} ms, max {max(mine['latency']):.0f} ms over "
+        f"{len(mine['latency'])} calls"
+        + (
+            f"; baseline median {statistics.median(theirs['latency']):.0f} ms, "
+            f"p95 {_p95(theirs['latency']):.0f} ms."
+            if theirs is not None and theirs["latency"]
+            else "."
+        ),
+        "",
+        f"Lines: this work `{mine['line']}`"
+        + (f"; baseline `{theirs['line']}`" if theirs is not None else "")
+        + (f"; ccusage `{peer[1]}`." if isinstance(peer, tuple) else f". ccusage: {peer}."),
+    ]
+    return "\n".join(rows)
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+if __name__ == "__main__":
+    print(run())

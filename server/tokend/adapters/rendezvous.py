@@ -1,0 +1,121 @@
+"""Where a client finds the user's daemon, and the frames it speaks, with the standard library only.
+
+`tokend statusline` and `tokend status` run in shell prompts and Claude Code's status line, where
+every millisecond of start-up shows: this module (and what the command-line client builds on it)
+imports nothing beyond os, stat, socket and json, so a client that asks the running daemon costs
+little more than the interpreter's own start. The daemon's side of the same places (creating the
+runtime folder, its locks, the TCP token) is daemon/paths.py, which builds on these names.
+
+    $XDG_RUNTIME_DIR/tokend/daemon.sock      (else <tempdir>/tokend-<uid>/daemon.sock)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+APP = "tokend"
+DEFAULT_SOCKET = "daemon.sock"
+
+
+class UnsafePathError(RuntimeError):
+    """A runtime file is not ours or is accessible to others; the message says what to do."""
+
+
+class FrameError(Exception):
+    """A frame that cannot be read: the peer closed, or what it sent is not a JSON object."""
+
+
+class PeerClosed(FrameError):
+    """The daemon closed the connection (it stopped, or it is restarting)."""
+
+
+def runtime_location() -> str:
+    """The user's runtime folder for tokend (the daemon's socket, locks and token), whether
+    or not it exists yet: $XDG_RUNTIME_DIR/tokend, else <tempdir>/tokend-<uid>."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isdir(xdg):
+        return os.path.join(xdg, APP)
+    import tempfile  # only without XDG_RUNTIME_DIR: it costs a few milliseconds to import
+
+    return os.path.join(tempfile.gettempdir(), f"{APP}-{os.getuid()}")
+
+
+def check_socket_owner(path: str | os.PathLike[str]) -> None:
+    """Raise UnsafePathError unless `path` is a socket owned by us (clients call this first)."""
+    info = os.lstat(path)
+    if not stat.S_ISSOCK(info.st_mode):
+        raise UnsafePathError(f"{os.fspath(path)} is not a socket; remove it")
+    if info.st_uid != os.getuid():
+        raise UnsafePathError(
+            f"{os.fspath(path)} belongs to uid {info.st_uid}, not to you; refusing to connect"
+        )
+
+
+def check_private_folder(path: str) -> None:
+    """Raise UnsafePathError unless `path` is a folder of ours that nobody else may enter
+    (FileNotFoundError when it does not exist). A client only reads: the daemon makes it."""
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePathError(f"{path} is not a directory; remove it")
+    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+        raise UnsafePathError(
+            f"{path} is not private to you (uid {info.st_uid}, mode "
+            f"{stat.S_IMODE(info.st_mode):o}); remove it or set XDG_RUNTIME_DIR to a private one"
+        )
+
+
+def connect_unix(path: str | os.PathLike[str], timeout: float | None = None) -> socket.socket:
+    """Connect to a daemon socket after checking that it is a socket we own."""
+    check_socket_owner(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(os.fspath(path))
+        sock.settimeout(None)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def connect_default(timeout: float | None = None) -> socket.socket:
+    """A connection to the user's default daemon, checking the runtime folder is private
+    first. Raises FileNotFoundError or ConnectionRefusedError when no daemon listens."""
+    folder = runtime_location()
+    check_private_folder(folder)
+    return connect_unix(os.path.join(folder, DEFAULT_SOCKET), timeout)
+
+
+def frame(body: dict[str, Any]) -> bytes:
+    """A JSON-RPC message with its LSP header."""
+    data = json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+def read_frame(stream: BinaryIO) -> dict[str, Any]:
+    """The next message of `stream` (LSP framing). Raises FrameError when the peer closed or
+    sent something else than a JSON object, TimeoutError/OSError as the socket does."""
+    length = 0
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.strip().lower() == "content-length":
+            try:
+                length = int(value)
+            except ValueError:
+                raise FrameError(f"bad Content-Length {value.strip()[:20]!r}") from None
+    if not line:
+        raise PeerClosed("the daemon closed the connection")
+    try:
+        body = json.loads(stream.read(length))
+    except ValueError as exc:
+        raise FrameError(f"unreadable reply from the daemon ({exc})") from None
+    if not isinstance(body, dict):
+        raise FrameError("unreadable reply from the daemon (not a JSON object)")
+    return body
