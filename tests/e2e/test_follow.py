@@ -162,6 +162,7 @@ def test_the_terminal_reads_the_daemon_follow_status_statusline(daemons: Daemons
     claude = json.loads(shaped.stdout)
     window = claude["context_window"]
     assert claude["session_id"] == snapshot["sessionId"]
+    assert claude["transcript_path"] == str(path)  # the transcript the daemon follows
     assert claude["workspace"]["project_dir"] == str(workspace)
     assert window["context_window_size"] == 200_000
     assert window["used_percentage"] == round(100 * expected["usedTokens"] / 200_000, 1)

@@ -183,9 +183,9 @@ def import_claude_code(
 
 
 def _tell_daemon(session_id: str) -> None:
-    """A running daemon that has the session loaded reads it again (else its next change would
-    write back its older extra, this import's cursor lost). Best effort: a daemon on another
-    store does not know the session, and that is fine."""
+    """A running daemon that has the session loaded reads it again (else it would serve the
+    session without this import's messages until its next change met the moved version). Best
+    effort: a daemon on another store does not know the session, and that is fine."""
     client = DaemonClient.connect(client_name="tokend import")
     if client is None:
         return
