@@ -55,9 +55,9 @@ from tokend.commands.importer import import_events
 from tokend.core.transcript import TranscriptMessage, parse_transcript
 from tokend.core.types import TextPart
 from tokend.core.wire_formats import render_message
+from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
-from tokend.service.factory import build_service
 
 SESSIONS_DIR = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "claude-code-sessions"
@@ -179,7 +179,7 @@ def share(found: Sequence[str], text: str, cwd: str | None = None) -> str:
 def _import(records_text: str, folder: Path, name: str) -> tuple[Any, str]:
     source = folder / f"{name}.jsonl"
     source.write_text(records_text)
-    service = build_service(None, f"sqlite:///{folder}/{name}.sqlite3")
+    service = open_service(None, f"sqlite:///{folder}/{name}.sqlite3")
     outcome = import_events(service, source, context_window=200_000)
     return service, outcome.session_id
 

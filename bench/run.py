@@ -45,6 +45,7 @@ SECTIONS = [
     "config",
     "statusline",
     "claude",
+    "app_root",
 ]
 
 

@@ -22,7 +22,7 @@ from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tokend.commands.importer import import_events
 from tokend.daemon.paths import socket_path
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 WAIT_SECONDS = 60.0  # generous: shared machines are slow; every wait ends on an outcome
 
@@ -39,7 +39,7 @@ def _lines(name: str) -> list[str]:
 
 
 def _oracle(tmp_path: Path, name: str) -> dict[str, Any]:
-    service = build_service(None, f"sqlite:///{tmp_path}/oracle.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/oracle.sqlite3")
     outcome = import_events(service, session_file(name))
     s = service.snapshot(outcome.session_id)
     service.close()

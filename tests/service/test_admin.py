@@ -9,7 +9,7 @@ import pytest
 from tokend.core.errors import InvalidParams, SessionNotFound, VersionConflict
 from tokend.core.types import TextPart, Usage
 from tokend.service import admin
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def db(tmp_path):
 
 @pytest.fixture
 def service(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     yield service
     service.close()
 

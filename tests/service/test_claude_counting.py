@@ -14,8 +14,8 @@ from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
 from tokend.service import counting
+from tokend.service.app import open_service
 from tokend.service.counting import ModelCounter
-from tokend.service.factory import build_service
 
 
 def claude(name: str, tokenizer: str | None) -> ModelInfo:
@@ -76,7 +76,7 @@ def test_without_an_exact_count_a_family_is_estimated_in_its_own_tokens(
 def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'tokend.sqlite3'}"
     text = python_files(1)[0]
-    service = build_service(None, url)
+    service = open_service(None, url)
     model = service.catalog.get("claude-opus-4-6")
     counted = service.counter(model).count_text(text)
     assert counted == ClaudeCounter("claude-v3").count(text)
@@ -86,6 +86,6 @@ def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         raise AssertionError("counted again after a restart")
 
     monkeypatch.setattr(ClaudeCounter, "count", recount)
-    reopened = build_service(None, url)
+    reopened = open_service(None, url)
     assert reopened.counter(model).count_text(text) == counted  # from the store's count cache
     reopened.close()

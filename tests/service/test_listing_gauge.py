@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from tokend.service import admin
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 DATA = Path(__file__).parents[1] / "store" / "data"
 WORKSPACE = "file:///home/dev/project"
@@ -27,7 +27,7 @@ def test_both_listings_show_the_sessions_own_estimated_flag(tmp_path: Path) -> N
     shutil.copyfile(DATA / "main_store.sqlite3", path)
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE sessions SET extra = json_remove(extra, '$.gauge.estimated')")
-    service = build_service(None, f"sqlite:///{path}")
+    service = open_service(None, f"sqlite:///{path}")
     try:
         listed = {info.id: (info, gauge) for info, gauge in service.session_gauges(WORKSPACE)}
         seen = set()

@@ -23,7 +23,7 @@ from tokend.adapters.store import SqlStore
 from tokend.adapters.store.engine import alembic_config, create_store_engine
 from tokend.adapters.store.url import sqlite_url
 from tokend.service import admin
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 DATA = Path(__file__).parent / "data"
 WORKSPACE = "file:///home/dev/project"
@@ -141,7 +141,7 @@ def test_the_figures_leave_extra_for_typed_columns_value_for_value(old_store: st
 
 
 def test_the_migrated_store_lists_and_loads_what_that_tokend_reported(old_store: str) -> None:
-    service = build_service(None, old_store)
+    service = open_service(None, old_store)
     try:
         listed = {info.id: gauge for info, gauge in service.session_gauges(WORKSPACE)}
         for name, entry in REPORTED.items():

@@ -17,7 +17,7 @@ from tokend.commands.output import counted, plural, say, write_json
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import InvalidParams, TokendError
 from tokend.core.transcript import ProviderCall
-from tokend.service.factory import build_service
+from tokend.service.app import open_app
 from tokend.service.service import TokendService
 from tokend.service.transcript_import import (
     Records,
@@ -117,13 +117,15 @@ def import_claude_code(
     out: TextIO,
     skip_bad_lines: bool = False,
 ) -> int:
-    service = build_service(Path.cwd(), database_url)
+    app = open_app(Path.cwd(), database_url)
     try:
         uri = workspace.resolve().as_uri() if workspace is not None else None
-        outcome = import_events(service, path, context_window, uri, skip_bad_lines=skip_bad_lines)
-        snapshot = service.snapshot(outcome.session_id)
+        outcome = import_events(
+            app.service, path, context_window, uri, skip_bad_lines=skip_bad_lines
+        )
+        snapshot = app.service.snapshot(outcome.session_id)
     finally:
-        service.close()
+        app.close()
     if not outcome.created and (outcome.messages or outcome.compactions):
         _tell_daemon(outcome.session_id)
     if as_json:

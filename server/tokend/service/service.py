@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from ulid import ULID
 
-from tokend.core.budget import output_reserve_tokens, safety_margin_tokens
+from tokend.core.budget import input_room_tokens, output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, with_context_window
 from tokend.core.changes import (
@@ -162,7 +162,7 @@ class TokendService:
         sized = with_context_window(model, window)
         reserve = output_reserve_tokens(sized, budget)
         margin = safety_margin_tokens(sized, budget)
-        if window - reserve - margin <= 0:
+        if input_room_tokens(sized, budget) <= 0:
             raise InvalidParams(
                 f"contextWindow {window:,} leaves no room for input: {model.name} keeps "
                 f"{reserve:,} tokens for its reply and {margin:,} as a safety margin; use a "
@@ -501,20 +501,6 @@ class TokendService:
                 totals[message.id] = counter.stored_counts(message.role, marked).total
         return PruneParts(wanted, at, totals)
 
-    def prune_parts(self, session_id: str, part_ids: Sequence[str]) -> BudgetSnapshot:
-        """Mark parts compacted (assembly shows a placeholder); the originals stay in the store."""
-        state = self.state(session_id)
-        applied = state.apply(self.prune_change(state.data, part_ids))
-        return self._changed(state, applied)
-
-    async def prune_parts_async(
-        self, session_id: str, part_ids: Sequence[str], if_version: int | None = None
-    ) -> BudgetSnapshot:
-        state = self.state(session_id)
-        change = self.prune_change(state.data, part_ids)
-        applied = await state.apply_async(change, if_version, self.submit)
-        return self._changed(state, applied)
-
     def set_measured(self, session_id: str, measured: dict[str, int], exact: bool) -> None:
         """Remember what the system prompt, tools, ... measured at the last assembly. Not a
         new version and not announced: an assembly is a read."""
@@ -605,14 +591,11 @@ class TokendService:
         return gauge_of(self.snapshot(info.id))
 
     def input_limit(self, data: SessionData) -> int:
-        """Tokens a request may hold: the window less the output reserve, and less the safety
-        margin when counts are estimates (no local tokenizer for the model)."""
-        model = data.model
+        """Tokens a request of the session may hold (core.budget.input_room_tokens under its
+        workspace's settings; the safety margin only when its counts are estimates)."""
         budget = self.config_for(data.info.workspace_uri).budget
-        limit = model.context_window - output_reserve_tokens(model, budget)
-        if not self.counter(model).exact:
-            limit -= safety_margin_tokens(model, budget)
-        return max(0, limit)
+        exact = self.counter(data.model).exact
+        return max(0, input_room_tokens(data.model, budget, exact=exact))
 
     # -- work off the event loop --------------------------------------------------------------
 

@@ -20,9 +20,10 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from tokend.service.factory import build_service
+
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service import admin, history
-from tokend.service.factory import build_service
 from tokend.service.handoff import handoff
 
 MODEL = "gpt-4o"

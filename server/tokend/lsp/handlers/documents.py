@@ -17,8 +17,6 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
-from tokend.service.workspace.registry import workspaces_of
-
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
 
@@ -46,7 +44,7 @@ def _set(
     path = _path(uri)
     if path is None:
         return
-    workspaces = workspaces_of(ls.service)
+    workspaces = ls.app.workspaces
     found = workspaces.index_for(path)
     if found is None and (folder := _folder_holding(ls.workspace_folders, path)) is not None:
         ls.open_folder(folder)

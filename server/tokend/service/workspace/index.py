@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tokend.adapters.file_index import file_entry, list_folder, read_file, walk
+from tokend.adapters.file_index import file_entry, list_folder, read_file, resolve_inside, walk
 from tokend.adapters.ignore_rules import IGNORE_FILES, IgnoreRules
 from tokend.adapters.own_folders import OwnPaths
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -66,6 +66,12 @@ class WorkspaceIndex:
         self.buffer_applied: BufferApplied = lambda rel, figures: None
 
     # -- building and keeping fresh ------------------------------------------------------
+
+    def relative(self, path: str) -> str:
+        """The posix path relative to the root of a client's `path` (relative to the root,
+        absolute, or a file:// URI); InvalidParams when it leaves the root, lexically or
+        through a symlink."""
+        return resolve_inside(self.root, path)
 
     def build(self, progress: Callable[[str], None] | None = None) -> None:
         """Walk the folder, then tag its source files (runs on a thread of its own). `ready`
