@@ -16,12 +16,18 @@
   JSON (a tool call's `input`, LSP's `capabilities`...): a 8 MB title was copied, stored, logged
   and encoded on the event loop, and kept in memory for as long as its session.
 - `join_problems`: an error message names at most MAX_PROBLEMS problems, each bounded.
+- `forget_frames(exc)`: a refusal's exception, once answered, keeps no frame alive. Its
+  traceback's frames hold the params (an 8 MB string), and they sit in reference cycles (cattrs
+  collects sub-exceptions in a list of the failing frame; pygls keeps the error in a future its
+  frame holds) that only the collector's rare full passes free: after the fuzz, 202 refusals
+  held 553 MiB of strings that way.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -286,3 +292,18 @@ def _path_text(path: tuple[Any, ...]) -> str:
         else:
             text += f"[{excerpt(key, 40)}]"
     return text or "params"
+
+
+def forget_frames(exc: BaseException | None) -> None:
+    """Clear the locals of every finished frame in `exc`'s traceback, its sub-exceptions'
+    (cattrs' groups), causes and contexts, and drop the tracebacks (see the module docstring)."""
+    todo, seen = [exc], set()
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if item.__traceback__ is not None:
+            traceback.clear_frames(item.__traceback__)
+            item.__traceback__ = None
+        todo += [item.__cause__, item.__context__, *getattr(item, "exceptions", ())]
