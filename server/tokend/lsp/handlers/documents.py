@@ -6,7 +6,9 @@ client sees what the agent would send now. Closing or saving drops the overlay: 
 disk speaks again. Only the latest text is handed over here; re-tagging and figures run on
 the workspace's buffer thread (service.workspace.buffers), and requests that read a file's
 figures wait for its pending buffers first. Files outside every workspace are ignored; a workspace not yet open is
-opened (indexed) by its first document.
+opened (indexed) by its first document. A connection that goes away (with or without
+`didClose`, `shutdown`, `exit`) closes its open documents: their unsaved text stops counting and
+is no longer held (issue 17's fuzz: an 8 MB buffer stayed after its connection had gone).
 """
 
 from __future__ import annotations
@@ -58,7 +60,23 @@ def _set(
     index.buffers.put(rel, text)  # applied off the loop; readers wait for it (settled)
 
 
+def close_all(ls: TokendServer) -> None:
+    """Every document still open on this connection closed, as by didClose (a workspace is
+    never opened for it); pygls's copies dropped too."""
+    workspaces = workspaces_of(ls.service)
+    for uri in list(ls.workspace.text_documents):
+        path = _path(uri)
+        found = workspaces.index_for(path) if path is not None else None
+        if found is not None:
+            index, rel = found
+            workspaces.editor_event(index, rel, None, "close")
+            index.buffers.put(rel, None)
+        ls.workspace.remove_text_document(uri)
+
+
 def register(server: TokendServer) -> None:
+    server.host.on_close(lambda: close_all(server))
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
         _set(ls, params.text_document.uri, params.text_document.text, "open")
