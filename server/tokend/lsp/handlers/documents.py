@@ -13,6 +13,8 @@ is no longer held (issue 17's fuzz: an 8 MB buffer stayed after its connection h
 
 from __future__ import annotations
 
+import functools
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
@@ -23,6 +25,8 @@ from tokend.service.workspace.registry import workspaces_of
 
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
+
+log = logging.getLogger(__name__)
 
 
 def _path(uri: str) -> Path | None:
@@ -63,8 +67,12 @@ def _set(
 def close_all(ls: TokendServer) -> None:
     """Every document still open on this connection closed, as by didClose (a workspace is
     never opened for it); pygls's copies dropped too."""
+    try:
+        uris = list(ls.workspace.text_documents)
+    except RuntimeError:  # pygls: never initialized, so no document was opened
+        return
     workspaces = workspaces_of(ls.service)
-    for uri in list(ls.workspace.text_documents):
+    for uri in uris:
         path = _path(uri)
         found = workspaces.index_for(path) if path is not None else None
         if found is not None:
@@ -74,8 +82,16 @@ def close_all(ls: TokendServer) -> None:
         ls.workspace.remove_text_document(uri)
 
 
+def _closing(ls: TokendServer) -> None:
+    """close_all, never raising into the connection's other close callbacks."""
+    try:
+        close_all(ls)
+    except Exception:
+        log.exception("closing the documents of a connection that went away failed")
+
+
 def register(server: TokendServer) -> None:
-    server.host.on_close(lambda: close_all(server))
+    server.host.on_close(functools.partial(_closing, server))
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
