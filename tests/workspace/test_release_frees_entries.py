@@ -17,6 +17,7 @@ import pytest
 
 import tokend.service.workspace  # noqa: F401 - installs the session refresh, as the daemon does
 from tokend.core.fileclass import FileEntry
+from tokend.core.repomap import RepoGraph
 from tokend.service.factory import build_service
 from tokend.service.service import TokendService
 from tokend.service.shutdown import finish_stop
@@ -38,6 +39,15 @@ def _entries_of(root: Path) -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, FileEntry) and o.path.startswith("pkg"))
 
 
+def _tagged_files() -> int:
+    """Files held by repo-map graphs: the released workspace's tags."""
+    return sum(
+        sum(1 for p in o.paths if p.startswith("pkg"))
+        for o in gc.get_objects()
+        if isinstance(o, RepoGraph)
+    )
+
+
 def test_a_released_workspace_holds_no_file_entry(service: TokendService, tmp_path: Path) -> None:
     root = tmp_path / "tree"
     for i in range(FILES):
@@ -53,10 +63,11 @@ def test_a_released_workspace_holds_no_file_entry(service: TokendService, tmp_pa
     gc.collect()
     gc.disable()
     try:
-        assert _entries_of(root) >= FILES
+        assert _entries_of(root) >= FILES and _tagged_files() >= FILES
         workspaces.let_go(user)
         for reaper in [t for t in threading.enumerate() if t.name == "tokend-release"]:
             reaper.join(30)
         assert _entries_of(root) == 0
+        assert _tagged_files() == 0
     finally:
         gc.enable()

@@ -122,6 +122,7 @@ class WorkspaceIndex:
         FileEntry objects stayed (issue 17)."""
         with self._lock:
             self._entries, self._overlays, self._counts, self._untagged = {}, {}, {}, set()
+        self.tags.forget()
 
     @property
     def closed(self) -> bool:
