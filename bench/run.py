@@ -40,6 +40,7 @@ SECTIONS = [
     "restore_safety",
     "stop",
     "fuzz",
+    "workspace_memory",
     "append_order",
 ]
 
