@@ -41,6 +41,7 @@ SECTIONS = [
     "restore_safety",
     "stop",
     "fuzz",
+    "workspace_memory",
     "append_order",
     "config",
     "statusline",

@@ -44,6 +44,9 @@ class DaemonHost:
     def busy(self) -> AbstractContextManager[None]:
         return self._conn.daemon.busy()
 
+    def on_close(self, callback: Callable[[], None]) -> None:
+        self._conn.add_close_callback(callback)
+
     def notify_others(self, method: str, params: Any, session_id: str) -> None:
         self._conn.registry.notify_all(method, params, session_id=session_id, exclude=self._conn)
 
