@@ -15,24 +15,20 @@ from pathlib import Path
 
 import pytest
 
-import tokend.service.workspace  # noqa: F401 - installs the session refresh, as the daemon does
 from tokend.core.fileclass import FileEntry
 from tokend.core.repomap import RepoGraph
-from tokend.service.factory import build_service
-from tokend.service.service import TokendService
-from tokend.service.shutdown import finish_stop
+from tokend.service.app import App, open_app
 from tokend.service.workspace.closing import WorkspaceUser
-from tokend.service.workspace.registry import workspaces_of
 
 FILES = 300
 
 
 @pytest.fixture
-def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TokendService]:
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    service = build_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
-    yield service
-    finish_stop(service)
+    app = open_app(None, f"sqlite:///{tmp_path}/tokend.sqlite3", serving=True)  # as the daemon
+    yield app
+    app.close()
 
 
 def _entries_of(root: Path) -> int:
@@ -48,13 +44,13 @@ def _tagged_files() -> int:
     )
 
 
-def test_a_released_workspace_holds_no_file_entry(service: TokendService, tmp_path: Path) -> None:
+def test_a_released_workspace_holds_no_file_entry(app: App, tmp_path: Path) -> None:
     root = tmp_path / "tree"
     for i in range(FILES):
         folder = root / f"pkg{i % 10}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"m{i}.py").write_text(f"def f_{i}():\n    return {i}\n")
-    workspaces = workspaces_of(service)
+    workspaces = app.workspaces
     user = WorkspaceUser("editor")
     index = workspaces.open(root.as_uri(), user=user)
     assert index.ready.wait(60) and index.tags.ready.wait(60)

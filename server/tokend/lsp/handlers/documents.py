@@ -69,7 +69,7 @@ def close_all(ls: TokendServer) -> None:
         uris = list(ls.workspace.text_documents)
     except RuntimeError:  # pygls: never initialized, so no document was opened
         return
-    workspaces = workspaces_of(ls.service)
+    workspaces = ls.app.workspaces
     for uri in uris:
         path = _path(uri)
         found = workspaces.index_for(path) if path is not None else None
