@@ -126,3 +126,35 @@ def test_follow_says_when_the_agent_compacted_and_prints_no_line_twice(
     follow.drain()
     gauges = [line for line in follow.seen if "tokens (" in line]
     assert all(a != b for a, b in zip(gauges, gauges[1:], strict=False)), gauges
+
+
+def test_tokend_refuses_to_compact_a_followed_session_and_compacts_a_fork_of_it(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    daemons.serve("--idle-timeout", "0")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(session_file("tool_heavy.jsonl").read_text())
+    editor = LspClient.initialized(socket_path(), "editor")
+    follower = editor.result("follow/start", {"agent": "claude-code", "path": str(transcript)})
+    sid = follower["transcripts"][0]["sessionId"]
+    before = editor.result("budget/snapshot", {"sessionId": sid})
+
+    refused = editor.request("session/compact", {"sessionId": sid, "strategy": "prune"})
+    assert refused["error"]["code"] == -32602
+    assert "follows claude-code's transcript" in refused["error"]["message"]
+    assert f"tokend fork {sid}" in refused["error"]["message"]
+    cli = subprocess.run(
+        [sys.executable, "-m", "tokend", "compact", sid],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+    )
+    assert cli.returncode == 2 and "/compact" in cli.stderr, cli.stderr
+    after = editor.result("budget/snapshot", {"sessionId": sid})
+    assert (after["version"], after["usedTokens"]) == (before["version"], before["usedTokens"])
+
+    fork = editor.result("session/fork", {"sessionId": sid})
+    compacted = editor.result(
+        "session/compact", {"sessionId": fork["sessionId"], "strategy": "full"}
+    )
+    assert compacted["after"] < compacted["before"]

@@ -174,6 +174,23 @@ class Followers:
     def list(self) -> list[FollowerStatus]:
         return [self._status(f) for f in self._followers.values()]
 
+    def compaction_refused(self, session_id: str) -> str | None:
+        """Why tokend must not compact `session_id` while it follows the agent's transcript
+        into it (None when it follows none): the agent sends its own context, so a compaction
+        here would change the gauge and nothing the model is sent."""
+        for path, running in list(self._running.items()):
+            if running.tail.session_id != session_id:
+                continue
+            agent = running.tail.agent
+            own = "/compact" if agent == "claude-code" else "its own compaction"
+            return (
+                f"session {session_id} follows {agent}'s transcript {path}: its context is the "
+                f"agent's ({agent} compacts it with {own}), and a compaction by tokend would "
+                f"change the gauge, not what the model is sent. `tokend fork {session_id}` "
+                "makes a copy tokend owns and may compact."
+            )
+        return None
+
     def keep_daemon_up(self) -> bool:
         """Whether the daemon must stay up with no connection: it follows a transcript the
         agent wrote in the last KEEPS_DAEMON_UP_SECONDS (a status line that asks for it a

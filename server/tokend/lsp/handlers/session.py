@@ -113,6 +113,8 @@ def register(server: TokendServer) -> None:
     @rpc
     async def compact_session(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionCompactParams, params)
+        if (refused := ls.app.followers.compaction_refused(p.session_id)) is not None:
+            raise InvalidParams(refused)  # the agent's context: the gauge must not move
         ls.watch(p.session_id)
         token = p.work_done_token
         if token is not None and not isinstance(token, int | str):
