@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
+from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tests.e2e.test_follow import (  # the same helpers as the inotify-backed tests
     WAIT_SECONDS,
     _append,
-    _client,
     _figures,
     _lines,
     _oracle,
-    _result,
     _until,
 )
+from tokend.daemon.paths import socket_path
 
 
 @pytest.fixture
@@ -66,8 +66,8 @@ def test_a_sessions_folder_is_followed_by_polling_when_inotify_cannot_start(
     project = daemons.base / "claude" / "projects" / "-work-app"
     project.mkdir(parents=True)
     serve_without_inotify(daemons)
-    client = _client("editor")
-    follower = _result(client, "follow/start", {"agent": "claude-code"})
+    client = LspClient.initialized(socket_path(), "editor")
+    follower = client.result("follow/start", {"agent": "claude-code"})
     assert follower["folder"] and follower["transcripts"] == []
 
     transcript = project / "5b1e.jsonl"  # Claude Code starts a session: no inotify event
@@ -75,7 +75,7 @@ def test_a_sessions_folder_is_followed_by_polling_when_inotify_cannot_start(
         _append(transcript, [line])
     expected = _oracle(tmp_path, "short.jsonl")
     final = _until(client, lambda s: _figures(s) == expected)
-    listed = _result(client, "follow/list")["followers"][0]["transcripts"]
+    listed = client.result("follow/list")["followers"][0]["transcripts"]
     assert [(t["path"], t["sessionId"]) for t in listed] == [(str(transcript), final["sessionId"])]
     log = daemons.log_text()
     assert "polling every 1 s" in log and "fs.inotify.max_user_instances" in log, log[-2000:]
@@ -86,7 +86,7 @@ def test_one_transcript_is_followed_when_inotify_cannot_start(daemons: Daemons, 
     lines = _lines("tool_heavy.jsonl")
     path = tmp_path / "transcript.jsonl"
     _append(path, lines[:2])
-    editor = _client("editor")
+    editor = LspClient.initialized(socket_path(), "editor")
     reply = editor.request(
         "follow/start", {"agent": "claude-code", "path": str(path)}, timeout=WAIT_SECONDS
     )
