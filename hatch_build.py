@@ -8,8 +8,10 @@ litellm wheel with pip (no dependencies; pin and sha256 in pyproject.toml,
 wheel as tokend/data/ (layout: server/tokend/adapters/packaged_data.py). Each vocabulary is checked
 against the sha256 tiktoken expects, every file against the litellm wheel's RECORD.
 
-Editable installs skip this: a checkout finds the same files in the litellm package scripts/bootstrap
-installs. For an offline build, put the litellm wheel in a folder and set PIP_NO_INDEX=1 and
+Editable installs skip this: a checkout gets the same files in server/tokend/data/ (ignored by git)
+from `python hatch_build.py --checkout-data`, which scripts/bootstrap runs: the same pinned wheel,
+the same checks, so a checkout never installs litellm (189 MB with its dependencies) for two files.
+For an offline build, put the litellm wheel in a folder and set PIP_NO_INDEX=1 and
 PIP_FIND_LINKS to that folder: pip's own settings apply to the download.
 """
 
@@ -60,6 +62,28 @@ class CustomBuildHook(BuildHookInterface):
         workdir = getattr(self, "_workdir", None)
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def checkout_data(root: Path) -> Path:
+    """server/tokend/data/ of a source checkout, from the wheel pyproject.toml pins (kept when
+    it already came from that wheel): where an editable install finds the catalog and the
+    vocabularies, as an installed wheel finds its own tokend/data/."""
+    import tomllib
+
+    pins = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    pinned = pins["targets"]["wheel"]["hooks"]["custom"]
+    filename, sha256 = pinned["litellm-wheel"], pinned["litellm-wheel-sha256"]
+    layout = load_layout(root / LAYOUT_MODULE)
+    target = root / "server" / "tokend" / layout.DATA_DIR
+    source = target / "SOURCE.txt"
+    if source.is_file() and f"{filename} (sha256 {sha256})" in source.read_text():
+        return target
+    with tempfile.TemporaryDirectory(prefix="tokend-data-") as work:
+        wheel = download_pinned_wheel(filename, sha256, Path(work))
+        fresh = extract_data(wheel, sha256, layout, Path(work) / "data")
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(fresh, target)
+    return target
 
 
 def load_layout(path: Path) -> ModuleType:
@@ -141,3 +165,12 @@ def _member(archive: zipfile.ZipFile, record: dict[str, str], name: str) -> byte
 
 def _sha256(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--checkout-data"]:
+        sys.exit("usage: python hatch_build.py --checkout-data")
+    try:
+        print(f"tokend data: {checkout_data(Path(__file__).resolve().parent)}", file=sys.stderr)
+    except DataError as exc:
+        sys.exit(f"tokend data: {exc}")
