@@ -17,7 +17,6 @@ from tokend.adapters import catalog_source
 from tokend.adapters.catalog_source import (
     LitellmEntries,
     find_catalog_json,
-    find_litellm_json,
     load_catalog,
 )
 from tokend.adapters.config_files import (
@@ -29,13 +28,13 @@ from tokend.adapters.config_files import (
 from tokend.core.errors import UnknownModel
 
 
-def test_the_installed_litellm_json_is_found_without_importing_litellm() -> None:
-    import sys
+def test_the_checkouts_catalog_is_found_and_litellm_is_not_installed() -> None:
+    import importlib.util
 
-    path = find_litellm_json()
-    assert path is not None, "litellm is not installed: run scripts/bootstrap"
+    path = find_catalog_json()
+    assert path is not None, "server/tokend/data/ is missing: run scripts/bootstrap"
     assert path.name == "model_prices_and_context_window_backup.json"
-    assert "litellm" not in sys.modules
+    assert importlib.util.find_spec("litellm") is None  # bootstrap takes two files, not litellm
     assert load_catalog().get("gpt-4o").context_window == 128_000
 
 
@@ -54,7 +53,7 @@ def test_entries_are_read_once_even_from_many_threads(tmp_path: Path) -> None:
     assert entries.get()["m"]["max_input_tokens"] == 1000
 
 
-def test_the_packaged_catalog_comes_before_litellms(
+def test_the_packaged_catalog_is_the_one_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     packaged = tmp_path / "tokend" / "data" / "model_prices_and_context_window_backup.json"
@@ -63,15 +62,12 @@ def test_the_packaged_catalog_comes_before_litellms(
     monkeypatch.setattr(catalog_source, "packaged_catalog", lambda: packaged)
     assert find_catalog_json() == packaged
     assert load_catalog(entries=LitellmEntries()).get("packaged-llm").context_window == 9000
-    monkeypatch.setattr(catalog_source, "packaged_catalog", lambda: None)
-    assert find_catalog_json() == find_litellm_json()  # a checkout: litellm's copy
 
 
 def test_no_catalog_at_all_says_how_to_get_one(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(catalog_source, "packaged_catalog", lambda: None)
-    monkeypatch.setattr(catalog_source, "find_litellm_json", lambda: None)
     with caplog.at_level(logging.WARNING):
         catalog = load_catalog(entries=LitellmEntries())
     assert "was not found" in caplog.text and "pipx" in caplog.text

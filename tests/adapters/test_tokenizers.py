@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tokend.adapters import tokenizers
+from tokend.adapters import packaged_data, tokenizers
 from tokend.adapters.tokenizers import (
     VOCABULARIES,
     CachedCounter,
     TiktokenCounter,
     counter_for,
     find_vocabulary,
-    litellm_tokenizers_dir,
     load_encoding,
     vocabulary_search_dirs,
 )
@@ -32,9 +31,10 @@ O200K = VOCABULARIES["o200k_base"]
 
 @pytest.fixture
 def bundled() -> Path:
-    folder = litellm_tokenizers_dir()
+    """The copies tokend ships (a checkout's server/tokend/data/tiktoken, from bootstrap)."""
+    folder = packaged_data.packaged_vocabulary_dir()
     assert folder is not None and (folder / O200K.cache_file).is_file(), (
-        "litellm's wheel (the vocabularies a checkout uses) is not installed: run scripts/bootstrap"
+        "server/tokend/data/ (the vocabularies a checkout uses) is missing: run scripts/bootstrap"
     )
     return folder
 
@@ -67,16 +67,16 @@ def test_resolves_from_tiktoken_cache_dir(
     cache.mkdir()
     shutil.copy(bundled / O200K.cache_file, cache / O200K.cache_file)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    monkeypatch.setattr(tokenizers, "litellm_tokenizers_dir", lambda: None)
     assert find_vocabulary("o200k_base") == cache
     assert TiktokenCounter("o200k_base").count("hello world") == 2
 
 
-def test_resolves_from_the_litellm_copy_and_leaves_the_environment_alone(
-    nowhere: Path, bundled: Path
+def test_resolves_from_the_packaged_copy_and_leaves_the_environment_alone(
+    nowhere: Path, bundled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import os
 
+    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: bundled)
     assert find_vocabulary("o200k_base") == bundled
     assert find_vocabulary("cl100k_base") == bundled
     assert TiktokenCounter("cl100k_base").count("hello world") == 2
@@ -90,18 +90,19 @@ def test_a_corrupt_copy_is_skipped_not_deleted(
     cache.mkdir()
     (cache / O200K.cache_file).write_bytes(b"truncated download")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: bundled)
     assert find_vocabulary("o200k_base") == bundled
     assert (cache / O200K.cache_file).read_bytes() == b"truncated download"
 
 
-def test_the_search_order_puts_the_packaged_copy_between_tiktoken_and_litellm(
+def test_the_search_order_puts_the_packaged_copy_after_tiktoken_s(
     nowhere: Path, bundled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     packaged = _copy_vocabularies(
         bundled, nowhere / "site-packages" / "tokend" / "data" / "tiktoken"
     )
     monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: packaged)
-    assert find_vocabulary("o200k_base") == packaged  # before litellm's copy
+    assert find_vocabulary("o200k_base") == packaged
     assert TiktokenCounter("cl100k_base").count("hello world") == 2
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(nowhere / "env"))
     monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(nowhere / "gym"))
@@ -110,7 +111,6 @@ def test_the_search_order_puts_the_packaged_copy_between_tiktoken_and_litellm(
         nowhere / "gym",
         nowhere / "tmp" / "data-gym-cache",
         packaged,
-        bundled,
     ]
     tiktoken_cache = _copy_vocabularies(bundled, nowhere / "tmp" / "data-gym-cache")
     assert find_vocabulary("o200k_base") == tiktoken_cache  # tiktoken's own cache comes first
@@ -119,13 +119,12 @@ def test_the_search_order_puts_the_packaged_copy_between_tiktoken_and_litellm(
 def test_nothing_found_says_what_fails_and_how_to_fix_it(
     nowhere: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tokenizers, "litellm_tokenizers_dir", lambda: None)
     with pytest.raises(TokenizerUnavailable) as caught:
         TiktokenCounter("o200k_base").count("hello")
     message = caught.value.message
     assert "fails" in message and "estimate" not in message  # nothing falls back silently
     assert "pip install" in message and "pipx install" in message
-    assert "TIKTOKEN_CACHE_DIR" in message and "litellm" in message
+    assert "TIKTOKEN_CACHE_DIR" in message and "scripts/bootstrap" in message
     assert O200K.cache_file in message
     assert caught.value.code == -33004
 
@@ -135,7 +134,10 @@ def test_unknown_tokenizer_is_refused() -> None:
         counter_for("p99k_imaginary")
 
 
-def test_loaded_once_even_when_asked_from_many_threads(nowhere: Path, bundled: Path) -> None:
+def test_loaded_once_even_when_asked_from_many_threads(
+    nowhere: Path, bundled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: bundled)
     seen: list[object] = []
     threads = [
         threading.Thread(target=lambda: seen.append(load_encoding("o200k_base"))) for _ in range(4)

@@ -1,6 +1,6 @@
 """The wheel build hook (hatch_build.py) refuses data that is not what the pins say.
 
-Fake litellm wheels made here from the real vocabulary files (the ones scripts/bootstrap installs),
+Fake litellm wheels made here from the real vocabulary files (the ones scripts/bootstrap takes out of the pinned wheel),
 some of them tampered with; the build must stop with a message rather than ship them.
 """
 
@@ -16,8 +16,7 @@ from types import ModuleType
 
 import pytest
 
-from tokend.adapters.packaged_data import VOCABULARIES
-from tokend.adapters.tokenizers import litellm_tokenizers_dir
+from tokend.adapters.packaged_data import VOCABULARIES, packaged_vocabulary_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEEL_NAME = "litellm-1.109.1-cp310-abi3-manylinux_2_28_x86_64.whl"
@@ -64,8 +63,8 @@ def _fake_wheel(
 @pytest.fixture
 def genuine() -> dict[str, bytes]:
     """The members tokend takes from litellm's wheel, with their real content."""
-    source = litellm_tokenizers_dir()
-    assert source is not None, "litellm's wheel is not installed: run scripts/bootstrap"
+    source = packaged_vocabulary_dir()  # a checkout's copies, from the same pinned wheel
+    assert source is not None, "server/tokend/data/ is missing: run scripts/bootstrap"
     members = {
         f"{layout.LITELLM_VOCABULARY_DIR}/{v.cache_file}": (source / v.cache_file).read_bytes()
         for v in VOCABULARIES.values()

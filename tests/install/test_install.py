@@ -189,4 +189,6 @@ def test_the_build_takes_the_data_from_the_litellm_version_the_checkout_uses() -
     hook = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
     pinned_wheel = hook["targets"]["wheel"]["hooks"]["custom"]["litellm-wheel"]
     source = (ROOT / "server" / "tokend" / "data" / "SOURCE.txt").read_text()
-    assert f"Taken from {pinned_wheel} " in source  # scripts/bootstrap: hatch_build.py --checkout-data
+    assert (
+        f"Taken from {pinned_wheel} " in source
+    )  # scripts/bootstrap: hatch_build.py --checkout-data

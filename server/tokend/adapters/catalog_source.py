@@ -1,12 +1,11 @@
 """Reads litellm's model price/context JSON (as data: litellm is never imported) into a Catalog.
 
-The JSON is the copy an installed tokend wheel ships in tokend/data/ (packaged_data.py), else the
-one inside an installed litellm package (a source checkout's .venv, from scripts/bootstrap).
+The JSON is the copy tokend ships in tokend/data/ (packaged_data.py): an installed wheel's, or a
+source checkout's server/tokend/data/, which scripts/bootstrap takes from the same litellm wheel.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import threading
@@ -21,25 +20,10 @@ from tokend.core.model_names import CLAUDE_FAMILIES
 
 log = logging.getLogger(__name__)
 
-LITELLM_JSON = CATALOG_FILE
-
-
-def find_litellm_json() -> Path | None:
-    """The JSON shipped inside the installed litellm package, located without importing it."""
-    try:
-        spec = importlib.util.find_spec("litellm")
-    except (ImportError, ValueError):
-        return None
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        candidate = Path(folder) / LITELLM_JSON
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def find_catalog_json() -> Path | None:
-    """The catalog JSON: tokend's packaged copy first, then litellm's."""
-    return packaged_catalog() or find_litellm_json()
+    """The catalog JSON tokend ships (an installed wheel's tokend/data/, or a checkout's
+    server/tokend/data/ from scripts/bootstrap), None when it is missing."""
+    return packaged_catalog()
 
 
 class LitellmEntries:
@@ -65,11 +49,10 @@ class LitellmEntries:
         path = self._path or find_catalog_json()
         if path is None:
             log.warning(
-                "the model catalog %s was not found, neither in tokend/data/ (an installed tokend "
-                "wheel ships it) nor in an installed litellm package; only models declared in "
-                '[models."NAME"] tables are known. Reinstall tokend with pip or pipx, or in a '
-                "source checkout run scripts/bootstrap.",
-                LITELLM_JSON,
+                "the model catalog %s was not found in tokend/data/ (an installed tokend wheel "
+                'ships it); only models declared in [models."NAME"] tables are known. Reinstall '
+                "tokend with pip or pipx, or in a source checkout run scripts/bootstrap.",
+                CATALOG_FILE,
             )
             return {}
         try:

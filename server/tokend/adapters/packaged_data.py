@@ -1,8 +1,9 @@
 """The data a built tokend wheel carries: litellm's model catalog and tiktoken's vocabularies.
 
 The wheel build (hatch_build.py, at the repository root) takes these files out of one pinned litellm
-wheel and writes them under tokend/data/, laid out as below; an editable install has no such folder
-and finds the same files in the litellm package that scripts/bootstrap installs. Standard library
+wheel and writes them under tokend/data/, laid out as below; a source checkout gets the same folder,
+server/tokend/data/ (ignored by git), from scripts/bootstrap (hatch_build.py --checkout-data), so an
+editable install finds them exactly where a wheel does. Standard library
 only: the build loads this module by path, before tokend is installed, for the layout and hashes.
 
     tokend/data/model_prices_and_context_window_backup.json   litellm's model catalog
@@ -42,11 +43,12 @@ VOCABULARY_DIR = "tiktoken"
 
 LITELLM_CATALOG = f"litellm/{CATALOG_FILE}"
 LITELLM_VOCABULARY_DIR = "litellm/litellm_core_utils/tokenizers"
-"""Where the same files sit inside litellm's wheel (and its installed package)."""
+"""Where the same files sit inside litellm's wheel."""
 
 
 def packaged_data_dir() -> Path | None:
-    """tokend/data/ of an installed wheel; None in a source checkout (editable install)."""
+    """tokend/data/ of an installed wheel, or a checkout's server/tokend/data/ once bootstrapped;
+    None when neither is there."""
     folder = Path(__file__).resolve().parent.parent / DATA_DIR
     return folder if folder.is_dir() else None
 

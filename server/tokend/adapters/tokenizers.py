@@ -3,9 +3,8 @@
 tiktoken keeps a vocabulary in a cache folder under the name sha1(<its download URL>) and checks
 its sha256 (tiktoken/load.py, tiktoken_ext/openai_public.py). We look for that file, in order, in
   1. $TIKTOKEN_CACHE_DIR   2. $DATA_GYM_CACHE_DIR   3. tiktoken's default <tmp>/data-gym-cache
-  4. the copies an installed tokend wheel ships in tokend/data/tiktoken/ (packaged_data.py)
-  5. the copies litellm's wheel ships in litellm/litellm_core_utils/tokenizers/ (found with
-     importlib.util.find_spec, litellm is never imported; what a source checkout uses),
+  4. the copies tokend ships in tokend/data/tiktoken/ (packaged_data.py: an installed wheel's, or
+     a checkout's server/tokend/data/, which scripts/bootstrap takes from the same litellm wheel),
 verify the sha256, and build the Encoding with tiktoken's own constructor while TIKTOKEN_CACHE_DIR
 points at the folder found (under a lock; restored right after). Nothing is ever downloaded.
 """
@@ -13,7 +12,6 @@ points at the folder found (under a lock; restored right after). Nothing is ever
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import os
 import tempfile
@@ -39,25 +37,10 @@ _FIX_HINT = (
     "Counting for models that use {encoding} fails (TokenizerUnavailable) until a copy is found: "
     "reinstall tokend from its wheel or sdist (pip install / pipx install), which ships it in "
     "tokend/data/, or set TIKTOKEN_CACHE_DIR to a folder holding tiktoken's cached vocabulary file "
-    "{file} (sha256 {sha}), or pip install --no-deps litellm, whose wheel ships it."
+    "{file} (sha256 {sha}); in a source checkout, run scripts/bootstrap."
 )
 
 # --------------------------------------------------------------------------- finding vocabularies
-
-
-def litellm_tokenizers_dir() -> Path | None:
-    """litellm's bundled tiktoken cache folder, located without importing litellm."""
-    try:
-        spec = importlib.util.find_spec("litellm")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        folder = Path(location) / "litellm_core_utils" / "tokenizers"
-        if folder.is_dir():
-            return folder
-    return None
 
 
 def vocabulary_search_dirs() -> list[Path]:
@@ -71,9 +54,6 @@ def vocabulary_search_dirs() -> list[Path]:
     packaged = packaged_vocabulary_dir()
     if packaged is not None:
         dirs.append(packaged)
-    bundled = litellm_tokenizers_dir()
-    if bundled is not None:
-        dirs.append(bundled)
     return dirs
 
 
