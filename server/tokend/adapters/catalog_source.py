@@ -20,6 +20,7 @@ from tokend.core.model_names import CLAUDE_FAMILIES
 
 log = logging.getLogger(__name__)
 
+
 def find_catalog_json() -> Path | None:
     """The catalog JSON tokend ships (an installed wheel's tokend/data/, or a checkout's
     server/tokend/data/ from scripts/bootstrap), None when it is missing."""
