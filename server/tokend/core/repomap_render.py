@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokend.core.repomap_tags import line_text
 
@@ -38,6 +38,12 @@ class FittedMap:
     tokens: int  # of `text`, by the counter fit_map was given
     files: tuple[str, ...]  # the files the text shows, in path order
     definitions: int
+    ranked: tuple[tuple[str, float], ...] = ()  # the files shown, best first, with their score
+
+    def in_rank_order(self, scores: dict[str, float]) -> FittedMap:
+        """This map with its files ranked by `scores` (higher first; ties by path)."""
+        order = sorted(self.files, key=lambda p: (-scores.get(p, 0.0), p))
+        return replace(self, ranked=tuple((p, scores.get(p, 0.0)) for p in order))
 
 
 def render_map(chosen: Iterable[RankedDefinition], text_of: LineText) -> str:
