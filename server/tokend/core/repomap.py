@@ -84,7 +84,7 @@ class RepoGraph:
     _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
     _ranking: tuple[int, _Ranking] | None = None
     signals: Signals = field(default_factory=Signals)
-    _path_terms: tuple[list[str], tuple[Array, Array]] | None = None
+    _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
 
     def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
         """Replace (None: remove) the tags of some files; True when the graph changed."""
@@ -186,12 +186,12 @@ class RepoGraph:
             query = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
             scores["lexical"] = signals_of.lexical(t, self._paths_terms(), query)
         if on.folder:
-            scores["folder"] = signals_of.folder(t.paths, focus_rows)
+            scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
         text_only = bool(focus.text) and not focus_rows
         fused = signals_of.fused(scores, len(t.paths), text_only=text_only)
         return np.round(fused, RANK_DECIMALS)
 
-    def _paths_terms(self) -> tuple[Array, Array]:
+    def _paths_terms(self) -> signals_of.PathTerms:
         if self._path_terms is None or self._path_terms[0] != self.table.paths:
             self._path_terms = (self.table.paths, signals_of.path_terms(self.table.paths))
         return self._path_terms[1]

@@ -50,9 +50,22 @@ def text_keys(text: str) -> Array:
     return np.unique(np.array(sorted(keys), dtype=KEY))
 
 
-def path_terms(paths: list[str]) -> tuple[Array, Array]:
-    """(offsets, keys): the keys of each path's words (folder and file names; the extension
-    left out), unique per path."""
+@dataclass(frozen=True, slots=True)
+class PathTerms:
+    """What the file rank reads of the paths (made again only when the paths change)."""
+
+    offsets: Array  # int64: path i's word keys are keys[offsets[i]:offsets[i+1]]
+    keys: Array  # uint64
+    folders: list[tuple[str, ...]]  # the distinct folders, sorted
+    folder_of: Array  # int32: each path's folder, an index into `folders`
+
+
+def path_terms(paths: list[str]) -> PathTerms:
+    """The keys of each path's words (folder and file names; the extension left out), unique
+    per path, and each path's folder."""
+    folder_names = sorted({tuple(p.split("/")[:-1]) for p in paths})
+    index = {f: i for i, f in enumerate(folder_names)}
+    folder_of = np.array([index[tuple(p.split("/")[:-1])] for p in paths], dtype=np.int32)
     offsets = np.zeros(len(paths) + 1, dtype=np.int64)
     keys: list[int] = []
     for i, path in enumerate(paths):
@@ -60,7 +73,7 @@ def path_terms(paths: list[str]) -> tuple[Array, Array]:
         words = sorted({word_key(w) for w in sub_words(stem)})
         keys.extend(words)
         offsets[i + 1] = len(keys)
-    return offsets, np.array(keys, dtype=KEY)
+    return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of)
 
 
 def file_keys(table: TagTable, row: int) -> Array:
@@ -70,7 +83,7 @@ def file_keys(table: TagTable, row: int) -> Array:
     return np.unique(np.concatenate([refs, defs]))
 
 
-def lexical(table: TagTable, paths: tuple[Array, Array], query: Array) -> Array:
+def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
     """BM25 of every file against the query's keys (unique): its references (each counted as
     often as it occurs), definitions and path words are its terms."""
     n = len(table.paths)
@@ -83,7 +96,7 @@ def lexical(table: TagTable, paths: tuple[Array, Array], query: Array) -> Array:
     found[found] = groups[q_groups[found]] == query[found]
     r_hit = np.flatnonzero(np.isin(table.r_key, query))
     d_hit = np.flatnonzero(np.isin(table.d_group, q_groups[found]))
-    p_off, p_key = paths
+    p_off, p_key = paths.offsets, paths.keys
     p_hit = np.flatnonzero(np.isin(p_key, query))
     rows = np.concatenate([
         np.searchsorted(table.r_off, r_hit, side="right") - 1,
@@ -111,14 +124,14 @@ def lexical(table: TagTable, paths: tuple[Array, Array], query: Array) -> Array:
     return score
 
 
-def folder(paths: list[str], focus_rows: list[int]) -> Array:
-    """Nearness in the folder tree to the nearest focus file: 1 / (1 + folders between)."""
-    score = np.zeros(len(paths))
-    homes = [paths[r].split("/")[:-1] for r in focus_rows]
+def folder(paths: PathTerms, focus_rows: list[int]) -> Array:
+    """Nearness in the folder tree to the nearest focus file: 1 / (1 + folders between),
+    worked out once per distinct folder."""
+    homes = [paths.folders[paths.folder_of[r]] for r in focus_rows]
     if not homes:
-        return score
-    for i, path in enumerate(paths):
-        parts = path.split("/")[:-1]
+        return np.zeros(len(paths.folder_of))
+    near = np.zeros(len(paths.folders))
+    for i, parts in enumerate(paths.folders):
         best = None
         for home in homes:
             common = 0
@@ -128,8 +141,8 @@ def folder(paths: list[str], focus_rows: list[int]) -> Array:
                 common += 1
             between = len(home) - common + len(parts) - common
             best = between if best is None else min(best, between)
-        score[i] = 1.0 / (1.0 + (best or 0))
-    return score
+        near[i] = 1.0 / (1.0 + (best or 0))
+    return np.asarray(near[paths.folder_of])
 
 
 def ranks(score: Array) -> Array:
