@@ -18,6 +18,7 @@ path heads a block of the map), maps over budget (o200k_base), median seconds pe
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -69,12 +70,15 @@ def _run(python: Path, script: str, job: dict[str, Any], env: dict[str, str]) ->
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _aider(tree: Path, files: list[str], jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Aider's results, kept by (tree, files, queries): it takes minutes a repository."""
+def _aider(tree: Path, files: list[str], jobs: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Aider's results, kept by (tree, files, queries): it takes minutes a repository
+    (REPOMAP_EVAL_AIDER=kept: None unless an earlier run kept them)."""
     key = hashlib.sha256(json.dumps([str(tree.name), files, jobs]).encode()).hexdigest()[:16]
     kept = data.OUT / f"aider-{tree.name}-{key}.json"
     if kept.exists():
         return json.loads(kept.read_text())  # type: ignore[no-any-return]
+    if os.environ.get("REPOMAP_EVAL_AIDER") == "kept":  # only results kept by an earlier run
+        return None
     python = _aider_python()
     home = Path(tempfile.mkdtemp(prefix="tokend-eval-home-"))
     env = _env(home)
@@ -162,9 +166,11 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
     table: dict[str, Any] = {}
     quick = os.environ.get("REPOMAP_EVAL_QUICK") == "1"  # tokend now and the baselines only
     if not quick:
-        table["Aider"] = _score(_aider(tree, files, jobs), jobs, count)
-    with baseline_tree(BEFORE_REV) as before:
-        if before is not None and not quick:
+        aider = _aider(tree, files, jobs)
+        if aider is not None:
+            table["Aider"] = _score(aider, jobs, count)
+    with contextlib.nullcontext(None) if quick else baseline_tree(BEFORE_REV) as before:
+        if before is not None:
             table["tokend (main)"] = _score(
                 _tokend(before / "server", tree, files, jobs)["results"], jobs, count
             )

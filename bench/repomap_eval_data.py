@@ -35,8 +35,8 @@ REPOS: dict[str, tuple[str, str]] = {
     "excalidraw/excalidraw": ("4872083c044491b6d5c96ae134a75464f96d6831", "tuning"),
     "cli/cli": ("44ee17760709bedf1cad7e452e61751489b81a33", "tuning"),
     "pydantic/pydantic": ("2151025aa51263f3016502b00010b78e4481eaa1", "held-out"),
-    "vitejs/vite": ("a98c8d95d552c6fa98ab66fb810f5b39ad5abf49", "held-out"),
     "gohugoio/hugo": ("7b5199fdeff7d7682e9f979f468d55bc7b67b934", "held-out"),
+    "vitejs/vite": ("a98c8d95d552c6fa98ab66fb810f5b39ad5abf49", "held-out"),
 }
 
 
