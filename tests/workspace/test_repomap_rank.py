@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.e2e.rpc import ProcessClient, RpcError
 from tokend.adapters.tokenizers import load_encoding
 
 HUB_USERS = 12
@@ -109,3 +109,8 @@ async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree:
                    "text": "The backoff delay grows too fast between retries"}},
     )  # fmt: skip
     assert again == task
+    with pytest.raises(RpcError) as refused:  # a focus text that is not a string
+        await server.request(
+            "repoMap/get", {"sessionId": sid, "focus": {"files": [], "identifiers": [], "text": 5}}
+        )
+    assert refused.value.code == -32602
