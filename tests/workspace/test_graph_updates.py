@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tokend.adapters.tokenizers import load_encoding
@@ -170,6 +170,15 @@ def test_any_sequence_of_changes_ranks_as_a_fresh_graph(
     focus_file=st.sampled_from(["", "a.py", "pkg/c.py"]),
     focus_name=st.sampled_from(["", "alpha", "_gamma"]),
     limit=st.integers(min_value=1, max_value=30),
+)
+@example(  # a focus identifier both files define: each file's hit comes first, in rank order
+    files={
+        p: FileTags((Definition("alpha", 0, ""), Definition("_gamma", 1, "")), {})
+        for p in ("a.py", "b.py")
+    },
+    focus_file="",
+    focus_name="_gamma",
+    limit=1,
 )
 def test_the_limited_choice_is_the_head_of_the_full_rank(
     files: dict[str, FileTags], focus_file: str, focus_name: str, limit: int

@@ -213,6 +213,8 @@ class RepoGraph:
         group_weight: Array = np.round(self._flow(graph_rank), RANK_DECIMALS)
         found = (t.group_of(name_key(i)) for i in focus.identifiers)
         wanted = np.array(sorted({g for g in found if g is not None}), dtype=np.int32)
+        place = np.full(len(t.paths), len(order), dtype=np.int64)  # each file's place in the rank
+        place[order] = np.arange(len(order))
         counts = (t.d_off[1:] - t.d_off[:-1])[order]
         if limit is not None:  # the files whose first PER_FILE definitions fill `limit`
             enough = np.searchsorted(np.cumsum(np.minimum(counts, PER_FILE)), limit)
@@ -230,11 +232,11 @@ class RepoGraph:
             extra = np.setdiff1d(hits_elsewhere, chosen)
             extra = extra[~np.isin(_file_of(t.d_off, extra), self._focus_rows(focus))]
             chosen = np.concatenate([chosen, extra])
-            position = np.concatenate([position, np.full(len(extra), len(order))])
+            position = np.concatenate([position, place[_file_of(t.d_off, extra)]])
             weight = np.concatenate([weight, group_weight[t.d_group[extra]]])
             nth = np.concatenate([nth, np.zeros(len(extra), dtype=np.int64)])
             hit = np.concatenate([hit, np.ones(len(extra), dtype=bool)])
-        later = nth >= PER_FILE
+        later = (nth >= PER_FILE) & ~hit  # a focus identifier's definitions all come first
         ranked = np.lexsort((chosen, -weight, position, later, ~hit))
         if limit is not None:
             ranked = ranked[:limit]
