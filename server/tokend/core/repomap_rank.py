@@ -27,6 +27,7 @@ from tokend.core.repomap_store import KEY, TagTable, name_key, sub_words, word_k
 
 FUSE_K = 8.0
 K1, B = 1.2, 0.75
+BUCKETS = 1 << 20  # of the membership sieve (_member)
 WEIGHTS = {"graph": 1.0, "lexical": 1.0, "folder": 0.5}
 TEXT_GRAPH_WEIGHT = 0.0  # the graph's weight when the focus is a task's text, not files
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -94,10 +95,10 @@ def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
     q_groups: Array = np.searchsorted(groups, query)
     found: Array = q_groups < len(groups)
     found[found] = groups[q_groups[found]] == query[found]
-    r_hit = np.flatnonzero(np.isin(table.r_key, query))
-    d_hit = np.flatnonzero(np.isin(table.d_group, q_groups[found]))
+    r_hit = np.flatnonzero(_member(table.r_key, query))
+    d_hit = np.flatnonzero(_member(table.d_group, q_groups[found]))
     p_off, p_key = paths.offsets, paths.keys
-    p_hit = np.flatnonzero(np.isin(p_key, query))
+    p_hit = np.flatnonzero(_member(p_key, query))
     rows = np.concatenate([
         np.searchsorted(table.r_off, r_hit, side="right") - 1,
         np.searchsorted(table.d_off, d_hit, side="right") - 1,
@@ -122,6 +123,21 @@ def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
     term = idf * tf * (K1 + 1) / (tf + norm[rows])
     np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
     return score
+
+
+def _member(values: Array, ascending: Array) -> Array:
+    """values[i] in `ascending` (sorted, small): a bucket table of the query's low bits sifts
+    the values in one pass, and only those in a query bucket are searched (no sort of the
+    kernel's millions of references, as np.isin would make)."""
+    found = np.zeros(len(values), dtype=bool)
+    if not len(ascending) or not len(values):
+        return found
+    buckets = np.zeros(BUCKETS, dtype=bool)
+    buckets[(ascending % BUCKETS).astype(np.intp)] = True
+    maybe = np.flatnonzero(buckets[(values % BUCKETS).astype(np.intp)])
+    at = np.minimum(np.searchsorted(ascending, values[maybe]), len(ascending) - 1)
+    found[maybe] = ascending[at] == values[maybe]
+    return found
 
 
 def folder(paths: PathTerms, focus_rows: list[int]) -> Array:
