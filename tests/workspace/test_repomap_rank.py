@@ -114,3 +114,21 @@ async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree:
             "repoMap/get", {"sessionId": sid, "focus": {"files": [], "identifiers": [], "text": 5}}
         )
     assert refused.value.code == -32602
+
+
+def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
+    """BM25's membership test (buckets of low bits, then a search), a block at a time, gives
+    np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""
+    import numpy as np
+
+    from tokend.core import repomap_rank
+
+    monkeypatch.setattr(repomap_rank, "SIEVE_BLOCK", 1000)  # many blocks, cut anywhere
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**63, 10_007, dtype=np.uint64)
+    query = np.unique(np.concatenate([keys[::97], rng.integers(0, 2**63, 50, dtype=np.uint64)]))
+    groups = rng.integers(-1, 5000, 10_007).astype(np.int32)
+    wanted = np.unique(groups[:40])
+    assert (repomap_rank._member(keys, query) == np.isin(keys, query)).all()
+    assert (repomap_rank._member(groups, wanted) == np.isin(groups, wanted)).all()
+    assert not repomap_rank._member(keys, query[:0]).any()

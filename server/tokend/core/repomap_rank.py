@@ -28,6 +28,7 @@ from tokend.core.repomap_store import KEY, TagTable, name_key, sub_words, word_k
 FUSE_K = 8.0
 K1, B = 1.2, 0.75
 BUCKETS = 1 << 20  # of the membership sieve (_member)
+SIEVE_BLOCK = 1 << 18  # values sieved at once
 WEIGHTS = {"graph": 1.0, "lexical": 1.0, "folder": 0.5}
 TEXT_GRAPH_WEIGHT = 0.0  # the graph's weight when the focus is a task's text, not files
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -134,9 +135,11 @@ def _member(values: Array, ascending: Array) -> Array:
         return found
     buckets = np.zeros(BUCKETS, dtype=bool)
     buckets[(ascending % BUCKETS).astype(np.intp)] = True
-    maybe = np.flatnonzero(buckets[(values % BUCKETS).astype(np.intp)])
-    at = np.minimum(np.searchsorted(ascending, values[maybe]), len(ascending) - 1)
-    found[maybe] = ascending[at] == values[maybe]
+    for start in range(0, len(values), SIEVE_BLOCK):  # bounded temporaries (the kernel)
+        part = values[start : start + SIEVE_BLOCK]
+        maybe = np.flatnonzero(buckets[(part % BUCKETS).astype(np.intp)])
+        at = np.minimum(np.searchsorted(ascending, part[maybe]), len(ascending) - 1)
+        found[start + maybe] = ascending[at] == part[maybe]
     return found
 
 
