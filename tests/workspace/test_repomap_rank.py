@@ -132,3 +132,23 @@ def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch)
     assert (repomap_rank._member(keys, query) == np.isin(keys, query)).all()
     assert (repomap_rank._member(groups, wanted) == np.isin(groups, wanted)).all()
     assert not repomap_rank._member(keys, query[:0]).any()
+
+
+def test_fitting_a_map_reads_about_the_files_it_shows():
+    """4,000 candidates, one definition per file (the kernel's case): fitting 1,024 tokens
+    reads the lines of about twice the files the map shows (plus the few tried after), not
+    half the candidates as a plain bisection did."""
+    from tokend.core.repomap_render import EXTRA_CANDIDATES, RankedDefinition, fit_map
+
+    ranked = [RankedDefinition(f"drivers/part_{i:04d}.c", 0) for i in range(4000)]
+    read: set[str] = set()
+
+    def text_of(path: str, line: int) -> str:
+        read.add(path)
+        return f"int probe_{path[-7:-2]}(struct device *dev);"
+
+    fitted = fit_map(ranked, 1024, o200k, text_of)
+    assert 0 < fitted.tokens == o200k(fitted.text) <= 1024
+    shown = len(fitted.files)
+    assert shown > 20
+    assert len(read) <= 2 * shown + EXTRA_CANDIDATES + 1
