@@ -34,6 +34,8 @@ SECTIONS = [
     "workspace",
     "kernel",
     "ranking",
+    "repomap_eval",
+    "repomap_pagerank",
     "abuse",
     "shared_db",
     "bigframes",

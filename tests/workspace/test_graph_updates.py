@@ -8,9 +8,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tokend.adapters.tokenizers import load_encoding
@@ -101,30 +100,6 @@ def test_a_batch_too_large_to_track_rebuilds_to_the_same_maps(
     assert maps(index) == maps(fresh)
 
 
-@settings(max_examples=300)
-@given(
-    weights=st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.5]), min_size=1, max_size=60),
-    data=st.data(),
-    limit=st.integers(min_value=1, max_value=70),
-)
-def test_the_partitioned_choice_is_the_head_of_the_full_sort(
-    weights: list[float], data: st.DataObject, limit: int
-):
-    """Ties everywhere (few distinct weights and bases): the definitions chosen without a sort
-    are exactly the first `limit` of sorting them all by (hit, weight, base, position)."""
-    n = len(weights)
-    base = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=n, max_size=n)))
-    hit = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    valid = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    weight = np.array(weights)
-    expected = sorted(
-        (i for i in range(n) if valid[i]), key=lambda i: (not hit[i], -weight[i], -base[i], i)
-    )[:limit]
-    found = repomap._first(weight, base, hit, valid, limit)
-    order = found[np.lexsort((found, -base[found], -weight[found], ~hit[found]))]
-    assert order.tolist() == expected
-
-
 def test_ranking_a_block_at_a_time_gives_the_same_maps(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -183,3 +158,37 @@ def test_any_sequence_of_changes_ranks_as_a_fresh_graph(
     fresh.set_files(final)
     assert graph.rank(focus, limit=50) == fresh.rank(focus, limit=50)
     assert graph.paths == sorted(final)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    files=st.dictionaries(
+        st.sampled_from(["a.py", "b.py", "pkg/c.py", "pkg/d.py", "e.py"]),
+        tags_strategy.filter(lambda t: t is not None),
+        min_size=1,
+    ),
+    focus_file=st.sampled_from(["", "a.py", "pkg/c.py"]),
+    focus_name=st.sampled_from(["", "alpha", "_gamma"]),
+    limit=st.integers(min_value=1, max_value=30),
+)
+@example(  # a focus identifier both files define: each file's hit comes first, in rank order
+    files={
+        p: FileTags((Definition("alpha", 0, ""), Definition("_gamma", 1, "")), {})
+        for p in ("a.py", "b.py")
+    },
+    focus_file="",
+    focus_name="_gamma",
+    limit=1,
+)
+def test_the_limited_choice_is_the_head_of_the_full_rank(
+    files: dict[str, FileTags], focus_file: str, focus_name: str, limit: int
+):
+    """Ties everywhere (few names, few files): the first `limit` definitions, chosen from the
+    files whose first definitions fill `limit`, are exactly the head of ranking them all."""
+    graph = repomap.RepoGraph()
+    graph.set_files(files)
+    focus = Focus(
+        frozenset([focus_file] if focus_file else []),
+        frozenset([focus_name] if focus_name else []),
+    )
+    assert graph.rank(focus, limit=limit) == graph.rank(focus)[:limit]

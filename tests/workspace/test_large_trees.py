@@ -106,7 +106,7 @@ def test_a_failed_tag_build_does_not_leave_map_requests_waiting(tmp_path: Path):
 def test_a_graph_too_large_to_factor_ranks_as_the_factored_one(monkeypatch: pytest.MonkeyPatch):
     """Past DIRECT_MAX_FILES the rank is solved iteratively: the same maps as SciPy's LU."""
     from tokend.adapters.tags import TagParser
-    from tokend.core import repomap
+    from tokend.core import repomap, repomap_solve
     from tokend.core.repomap_render import fit_map
 
     source = Path(__file__).resolve().parents[2] / "server" / "tokend"
@@ -124,5 +124,5 @@ def test_a_graph_too_large_to_factor_ranks_as_the_factored_one(monkeypatch: pyte
         return [fit_map(graph.rank(f, limit=2000), 1024, len, line_of).text for f in focuses]
 
     factored = maps()
-    monkeypatch.setattr(repomap, "DIRECT_MAX_FILES", 0)
+    monkeypatch.setattr(repomap_solve, "DIRECT_MAX_FILES", 0)
     assert maps() == factored

@@ -12,14 +12,13 @@ updated in place is the graph a new process builds, bit for bit.
 
 Ranking is personalized PageRank over that graph (damping 0.85): the focus files and the files
 defining a focus identifier share the restart mass (with a small uniform floor), dangling files
-restart like everyone. It is solved exactly as the sparse linear system (I - a P^T) y = v with
-SciPy's sparse solver, x = y / sum(y): no hand-written iteration, the same numbers in every
-process. Up to DIRECT_MAX_FILES files the system's LU factors are made once per graph version
-and each focus is one pair of triangular solves; past it (the kernel) the factors would fill
-gigabytes, so the same system is solved with SciPy's BiCGSTAB to a relative residual of 1e-12.
-Definitions of a focus identifier come first; then a definition's rank is the rank that flows
-to its name along references; ties fall to its file's rank, then path, line, name key. Ranks
-are rounded to RANK_DECIMALS before sorting, so the order does not hang on the last bits.
+restart like everyone; solved exactly (core.repomap_solve). That rank is one signal of the file
+rank (core.repomap_rank fuses it with BM25 over names and path words, and nearness in the folder
+tree). The map's definitions follow the file rank: definitions of a focus identifier first,
+then each file's best PER_FILE definitions, files in rank order, then the rest of each file's,
+likewise; within a file a definition weighs the rank that flows to its name along references;
+ties fall to position (path, line, name key). Scores are rounded to RANK_DECIMALS before
+sorting, so the order does not hang on the last bits.
 
 The tags are packed (core.repomap_store): names are 64-bit keys, definitions keep their line
 and not its text, which the caller reads when it renders the map.
@@ -33,20 +32,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp  # type: ignore[import-untyped]  # SciPy ships no stubs
-import scipy.sparse.linalg as spla  # type: ignore[import-untyped]
 
 from tokend.core import repomap_edges as graph_rows
+from tokend.core import repomap_rank as signals_of
 from tokend.core.repomap_edges import MAX_DEFINERS, Edges, renumbered, replaced
+from tokend.core.repomap_rank import Signals
 from tokend.core.repomap_render import RankedDefinition
+from tokend.core.repomap_solve import solver
 from tokend.core.repomap_store import PackedTags, TagTable, name_key
 from tokend.core.repomap_tags import FileTags
 
-DAMPING = 0.85
 FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
-RANK_DECIMALS = 15
-DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively (see _solver)
-ITERATIVE_RTOL = 1e-12
+RANK_DECIMALS = 12
+PER_FILE = 1  # definitions a file shows before the next file's come (bench.repomap_eval: 1 shows the most targets)
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
 RANK_BLOCK = 1 << 17  # definitions weighed at once (bounds the memory of a rank)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -56,10 +54,12 @@ Array = Any
 
 @dataclass(frozen=True, slots=True)
 class Focus:
-    """What the next request is about: files (workspace-relative paths) and identifiers."""
+    """What the next request is about: files (workspace-relative paths), identifiers, and the
+    task's text (its words weigh files by BM25)."""
 
     files: frozenset[str] = frozenset()
     identifiers: frozenset[str] = frozenset()
+    text: str = ""
 
 
 def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
@@ -83,6 +83,8 @@ class RepoGraph:
     _edges: Edges | None = None  # None: every row is to be derived
     _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
     _ranking: tuple[int, _Ranking] | None = None
+    signals: Signals = field(default_factory=Signals)
+    _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
 
     def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
         """Replace (None: remove) the tags of some files; True when the graph changed."""
@@ -159,45 +161,93 @@ class RepoGraph:
         if self.table.paths:
             self._prepared()
 
-    def rank(self, focus: Focus, limit: int | None = None) -> list[RankedDefinition]:
-        """The definitions outside the focus files, most relevant first (the first `limit`)."""
+    def rank_files(self, focus: Focus) -> list[tuple[str, float]]:
+        """Every file but the focus files, most relevant first, with its score."""
         if not self.table.paths:
             return []
-        c = self._prepared()
+        score = self._file_scores(focus, self._pagerank(self._prepared(), focus))
+        return [(self.table.paths[r], float(score[r])) for r in self._file_order(focus, score)]
+
+    def _file_order(self, focus: Focus, score: Array) -> Array:
+        order = np.lexsort((np.arange(len(score)), -score))
+        return order[~np.isin(order, self._focus_rows(focus))]
+
+    def _file_scores(self, focus: Focus, graph_rank: Array) -> Array:
+        """The fused file scores (core.repomap_rank), rounded."""
+        t, on = self.table, self.signals
+        focus_rows = sorted(self._focus_rows(focus))
+        scores: dict[str, Array] = {}
+        if on.graph:
+            scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
+        if on.lexical:
+            keys = [signals_of.file_keys(t, r) for r in focus_rows]
+            if focus.text:
+                keys.append(signals_of.text_keys(focus.text))
+            query = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
+            scores["lexical"] = signals_of.lexical(t, self._paths_terms(), query)
+        if on.folder:
+            scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
+        text_only = bool(focus.text) and not focus_rows
+        fused = signals_of.fused(scores, len(t.paths), text_only=text_only)
+        return np.round(fused, RANK_DECIMALS)
+
+    def _paths_terms(self) -> signals_of.PathTerms:
+        if self._path_terms is None or self._path_terms[0] != self.table.paths:
+            self._path_terms = (self.table.paths, signals_of.path_terms(self.table.paths))
+        return self._path_terms[1]
+
+    def rank(self, focus: Focus, limit: int | None = None) -> list[RankedDefinition]:
+        """The definitions outside the focus files, most relevant first (the first `limit`)."""
+        return self.rank_with_scores(focus, limit)[0]
+
+    def rank_with_scores(
+        self, focus: Focus, limit: int | None = None
+    ) -> tuple[list[RankedDefinition], dict[str, float]]:
+        """`rank`, and the file score of each file the definitions are in."""
+        if not self.table.paths:
+            return [], {}
         t = self.table
-        file_rank = self._pagerank(c, focus)
-        group_weight = self._flow(file_rank)
-        np.round(group_weight, RANK_DECIMALS, out=group_weight)
-        file_base: Array = np.round(file_rank, RANK_DECIMALS)
+        graph_rank = self._pagerank(self._prepared(), focus)
+        score = self._file_scores(focus, graph_rank)
+        order = self._file_order(focus, score)
+        group_weight: Array = np.round(self._flow(graph_rank), RANK_DECIMALS)
         found = (t.group_of(name_key(i)) for i in focus.identifiers)
         wanted = np.array(sorted({g for g in found if g is not None}), dtype=np.int32)
-        valid = np.ones(len(t.paths), dtype=bool)
-        for p in focus.files:
-            if (row := t.row(p)) is not None:
-                valid[row] = False
-        picked = []
-        for start in range(0, len(t.d_line), RANK_BLOCK):  # a block at a time: bounded memory
-            block = slice(start, start + RANK_BLOCK)
-            files = _file_of(t.d_off, np.arange(start, min(start + RANK_BLOCK, len(t.d_line))))
-            picked.append(
-                start
-                + _first(
-                    group_weight[t.d_group[block]],
-                    file_base[files],
-                    np.isin(t.d_group[block], wanted),
-                    valid[files],
-                    limit,
-                )
-            )
-        chosen = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
-        chosen_files = _file_of(t.d_off, chosen)
-        weight, base = group_weight[t.d_group[chosen]], file_base[chosen_files]
+        place = np.full(len(t.paths), len(order), dtype=np.int64)  # each file's place in the rank
+        place[order] = np.arange(len(order))
+        counts = (t.d_off[1:] - t.d_off[:-1])[order]
+        if limit is not None:  # the files whose first PER_FILE definitions fill `limit`
+            enough = np.searchsorted(np.cumsum(np.minimum(counts, PER_FILE)), limit)
+            order, counts = order[: enough + 1], counts[: enough + 1]
+        starts = t.d_off[order]
+        chosen = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        position = np.repeat(np.arange(len(order)), counts)  # the file's place in the rank
+        weight = group_weight[t.d_group[chosen]]
+        within = np.lexsort((chosen, -weight, position))  # by file, best definition first
+        nth = np.empty(len(chosen), dtype=np.int64)
+        nth[within] = np.arange(len(chosen)) - np.repeat(np.cumsum(counts) - counts, counts)
         hit = np.isin(t.d_group[chosen], wanted)
-        ranked = np.lexsort((chosen, -base, -weight, ~hit))
+        if len(wanted):  # a focus identifier's definitions in focus files are not shown
+            hits_elsewhere = np.flatnonzero(np.isin(t.d_group, wanted))
+            extra = np.setdiff1d(hits_elsewhere, chosen)
+            extra = extra[~np.isin(_file_of(t.d_off, extra), self._focus_rows(focus))]
+            chosen = np.concatenate([chosen, extra])
+            position = np.concatenate([position, place[_file_of(t.d_off, extra)]])
+            weight = np.concatenate([weight, group_weight[t.d_group[extra]]])
+            nth = np.concatenate([nth, np.zeros(len(extra), dtype=np.int64)])
+            hit = np.concatenate([hit, np.ones(len(extra), dtype=bool)])
+        later = (nth >= PER_FILE) & ~hit  # a focus identifier's definitions all come first
+        ranked = np.lexsort((chosen, -weight, position, later, ~hit))
         if limit is not None:
             ranked = ranked[:limit]
-        files, lines = chosen_files[ranked].tolist(), t.d_line[chosen[ranked]].tolist()
-        return [RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)]
+        files, lines = _file_of(t.d_off, chosen[ranked]).tolist(), t.d_line[chosen[ranked]].tolist()
+        scores = {t.paths[f]: float(score[f]) for f in set(files)}
+        return [
+            RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)
+        ], scores
+
+    def _focus_rows(self, focus: Focus) -> list[int]:
+        return [r for p in focus.files if (r := self.table.row(p)) is not None]
 
     def _flow(self, file_rank: Array) -> Array:
         """The rank flowing to each name (by group) along the references that carry flow:
@@ -244,9 +294,7 @@ class RepoGraph:
             return self._ranking[1]
         self._ranking = None  # the old version's arrays go before the new ones are made
         edges, t = self.edges(), self.table
-        n = len(t.paths)
-        p_matrix = sp.csr_matrix((edges.weights, edges.targets, edges.offsets), shape=(n, n))
-        ranking = _Ranking(_solver(p_matrix))
+        ranking = _Ranking(solver(edges.offsets, edges.targets, edges.weights, len(t.paths)))
         self._ranking = (self.version, ranking)
         return ranking
 
@@ -254,54 +302,3 @@ class RepoGraph:
 def _file_of(offsets: Array, positions: Array) -> Array:
     """The row of each entry position of a table whose rows start at `offsets`."""
     return np.searchsorted(offsets, positions, side="right") - 1
-
-
-def _first(weight: Array, base: Array, hit: Array, valid: Array, limit: int | None) -> Array:
-    """Which of the valid entries are the first `limit` of the order (focus hits, then weight,
-    then base, then position; all descending but position), as positions in no particular
-    order: partitions, not a sort (the kernel: 4,000 of 2.9 million definitions)."""
-    everyone = np.flatnonzero(valid)
-    if limit is None or len(everyone) <= limit:
-        return everyone
-    hits = np.flatnonzero(valid & hit)
-    if len(hits) >= limit:
-        return _best(hits, weight, base, limit)
-    others = np.flatnonzero(valid & ~hit)
-    return np.concatenate([hits, _best(others, weight, base, limit - len(hits))])
-
-
-def _best(among: Array, weight: Array, base: Array, limit: int) -> Array:
-    """The `limit` entries of `among` (ascending positions) first by weight, then base, then
-    position."""
-    if len(among) <= limit:
-        return among
-    weights = weight[among]
-    cut = np.partition(weights, len(weights) - limit)[len(weights) - limit]
-    above, tied = among[weights > cut], among[weights == cut]
-    limit -= len(above)
-    bases = base[tied]
-    base_cut = np.partition(bases, len(bases) - limit)[len(bases) - limit]
-    higher, level = tied[bases > base_cut], tied[bases == base_cut]
-    return np.concatenate([above, higher, level[: limit - len(higher)]])
-
-
-def _solver(p_matrix: Any) -> Callable[[Array], Array]:
-    """y = solve(v) for (I - DAMPING P^T) y = v: its LU factors up to DIRECT_MAX_FILES files;
-    beyond, SciPy's BiCGSTAB from v on the operator (no matrix is formed or factored)."""
-    n = p_matrix.shape[0]
-    if n <= DIRECT_MAX_FILES:
-        system = (sp.identity(n, format="csc") - DAMPING * p_matrix.T).tocsc()
-        solve: Callable[[Array], Array] = spla.splu(system).solve
-        return solve
-    transposed = p_matrix.T  # a CSC view: no copy
-    operator = spla.LinearOperator(
-        (n, n), matvec=lambda y: y - DAMPING * (transposed @ y), dtype=np.float64
-    )
-
-    def iterate(v: Array) -> Array:
-        y, info = spla.bicgstab(operator, v, x0=v, rtol=ITERATIVE_RTOL, atol=0.0, maxiter=1000)
-        if info != 0:
-            raise ArithmeticError(f"the rank did not converge (BiCGSTAB info {info})")
-        return np.asarray(y)
-
-    return iterate

@@ -24,6 +24,7 @@ or looked up again.
 from __future__ import annotations
 
 import hashlib
+import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,20 @@ from tokend.core.repomap_tags import FileTags
 KEY = np.uint64
 RENUMBER_BLOCK = 1 << 18  # entries renumbered at once (bounds a change's extra memory)
 Array = Any  # a numpy array (numpy's own annotations would not add much here)
+
+
+_SUB_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def sub_words(name: str) -> list[str]:
+    """The words of an identifier or a path, lowercase, 3 characters or more:
+    `parseHTTPConfig_v2` -> parse, http, config."""
+    return [w.lower() for w in _SUB_WORD.findall(name) if len(w) >= 3]
+
+
+def word_key(word: str) -> int:
+    """The key of a lowercase word (no identifier's key: the name `word` has another)."""
+    return name_key("\0" + word)
 
 
 def name_key(name: str) -> int:
@@ -55,11 +70,17 @@ class PackedTags:
 
     @classmethod
     def of(cls, tags: FileTags) -> PackedTags:
+        """The references include the words of the definitions' names (`word_key`), which no
+        file defines: they carry no edge, only the words BM25 matches a task's text with."""
         pairs = sorted({(d.line, name_key(d.name)) for d in tags.definitions})
         refs: dict[int, int] = {}
         for name, count in tags.references.items():
             key = name_key(name)
             refs[key] = refs.get(key, 0) + int(count)
+        for d in tags.definitions:
+            for word in sub_words(d.name):
+                key = word_key(word)
+                refs[key] = refs.get(key, 0) + 1
         ordered = sorted(refs.items())
         return cls(
             np.array([k for _, k in pairs], dtype=KEY),

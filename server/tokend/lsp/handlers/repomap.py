@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 class FocusParams:
     files: list[str] = attrs.Factory(list)
     identifiers: list[str] = attrs.Factory(list)
+    text: str = ""
 
 
 @attrs.frozen
@@ -45,12 +46,12 @@ def register(server: TokendServer) -> None:
         focus = None
         if p.focus is not None:
             files = frozenset(index.relative(f) for f in p.focus.files)
-            focus = Focus(files, frozenset(p.focus.identifiers))
+            focus = Focus(files, frozenset(p.focus.identifiers), p.focus.text)
         found = await service.run(lambda: session_map(workspaces, data, p.budget_tokens, focus))
         return {
             "text": found.text,
             "tokens": found.tokens,
-            "files": list(found.files),
+            "files": [{"path": path, "score": round(score, 6)} for path, score in found.files],
             "basis": found.basis,
             "budgetTokens": found.budget_tokens,
         }

@@ -2,8 +2,8 @@
 
 The budget is `budgetTokens`, else the session's repo-map target (core.budget: input limit / 8,
 clamped to 1,024..4,096, doubled when the session has no chat files). The focus is the given
-one, else the session's chat files and the identifiers of its last user message that the
-repository defines.
+one, else the session's chat files, and its last user message: its text (BM25 over the files'
+names and paths) and the identifiers in it that the repository defines.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tokend.service.workspace.session_files import listed, session_index
 class RepoMap:
     text: str
     tokens: int
-    files: tuple[str, ...]
+    files: tuple[tuple[str, float], ...]  # (path, score), best first
     basis: str  # "exact" | "estimate"
     budget_tokens: int
 
@@ -33,7 +33,7 @@ def session_focus(index: WorkspaceIndex, data: SessionData) -> Focus:
     files = frozenset(p for p, read_only in listed(data) if not read_only)
     last_user = next((m for m in reversed(data.messages) if m.role == "user"), None)
     words = " ".join(part_text(sp.part) for sp in last_user.parts) if last_user else ""
-    return Focus(files, identifiers_in(words, index.tags.defines))
+    return Focus(files, identifiers_in(words, index.tags.defines), words)
 
 
 async def map_ready(index: WorkspaceIndex) -> None:
@@ -67,4 +67,4 @@ def session_map(
     counter_id = data.model.tokenizer if counter.exact else f"estimate:{data.model.name}"
     fitted = index.tags.repo_map(chosen, budget, counter.count_text, counter_id or "")
     basis = "exact" if counter.exact else "estimate"
-    return RepoMap(fitted.text, fitted.tokens, fitted.files, basis, budget)
+    return RepoMap(fitted.text, fitted.tokens, fitted.ranked, basis, budget)

@@ -213,8 +213,10 @@ class WorkspaceTags:
             if found is not None:
                 self._maps.move_to_end(key)
                 return found
-            ranked = self._graph.rank(focus, limit=budget_tokens + EXTRA_CANDIDATES + 1)
+            limit = budget_tokens + EXTRA_CANDIDATES + 1
+            ranked, scores = self._graph.rank_with_scores(focus, limit=limit)
             fitted = fit_map(ranked, budget_tokens, count, self._line_reader())
+            fitted = fitted.in_rank_order(scores)
             self._maps[key] = fitted
             while len(self._maps) > MAP_CACHE_ENTRIES:
                 self._maps.popitem(last=False)

@@ -1,0 +1,300 @@
+"""The repo map's evaluation data (bench.repomap_eval): pinned public repositories, the commits
+taken from their history, and the trivial baselines' rankings.
+
+Each repository is a git directory with history: REPOMAP_EVAL_GIT (a folder holding
+`owner+name/repo` or `owner+name.git` git dirs) else bench/out/eval/git, where a missing one is
+cloned (`git clone --bare https://github.com/owner/name`). The tree a repository is mapped at is
+its pinned commit (`git archive`, unpacked under bench/out/eval/trees). Queries: walking back
+from the pin along first parents, skipping merges, the first COMMITS commits whose changed
+source files (a language tokend tags) number 2..MAX_GROUP and all exist at the pin; a commit
+touching more source files than that is a sweep and is skipped. One query per commit: the focus
+is the changed file whose sha1(commit + path) is least, the targets are its other changed files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import subprocess
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out" / "eval"
+COMMITS = 25
+MAX_GROUP = 12
+SCAN = 3000  # commits looked at, at most, per repository
+
+# owner/name -> (pinned commit, role). Tuning: the signals' weights were chosen looking at
+# these; held-out: only measured.
+REPOS: dict[str, tuple[str, str]] = {
+    "python/mypy": ("8b3e7d8b9f63543374e53d1c389ea443dd65bc46", "tuning"),
+    "excalidraw/excalidraw": ("4872083c044491b6d5c96ae134a75464f96d6831", "tuning"),
+    "cli/cli": ("44ee17760709bedf1cad7e452e61751489b81a33", "tuning"),
+    "pydantic/pydantic": ("2151025aa51263f3016502b00010b78e4481eaa1", "held-out"),
+    "gohugoio/hugo": ("7b5199fdeff7d7682e9f979f468d55bc7b67b934", "held-out"),
+    "vitejs/vite": ("a98c8d95d552c6fa98ab66fb810f5b39ad5abf49", "held-out"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    commit: str
+    focus: str
+    targets: tuple[str, ...]
+    message: str  # the commit's subject and body (a task's text)
+
+
+def git_dir(repo: str) -> Path:
+    slug = repo.replace("/", "+")
+    base = Path(os.environ.get("REPOMAP_EVAL_GIT") or OUT / "git")
+    for candidate in (base / slug / "repo", base / f"{slug}.git"):
+        if candidate.is_dir():
+            return candidate
+    target = base / f"{slug}.git"
+    base.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", f"https://github.com/{repo}", str(target)], check=True
+    )
+    return target
+
+
+def _git(repo: str, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "--git-dir", str(git_dir(repo)), *args], capture_output=True, check=True
+    )
+    return done.stdout.decode("utf-8", "replace")
+
+
+def tree(repo: str) -> Path:
+    """The repository's files at its pinned commit (written once; a blob the git dir lacks, as
+    a partial clone or a snapshot without its biggest files may, is left out)."""
+    pin = REPOS[repo][0]
+    target = OUT / "trees" / f"{repo.replace('/', '+')}-{pin[:12]}"
+    if (target / ".unpacked").exists():
+        return target
+    listing = _git(repo, "ls-tree", "-r", "-z", pin).split("\0")
+    blobs = []
+    for entry in listing:
+        if entry:
+            meta, path = entry.split("\t", 1)
+            mode, kind, sha = meta.split()
+            if kind == "blob" and mode in ("100644", "100755"):
+                blobs.append((sha, path))
+    batch = subprocess.run(
+        ["git", "--git-dir", str(git_dir(repo)), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha, _ in blobs).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    at = 0
+    for _sha, path in blobs:
+        header_end = batch.index(b"\n", at)
+        header = batch[at:header_end].split()
+        at = header_end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        dest = target / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(batch[at : at + size])
+        at += size + 1
+    (target / ".unpacked").write_text(pin)
+    return target
+
+
+def queries(repo: str, source_files: set[str]) -> list[Query]:
+    pin = REPOS[repo][0]
+    log = _git(repo, "log", "--first-parent", "--no-merges", "--no-renames", "-n", str(SCAN),
+               "--format=\x01%H\x02%B\x03", "--name-only", pin)  # fmt: skip
+    found: list[Query] = []
+    for block in log.split("\x01")[1:]:
+        commit, rest = block.split("\x02", 1)
+        message, names = rest.split("\x03", 1)
+        changed = sorted({n for n in names.split("\n") if n.strip()})
+        if commit == pin:
+            continue
+        source = [n for n in changed if _is_source(n)]
+        if not 2 <= len(source) <= MAX_GROUP or any(n not in source_files for n in source):
+            continue
+        focus = min(source, key=lambda p: hashlib.sha1(f"{commit}{p}".encode()).hexdigest())
+        targets = tuple(p for p in source if p != focus)
+        found.append(Query(commit, focus, targets, message.strip()))
+        if len(found) >= COMMITS:
+            break
+    return found
+
+
+def _is_source(path: str) -> bool:
+    from tokend.core.fileclass import language_of
+
+    return language_of(path) is not None
+
+
+# -- baselines -----------------------------------------------------------------------------
+
+
+def same_folder(focus: str, files: list[str]) -> list[str]:
+    """Files nearest the focus in the folder tree first (its folder, then its parent's ...),
+    alphabetically within a distance."""
+    home = PurePosixPath(focus).parent.parts
+
+    def distance(path: str) -> tuple[int, str]:
+        parts = PurePosixPath(path).parent.parts
+        common = 0
+        for a, b in zip(home, parts, strict=False):
+            if a != b:
+                break
+            common += 1
+        return (len(home) - common, path)
+
+    return sorted((f for f in files if f != focus), key=distance)
+
+
+_PY_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w*, ()]+)|import\s+([\w., ]+))",
+                        re.M)  # fmt: skip
+_JS_IMPORT = re.compile(r"""(?:from|import|require\(|import\()\s*['"](\.{1,2}/[^'"]+)['"]""")
+_GO_IMPORT = re.compile(r'"([\w.\-/]+)"')
+_GO_BLOCK = re.compile(r"^import\s*(?:\(([^)]*)\)|([^\n]*))", re.M)
+_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+
+
+def import_graph(root: Path, files: list[str]) -> dict[str, set[str]]:
+    """Undirected file graph of resolved imports (Python modules, relative JS/TS specifiers,
+    Go packages of the module named by go.mod)."""
+    known = set(files)
+    by_suffix: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        if f.endswith(".py"):
+            mod = f[:-3].removesuffix("/__init__")
+            parts = mod.split("/")
+            for i in range(len(parts)):
+                by_suffix[".".join(parts[i:])].append(f)
+    go_module = _go_modules(root)
+    go_dirs: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        if f.endswith(".go"):
+            go_dirs[str(PurePosixPath(f).parent)].append(f)
+    edges: dict[str, set[str]] = defaultdict(set)
+    for f in files:
+        try:
+            text = (root / f).read_text("utf-8", "replace")
+        except OSError:
+            continue
+        for target in _imports_of(f, text, known, by_suffix, go_module, go_dirs):
+            if target != f:
+                edges[f].add(target)
+                edges[target].add(f)
+    return edges
+
+
+def _go_modules(root: Path) -> list[tuple[str, str]]:
+    found = []
+    for mod in sorted(root.rglob("go.mod")):
+        m = re.search(r"^module\s+(\S+)", mod.read_text("utf-8", "replace"), re.M)
+        if m:
+            folder = mod.parent.relative_to(root).as_posix()
+            found.append((m.group(1), "" if folder == "." else folder))
+    return found
+
+
+def _imports_of(  # noqa: C901  # one branch per language
+    path: str,
+    text: str,
+    known: set[str],
+    by_suffix: dict[str, list[str]],
+    go_module: list[tuple[str, str]],
+    go_dirs: dict[str, list[str]],
+) -> set[str]:
+    out: set[str] = set()
+    if path.endswith((".py", ".pyi")):
+        package = PurePosixPath(path).parent.parts
+        for m in _PY_IMPORT.finditer(text):
+            if m.group(3):
+                names = [n.strip().split(" ")[0] for n in m.group(3).split(",")]
+            else:
+                base = m.group(1)
+                dots = len(base) - len(base.lstrip("."))
+                base = base.lstrip(".")
+                if dots:
+                    up = package[: len(package) - (dots - 1)] if dots > 1 else package
+                    base = ".".join([*up, base] if base else up)
+                subs = re.findall(r"\w+", m.group(2))
+                names = [base] + [f"{base}.{s}" if base else s for s in subs]
+            for name in names:
+                out.update(by_suffix.get(name, [])[:1] if name else [])
+    elif path.endswith(_JS_EXTS):
+        folder = PurePosixPath(path).parent
+        for spec in _JS_IMPORT.findall(text):
+            base = os.path.normpath(str(folder / spec))
+            stem = re.sub(r"\.(js|mjs|cjs|jsx)$", "", base)
+            for candidate in (base, *(s + e for s in (stem, stem + "/index") for e in _JS_EXTS)):
+                if candidate in known:
+                    out.add(candidate)
+                    break
+    elif path.endswith(".go"):
+        for block in _GO_BLOCK.finditer(text):
+            for spec in _GO_IMPORT.findall(block.group(1) or block.group(2) or ""):
+                for module, folder in go_module:
+                    if spec == module or spec.startswith(module + "/"):
+                        rel = spec[len(module) :].lstrip("/")
+                        out.update(go_dirs.get(str(PurePosixPath(folder, rel)) or ".", []))
+    return out
+
+
+def import_ranking(focus: str, files: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """Files by hops from the focus in the import graph (nearest first, then by path); files
+    it does not reach after, by path."""
+    hops = {focus: 0}
+    todo = deque([focus])
+    while todo:
+        at = todo.popleft()
+        for nxt in sorted(graph.get(at, ())):
+            if nxt not in hops:
+                hops[nxt] = hops[at] + 1
+                todo.append(nxt)
+    far = 1 << 30
+    return sorted((f for f in files if f != focus), key=lambda f: (hops.get(f, far), f))
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+class BM25:
+    """Okapi BM25 (k1 1.2, b 0.75) over each file's identifiers and path words."""
+
+    def __init__(self, root: Path, files: list[str]) -> None:
+        self.files = files
+        self.docs: list[Counter[str]] = []
+        for f in files:
+            try:
+                text = (root / f).read_text("utf-8", "replace")
+            except OSError:
+                text = ""
+            words = Counter(w.lower() for w in _WORD.findall(text))
+            words.update(w.lower() for w in _WORD.findall(f))
+            self.docs.append(words)
+        self.avg = sum(sum(d.values()) for d in self.docs) / max(1, len(self.docs))
+        df: Counter[str] = Counter()
+        for d in self.docs:
+            df.update(d.keys())
+        n = len(self.docs)
+        self.idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
+
+    def ranking(self, query: str, exclude: str | None = None) -> list[str]:
+        terms = sorted({w.lower() for w in _WORD.findall(query)})
+        scores = []
+        for f, d in zip(self.files, self.docs, strict=True):
+            if f == exclude:
+                continue
+            length = sum(d.values())
+            s = 0.0
+            for t in terms:
+                tf = d.get(t, 0)
+                if tf:
+                    s += self.idf[t] * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / self.avg))
+            scores.append((-s, f))
+        return [f for _, f in sorted(scores)]

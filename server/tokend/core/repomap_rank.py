@@ -1,0 +1,180 @@
+"""The repo map's file rank: the graph's rank fused with what else says a file belongs with the
+focus (measured by bench.repomap_eval on the co-change of public histories).
+
+Signals, each giving every file a score (0: no evidence):
+- `graph`: personalized PageRank over the reference graph (core.repomap).
+- `lexical`: BM25 (k1 1.2, b 0.75) of each file's names (the names it defines and refers to,
+  and the words of its path) against the focus: the focus files' names, and the words of the
+  task's text. A name many files share is weak evidence (its IDF is low): `get`, `type`,
+  `dict`, a builtin shadowed everywhere weigh next to nothing; a name few files share weighs a
+  lot.
+- `folder`: how near a file is to the focus files in the folder tree (the same folder, then
+  the parent's ...).
+Fusion is by reciprocal rank (FUSE_K): each signal ranks the files by its score, ties sharing
+the better rank, and a file's score is the sum over signals of weight / (FUSE_K + its rank) for
+signals that have evidence for it. Fixed orders throughout: the same files, the same scores.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tokend.core.repomap_store import KEY, TagTable, name_key, sub_words, word_key
+
+FUSE_K = 8.0
+K1, B = 1.2, 0.75
+BUCKETS = 1 << 20  # of the membership sieve (_member)
+SIEVE_BLOCK = 1 << 18  # values sieved at once
+WEIGHTS = {"graph": 1.0, "lexical": 1.0, "folder": 0.5}
+TEXT_GRAPH_WEIGHT = 0.0  # the graph's weight when the focus is a task's text, not files
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+Array = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Which signals the file rank fuses (all on: the map's; off: measured without)."""
+
+    graph: bool = True
+    lexical: bool = True
+    folder: bool = True
+
+
+def text_keys(text: str) -> Array:
+    """The keys of a task's text: its identifiers (3 characters or more) and their words."""
+    names = set(_WORD.findall(text))
+    keys = {name_key(n) for n in names} | {word_key(w) for n in names for w in sub_words(n)}
+    return np.unique(np.array(sorted(keys), dtype=KEY))
+
+
+@dataclass(frozen=True, slots=True)
+class PathTerms:
+    """What the file rank reads of the paths (made again only when the paths change)."""
+
+    offsets: Array  # int64: path i's word keys are keys[offsets[i]:offsets[i+1]]
+    keys: Array  # uint64
+    folders: list[tuple[str, ...]]  # the distinct folders, sorted
+    folder_of: Array  # int32: each path's folder, an index into `folders`
+
+
+def path_terms(paths: list[str]) -> PathTerms:
+    """The keys of each path's words (folder and file names; the extension left out), unique
+    per path, and each path's folder."""
+    folder_names = sorted({tuple(p.split("/")[:-1]) for p in paths})
+    index = {f: i for i, f in enumerate(folder_names)}
+    folder_of = np.array([index[tuple(p.split("/")[:-1])] for p in paths], dtype=np.int32)
+    offsets = np.zeros(len(paths) + 1, dtype=np.int64)
+    keys: list[int] = []
+    for i, path in enumerate(paths):
+        stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+        words = sorted({word_key(w) for w in sub_words(stem)})
+        keys.extend(words)
+        offsets[i + 1] = len(keys)
+    return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of)
+
+
+def file_keys(table: TagTable, row: int) -> Array:
+    """The names a file defines or refers to (keys, unique)."""
+    refs = table.r_key[table.r_off[row] : table.r_off[row + 1]]
+    defs = table.keys_at(int(table.d_off[row]), int(table.d_off[row + 1]))
+    return np.unique(np.concatenate([refs, defs]))
+
+
+def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
+    """BM25 of every file against the query's keys (unique): its references (each counted as
+    often as it occurs), definitions and path words are its terms."""
+    n = len(table.paths)
+    score = np.zeros(n)
+    if not len(query) or not n:
+        return score
+    groups = table.groups()
+    q_groups: Array = np.searchsorted(groups, query)
+    found: Array = q_groups < len(groups)
+    found[found] = groups[q_groups[found]] == query[found]
+    r_hit = np.flatnonzero(_member(table.r_key, query))
+    d_hit = np.flatnonzero(_member(table.d_group, q_groups[found]))
+    p_off, p_key = paths.offsets, paths.keys
+    p_hit = np.flatnonzero(_member(p_key, query))
+    rows = np.concatenate([
+        np.searchsorted(table.r_off, r_hit, side="right") - 1,
+        np.searchsorted(table.d_off, d_hit, side="right") - 1,
+        np.searchsorted(p_off, p_hit, side="right") - 1,
+    ])  # fmt: skip
+    keys = np.concatenate([table.r_key[r_hit], groups[table.d_group[d_hit]], p_key[p_hit]])
+    tf = np.concatenate([table.r_count[r_hit].astype(np.float64),
+                         np.ones(len(d_hit) + len(p_hit))])  # fmt: skip
+    if not len(rows):
+        return score
+    order = np.lexsort((keys, rows))
+    rows, keys, tf = rows[order], keys[order], tf[order]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
+    at = np.flatnonzero(new)
+    tf = np.add.reduceat(tf, at)
+    rows, keys = rows[at], keys[at]
+    _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))[inverse]
+    length = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(p_off)).astype(np.float64)
+    norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
+    term = idf * tf * (K1 + 1) / (tf + norm[rows])
+    np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
+    return score
+
+
+def _member(values: Array, ascending: Array) -> Array:
+    """values[i] in `ascending` (sorted, small): a bucket table of the query's low bits sifts
+    the values in one pass, and only those in a query bucket are searched (no sort of the
+    kernel's millions of references, as np.isin would make)."""
+    found = np.zeros(len(values), dtype=bool)
+    if not len(ascending) or not len(values):
+        return found
+    buckets = np.zeros(BUCKETS, dtype=bool)
+    buckets[(ascending % BUCKETS).astype(np.intp)] = True
+    for start in range(0, len(values), SIEVE_BLOCK):  # bounded temporaries (the kernel)
+        part = values[start : start + SIEVE_BLOCK]
+        maybe = np.flatnonzero(buckets[(part % BUCKETS).astype(np.intp)])
+        at = np.minimum(np.searchsorted(ascending, part[maybe]), len(ascending) - 1)
+        found[start + maybe] = ascending[at] == part[maybe]
+    return found
+
+
+def folder(paths: PathTerms, focus_rows: list[int]) -> Array:
+    """Nearness in the folder tree to the nearest focus file: 1 / (1 + folders between),
+    worked out once per distinct folder."""
+    homes = [paths.folders[paths.folder_of[r]] for r in focus_rows]
+    if not homes:
+        return np.zeros(len(paths.folder_of))
+    near = np.zeros(len(paths.folders))
+    for i, parts in enumerate(paths.folders):
+        best = None
+        for home in homes:
+            common = 0
+            for a, b in zip(home, parts, strict=False):
+                if a != b:
+                    break
+                common += 1
+            between = len(home) - common + len(parts) - common
+            best = between if best is None else min(best, between)
+        near[i] = 1.0 / (1.0 + (best or 0))
+    return np.asarray(near[paths.folder_of])
+
+
+def ranks(score: Array) -> Array:
+    """Each file's rank by score (1: best; ties share the better rank)."""
+    ordered = np.sort(score)[::-1]
+    return np.searchsorted(-ordered, -score, side="left") + 1
+
+
+def fused(scores: dict[str, Array], n: int, *, text_only: bool = False) -> Array:
+    """Reciprocal-rank fusion of the signals' scores (a signal adds nothing where it is 0)."""
+    total = np.zeros(n)
+    for name in sorted(scores):
+        score = scores[name]
+        weight = TEXT_GRAPH_WEIGHT if text_only and name == "graph" else WEIGHTS[name]
+        total += np.where(score > 0, weight / (FUSE_K + ranks(score)), 0.0)
+    return total

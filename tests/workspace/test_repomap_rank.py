@@ -1,0 +1,154 @@
+"""The repo map ranks files, and says how: `repoMap/get` through the real `tokend lsp
+--standalone` process on a real folder, judged against a tree built so the right answer is known
+(the file that shares the focus's rare names and folder; the file a task's words describe)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import tokend_env
+from tests.e2e.rpc import ProcessClient, RpcError
+from tokend.adapters.tokenizers import load_encoding
+
+HUB_USERS = 12
+
+
+def o200k(text: str) -> int:
+    return len(load_encoding("o200k_base").encode_ordinary(text))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A hub every file leans on for common names (`get`, `log`, `dict`), and one pair of
+    files that belong together: pricing (the focus) and the discounts it applies."""
+    root = tmp_path / "ws"
+    (root / "app" / "core").mkdir(parents=True)
+    (root / "app" / "orders").mkdir()
+    (root / "app" / "net").mkdir()
+    (root / "app" / "core" / "utils.py").write_text(
+        "def get(key):\n    return key\n\n\ndef log(msg):\n    print(msg)\n\n\n"
+        "def dict(items):\n    return items\n"
+    )
+    (root / "app" / "orders" / "discounts.py").write_text(
+        "def apply_discount(total, code):\n    return total\n\n\n"
+        "def discount_for_code(code):\n    return 0\n"
+    )
+    calls = "".join(f"    log(get({i}))\n    dict([])\n" for i in range(6))
+    (root / "app" / "orders" / "pricing.py").write_text(
+        "from app.core.utils import get, log, dict\n"
+        "from app.orders.discounts import apply_discount\n\n\n"
+        f"def price_order(order):\n{calls}    return apply_discount(order, 'x')\n"
+    )
+    for i in range(HUB_USERS):
+        (root / "app" / "core" / f"user_{i}.py").write_text(
+            f"def task_{i}():\n    log(get({i}))\n    return dict([])\n"
+        )
+    (root / "app" / "net" / "retry.py").write_text(
+        "def compute_backoff_delay(attempt):\n    return 2 ** attempt\n\n\n"
+        "def should_retry(status):\n    return status >= 500\n"
+    )
+    (root / "app" / "net" / "client.py").write_text(
+        "class HttpClient:\n    def send(self, request):\n        return request\n"
+    )
+    return root
+
+
+@pytest.fixture
+async def server(tmp_path: Path):
+    db = tmp_path / "tokend.sqlite3"
+    home = tmp_path / "home"
+    home.mkdir()
+    client = await ProcessClient.spawn(
+        "lsp",
+        "--standalone",
+        cwd=tmp_path,
+        env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home)),
+    )
+    await client.initialize()
+    yield client
+    assert await client.shutdown() == 0
+
+
+def heads(text: str) -> list[str]:
+    """The paths heading the map's blocks (the map's own format: `path:` then `│line`s)."""
+    return [line[:-1] for line in text.splitlines() if line.endswith(":") and line[0] != "│"]
+
+
+async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree: Path):
+    sid = (
+        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
+    )["sessionId"]
+    got = await server.request(
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 400,
+         "focus": {"files": ["app/orders/pricing.py"], "identifiers": []}},
+    )  # fmt: skip
+    files = got["files"]
+    assert files[0]["path"] == "app/orders/discounts.py"  # rare names, same folder: not the hub
+    scores = [f["score"] for f in files]
+    assert all(isinstance(s, float) and s > 0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert sorted(f["path"] for f in files) == sorted(heads(got["text"]))
+    assert "app/orders/pricing.py" not in heads(got["text"])  # the focus is not shown
+    assert got["tokens"] == o200k(got["text"]) <= 400
+
+    task = await server.request(
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 400,
+         "focus": {"files": [], "identifiers": [],
+                   "text": "The backoff delay grows too fast between retries"}},
+    )  # fmt: skip
+    assert task["files"][0]["path"] == "app/net/retry.py"
+    assert task["tokens"] == o200k(task["text"]) <= 400
+    again = await server.request(
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 400,
+         "focus": {"files": [], "identifiers": [],
+                   "text": "The backoff delay grows too fast between retries"}},
+    )  # fmt: skip
+    assert again == task
+    with pytest.raises(RpcError) as refused:  # a focus text that is not a string
+        await server.request(
+            "repoMap/get", {"sessionId": sid, "focus": {"files": [], "identifiers": [], "text": 5}}
+        )
+    assert refused.value.code == -32602
+
+
+def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
+    """BM25's membership test (buckets of low bits, then a search), a block at a time, gives
+    np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""
+    import numpy as np
+
+    from tokend.core import repomap_rank
+
+    monkeypatch.setattr(repomap_rank, "SIEVE_BLOCK", 1000)  # many blocks, cut anywhere
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**63, 10_007, dtype=np.uint64)
+    query = np.unique(np.concatenate([keys[::97], rng.integers(0, 2**63, 50, dtype=np.uint64)]))
+    groups = rng.integers(-1, 5000, 10_007).astype(np.int32)
+    wanted = np.unique(groups[:40])
+    assert (repomap_rank._member(keys, query) == np.isin(keys, query)).all()
+    assert (repomap_rank._member(groups, wanted) == np.isin(groups, wanted)).all()
+    assert not repomap_rank._member(keys, query[:0]).any()
+
+
+def test_fitting_a_map_reads_about_the_files_it_shows():
+    """4,000 candidates, one definition per file (the kernel's case): fitting 1,024 tokens
+    reads the lines of about twice the files the map shows (plus the few tried after), not
+    half the candidates as a plain bisection did."""
+    from tokend.core.repomap_render import EXTRA_CANDIDATES, RankedDefinition, fit_map
+
+    ranked = [RankedDefinition(f"drivers/part_{i:04d}.c", 0) for i in range(4000)]
+    read: set[str] = set()
+
+    def text_of(path: str, line: int) -> str:
+        read.add(path)
+        return f"int probe_{path[-7:-2]}(struct device *dev);"
+
+    fitted = fit_map(ranked, 1024, o200k, text_of)
+    assert 0 < fitted.tokens == o200k(fitted.text) <= 1024
+    shown = len(fitted.files)
+    assert shown > 20
+    assert len(read) <= 2 * shown + EXTRA_CANDIDATES + 1
