@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import select
 import shutil
 import socket
@@ -434,11 +435,15 @@ def run() -> str:
             else "."
         ),
         "",
-        f"Lines: this work `{mine['line']}`"
+        f"Lines (colour codes left out): this work `{_plain(mine['line'])}`"
         + (f"; baseline `{theirs['line']}`" if theirs is not None else "")
         + (f"; ccusage `{peer[1]}`." if isinstance(peer, tuple) else f". ccusage: {peer}."),
     ]
     return "\n".join(rows)
+
+
+def _plain(line: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", line)
 
 
 def _p95(values: list[float]) -> float:
