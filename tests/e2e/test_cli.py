@@ -135,3 +135,24 @@ def test_import_refuses_a_damaged_line_by_number_and_leaves_a_half_written_last_
     assert half.returncode == 0, half.stderr
     said = json.loads(half.stdout)
     assert said["unfinishedLastLine"] is True and said["skippedLines"] == 0
+
+
+def test_an_imported_sessions_time_is_the_transcripts_span(tmp_path):
+    """Wall time from the transcript's own timestamps (before: the seconds the import took);
+    no API time, which a Claude Code transcript does not record."""
+    from datetime import datetime
+
+    stamps = [
+        datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
+        for r in map(json.loads, filter(str.strip, BIG_SESSION.read_text().splitlines()))
+        if r.get("type") in ("user", "assistant") and r.get("timestamp")
+    ]
+    span_ms = round((max(stamps) - min(stamps)).total_seconds() * 1000)
+    db = {"TOKEND_DATABASE_URL": f"sqlite:///{tmp_path}/cli.sqlite3"}
+    imported = tokend("import", "claude-code", str(BIG_SESSION), "--json", cwd=tmp_path, **db)
+    assert imported.returncode == 0, imported.stderr
+    sid = json.loads(imported.stdout)["sessionId"]
+    status = tokend("status", "--session", sid, "--json", cwd=tmp_path, **db)
+    time = json.loads(status.stdout)["time"]
+    assert time["wallMs"] == span_ms  # 4,180,163 ms: 1 h 9 min 40 s
+    assert time["apiMs"] is None

@@ -104,7 +104,10 @@ def test_big_session_has_152_calls_and_one_compaction() -> None:
     events = parse_transcript(_session("258c7280-ae70-4798-800f-63464d01a85d.jsonl"))
 
     boundaries = [event for event in events if isinstance(event, CompactionBoundary)]
-    assert boundaries == [CompactionBoundary(pre_tokens=167094, trigger="auto")]
+    assert [(b.pre_tokens, b.trigger) for b in boundaries] == [(167094, "auto")]
+    assert boundaries[0].at is not None and boundaries[0].at.isoformat().startswith(
+        "2026-02-11T21:18"
+    )
     assert len(provider_calls(events)) == 152
     after = events[events.index(boundaries[0]) + 1]
     assert isinstance(after, TranscriptMessage) and after.compact_summary

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from tokend.core.types import (
@@ -51,6 +52,17 @@ class TranscriptMessage:
     provider_message_id: str | None = None  # assistant messages: the provider's message id
     meta: bool = False  # a prompt the client hides from the user but sends to the model
     compact_summary: bool = False  # the summary that starts a window after a compaction
+    at: datetime | None = None  # when the agent wrote it (its first record's `timestamp`)
+
+
+def record_time(record: Mapping[str, Any]) -> datetime | None:
+    """A record's `timestamp` (ISO 8601, as Claude Code and Codex write it), None without one."""
+    stamp = str(record.get("timestamp"))
+    try:
+        at = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +81,7 @@ class CompactionBoundary:
 
     pre_tokens: int | None
     trigger: str | None = None
+    at: datetime | None = None  # the boundary record's `timestamp`
 
 
 TranscriptEvent = TranscriptMessage | ProviderCall | CompactionBoundary
@@ -104,6 +117,7 @@ def parse_transcript(lines: Iterable[str | Mapping[str, Any]]) -> list[Transcrip
                 CompactionBoundary(
                     pre_tokens=_int_or_none(metadata.get("preTokens")),
                     trigger=metadata.get("trigger"),
+                    at=record_time(record),
                 )
             )
     return events
@@ -144,12 +158,14 @@ def _group_responses(
     blocks: dict[tuple[str, str | None], list[Part]] = {}
     last: dict[tuple[str, str | None], Mapping[str, Any]] = {}
     first_uuid: dict[tuple[str, str | None], str | None] = {}
+    first_at: dict[tuple[str, str | None], datetime | None] = {}
     for record in records:
         if record.get("type") != "assistant":
             continue
         key = _response_key(record)
         blocks.setdefault(key, []).extend(_assistant_parts(record))
         first_uuid.setdefault(key, record.get("uuid"))
+        first_at.setdefault(key, record_time(record))
         last[key] = record
     grouped = {}
     for key, record in last.items():
@@ -167,6 +183,7 @@ def _group_responses(
                 parts=tuple(blocks[key]),
                 uuid=first_uuid[key],
                 provider_message_id=key[0],
+                at=first_at[key],
             ),
         )
     return grouped
@@ -248,6 +265,7 @@ def _user_message(
         uuid=record.get("uuid"),
         meta=bool(record.get("isMeta")),
         compact_summary=bool(record.get("isCompactSummary")),
+        at=record_time(record),
     )
 
 

@@ -103,7 +103,9 @@ def resume_after(
             continue
         if reply_uuid and event.uuid == reply_uuid and reply_parts is not None:
             if len(event.parts) > reply_parts:
-                grown = TranscriptMessage(event.role, event.parts[reply_parts:], event.uuid)
+                grown = TranscriptMessage(
+                    event.role, event.parts[reply_parts:], event.uuid, at=event.at
+                )
         if event.uuid == last_uuid:
             return Resume(grown, events[index + 1 :])
     return None

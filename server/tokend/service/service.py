@@ -9,7 +9,6 @@ reports back. Readers get immutable snapshots.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -55,8 +54,6 @@ from tokend.core.types import (
     SessionInfo,
     StoredMessage,
     StoredPart,
-    ToolCallPart,
-    ToolResultPart,
     Usage,
 )
 from tokend.core.usage_stats import RateHeadroom
@@ -64,13 +61,13 @@ from tokend.service.catch_up import catch_up
 from tokend.service.counting import ModelCounter
 from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
+from tokend.service.message_checks import check_answers, check_message, check_message_id
 from tokend.service.models import SessionModels
 from tokend.service.session_state import Applied, SessionState, gauge_of
 from tokend.service.turns import Turn
 
 MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
 MAX_TOKEN_COUNT = 2**31 - 1  # no token figure on the wire may exceed this (protocol.md)
-USAGE_WINDOW_FACTOR = 2  # a call's context may exceed the model's catalog window by this much
 
 T = TypeVar("T")
 
@@ -281,12 +278,14 @@ class TokendService:
         model: str | None,
         duration_ms: int | None = None,
         message_id: str | None = None,
+        at: datetime | None = None,
     ) -> AppendMessage:
         """Validate, gate and count a message (pure of session state; safe in a worker
         thread). `duration_ms` (an assistant reply's request to completion) dates the message
-        from its request. Tool results a gate keeps out (core.gates) are counted as the model sees
+        from its request; `at` dates it when it was written elsewhere (an agent's transcript:
+        the session's time figures are then the transcript's, with no API time). Tool results a gate keeps out (core.gates) are counted as the model sees
         them; their originals ride on the change, to be stored with the message."""
-        _check_message(data, role, parts, usage)
+        check_message(data, role, parts, usage)
         if duration_ms is not None and role != "assistant":
             raise InvalidParams(
                 f"message.durationMs on a {role} message: it is how long an assistant reply "
@@ -320,11 +319,11 @@ class TokendService:
             session_id=data.id,
             role=role,
             parts=stored,
-            created_at=now - timedelta(milliseconds=duration_ms) if duration_ms else now,
+            created_at=at or (now - timedelta(milliseconds=duration_ms) if duration_ms else now),
             model=model or (data.info.model if role == "assistant" else None),
             usage=usage,
             cost_usd=call_cost_usd(priced, usage, parts) if usage else None,
-            completed_at=now if usage or duration_ms else None,
+            completed_at=(at if at is not None else now) if usage or duration_ms else None,
         )
         return AppendMessage(message, counts, tool_outputs=originals)
 
@@ -353,7 +352,7 @@ class TokendService:
     ) -> tuple[Message, BudgetSnapshot]:
         state = self.state(session_id)
         state.check_version(if_version)
-        _check_answers(state.data, parts)
+        check_answers(state.data, parts)
         change = self.prepare_append(state.data, role, parts, usage, model, duration_ms)
         applied = state.apply(change, if_version)
         self._learn(state, applied.evolved, save=self._save_calibration)
@@ -370,6 +369,7 @@ class TokendService:
         if_version: int | None = None,
         duration_ms: int | None = None,
         message_id: str | None = None,
+        at: datetime | None = None,
     ) -> AppendResult:
         """As append, counting and writing in a worker thread: the event loop stays free.
         `message_id` (client-chosen) makes the append idempotent: when a message with that id
@@ -385,7 +385,7 @@ class TokendService:
         turn = state.take_turn()
         try:
             return await self._append_in_turn(
-                state, turn, role, parts, usage, model, if_version, duration_ms, message_id
+                state, turn, role, parts, usage, model, if_version, duration_ms, message_id, at
             )
         finally:
             turn.release()
@@ -401,9 +401,10 @@ class TokendService:
         if_version: int | None,
         duration_ms: int | None,
         message_id: str | None,
+        at: datetime | None = None,
     ) -> AppendResult:
         if message_id is not None:
-            _check_message_id(message_id)
+            check_message_id(message_id)
             again = await self._stored_append(state, message_id)
             if again is not None:
                 return again
@@ -411,10 +412,12 @@ class TokendService:
             state.check_version(if_version)  # stale whatever comes before it: not counted
         data = state.data
         change = await self.run(
-            lambda: self.prepare_append(data, role, parts, usage, model, duration_ms, message_id)
+            lambda: self.prepare_append(
+                data, role, parts, usage, model, duration_ms, message_id, at
+            )
         )
         await turn.wait()
-        _check_answers(state.data, parts)
+        check_answers(state.data, parts)
         try:
             applied = await state.apply_async(change, if_version, self.submit)
         except AlreadyStored as exc:  # the same id appended meanwhile (another connection)
@@ -452,10 +455,15 @@ class TokendService:
         return AppendResult(message_id, stored.version, stored.tokens, state.snapshot, message)
 
     def summary_change(
-        self, data: SessionData, summary: str, digest: dict[str, Any] | None, covered: Sequence[str]
+        self,
+        data: SessionData,
+        summary: str,
+        digest: dict[str, Any] | None,
+        covered: Sequence[str],
+        at: datetime | None = None,
     ) -> NewWindow:
         """The compaction boundary whose summary stands for `covered` (pure of session state;
-        safe in a worker thread)."""
+        safe in a worker thread), dated `at` (a client's compaction) or now."""
         part = CompactionPart(summary, digest)
         counts = self.counter(data.model).count_parts("system", [part])
         message = Message(
@@ -463,18 +471,20 @@ class TokendService:
             session_id=data.id,
             role="system",
             parts=(StoredPart(new_id(), part, counts.tokens[0]),),
-            created_at=self.clock.now(),
+            created_at=at or self.clock.now(),
             summary=True,
         )
         return NewWindow(message, counts.total, frozenset(covered))
 
-    def append_boundary(self, session_id: str, summary: str) -> BudgetSnapshot:
+    def append_boundary(
+        self, session_id: str, summary: str, at: datetime | None = None
+    ) -> BudgetSnapshot:
         """A compaction boundary whose `summary` stands for the whole live context (a
-        client's own compaction, e.g. an imported Claude Code transcript's)."""
+        client's own compaction, e.g. an imported Claude Code transcript's, dated `at`)."""
         state = self.state(session_id)
         data = state.data
         applied = state.apply(
-            self.summary_change(data, summary, None, [m.id for m in data.messages])
+            self.summary_change(data, summary, None, [m.id for m in data.messages], at)
         )
         return self._changed(state, applied)
 
@@ -681,61 +691,3 @@ class AppendResult:
     tokens: int
     snapshot: BudgetSnapshot
     message: Message | None
-
-
-MESSAGE_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-
-
-def _check_message_id(message_id: str) -> None:
-    if not MESSAGE_ID.fullmatch(message_id):
-        raise InvalidParams(
-            "message.id must be 1 to 64 letters, digits, '.', '_', ':' or '-' (a ULID or a "
-            "UUID does): it is the append's idempotency key"
-        )
-
-
-def _check_message(
-    data: SessionData, role: Role, parts: Sequence[Part], usage: Usage | None
-) -> None:
-    """Refuse what would poison the session: see protocol.md's session/append errors."""
-    if not parts:
-        raise InvalidParams("message.parts is empty: a message needs at least one part")
-    if usage is not None:
-        if role != "assistant":
-            raise InvalidParams(
-                f"message.usage on a {role} message: usage is what a provider reported for an "
-                "assistant reply; send it with that assistant message"
-            )
-        bound = USAGE_WINDOW_FACTOR * max(data.model.context_window, data.info.context_window or 0)
-        if usage.context_tokens > bound:
-            raise InvalidParams(
-                f"message.usage reports a {usage.context_tokens:,}-token context, more than "
-                f"{USAGE_WINDOW_FACTOR}x the {data.model.name} window: check the figures "
-                "(input + cache read + cache write tokens)"
-            )
-        if usage.output_tokens > bound:
-            raise InvalidParams(
-                f"message.usage.outputTokens is {usage.output_tokens:,}, more than "
-                f"{USAGE_WINDOW_FACTOR}x the {data.model.name} window"
-            )
-
-
-def _check_answers(data: SessionData, parts: Sequence[Part]) -> None:
-    """Refuse a toolResult that answers no toolCall of the session's window (or of its own
-    message): checked against the history as it is when the message is applied."""
-    if not any(isinstance(p, ToolResultPart) for p in parts):
-        return
-    calls = {
-        sp.part.call_id
-        for m in data.messages
-        for sp in m.parts
-        if isinstance(sp.part, ToolCallPart)
-    }
-    calls.update(p.call_id for p in parts if isinstance(p, ToolCallPart))
-    windowed = bool(data.messages) and data.messages[0].summary
-    for index, part in enumerate(parts):
-        if isinstance(part, ToolResultPart) and part.call_id not in calls and not windowed:
-            raise InvalidParams(
-                f"message.parts[{index}] answers callId {excerpt(part.call_id)}, which no toolCall "
-                "of this session made: append the assistant message with the call first"
-            )

@@ -223,17 +223,17 @@ class TranscriptImporter:
     async def _append_events(self, events: Sequence[TranscriptEvent], written: _Cursor) -> None:
         assert self.session_id is not None
         pending: ProviderCall | None = None
-        boundary_next = False
+        boundary: CompactionBoundary | None = None
         for event in events:
             if isinstance(event, ProviderCall):
                 pending = event
             elif isinstance(event, CompactionBoundary):
-                boundary_next = True
+                boundary = event
             elif isinstance(event, TranscriptMessage):
-                if boundary_next:
-                    boundary_next = False
+                if boundary is not None:
+                    at, boundary = boundary.at or event.at, None
                     summary = _text_of(event) if event.compact_summary else PLACEHOLDER
-                    self.service.append_boundary(self.session_id, summary)
+                    self.service.append_boundary(self.session_id, summary, at)
                     self.compactions += 1
                     if event.compact_summary:
                         written.uuid, written.parts = event.uuid or written.uuid, None
@@ -261,6 +261,7 @@ class TranscriptImporter:
                 list(message.parts),
                 usage=call.usage if call else None,
                 model=call.model if call else None,
+                at=message.at,
             )
             self.messages += 1
             self.calls += 1 if call else 0
