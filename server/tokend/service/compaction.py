@@ -24,11 +24,12 @@ from tokend.core.changes import Change, NewWindow, PruneParts
 from tokend.core.compaction_plan import MIN_SHRINK, WindowSplit, split_window, tail_budget_tokens
 from tokend.core.errors import InvalidParams, VersionConflict
 from tokend.core.gates import GatedOutput, gated_outputs
+from tokend.core.history_record import Record, record_of
 from tokend.core.prune import PruneConfig, plan_prune
 from tokend.core.session_data import SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS
-from tokend.core.types import Part, Role, Usage
+from tokend.core.types import CompactionPart, Message, Part, Role, Usage
 from tokend.service.service import TokendService
 from tokend.service.session_state import SessionState
 from tokend.service.summarizers import (
@@ -283,7 +284,12 @@ async def _summarize(
         return Planned(CompactAction("skip", 0, 0, f"{tier}: {split}"))
     target = history_summary_target_tokens(data.model, budget)
     words = min(USER_WORDS_TOKENS, max(limit // 8, 1))
-    written, after = await _written(service, data, split, target, words, request, limit, full)
+    # The user's words and the artifact index come from the whole stored history (every
+    # window, before foreign boundaries, earlier summaries and prunes): core.history_record.
+    history = await service.run(lambda: service.store.load_all_messages(data.id))
+    written, after = await _written(
+        service, data, split, (target, words), request, limit, full, history
+    )
     before = data.used_tokens()[0]
     refused = _shrink_refused(tier, before, after)
     if refused is not None:
@@ -292,7 +298,7 @@ async def _summarize(
         tier,
         sum(1 for m in split.head if not m.summary),
         before - after,
-        _summary_detail(split, written, written.change.tokens),
+        _summary_detail(split, written, record_of(history, split.head)),
         written.change.message.id,
     )
     return Planned(action, written.change)
@@ -302,15 +308,16 @@ async def _written(
     service: TokendService,
     data: SessionData,
     split: WindowSplit,
-    target: int,
-    words: int,
+    budgets: tuple[int, int],
     request: CompactRequest,
     limit: int,
     full: bool,
+    history: Sequence[Message],
 ) -> tuple[WrittenSummary, int]:
     """The summary (a model's narrative asked once, the rest written in a worker thread) and
     the gauge it leaves; for full, budgets halved until the context fits the input limit (the
-    oldest items go first)."""
+    oldest items go first). `budgets`: the summary's target and the user's words' tokens."""
+    target, words = budgets
     narrative: Narrative = await model_narrative(
         service,
         data,
@@ -329,6 +336,7 @@ async def _written(
             user_words_tokens=user_words_tokens,
             instructions=request.instructions,
             narrative=narrative,
+            history=history,
         )
 
     attempts = FULL_FIT_ATTEMPTS if full else 1
@@ -341,14 +349,23 @@ async def _written(
         target, words = target // 2, words // 2
 
 
-def _summary_detail(split: WindowSplit, written: WrittenSummary, summary_tokens: int) -> str:
+def _summary_detail(split: WindowSplit, written: WrittenSummary, record: Record) -> str:
     summarized = sum(1 for m in split.head if not m.summary)
-    merged = " (the previous summary merged in)" if split.head and split.head[0].summary else ""
+    first = split.head[0].parts if split.head and split.head[0].summary else ()
+    own = any(isinstance(sp.part, CompactionPart) and sp.part.digest for sp in first)
+    merged = " (the previous summary merged in)" if own else ""
     text = (
         f"summarized {summarized} messages ({split.head_tokens:,} tokens){merged} into a "
-        f"{summary_tokens:,}-token {written.summarizer} summary; kept {len(split.tail)} "
+        f"{written.change.tokens:,}-token {written.summarizer} summary; kept {len(split.tail)} "
         f"messages ({split.tail_tokens:,} tokens) verbatim; originals kept in the store"
     )
+    if record.earlier:
+        text += (
+            f"; the user's words and the artifact index drawn from {len(record.messages)} "
+            f"stored messages, {record.earlier} of them from before earlier compactions"
+        )
+    if record.foreign:
+        text += "; the agent's own earlier summary kept as written, not as the record"
     if written.dropped:
         left_out = ", ".join(f"{n} {name}" for name, n in written.dropped.items())
         text += f"; left out for room, oldest first: {left_out}"

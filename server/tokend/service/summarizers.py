@@ -28,6 +28,7 @@ from tokend.adapters.model_http import HttpWriter
 from tokend.core.changes import NewWindow
 from tokend.core.compaction_plan import WindowSplit
 from tokend.core.errors import SummaryFailed
+from tokend.core.history_record import Record, record_digest, record_of
 from tokend.core.model_summary import SummarizerConfig, answer_tokens
 from tokend.core.session_data import SessionData
 from tokend.core.summary import (
@@ -82,8 +83,10 @@ class ExtractiveSummarizer:
         target_tokens: int,
         instructions: str | None,
         narrative: str | None = None,
+        record: Record | None = None,
     ) -> tuple[str, dict[str, Any] | None]:
-        digest = digest_of(messages)
+        """`record` (core.history_record): what `messages` stand for in the stored history."""
+        digest = digest_of(messages) if record is None else record_digest(record)
         rendered = render_summary(
             digest,
             self._count_many,
@@ -260,9 +263,15 @@ def write_summary(
     user_words_tokens: int,
     instructions: str | None,
     narrative: Narrative = Narrative(),
+    history: Sequence[Message] | None = None,
 ) -> WrittenSummary:
-    """The summary of `split.head` as a change (run it in a worker thread: it counts)."""
+    """The summary of `split.head` as a change (run it in a worker thread: it counts); the
+    user's words and the artifact index come from `history` (the session's stored messages),
+    when given, as far back as the head reaches (core.history_record)."""
     summarizer = ExtractiveSummarizer(service.counter(data.model).count_texts, user_words_tokens)
-    text, digest = summarizer.summarize(split.head, target_tokens, instructions, narrative.text)
+    record = None if history is None else record_of(history, split.head)
+    text, digest = summarizer.summarize(
+        split.head, target_tokens, instructions, narrative.text, record
+    )
     change = service.summary_change(data, text, digest, [m.id for m in split.head])
     return WrittenSummary(change, narrative.by, summarizer.dropped, narrative.steps)
