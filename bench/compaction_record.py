@@ -63,11 +63,14 @@ def measure_tree() -> list[dict[str, Any]]:
                         after = service.state(sid).snapshot.used_tokens
                         text = _assembled(service, sid)[1]
                         acted = [a.kind for a in outcome.actions]
+                        said = " ".join(a.detail for a in outcome.actions)
+                        check = said.split("quality check", 1)[1] if "quality check" in said else ""
                     else:
                         child = asyncio.run(handoff(service, sid, GOAL)).child.id
                         after = service.state(child).snapshot.used_tokens
                         text = _assembled(service, child)[1]
                         acted = ["handoff"]
+                        check = ""
                     service.close()
                     rows.append(
                         {
@@ -79,6 +82,7 @@ def measure_tree() -> list[dict[str, Any]]:
                             "files": share(found.files, text, found.cwd),
                             "errors": share(found.errors, text),
                             "size": f"{after:,} / {before:,} ({after / before:.1%})",
+                            "check": check.strip(" :;") or "-",
                         }
                     )
     return rows
@@ -112,15 +116,16 @@ def run() -> str:
         "gauge's `usedTokens` (the child's after a handoff) over the session's before. "
         f"`main` is {BEFORE_RECORD_REV} (before this work), measured in the same run.\n",
         "| session | records | method | tree | user words verbatim | files touched present "
-        "| exact errors present | size after / before |",
-        "|---|---|---|---|---|---|---|---|",
+        "| exact errors present | size after / before | quality check (detail) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for tree, rows in (("this branch", ours), ("main", theirs)):
         for row in rows:
             short = row["session"][:8] if row["session"][0].isdigit() else row["session"]
             out.append(
                 f"| {short} | {row['variant']} | {row['method']} ({', '.join(row['actions'])}) "
-                f"| {tree} | {row['words']} | {row['files']} | {row['errors']} | {row['size']} |"
+                f"| {tree} | {row['words']} | {row['files']} | {row['errors']} | {row['size']} "
+                f"| {row['check']} |"
             )
     return "\n".join(out) + "\n"
 

@@ -149,7 +149,7 @@ def render_summary(
     sections: list[str] = []
     if narrative:
         sections.append(narrative.strip())
-    words = _newest_within(digest.user_words, count_many, user_words_tokens)
+    words = newest_within(digest.user_words, count_many, user_words_tokens)
     if len(words) < len(digest.user_words):
         dropped["userMessages"] = len(digest.user_words) - len(words)
     if digest.objective and digest.objective not in words:  # else it is quoted below
@@ -214,14 +214,15 @@ def _grant(
 ) -> tuple[list[str], int]:
     """The newest of `items` within `share` of the `left` tokens; returns them (oldest first)
     and the tokens left."""
-    kept = _newest_within(items, count_many, int(max(0, left) * share))
+    kept = newest_within(items, count_many, int(max(0, left) * share))
     if len(kept) < len(items):
         dropped[key] = len(items) - len(kept)
     used = sum(count_many(kept)) + len(kept) if kept else 0
     return kept, left - used
 
 
-def _newest_within(items: Sequence[str], count_many: CountMany, budget: int) -> list[str]:
+def newest_within(items: Sequence[str], count_many: CountMany, budget: int) -> list[str]:
+    """The newest of `items` within `budget` tokens (one more each), oldest first."""
     if not items:
         return []
     costs = count_many(list(items))

@@ -30,6 +30,7 @@ from tokend.core.session_data import SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS
 from tokend.core.types import CompactionPart, Message, Part, Role, Usage
+from tokend.service.quality import checked_summary
 from tokend.service.service import TokendService
 from tokend.service.session_state import SessionState
 from tokend.service.summarizers import (
@@ -287,7 +288,7 @@ async def _summarize(
     # The user's words and the artifact index come from the whole stored history (every
     # window, before foreign boundaries, earlier summaries and prunes): core.history_record.
     history = await service.run(lambda: service.store.load_all_messages(data.id))
-    written, after = await _written(
+    written, after, checked = await _written(
         service, data, split, (target, words), request, limit, full, history
     )
     before = data.used_tokens()[0]
@@ -298,7 +299,7 @@ async def _summarize(
         tier,
         sum(1 for m in split.head if not m.summary),
         before - after,
-        _summary_detail(split, written, record_of(history, split.head)),
+        _summary_detail(split, written, record_of(history, split.head), checked),
         written.change.message.id,
     )
     return Planned(action, written.change)
@@ -313,10 +314,11 @@ async def _written(
     limit: int,
     full: bool,
     history: Sequence[Message],
-) -> tuple[WrittenSummary, int]:
-    """The summary (a model's narrative asked once, the rest written in a worker thread) and
-    the gauge it leaves; for full, budgets halved until the context fits the input limit (the
-    oldest items go first). `budgets`: the summary's target and the user's words' tokens."""
+) -> tuple[WrittenSummary, int, str]:
+    """The summary (a model's narrative asked once, the rest written in a worker thread), the
+    gauge it leaves and the quality check's clause (service.quality); for full, budgets halved
+    until the context fits the input limit (the oldest items go first). `budgets`: the
+    summary's target and the user's words' tokens."""
     target, words = budgets
     narrative: Narrative = await model_narrative(
         service,
@@ -327,7 +329,7 @@ async def _written(
         ask_client=request.ask_client,
     )
 
-    def write(target_tokens: int, user_words_tokens: int) -> WrittenSummary:
+    def write(target_tokens: int, user_words_tokens: int, told: Narrative) -> WrittenSummary:
         return write_summary(
             service,
             data,
@@ -335,21 +337,30 @@ async def _written(
             target_tokens=target_tokens,
             user_words_tokens=user_words_tokens,
             instructions=request.instructions,
-            narrative=narrative,
+            narrative=told,
             history=history,
         )
 
     attempts = FULL_FIT_ATTEMPTS if full else 1
     while True:
-        written = await service.run(lambda t=target, w=words: write(t, w))  # type: ignore[misc]
+        written = await service.run(lambda t=target, w=words: write(t, w, narrative))  # type: ignore[misc]
         after = _projected(data, written.change)
         attempts -= 1
         if after <= limit or attempts <= 0:
-            return written, after
+            break
         target, words = target // 2, words // 2
+    plain = Narrative(None, "extractive", narrative.steps)
+    checked = await service.run(
+        lambda: checked_summary(
+            service, data.model, split, written, words, lambda: write(target, words, plain)
+        )
+    )
+    return checked.written, _projected(data, checked.written.change), checked.note
 
 
-def _summary_detail(split: WindowSplit, written: WrittenSummary, record: Record) -> str:
+def _summary_detail(
+    split: WindowSplit, written: WrittenSummary, record: Record, checked: str
+) -> str:
     summarized = sum(1 for m in split.head if not m.summary)
     first = split.head[0].parts if split.head and split.head[0].summary else ()
     own = any(isinstance(sp.part, CompactionPart) and sp.part.digest for sp in first)
@@ -369,6 +380,7 @@ def _summary_detail(split: WindowSplit, written: WrittenSummary, record: Record)
     if written.dropped:
         left_out = ", ".join(f"{n} {name}" for name, n in written.dropped.items())
         text += f"; left out for room, oldest first: {left_out}"
+    text += "; " + checked
     if written.steps:
         text += "; summarizers tried: " + "; ".join(written.steps)
     return text
