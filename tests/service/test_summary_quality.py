@@ -95,3 +95,46 @@ def test_a_model_summary_that_keeps_everything_passes_the_check(
     assert "60/60 error lines present" in action.detail
     assert GOOD_ANSWER.format(model="good-writer").strip() in seen
     assert all(error in seen for error in errors)
+
+
+def test_after_three_failures_in_a_row_a_summarizer_is_not_called_again(
+    tmp_path, isolated_dirs, server, monkeypatch
+):
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
+    _configure(isolated_dirs, server.base_url, "fail-500")
+    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    sid = service.create_session("gpt-4o").id
+    other = service.create_session("gpt-4o").id
+    details = []
+    for _ in range(4):
+        _failing_runs(service, sid, 15)
+        details.append(compact(service, sid, "full").actions[-1].detail)
+    assert [r.body["model"] for r in server.requests] == ["fail-500"] * 3
+    assert "openai:fail-500: HTTP 500" in details[0]
+    assert "failed 3 times in a row in this session" not in details[1]
+    assert "failed 3 times in a row in this session: not called again" in details[2]
+    assert "openai:fail-500: skipped (failed 3 times in a row in this session)" in details[3]
+    assert "extractive: used" in details[3]
+    # Another session still asks it.
+    _failing_runs(service, other, 15)
+    compact(service, other, "full")
+    assert len(server.requests) == 4
+    service.close()
+
+
+def test_a_summary_refused_by_the_check_counts_as_a_failure(
+    tmp_path, isolated_dirs, server, monkeypatch
+):
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
+    _configure(isolated_dirs, server.base_url, "long-writer")
+    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    sid = service.create_session("gpt-4o").id
+    details = []
+    for _ in range(4):
+        _failing_runs(service, sid, 60)
+        details.append(compact(service, sid, "full").actions[-1].detail)
+    assert [r.body["model"] for r in server.requests] == ["long-writer"] * 3
+    assert all("refused in favour of the extractive summary" in d for d in details[:3])
+    assert "openai:long-writer: failed 3 times in a row in this session, not called" in details[2]
+    assert "openai:long-writer: skipped (failed 3 times in a row" in details[3]
+    service.close()

@@ -352,7 +352,7 @@ async def _written(
     plain = Narrative(None, "extractive", narrative.steps)
     checked = await service.run(
         lambda: checked_summary(
-            service, data.model, split, written, words, lambda: write(target, words, plain)
+            service, data.id, data.model, split, written, words, lambda: write(target, words, plain)
         )
     )
     return checked.written, _projected(data, checked.written.change), checked.note

@@ -17,7 +17,7 @@ from tokend.core.summary import Digest, digest_from_json
 from tokend.core.summary_check import Check, check_summary
 from tokend.core.types import CompactionPart
 from tokend.service.service import TokendService
-from tokend.service.summarizers import WrittenSummary
+from tokend.service.summarizers import TRIPPED, WrittenSummary, count_failure
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ def _check(
 
 def checked_summary(
     service: TokendService,
+    session_id: str,
     model: ModelInfo,
     split: WindowSplit,
     written: WrittenSummary,
@@ -49,8 +50,11 @@ def checked_summary(
     extractive: Callable[[], WrittenSummary],
 ) -> Checked:
     """`written` checked (run it in a worker thread: it counts); `extractive` writes the
-    summary without the model's narrative, asked only when `written` fails and had one."""
+    summary without the model's narrative, asked only when `written` fails and had one. A
+    refusal counts as a failure of the model's step (service.summarizers' breaker)."""
     check = _check(service, model, written, split, words)
+    if written.summarizer != "extractive" and check.passed:
+        service.summarizer_failures.pop((session_id, written.summarizer), None)
     if check.passed:
         return Checked(written, f"quality check passed: {check.found()}")
     if written.summarizer == "extractive":
@@ -58,11 +62,14 @@ def checked_summary(
     plain = extractive()
     second = _check(service, model, plain, split, words)
     if second.missing < check.missing:
+        tripped = count_failure(service, session_id, written.summarizer)
         return Checked(
             plain,
             f"quality check: the {written.summarizer} summary left out {check.gaps()}; refused "
-            f"in favour of the extractive summary ({second.found()})",
+            f"in favour of the extractive summary ({second.found()})"
+            + (f"; {written.summarizer}: {TRIPPED}, not called again" if tripped else ""),
         )
+    service.summarizer_failures.pop((session_id, written.summarizer), None)
     return Checked(
         written,
         f"quality check: the {written.summarizer} summary left out {check.gaps()}, no more than "

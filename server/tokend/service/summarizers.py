@@ -50,6 +50,11 @@ AskClient = Callable[[str, str, int], Awaitable[Any]]
 
 __all__ = ["HttpWriterFactory", "ModelWriter", "SummaryFailed"]
 
+# After this many failures in a row, a model-backed step is not called again for the session
+# (until the daemon restarts): Claude Code's and OpenCode's circuit breaker.
+BREAKER_FAILURES = 3
+TRIPPED = f"failed {BREAKER_FAILURES} times in a row in this session"
+
 
 class ModelWriter(Protocol):
     """Writes the narrative for a prompt, or raises SummaryFailed. Runs on the event loop
@@ -218,6 +223,10 @@ async def model_narrative(
         if isinstance(writer, str):
             steps.append(writer)
             continue
+        key = (data.id, writer.name)
+        if service.summarizer_failures.get(key, 0) >= BREAKER_FAILURES:
+            steps.append(f"{writer.name}: skipped ({TRIPPED})")
+            continue
         narrator = PartsNarrator(
             writer,
             summarizer_window(service, data, writer),
@@ -234,13 +243,23 @@ async def model_narrative(
         except Exception as error:  # never lose history to a summarizer's bug
             log.exception("summarizer %s failed", writer.name)
             reason = f"failed ({type(error).__name__})"
-        else:
+        else:  # a success once the summary passes the quality check (service.quality)
             steps.append(f"{writer.name}: used{narrator.report.line()}")
             return Narrative(text, writer.name, tuple(steps))
         log.warning("session %s: summarizer %s: %s", data.id, writer.name, reason)
+        if count_failure(service, data.id, writer.name):
+            reason += f" ({TRIPPED}: not called again)"
         steps.append(f"{writer.name}: {reason}")
     steps.append("extractive: used")
     return Narrative(None, "extractive", tuple(steps))
+
+
+def count_failure(service: TokendService, session_id: str, step: str) -> bool:
+    """One more failure in a row of `step` in the session (an answer refused, or a summary
+    refused by the quality check); True when the breaker trips with it."""
+    key = (session_id, step)
+    service.summarizer_failures[key] = service.summarizer_failures.get(key, 0) + 1
+    return service.summarizer_failures[key] == BREAKER_FAILURES
 
 
 # -- the summary change ------------------------------------------------------------------------
