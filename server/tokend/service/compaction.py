@@ -25,7 +25,9 @@ from tokend.core.compaction_plan import MIN_SHRINK, WindowSplit, split_window, t
 from tokend.core.errors import InvalidParams, VersionConflict
 from tokend.core.gates import GatedOutput, gated_outputs
 from tokend.core.history_record import Record, record_of
+from tokend.core.pricing import rates_for
 from tokend.core.prune import PruneConfig, plan_prune
+from tokend.core.prune_cache import prune_cache
 from tokend.core.session_data import SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS
@@ -259,13 +261,19 @@ async def _prune(service: TokendService, data: SessionData) -> Planned:
     if refused is not None:
         return Planned(refused)
     freed = before - after
-    action = CompactAction(
-        "prune",
-        len(plan.part_ids),
-        freed,
+    detail = (
         f"cleared {len(plan.part_ids)} old tool results ({freed:,} tokens freed); "
-        "originals kept in the store",
+        "originals kept in the store"
     )
+    info = data.model
+    if info.supports_prompt_caching:
+        rates = rates_for(info.prices, info.price_tiers, before)
+        now = service.clock.now()
+        ids = frozenset(plan.part_ids)
+        cache = prune_cache(data.messages, data.message_tokens, ids, freed, rates, now)
+        if cache is not None:
+            detail += "; " + cache.line(info.name)
+    action = CompactAction("prune", len(plan.part_ids), freed, detail)
     return Planned(action, change)
 
 
