@@ -104,4 +104,6 @@ def _ago(seconds: float) -> str:
         return f"{seconds:.0f} s"
     if seconds < 7_200:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3_600:.1f} h"
+    if seconds < 172_800:
+        return f"{seconds / 3_600:.1f} h"
+    return f"{seconds / 86_400:.0f} days"
