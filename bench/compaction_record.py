@@ -1,8 +1,9 @@
 """Compaction across a foreign boundary (issue 21), beside main before the fix in one run.
 
 Every shared Claude Code session is imported whole through `tokend import`'s code (the big one
-holds Claude Code's own compact_boundary), and also with its compaction records removed (the
-boundary and the summary after it), then compacted with session/compact "summarize", or handed
+holds Claude Code's own compact_boundary), and that one also cut at its boundary (the history
+Claude Code compacted) and with its compaction records removed (the boundary and the summary
+after it), then compacted with session/compact "summarize", or handed
 off with session/handoff; the probes (bench.compaction's oracles, read from the raw JSONL) are
 checked against the request context/assemble builds (for a handoff: the child's). Each tree
 runs in its own process (PYTHONPATH=<tree>/server); the probes are this tree's.
@@ -31,7 +32,9 @@ def variants(name: str) -> list[tuple[str, list[str]]]:
     lines = [line for line in (SESSIONS_DIR / name).read_text().splitlines() if line.strip()]
     records = [json.loads(line) for line in lines]
     out = [("whole", lines)]
-    if any(r.get("subtype") == "compact_boundary" for r in records):
+    cut = next((i for i, r in enumerate(records) if r.get("subtype") == "compact_boundary"), None)
+    if cut is not None:
+        out.append(("cut at its boundary", lines[:cut]))
         kept = [
             line
             for line, r in zip(lines, records, strict=True)
@@ -110,8 +113,8 @@ def run() -> str:
         theirs = _run_tree(before) if before is not None else []
     out = [
         "### Compaction across a foreign boundary (issue 21)\n",
-        "Each session imported whole (the big one holds Claude Code's compact_boundary) and "
-        "with its compaction records removed, then `summarize` or `handoff`; probes as above, "
+        "Each session imported whole (the big one holds Claude Code's compact_boundary; it is "
+        "also cut at its boundary, and imported with its compaction records removed), then `summarize` or `handoff`; probes as above, "
         "checked in the request context/assemble builds (the child's, for a handoff); size is the "
         "gauge's `usedTokens` (the child's after a handoff) over the session's before. "
         f"`main` is {BEFORE_RECORD_REV} (before this work), measured in the same run.\n",
