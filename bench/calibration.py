@@ -38,10 +38,10 @@ TEXTS = {
 
 SCRIPT = r"""
 import json, sys
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 url, text = sys.argv[1], sys.stdin.read()
-s = build_service(None, url)
+s = open_service(None, url)
 sid = s.create_session("claude-sonnet-4-5").id
 s.append(sid, "user", [TextPart("look at the data")])
 s.append(sid, "assistant", [ToolCallPart("c1", "read", {})], usage=Usage(3000, 40))

@@ -68,14 +68,13 @@ def run() -> str:
 def _measure(base: Path) -> str:
     from tokend.adapters.checkpoint_store import CheckpointStore
     from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
-    from tokend.service.checkpoints import checkpoints_of
-    from tokend.service.factory import build_service
-    from tokend.service.workspace.registry import workspaces_of
+    from tokend.service.app import assemble_app, open_service
 
     root = base / "repo"
     _repo(root)
-    service = build_service(None, f"sqlite:///{base}/tokend.sqlite3")
-    cp = checkpoints_of(service, CheckpointStore(base / "checkpoints"))
+    service = open_service(None, f"sqlite:///{base}/tokend.sqlite3")
+    app = assemble_app(service, checkpoint_store=CheckpointStore(base / "checkpoints"))
+    cp = app.checkpoints
     loop_ms: list[float] = []
     loop_cpu_ms: list[float] = []
     batch_ms: list[float] = []
@@ -93,7 +92,7 @@ def _measure(base: Path) -> str:
         batch_ms.append((time.perf_counter() - started) * 1000)
 
     service._listeners._every[-1] = timed_snapshot  # type: ignore[attr-defined]
-    workspaces_of(service).batch_hooks[-1] = timed_batch
+    app.workspaces.batch_hooks[-1] = timed_batch
     key = root.resolve().as_uri()
     sid = service.create_session("gpt-4o", workspace_uri=root.as_uri()).id
 
@@ -155,9 +154,7 @@ def _measure(base: Path) -> str:
         loops.append(done[0])
         cpus.append(done[1])
     grown = cp.store.figures()
-    workspaces_of(service).close()
-    cp.close()
-    service.close()
+    app.close()
     return "\n".join(
         [
             "### checkpoints",

@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.baseline import ROOT, baseline_tree
 
-BEFORE_RECORD_REV = "b6b0aa2"  # main before issue 21's record
+BEFORE_RECORD_REV = "5c30823"  # main when issue 21's work was last merged with it
 GOAL = "carry on with the same task"
 
 

@@ -292,13 +292,16 @@ def _create_server_ms() -> dict[str, list[float]]:
     as it is, and with its per-process caches emptied before each call (what every connection
     paid before they existed: pygls working out each handler's signature, the handler
     modules listed from disk)."""
+    from tokend.adapters.checkpoint_store import CheckpointStore
     from tokend.lsp import server as lsp_server
-    from tokend.service.factory import build_service
+    from tokend.service.app import open_app
 
     with tempfile.TemporaryDirectory(prefix="tkcs-") as tmp:
-        service = build_service(None, f"sqlite:///{tmp}/bench.sqlite3")
+        # As the daemon's: a checkpointer too (each server hears of its settled restores).
+        checkpoints = CheckpointStore(Path(tmp) / "checkpoints")
+        app = open_app(None, f"sqlite:///{tmp}/bench.sqlite3", checkpoint_store=checkpoints)
         try:
-            lsp_server.create_server(service)  # imports the handler modules once
+            lsp_server.create_server(app)  # imports the handler modules once
             samples: dict[str, list[float]] = {"cached": [], "afresh": []}
             for _ in range(SERVERS_BUILT):
                 for way in ("cached", "afresh"):  # interleaved: noise hits both alike
@@ -306,10 +309,10 @@ def _create_server_ms() -> dict[str, list[float]]:
                         lsp_server._signatures.clear()
                         lsp_server._handler_modules.cache_clear()
                     started = time.perf_counter()
-                    lsp_server.create_server(service)
+                    lsp_server.create_server(app)
                     samples[way].append((time.perf_counter() - started) * 1000)
         finally:
-            service.close()
+            app.close()
     return samples
 
 

@@ -189,7 +189,7 @@ async def _until(done: Any, timeout: float = 10.0) -> float:
 
 
 async def follow(session_file: Path) -> dict[str, Any]:
-    from tokend.service.factory import build_service
+    from tokend.service.app import open_service
     from tokend.service.followers import Followers
 
     lines = [line for line in session_file.read_text().splitlines() if line.strip()]
@@ -198,7 +198,7 @@ async def follow(session_file: Path) -> dict[str, Any]:
         os.environ["CLAUDE_CONFIG_DIR"] = str(base / "claude")
         project = base / "claude" / "projects" / "-bench-app"
         project.mkdir(parents=True)
-        service = build_service(None, f"sqlite:///{base}/follow.sqlite3")
+        service = open_service(None, f"sqlite:///{base}/follow.sqlite3")
         followers = Followers(service)
         path = base / "transcript.jsonl"
         path.write_text("\n".join(lines[:2]) + "\n")

@@ -26,9 +26,9 @@ CALLS = {"ours": 20, "baseline": 3}
 
 WRITE = r"""
 import sys
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 from tokend.core.types import TextPart, Usage
-s = build_service(None, sys.argv[1])
+s = open_service(None, sys.argv[1])
 for i in range(int(sys.argv[2])):
     sid = s.create_session("gpt-4o", workspace_uri="file:///ws").id
     s.append(sid, "user", [TextPart(f"task {i}: make the build pass " * 20)])

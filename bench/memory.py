@@ -117,7 +117,7 @@ import asyncio, ctypes, gc, json, os, sys, tempfile
 from bench.bigframes import _text
 from bench.memory import _MallInfo2
 from tokend.core.types import TextPart
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = _MallInfo2
@@ -128,7 +128,7 @@ def rss():
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
 base = tempfile.mkdtemp()
-service = build_service(None, f"sqlite:///{base}/tokend.sqlite3")
+service = open_service(None, f"sqlite:///{base}/tokend.sqlite3")
 sid = service.create_session("gpt-4o", context_window=10_000_000).id
 rows = []
 async def main():

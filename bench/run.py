@@ -42,9 +42,12 @@ SECTIONS = [
     "restore_safety",
     "stop",
     "fuzz",
+    "workspace_memory",
     "append_order",
     "config",
     "statusline",
+    "claude",
+    "app_root",
 ]
 
 

@@ -57,11 +57,11 @@ def run() -> str:
     from tokend.core.wire_formats import render_message
     from tokend.lsp import wire
     from tokend.lsp.convert import to_wire_snapshot
+    from tokend.service.app import open_service
     from tokend.service.assembly import AssembleInput, assemble_context
-    from tokend.service.factory import build_service
 
     with tempfile.TemporaryDirectory() as tmp:
-        service = build_service(None, f"sqlite:///{tmp}/bench.sqlite3")
+        service = open_service(None, f"sqlite:///{tmp}/bench.sqlite3")
         sid = service.create_session(MODEL, title="bench", context_window=10_000_000).id
         started = time.perf_counter()
         _build_session(service, sid)

@@ -34,8 +34,8 @@ IMPORT = r"""
 import sys
 from pathlib import Path
 from tokend.commands.importer import import_events
-from tokend.service.factory import build_service
-s = build_service(None, sys.argv[1])
+from tokend.service.app import open_service
+s = open_service(None, sys.argv[1])
 import_events(s, Path(sys.argv[2]), workspace_uri=Path(sys.argv[3]).as_uri())
 s.close()
 """

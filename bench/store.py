@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tokend.adapters.store import SqlStore, new_id
 from tokend.adapters.store.url import sqlite_url
+from tokend.core.commit import Compacted, SessionCommit
 from tokend.core.types import (
     CompactionPart,
     Message,
@@ -124,11 +125,9 @@ def run() -> str:
         append_seconds = time.perf_counter() - start
         # The boundary as a compaction writes it: the summary covers every message before it.
         boundary = messages[MESSAGES - TAIL_AFTER_BOUNDARY]
+        covered = tuple(m.id for m in messages[: MESSAGES - TAIL_AFTER_BOUNDARY])
         store.commit_change(
-            "s",
-            compacted_message_ids=[m.id for m in messages[: MESSAGES - TAIL_AFTER_BOUNDARY]],
-            compacted_at=boundary.created_at,
-            compacted_by=boundary.id,
+            "s", SessionCommit(compacted=(Compacted(covered, boundary.id, boundary.created_at),))
         )
         raw_append_seconds = _raw_sqlite_append(Path(folder) / "raw.sqlite3", messages)
 

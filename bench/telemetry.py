@@ -51,7 +51,7 @@ def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
     return TokendService(store, catalog, config)
 
 
-def _step(service, sid: str, n: int) -> tuple[float, float]:
+def _step(service, sid: str, n: int, usage_monitor=None) -> tuple[float, float]:
     """One turn: a user message, the provider's reply (timed), an assembly (timed); seconds."""
     from tokend.core.types import TextPart, Usage
     from tokend.service.assembly import AssembleInput, assemble_context
@@ -62,7 +62,7 @@ def _step(service, sid: str, n: int) -> tuple[float, float]:
     service.append(sid, "assistant", [TextPart("All green.")], usage=usage)
     appended = time.perf_counter() - started
     started = time.perf_counter()
-    assemble_context(service, sid, AssembleInput(system="Be brief."))
+    assemble_context(service, sid, AssembleInput(system="Be brief."), usage=usage_monitor)
     return appended, time.perf_counter() - started
 
 
@@ -93,8 +93,7 @@ class _TimedSink:
 
 
 def run() -> str:
-    from tokend.service.telemetry import start_telemetry, stop_telemetry
-    from tokend.service.usage import usage_of
+    from tokend.service.app import assemble_app
 
     setups = ("no monitor", "monitor", "monitor + telemetry")
     times: dict[str, tuple[list[float], list[float]]] = {s: ([], []) for s in setups}
@@ -107,23 +106,27 @@ def run() -> str:
             "monitor": _service(folder, "b", False),
             "monitor + telemetry": _service(folder, "c", True, receiver.server_port),
         }
-        usage_of(services["monitor"])
-        usage_of(services["monitor + telemetry"])
-        sink = start_telemetry(services["monitor + telemetry"])
+        apps = [
+            assemble_app(services["monitor"]),
+            assemble_app(services["monitor + telemetry"], serving=True),
+        ]
+        monitors = {"monitor": apps[0].usage, "monitor + telemetry": apps[1].usage}
+        sink = apps[1].telemetry
         assert sink is not None
-        sinks = usage_of(services["monitor + telemetry"]).sinks
+        sinks = apps[1].usage.sinks
         timed = sinks[sinks.index(sink)] = _TimedSink(sink)
         sids = {s: services[s].create_session(MODEL).id for s in setups}
         for n in range(CALLS):
             for k in range(len(setups)):
                 setup = setups[(n + k) % len(setups)]
-                appended, assembled = _step(services[setup], sids[setup], n)
+                monitor = monitors.get(setup)
+                appended, assembled = _step(services[setup], sids[setup], n, monitor)
                 times[setup][0].append(appended)
                 times[setup][1].append(assembled)
         sinks[sinks.index(timed)] = sink
-        stop_telemetry(services["monitor + telemetry"])
-        for service in services.values():
-            service.close()
+        for app in apps:
+            app.close()
+        services["no monitor"].close()
     receiver.shutdown()
     ms = {
         s: (statistics.median(a) * 1e3, statistics.median(b) * 1e3) for s, (a, b) in times.items()

@@ -11,10 +11,9 @@ import pytest
 from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.core.checkpoints import FileChange
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
-from tokend.service.checkpoints import Checkpoints, checkpoints_of
-from tokend.service.factory import build_service
+from tokend.service.app import App, assemble_app, open_service
+from tokend.service.checkpoints import Checkpoints
 from tokend.service.service import TokendService
-from tokend.service.workspace.registry import workspaces_of
 
 WAIT_SECONDS = 30.0  # how long a condition may take on a loaded machine (not a figure)
 
@@ -88,14 +87,29 @@ class Agent:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[TokendService]:
-    service = build_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
     yield service
-    workspaces_of(service).close()
-    checkpoints_of(service).close()
     service.close()
 
 
 @pytest.fixture
-def agent(service: TokendService, workspace: Path, tmp_path: Path) -> Agent:
-    checkpoints = checkpoints_of(service, CheckpointStore(tmp_path / "checkpoints"))
-    return Agent(service, checkpoints, workspace)
+def checkpointed(service: TokendService) -> Iterator[Callable[[CheckpointStore], App]]:
+    """The app's parts around `service` with a checkpointer on the store given, as the daemon
+    builds them (service/app.py); stopped before the service closes."""
+    made: list[App] = []
+
+    def make(store: CheckpointStore) -> App:
+        made.append(assemble_app(service, checkpoint_store=store))
+        return made[-1]
+
+    yield make
+    for app in made:
+        app.workspaces.close()
+        app.checkpoints.close()
+        app.usage.close()
+
+
+@pytest.fixture
+def agent(checkpointed: Callable[[CheckpointStore], App], workspace: Path, tmp_path: Path) -> Agent:
+    app = checkpointed(CheckpointStore(tmp_path / "checkpoints"))
+    return Agent(app.service, app.checkpoints, workspace)

@@ -13,7 +13,6 @@ from tests.checkpoints.test_rewind import tree, two_turns
 from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.cli import _parser
 from tokend.commands.checkpoints import run_checkpoints, run_rewind
-from tokend.service.checkpoints import checkpoints_of
 
 
 def parse(*argv: str, url: str) -> argparse.Namespace:
@@ -22,8 +21,9 @@ def parse(*argv: str, url: str) -> argparse.Namespace:
 
 
 @pytest.fixture
-def agent(service, workspace: Path) -> Agent:
-    return Agent(service, checkpoints_of(service, CheckpointStore()), workspace)
+def agent(checkpointed, workspace: Path) -> Agent:
+    app = checkpointed(CheckpointStore())
+    return Agent(app.service, app.checkpoints, workspace)
 
 
 def test_the_cli_lists_turns_and_rewinds_them(agent: Agent, tmp_path: Path):

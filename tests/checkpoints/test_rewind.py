@@ -168,7 +168,7 @@ def test_a_rewind_cancelled_while_its_files_are_written_finishes_code_and_conver
 
     async def scenario() -> Any:
         task = asyncio.ensure_future(
-            checkpoint_views.rewind_both(agent.service, agent.sid, first, None, False)
+            checkpoint_views.rewind_both(agent.checkpoints, agent.sid, first, None, False)
         )
         while not entered.is_set():
             await asyncio.sleep(0.005)
@@ -201,7 +201,7 @@ def test_a_checkpoint_restore_cancelled_while_its_files_are_written_answers_its_
 
     async def scenario() -> Any:
         task = asyncio.ensure_future(
-            checkpoint_views.restore_code(agent.service, agent.sid, first, False, False)
+            checkpoint_views.restore_code(agent.checkpoints, agent.sid, first, False, False)
         )
         while not entered.is_set():
             await asyncio.sleep(0.005)

@@ -48,7 +48,7 @@ async def test_a_refused_conversation_part_puts_the_files_back(agent: Agent) -> 
 
     agent.checkpoints.submit(blocker)
     running.wait(30)
-    rewinding = rewind_both(agent.service, agent.sid, first, version, force=False)
+    rewinding = rewind_both(agent.checkpoints, agent.sid, first, version, force=False)
     task = asyncio.ensure_future(rewinding)
     await asyncio.sleep(0.2)  # checked, its restore queued behind the blocker
     agent.service.append(agent.sid, "user", [TextPart("one more thing")])  # the race

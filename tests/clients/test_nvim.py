@@ -119,16 +119,8 @@ def expected_statusline(s: dict[str, Any]) -> str:
     return f"tokend {mark}{used}/{window} · {s['usedPercentage']:.0f}%"
 
 
-def _result(client: LspClient, method: str, params: Any) -> Any:
-    reply = client.request(method, params, timeout=WAIT_SECONDS)
-    assert "result" in reply, reply
-    return reply["result"]
-
-
 def _append(client: LspClient, sid: str, role: str, part: dict[str, Any]) -> None:
-    _result(
-        client, "session/append", {"sessionId": sid, "message": {"role": role, "parts": [part]}}
-    )
+    client.result("session/append", {"sessionId": sid, "message": {"role": role, "parts": [part]}})
 
 
 def _thousands(n: int) -> str:
@@ -150,8 +142,7 @@ def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(mon
         workspace.mkdir()
         agent = LspClient.unix(socket_path())
         assert "result" in agent.initialize("agent")
-        created = _result(
-            agent,
+        created = agent.result(
             "session/create",
             {"model": "gpt-4o", "workspaceUri": workspace.as_uri(), "contextWindow": 400_000},
         )
@@ -160,7 +151,7 @@ def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(mon
 
         nvim = Nvim(workspace, daemons.base / "nvim.sock")
         try:
-            first = _result(agent, "budget/snapshot", {"sessionId": sid})
+            first = agent.result("budget/snapshot", {"sessionId": sid})
             assert nvim.wait_statusline(expected_statusline(first)) == expected_statusline(first)
             # setup() ran in init.lua, before any buffer was loaded, twice: one client, known
             assert nvim.lua("return #vim.lsp.get_clients({ name = 'tokend' })") == "1"
@@ -182,16 +173,14 @@ def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(mon
                 output = f"compiling unit {i}: warning: deprecated flag in module {i}\n" * 800
                 result = {"type": "toolResult", "callId": f"c{i}", "name": "bash", "output": output}
                 _append(agent, sid, "tool", result)
-            grown = _result(agent, "budget/snapshot", {"sessionId": sid})
+            grown = agent.result("budget/snapshot", {"sessionId": sid})
             assert grown["usedTokens"] > 60_000
             assert nvim.wait_statusline(expected_statusline(grown)) == expected_statusline(grown)
 
             # :TokendCompact compacts the session the agent works in
             nvim.expr("execute('TokendCompact')")
             deadline = time.monotonic() + WAIT_SECONDS
-            while (after := _result(agent, "budget/snapshot", {"sessionId": sid}))[
-                "compactions"
-            ] < 1:
+            while (after := agent.result("budget/snapshot", {"sessionId": sid}))["compactions"] < 1:
                 assert time.monotonic() < deadline, "no compaction"
                 time.sleep(0.1)
             assert after["usedTokens"] < grown["usedTokens"]
@@ -214,8 +203,7 @@ def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(mon
             nvim.expr("execute('close')")
 
             # :TokendSessions: the user picks the agent's newer session; the gauge switches
-            other = _result(
-                agent,
+            other = agent.result(
                 "session/create",
                 {"model": "gpt-4o-mini", "workspaceUri": workspace.as_uri(), "title": "docs"},
             )["sessionId"]
@@ -225,7 +213,7 @@ def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(mon
                 f"if item.sessionId == '{other}' then pick(item) end end end"
             )
             nvim.expr("execute('TokendSessions')")
-            picked = _result(agent, "budget/snapshot", {"sessionId": other})
+            picked = agent.result("budget/snapshot", {"sessionId": other})
             assert nvim.wait_statusline(expected_statusline(picked)) == expected_statusline(picked)
 
             # :TokendFollow: the daemon follows a Claude Code transcript
@@ -238,7 +226,7 @@ def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(mon
             ):
                 assert time.monotonic() < deadline, notes
                 time.sleep(0.1)
-            followers = _result(agent, "follow/list", None)["followers"]
+            followers = agent.result("follow/list", None)["followers"]
             assert [f["path"] for f in followers] == [str(transcript)]
             assert "ERROR" not in notes and "not running" not in notes, notes
 
@@ -255,11 +243,11 @@ def test_neovim_with_the_plugin_as_a_start_package_is_healthy(monkeypatch, tmp_p
         agent = LspClient.unix(socket_path())
         assert "result" in agent.initialize("agent")
         create = {"model": "gpt-4o", "workspaceUri": workspace.as_uri()}
-        sid = _result(agent, "session/create", create)["sessionId"]
+        sid = agent.result("session/create", create)["sessionId"]
         _append(agent, sid, "user", {"type": "text", "text": "hello"})
         nvim = Nvim(workspace, daemons.base / "nvim.sock", install="pack")
         try:
-            first = _result(agent, "budget/snapshot", {"sessionId": sid})
+            first = agent.result("budget/snapshot", {"sessionId": sid})
             assert nvim.wait_statusline(expected_statusline(first)) == expected_statusline(first)
             assert nvim.lua("return #vim.lsp.get_clients({ name = 'tokend' })") == "1"
             _healthy(nvim, sid)
@@ -290,7 +278,7 @@ def test_the_statusline_in_a_real_terminal(monkeypatch, tmp_path):
         agent = LspClient.unix(socket_path())
         assert "result" in agent.initialize("agent")
         create = {"model": "claude-sonnet-4-5", "workspaceUri": workspace.as_uri()}
-        sid = _result(agent, "session/create", create)["sessionId"]
+        sid = agent.result("session/create", create)["sessionId"]
         _append(agent, sid, "user", {"type": "text", "text": "make the build pass " * 3000})
         write_init_lua(extra=STATUSLINE_LUA)
         server = ["-S", str(daemons.base / "tmux.sock"), "-f", "/dev/null"]
@@ -301,7 +289,7 @@ def test_the_statusline_in_a_real_terminal(monkeypatch, tmp_path):
             check=True,
         )
         try:
-            want = expected_statusline(_result(agent, "budget/snapshot", {"sessionId": sid}))
+            want = expected_statusline(agent.result("budget/snapshot", {"sessionId": sid}))
             deadline = time.monotonic() + WAIT_SECONDS
             while True:
                 screen = subprocess.run(

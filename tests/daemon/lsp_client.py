@@ -69,6 +69,19 @@ class LspClient:
             if "method" in message and "id" not in message:
                 self.notifications.append(message)
 
+    def result(self, method: str, params: Any = None, timeout: float = 60.0) -> Any:
+        """The request's result; an error reply fails the test, showing the reply."""
+        reply = self.request(method, params, timeout=timeout)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    @classmethod
+    def initialized(cls, path: str | os.PathLike[str], client_name: str) -> LspClient:
+        """A client of the daemon socket at `path`, initialized as `client_name`."""
+        client = cls.unix(path)
+        assert "result" in client.initialize(client_name)
+        return client
+
     def initialize(self, client_name: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
         params = {
             "processId": None,

@@ -33,20 +33,14 @@ def _connect(name: str, workspace: str, options: dict[str, Any] | None = None) -
     return client
 
 
-def _result(client: LspClient, method: str, params: Any) -> Any:
-    reply = client.request(method, params, timeout=WAIT)
-    assert "result" in reply, reply
-    return reply["result"]
-
-
 def _append(client: LspClient, sid: str, text: str) -> None:
     message = {"role": "user", "parts": [{"type": "text", "text": text}]}
-    _result(client, "session/append", {"sessionId": sid, "message": message})
+    client.result("session/append", {"sessionId": sid, "message": message})
 
 
 def _heard(client: LspClient) -> set[str]:
     """The sessions of every budget/didChange this connection has received so far."""
-    _result(client, "daemon/status", None)  # the daemon sent what it had before this reply
+    client.result("daemon/status", None)  # the daemon sent what it had before this reply
     sessions = {
         n["params"]["sessionId"] for n in client.notifications if n["method"] == "budget/didChange"
     }
@@ -66,14 +60,14 @@ def test_three_agents_and_two_editors_on_one_workspace_hear_their_own_sessions(
             agent = _connect(f"agent-{n}", workspace)
             agents.append(agent)
             create = {"model": "gpt-4o", "workspaceUri": workspace, "title": f"agent {n}"}
-            sessions.append(_result(agent, "session/create", create)["sessionId"])
+            sessions.append(agent.result("session/create", create)["sessionId"])
             _append(agent, sessions[-1], f"task {n}")
         # an editor that asks for the workspace's newest session, as both editor clients do
         newest = _connect("editor-1", workspace, {"session": "active"})
         # an editor that follows the newest, then switches to the first agent's session
         switching = _connect("editor-2", workspace, {"session": "active"})
         assert _heard(newest) == _heard(switching) == {sessions[2]}
-        _result(switching, "session/attach", {"sessionId": sessions[0]})
+        switching.result("session/attach", {"sessionId": sessions[0]})
         for agent in agents:
             _heard(agent)  # what they heard while the others were created: checked below
 
@@ -98,9 +92,9 @@ def test_an_agent_still_hears_a_session_it_appended_to_after_attaching_another(m
         daemons.serve()
         agent = LspClient.unix(socket_path())
         assert "result" in agent.initialize("agent")
-        first = _result(agent, "session/create", {"model": "gpt-4o"})["sessionId"]
+        first = agent.result("session/create", {"model": "gpt-4o"})["sessionId"]
         _append(agent, first, "one")
-        second = _result(agent, "session/create", {"model": "gpt-4o"})["sessionId"]
+        second = agent.result("session/create", {"model": "gpt-4o"})["sessionId"]
         _heard(agent)
         other = LspClient.unix(socket_path())
         assert "result" in other.initialize("other")

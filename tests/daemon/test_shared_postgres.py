@@ -20,6 +20,7 @@ from tokend.daemon import paths
 
 APPENDS_PER_CLIENT = 40
 VERSION_CONFLICT = -33006
+SESSION_NOT_FOUND = -33001
 
 
 def _serve(daemons: Any, monkeypatch: pytest.MonkeyPatch, url: str, *names: str) -> None:
@@ -185,3 +186,37 @@ def test_four_daemons_started_at_once_on_an_empty_database_all_come_up(
             client = _client(f"n{i}", f"client {i}")
             created = client.request("session/create", {"model": "gpt-4o"})
             assert "result" in created, created
+
+
+def test_a_delete_on_one_daemon_is_heard_and_honoured_on_the_other(
+    monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    with real_daemons(monkeypatch) as daemons:
+        _serve(daemons, monkeypatch, pg_url, "a", "b")
+        on_a, editor_a = _client("a", "deleter"), _client("a", "editor on a")
+        session_id = on_a.request("session/create", {"model": "gpt-4o"})["result"]["sessionId"]
+        assert _append(on_a, session_id, "hello")["result"]["version"] == 1
+        editor_a.request("session/attach", {"sessionId": session_id})
+        on_b = _client("b", "editor on b")  # daemon b has the session loaded, in memory
+        assert on_b.request("session/attach", {"sessionId": session_id})["result"]["version"] == 1
+
+        assert "result" in on_a.request("session/delete", {"sessionId": session_id})
+        # The editor on a hears the delete as any change: a budget/didChange at its version.
+        assert _wait_for_version(editor_a, session_id, 2, timeout=10)
+        # Daemon b hears the commit and answers as the store does, not from its memory.
+        deadline = time.monotonic() + 10
+        while True:
+            on_b_now = on_b.request("budget/snapshot", {"sessionId": session_id})
+            if "error" in on_b_now or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert on_b_now["error"]["code"] == SESSION_NOT_FOUND, on_b_now
+        on_a_now = on_a.request("budget/snapshot", {"sessionId": session_id})
+        assert on_a_now["error"]["code"] == SESSION_NOT_FOUND
+
+        restored = on_a.request("session/restore", {"sessionId": session_id})
+        assert restored["result"]["deletedAt"] is None
+        back = [c.request("budget/snapshot", {"sessionId": session_id}) for c in (on_a, on_b)]
+        assert [r["result"]["version"] for r in back] == [3, 3]
+        with SqlStore.open(pg_url) as store:
+            assert store.get_session(session_id).version == 3  # type: ignore[union-attr]

@@ -29,15 +29,8 @@ def daemons(monkeypatch: pytest.MonkeyPatch) -> Any:
         yield runtime
 
 
-def _result(client: LspClient, method: str, params: Any) -> Any:
-    reply = client.request(method, params, timeout=WAIT_SECONDS)
-    assert "result" in reply, reply
-    return reply["result"]
-
-
 def _append(client: LspClient, sid: str, role: str, parts: list[dict], **extra: Any) -> None:
-    _result(
-        client,
+    client.result(
         "session/append",
         {"sessionId": sid, "message": {"role": role, "parts": parts, **extra}},
     )
@@ -63,8 +56,7 @@ def test_status_in_claude_code_shape_has_durations_and_lines(daemons: Daemons, t
     workspace.mkdir()
     client = LspClient.unix(socket_path())
     assert "result" in client.initialize("times-test")
-    created = _result(
-        client,
+    created = client.result(
         "session/create",
         {"model": "claude-sonnet-4-5", "workspaceUri": workspace.as_uri()},
     )
@@ -96,7 +88,7 @@ def test_status_in_claude_code_shape_has_durations_and_lines(daemons: Daemons, t
     # a Codex patch: +2 -1
     patch = "*** Begin Patch\n*** Update File: m.py\n@@\n-    pass\n+    return 2\n+# done\n*** End Patch"
     _edit(client, sid, "e4", "apply_patch", {"input": patch}, ok=True)
-    messages = _result(client, "session/messages", {"sessionId": sid})["messages"]
+    messages = client.result("session/messages", {"sessionId": sid})["messages"]
     client.close()
 
     shaped = subprocess.run(

@@ -22,7 +22,7 @@ from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tokend.commands.importer import import_events
 from tokend.daemon.paths import socket_path
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 WAIT_SECONDS = 60.0  # generous: shared machines are slow; every wait ends on an outcome
 
@@ -39,23 +39,11 @@ def _lines(name: str) -> list[str]:
 
 
 def _oracle(tmp_path: Path, name: str) -> dict[str, Any]:
-    service = build_service(None, f"sqlite:///{tmp_path}/oracle.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/oracle.sqlite3")
     outcome = import_events(service, session_file(name))
     s = service.snapshot(outcome.session_id)
     service.close()
     return {"usedTokens": s.used_tokens, "version": s.version, "calls": s.totals.calls}
-
-
-def _client(name: str) -> LspClient:
-    client = LspClient.unix(socket_path())
-    assert "result" in client.initialize(name)
-    return client
-
-
-def _result(client: LspClient, method: str, params: Any = None) -> Any:
-    reply = client.request(method, params, timeout=WAIT_SECONDS)
-    assert "result" in reply, reply
-    return reply["result"]
 
 
 def _until(client: LspClient, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
@@ -85,8 +73,8 @@ def test_a_growing_transcript_moves_the_gauge_of_the_client_that_follows_it(daem
     lines = _lines("tool_heavy.jsonl")
     path = tmp_path / "transcript.jsonl"
     _append(path, lines[:2])  # the prompt: no reply yet, so no session yet
-    editor = _client("editor")
-    follower = _result(editor, "follow/start", {"agent": "claude-code", "path": str(path)})
+    editor = LspClient.initialized(socket_path(), "editor")
+    follower = editor.result("follow/start", {"agent": "claude-code", "path": str(path)})
     assert follower["agent"] == "claude-code" and not follower["folder"]
     assert [t["sessionId"] for t in follower["transcripts"]] == [None]
 
@@ -97,23 +85,19 @@ def test_a_growing_transcript_moves_the_gauge_of_the_client_that_follows_it(daem
     assert final["sessionId"]
 
     # another client sees the same session, the same figures
-    other = _client("other")
-    assert (
-        _figures(_result(other, "budget/snapshot", {"sessionId": final["sessionId"]})) == expected
-    )
-    listed = _result(other, "follow/list")["followers"]
+    other = LspClient.initialized(socket_path(), "other")
+    assert _figures(other.result("budget/snapshot", {"sessionId": final["sessionId"]})) == expected
+    listed = other.result("follow/list")["followers"]
     assert [(f["followerId"], f["transcripts"][0]["sessionId"]) for f in listed] == [
         (follower["followerId"], final["sessionId"])
     ]
     assert listed[0]["transcripts"][0]["messages"] == 17
 
     # following the same file again is the same follower: no record is imported twice
-    again = _result(other, "follow/start", {"agent": "claude-code", "path": str(path)})
+    again = other.result("follow/start", {"agent": "claude-code", "path": str(path)})
     assert again["followerId"] == follower["followerId"]
-    assert _result(other, "follow/stop", {"followerId": follower["followerId"]})["path"] == str(
-        path
-    )
-    assert _result(other, "follow/list") == {"followers": []}
+    assert other.result("follow/stop", {"followerId": follower["followerId"]})["path"] == str(path)
+    assert other.result("follow/list") == {"followers": []}
     error = other.request("follow/stop", {"followerId": follower["followerId"]})["error"]
     assert error["code"] == -32602 and "follow/list" in error["message"]
 
@@ -122,8 +106,8 @@ def test_watching_the_sessions_folder_picks_up_a_new_claude_code_session(daemons
     project = daemons.base / "claude" / "projects" / "-work-app"
     project.mkdir(parents=True)
     daemons.serve()
-    client = _client("editor")
-    follower = _result(client, "follow/start", {"agent": "claude-code"})
+    client = LspClient.initialized(socket_path(), "editor")
+    follower = client.result("follow/start", {"agent": "claude-code"})
     assert follower["folder"] and follower["transcripts"] == []
 
     transcript = project / "5b1e.jsonl"  # Claude Code starts a session
@@ -132,11 +116,11 @@ def test_watching_the_sessions_folder_picks_up_a_new_claude_code_session(daemons
         _append(transcript, [line])
     expected = _oracle(tmp_path, "short.jsonl")
     final = _until(client, lambda s: _figures(s) == expected)
-    listed = _result(client, "follow/list")["followers"][0]["transcripts"]
+    listed = client.result("follow/list")["followers"][0]["transcripts"]
     assert [(t["path"], t["sessionId"]) for t in listed] == [(str(transcript), final["sessionId"])]
     # the session belongs to the folder Claude Code ran in
     cwd = json.loads(lines[1])["cwd"]
-    sessions = _result(client, "session/list", {"workspaceUri": Path(cwd).as_uri()})["sessions"]
+    sessions = client.result("session/list", {"workspaceUri": Path(cwd).as_uri()})["sessions"]
     assert final["sessionId"] in [s["sessionId"] for s in sessions]
 
 
@@ -178,6 +162,7 @@ def test_the_terminal_reads_the_daemon_follow_status_statusline(daemons: Daemons
     claude = json.loads(shaped.stdout)
     window = claude["context_window"]
     assert claude["session_id"] == snapshot["sessionId"]
+    assert claude["transcript_path"] == str(path)  # the transcript the daemon follows
     assert claude["workspace"]["project_dir"] == str(workspace)
     assert window["context_window_size"] == 200_000
     assert window["used_percentage"] == round(100 * expected["usedTokens"] / 200_000, 1)
@@ -200,13 +185,13 @@ def test_tokend_watch_prints_the_gauge_at_every_change(daemons: Daemons, tmp_pat
     daemons.serve()
     workspace = tmp_path / "app"
     workspace.mkdir()
-    agent = _client("agent")
-    sid = _result(agent, "session/create", {"model": "gpt-4o", "workspaceUri": workspace.as_uri()})[
+    agent = LspClient.initialized(socket_path(), "agent")
+    sid = agent.result("session/create", {"model": "gpt-4o", "workspaceUri": workspace.as_uri()})[
         "sessionId"
     ]
     text = {"type": "text", "text": "make the build pass " * 50}
     message = {"role": "user", "parts": [text]}
-    _result(agent, "session/append", {"sessionId": sid, "message": message})
+    agent.result("session/append", {"sessionId": sid, "message": message})
     watch = subprocess.Popen(
         [sys.executable, "-m", "tokend", "watch"],
         cwd=workspace,
@@ -217,10 +202,10 @@ def test_tokend_watch_prints_the_gauge_at_every_change(daemons: Daemons, tmp_pat
     daemons.processes.append(watch)  # type: ignore[arg-type]
     try:
         assert watch.stdout is not None
-        first = _result(agent, "budget/snapshot", {"sessionId": sid})
+        first = agent.result("budget/snapshot", {"sessionId": sid})
         assert f"{first['usedTokens']:,} / 128,000 tokens" in watch.stdout.readline()
-        _result(agent, "session/append", {"sessionId": sid, "message": message})
-        second = _result(agent, "budget/snapshot", {"sessionId": sid})
+        agent.result("session/append", {"sessionId": sid, "message": message})
+        second = agent.result("budget/snapshot", {"sessionId": sid})
         assert second["usedTokens"] > first["usedTokens"]
         assert f"{second['usedTokens']:,} / 128,000 tokens" in watch.stdout.readline()
     finally:

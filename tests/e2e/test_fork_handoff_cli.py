@@ -19,7 +19,7 @@ import pytest
 
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.daemon.spawn import ENV_DAEMON_CMD
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def seed(home: dict) -> tuple[str, list[str]]:
     ws = home["base"] / "ws"
     (ws / "src" / "app.py").write_text("def main():\n    return 'app'\n")
     (ws / "src" / "util.py").write_text("def helper():\n    return 'util'\n")
-    service = build_service(None, home["env"]["TOKEND_DATABASE_URL"])
+    service = open_service(None, home["env"]["TOKEND_DATABASE_URL"])
     sid = service.create_session("gpt-4o", workspace_uri=ws.resolve().as_uri()).id
     ids = [service.append(sid, "user", [TextPart("tidy up app.py, keep util.py as is")])[0].id]
     for i, (tool, path) in enumerate((("Read", "src/util.py"), ("Edit", "src/app.py"))):

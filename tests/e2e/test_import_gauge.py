@@ -5,12 +5,12 @@ from __future__ import annotations
 from tests.conftest import BIG_SESSION, sessions_dir_or_skip
 from tokend.commands.importer import import_events
 from tokend.core.accounting import summarize_abs_errors
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 
 def test_gauge_predicts_real_provider_usage(tmp_path):
     sessions_dir_or_skip()
-    service = build_service(None, f"sqlite:///{tmp_path}/gauge.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/gauge.sqlite3")
     outcome = import_events(service, BIG_SESSION)
     data = service.state(outcome.session_id).data
     summary = summarize_abs_errors(e.abs_error_pct for e in data.errors)
@@ -26,7 +26,7 @@ def test_gauge_predicts_real_provider_usage(tmp_path):
     service.close()
 
     # the same session reopened from SQLite gives the same gauge
-    reopened = build_service(None, f"sqlite:///{tmp_path}/gauge.sqlite3")
+    reopened = open_service(None, f"sqlite:///{tmp_path}/gauge.sqlite3")
     again = reopened.snapshot(outcome.session_id)
     assert again.used_tokens == snap.used_tokens
     assert again.totals == snap.totals

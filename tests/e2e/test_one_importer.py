@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import session_file
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 from tokend.service.tail import TranscriptTail
 
 NAMES = ["short.jsonl", "tool_heavy.jsonl", "258c7280-ae70-4798-800f-63464d01a85d.jsonl"]
@@ -70,7 +70,7 @@ def _oracle(text: str) -> tuple[int, int]:
 
 
 def _figures(url: str, session_id: str) -> dict:
-    service = build_service(None, url)
+    service = open_service(None, url)
     try:
         snapshot = service.snapshot(session_id)
         return {
@@ -113,7 +113,7 @@ async def _follow(tail: TranscriptTail, path: Path, text: str, step: int) -> Non
 
 def _followed(tmp_path: Path, text: str, step: int) -> dict:
     url = f"sqlite:///{tmp_path}/followed.sqlite3"
-    service = build_service(None, url)
+    service = open_service(None, url)
     path = tmp_path / "followed" / "session.jsonl"
     path.parent.mkdir()
     path.write_text("")
@@ -190,7 +190,7 @@ def test_a_reply_imported_before_it_ended_keeps_its_tool_calls_and_results(tmp_p
                 calls.add(block["id"])
             elif block.get("type") == "tool_result":
                 results.add(block["tool_use_id"])
-    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
     path = tmp_path / "session.jsonl"
     path.write_text("")
     tail = TranscriptTail(service, "claude-code", path)

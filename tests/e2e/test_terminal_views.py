@@ -70,18 +70,6 @@ class _Lines:
                 return line
 
 
-def _client(name: str) -> LspClient:
-    client = LspClient.unix(socket_path())
-    assert "result" in client.initialize(name)
-    return client
-
-
-def _result(client: LspClient, method: str, params: Any = None) -> Any:
-    reply = client.request(method, params, timeout=WAIT_SECONDS)
-    assert "result" in reply, reply
-    return reply["result"]
-
-
 def test_watch_waits_for_a_session_and_for_the_daemon_to_come_back(
     daemons: Daemons, tmp_path: Path
 ) -> None:
@@ -91,13 +79,12 @@ def test_watch_waits_for_a_session_and_for_the_daemon_to_come_back(
     watch = _Lines(daemons, "watch", cwd=workspace)
     watch.until(f"no session in {workspace} yet; waiting")
 
-    agent = _client("agent")
-    created = _result(
-        agent, "session/create", {"model": "gpt-4o", "workspaceUri": workspace.as_uri()}
+    agent = LspClient.initialized(socket_path(), "agent")
+    created = agent.result(
+        "session/create", {"model": "gpt-4o", "workspaceUri": workspace.as_uri()}
     )
     text = {"type": "text", "text": "make the build pass " * 50}
-    _result(
-        agent,
+    agent.result(
         "session/append",
         {"sessionId": created["sessionId"], "message": {"role": "user", "parts": [text]}},
     )

@@ -6,10 +6,10 @@ import sqlite3
 
 import pytest
 
-from tokend.core.errors import InvalidParams, SessionNotFound
+from tokend.core.errors import InvalidParams, SessionNotFound, VersionConflict
 from tokend.core.types import TextPart, Usage
 from tokend.service import admin
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def db(tmp_path):
 
 @pytest.fixture
 def service(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     yield service
     service.close()
 
@@ -101,3 +101,26 @@ def test_a_listing_gauge_matches_the_live_snapshot_and_survives_deletion(service
     deleted = admin.list_sessions(service, "file:///w", deleted=True)[0]
     kept = admin.session_gauge(service, deleted)  # from the figures persisted with the session
     assert kept is not None and kept.used_tokens == live.used_tokens
+
+
+def test_delete_and_restore_are_changes_the_sessions_listeners_hear(service, db):
+    sid = _session(service)
+    heard = []
+    service.subscribe(sid, heard.append)
+    version = service.snapshot(sid).version
+    admin.delete_session(service, sid)
+    assert [s.version for s in heard] == [version + 1]  # told, as of any change
+    with sqlite3.connect(db) as conn:  # the store moved with it, in the same transaction
+        stored, deleted_at = conn.execute(
+            "SELECT version, deleted_at FROM sessions WHERE id=?", (sid,)
+        ).fetchone()
+    assert (stored, deleted_at is not None) == (version + 1, True)
+    admin.delete_session(service, sid)  # already deleted: no change, nothing told
+    assert len(heard) == 1
+    admin.restore_session(service, sid)
+    assert [s.version for s in heard] == [version + 1, version + 2]
+    assert service.snapshot(sid).version == version + 2
+    assert _rows(db, sid)[:2] == (2, None)
+    # A change the client based on the version before the delete is refused.
+    with pytest.raises(VersionConflict):
+        service.append(sid, "user", [TextPart("stale")], if_version=version)

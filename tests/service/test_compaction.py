@@ -14,6 +14,7 @@ from tokend.adapters.tokenizers import load_encoding
 from tokend.core.render import SUMMARY_HEADER
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service import summarizers
+from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import (
     CompactRequest,
@@ -21,7 +22,6 @@ from tokend.service.compaction import (
     compact,
     compact_async,
 )
-from tokend.service.factory import build_service
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def _rows(db, sql, *args):
 
 
 def test_a_chat_only_session_over_the_threshold_compacts(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     typed = _chat(service, sid, 48)
     before = service.snapshot(sid)
@@ -87,7 +87,7 @@ def test_a_chat_only_session_over_the_threshold_compacts(db):
     assert assembled.total_tokens == contents + 3 * len(assembled.messages) + 3
     service.close()
 
-    reopened = build_service(None, f"sqlite:///{db}")
+    reopened = open_service(None, f"sqlite:///{db}")
     again = reopened.snapshot(sid)
     assert (again.used_tokens, again.version) == (after.used_tokens, after.version)
     assert [m.id for m in reopened.state(sid).data.messages][0] == summary_id
@@ -95,7 +95,7 @@ def test_a_chat_only_session_over_the_threshold_compacts(db):
 
 
 def test_a_second_compaction_merges_the_first_summary(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     first_words = _chat(service, sid, 30, words=100)
     service.append(sid, "assistant", [ToolCallPart("c1", "Edit", {"file_path": "src/early.py"})])
@@ -115,7 +115,7 @@ def test_a_second_compaction_merges_the_first_summary(db):
 
 
 def test_a_compaction_that_frees_under_5_percent_is_refused_and_writes_nothing(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     service.append(sid, "user", [TextPart("hi")])
     service.append(sid, "assistant", [TextPart("hello")])
@@ -130,7 +130,7 @@ def test_a_compaction_that_frees_under_5_percent_is_refused_and_writes_nothing(d
 
 
 def test_appends_made_while_a_summary_is_written_come_after_it(db, monkeypatch):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     _chat(service, sid, 40)
     writing, appended = threading.Event(), threading.Event()
@@ -169,7 +169,7 @@ def test_appends_made_while_a_summary_is_written_come_after_it(db, monkeypatch):
     stored = _rows(db, "SELECT id FROM messages WHERE compacted_at IS NULL ORDER BY seq")
     assert [r[0] for r in stored][-21:-1] == late and len(set(live)) == len(live)
     service.close()
-    reopened = build_service(None, f"sqlite:///{db}")
+    reopened = open_service(None, f"sqlite:///{db}")
     assert [m.id for m in reopened.state(sid).data.messages] == live
     reopened.close()
 
@@ -178,7 +178,7 @@ def test_compaction_auto_false_is_honoured_and_a_manual_compaction_still_runs(db
     config = isolated_dirs / "xdg_config_home" / "tokend"
     config.mkdir(parents=True)
     (config / "config.toml").write_text("[compaction]\nauto = false\n")
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     _chat(service, sid, 46)
     assert service.snapshot(sid).used_tokens < service.snapshot(sid).autocompact_threshold
@@ -197,7 +197,7 @@ def test_compaction_auto_false_is_honoured_and_a_manual_compaction_still_runs(db
 
 
 def test_compaction_auto_fires_on_append_at_the_threshold(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     _chat(service, sid, 46)
     assert service.snapshot(sid).used_tokens < service.snapshot(sid).autocompact_threshold
@@ -216,7 +216,7 @@ def test_compaction_auto_fires_on_append_at_the_threshold(db):
 
 
 def test_full_keeps_only_the_turn_in_progress(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     _chat(service, sid, 10)
     service.append(sid, "user", [TextPart("now run the tests")])
@@ -235,7 +235,7 @@ def test_full_keeps_only_the_turn_in_progress(db):
 
 
 def test_a_usage_anchored_gauge_is_recounted_after_a_summary(db):
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     _chat(service, sid, 20)
     service.append(sid, "assistant", [TextPart("ok")], usage=Usage(100_000, 10))

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import BIG_SESSION, session_file
 from tokend.commands.importer import import_events
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 from tokend.service.tail import TranscriptTail
 
 
@@ -37,7 +37,7 @@ def _figures(service, session_id: str) -> dict:
 
 
 def _imported(tmp_path: Path, name: str) -> dict:
-    service = build_service(None, f"sqlite:///{tmp_path}/imported.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/imported.sqlite3")
     source = tmp_path / f"whole-{name}"
     source.write_text("\n".join(_lines(name)) + "\n")
     outcome = import_events(service, source)
@@ -58,7 +58,7 @@ async def _follow(tail: TranscriptTail, path: Path, lines: list[str], step: int)
 )
 def test_following_record_by_record_matches_importing_the_finished_file(tmp_path, name, step):
     lines = _lines(name)
-    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
     path = tmp_path / "session.jsonl"
     path.write_text("")
     tail = TranscriptTail(service, "claude-code", path)
@@ -78,14 +78,14 @@ def test_a_restarted_follower_resumes_and_import_after_it_adds_nothing(tmp_path)
     path = tmp_path / "session.jsonl"
     path.write_text("")
     url = f"sqlite:///{tmp_path}/followed.sqlite3"
-    first = build_service(None, url)
+    first = open_service(None, url)
     tail = TranscriptTail(first, "claude-code", path)
     asyncio.run(_follow(tail, path, lines[:half], 1))
     session_id = tail.session_id
     assert session_id is not None
     first.close()  # the daemon stops mid-session
 
-    second = build_service(None, url)
+    second = open_service(None, url)
     again = TranscriptTail(second, "claude-code", path)
     asyncio.run(_follow(again, path, lines[half:], 1))
     assert again.session_id == session_id  # the same session, found by its cursor
@@ -94,11 +94,11 @@ def test_a_restarted_follower_resumes_and_import_after_it_adds_nothing(tmp_path)
     oracle_path = tmp_path / "imported.jsonl"
     oracle_path.write_text("".join(line + "\n" for line in lines[:half]))
     oracle_url = f"sqlite:///{tmp_path}/imported.sqlite3"
-    before = build_service(None, oracle_url)
+    before = open_service(None, oracle_url)
     oracle_id = import_events(before, oracle_path).session_id
     before.close()
     oracle_path.write_text("".join(line + "\n" for line in lines))
-    after = build_service(None, oracle_url)
+    after = open_service(None, oracle_url)
     import_events(after, oracle_path)
     assert _parts(second, session_id) == _parts(after, oracle_id)  # every record once, in order
     assert _figures(second, session_id) == _figures(after, oracle_id)
@@ -116,7 +116,7 @@ def test_a_quiet_transcript_is_imported_whole_and_a_late_block_continues_its_mes
     records = [json.loads(line) for line in lines]
     reply = [i for i, r in enumerate(records) if r.get("type") == "assistant"]
     cut = reply[1]  # the reply's first block only
-    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
     path = tmp_path / "session.jsonl"
     path.write_text("")
     tail = TranscriptTail(service, "claude-code", path)
@@ -136,7 +136,7 @@ def test_a_quiet_transcript_is_imported_whole_and_a_late_block_continues_its_mes
         for sp in m.parts
         if m.role == "assistant"
     ]
-    imported = build_service(None, f"sqlite:///{tmp_path}/imported.sqlite3")
+    imported = open_service(None, f"sqlite:///{tmp_path}/imported.sqlite3")
     outcome = import_events(imported, session_file("short.jsonl"))
     whole = [
         sp.part
@@ -154,7 +154,7 @@ def test_a_codex_rollout_followed_line_by_line_takes_codex_figures(tmp_path):
     included, plus output less the reasoning OpenAI does not send back)."""
     from tests.unit.test_codex_rollout import CALL_2, ROLLOUT
 
-    service = build_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
     path = tmp_path / "rollout-2025-10-01T10-00-00-0199a.jsonl"
     path.write_text("")
     tail = TranscriptTail(service, "codex", path)

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from tests.conftest import session_file
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 from tokend.service.followers import Followers
 from tokend.service.tail import TailStatus
 
@@ -20,7 +20,7 @@ REFRESHES = 50
 def test_a_follower_calls_a_gone_listener_once_and_then_forgets_it(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     shutil.copy(session_file("short.jsonl"), transcript)
-    service = build_service(None, f"sqlite:///{tmp_path}/s.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/s.sqlite3")
     gone_calls: list[str] = []
     live_calls: list[str | None] = []
 

@@ -13,7 +13,7 @@ import pytest
 from tokend.adapters.tokenizers import load_encoding
 from tokend.core.errors import InvalidParams
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 from tokend.service.handoff import handoff
 
 
@@ -61,7 +61,7 @@ def _session(service, project):
 
 def test_the_child_starts_with_the_context_and_the_most_recent_files(tmp_path, project):
     db = tmp_path / "db.sqlite3"
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = _session(service, project)
     parent_before = service.snapshot(sid)
     done = asyncio.run(handoff(service, sid, "write the tests for b.py"))
@@ -102,7 +102,7 @@ def test_the_child_starts_with_the_context_and_the_most_recent_files(tmp_path, p
 
 def test_the_file_budgets_are_configurable(tmp_path, project):
     (project / ".tokend.toml").write_text("[handoff]\nmax_files = 1\nfile_tokens = 100000\n")
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = _session(service, project)
     done = asyncio.run(handoff(service, sid, "continue"))
     assert [(f.path, f.included) for f in done.files] == [(str(project / "src" / "a.py"), True)]
@@ -112,7 +112,7 @@ def test_the_file_budgets_are_configurable(tmp_path, project):
 
 
 def test_a_session_without_a_workspace_lists_its_files_and_reads_none(tmp_path, project):
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     _touch(service, sid, 1, "Read", str(project / "src" / "a.py"))
     done = asyncio.run(handoff(service, sid, "go on"))
@@ -129,7 +129,7 @@ def test_a_handoff_cancelled_while_its_child_is_being_created_completes_the_chil
     child without its first message behind a RequestCancelled. Once the child is being created,
     the handoff finishes it and returns it."""
     db = tmp_path / "db.sqlite3"
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = _session(service, project)
     entered, release = threading.Event(), threading.Event()
     create = service.store.create_session

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from tokend.core.types import TextPart, Usage
-from tokend.service.factory import build_service
-from tokend.service.usage import usage_of
+from tokend.service.app import open_app
 
 
 def test_a_reply_moves_the_rate_headroom_in_the_snapshot(tmp_path, isolated_dirs):
     config = isolated_dirs / "xdg_config_home" / "tokend"
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text("[rate]\ntpm_limit = 10000\n")
-    service = build_service(None, f"sqlite:///{tmp_path}/r.sqlite3")
-    usage_of(service)
+    app = open_app(None, f"sqlite:///{tmp_path}/r.sqlite3")
+    service = app.service
     sid = service.create_session("gpt-4o").id
     service.append(sid, "user", [TextPart("hi")])
     _, snap = service.append(
@@ -20,13 +19,13 @@ def test_a_reply_moves_the_rate_headroom_in_the_snapshot(tmp_path, isolated_dirs
     )
     assert snap.rate is not None
     assert snap.rate.tokens_per_minute == 1500 and snap.rate.headroom_tokens == 8500
-    service.close()
+    app.close()
 
 
 def test_without_a_limit_the_snapshot_has_none(tmp_path):
-    service = build_service(None, f"sqlite:///{tmp_path}/r.sqlite3")
-    usage_of(service)
+    app = open_app(None, f"sqlite:///{tmp_path}/r.sqlite3")
+    service = app.service
     sid = service.create_session("gpt-4o").id
     _, snap = service.append(sid, "user", [TextPart("hi")])
     assert snap.rate is None
-    service.close()
+    app.close()

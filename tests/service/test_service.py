@@ -7,9 +7,9 @@ import pytest
 from tokend.adapters.tokenizers import load_encoding as exact_encoding
 from tokend.core.errors import MessageTooLarge, SessionNotFound, UnknownModel, VersionConflict
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
+from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
-from tokend.service.factory import build_service
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def _tool_turn(service, sid, i, lines=900):
 
 
 def test_versions_never_go_back_across_restarts_and_compactions(url):
-    service = build_service(None, url)
+    service = open_service(None, url)
     sid = service.create_session("gpt-4o", context_window=1_000_000).id
     seen = [service.snapshot(sid).version]
     for i in range(10):
@@ -40,7 +40,7 @@ def test_versions_never_go_back_across_restarts_and_compactions(url):
     seen.append(service.snapshot(sid).version)
     service.close()
 
-    reopened = build_service(None, url)
+    reopened = open_service(None, url)
     seen.append(reopened.snapshot(sid).version)
     assert seen == sorted(seen) and len(set(seen[:-1])) == len(seen) - 1
     assert seen[-1] == seen[-2]  # the reloaded session is at the version it was left at
@@ -51,7 +51,7 @@ def test_versions_never_go_back_across_restarts_and_compactions(url):
 
 
 def test_a_prune_moves_the_anchored_gauge_by_what_it_freed_also_after_a_restart(url):
-    service = build_service(None, url)
+    service = open_service(None, url)
     sid = service.create_session("gpt-4o", context_window=1_000_000).id
     for i in range(10):
         _tool_turn(service, sid, i)
@@ -85,7 +85,7 @@ def test_a_prune_moves_the_anchored_gauge_by_what_it_freed_also_after_a_restart(
     assert {b.category for b in after.breakdown} >= {"system", "messages"}
     service.close()
 
-    reopened = build_service(None, url)
+    reopened = open_service(None, url)
     again = reopened.snapshot(sid)
     assert again.used_tokens == after.used_tokens and not again.estimated
     every = reopened.store.load_all_messages(sid)
@@ -96,8 +96,8 @@ def test_a_prune_moves_the_anchored_gauge_by_what_it_freed_also_after_a_restart(
 
 
 def test_calibration_learns_for_models_without_a_tokenizer_and_persists(url):
-    service = build_service(None, url)
-    sid = service.create_session("claude-sonnet-4-5").id
+    service = open_service(None, url)
+    sid = service.create_session("claude-mythos-preview").id  # no tokenizer family: estimated
     context = 20_000
     service.append(sid, "assistant", [ToolCallPart("c0", "read", {})])
     for i in range(30):
@@ -114,14 +114,14 @@ def test_calibration_learns_for_models_without_a_tokenizer_and_persists(url):
     # the gauge's prediction gets better as it learns the model's chars-per-token
     assert sum(errors[-5:]) < sum(errors[:5]) / 2
     service.close()
-    reopened = build_service(None, url)
+    reopened = open_service(None, url)
     assert reopened.calibrator.to_state() == learned
-    assert not reopened.counter(reopened.state(sid).data.model).exact  # Claude: estimated counts
+    assert not reopened.counter(reopened.state(sid).data.model).exact
     reopened.close()
 
 
 def test_bad_requests_write_nothing(url):
-    service = build_service(None, url)
+    service = open_service(None, url)
     with pytest.raises(UnknownModel):
         service.create_session("no-such-model")
     with pytest.raises(SessionNotFound):
@@ -141,7 +141,7 @@ def test_each_workspace_sees_its_own_declared_models(url, tmp_path):
     (declared / ".tokend.toml").write_text(
         '[models."acme-coder-7"]\ncontext_window = 64000\nmax_output_tokens = 8000\n'
     )
-    service = build_service(None, url)  # as the daemon: one service for every workspace
+    service = open_service(None, url)  # as the daemon: one service for every workspace
     sid = service.create_session("acme-coder-7", workspace_uri=declared.as_uri()).id
     assert service.snapshot(sid).context_window == 64_000
     with pytest.raises(UnknownModel):
@@ -150,7 +150,7 @@ def test_each_workspace_sees_its_own_declared_models(url, tmp_path):
 
 
 def test_over_the_threshold_with_nothing_to_prune_the_snapshot_warns(url):
-    service = build_service(None, url)
+    service = open_service(None, url)
     sid = service.create_session("gpt-4o").id
     service.append(sid, "user", [TextPart("a long conversation")])
     service.append(sid, "assistant", [TextPart("yes")], usage=Usage(112_000, 40))
@@ -164,7 +164,7 @@ def test_unwatched_sessions_are_dropped_from_memory_and_reload_intact(url, monke
     import tokend.service.service as service_module
 
     monkeypatch.setattr(service_module, "MAX_LOADED_SESSIONS", 3)
-    service = build_service(None, url)
+    service = open_service(None, url)
     watched = service.create_session("gpt-4o").id
     seen = []
     unsubscribe = service.subscribe(watched, seen.append)

@@ -15,10 +15,10 @@ from tokend.core.settings import TokendConfig
 from tokend.core.spend import SpendConfig
 from tokend.core.types import TextPart, Usage
 from tokend.core.usage_stats import RateConfig
+from tokend.service.app import App, assemble_app
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
-from tokend.service.usage import usage_of
 
 NEW_YORK = ZoneInfo("America/New_York")
 WS = "file:///home/me/project"
@@ -35,11 +35,17 @@ class Clock:
         return self.at
 
 
-def make(tmp_path, clock: Clock, spend: SpendConfig, rate: RateConfig | None = None):
+def make(tmp_path, clock: Clock, spend: SpendConfig, rate: RateConfig | None = None) -> App:
+    """The app's parts around a service on the test's clock (service/app.py)."""
     catalog = WorkspaceSettings().for_workspace(None).catalog
     config = TokendConfig(spend=spend, rate=rate or RateConfig())
     store = SqlStore.open(f"sqlite:///{tmp_path}/spend.sqlite3")
-    return TokendService(store, catalog, config, clock=clock)
+    return assemble_app(TokendService(store, catalog, config, clock=clock))
+
+
+def assembled_for(app: App, sid: str):
+    """context/assemble as the daemon runs it: the app's usage monitor checks the spend."""
+    return assemble_context(app.service, sid, AssembleInput(), usage=app.usage)
 
 
 def call(service: TokendService, sid: str, usage: Usage = CALL) -> None:
@@ -50,8 +56,8 @@ def call(service: TokendService, sid: str, usage: Usage = CALL) -> None:
 def test_a_workspace_limit_warns_at_80_percent_then_refuses(tmp_path):
     clock = Clock(datetime(2026, 3, 10, 15, 0, tzinfo=UTC))
     spend = SpendConfig(workspace_daily_usd=1.0, on_limit="refuse", timezone="America/New_York")
-    service = make(tmp_path, clock, spend)
-    monitor = usage_of(service)
+    app = make(tmp_path, clock, spend)
+    service, monitor = app.service, app.usage
     heard = []
     monitor.subscribe_notices(lambda sid, status: heard.append((sid, status.level, status.scope)))
     first = service.create_session("claude-sonnet-4-5", workspace_uri=WS).id
@@ -64,11 +70,11 @@ def test_a_workspace_limit_warns_at_80_percent_then_refuses(tmp_path):
         "spend warning: $0.90 spent by this workspace today, 90% of the $1.00 limit "
         "([spend] workspace_daily_usd)",
     )
-    assembled = assemble_context(service, first, AssembleInput())
+    assembled = assembled_for(app, first)
     assert any("spend warning" in w for w in assembled.warnings)
     call(service, first)  # $1.35: reached
     with pytest.raises(SpendLimitReached) as refused:
-        assemble_context(service, second, AssembleInput())
+        assembled_for(app, second)
     assert refused.value.code == -33020
     assert refused.value.data == {
         "limit": 1.0,
@@ -81,11 +87,12 @@ def test_a_workspace_limit_warns_at_80_percent_then_refuses(tmp_path):
 
 def test_warn_is_the_default_at_100_percent(tmp_path):
     clock = Clock(datetime(2026, 3, 10, 15, 0, tzinfo=UTC))
-    service = make(tmp_path, clock, SpendConfig(session_usd=0.5))
+    app = make(tmp_path, clock, SpendConfig(session_usd=0.5))
+    service = app.service
     sid = service.create_session("claude-sonnet-4-5").id
     call(service, sid)
     call(service, sid)
-    assembled = assemble_context(service, sid, AssembleInput())  # not refused
+    assembled = assembled_for(app, sid)  # not refused
     assert (
         "spend limit reached: $0.90 spent by this session, 180% of the $0.50 limit"
         in (assembled.warnings[-1])
@@ -96,40 +103,42 @@ def test_per_day_limits_roll_over_at_the_zones_midnight(tmp_path):
     # 23:50 in New York is 04:50 UTC the next day (EDT): the UTC day already changed.
     clock = Clock(datetime(2026, 6, 11, 3, 50, tzinfo=UTC))
     spend = SpendConfig(user_daily_usd=1.0, on_limit="refuse", timezone="America/New_York")
-    service = make(tmp_path, clock, spend)
+    app = make(tmp_path, clock, spend)
+    service = app.service
     sid = service.create_session("claude-sonnet-4-5", workspace_uri=WS).id
     for _ in range(3):
         call(service, sid)
     with pytest.raises(SpendLimitReached) as refused:
-        assemble_context(service, sid, AssembleInput())
+        assembled_for(app, sid)
     assert refused.value.data["scope"] == "user"
     clock.at = datetime(2026, 6, 11, 3, 59, tzinfo=UTC)  # 23:59 in New York: same day
     with pytest.raises(SpendLimitReached):
-        assemble_context(service, sid, AssembleInput())
+        assembled_for(app, sid)
     clock.at = datetime(2026, 6, 11, 4, 1, tzinfo=UTC)  # 00:01 in New York: a new day
     assert clock.at.astimezone(NEW_YORK).day == 11
-    assemble_context(service, sid, AssembleInput())
-    assert usage_of(service).warnings(sid) == ()
+    assembled_for(app, sid)
+    assert app.usage.warnings(sid) == ()
 
 
 def test_day_totals_survive_a_restart(tmp_path):
     clock = Clock(datetime(2026, 3, 10, 15, 0, tzinfo=UTC))
     spend = SpendConfig(user_daily_usd=1.0, timezone="UTC")
-    service = make(tmp_path, clock, spend)
+    app = make(tmp_path, clock, spend)
+    service = app.service
     sid = service.create_session("claude-sonnet-4-5").id
     call(service, sid)
     call(service, sid)
     service.close()
     reopened = make(tmp_path, clock, spend)
-    assert reopened.snapshot(sid).cost_total_usd == pytest.approx(2 * CALL_USD)
-    assert usage_of(reopened).statuses(sid)[0].spent_usd == pytest.approx(2 * CALL_USD)
+    assert reopened.service.snapshot(sid).cost_total_usd == pytest.approx(2 * CALL_USD)
+    assert reopened.usage.statuses(sid)[0].spent_usd == pytest.approx(2 * CALL_USD)
 
 
 def test_rate_headroom_slides_over_60_seconds_across_sessions(tmp_path):
     start = datetime(2026, 3, 10, 15, 0, tzinfo=UTC)
     clock = Clock(start)
-    service = make(tmp_path, clock, SpendConfig(), RateConfig(tpm_limit=300_000))
-    monitor = usage_of(service)
+    app = make(tmp_path, clock, SpendConfig(), RateConfig(tpm_limit=300_000))
+    service, monitor = app.service, app.usage
     a = service.create_session("claude-sonnet-4-5").id
     b = service.create_session("gpt-4o").id
     call(service, a, Usage(input_tokens=1_000, output_tokens=500, cache_read_tokens=50_000))

@@ -13,9 +13,9 @@ import pytest
 
 from tests.model_servers import GOOD_ANSWER, ModelServer
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
+from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
-from tokend.service.factory import build_service
 
 KEY_ENV = "TOKEND_TEST_SUMMARY_KEY"
 
@@ -79,7 +79,7 @@ def test_a_failing_small_model_falls_back_to_the_primary_and_the_index_stays_mec
         openai_model=["fail-500", "good-primary"],
         openai_api_key_env=KEY_ENV,
     )
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     typed, files, error = _work(service, sid)
     outcome = compact(service, sid, "full")
@@ -120,7 +120,7 @@ def test_slow_and_garbage_answers_fall_back_to_extractive_and_nothing_is_lost(
         timeout_s=0.5,
     )
     db = tmp_path / "db.sqlite3"
-    service = build_service(None, f"sqlite:///{db}")
+    service = open_service(None, f"sqlite:///{db}")
     sid = service.create_session("gpt-4o").id
     typed, files, error = _work(service, sid)
     outcome = compact(service, sid, "full")
@@ -152,7 +152,7 @@ def test_slow_and_garbage_answers_fall_back_to_extractive_and_nothing_is_lost(
 
 def test_the_default_chain_calls_no_model_and_reports_nothing_new(tmp_path, servers):
     openai, anthropic = servers
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     _work(service, sid)
     action = compact(service, sid, "full").actions[-1]
@@ -163,7 +163,7 @@ def test_the_default_chain_calls_no_model_and_reports_nothing_new(tmp_path, serv
 
 def test_a_chain_step_without_its_settings_is_skipped_and_said(tmp_path, isolated_dirs):
     _configure(isolated_dirs, chain=["client", "openai", "extractive"], openai_model="m")
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     _work(service, sid)
     action = compact(service, sid, "full").actions[-1]

@@ -16,9 +16,9 @@ import pytest
 from tests.model_servers import ModelServer
 from tokend.adapters.tokenizers import load_encoding  # tiktoken's, on the packaged vocabulary
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
+from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
-from tokend.service.factory import build_service
 
 MODEL = "tiny-summarizer"
 
@@ -85,7 +85,7 @@ def compacted(tmp_path, isolated_dirs, server, window: int):
     """A session of 24 turns compacted in full with a summarizer of `window` tokens: the
     service, the session, the paths its turns touched, and the compaction's action."""
     configure(isolated_dirs, server.base_url, window)
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     touched = work(service, sid, turns=24)
     [action] = compact(service, sid, "full").actions

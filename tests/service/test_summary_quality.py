@@ -12,9 +12,9 @@ import pytest
 
 from tests.model_servers import GOOD_ANSWER, ModelServer
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
+from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
-from tokend.service.factory import build_service
 
 KEY_ENV = "TOKEND_TEST_SUMMARY_KEY"
 
@@ -61,7 +61,7 @@ def _failing_runs(service, sid, runs: int) -> list[str]:
 def _run(tmp_path, isolated_dirs, server, monkeypatch, model: str):
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     _configure(isolated_dirs, server.base_url, model)
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     errors = _failing_runs(service, sid, 60)
     outcome = compact(service, sid, "full")
@@ -102,7 +102,7 @@ def test_after_three_failures_in_a_row_a_summarizer_is_not_called_again(
 ):
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     _configure(isolated_dirs, server.base_url, "fail-500")
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     other = service.create_session("gpt-4o").id
     details = []
@@ -127,7 +127,7 @@ def test_a_summary_refused_by_the_check_counts_as_a_failure(
 ):
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     _configure(isolated_dirs, server.base_url, "long-writer")
-    service = build_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
     sid = service.create_session("gpt-4o").id
     details = []
     for _ in range(4):

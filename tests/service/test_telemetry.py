@@ -18,9 +18,9 @@ from tokend.adapters.store import SqlStore
 from tokend.core.settings import TokendConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
+from tokend.service.app import assemble_app
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
-from tokend.service.telemetry import start_telemetry, stop_telemetry
 
 WS = "file:///home/me/project"
 CALLS = [
@@ -59,15 +59,15 @@ def run_session(service: TokendService) -> str:
 def test_a_prometheus_scrape_shows_the_token_and_cost_counters(tmp_path):
     config = TelemetryConfig(exporters=("prometheus",), prometheus_listen="127.0.0.1:0")
     service = make(tmp_path, config)
-    sink = start_telemetry(service)
+    app = assemble_app(service, serving=True)  # telemetry starts as in the daemon
+    sink = app.telemetry
     try:
         sid = run_session(service)
         url = f"http://127.0.0.1:{sink.prometheus_port}/metrics"
         with urllib.request.urlopen(url, timeout=10) as response:
             text = response.read().decode()
     finally:
-        stop_telemetry(service)
-        service.close()
+        app.close()
     samples = {}
     for line in text.splitlines():
         match = re.match(r"^(\w+)\{(.*)\} (\S+)$", line)
@@ -117,13 +117,13 @@ def test_an_otlp_export_reaches_a_real_http_receiver(tmp_path):
         export_interval_s=3600,  # only the explicit flush exports
     )
     service = make(tmp_path, config)
-    sink = start_telemetry(service)
+    app = assemble_app(service, serving=True)  # telemetry starts as in the daemon
+    sink = app.telemetry
     try:
         sid = run_session(service)
         sink.flush()
     finally:
-        stop_telemetry(service)
-        service.close()
+        app.close()
         http.shutdown()
     assert Receiver.bodies and Receiver.bodies[0][0] == "/v1/metrics"
     request = ExportMetricsServiceRequest()

@@ -15,9 +15,9 @@ from tokend.adapters.store import SqlStore
 from tokend.core.settings import TokendConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
+from tokend.service.app import assemble_app
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
-from tokend.service.telemetry import start_telemetry, stop_telemetry
 
 CALLS = 5
 
@@ -40,7 +40,8 @@ def test_prediction_errors_reach_a_scrape(tmp_path, monkeypatch, pending):
     store = SqlStore.open(f"sqlite:///{tmp_path}/otel.sqlite3")
     config = TelemetryConfig(exporters=("prometheus",), prometheus_listen="127.0.0.1:0")
     service = TokendService(store, catalog, TokendConfig(telemetry=config))
-    sink = start_telemetry(service)
+    app = assemble_app(service, serving=True)  # telemetry starts as in the daemon
+    sink = app.telemetry
     errors = []
     try:
         sid = service.create_session("claude-sonnet-4-5").id
@@ -53,8 +54,7 @@ def test_prediction_errors_reach_a_scrape(tmp_path, monkeypatch, pending):
         first = scrape(sink.prometheus_port)
         second = scrape(sink.prometheus_port)  # nothing recorded twice
     finally:
-        stop_telemetry(service)
-        service.close()
+        app.close()
     assert len(errors) == CALLS - 1  # the first call of a window has no prediction
     for figures in (first, second):
         assert figures["tokend_prediction_error_percent_count"] == len(errors)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tokend.core.types import ToolCallPart, ToolResultPart
-from tokend.service.factory import build_service
+from tokend.service.app import open_service
 
 
 def test_a_workspace_lowers_the_gate_and_exempts_its_own_read_tool(tmp_path):
@@ -12,7 +12,7 @@ def test_a_workspace_lowers_the_gate_and_exempts_its_own_read_tool(tmp_path):
     (ws / ".tokend.toml").write_text(
         '[tool_output]\nsingle_result_chars = 1000\npreview_chars = 100\nexempt_tools = ["cat"]\n'
     )
-    service = build_service(None, f"sqlite:///{tmp_path}/s.sqlite3")
+    service = open_service(None, f"sqlite:///{tmp_path}/s.sqlite3")
     sid = service.create_session("gpt-4o", workspace_uri=ws.as_uri()).id
     service.append(sid, "assistant", [ToolCallPart("a", "bash", {}), ToolCallPart("b", "cat", {})])
     output = "x" * 5000

@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tokend.core.types import TextPart, Usage
-from tokend.service.factory import build_service
+from tokend.service.app import open_app
 from tokend.service.settings import WorkspaceSettings
-from tokend.service.usage import usage_of
 
 WORKSPACE_FILE = """idle_timeout_s = 5
 [rate]
@@ -28,8 +27,8 @@ def test_the_workspace_settings_agree_with_what_the_daemon_applies(
     workspace.mkdir()
     (workspace / ".tokend.toml").write_text(WORKSPACE_FILE)
     uri = workspace.as_uri()
-    service = build_service(None, f"sqlite:///{tmp_path}/s.sqlite3")  # as `tokend serve` does
-    usage_of(service)
+    app = open_app(None, f"sqlite:///{tmp_path}/s.sqlite3")  # the usage monitor, as the daemon's
+    service = app.service
     sid = service.create_session("gpt-4o", workspace_uri=uri).id
     service.append(sid, "user", [TextPart("hi")])
     _, snap = service.append(
@@ -41,7 +40,7 @@ def test_the_workspace_settings_agree_with_what_the_daemon_applies(
     assert (applied.spend.user_daily_usd, applied.spend.timezone) == (None, "local")
     assert applied.idle_timeout_s == 60
     assert applied.spend.session_usd == 2  # a session limit is the workspace's to set
-    service.close()
+    app.close()
 
     settings = WorkspaceSettings().for_workspace(uri)
     where = f"{workspace / '.tokend.toml'}: "

@@ -14,6 +14,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.orm import Session
 
 from tokend.adapters.store import SqlStore, blobs
+from tokend.core.commit import SessionCommit
 from tokend.core.text_chunks import STORE_PIECE_CHARS, KeptText
 from tokend.core.types import ToolResultPart
 
@@ -67,7 +68,7 @@ def test_a_kept_text_goes_to_the_store_in_chunks_and_comes_back_in_slices(
     original = write_text(tmp_path / "out.txt", 3 * STORE_PIECE_CHARS + 12_345, seed=1)
     kept = FileText.of(tmp_path / "out.txt")
     store.create_session(session_info("s1"))
-    store.commit_change("s1", message=message("s1"), tool_outputs={kept.ref: kept})
+    store.commit_change("s1", SessionCommit(message=message("s1"), tool_outputs={kept.ref: kept}))
 
     assert kept.largest_piece == PIECE  # read in pieces, never whole
     rows = chunk_rows(store, kept.ref)
@@ -93,7 +94,7 @@ def test_a_long_plain_output_is_chunked_and_a_short_one_stays_inline(
     short_text = "short output " * 100
     store.create_session(session_info("s1"))
     outputs = {"sha256:long": long_text, "sha256:short": short_text}
-    store.commit_change("s1", message=message("s1"), tool_outputs=outputs)
+    store.commit_change("s1", SessionCommit(message=message("s1"), tool_outputs=outputs))
     assert len(chunk_rows(store, "sha256:long")) == 2 and chunk_rows(store, "sha256:short") == []
     with store.engine.connect() as db:
         inline = dict(db.execute(sql("SELECT ref, text FROM tool_outputs")).all())
@@ -108,8 +109,12 @@ def test_the_same_text_is_stored_once_and_a_fork_reads_it(store: SqlStore, tmp_p
     store.create_session(session_info("s1"))
     store.create_session(session_info("s2"))
     gated = ToolResultPart("c1", "Bash", "(a preview)", gate="preview", ref=kept.ref)
-    store.commit_change("s1", message=message("s1", gated), tool_outputs={kept.ref: kept})
-    store.commit_change("s2", message=message("s2", gated), tool_outputs={kept.ref: kept})
+    store.commit_change(
+        "s1", SessionCommit(message=message("s1", gated), tool_outputs={kept.ref: kept})
+    )
+    store.commit_change(
+        "s2", SessionCommit(message=message("s2", gated), tool_outputs={kept.ref: kept})
+    )
     pieces = -(-len(original) // PIECE)
     assert len(chunk_rows(store, kept.ref)) == pieces  # content-addressed: once for both
     assert store.read_tool_output("s2", kept.ref, 5, 10) == (original[5:15], len(original))

@@ -10,13 +10,19 @@ from sqlalchemy import func, select
 
 from tokend.adapters.store import SqlStore
 from tokend.adapters.store.models import MessageRow, PartRow
-from tokend.core.errors import InvalidParams, SessionNotFound, StoreError
+from tokend.core.commit import Compacted, SessionCommit, SessionFields
+from tokend.core.errors import SessionNotFound, StoreError
 from tokend.core.types import (
+    AnchorDelta,
+    ChatFile,
     CompactionPart,
+    EstimateError,
     FilePart,
     ImagePart,
     Message,
     ReasoningPart,
+    SessionFigures,
+    SessionGauge,
     StoredPart,
     TextPart,
     ToolCallPart,
@@ -117,7 +123,7 @@ def test_append_to_an_unknown_or_deleted_session_raises_session_not_found(store:
     with pytest.raises(SessionNotFound):
         store.append_message(message("nope"))
     store.create_session(session_info("s1"))
-    store.update_session("s1", deleted_at=at(5))
+    store.commit_change("s1", SessionCommit(fields=SessionFields(deleted_at=at(5))))
     with pytest.raises(SessionNotFound):
         store.append_message(message("s1"))
     assert count_rows(store, MessageRow) == 0
@@ -147,26 +153,16 @@ def test_the_live_context_is_the_summary_then_what_no_summary_covers(store: SqlS
     for m in (*head, *tail):
         store.append_message(m)
     first = message("s1", CompactionPart("first"), role="system", summary=True)
-    store.commit_change(
-        "s1",
-        message=first,
-        compacted_message_ids=[m.id for m in head],
-        compacted_by=first.id,
-        compacted_at=at(100),
-    )
+    covered = Compacted(tuple(m.id for m in head), first.id, at(100))
+    store.commit_change("s1", SessionCommit(message=first, compacted=(covered,)))
     later = message("s1")  # appended after the summary: it follows the kept tail
     store.append_message(later)
     store.append_message(message("other", summary=True))  # another session's boundary
     assert [m.id for m in store.load_messages("s1")] == [first.id, *(m.id for m in tail), later.id]
     # A second summary covers the first and part of the tail.
     second = message("s1", CompactionPart("second"), role="system", summary=True)
-    store.commit_change(
-        "s1",
-        message=second,
-        compacted_message_ids=[first.id, tail[0].id],
-        compacted_by=second.id,
-        compacted_at=at(200),
-    )
+    covered = Compacted((first.id, tail[0].id), second.id, at(200))
+    store.commit_change("s1", SessionCommit(message=second, compacted=(covered,)))
     assert [m.id for m in store.load_messages("s1")] == [second.id, tail[1].id, later.id]
     # Nothing is deleted; what left the live context says when and by what.
     every = {m.id: m for m in store.load_all_messages("s1")}
@@ -181,8 +177,9 @@ def test_a_gated_tool_output_is_read_back_in_slices_by_its_own_session_only(stor
     store.create_session(session_info("s1"))
     store.create_session(session_info("s2"))
     text = "ünï" * 40_000 + "THE END"
-    store.commit_change("s1", message=message("s1"), tool_outputs={"sha256:abc": text})
-    store.commit_change("s1", message=message("s1"), tool_outputs={"sha256:abc": text})  # once
+    for _ in range(2):  # kept once
+        kept = SessionCommit(message=message("s1"), tool_outputs={"sha256:abc": text})
+        store.commit_change("s1", kept)
     assert store.read_tool_output("s1", "sha256:abc", 0, 5) == (text[:5], len(text))
     assert store.read_tool_output("s1", "sha256:abc", len(text) - 7, 100) == ("THE END", len(text))
     assert store.read_tool_output("s1", "sha256:abc", len(text) + 5, 10) == ("", len(text))
@@ -204,13 +201,13 @@ def test_soft_delete_hides_a_session_but_keeps_its_history(store: SqlStore):
     store.create_session(session_info("s1"))
     sent = message("s1")
     store.append_message(sent)
-    store.update_session("s1", deleted_at=at(9))
+    store.commit_change("s1", SessionCommit(fields=SessionFields(deleted_at=at(9))))
     assert store.get_session("s1") is None
     assert store.list_sessions() == []
     with pytest.raises(SessionNotFound):
         store.load_messages("s1")
     assert count_rows(store, MessageRow) == 1
-    store.update_session("s1", deleted_at=None)  # restore
+    store.commit_change("s1", SessionCommit(fields=SessionFields(restored=True)))
     assert store.load_messages("s1") == [sent]
 
 
@@ -224,25 +221,25 @@ def test_list_sessions_filters_by_workspace_newest_first(store: SqlStore):
     assert [s.id for s in store.list_sessions("file:///w1")] == ["a", "b"]
 
 
-def test_update_session_sets_named_fields(store: SqlStore):
-    store.create_session(session_info("parent"))
-    store.create_session(session_info("s1", parent_id="parent"))
-    store.update_session(
-        "s1", title="Fix the parser", context_window=64_000, extra={"pinned": True}, model="o3"
+def test_a_commit_sets_the_columns_its_fields_name_and_leaves_the_others(store: SqlStore):
+    store.create_session(session_info("s1", title="first", extra={"pinned": True}))
+    figures = SessionFigures(
+        compactions=2,
+        rewinds=1,
+        measured={"system": 120},
+        measured_exact=False,
+        errors=(EstimateError(110, 100),),
+        anchor_delta=AnchorDelta("m1", -40),
+        gauge=SessionGauge(1_234, 0.96, 128_000, False, 7, "gpt-4o"),
     )
-    updated = store.get_session("s1")
-    assert updated == session_info(
-        "s1",
-        parent_id="parent",
-        title="Fix the parser",
-        context_window=64_000,
-        extra={"pinned": True},
-        model="o3",
+    files = (ChatFile("src/a.py", False), ChatFile("README.md", True))
+    fields = SessionFields(figures=figures, title="Fix the parser", chat_files=files)
+    store.commit_change("s1", SessionCommit(fields=fields))
+    assert store.get_session("s1") == session_info(
+        "s1", title="Fix the parser", extra={"pinned": True}, figures=figures, chat_files=files
     )
-    with pytest.raises(InvalidParams, match="colour"):
-        store.update_session("s1", colour="red")
     with pytest.raises(SessionNotFound):
-        store.update_session("nope", title="x")
+        store.commit_change("nope", SessionCommit(fields=SessionFields(title="x")))
 
 
 def test_create_session_with_an_unknown_parent_raises(store: SqlStore):

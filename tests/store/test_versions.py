@@ -9,16 +9,17 @@ import pytest
 
 from tests.store.conftest import message, session_info
 from tokend.adapters.store import SqlStore
+from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, ChangedElsewhere, VersionConflict
 
 
 def test_a_change_on_a_stale_version_is_refused_and_writes_nothing(db_url: str) -> None:
     with SqlStore.open(db_url) as a, SqlStore.open(db_url) as b:  # two daemons
         a.create_session(session_info("s"))
-        a.commit_change("s", message=message("s"), version=(0, 1), message_tokens=7)
+        a.commit_change("s", SessionCommit(version=(0, 1), message=message("s"), message_tokens=7))
         stale = message("s")
         with pytest.raises(ChangedElsewhere) as refused:
-            b.commit_change("s", message=stale, version=(0, 1), message_tokens=7)
+            b.commit_change("s", SessionCommit(version=(0, 1), message=stale, message_tokens=7))
         assert isinstance(refused.value, VersionConflict)
         assert refused.value.data == {"currentVersion": 1}
         assert [m.id for m in b.load_messages("s")] != [] and stale.id not in {
@@ -31,9 +32,11 @@ def test_the_same_message_id_is_stored_once_and_tells_what_its_append_made(db_ur
     with SqlStore.open(db_url) as store:
         store.create_session(session_info("s"))
         first = message("s")
-        store.commit_change("s", message=first, version=(0, 1), message_tokens=11)
+        store.commit_change("s", SessionCommit(version=(0, 1), message=first, message_tokens=11))
         with pytest.raises(AlreadyStored) as again:
-            store.commit_change("s", message=first, version=(1, 2), message_tokens=11)
+            store.commit_change(
+                "s", SessionCommit(version=(1, 2), message=first, message_tokens=11)
+            )
         assert (again.value.stored.version, again.value.stored.tokens) == (1, 11)
         assert store.get_session("s").version == 1  # type: ignore[union-attr]
         found = store.find_message(first.id)
@@ -45,7 +48,9 @@ def test_load_since_gives_the_messages_appended_after_a_version(db_url: str) -> 
         store.create_session(session_info("s"))
         appended = [message("s") for _ in range(5)]
         for version, m in enumerate(appended, start=1):
-            store.commit_change("s", message=m, version=(version - 1, version), message_tokens=3)
+            store.commit_change(
+                "s", SessionCommit(version=(version - 1, version), message=m, message_tokens=3)
+            )
         info, fresh = store.load_since("s", 2)
         assert info.version == 5
         assert [m.id for m in fresh] == [m.id for m in appended[2:]]
@@ -60,7 +65,9 @@ def test_a_holding_transaction_keeps_other_writers_out_until_it_commits(db_url: 
         def other() -> None:
             held.wait(10)
             try:
-                b.commit_change("s", message=message("s"), version=(0, 1), message_tokens=1)
+                b.commit_change(
+                    "s", SessionCommit(version=(0, 1), message=message("s"), message_tokens=1)
+                )
                 order.append("other committed")
             except ChangedElsewhere:
                 order.append("other refused")
@@ -71,7 +78,9 @@ def test_a_holding_transaction_keeps_other_writers_out_until_it_commits(db_url: 
             held.set()
             thread.join(0.5)  # the other writer waits for the lock meanwhile
             order.append("holder commits")
-            holding.commit_change(message=message("s"), version=(0, 1), message_tokens=1)
+            holding.commit_change(
+                SessionCommit(version=(0, 1), message=message("s"), message_tokens=1)
+            )
         thread.join(20)
         assert order == ["holder commits", "other refused"]
         assert a.get_session("s").version == 1  # type: ignore[union-attr]

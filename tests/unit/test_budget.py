@@ -10,6 +10,7 @@ from tokend.core.budget import (
     CompactionConfig,
     autocompact_threshold,
     history_summary_target_tokens,
+    input_room_tokens,
     output_reserve_tokens,
     repo_map_target_tokens,
 )
@@ -91,3 +92,12 @@ def test_threshold_is_below_the_window(
 def test_targets_stay_within_their_clamps(info: ModelInfo, has_chat_files: bool) -> None:
     assert 1024 <= repo_map_target_tokens(info, has_chat_files) <= 4096 * 2
     assert 1024 <= history_summary_target_tokens(info) <= 8192
+
+
+def test_input_room_is_the_window_less_the_reply_and_for_estimates_the_margin():
+    # By hand: 128,000 - 16,384 (max output, under the 32,000 cap) = 111,616 when counted
+    # exactly; less ceil(5% of 128,000) = 6,400 when estimated.
+    assert input_room_tokens(GPT_4O, exact=True) == 111_616
+    assert input_room_tokens(GPT_4O) == 105_216
+    tiny = ModelInfo("t", None, context_window=1_000, max_output_tokens=990)
+    assert input_room_tokens(tiny) == 1_000 - 990 - 50  # no room: negative, not clamped

@@ -19,6 +19,7 @@ from tokend.core.catalog import (
     with_context_window,
 )
 from tokend.core.errors import InvalidParams, UnknownModel
+from tokend.core.model_names import CLAUDE_FAMILIES
 from tokend.core.pricing import cost_usd
 from tokend.core.types import Usage
 
@@ -54,7 +55,10 @@ def test_gpt_4o_window_output_and_tokenizer(catalog: Catalog) -> None:
         ("o1", "o200k_base"),
         ("o3", "o200k_base"),
         ("o4-mini", "o200k_base"),
-        ("claude-sonnet-4-5", None),
+        ("claude-sonnet-4-5", "claude-v3"),
+        ("claude-opus-4-7", "claude-v4.7"),
+        ("claude-sonnet-5", "claude-v4.8"),
+        ("claude-mythos-preview", None),  # no generation in the name: the estimate
         ("gemini-2.5-pro", None),
         ("deepseek-chat", None),
     ],
@@ -77,7 +81,7 @@ def test_tokenizer_of_catalog_models(catalog: Catalog, name: str, tokenizer: str
         ("o1-mini", "o200k_base"),
         ("omni-moderation", None),
         ("gpt-oss-120b", None),
-        ("claude-opus-4-6", None),
+        ("claude-opus-4-6", "claude-v3"),
     ],
 )
 def test_tokenizer_by_family(name: str, tokenizer: str | None) -> None:
@@ -267,7 +271,7 @@ def test_a_new_model_with_an_unknown_tokenizer_gets_its_family_default(litellm: 
 
 
 def test_every_tokenizer_the_catalog_assigns_can_be_loaded() -> None:
-    assert ENCODINGS == set(VOCABULARIES)
+    assert ENCODINGS == set(VOCABULARIES) | set(CLAUDE_FAMILIES)
 
 
 def test_parse_keeps_only_chat_models_with_an_input_limit() -> None:

@@ -55,7 +55,7 @@ def test_a_glob_matches_whole_names() -> None:
         "maxOutputTokens": 64_000,
         "inputUsdPerMtok": 5.0,
         "outputUsdPerMtok": 25.0,
-        "tokenizer": None,
+        "tokenizer": "claude-v3",
     }
 
 

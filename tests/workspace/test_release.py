@@ -11,21 +11,17 @@ from pathlib import Path
 
 import pytest
 
-import tokend.service.workspace  # noqa: F401 - installs the session refresh, as the daemon does
-from tokend.service.checkpoints import checkpoints_of
-from tokend.service.factory import build_service
-from tokend.service.service import TokendService
-from tokend.service.shutdown import finish_stop
+from tokend.service.app import App, open_app
 from tokend.service.workspace.closing import WorkspaceUser
-from tokend.service.workspace.registry import workspaces_of
 
 
 @pytest.fixture
-def service(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TokendService]:
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    service = build_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
-    yield service
-    finish_stop(service)
+    # Serving, as the daemon: the checkpointer walks every workspace too.
+    app = open_app(None, f"sqlite:///{tmp_path}/tokend.sqlite3", serving=True)
+    yield app
+    app.close()
 
 
 def _tree(root: Path) -> Path:
@@ -37,10 +33,9 @@ def _tree(root: Path) -> Path:
 
 
 def test_the_last_user_leaving_frees_the_index_and_ends_its_threads(
-    service: TokendService, tmp_path: Path
+    app: App, tmp_path: Path
 ) -> None:
-    workspaces = workspaces_of(service)
-    checkpoints_of(service)  # the checkpointer walks it too, as in the daemon
+    workspaces = app.workspaces
     root = _tree(tmp_path / "tree")
     first, second = WorkspaceUser("a"), WorkspaceUser("b")
     index = workspaces.open(root.as_uri(), user=first)

@@ -11,11 +11,8 @@ from pathlib import Path
 import pytest
 
 from tokend.adapters.checkpoint_store import CheckpointStore
-from tokend.service.checkpoints import checkpoints_of
-from tokend.service.factory import build_service
-from tokend.service.service import TokendService
+from tokend.service.app import App, assemble_app, open_service
 from tokend.service.workspace.figures import FileFigure
-from tokend.service.workspace.registry import workspaces_of
 
 WAIT_SECONDS = 20.0  # how long a condition may take on a loaded machine (not a figure)
 
@@ -29,16 +26,15 @@ async def until(what: str, condition: object) -> None:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[TokendService]:
-    service = build_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
-    yield service
-    workspaces_of(service).close()
-    checkpoints_of(service).close()
-    service.close()
+def app(tmp_path: Path) -> Iterator[App]:
+    service = open_service(None, f"sqlite:///{tmp_path}/tokend.sqlite3")
+    app = assemble_app(service, checkpoint_store=CheckpointStore(tmp_path / "checkpoints"))
+    yield app
+    app.close()
 
 
 async def test_a_save_is_announced_while_the_checkpointer_holds_the_workspace(
-    service: TokendService, tmp_path: Path
+    app: App, tmp_path: Path
 ):
     """The kernel bench's lost notification: the first walk's checkpoint (every file of the
     tree read and saved, minutes on the kernel) holds the workspace's checkpoint lock; the
@@ -47,8 +43,7 @@ async def test_a_save_is_announced_while_the_checkpointer_holds_the_workspace(
     (root / "src").mkdir(parents=True)
     for n in range(20):
         (root / "src" / f"m{n}.py").write_text(f"def fn_{n}():\n    return {n}\n")
-    checkpoints = checkpoints_of(service, CheckpointStore(tmp_path / "checkpoints"))
-    workspaces = workspaces_of(service)
+    checkpoints, workspaces = app.checkpoints, app.workspaces
     figures: list[FileFigure] = []
     workspaces.subscribe(root.as_uri(), lambda uri, got: figures.extend(got), lambda n: None)
     index = await workspaces.ready(root.as_uri())

@@ -17,6 +17,7 @@ from typing import Any
 
 from tokend.adapters.packaged_data import CATALOG_FILE, VOCABULARIES, packaged_catalog
 from tokend.core.catalog import Catalog
+from tokend.core.model_names import CLAUDE_FAMILIES
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +96,16 @@ def load_catalog(
 ) -> Catalog:
     """litellm's catalog with the `[models."NAME"]` tables of the user, then workspace, config
     documents applied (a workspace key beats a user key beats litellm). An override's tokenizer
-    must be one tokend can load (packaged_data.VOCABULARIES). Override warnings are logged and
+    must be one tokend can load (packaged_data.VOCABULARIES, or a Claude family). Override warnings are logged and
     kept in `Catalog.warnings`."""
     layers = []
     for document in (user_config or {}, workspace_config or {}):
         models = document.get("models", {})
         layers.append(models if isinstance(models, Mapping) else {})
     catalog = Catalog(
-        (entries or _DEFAULT_ENTRIES).get(), layers, tokenizers=frozenset(VOCABULARIES)
+        (entries or _DEFAULT_ENTRIES).get(),
+        layers,
+        tokenizers=frozenset(VOCABULARIES) | set(CLAUDE_FAMILIES),
     )
     for warning in catalog.warnings:
         log.warning("%s", warning)

@@ -24,10 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.adapters.packaged_data import VOCABULARIES as VOCABULARIES  # re-exported
 from tokend.adapters.packaged_data import packaged_vocabulary_dir
 from tokend.core.errors import TokenizerUnavailable
 from tokend.core.estimate import EstimateCounter
+from tokend.core.model_names import CLAUDE_FAMILIES
 from tokend.core.ports import CountCache, TokenCounter
 
 log = logging.getLogger(__name__)
@@ -200,7 +202,8 @@ SHORT_TEXT_CHARS = 16
 MEMORY_ENTRIES = 65_536
 # Texts shorter than this stay in memory only: tokenizing them again after a restart (~0.3 ms for
 # 4 KB) costs about what one SQLite round trip to the persistent cache does, and a session's parts
-# keep their counts on their own rows anyway. Measured with bench.service (append path).
+# keep their counts on their own rows anyway. Measured with bench.service (append path). A slower
+# counter sets its own floor (`persist_min_chars`: ClaudeCounter's).
 PERSIST_MIN_CHARS = 4096
 
 
@@ -242,7 +245,8 @@ class CachedCounter:
             else:
                 wanted.setdefault(self.key(text), []).append(i)
         if wanted:
-            durable = {k for k, pos in wanted.items() if len(texts[pos[0]]) >= PERSIST_MIN_CHARS}
+            floor = getattr(self._inner, "persist_min_chars", PERSIST_MIN_CHARS)
+            durable = {k for k, pos in wanted.items() if len(texts[pos[0]]) >= floor}
             found = self._recall(list(wanted), durable)
             missing = [k for k in wanted if k not in found]
             if missing:
@@ -296,7 +300,10 @@ class CachedCounter:
 
 def counter_for(tokenizer: str | None, cache: CountCache | None = None) -> TokenCounter:
     """The counter for a catalog tokenizer: "o200k_base"/"cl100k_base" -> cached tiktoken (exact),
-    None -> the estimate. An unknown name raises TokenizerUnavailable."""
+    a Claude family ("claude-v3", ...) -> cached ctok (exact, adapters.claude_tokens), None -> the
+    estimate. An unknown name raises TokenizerUnavailable."""
     if tokenizer is None:
         return EstimateCounter()
+    if tokenizer in CLAUDE_FAMILIES:
+        return CachedCounter(ClaudeCounter(tokenizer), cache)
     return CachedCounter(TiktokenCounter(tokenizer), cache)

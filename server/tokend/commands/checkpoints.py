@@ -12,14 +12,14 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from tokend.adapters.checkpoint_store import CheckpointStore
+from tokend.commands.local import local_app
 from tokend.commands.output import Cell, Column, plural, say, write_json, write_table
 from tokend.commands.rpc_client import DaemonClient
-from tokend.commands.sessions import local_service
-from tokend.lsp.handlers.checkpoints import to_wire_interrupted, to_wire_restored, to_wire_turn
+from tokend.lsp.results import to_wire_interrupted, to_wire_restored, to_wire_turn
 from tokend.service import restore_journal
 from tokend.service.checkpoint_restore import SYMLINK_NOTE
 from tokend.service.checkpoint_views import list_turns, restore, turn_diff
-from tokend.service.checkpoints import Checkpoints, checkpoints_of
+from tokend.service.checkpoints import Checkpoints
 
 
 def _ask(
@@ -30,14 +30,9 @@ def _ask(
     if client is not None:
         with client:
             return client.request(method, params)
-    with local_service(database_url) as service:
-        service.state(params["sessionId"])  # SessionNotFound for an unknown id
-        checkpoints = checkpoints_of(service, CheckpointStore())
-        try:
-            return locally(checkpoints)
-        finally:
-            checkpoints.close()
-            checkpoints.store.close()
+    with local_app(database_url, CheckpointStore()) as app:
+        app.service.state(params["sessionId"])  # SessionNotFound for an unknown id
+        return locally(app.checkpoints)
 
 
 def run_checkpoints(args: argparse.Namespace, out: TextIO) -> int:

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from tokend.commands.fork import session_or_active
 from tokend.commands.output import plural, say, write_json
 from tokend.commands.sessions import change_session
-from tokend.lsp.handlers.handoff import to_wire_handoff
+from tokend.lsp.results import to_wire_handoff
 from tokend.service.handoff import handoff
 from tokend.service.service import TokendService
 

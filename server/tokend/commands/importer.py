@@ -17,7 +17,7 @@ from tokend.commands.output import counted, plural, say, write_json
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import InvalidParams, TokendError
 from tokend.core.transcript import ProviderCall
-from tokend.service.factory import build_service
+from tokend.service.app import open_app
 from tokend.service.service import TokendService
 from tokend.service.transcript_import import (
     Records,
@@ -117,13 +117,15 @@ def import_claude_code(
     out: TextIO,
     skip_bad_lines: bool = False,
 ) -> int:
-    service = build_service(Path.cwd(), database_url)
+    app = open_app(Path.cwd(), database_url)
     try:
         uri = workspace.resolve().as_uri() if workspace is not None else None
-        outcome = import_events(service, path, context_window, uri, skip_bad_lines=skip_bad_lines)
-        snapshot = service.snapshot(outcome.session_id)
+        outcome = import_events(
+            app.service, path, context_window, uri, skip_bad_lines=skip_bad_lines
+        )
+        snapshot = app.service.snapshot(outcome.session_id)
     finally:
-        service.close()
+        app.close()
     if not outcome.created and (outcome.messages or outcome.compactions):
         _tell_daemon(outcome.session_id)
     if as_json:
@@ -181,9 +183,9 @@ def import_claude_code(
 
 
 def _tell_daemon(session_id: str) -> None:
-    """A running daemon that has the session loaded reads it again (else its next change would
-    write back its older extra, this import's cursor lost). Best effort: a daemon on another
-    store does not know the session, and that is fine."""
+    """A running daemon that has the session loaded reads it again (else it would serve the
+    session without this import's messages until its next change met the moved version). Best
+    effort: a daemon on another store does not know the session, and that is fine."""
     client = DaemonClient.connect(client_name="tokend import")
     if client is None:
         return

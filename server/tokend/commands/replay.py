@@ -22,7 +22,7 @@ def replay_file(path: Path) -> ReplayResult:
     """Replay one transcript through the live service (raises OSError / ValueError /
     TokendError when it cannot be read or imported)."""
     from tokend.commands.importer import import_events
-    from tokend.service.factory import build_service
+    from tokend.service.app import open_app
 
     calls: list[ReplayCall] = []
     seen: set[str] = set()
@@ -34,12 +34,12 @@ def replay_file(path: Path) -> ReplayResult:
             calls.append(ReplayCall(call.predicted_tokens, call.context_tokens))
 
     with tempfile.TemporaryDirectory(prefix="tokend-replay-") as folder:
-        service = build_service(None, f"sqlite:///{folder}/replay.sqlite3")
+        app = open_app(None, f"sqlite:///{folder}/replay.sqlite3")
         try:
-            service.subscribe_every(record)
-            import_events(service, path)
+            app.service.subscribe_every(record)
+            import_events(app.service, path)
         finally:
-            service.close()
+            app.close()
     return ReplayResult(tuple(calls), summarize_calls(calls))
 
 

@@ -27,21 +27,19 @@ def _standalone(args: argparse.Namespace) -> int:
     """The server on stdio until `exit` (or stdin's end); then its background work is ended
     (bounded) before the process exits: 0 after `shutdown` then `exit` (or a closed stdin), 1
     for an `exit` without `shutdown` (the LSP specification's codes)."""
-    from tokend.adapters.store import SqlStore
     from tokend.lsp.server import create_server
-    from tokend.service.factory import build_service
-    from tokend.service.shutdown import finish_stop
+    from tokend.service.app import open_app
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    service = build_service(Path.cwd(), args.database_url)
-    if isinstance(service.store, SqlStore):
-        service.store.check_integrity()  # damage is logged: on this process's stderr
-    server = create_server(service)
+    app = open_app(Path.cwd(), args.database_url, serving=True)
+    app.check_store()  # damage is logged: on this process's stderr
+    server = create_server(app)
+    app.start()  # the one client hears of the restores settled at start
     server.serve_workspaces()  # the one client uses what its requests open
     try:
         server.start_io()
     finally:
-        finish_stop(service)
+        app.close()
     exited = getattr(server.protocol, "output_closed", False)
     return 1 if exited and not getattr(server.protocol, "_shutdown", False) else 0
 

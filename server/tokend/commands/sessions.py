@@ -17,14 +17,14 @@ from typing import Any, TextIO
 from rich.text import Text
 
 from tokend.adapters.config_files import workspace_folder
+from tokend.commands.local import local_app
 from tokend.commands.output import Cell, Column, percent_style, plural, say, write_json, write_table
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import SessionNotFound, TokendError
 from tokend.core.types import SessionInfo
 from tokend.lsp import wire
-from tokend.lsp.handlers.admin import to_wire_session_ref
+from tokend.lsp.results import to_wire_session_ref
 from tokend.service import admin
-from tokend.service.factory import build_service
 from tokend.service.service import TokendService
 
 
@@ -32,11 +32,8 @@ from tokend.service.service import TokendService
 def local_service(database_url: str | None) -> Iterator[TokendService]:
     """The service on the store, for this command only. Closes the store without saving the
     calibration: nothing here calibrates, and a running daemon may have saved a newer one."""
-    service = build_service(Path.cwd(), database_url)
-    try:
-        yield service
-    finally:
-        service.store.close()
+    with local_app(database_url) as app:
+        yield app.service
 
 
 def change_session(

@@ -35,14 +35,28 @@ def _no_session(workspace: Path) -> SessionNotFound:
     )
 
 
-def wire_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
-    """(the wire Snapshot of --session or the cwd's active session, its workspace URI), from
-    the daemon unless --database-url names a store to read."""
+def wire_snapshot(
+    args: argparse.Namespace, *, with_transcript: bool = False
+) -> tuple[dict[str, Any], str | None, str | None]:
+    """(the wire Snapshot of --session or the cwd's active session, its workspace URI, the
+    transcript the daemon follows into it when `with_transcript`), from the daemon unless
+    --database-url names a store to read (no transcript then: only the daemon follows)."""
     client = None if args.database_url else LiveClient.connect(client_name="tokend status")
     if client is not None:
         with client:
-            return daemon_snapshot(client, args.session, Path.cwd())
-    return _local_snapshot(args)
+            snapshot, uri = daemon_snapshot(client, args.session, Path.cwd())
+            path = _followed_path(client, snapshot["sessionId"]) if with_transcript else None
+            return snapshot, uri, path
+    return (*_local_snapshot(args), None)
+
+
+def _followed_path(client: LiveClient, session_id: str) -> str | None:
+    """The transcript the daemon follows into `session_id`, None when it follows none."""
+    for follower in client.request("follow/list")["followers"]:
+        for transcript in follower["transcripts"]:
+            if transcript["sessionId"] == session_id:
+                return str(transcript["path"])
+    return None
 
 
 def daemon_snapshot(
@@ -78,13 +92,15 @@ def run_status(args: argparse.Namespace, out: TextIO) -> int:
         from tokend.commands.serve import daemon_status
 
         return daemon_status(args, out)
-    snapshot, workspace_uri = wire_snapshot(args)
     fmt = "json" if args.json else args.format
+    snapshot, workspace_uri, transcript = wire_snapshot(args, with_transcript=fmt == "claude-code")
     if fmt == "json":
         out.write(json.dumps(snapshot) + "\n")
     elif fmt == "claude-code":
         project = _folder(workspace_uri)
-        status = claude_code_status(snapshot, cwd=str(Path.cwd()), project_dir=project)
+        status = claude_code_status(
+            snapshot, cwd=str(Path.cwd()), project_dir=project, transcript_path=transcript
+        )
         out.write(json.dumps(status) + "\n")
     else:
         out.write(gauge_line(snapshot) + "\n")
@@ -100,7 +116,7 @@ def _folder(uri: str | None) -> str | None:
 
 
 def run_context(args: argparse.Namespace, out: TextIO) -> int:
-    s, _ = wire_snapshot(args)
+    s, _, _ = wire_snapshot(args)
     rows = context_rows(s)
     if args.json:
         out.write(json.dumps([{"category": c, "tokens": t, "basis": b} for c, t, b in rows]) + "\n")

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tokend.core.types import CompactionPart, Iteration, Part, Usage
+from tokend.core.types import EstimateError as EstimateError  # re-exported: its home was here
 
 DEFAULT_ERROR_LOG_SIZE = 200
 
@@ -31,25 +32,6 @@ def predict_next_input(
         raise ValueError("added_tokens and reasoning_tokens_dropped must be >= 0")
     resent_output = max(0, last_usage.output_tokens - reasoning_tokens_dropped)
     return last_usage.context_tokens + resent_output + added_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class EstimateError:
-    """A predicted input (tokens) against the provider's report; error_pct is signed (+ = over)."""
-
-    predicted: int
-    actual: int
-
-    @property
-    def error_pct(self) -> float:
-        """(predicted - actual) / actual * 100; 0 when both are 0, inf when only actual is 0."""
-        if self.actual == 0:
-            return 0.0 if self.predicted == 0 else math.inf
-        return (self.predicted - self.actual) / self.actual * 100.0
-
-    @property
-    def abs_error_pct(self) -> float:
-        return abs(self.error_pct)
 
 
 @dataclass(frozen=True, slots=True)

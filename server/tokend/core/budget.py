@@ -84,6 +84,16 @@ def safety_margin_tokens(info: ModelInfo, cfg: BudgetConfig = BudgetConfig()) ->
     return math.ceil(info.context_window * cfg.safety_margin_ratio)
 
 
+def input_room_tokens(
+    info: ModelInfo, cfg: BudgetConfig = BudgetConfig(), *, exact: bool = False
+) -> int:
+    """Tokens a request may hold: the window less the output reserve, less the safety margin
+    unless the counts are `exact` (a local tokenizer for the model). Zero or less: no room for
+    input at all (a window the settings fill; create_session and the config checks refuse it)."""
+    room = info.context_window - output_reserve_tokens(info, cfg)
+    return room if exact else room - safety_margin_tokens(info, cfg)
+
+
 def repo_map_target_tokens(
     info: ModelInfo, has_chat_files: bool, cfg: BudgetConfig = BudgetConfig()
 ) -> int:

@@ -65,7 +65,8 @@ class Calibrator:
     """Learns chars/token per (model, ContentClass) and a per-model correction from actual counts.
 
     `priors` (chars per token by class) are the starting ratios, e.g. the estimator's defaults;
-    `ratios(model)` returns the priors overlaid with what was learnt for that model.
+    `use_priors` gives one model its own (its tokenizer family's); `ratios(model)` returns the
+    priors overlaid with the model's own, then with what was learnt for that model.
     """
 
     def __init__(self, priors: Mapping[ContentClass, float] | None = None) -> None:
@@ -74,6 +75,13 @@ class Calibrator:
             for key, value in (priors or {}).items()
         }
         self._models: dict[str, _ModelCalibration] = {}
+        self._model_priors: dict[str, dict[ContentClass, float]] = {}
+
+    def use_priors(self, model: str, priors: Mapping[ContentClass, float]) -> None:
+        """Start `model` from these ratios instead of the shared priors (its tokenizer family's,
+        core.estimate.FAMILY_CHARS_PER_TOKEN). They are not part of `to_state`: whoever builds the
+        model's counter sets them again."""
+        self._model_priors[model] = {ContentClass(k): float(v) for k, v in priors.items()}
 
     def observe(
         self,
@@ -107,7 +115,7 @@ class Calibrator:
             share = chars / total_chars
             if share >= SINGLE_CLASS_SHARE:
                 content_class = ContentClass(content_class)
-                old = self._ratio(state, content_class)
+                old = self._ratio(model, state, content_class)
                 # The estimate scales as 1 / ratio, so the ratio that would have hit the actual
                 # count is old * estimated / actual (= chars / actual for a plain chars/ratio).
                 observed_ratio = _clamp(
@@ -138,6 +146,7 @@ class Calibrator:
         """Chars per token by class for `model`: learnt values over the priors."""
         learnt = self._models.get(model)
         merged = dict(self._priors)
+        merged.update(self._model_priors.get(model, {}))
         if learnt is not None:
             merged.update(learnt.ratios)
         return merged
@@ -151,10 +160,11 @@ class Calibrator:
         learnt = self._models.get(model)
         return learnt.samples if learnt is not None else 0
 
-    def _ratio(self, state: _ModelCalibration, content_class: ContentClass) -> float:
+    def _ratio(self, model: str, state: _ModelCalibration, content_class: ContentClass) -> float:
         if content_class in state.ratios:
             return state.ratios[content_class]
-        return self._priors.get(content_class, NEUTRAL_CHARS_PER_TOKEN)
+        own = self._model_priors.get(model, {})
+        return own.get(content_class, self._priors.get(content_class, NEUTRAL_CHARS_PER_TOKEN))
 
     def to_state(self) -> dict[str, Any]:
         """A JSON-safe snapshot of what was learnt (priors are not part of it)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from tokend.core.errors import InvalidParams, UnknownModel
 from tokend.core.excerpt import excerpt
-from tokend.core.model_names import ModelNames
+from tokend.core.model_names import CLAUDE_FAMILIES, ModelNames, claude_family
 from tokend.core.prices import BASE_PRICE_KEYS, parse_prices, price, price_key, with_rates
 from tokend.core.prices import PriceTier as PriceTier  # re-exported with ModelInfo
 from tokend.core.prices import TokenPrices as TokenPrices  # re-exported with ModelInfo
@@ -26,7 +26,7 @@ CHAT_MODES = frozenset(
 )  # "responses": OpenAI models served by the Responses API only
 
 
-ENCODINGS = frozenset({"o200k_base", "cl100k_base"})
+ENCODINGS = frozenset({"o200k_base", "cl100k_base", *CLAUDE_FAMILIES})
 """The tokenizers `tokenizer_for` assigns; the adapter passes the list it can load (the same)."""
 
 
@@ -45,7 +45,7 @@ class ModelInfo:
     max_output_tokens: int
     prices: TokenPrices = TokenPrices()
     price_tiers: tuple[PriceTier, ...] = ()  # by threshold, ascending; () : one price at any size
-    tokenizer: str | None = None  # "o200k_base" | "cl100k_base" | None (estimate)
+    tokenizer: str | None = None  # "o200k_base" | "cl100k_base" | a Claude family | None (estimate)
     strips_reasoning: bool = False  # earlier turns' reasoning is dropped from later requests
     supports_prompt_caching: bool = False
     input_limit: int | None = None
@@ -64,7 +64,13 @@ class ModelInfo:
 
 
 def tokenizer_for(name: str) -> str | None:
-    """The tiktoken encoding of an OpenAI model family, from its bare name; None for other vendors."""
+    """The tokenizer a model's name implies: a Claude model's family ("claude-v3", ...), an
+    OpenAI model family's tiktoken encoding; None for other vendors (the estimate)."""
+    return claude_family(name) or _openai_encoding(name)
+
+
+def _openai_encoding(name: str) -> str | None:
+    """The tiktoken encoding of an OpenAI model family, from its bare name."""
     bare = name.rsplit("/", 1)[-1].lower().removeprefix("ft:")
     if re.match(r"(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5)", bare) or re.match(
         r"o[134](-|$)", bare
@@ -117,7 +123,7 @@ def provider_compaction_for(
 def _strips_reasoning(name: str, provider: str | None, entry: Mapping[str, Any]) -> bool:
     """OpenAI reasoning models never get earlier reasoning back; Anthropic drops earlier thinking
     blocks unless the model preserves them (litellm: supports_thinking_cache_preservation)."""
-    if tokenizer_for(name) is not None:
+    if _openai_encoding(name) is not None:
         return bool(entry.get("supports_reasoning"))
     if "claude" in name.lower() or "anthropic" in (provider or ""):
         return not entry.get("supports_thinking_cache_preservation", False)
@@ -193,7 +199,8 @@ def unknown_model_message(name: str, suggestions: Sequence[str] = ()) -> str:
         + f" it in a [models.{excerpt(name)}] table in "
         "~/.config/tokend/config.toml (user) or in .tokend.toml (workspace), with "
         "context_window = <tokens> and max_output_tokens = <tokens>, and optionally tokenizer "
-        '("o200k_base" or "cl100k_base"), input_cost_per_token and output_cost_per_token (USD).'
+        '("o200k_base", "cl100k_base" or a Claude family: "claude-v3", "claude-v4.7", '
+        '"claude-v4.8"), input_cost_per_token and output_cost_per_token (USD).'
     )
 
 
@@ -217,6 +224,12 @@ def apply_override(
             changes[key] = value
         elif key == "tokenizer" and value in ("", *tokenizers):
             changes[key] = value or None  # tokenizer = "": estimate, no exact tokenizer
+        elif key == "tokenizer" and isinstance(value, str) and value.lower().startswith("claude"):
+            families = ", ".join(f'"{f}" ({models})' for f, models in CLAUDE_FAMILIES.items())
+            warnings.append(
+                f'[models."{name}"] tokenizer = {value!r} names no Claude tokenizer family; '
+                f"ignored (families: {families})"
+            )
         elif key == "tokenizer":
             valid = ", ".join(f'"{t}"' for t in sorted(tokenizers))
             warnings.append(

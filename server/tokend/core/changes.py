@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tokend.core.types import ContentClass, Message
+from tokend.core.commit import Compacted
+from tokend.core.types import ChatFile, ContentClass, Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +90,50 @@ class RecordMeasured:
 
 @dataclass(frozen=True, slots=True)
 class UpdateInfo:
-    """The session's title and free-form `extra` keys (merged; None removes a key). Not a new
-    version: no figure of the gauge moves."""
+    """The session's title, the client's free-form `extra` keys (merged; None removes a key),
+    its chat files, its transcript cursor (None: each left as it is). Not a new version: no
+    figure of the gauge moves."""
 
     title: str | None = None
     extra: Mapping[str, object] = field(default_factory=dict)
+    chat_files: tuple[ChatFile, ...] | None = None
+    transcript_cursor: Mapping[str, object] | None = None
 
 
-Change = AppendMessage | PruneParts | NewWindow | Rewind | RecordMeasured | UpdateInfo
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Soft delete at `at` (session/delete): the session is hidden, its messages kept. A new
+    version, so every daemon sharing the store hears of it."""
+
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Restore:
+    """The deleted session comes back (session/restore). A new version."""
+
+
+@dataclass(frozen=True, slots=True)
+class MarkRetired:
+    """A repair found when loading a session stored before a provider's compaction marked what
+    it retired: those messages are marked now, each by the first boundary after it, as the
+    boundary's append marks them today. The loaded data already leaves them out: not a new
+    version, nothing to announce."""
+
+    marks: tuple[Compacted, ...]
+
+
+Change = (
+    AppendMessage
+    | PruneParts
+    | NewWindow
+    | Rewind
+    | RecordMeasured
+    | UpdateInfo
+    | Delete
+    | Restore
+    | MarkRetired
+)
 
 
 @dataclass(frozen=True, slots=True)

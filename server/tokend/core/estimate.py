@@ -144,6 +144,38 @@ DEFAULT_CHARS_PER_TOKEN: dict[ContentClass, float] = {
 }
 
 
+# Characters per token of each class for Claude's tokenizer families, in the units estimate_tokens
+# takes (DEFAULT / ratio scales the o200k-shaped estimate): per class, the median over files of
+# DEFAULT * estimate / exact, the exact count being ctok's (adapters.claude_tokens), fitted on 300
+# files of bench/estimator.py's corpus (another draw than the bench scores: seed 7, 60 a source).
+# v4.8 shares v4.7's vocabulary (only its message frame differs). Below 1.0: more tokens than
+# characters (v4.7 writes base64's case changes as tokens of their own).
+FAMILY_CHARS_PER_TOKEN: dict[str, dict[ContentClass, float]] = {
+    "claude-v3": {
+        ContentClass.PROSE: 3.30,
+        ContentClass.CODE: 3.44,
+        ContentClass.JSON: 1.92,
+        ContentClass.CJK: 1.08,
+        ContentClass.BLOB: 1.44,
+        ContentClass.LOG: 2.25,
+    },
+    "claude-v4.7": {
+        ContentClass.PROSE: 2.46,
+        ContentClass.CODE: 2.67,
+        ContentClass.JSON: 1.63,
+        ContentClass.CJK: 1.06,
+        ContentClass.BLOB: 0.80,
+        ContentClass.LOG: 1.83,
+    },
+}
+FAMILY_CHARS_PER_TOKEN["claude-v4.8"] = FAMILY_CHARS_PER_TOKEN["claude-v4.7"]
+
+
+def family_chars_per_token(tokenizer: str | None) -> Mapping[ContentClass, float] | None:
+    """The estimate's chars-per-token priors for a tokenizer family (None: o200k's defaults)."""
+    return FAMILY_CHARS_PER_TOKEN.get(tokenizer or "")
+
+
 # --------------------------------------------------------------------------- classification
 
 _SAMPLE_CHARS = 2048  # classify looks at up to three windows of this many characters

@@ -86,3 +86,46 @@ def _spellings(name: str) -> Iterator[str]:
         yield tail
         if "claude" in tail:
             yield re.sub(r"(?<=\d)\.(?=\d)", "-", tail)
+
+
+# -- Claude's tokenizer families ---------------------------------------------------------------
+
+CLAUDE_FAMILIES: dict[str, str] = {
+    "claude-v3": "Claude 3 through Opus 4.6",
+    "claude-v4.7": "Opus 4.7",
+    "claude-v4.8": "Opus 4.8, Sonnet 5, Fable 5 and later (v4.7's vocabulary, a six-token frame)",
+}
+"""The Claude tokenizer families tokend counts exactly (a catalog `tokenizer` value), each with
+the models that use it. Anthropic publishes no tokenizer: the counts are ctok's reconstruction."""
+
+# "claude-3-5-sonnet", "claude-3.7-sonnet", "anthropic.claude-3-haiku-20240307-v1:0"
+_CLAUDE_3 = re.compile(r"claude-3(?:[-.]\d{1,2})?-(?:opus|sonnet|haiku)(?![a-z])")
+# "claude-opus-4-7", "claude-sonnet-5", "claude-opus-4-20250514" (4.0), "claude-opus-4.5@20251101"
+_CLAUDE_NAMED = re.compile(
+    r"claude-(?:opus|sonnet|haiku|fable|mythos)-(\d{1,2})(?:[-.](\d{1,2}))?(?![0-9])"
+)
+
+
+def claude_family(name: str) -> str | None:
+    """The tokenizer family (a CLAUDE_FAMILIES key) of a Claude model, from its name in any
+    provider's spelling; None when the name is not a Claude model of a known generation
+    (claude-2, claude-instant-1, claude-mythos-preview: those are counted by the estimate)."""
+    lowered = name.lower()[:MAX_NAME_CHARS]
+    if _CLAUDE_3.search(lowered):
+        return "claude-v3"
+    found = _CLAUDE_NAMED.search(lowered)
+    if found is None:
+        return None
+    version = (int(found.group(1)), int(found.group(2) or 0))
+    if version < (3, 0):
+        return None
+    if version < (4, 7):
+        return "claude-v3"
+    if version < (4, 8):
+        return "claude-v4.7"
+    return "claude-v4.8"
+
+
+def is_claude(name: str) -> bool:
+    """Does `name` spell an Anthropic Claude model (of any generation)?"""
+    return "claude" in name.lower()[:MAX_NAME_CHARS]

@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from tokend.core.commit import SessionCommit
 from tokend.core.types import Message, SessionInfo, StoredMessage
 
 
@@ -68,8 +69,8 @@ class RemoteChanges(Protocol):
 
 
 class HeldChange(Protocol):
-    def commit_change(self, **change: Any) -> None:
-        """Store.commit_change's keywords, committed in the holding transaction."""
+    def commit_change(self, commit: SessionCommit) -> None:
+        """Store.commit_change, committed in the holding transaction."""
         ...
 
 
@@ -92,34 +93,15 @@ class Store(Protocol):
         """Not deleted, newest updated first; all workspaces when workspace_uri is None."""
         ...
 
-    def update_session(self, session_id: str, **fields: Any) -> None:
-        """Set fields of SessionInfo by name (title, model, updated_at, compacted_at, deleted_at, extra)."""
-        ...
-
     def append_message(self, message: Message) -> None:
         """Insert the message with all its parts in one transaction; bumps the session's updated_at."""
         ...
 
-    def commit_change(
-        self,
-        session_id: str,
-        *,
-        message: Message | None = None,
-        compacted_part_ids: Iterable[str] = (),
-        compacted_at: datetime | None = None,
-        compacted_message_ids: Iterable[str] = (),
-        compacted_by: str | None = None,
-        tool_outputs: Mapping[str, str] | None = None,
-        session_fields: Mapping[str, Any] | None = None,
-        version: tuple[int, int] | None = None,
-        message_tokens: int | None = None,
-    ) -> None:
-        """One session change in one transaction: append `message`, mark parts compacted,
-        mark messages out of the live context (by a summary's id, or "rewind"), keep gated
-        tool outputs (ref -> text), set session fields (as update_session). All of it or
-        nothing. `version` (expected, new) moves the session's stored version from `expected`
-        to `new` first, or raises ChangedElsewhere (with the stored version) when another
-        process moved it; a `message` whose id is already stored raises AlreadyStored."""
+    def commit_change(self, session_id: str, commit: SessionCommit) -> None:
+        """One session change in one transaction, all of it or nothing (core.commit says what
+        each field stores; the session's owner is the only caller). A `commit.version` the
+        store no longer has raises ChangedElsewhere (with the stored version); a `message`
+        whose id is already stored raises AlreadyStored."""
         ...
 
     def hold(self, session_id: str) -> AbstractContextManager[HeldChange]:
@@ -136,12 +118,15 @@ class Store(Protocol):
         """Where a stored message is and what its append answered, or None."""
         ...
 
-    def load_messages(self, session_id: str) -> list[Message]:
+    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
         """The live context, oldest first: the live summary (if any) first, then the messages
-        no summary covers and no rewind took out. Pruned parts carry compacted_at."""
+        no summary covers and no rewind took out. Pruned parts carry compacted_at. A deleted
+        session's only `including_deleted` (SessionNotFound otherwise)."""
         ...
 
-    def load_all_messages(self, session_id: str) -> list[Message]:
+    def load_all_messages(
+        self, session_id: str, *, including_deleted: bool = False
+    ) -> list[Message]:
         """Every message ever appended, oldest first (nothing is ever deleted); those out of
         the live context carry compacted_at and compacted_by."""
         ...

@@ -26,9 +26,12 @@ from tokend.core.changes import (
     AppendMessage,
     CalibrationSample,
     Change,
+    Delete,
+    MarkRetired,
     NewWindow,
     PruneParts,
     RecordMeasured,
+    Restore,
     Rewind,
     UpdateInfo,
 )
@@ -139,11 +142,27 @@ def evolve(data: SessionData, change: Change) -> Evolved:
             measured = MappingProxyType(dict(change.measured))
             return Evolved(replace(data, measured=measured, measured_exact=change.exact))
         case UpdateInfo():
-            extra = {**data.info.extra, **change.extra}
-            extra = {k: v for k, v in extra.items() if v is not None}
-            title = change.title if change.title is not None else data.info.title
-            return Evolved(replace(data, info=replace(data.info, title=title, extra=extra)))
+            return Evolved(replace(data, info=_updated_info(data.info, change)))
+        case Delete():
+            deleted = replace(data.info, deleted_at=data.info.deleted_at or change.at)
+            return Evolved(replace(data, info=deleted, version=data.version + 1))
+        case MarkRetired():
+            return Evolved(data)
+        case Restore():
+            restored = replace(data.info, deleted_at=None)
+            return Evolved(replace(data, info=restored, version=data.version + 1))
     raise TypeError(f"not a change: {change!r}")
+
+
+def _updated_info(info: SessionInfo, change: UpdateInfo) -> SessionInfo:
+    extra = {**info.extra, **change.extra}
+    return replace(
+        info,
+        title=change.title if change.title is not None else info.title,
+        extra={k: v for k, v in extra.items() if v is not None},
+        chat_files=info.chat_files if change.chat_files is None else change.chat_files,
+        transcript_cursor=change.transcript_cursor or info.transcript_cursor,
+    )
 
 
 def _append(data: SessionData, change: AppendMessage) -> Evolved:

@@ -29,6 +29,7 @@ from tokend.core.budget import (
     BudgetConfig,
     CompactionConfig,
     autocompact_threshold,
+    input_room_tokens,
     output_reserve_tokens,
     safety_margin_tokens,
 )
@@ -99,7 +100,7 @@ def room_problems(info: ModelInfo, config: TokendConfig) -> list[str]:
     window = info.context_window
     reserve = output_reserve_tokens(info, config.budget)
     margin = safety_margin_tokens(info, config.budget)
-    if window - reserve - margin <= 0:
+    if input_room_tokens(info, config.budget) <= 0:
         problems.append(
             f"context_window {window:,} leaves no room for input: the output reserve "
             f"({reserve:,}: max_output_tokens capped by [budget] output_reserve_cap) and the "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
@@ -172,6 +174,69 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class EstimateError:
+    """A predicted input (tokens) against the provider's report; error_pct is signed (+ = over)."""
+
+    predicted: int
+    actual: int
+
+    @property
+    def error_pct(self) -> float:
+        """(predicted - actual) / actual * 100; 0 when both are 0, inf when only actual is 0."""
+        if self.actual == 0:
+            return 0.0 if self.predicted == 0 else math.inf
+        return (self.predicted - self.actual) / self.actual * 100.0
+
+    @property
+    def abs_error_pct(self) -> float:
+        return abs(self.error_pct)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionGauge:
+    """A session's gauge as stored with its last change, for listings that do not load it
+    (`session/list`, `tokend sessions`): tokens, percent of the window, and whether
+    `used_tokens` is a count of the whole context (no provider figure anchors it)."""
+
+    used_tokens: int
+    used_percentage: float
+    context_window: int
+    estimated: bool
+    version: int = 0
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorDelta:
+    """A prune since the last provider call moved the anchored figure by `tokens`."""
+
+    message_id: str  # the provider call's message
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFigures:
+    """What a reload needs that messages do not hold, and the gauge listings show; the
+    session's owner rewrites them with every change."""
+
+    compactions: int = 0
+    rewinds: int = 0
+    measured: Mapping[str, int] = field(default_factory=dict)  # category -> tokens
+    measured_exact: bool = True
+    errors: tuple[EstimateError, ...] = ()
+    anchor_delta: AnchorDelta | None = None
+    gauge: SessionGauge | None = None  # None: stored before gauges were kept; load it
+
+
+@dataclass(frozen=True, slots=True)
+class ChatFile:
+    """A file added to the session (files/add): its path relative to the workspace."""
+
+    path: str
+    read_only: bool
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     id: str
     model: str
@@ -183,5 +248,13 @@ class SessionInfo:
     context_window: int | None = None  # per-session override of the catalog window
     compacted_at: datetime | None = None
     deleted_at: datetime | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # the client's keys, nothing of tokend's
     version: int = 0  # as stored: the version the session's last change made
+    figures: SessionFigures = field(default_factory=SessionFigures)
+    chat_files: tuple[ChatFile, ...] = ()  # in the order they were added
+    # The transcript this session imports or follows and how far (service.transcript_import
+    # owns its keys); None for a session no transcript feeds.
+    transcript_cursor: Mapping[str, Any] | None = None
+    forked_from: str | None = None  # session/fork: the parent's message it was forked at
+    handoff_from: str | None = None  # session/handoff: the parent session
+    goal: str | None = None  # session/handoff: the goal it was started for

@@ -10,7 +10,7 @@
 Writing a connection factory (the only seam):
 
     def connection_factory(conn: Connection) -> LanguageServer:
-        server = create_server(service, converter_factory=shared_converter)  # one converter
+        server = create_server(app, DaemonHost(conn))  # app: service/app.py's open_app
         conn.add_close_callback(server.unwatch_all)  # the client may vanish without shutdown
         return server
 

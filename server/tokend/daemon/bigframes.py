@@ -25,6 +25,7 @@ from typing import Any
 
 from tokend.daemon.bigstrings import NotJson, SpooledText, SpoolFile, StringDecoder
 from tokend.daemon.jsonscan import STRING_REST, TopLevelFields
+from tokend.lsp.strict import bounds_problem
 
 __all__ = ["BodyScanner", "BodyTooLarge", "SpooledStrings", "SpooledText"]
 
@@ -250,6 +251,18 @@ class SpooledStrings:
 
     def __len__(self) -> int:
         return len(self._strings)
+
+    def bounds_problem(self, message: Any) -> str | None:
+        """A field bounded by lsp.strict.FIELD_CHARS that holds a longer string (a big one
+        counted by its characters in the file, unread), as InvalidParams' message; or None."""
+        if not isinstance(message, dict):
+            return None
+
+        def length(value: str) -> int:
+            index = self._index(value)
+            return len(value) if index is None else self._strings[index].chars
+
+        return bounds_problem(message.get("params"), length)
 
     def resolve(self, message: Any, limit: int) -> Any:
         """`message` with every placeholder put back (see the module docstring). Raises

@@ -235,7 +235,13 @@ class Dispatcher:
             self._trim = None
 
     async def _put_back(self, spooled: SpooledStrings, data: dict[str, Any], msg_id: Any) -> bool:
-        """A big body's strings into its parsed skeleton; False if refused as too large."""
+        """A big body's strings into its parsed skeleton; False if refused as too large, or
+        for a bounded field (lsp.strict.FIELD_CHARS) over its bound, before reading it back."""
+        if (problem := spooled.bounds_problem(data)) is not None:
+            log.info("connection %s: %s refused: %s", self._conn.id, data.get("method"), problem)
+            if msg_id is not None:
+                self._conn.send_error(msg_id, InvalidParams.code, problem)
+            return False
         try:
             await spooled.resolve_async(data, self._max_body_bytes)
         except BodyTooLarge as exc:

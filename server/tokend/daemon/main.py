@@ -1,4 +1,4 @@
-"""`tokend serve` and `tokend status --daemon`: the daemon around the shared TokendService."""
+"""`tokend serve` and `tokend status --daemon`: the daemon around the shared app (service/app.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from typing import Any, TextIO
 from lsprotocol import types
 
 from tokend.adapters.rendezvous import connect_unix
-from tokend.adapters.store import SqlStore
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.log_limit import BoundedValues
@@ -44,6 +43,9 @@ class DaemonHost:
 
     def busy(self) -> AbstractContextManager[None]:
         return self._conn.daemon.busy()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        self._conn.add_close_callback(callback)
 
     def notify_others(self, method: str, params: Any, session_id: str) -> None:
         self._conn.registry.notify_all(method, params, session_id=session_id, exclude=self._conn)
@@ -150,24 +152,26 @@ def _reachable(conn: Connection) -> bool:
 
 def serve_forever(args: argparse.Namespace) -> int:
     from tokend.lsp.server import create_server
-    from tokend.service.factory import build_service
-    from tokend.service.followers import following_keeps_alive
-    from tokend.service.shutdown import begin_stop, finish_stop
-    from tokend.service.workspace.registry import workspaces_of
+    from tokend.service.app import open_app
 
-    # Before the service: what building it logs (say, an invalid config) belongs in the log file,
+    # Before the app: what building it logs (say, an invalid config) belongs in the log file,
     # not on a detached daemon's stderr, which is kept for crashes.
     configure_logging(args.log_level, log_path(args.name))
     to_clients = ClientLogHandler()
-    service = build_service(None, args.database_url, on_warnings=to_clients.workspace_warnings)
+    app = open_app(None, args.database_url, on_warnings=to_clients.workspace_warnings, serving=True)
+    service = app.service
     # SQLite's own check, bounded in time; damage is logged (stderr too when in a terminal).
-    damage = service.store.check_integrity() if isinstance(service.store, SqlStore) else None
+    damage = app.check_store()
     logging.getLogger("tokend").addHandler(to_clients)
-    workspaces_of(service).released_hooks.append(lambda key: give_back_free_memory())
+    app.workspaces.released_hooks.append(lambda key: give_back_free_memory())
+    started: list[bool] = []
 
     def connection_factory(conn: Connection) -> Any:
         to_clients.serving(conn)
-        server = create_server(service, DaemonHost(conn))
+        server = create_server(app, DaemonHost(conn))
+        if not started:  # with its first client listening: it hears of the restores settled
+            started.append(True)
+            app.start()
         server.serve_workspaces()  # what this connection's requests open, it uses
         conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
         if damage is not None:  # once wired to the connection, after this first message
@@ -201,7 +205,7 @@ def serve_forever(args: argparse.Namespace) -> int:
         for stop in stop_feed:
             stop()
         logging.getLogger("tokend").removeHandler(to_clients)
-        finish_stop(service)
+        app.close()
 
     try:
         return run_daemon(
@@ -211,9 +215,9 @@ def serve_forever(args: argparse.Namespace) -> int:
             idle_timeout=idle if idle > 0 else None,
             log_level=args.log_level,
             name=args.name,
-            stopping=lambda: begin_stop(service),
+            stopping=app.begin_stop,
             closing=closing,
-            keep_alive=lambda: following_keeps_alive(service),
+            keep_alive=app.following_keeps_alive,
         )
     finally:
         closing()  # when the daemon could not start

@@ -20,6 +20,7 @@ from tokend.core.types import (
     Part,
     ReasoningPart,
     Role,
+    SessionGauge,
     SessionInfo,
     TextPart,
     ToolCallPart,
@@ -28,7 +29,6 @@ from tokend.core.types import (
 )
 from tokend.core.types import Message as DomainMessage
 from tokend.lsp import wire
-from tokend.service.service import SessionGauge
 
 PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file", "compaction")
 COMPACTION_PROVIDERS = ("anthropic", "openai")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -25,6 +25,10 @@ class ServerHost(Protocol):
 
     def notify_others(self, method: str, params: Any, session_id: str) -> None:
         """A notification to every OTHER connection attached to `session_id`."""
+        ...
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once the connection is gone (the client may vanish without a word)."""
         ...
 
 
@@ -54,3 +58,6 @@ class StandaloneHost:
 
     def notify_others(self, method: str, params: Any, session_id: str) -> None:
         return None
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        return None  # the process ends with its one connection

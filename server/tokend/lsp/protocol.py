@@ -55,6 +55,7 @@ from tokend.core.excerpt import bounded
 from tokend.lsp.replies import internal_error, params_problem, safe_error
 from tokend.lsp.strict import (
     MAX_PARAMS_DEPTH,
+    forget_frames,
     strict_lsp_values,
     strict_sequences,
     untrusted_problem,
@@ -232,7 +233,9 @@ class TokendProtocol(ConnectionProtocol):
         try:
             message = self._converter.structure(data, message_type)
         except Exception as exc:  # cattrs' ClassValidationError, or a TypeError deeper down
-            return _unfit(data, method, params_problem(exc))
+            problem = params_problem(exc)
+            forget_frames(exc)
+            return _unfit(data, method, problem)
         if method == types.CANCEL_REQUEST and not _is_id(message.params.id):
             return _unfit(data, method, "invalid params: id must be an integer or a string")
         return message
@@ -300,10 +303,12 @@ class TokendProtocol(ConnectionProtocol):
         if not isinstance(error, JsonRpcException):
             log.error("%s failed", method, exc_info=error)
             self._send_response(msg_id, error=internal_error(method, error))
+            forget_frames(error)
             return
         level = logging.WARNING if error.code in SERVER_SIDE_CODES else logging.INFO
         log.log(level, "%s failed: code %d, %s", method, error.code, error.message)
         self._send_response(msg_id, error=error.to_response_error())
+        forget_frames(error)  # answered: its frames (and the params they hold) may go
 
     def _check_handler_result(self, future: Future[Any]) -> None:
         """A notification handler that raised. A JSON-RPC error (bad params) is the client's:
@@ -312,8 +317,10 @@ class TokendProtocol(ConnectionProtocol):
         error = None if future.cancelled() else future.exception()
         if isinstance(error, JsonRpcException):
             log.info("a notification failed: code %d, %s", error.code, error.message)
+            forget_frames(error)
         elif error is not None:
             log.error("a notification handler failed", exc_info=error)
+            forget_frames(error)
 
 
 def served_only(capabilities: types.ServerCapabilities) -> None:

@@ -1,7 +1,9 @@
-"""create_server: a fresh pygls LanguageServer around the shared TokendService.
+"""create_server: a fresh pygls LanguageServer around the shared app (service/app.py).
 
-One server per connection (the daemon) or per process (stdio); no module globals.
-"""
+One server per connection (the daemon) or per process (stdio); no module globals. Handlers
+reach the app's parts through the server (`ls.app`, `ls.service`); registering them starts
+nothing. Building a server subscribes it to what the app tells its connections (spend notices,
+restores settled at start)."""
 
 from __future__ import annotations
 
@@ -22,10 +24,10 @@ from tokend.core.snapshot import BudgetSnapshot
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.host import ServerHost, StandaloneHost
+from tokend.lsp.notices import hear_settled_restores, hear_spend_notices
 from tokend.lsp.protocol import TokendProtocol, shared_converter
-from tokend.service.service import TokendService
+from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser, serving
-from tokend.service.workspace.registry import existing_workspaces
 
 log = logging.getLogger(__name__)
 
@@ -40,14 +42,15 @@ class TokendServer(LanguageServer):
     handlers each time, so what pygls inspects of them (their signature) is worked out once per
     handler (`feature`), not once per connection."""
 
-    def __init__(self, service: TokendService, host: ServerHost) -> None:
+    def __init__(self, app: App, host: ServerHost) -> None:
         super().__init__(
             "tokend",
             tokend.__version__,
             protocol_cls=TokendProtocol,
             converter_factory=shared_converter,  # one cattrs converter for every connection
         )
-        self.service = service
+        self.app = app
+        self.service = app.service
         self.host = host
         self.client_name: str | None = None
         self.initialization_options: dict[str, Any] = {}
@@ -66,9 +69,7 @@ class TokendServer(LanguageServer):
 
     def leave_workspaces(self, uri: str | None = None) -> None:
         """This connection no longer uses workspace `uri` (None: any; it is closing)."""
-        workspaces = existing_workspaces(self.service)
-        if workspaces is not None:
-            workspaces.let_go(self.workspace_user, uri)
+        self.app.workspaces.let_go(self.workspace_user, uri)
 
     def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
         register = super().feature(feature_name, options)
@@ -129,10 +130,8 @@ class TokendServer(LanguageServer):
 
     def open_folder(self, uri: str) -> None:
         """Start indexing one of the client's folders (a folder that is not one is logged)."""
-        from tokend.service.workspace.registry import workspaces_of
-
         try:
-            workspaces_of(self.service).open(uri, user=self.workspace_user)
+            self.app.workspaces.open(uri, user=self.workspace_user)
         except TokendError as exc:
             log.info("workspace %s not indexed: %s", uri, exc.message)
 
@@ -231,8 +230,8 @@ def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def create_server(service: TokendService, host: ServerHost | None = None) -> TokendServer:
-    server = TokendServer(service, host or StandaloneHost())
+def create_server(app: App, host: ServerHost | None = None) -> TokendServer:
+    server = TokendServer(app, host or StandaloneHost())
     logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every body at INFO
 
     @server.feature(types.INITIALIZE)
@@ -254,4 +253,7 @@ def create_server(service: TokendService, host: ServerHost | None = None) -> Tok
 
     for module in _handler_modules():
         module.register(server)
+    hear_spend_notices(server, app.usage)
+    if app.optional_checkpoints is not None:
+        hear_settled_restores(server, app.optional_checkpoints)
     return server

@@ -11,14 +11,24 @@
   cannot carry: nesting deeper than MAX_PARAMS_DEPTH, NaN/Infinity (Python's json reads them,
   RFC 8259 has no such numbers, and node cannot parse them back), and lone UTF-16 surrogates
   (`"\\ud800"`: not Unicode, so neither SQLite nor a file can take them).
+- `FIELD_CHARS`: fields that have no business being long (ids, model and tool names, titles,
+  paths, URIs, a handoff's goal) are bounded, wherever they appear in params outside free-form
+  JSON (a tool call's `input`, LSP's `capabilities`...): a 8 MB title was copied, stored, logged
+  and encoded on the event loop, and kept in memory for as long as its session.
 - `join_problems`: an error message names at most MAX_PROBLEMS problems, each bounded.
+- `forget_frames(exc)`: a refusal's exception, once answered, keeps no frame alive. Its
+  traceback's frames hold the params (an 8 MB string), and they sit in reference cycles (cattrs
+  collects sub-exceptions in a list of the failing frame; pygls keeps the error in a future its
+  frame holds) that only the collector's rare full passes free: after the fuzz, 202 refusals
+  held 553 MiB of strings that way.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+import traceback
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -34,6 +44,30 @@ refused at the edge: handlers, assembly and the store recurse over it."""
 MAX_PROBLEMS = 3
 """Problems named in one error message; the rest are counted."""
 PROBLEM_CHARS = 300
+
+ID_CHARS = 256
+NAME_CHARS = 256
+TITLE_CHARS = 1_024
+PATH_CHARS = 4_096  # PATH_MAX on Linux, in bytes: no longer path can be opened
+URI_CHARS = 16_384  # a PATH_MAX path whose every byte is percent-encoded, and the scheme
+PROSE_CHARS = 16_384  # a handoff's goal, a summary's instructions: a few pages
+FIELD_CHARS: dict[str, int] = {
+    **dict.fromkeys(
+        ("sessionId", "messageId", "toMessageId", "atMessageId", "fromMessageId", "callId",
+         "followerId", "checkpointId", "id", "ref", "workDoneToken", "partialResultToken"),
+        ID_CHARS,
+    ),
+    **dict.fromkeys(("model", "name", "agent", "languageId", "identifiers"), NAME_CHARS),
+    "title": TITLE_CHARS,
+    **dict.fromkeys(("path", "paths", "files", "rootPath"), PATH_CHARS),
+    **dict.fromkeys(("uri", "workspaceUri", "rootUri"), URI_CHARS),
+    **dict.fromkeys(("goal", "instructions"), PROSE_CHARS),
+}  # fmt: skip
+"""Most characters a string under each of these keys may hold (for an array of strings, each
+item), wherever the key appears in params outside FREE_FORM. protocol.md lists them."""
+FREE_FORM = frozenset(("input", "initializationOptions", "capabilities", "tools", "examples"))
+"""Keys whose values are any JSON of the client's (a tool's input, a provider's tool
+definitions, LSP's capabilities): their keys mean nothing to tokend and are not bounded."""
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")
@@ -170,20 +204,61 @@ def untrusted_problem(params: Any, max_depth: int = MAX_PARAMS_DEPTH) -> str | N
     iterative walk: a value too deep for recursion is measured without recursing."""
     if not isinstance(params, dict | list):
         return _leaf_problem(params, ("params",))
-    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(params, 1, ("params",))]
+    stack: list[tuple[Any, int, tuple[Any, ...], int | None]] = [(params, 1, ("params",), None)]
     while stack:
-        item, depth, path = stack.pop()
+        item, depth, path, items_bound = stack.pop()
         if depth > max_depth:
             return f"invalid params: nested more than {max_depth} levels deep"
+        free = items_bound == 0  # inside free-form JSON: nothing bounded
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
         for key, child in pairs:
             if isinstance(key, str) and not key.isascii() and _LONE_SURROGATE.search(key):
                 return _leaf_problem(key, path)
+            bound = _bound(item, key, items_bound, free)
             if isinstance(child, dict | list):
-                stack.append((child, depth + 1, (path, key)))
+                below = (
+                    0 if free or key in FREE_FORM else bound if isinstance(child, list) else None
+                )
+                stack.append((child, depth + 1, (path, key), below))
             elif isinstance(child, str | float) and (problem := _leaf_problem(child, (path, key))):
                 return problem
+            elif bound is not None and isinstance(child, str) and len(child) > bound:
+                return too_long((path, key), len(child), bound)
     return None
+
+
+def bounds_problem(params: Any, length: Callable[[str], int]) -> str | None:
+    """The first string of `params` under a bounded key (FIELD_CHARS) whose `length` is over its
+    bound, or None: for a big body whose long strings are still placeholders (bigframes.py),
+    before they are read back."""
+    stack: list[tuple[Any, tuple[Any, ...], int | None]] = [(params, ("params",), None)]
+    while stack:
+        item, path, items_bound = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in pairs:
+            bound = _bound(item, key, items_bound, False)
+            if isinstance(child, dict | list) and key not in FREE_FORM:
+                stack.append((child, (path, key), bound if isinstance(child, list) else None))
+            elif bound is not None and isinstance(child, str) and (n := length(child)) > bound:
+                return too_long((path, key), n, bound)
+    return None
+
+
+def _bound(parent: Any, key: Any, items_bound: int | None, free: bool) -> int | None:
+    if free:
+        return None
+    if isinstance(parent, list):
+        return items_bound
+    return FIELD_CHARS.get(key) if isinstance(key, str) else None
+
+
+def too_long(path: tuple[Any, ...], chars: int, bound: int) -> str:
+    return (
+        f"invalid params: {_path_text(path)} is {chars:,} characters long; it holds at most "
+        f"{bound:,}"
+    )
 
 
 def _leaf_problem(value: Any, path: tuple[Any, ...]) -> str | None:
@@ -217,3 +292,18 @@ def _path_text(path: tuple[Any, ...]) -> str:
         else:
             text += f"[{excerpt(key, 40)}]"
     return text or "params"
+
+
+def forget_frames(exc: BaseException | None) -> None:
+    """Clear the locals of every finished frame in `exc`'s traceback, its sub-exceptions'
+    (cattrs' groups), causes and contexts, and drop the tracebacks (see the module docstring)."""
+    todo, seen = [exc], set()
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if item.__traceback__ is not None:
+            traceback.clear_frames(item.__traceback__)
+            item.__traceback__ = None
+        todo += [item.__cause__, item.__context__, *getattr(item, "exceptions", ())]

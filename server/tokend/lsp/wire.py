@@ -19,7 +19,13 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from tokend.core.errors import InvalidParams
 from tokend.core.excerpt import excerpt
-from tokend.lsp.strict import WireValueError, format_error, join_problems, strict_sequences
+from tokend.lsp.strict import (
+    WireValueError,
+    forget_frames,
+    format_error,
+    join_problems,
+    strict_sequences,
+)
 from tokend.lsp.strict import json_type as _json_type
 
 T = TypeVar("T")
@@ -125,6 +131,7 @@ def from_wire(cls: type[T], params: Any) -> T:
     except cattrs.ClassValidationError as exc:
         messages = cattrs.transform_error(exc, path="params", format_exception=format_error)
         details = join_problems([_wire_path(m) for m in messages])
+        forget_frames(exc)
         raise InvalidParams(f"invalid params: {details}") from None
 
 

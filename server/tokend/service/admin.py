@@ -6,45 +6,38 @@ removed from the store: a deleted session only gets deleted_at, and restoring cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, TypeGuard
+from dataclasses import replace
 
+from tokend.core.changes import Delete, Restore
 from tokend.core.errors import InvalidParams, SessionNotFound
 from tokend.core.excerpt import excerpt
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.core.types import SessionInfo
+from tokend.core.types import SessionGauge, SessionInfo
 from tokend.service.service import TokendService
 
 MAX_TITLE_CHARS = 200
-GAUGE_KEY = "gauge"  # session extra: the gauge figures persisted with each change
-
-
-@dataclass(frozen=True)
-class Gauge:
-    """A session's gauge as a listing shows it (tokens; percent of the window)."""
-
-    used_tokens: int
-    used_percentage: float
-    context_window: int
-    estimated: bool
 
 
 def delete_session(service: TokendService, session_id: str) -> SessionInfo:
-    """Soft-delete: set deleted_at (kept when already deleted) and drop the session from memory.
-    Its messages stay in the store; `restore_session` brings it back."""
+    """Soft-delete through the session's owner (a new version its listeners hear of), then drop
+    it from memory. Its messages stay in the store; `restore_session` brings it back. Deleting a
+    deleted session keeps the first deleted_at."""
     info = _any_session(service, session_id)
     if info.deleted_at is None:
-        info = replace(info, deleted_at=service.clock.now())
-        service.store.update_session(session_id, deleted_at=info.deleted_at)
+        state = service.state(session_id)
+        service.announce(state, state.apply(Delete(service.clock.now())))
+        info = replace(info, deleted_at=state.data.info.deleted_at)
     forget_session(service, session_id)
     return info
 
 
 def restore_session(service: TokendService, session_id: str) -> SessionInfo:
-    """Clear deleted_at; a session that is not deleted is returned as is."""
+    """Clear deleted_at through the session's owner (a new version its listeners hear of); a
+    session that is not deleted is returned as is."""
     info = _any_session(service, session_id)
     if info.deleted_at is not None:
-        service.store.update_session(session_id, deleted_at=None)
+        state = service.state(session_id, deleted=True)
+        service.announce(state, state.apply(Restore()))
         info = replace(info, deleted_at=None)
     return info
 
@@ -73,19 +66,10 @@ def list_sessions(
     return service.list_sessions(workspace_uri)
 
 
-def session_gauge(service: TokendService, info: SessionInfo) -> Gauge | None:
-    """The gauge persisted in the session's extra when there is one, else the live snapshot's
-    (loads the session); None for a deleted session without persisted figures."""
-    persisted = _persisted_gauge(info.extra.get(GAUGE_KEY))
-    if persisted is not None or info.deleted_at is not None:
-        return persisted
-    s = service.snapshot(info.id)
-    return Gauge(s.used_tokens, s.used_percentage, s.context_window, s.estimated)
-
-
-def set_session_extra(service: TokendService, session_id: str, key: str, value: Any) -> None:
-    """Set one key of the session's extra, through the session's owner (one transaction)."""
-    service.update_info(session_id, extra={key: value})
+def session_gauge(service: TokendService, info: SessionInfo) -> SessionGauge | None:
+    """The gauge a listing shows (service.listed_gauge); None for a deleted session without
+    stored figures."""
+    return service.listed_gauge(info)
 
 
 def reload_session(service: TokendService, session_id: str) -> BudgetSnapshot:
@@ -107,18 +91,3 @@ def _any_session(service: TokendService, session_id: str) -> SessionInfo:
             "(`--all-workspaces`, `--deleted`) or session/list"
         )
     return info
-
-
-def _persisted_gauge(raw: Any) -> Gauge | None:
-    """extra["gauge"] = {usedTokens, usedPercentage, contextWindow, estimated, version}; None
-    when absent or malformed (then the caller computes the figures)."""
-    if not isinstance(raw, dict):
-        return None
-    used, pct, window = raw.get("usedTokens"), raw.get("usedPercentage"), raw.get("contextWindow")
-    if not (_is_count(used) and _is_count(window) and isinstance(pct, int | float)):
-        return None
-    return Gauge(used, float(pct), window, bool(raw.get("estimated", False)))
-
-
-def _is_count(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)

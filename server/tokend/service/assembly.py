@@ -24,30 +24,45 @@ from tokend.core.tool_shapes import tools_for
 from tokend.service.assemble_input import AssembleInput
 from tokend.service.service import TokendService
 from tokend.service.session_state import SessionState
-from tokend.service.usage import usage_of
+from tokend.service.usage import UsageMonitor
+from tokend.service.workspace.registry import Workspaces
 from tokend.service.workspace.window import with_workspace
 
 # AssembleInput lives in assemble_input.py
 __all__ = ["AssembleInput", "assemble_context", "assemble_context_async"]
 
 
-def assemble_context(service: TokendService, session_id: str, inp: AssembleInput) -> Assembly:
+def assemble_context(
+    service: TokendService,
+    session_id: str,
+    inp: AssembleInput,
+    *,
+    usage: UsageMonitor | None = None,
+    workspaces: Workspaces | None = None,
+) -> Assembly:
     """The next request of the session (a read: the session's version does not move), built on
     the calling thread: the service's tests and the CLI. The daemon uses assemble_context_async.
 
-    What the client leaves out comes from the session's workspace when the daemon has it open:
-    memory files and read-only files (readOnlyFiles), chat files (chatFiles), and the repo map
-    once the workspace's index is ready (see service/workspace/window.py)."""
+    `usage` (the app's) refuses a session over its spend limit and warns near it; without it
+    nothing is checked. What the client leaves out comes from the session's workspace when
+    `workspaces` has it open: memory files and read-only files (readOnlyFiles), chat files
+    (chatFiles), and the repo map once the workspace's index is ready (see
+    service/workspace/window.py)."""
     inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
-    state, spend_warnings = _admit(service, session_id, inp)
-    built = _build(service, state, inp, spend_warnings)
+    state, spend_warnings = _admit(service, session_id, inp, usage)
+    built = _build(service, workspaces, state, inp, spend_warnings)
     service.set_measured(session_id, built.measured, built.exact)
     # After set_measured: the figures told to the model are the gauge's as the client sees it.
     return _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
 
 
 async def assemble_context_async(
-    service: TokendService, session_id: str, inp: AssembleInput
+    service: TokendService,
+    session_id: str,
+    inp: AssembleInput,
+    *,
+    usage: UsageMonitor | None = None,
+    workspaces: Workspaces | None = None,
 ) -> Assembly:
     """As assemble_context, with the work off the event loop: the workspace's files, the repo
     map, the counting and the assembly run in the service's worker threads (on the session's
@@ -55,8 +70,8 @@ async def assemble_context_async(
     (SessionState.apply_async); only the checks and the budget's short text stay on the loop.
     A cancel while the worker builds answers RequestCancelled and records nothing."""
     inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
-    state, spend_warnings = _admit(service, session_id, inp)
-    built = await service.run(lambda: _build(service, state, inp, spend_warnings))
+    state, spend_warnings = _admit(service, session_id, inp, usage)
+    built = await service.run(lambda: _build(service, workspaces, state, inp, spend_warnings))
     data = state.data
     if dict(data.measured) != built.measured or data.measured_exact != built.exact:
         change = RecordMeasured(built.measured, built.exact)
@@ -74,7 +89,7 @@ class _Built:
 
 
 def _admit(
-    service: TokendService, session_id: str, inp: AssembleInput
+    service: TokendService, session_id: str, inp: AssembleInput, usage: UsageMonitor | None
 ) -> tuple[SessionState, tuple[str, ...]]:
     """The session's owner and the spend warnings, once the request is known to be acceptable
     (cheap checks, on the caller's thread)."""
@@ -84,18 +99,21 @@ def _admit(
             f"budgetInjection must be one of {', '.join(INJECTION_MODES)}, "
             f"not {inp.budget_injection!r}"
         )
-    return state, tuple(usage_of(service).check_assemble(session_id))  # may refuse
+    if usage is None:
+        return state, ()
+    return state, tuple(usage.check_assemble(session_id))  # may refuse
 
 
 def _build(
     service: TokendService,
+    workspaces: Workspaces | None,
     state: SessionState,
     inp: AssembleInput,
     spend_warnings: tuple[str, ...],
 ) -> _Built:
     """The assembly of the session's data as it is now (file reads, repo map, counting)."""
     data = state.data
-    inp, workspace_warnings = with_workspace(service, data, inp)
+    inp, workspace_warnings = with_workspace(workspaces, data, inp)
     counter = service.counter(data.model)
     provider = data.model.provider
     count = counter.count_text

@@ -28,8 +28,7 @@ from tokend.service import history
 from tokend.service.checkpoint_restore import Restored as Restored  # re-exported: callers'
 from tokend.service.checkpoint_restore import restore as restore  # names stay as they were
 from tokend.service.checkpoint_restore import undo
-from tokend.service.checkpoints import Checkpoints, checkpoints_of
-from tokend.service.service import TokendService
+from tokend.service.checkpoints import Checkpoints
 from tokend.service.turns import run_to_end
 
 T = TypeVar("T")
@@ -147,16 +146,14 @@ def turn_diff(checkpoints: Checkpoints, session_id: str, message_id: str, path: 
 # -- from the event loop ------------------------------------------------------------------
 
 
-async def list_async(service: TokendService, session_id: str) -> list[TurnView]:
-    service.state(session_id)  # SessionNotFound for an unknown id
-    checkpoints = checkpoints_of(service)
+async def list_async(checkpoints: Checkpoints, session_id: str) -> list[TurnView]:
+    checkpoints.service.state(session_id)  # SessionNotFound for an unknown id
     return await on_checkpoint_thread(checkpoints, lambda: list_turns(checkpoints, session_id))
 
 
-def watching(service: TokendService, session_id: str) -> bool:
+def watching(checkpoints: Checkpoints, session_id: str) -> bool:
     """Whether the session's workspace is checkpointed yet (its first walk is saved)."""
-    uri = service.state(session_id).data.info.workspace_uri
-    checkpoints = checkpoints_of(service)
+    uri = checkpoints.service.state(session_id).data.info.workspace_uri
     try:
         return bool(uri) and checkpoints.walked(checkpoints.workspaces.key(uri or ""))
     except InvalidParams:
@@ -164,17 +161,16 @@ def watching(service: TokendService, session_id: str) -> bool:
 
 
 async def diff_async(
-    service: TokendService, session_id: str, message_id: str, path: str | None
+    checkpoints: Checkpoints, session_id: str, message_id: str, path: str | None
 ) -> str:
-    service.state(session_id)
-    checkpoints = checkpoints_of(service)
+    checkpoints.service.state(session_id)
     return await on_checkpoint_thread(
         checkpoints, lambda: turn_diff(checkpoints, session_id, message_id, path)
     )
 
 
 async def rewind_both(
-    service: TokendService,
+    checkpoints: Checkpoints,
     session_id: str,
     to_message_id: str,
     if_version: int | None,
@@ -185,22 +181,23 @@ async def rewind_both(
     it takes out and is closed only once they are out, so a restart after a kill in between
     finishes both (restore_journal). The files are written on the checkpoints' thread, which a
     cancel cannot stop: once they are, a cancel is too late and the rewind runs to its end."""
+    service = checkpoints.service
     service.state(session_id)
     ids = history.planned_rewind(service, session_id, to_message_id, if_version)
     return await run_to_end(
-        _files_then_conversation(service, session_id, to_message_id, if_version, force, ids)
+        _files_then_conversation(checkpoints, session_id, to_message_id, if_version, force, ids)
     )
 
 
 async def _files_then_conversation(
-    service: TokendService,
+    checkpoints: Checkpoints,
     session_id: str,
     to_message_id: str,
     if_version: int | None,
     force: bool,
     ids: tuple[str, ...],
 ) -> tuple[Restored, history.Rewound]:
-    checkpoints = checkpoints_of(service)
+    service = checkpoints.service
     restored = await on_checkpoint_thread(
         checkpoints,
         lambda: restore(checkpoints, session_id, to_message_id, False, force, conversation=ids),
@@ -217,13 +214,12 @@ async def _files_then_conversation(
 
 
 async def restore_code(
-    service: TokendService, session_id: str, to_message_id: str, dry_run: bool, force: bool
+    checkpoints: Checkpoints, session_id: str, to_message_id: str, dry_run: bool, force: bool
 ) -> Restored:
     """The code part of a rewind (session/rewind's restore "code" | "both" calls this):
     see `restore`. Not a dry run, it writes from its start on the checkpoints' thread: a cancel
     is too late and the result is returned."""
-    service.state(session_id)
-    checkpoints = checkpoints_of(service)
+    checkpoints.service.state(session_id)
     work = on_checkpoint_thread(
         checkpoints, lambda: restore(checkpoints, session_id, to_message_id, dry_run, force)
     )

@@ -1,7 +1,7 @@
 """Recording checkpoints: every file state the workspace had, and when each message came.
 
-`checkpoints_of(service)` gives the one Checkpoints of a service; it hooks into the workspace
-registry and the service's snapshots:
+The app (service/app.py) builds the one Checkpoints of a daemon; it hooks into the workspaces
+and the service's snapshots:
 
 - when a workspace's first walk is done (build thread), every file it kept is read and saved in
   the checkpoint store (content-addressed: a file saved before costs nothing), its hash becoming
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tokend.adapters import workspace_fs
 from tokend.adapters.checkpoint_store import CheckpointStore, Seen, sha256_bytes
@@ -41,7 +41,7 @@ from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
 from tokend.service.service import TokendService
 from tokend.service.workspace.index import WorkspaceIndex
-from tokend.service.workspace.registry import Workspaces, workspaces_of
+from tokend.service.workspace.registry import Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,11 @@ class Checkpoints:
         self._marked: dict[str, set[str]] = {}  # session id -> message ids marked
         self._opened: set[str] = set()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokend-checkpoints")
+        # Who hears of the restores settled at start (restore_journal): a connection's server,
+        # held weakly, and how to tell it (on the event loop).
+        self.restore_listeners: weakref.WeakKeyDictionary[Any, Callable[[Any, str], None]] = (
+            weakref.WeakKeyDictionary()
+        )
         workspaces.own_folders.append(store.folder)  # never checkpoint the checkpoints
         workspaces.built_hooks.append(self.on_built)
         workspaces.batch_hooks.append(self.on_batch)
@@ -386,30 +391,3 @@ def _hash_opened(opened: workspace_fs.Opened) -> str:
     for block in iter(lambda: os.read(opened.fd, 1 << 20), b""):
         digest.update(block)
     return digest.hexdigest()
-
-
-_all: weakref.WeakKeyDictionary[TokendService, Checkpoints] = weakref.WeakKeyDictionary()
-_all_lock = threading.Lock()
-
-
-def checkpoints_of(service: TokendService, store: CheckpointStore | None = None) -> Checkpoints:
-    """The Checkpoints of `service`, made (and hooked in) on first use."""
-    with _all_lock:
-        found = _all.get(service)
-        if found is None:
-            found = _all[service] = Checkpoints(
-                service,
-                workspaces_of(service),
-                store or CheckpointStore(),
-                service.config.checkpoints,  # the user's settings: one store per user
-            )
-            from tokend.service import restore_journal  # it builds on this module
-
-            restore_journal.start(found)  # first on the checkpoint thread: a killed restore
-        return found
-
-
-def existing_checkpoints(service: TokendService) -> Checkpoints | None:
-    """The Checkpoints of `service` if it has one (never makes one)."""
-    with _all_lock:
-        return _all.get(service)

@@ -9,19 +9,66 @@ wire format sends count (see core.wire_formats.part_is_sent).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 
+from tokend.adapters.claude_tokens import ctok_installed
 from tokend.adapters.tokenizers import counter_for
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import PartCounts
-from tokend.core.estimate import classify, estimate_tokens, image_tokens
+from tokend.core.estimate import (
+    classify,
+    estimate_tokens,
+    family_chars_per_token,
+    image_tokens,
+)
 from tokend.core.framing import message_overhead
+from tokend.core.model_names import CLAUDE_FAMILIES, claude_family, is_claude
 from tokend.core.ports import CountCache, TokenCounter
 from tokend.core.render import PRUNED_TOOL_RESULT, part_content_hint, part_text
 from tokend.core.text_chunks import CHUNK_CHARS, count_chunks
 from tokend.core.types import ContentClass, ImagePart, Part, ReasoningPart, Role, StoredPart
 from tokend.core.wire_formats import WireFormat, default_format, part_is_sent
+
+log = logging.getLogger(__name__)
+
+_told: set[str] = set()  # models whose fallback to the estimate was logged (once per process)
+_told_lock = threading.Lock()
+
+
+def _say_once(model: str, message: str) -> None:
+    with _told_lock:
+        if model in _told:
+            return
+        _told.add(model)
+    log.warning(message)
+
+
+def exact_counter(model: ModelInfo, cache: CountCache | None) -> TokenCounter | None:
+    """The exact counter of `model`'s tokenizer; None (the estimate) when it has none. A Claude
+    model whose tokenizer family is unknown, or a Claude family without ctok installed, falls back
+    to the estimate and says so once."""
+    tokenizer = model.tokenizer
+    if tokenizer in CLAUDE_FAMILIES and not ctok_installed():
+        _say_once(
+            model.name,
+            f"{model.name}: counted by the estimate: the {tokenizer} tokenizer needs the ctok "
+            "package (installed with tokend on Python 3.12+; on 3.11: pip install --no-deps "
+            "--ignore-requires-python ctok)",
+        )
+        return None
+    if tokenizer is None:
+        if is_claude(model.name) and claude_family(model.name) is None:  # not `tokenizer = ""`
+            families = ", ".join(CLAUDE_FAMILIES)
+            _say_once(
+                model.name,
+                f"{model.name}: no known Claude tokenizer family, counted by the estimate; "
+                f'set [models."{model.name}"] tokenizer to one of {families} to count it exactly',
+            )
+        return None
+    return counter_for(tokenizer, cache=cache)
 
 
 class ModelCounter:
@@ -31,9 +78,10 @@ class ModelCounter:
         self.model = model
         self.format: WireFormat = default_format(model.provider)
         self._calibrator = calibrator
-        self._exact: TokenCounter | None = (
-            counter_for(model.tokenizer, cache=cache) if model.tokenizer else None
-        )
+        self._exact: TokenCounter | None = exact_counter(model, cache)
+        family_priors = family_chars_per_token(model.tokenizer)
+        if self._exact is None and family_priors is not None:
+            calibrator.use_priors(model.name, family_priors)  # estimated in the family's tokens
 
     @property
     def exact(self) -> bool:

@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from weakref import WeakKeyDictionary
 
 from tokend.adapters.watch import PathWatch
 from tokend.core.errors import InvalidParams
@@ -110,18 +109,8 @@ class _Running:
     synced: asyncio.Event = field(default_factory=asyncio.Event)  # set after the first sync
 
 
-def following_keeps_alive(service: TokendService) -> bool:
-    """Whether the daemon of `service` must stay up with no connection: it follows a
-    transcript the agent wrote in the last KEEPS_DAEMON_UP_SECONDS (a status line that asks
-    for it a minute later must not find it gone, nor the follower stopped)."""
-    followers = Followers.existing(service)
-    return followers is not None and followers.written_within(KEEPS_DAEMON_UP_SECONDS)
-
-
 class Followers:
-    """The followers of one service (one daemon). Create with `Followers.of(service)`."""
-
-    _registries: WeakKeyDictionary[TokendService, Followers] = WeakKeyDictionary()
+    """The followers of one service (one daemon; the app builds them)."""
 
     def __init__(
         self,
@@ -137,19 +126,6 @@ class Followers:
         self._running: dict[Path, _Running] = {}
         self._ids = itertools.count(1)
         self._ended: list[PathWatch] = []  # the watches of stopped followers, to join
-
-    @classmethod
-    def of(cls, service: TokendService) -> Followers:
-        """The followers of `service`, made on first use (one registry per daemon)."""
-        found = cls._registries.get(service)
-        if found is None:
-            found = cls._registries[service] = cls(service)
-        return found
-
-    @classmethod
-    def existing(cls, service: TokendService) -> Followers | None:
-        """The followers of `service` if any were made (never makes them)."""
-        return cls._registries.get(service)
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -197,6 +173,12 @@ class Followers:
 
     def list(self) -> list[FollowerStatus]:
         return [self._status(f) for f in self._followers.values()]
+
+    def keep_daemon_up(self) -> bool:
+        """Whether the daemon must stay up with no connection: it follows a transcript the
+        agent wrote in the last KEEPS_DAEMON_UP_SECONDS (a status line that asks for it a
+        minute later must not find it gone, nor the follower stopped)."""
+        return self.written_within(KEEPS_DAEMON_UP_SECONDS)
 
     def written_within(self, seconds: float) -> bool:
         """Whether a followed transcript was written in the last `seconds`: the agent is at

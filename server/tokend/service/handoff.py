@@ -94,7 +94,8 @@ async def _create_child(
         workspace_uri=parent.workspace_uri,
         parent_id=parent.id,
         context_window=parent.context_window,
-        extra={"handoffFrom": parent.id, "goal": goal},
+        handoff_from=parent.id,
+        goal=goal,
     )
     await service.run(lambda: service.store.create_session(child))
     state = service.state(child.id)

@@ -12,7 +12,7 @@ from tokend.core.changes import Rewind
 from tokend.core.errors import InvalidParams
 from tokend.core.excerpt import excerpt
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.core.types import Message, SessionInfo
+from tokend.core.types import Message, SessionFigures, SessionInfo
 from tokend.service.service import TokendService, new_id
 
 MAX_READ_CHARS = 1_000_000  # toolOutput/read returns at most this many characters at once
@@ -115,7 +115,8 @@ def fork(
         workspace_uri=parent.workspace_uri,
         parent_id=parent.id,
         context_window=parent.context_window,
-        extra={"compactions": parent.extra.get("compactions", 0), "forkedFrom": at_message_id},
+        figures=SessionFigures(compactions=parent.figures.compactions),
+        forked_from=at_message_id,
     )
     copied = service.store.fork_session(child, at_message_id)
     return child, copied

@@ -4,7 +4,7 @@ The live context (core.session_data: the live summary, then what no summary, pro
 compaction or rewind took out; sessions stored before a provider's compaction marked what it
 retired are marked when loaded) is played through `core.session_data.evolve` as reloaded
 (unscored) appends, so a reloaded gauge is built by the same code as a live one. What messages
-do not hold comes from the session row's `extra`: compactions, the measured context, the
+do not hold comes from the session row's figures: compactions, the measured context, the
 estimate errors, and a prune's delta on the anchor. The time figures (wall and API duration,
 lines edited) are tallied again from every message of every window. Parts the store has no
 count for are counted and their counts saved. The version is the stored one (the session row's,
@@ -18,31 +18,35 @@ from types import MappingProxyType
 
 from tokend.core.accounting import provider_compaction
 from tokend.core.catalog import ModelInfo
-from tokend.core.changes import AppendMessage
+from tokend.core.changes import AppendMessage, MarkRetired
+from tokend.core.commit import Compacted
 from tokend.core.ports import Store
 from tokend.core.session_data import SessionData, add_usage, evolve
 from tokend.core.snapshot import Totals
 from tokend.core.types import Message, SessionInfo
 from tokend.core.usage_stats import tally_messages
 from tokend.service.counting import ModelCounter
-from tokend.service.session_state import restored_errors
 
 
 def load_session_data(
     store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter
-) -> SessionData:
-    session_id = info.id
-    messages = store.load_messages(session_id)
+) -> tuple[SessionData, MarkRetired | None]:
+    """The session as stored, and the marks a provider's compaction stored before they were
+    kept still needs (for its owner to apply: loading reads, it writes nothing of the
+    session's; part counts it had to make go to the parts' count cache)."""
+    session_id, deleted = info.id, info.deleted_at is not None  # a deleted one: to restore it
+    messages = store.load_messages(session_id, including_deleted=deleted)
     # Messages out of the live context exist only after a compaction boundary or a rewind.
     windowed = bool(messages) and messages[0].summary
     provider = any(provider_compaction(sp.part for sp in m.parts) for m in messages)
     every = (
-        store.load_all_messages(session_id)
-        if windowed or provider or info.extra.get("rewinds")
+        store.load_all_messages(session_id, including_deleted=deleted)
+        if windowed or provider or info.figures.rewinds
         else messages
     )
-    if windowed or provider:
-        unmarked = _mark_retired(store, session_id, every)
+    retired = _retired(every) if windowed or provider else ()
+    if retired:
+        unmarked = {i for mark in retired for i in mark.message_ids}
         messages = [m for m in messages if m.id not in unmarked]
     live = {m.id for m in messages}
     totals = Totals()
@@ -52,15 +56,15 @@ def load_session_data(
             totals = add_usage(totals, message.usage)
             key = message.model or model.name
             costs[key] = costs.get(key, 0.0) + (message.cost_usd or 0.0)
-    extra = info.extra
+    figures = info.figures
     data = SessionData(
         info=info,
         model=model,
         messages=(),
         message_tokens={},
         version=0,
-        measured=MappingProxyType(dict(extra.get("measured") or {})),
-        measured_exact=bool(extra.get("measuredExact", True)),
+        measured=MappingProxyType(dict(figures.measured)),
+        measured_exact=figures.measured_exact,
         totals=totals,
         cost_by_model=costs,
     )
@@ -84,47 +88,39 @@ def load_session_data(
     data = with_row(data, info)
     if every is not messages:  # the time figures count every window's messages, in order
         data = replace(data, times=tally_messages(every))
-    return _restore_anchor_delta(data)
+    return _restore_anchor_delta(data), MarkRetired(retired) if retired else None
 
 
 def with_row(data: SessionData, info: SessionInfo) -> SessionData:
     """`data` with what the session row holds besides messages: the info, the stored version
-    (every change moves it in its own transaction, whichever daemon made it), and from `extra`
-    the compactions, the estimate errors and the measured context."""
-    extra = info.extra
+    (every change moves it in its own transaction, whichever daemon made it), and from its
+    figures the compactions, the estimate errors and the measured context."""
+    figures = info.figures
     return replace(
         data,
         info=info,
         version=info.version,
-        compactions=int(extra.get("compactions", 0)),
-        errors=restored_errors(extra),
-        measured=MappingProxyType(dict(extra.get("measured") or {})),
-        measured_exact=bool(extra.get("measuredExact", True)),
+        compactions=figures.compactions,
+        errors=figures.errors,
+        measured=MappingProxyType(dict(figures.measured)),
+        measured_exact=figures.measured_exact,
     )
 
 
-def _mark_retired(store: Store, session_id: str, every: list[Message]) -> set[str]:
-    """Sessions stored before a provider's compaction marked what it retired: mark those
-    messages now, each by the first boundary after it (at the boundary's time), as the
-    boundary's append does today. Returns the ids marked (they were still in the live list)."""
-    marks: dict[str, list[str]] = {}
+def _retired(every: list[Message]) -> tuple[Compacted, ...]:
+    """Sessions stored before a provider's compaction marked what it retired: the messages
+    still unmarked before each boundary, to be marked by it (at the boundary's time), as the
+    boundary's append does today."""
+    marks: list[Compacted] = []
     pending: list[str] = []
     for message in every:
         if provider_compaction(sp.part for sp in message.parts) is not None:
             if pending:
-                marks[message.id] = pending
+                marks.append(Compacted(tuple(pending), message.id, message.created_at))
             pending = []
         if message.compacted_at is None:
             pending.append(message.id)
-    boundaries = {m.id: m for m in every if m.id in marks}
-    for boundary_id, ids in marks.items():
-        store.commit_change(
-            session_id,
-            compacted_message_ids=ids,
-            compacted_by=boundary_id,
-            compacted_at=boundaries[boundary_id].created_at,
-        )
-    return {i for ids in marks.values() for i in ids}
+    return tuple(marks)
 
 
 def _usage_checked(message: Message) -> Message:
@@ -138,11 +134,9 @@ def _restore_anchor_delta(data: SessionData) -> SessionData:
     anchor = data.anchor
     if anchor is None:
         return data
-    saved = data.info.extra.get("anchorDelta")
-    if isinstance(saved, dict) and saved.get("messageId") == anchor.call.message_id:
-        tokens = saved.get("tokens")
-        if isinstance(tokens, int) and not isinstance(tokens, bool):
-            return replace(data, anchor=replace(anchor, delta_tokens=tokens, learn=False))
+    saved = data.info.figures.anchor_delta
+    if saved is not None and saved.message_id == anchor.call.message_id:
+        return replace(data, anchor=replace(anchor, delta_tokens=saved.tokens, learn=False))
     if saved is not None:
         return data
     compacted_at = data.info.compacted_at

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,15 +47,10 @@ class Interrupted:
     outcome: dict[str, Any]
 
 
-_listeners: weakref.WeakKeyDictionary[Checkpoints, weakref.WeakKeyDictionary[Any, Send]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def listen(checkpoints: Checkpoints, server: Any, send: Send) -> None:
     """Tell `server` (held weakly) of every restore settled from now on: `send(server, text)`
     on the event loop."""
-    _listeners.setdefault(checkpoints, weakref.WeakKeyDictionary())[server] = send
+    checkpoints.restore_listeners[server] = send
 
 
 def start(checkpoints: Checkpoints) -> None:
@@ -189,7 +183,7 @@ def notice(item: Interrupted, session_id: str) -> str:
 
 def _announce(checkpoints: Checkpoints, loop: asyncio.AbstractEventLoop | None, text: str) -> None:
     def send_all() -> None:
-        for server, send in list(_listeners.get(checkpoints, {}).items()):
+        for server, send in list(checkpoints.restore_listeners.items()):
             try:
                 send(server, text)
             except Exception:  # a closed connection must not stop the others hearing of it

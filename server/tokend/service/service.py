@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -19,10 +19,17 @@ from typing import Any, TypeVar
 
 from ulid import ULID
 
-from tokend.core.budget import output_reserve_tokens, safety_margin_tokens
+from tokend.core.budget import input_room_tokens, output_reserve_tokens, safety_margin_tokens
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, with_context_window
-from tokend.core.changes import AppendMessage, NewWindow, PruneParts, RecordMeasured, UpdateInfo
+from tokend.core.changes import (
+    AppendMessage,
+    MarkRetired,
+    NewWindow,
+    PruneParts,
+    RecordMeasured,
+    UpdateInfo,
+)
 from tokend.core.errors import (
     AlreadyStored,
     InvalidParams,
@@ -39,10 +46,12 @@ from tokend.core.session_data import Evolved, SessionData
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (
+    ChatFile,
     CompactionPart,
     Message,
     Part,
     Role,
+    SessionGauge,
     SessionInfo,
     StoredMessage,
     StoredPart,
@@ -56,7 +65,7 @@ from tokend.service.counting import ModelCounter
 from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
 from tokend.service.models import SessionModels
-from tokend.service.session_state import Applied, SessionState
+from tokend.service.session_state import Applied, SessionState, gauge_of
 from tokend.service.turns import Turn
 
 MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
@@ -155,18 +164,19 @@ class TokendService:
         sized = with_context_window(model, window)
         reserve = output_reserve_tokens(sized, budget)
         margin = safety_margin_tokens(sized, budget)
-        if window - reserve - margin <= 0:
+        if input_room_tokens(sized, budget) <= 0:
             raise InvalidParams(
                 f"contextWindow {window:,} leaves no room for input: {model.name} keeps "
                 f"{reserve:,} tokens for its reply and {margin:,} as a safety margin; use a "
                 "larger window, or lower budget.output_reserve_cap"
             )
 
-    def state(self, session_id: str) -> SessionState:
-        """The owner of a session, loading it when needed."""
+    def state(self, session_id: str, *, deleted: bool = False) -> SessionState:
+        """The owner of a session, loading it when needed (a soft-deleted one too with
+        `deleted`: to restore it)."""
         state = self._sessions.get(session_id)
         if state is None:
-            state = self._load(session_id)
+            state = self._load(session_id, deleted)
             self._sessions[session_id] = state
             self._evict_unwatched()
         else:
@@ -186,16 +196,19 @@ class TokendService:
         """The token counter of `model` (shared by its sessions)."""
         return self.models.counter(model)
 
-    def _load(self, session_id: str) -> SessionState:
-        data = self._load_data(session_id)
+    def _load(self, session_id: str, deleted: bool = False) -> SessionState:
+        data, retired = self._read(session_id, deleted)
         workspace = data.info.workspace_uri
-        return SessionState(
+        state = SessionState(
             data,
             self.store,
             lambda: self.config_for(workspace),
             self._decorate,
             reload=lambda: self._catch_up(session_id),
         )
+        if retired is not None:  # a repair of an older store, written by the session's owner
+            state.apply(retired)
+        return state
 
     def _catch_up(self, session_id: str) -> SessionData:
         """The loaded session brought up to the stored version: the new messages alone when
@@ -210,7 +223,19 @@ class TokendService:
 
     def _load_data(self, session_id: str) -> SessionData:
         """The session as stored now (safe in a worker thread)."""
-        info = self.store.get_session(session_id)
+        return self._read(session_id)[0]
+
+    def _read(
+        self, session_id: str, deleted: bool = False
+    ) -> tuple[SessionData, MarkRetired | None]:
+        """The session as stored now (a deleted one too with `deleted`), and the repair its
+        loading found for its owner to apply."""
+        store = self.store
+        info = (
+            store.get_session_including_deleted(session_id)
+            if deleted
+            else store.get_session(session_id)
+        )
         if info is None:
             raise SessionNotFound(
                 f"no session {excerpt(session_id)}: create one with session/create, or list them with session/list",
@@ -478,20 +503,6 @@ class TokendService:
                 totals[message.id] = counter.stored_counts(message.role, marked).total
         return PruneParts(wanted, at, totals)
 
-    def prune_parts(self, session_id: str, part_ids: Sequence[str]) -> BudgetSnapshot:
-        """Mark parts compacted (assembly shows a placeholder); the originals stay in the store."""
-        state = self.state(session_id)
-        applied = state.apply(self.prune_change(state.data, part_ids))
-        return self._changed(state, applied)
-
-    async def prune_parts_async(
-        self, session_id: str, part_ids: Sequence[str], if_version: int | None = None
-    ) -> BudgetSnapshot:
-        state = self.state(session_id)
-        change = self.prune_change(state.data, part_ids)
-        applied = await state.apply_async(change, if_version, self.submit)
-        return self._changed(state, applied)
-
     def set_measured(self, session_id: str, measured: dict[str, int], exact: bool) -> None:
         """Remember what the system prompt, tools, ... measured at the last assembly. Not a
         new version and not announced: an assembly is a read."""
@@ -507,11 +518,13 @@ class TokendService:
         *,
         title: str | None = None,
         extra: dict[str, object] | None = None,
+        chat_files: tuple[ChatFile, ...] | None = None,
+        transcript_cursor: Mapping[str, object] | None = None,
     ) -> SessionInfo:
-        """Set the title and/or merge keys into `extra` (None removes a key), through the
-        session's owner."""
+        """Set the title, the client's `extra` keys (merged; None removes a key), the chat
+        files, the transcript cursor (None: each left as it is), through the session's owner."""
         state = self.state(session_id)
-        state.apply(UpdateInfo(title, extra or {}))
+        state.apply(UpdateInfo(title, extra or {}, chat_files, transcript_cursor))
         return state.data.info
 
     def republish(self, session_id: str) -> BudgetSnapshot:
@@ -554,42 +567,37 @@ class TokendService:
         }
 
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
-        """Sessions from the store (their `extra["gauge"]` holds the persisted gauge)."""
+        """Sessions from the store (`figures.gauge` holds the gauge stored with each)."""
         return self.store.list_sessions(workspace_uri)
 
     def session_gauges(
         self, workspace_uri: str | None = None
     ) -> list[tuple[SessionInfo, SessionGauge]]:
-        """Every session with its gauge, newest first, without loading them: a loaded session
-        gives its live snapshot, others the figures persisted with their last change (a
-        session stored before those were persisted is loaded once)."""
+        """Every session with its gauge, newest first, without loading them (listed_gauge)."""
         listed = []
         for info in self.store.list_sessions(workspace_uri):
-            state = self._sessions.get(info.id)
-            saved = info.extra.get("gauge")
-            if state is not None:
-                gauge = SessionGauge.of(state.snapshot)
-            elif isinstance(saved, dict) and _is_gauge(saved):
-                gauge = SessionGauge(
-                    saved["usedTokens"],
-                    float(saved["usedPercentage"]),
-                    saved["contextWindow"],
-                    bool(saved.get("estimated", True)),
-                )
-            else:
-                gauge = SessionGauge.of(self.snapshot(info.id))
+            gauge = self.listed_gauge(info)
+            assert gauge is not None  # listed sessions are not deleted
             listed.append((info, gauge))
         return listed
 
+    def listed_gauge(self, info: SessionInfo) -> SessionGauge | None:
+        """The gauge a listing shows: a loaded session's live snapshot, else the figures stored
+        with its last change, else (stored before those were kept) the session loaded once;
+        None for a deleted session without stored figures."""
+        state = self._sessions.get(info.id)
+        if state is not None:
+            return gauge_of(state.snapshot)
+        if info.figures.gauge is not None or info.deleted_at is not None:
+            return info.figures.gauge
+        return gauge_of(self.snapshot(info.id))
+
     def input_limit(self, data: SessionData) -> int:
-        """Tokens a request may hold: the window less the output reserve, and less the safety
-        margin when counts are estimates (no local tokenizer for the model)."""
-        model = data.model
+        """Tokens a request of the session may hold (core.budget.input_room_tokens under its
+        workspace's settings; the safety margin only when its counts are estimates)."""
         budget = self.config_for(data.info.workspace_uri).budget
-        limit = model.context_window - output_reserve_tokens(model, budget)
-        if not self.counter(model).exact:
-            limit -= safety_margin_tokens(model, budget)
-        return max(0, limit)
+        exact = self.counter(data.model).exact
+        return max(0, input_room_tokens(data.model, budget, exact=exact))
 
     # -- work off the event loop --------------------------------------------------------------
 
@@ -675,32 +683,6 @@ class AppendResult:
     tokens: int
     snapshot: BudgetSnapshot
     message: Message | None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionGauge:
-    """The gauge's headline figures of a session (tokens; percent of the window)."""
-
-    used_tokens: int
-    used_percentage: float
-    context_window: int
-    estimated: bool
-
-    @classmethod
-    def of(cls, snapshot: BudgetSnapshot) -> SessionGauge:
-        return cls(
-            snapshot.used_tokens,
-            snapshot.used_percentage,
-            snapshot.context_window,
-            snapshot.estimated,
-        )
-
-
-def _is_gauge(saved: dict[str, object]) -> bool:
-    return all(
-        isinstance(saved.get(key), int | float) and not isinstance(saved.get(key), bool)
-        for key in ("usedTokens", "usedPercentage", "contextWindow")
-    )
 
 
 MESSAGE_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")

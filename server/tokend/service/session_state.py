@@ -10,20 +10,24 @@ nothing else writes a session's state.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from tokend.core.accounting import EstimateError, provider_compaction
+from tokend.core.accounting import provider_compaction
 from tokend.core.changes import (
     AppendMessage,
     Change,
+    Delete,
+    MarkRetired,
     NewWindow,
     PruneParts,
     RecordMeasured,
+    Restore,
     Rewind,
     UpdateInfo,
 )
+from tokend.core.commit import Compacted, SessionCommit, SessionFields
 from tokend.core.errors import ChangedElsewhere, VersionConflict
 from tokend.core.gauge import gauge_snapshot
 from tokend.core.ports import Store
@@ -31,6 +35,7 @@ from tokend.core.render_cache import RenderCache
 from tokend.core.session_data import Evolved, SessionData, evolve
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge
 from tokend.service.turns import Submit, Turn, Turns, committed
 
 T = TypeVar("T")
@@ -149,8 +154,8 @@ class SessionState:
             data = self._reload()
             self._data, self._snapshot = data, self._gauge(data)
             self.check_version(if_version)
-            applied, kwargs = self._evolve(change)
-            held.commit_change(**kwargs)
+            applied, commit = self._evolve(change)
+            held.commit_change(commit)
         return applied
 
     async def resync_async(self, version: int | None, worker: Worker[Any]) -> bool:
@@ -176,59 +181,25 @@ class SessionState:
     # -- internals -------------------------------------------------------------------------
 
     def _next(self, change: Change) -> tuple[Applied, Callable[[], None]]:
-        applied, kwargs = self._evolve(change)
+        applied, commit = self._evolve(change)
         store, session_id = self._store, self._data.id
 
         def persist() -> None:
-            store.commit_change(session_id, **kwargs)
+            store.commit_change(session_id, commit)
 
         return applied, persist
 
-    def _evolve(self, change: Change) -> tuple[Applied, dict[str, Any]]:
-        """The next data and snapshot, and what commit_change stores for them."""
+    def _evolve(self, change: Change) -> tuple[Applied, SessionCommit]:
+        """The next data and snapshot, and the commit that stores them."""
         before = self._data
         evolved = evolve(before, change)
         snapshot = self._gauge(evolved.data)
-        extra = persisted_extra(evolved.data, snapshot)
-        if isinstance(change, Rewind):  # a reload counts them into the version
-            extra["rewinds"] = int(extra.get("rewinds", 0)) + 1
-        data = replace(evolved.data, info=replace(evolved.data.info, extra=extra))
-        evolved = Evolved(data, evolved.samples)
-        fields: dict[str, Any] = {"extra": extra}
-        kwargs: dict[str, Any] = {}
-        if isinstance(change, AppendMessage | NewWindow):
-            kwargs["message"] = change.message
-        if isinstance(change, AppendMessage):
-            kwargs["message_tokens"] = change.counts.total
-        if isinstance(change, AppendMessage) and change.tool_outputs:
-            kwargs["tool_outputs"] = change.tool_outputs
-        if isinstance(change, PruneParts):
-            kwargs["compacted_part_ids"] = change.part_ids
-            kwargs["compacted_at"] = change.at
-        if isinstance(change, AppendMessage) and provider_compaction(
-            sp.part for sp in change.message.parts
-        ):
-            # A provider's compaction retires the live context before it, marked as a summary
-            # marks what it covers (in the same transaction as the boundary's append).
-            kwargs["compacted_message_ids"] = tuple(m.id for m in before.messages)
-            kwargs["compacted_by"] = change.message.id
-            kwargs["compacted_at"] = change.message.created_at
-        if isinstance(change, NewWindow):
-            kwargs["compacted_message_ids"] = change.covered
-            kwargs["compacted_by"] = change.message.id
-            kwargs["compacted_at"] = change.message.created_at
-        if isinstance(change, Rewind):
-            kwargs["compacted_message_ids"] = change.removed
-            kwargs["compacted_by"] = "rewind"
-            kwargs["compacted_at"] = change.at
-        if isinstance(change, PruneParts | NewWindow):
-            fields["compacted_at"] = data.info.compacted_at
-        if isinstance(change, UpdateInfo) and change.title is not None:
-            fields["title"] = change.title
-        kwargs["session_fields"] = fields
-        kwargs["version"] = (before.version, evolved.data.version)
-        broadcast = not isinstance(change, RecordMeasured | UpdateInfo)
-        return Applied(evolved, snapshot, broadcast), kwargs
+        rewinds = before.info.figures.rewinds + isinstance(change, Rewind)  # a reload counts them
+        figures = session_figures(evolved.data, snapshot, rewinds)
+        data = replace(evolved.data, info=replace(evolved.data.info, figures=figures))
+        commit = change_commit(before, data, change, figures)
+        broadcast = not isinstance(change, RecordMeasured | UpdateInfo | MarkRetired)
+        return Applied(Evolved(data, evolved.samples), snapshot, broadcast), commit
 
     def _publish(self, applied: Applied, change: Change) -> Applied:
         data = applied.evolved.data
@@ -239,40 +210,83 @@ class SessionState:
         return applied
 
 
-def persisted_extra(data: SessionData, snapshot: BudgetSnapshot | None) -> dict[str, Any]:
-    """The session row's `extra` after a change: what a reload needs that messages do not
-    hold (compactions, measured context, the estimate errors, a prune's delta on the anchor)
-    and, for session/list, the gauge's figures."""
-    extra: dict[str, Any] = dict(data.info.extra)
-    extra["compactions"] = data.compactions
-    extra["measured"] = dict(data.measured)
-    extra["measuredExact"] = data.measured_exact
-    extra["errors"] = [[e.predicted, e.actual] for e in data.errors]
+def session_figures(data: SessionData, snapshot: BudgetSnapshot, rewinds: int) -> SessionFigures:
+    """What the session row keeps after a change: what a reload needs that messages do not
+    hold (compactions, rewinds, measured context, the estimate errors, a prune's delta on the
+    anchor) and, for listings, the gauge's figures."""
     anchor = data.anchor
-    if anchor is not None:
-        extra["anchorDelta"] = {"messageId": anchor.call.message_id, "tokens": anchor.delta_tokens}
-    else:
-        extra.pop("anchorDelta", None)
-    if snapshot is not None:
-        extra["gauge"] = {
-            "usedTokens": snapshot.used_tokens,
-            "usedPercentage": snapshot.used_percentage,
-            "contextWindow": snapshot.context_window,
-            "estimated": snapshot.estimated,
-            "version": snapshot.version,
-            "model": snapshot.model,
-        }
-    return extra
+    return SessionFigures(
+        compactions=data.compactions,
+        rewinds=rewinds,
+        measured=dict(data.measured),
+        measured_exact=data.measured_exact,
+        errors=data.errors,
+        anchor_delta=None
+        if anchor is None
+        else AnchorDelta(anchor.call.message_id, anchor.delta_tokens),
+        gauge=gauge_of(snapshot),
+    )
 
 
-def restored_errors(extra: Mapping[str, Any]) -> tuple[EstimateError, ...]:
-    """The persisted estimate errors (malformed entries are skipped)."""
-    errors = []
-    for item in extra.get("errors") or ():
-        if (
-            isinstance(item, list)
-            and len(item) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in item)
-        ):
-            errors.append(EstimateError(item[0], item[1]))
-    return tuple(errors)
+def gauge_of(snapshot: BudgetSnapshot) -> SessionGauge:
+    """The snapshot's headline figures, as listings show them and the session row keeps them."""
+    return SessionGauge(
+        snapshot.used_tokens,
+        snapshot.used_percentage,
+        snapshot.context_window,
+        snapshot.estimated,
+        snapshot.version,
+        snapshot.model,
+    )
+
+
+def change_commit(
+    before: SessionData, after: SessionData, change: Change, figures: SessionFigures
+) -> SessionCommit:
+    """What the store writes for `change` (taking `before` to `after`), in one transaction."""
+    version = (before.version, after.version)
+    fields = SessionFields(figures=figures)
+    match change:
+        case AppendMessage(message=message):
+            compacted: tuple[Compacted, ...] = ()
+            if provider_compaction(sp.part for sp in message.parts):
+                # A provider's compaction retires the live context before it, marked as a
+                # summary marks what it covers (in the same transaction as the boundary).
+                covered = tuple(m.id for m in before.messages)
+                compacted = (Compacted(covered, message.id, message.created_at),)
+            return SessionCommit(
+                version,
+                message,
+                change.counts.total,
+                change.tool_outputs,
+                compacted=compacted,
+                fields=fields,
+            )
+        case PruneParts(part_ids=part_ids, at=at):
+            fields = replace(fields, compacted_at=after.info.compacted_at)
+            return SessionCommit(
+                version, pruned_part_ids=tuple(part_ids), pruned_at=at, fields=fields
+            )
+        case NewWindow(message=message, covered=covered):
+            fields = replace(fields, compacted_at=after.info.compacted_at)
+            compacted = (Compacted(tuple(covered), message.id, message.created_at),)
+            return SessionCommit(version, message, compacted=compacted, fields=fields)
+        case Rewind(removed=removed, at=at):
+            marked = (Compacted(removed, "rewind", at),)
+            return SessionCommit(version, compacted=marked, fields=fields)
+        case MarkRetired(marks=marks):
+            return SessionCommit(version, compacted=marks, fields=fields)
+        case UpdateInfo():
+            info = after.info
+            fields = replace(
+                fields,
+                title=change.title,
+                extra=info.extra if change.extra else None,
+                chat_files=change.chat_files,
+                transcript_cursor=change.transcript_cursor,
+            )
+        case Delete():
+            fields = replace(fields, deleted_at=after.info.deleted_at)
+        case Restore():
+            fields = replace(fields, restored=True)
+    return SessionCommit(version, fields=fields)

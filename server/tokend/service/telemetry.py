@@ -1,37 +1,24 @@
 """Telemetry, when `[telemetry] exporters` names one: the OpenTelemetry sink plugged into the
-service's UsageMonitor. Without the extra installed tokend runs exactly as before and says
-once, in the log, how to enable it (`pip install 'tokend[otel]'`)."""
+app's UsageMonitor (service/app.py starts it for a serving app). Without the extra installed
+tokend runs exactly as before and says once, in the log, how to enable it
+(`pip install 'tokend[otel]'`)."""
 
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
 from typing import Any
 
 import tokend
-from tokend.service.service import TokendService
-from tokend.service.usage import usage_of
+from tokend.core.telemetry_settings import TelemetryConfig
+from tokend.service.usage import UsageMonitor
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'tokend[otel]'"
 
-_started: weakref.WeakKeyDictionary[TokendService, Any] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
 
-
-def start_telemetry(service: TokendService) -> Any:
-    """The service's telemetry sink (started once; None when off or unavailable)."""
-    with _lock:
-        if service in _started:
-            return _started[service]
-        _started[service] = sink = _make(service)
-        return sink
-
-
-def _make(service: TokendService) -> Any:
-    config = service.config.telemetry
+def start_telemetry(config: TelemetryConfig, usage: UsageMonitor) -> Any:
+    """The telemetry sink, listening to `usage` (None when off or unavailable)."""
     if not config.enabled:
         return None
     try:
@@ -49,16 +36,14 @@ def _make(service: TokendService) -> Any:
     except OSError as exc:  # the Prometheus port is taken, say
         log.warning("telemetry not started: %s", exc)
         return None
-    usage_of(service).sinks.append(sink)
+    usage.sinks.append(sink)
     if sink.prometheus_port is not None:
         log.info("telemetry: Prometheus metrics on %s", config.prometheus_listen)
     return sink
 
 
-def stop_telemetry(service: TokendService) -> None:
-    """Flush and stop the service's sink (the last export goes out)."""
-    with _lock:
-        sink = _started.pop(service, None)
+def stop_telemetry(sink: Any, usage: UsageMonitor) -> None:
+    """Flush and stop `sink` (the last export goes out); None is no sink."""
     if sink is not None:
-        usage_of(service).sinks.remove(sink)
+        usage.sinks.remove(sink)
         sink.close()

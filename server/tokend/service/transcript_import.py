@@ -10,7 +10,8 @@ Its rules:
   whose first message is the agent's summary (PLACEHOLDER when the transcript holds none);
 - a line that is not JSON (cut, half written) and a message the session refuses (too large) are
   skipped and counted, never an abort: one bad record must not cost the rest of the transcript;
-- the session's extra remembers which transcript fed it and how far (CURSOR_KEY), so importing
+- the session's transcript cursor (SessionInfo.transcript_cursor) remembers which transcript fed
+  it and how far, so importing
   and following never add a record twice.
 """
 
@@ -41,7 +42,8 @@ log = logging.getLogger(__name__)
 Agent = Literal["claude-code", "codex"]
 AGENTS: tuple[Agent, ...] = ("claude-code", "codex")
 CURSOR_KEY = "transcript"
-"""Session extra key of the import cursor: {source (the agent), sessionId (the agent's), path,
+"""What the import cursor was called when it lived in the session's extra (before its own
+column, SessionInfo.transcript_cursor). The cursor: {source (the agent), sessionId (the agent's), path,
 records (complete JSON records read), lastUuid, lastParts (the last message imported, how many
 of its parts), replyUuid, replyParts (the same of the last assistant message: a response
 imported before it ended can still grow)}."""
@@ -168,17 +170,15 @@ class TranscriptImporter:
         finally:  # a failed append leaves the cursor after the last message that made it
             self.service.update_info(
                 self.session_id,
-                extra={
-                    CURSOR_KEY: {
-                        "source": self.agent,
-                        "sessionId": origin.session_id,
-                        "path": str(self.path.resolve()),
-                        "records": len(records),
-                        "lastUuid": written.uuid,
-                        "lastParts": written.parts,
-                        "replyUuid": written.reply_uuid,
-                        "replyParts": written.reply_parts,
-                    }
+                transcript_cursor={
+                    "source": self.agent,
+                    "sessionId": origin.session_id,
+                    "path": str(self.path.resolve()),
+                    "records": len(records),
+                    "lastUuid": written.uuid,
+                    "lastParts": written.parts,
+                    "replyUuid": written.reply_uuid,
+                    "replyParts": written.reply_parts,
                 },
             )
 
@@ -186,11 +186,11 @@ class TranscriptImporter:
         """The cursor of the session an earlier import or follower made for this transcript
         (same agent session id, or for a transcript without one, same file); {} for none."""
         if self.session_id is not None:
-            saved = self.service.state(self.session_id).data.info.extra.get(CURSOR_KEY)
-            return dict(saved) if isinstance(saved, dict) else {}
+            saved = self.service.state(self.session_id).data.info.transcript_cursor
+            return dict(saved) if saved is not None else {}
         for info in self.service.list_sessions(None):
-            saved = info.extra.get(CURSOR_KEY)
-            if not isinstance(saved, dict) or saved.get("source") != self.agent:
+            saved = info.transcript_cursor
+            if saved is None or saved.get("source") != self.agent:
                 continue
             same = (
                 saved.get("sessionId") == origin.session_id

@@ -1,17 +1,19 @@
 """What the daemon's sessions spend and how fast they call: spend limits, rate headroom, and the
-events telemetry counts. One UsageMonitor per service (`usage_of(service)`).
+events telemetry counts. One UsageMonitor per app (service/app.py builds it).
 
 It listens to every session's new snapshots and reads the provider calls appended since it
 last looked (newest first, stopping at one it knows), so an append costs it O(new messages).
-At first use it reads the calls of the sessions updated since yesterday from the store, so the
-per-day totals hold across daemon restarts. Figures: US dollars; tokens; the service's clock.
+The first time a figure needs the past (a workspace or user daily limit, `[rate] tpm_limit`)
+it reads the calls of the sessions updated since yesterday from the store, so
+the per-day totals hold across daemon restarts; a command whose settings need none of them
+(`tokend status` with no limit set) never reads them. Figures: US dollars; tokens; the
+service's clock.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable
 from datetime import timedelta
@@ -65,13 +67,38 @@ class UsageMonitor:
         self._notices: list[Notice] = []
         self.sinks: list[UsageSink] = []
         self._started = service.clock.now()  # sinks hear of calls made from now on only
-        self._seed()
+        self._seeded = False
+        self._seed_lock = threading.Lock()
         self._unsubscribe = service.subscribe_every(self._on_snapshot)
 
     def close(self) -> None:
         self._unsubscribe()
 
     # -- listening ------------------------------------------------------------------------
+
+    def _needs_past(self, workspace: str | None) -> bool:
+        """Whether a figure asked of this workspace's sessions counts calls of other sessions
+        or of earlier processes (else the session's own snapshot is enough)."""
+        spend = self._service.config_for(workspace).spend
+        return bool(
+            self._service.config.spend.user_daily_usd is not None
+            or (workspace and spend.workspace_daily_usd is not None)
+            or self._service.config.rate.tpm_limit is not None
+        )
+
+    def load_past(self) -> None:
+        """Read the recent calls now rather than when first needed (a daemon, before its
+        first request)."""
+        self._seed_once()
+
+    def _seed_once(self) -> None:
+        """Read the recent calls from the store, once (calls recorded since are kept once)."""
+        if self._seeded:
+            return
+        with self._seed_lock:
+            if not self._seeded:
+                self._seed()
+                self._seeded = True
 
     def _seed(self) -> None:
         since = self._service.clock.now() - KEEP
@@ -86,8 +113,12 @@ class UsageMonitor:
             except StoreError as exc:  # that session's pages are damaged; the others count
                 log.warning("usage: session %s could not be read: %s", info.id, exc.message)
                 continue
-            for message in messages:
-                self._record(message, info.workspace_uri, sinks=False)
+            with self._lock:
+                for message in messages:
+                    if message.id not in self._known:
+                        self._record(message, info.workspace_uri, sinks=False)
+        with self._lock:  # oldest first again, whatever was recorded before the seed
+            self._calls = deque(sorted(self._calls, key=lambda c: c.at))
 
     def _on_snapshot(self, snapshot: BudgetSnapshot) -> None:
         try:
@@ -95,6 +126,8 @@ class UsageMonitor:
         except SessionNotFound:
             return
         workspace = state.data.info.workspace_uri
+        if not self._seeded and self._needs_past(workspace):
+            self._seed_once()
         new: list[Message] = []
         for message in reversed(state.data.messages):
             if message.id in self._known:
@@ -164,6 +197,8 @@ class UsageMonitor:
         """The limits that apply to a session of `workspace` that has spent `session_usd`."""
         user = self._service.config.spend
         local = self._service.config_for(workspace).spend
+        if not self._seeded and self._needs_past(workspace):
+            self._seed_once()
         tz = zone(user.timezone)
         now = self._service.clock.now()
         today = day_of(now, tz)
@@ -242,22 +277,9 @@ class UsageMonitor:
 
     def rate(self) -> RateHeadroom:
         """Input + output tokens of every call in the last 60 s against `[rate] tpm_limit`."""
+        if self._service.config.rate.tpm_limit is not None:
+            self._seed_once()
         now = self._service.clock.now()
         with self._lock:
             recent = [(c.at, call_tokens(c.usage)) for c in self._calls if c.at > now - RATE_WINDOW]
         return RateHeadroom(tokens_in_window(recent, now), self._service.config.rate.tpm_limit)
-
-
-_monitors: weakref.WeakKeyDictionary[TokendService, UsageMonitor] = weakref.WeakKeyDictionary()
-_monitors_lock = threading.Lock()
-
-
-def usage_of(service: TokendService) -> UsageMonitor:
-    """The UsageMonitor of `service` (made, and listening, on first use)."""
-    with _monitors_lock:
-        found = _monitors.get(service)
-        if found is None:
-            found = _monitors[service] = UsageMonitor(service)
-            service.add_snapshot_warnings(found.snapshot_warnings)
-            service.set_rate_source(found.snapshot_rate)
-        return found

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -80,6 +81,27 @@ class SessionRow(Base):
     # Moved by every change in the change's transaction (compare-and-set): one owner of
     # each version, whichever daemon made the change.
     version: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    # The session's own figures (core.types.SessionFigures), rewritten by each change in its
+    # transaction; `extra` holds the client's keys alone (migration 0005).
+    compactions: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    rewinds: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    measured: Mapped[dict[str, int] | None] = mapped_column(NullableJSON)  # category -> tokens
+    measured_exact: Mapped[bool] = mapped_column(Boolean, server_default=true())
+    estimate_errors: Mapped[list[list[int]] | None] = mapped_column(NullableJSON)  # [[p, a]]
+    anchor_message_id: Mapped[str | None] = mapped_column(Text)
+    anchor_delta_tokens: Mapped[int | None] = mapped_column(Integer)
+    # The gauge as of the last change (for listings; all NULL: not stored, load the session).
+    gauge_used_tokens: Mapped[int | None] = mapped_column(Integer)
+    gauge_used_percentage: Mapped[float | None] = mapped_column(Float)
+    gauge_context_window: Mapped[int | None] = mapped_column(Integer)
+    gauge_estimated: Mapped[bool | None] = mapped_column(Boolean)
+    gauge_version: Mapped[int | None] = mapped_column(BigInteger)
+    gauge_model: Mapped[str | None] = mapped_column(Text)
+    chat_files: Mapped[list[dict[str, Any]] | None] = mapped_column(NullableJSON)
+    transcript_cursor: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON)
+    forked_from: Mapped[str | None] = mapped_column(Text)
+    handoff_from: Mapped[str | None] = mapped_column(Text)
+    goal: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_sessions_workspace_updated", "workspace_uri", "updated_at"),)
 

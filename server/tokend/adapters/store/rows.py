@@ -32,7 +32,7 @@ from tokend.adapters.store.models import (
     table_of,
 )
 from tokend.core.errors import ChangedElsewhere, InvalidParams, SessionNotFound
-from tokend.core.types import Message, SessionInfo, StoredMessage, StoredPart, ToolResultPart
+from tokend.core.types import Message, StoredMessage, StoredPart, ToolResultPart
 
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 
@@ -129,7 +129,14 @@ def live(session: Session, session_id: str, *, lock: bool = False) -> SessionRow
     return None if row is None or row.deleted_at is not None else row
 
 
-def require_live(session: Session, session_id: str, *, lock: bool = False) -> None:
+def require_live(
+    session: Session, session_id: str, *, lock: bool = False, deleted_too: bool = False
+) -> None:
+    """SessionNotFound unless the session exists and (unless `deleted_too`) is not deleted."""
+    if deleted_too:
+        if session.get(SessionRow, session_id, with_for_update=lock) is None:
+            raise SessionNotFound(f"session {session_id} not found")
+        return
     if live(session, session_id, lock=lock) is None:
         raise SessionNotFound(f"session {session_id} not found")
 
@@ -231,23 +238,6 @@ def load_from(
         summaries = [m for m in messages if m.summary]
         messages = summaries[-1:] + [m for m in messages if not m.summary]
     return messages
-
-
-def session_info(row: SessionRow) -> SessionInfo:
-    return SessionInfo(
-        id=row.id,
-        model=row.model,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        title=row.title,
-        workspace_uri=row.workspace_uri,
-        parent_id=row.parent_id,
-        context_window=row.context_window,
-        compacted_at=row.compacted_at,
-        deleted_at=row.deleted_at,
-        extra=dict(row.extra or {}),
-        version=row.version or 0,
-    )
 
 
 # -- tool outputs kept whole by a gate ---------------------------------------------------------

@@ -31,14 +31,12 @@ from tokend.adapters.store.models import (
     TokenCacheRow,
     table_of,
 )
+from tokend.adapters.store.session_columns import info_columns, session_info, set_fields
 from tokend.adapters.store.url import resolve_database_url
-from tokend.core.errors import AlreadyStored, InvalidParams, SessionNotFound, StoreError
+from tokend.core.commit import SessionCommit
+from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
 from tokend.core.types import Message, SessionInfo, StoredMessage
 
-UPDATABLE_SESSION_FIELDS = frozenset(
-    {"title", "model", "workspace_uri", "parent_id", "context_window", "updated_at"}
-    | {"compacted_at", "deleted_at", "extra"}
-)
 CALIBRATION_KEY = "default"
 
 
@@ -64,12 +62,12 @@ def _session_row(info: SessionInfo) -> SessionRow:
         model=info.model,
         parent_id=info.parent_id,
         context_window=info.context_window,
-        extra=dict(info.extra),
         created_at=info.created_at,
         updated_at=info.updated_at,
         compacted_at=info.compacted_at,
         deleted_at=info.deleted_at,
         version=info.version,
+        **info_columns(info),
     )
 
 
@@ -80,10 +78,10 @@ class HeldSession:
         self._store, self._session, self._session_id = store, session, session_id
         self.message: Message | None = None  # the message its change appends, if any
 
-    def commit_change(self, **change: Any) -> None:
-        """As SqlStore.commit_change (same keywords), in the holding transaction."""
-        self.message = change.get("message")
-        self._store._commit_in(self._session, self._session_id, **change)
+    def commit_change(self, commit: SessionCommit) -> None:
+        """As SqlStore.commit_change, in the holding transaction."""
+        self.message = commit.message
+        self._store._commit_in(self._session, self._session_id, commit)
 
 
 class SqlStore:
@@ -184,7 +182,7 @@ class SqlStore:
     def get_session(self, session_id: str) -> SessionInfo | None:
         with self._reading() as session:
             row = rows.live(session, session_id)
-            return None if row is None else rows.session_info(row)
+            return None if row is None else session_info(row)
 
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         query = select(SessionRow).where(SessionRow.deleted_at.is_(None))
@@ -192,23 +190,7 @@ class SqlStore:
             query = query.where(SessionRow.workspace_uri == workspace_uri)
         query = query.order_by(SessionRow.updated_at.desc(), SessionRow.id.desc())
         with self._reading() as session:
-            return [rows.session_info(row) for row in session.scalars(query)]
-
-    def update_session(self, session_id: str, **fields: Any) -> None:
-        """Set SessionInfo fields by name; works on soft-deleted sessions too (deleted_at=None
-        restores one). Raises InvalidParams for other names, SessionNotFound for unknown ids."""
-        unknown = set(fields) - UPDATABLE_SESSION_FIELDS
-        if unknown:
-            raise InvalidParams(
-                f"cannot update session field(s) {sorted(unknown)}; "
-                f"updatable: {sorted(UPDATABLE_SESSION_FIELDS)}"
-            )
-        with self._writing() as session:
-            row = session.get(SessionRow, session_id, with_for_update=True)
-            if row is None:
-                raise SessionNotFound(f"session {session_id} not found")
-            for name, value in fields.items():
-                setattr(row, name, dict(value) if name == "extra" else value)
+            return [session_info(row) for row in session.scalars(query)]
 
     # --- messages and parts -----------------------------------------------------------------
 
@@ -259,20 +241,18 @@ class SqlStore:
         if message.parts:
             session.execute(rows.INSERT_PARTS, rows.part_rows(message_id, message.parts))
 
-    def commit_change(self, session_id: str, **change: Any) -> None:
-        """One session change in ONE transaction, all of it or nothing (the keywords are
-        Store.commit_change's, in core.ports, and `_commit_in`'s): move the session's version
-        from `version[0]` to `version[1]` (compare-and-set on the row, which also locks it:
-        ChangedElsewhere when another process moved it), append `message`, mark
-        `compacted_part_ids` compacted at `compacted_at`, mark `compacted_message_ids` out of
-        the live context (by `compacted_by`: a summary message id, or "rewind"), keep
-        `tool_outputs` (ref -> whole text), set `session_fields` (as update_session takes
-        them). On PostgreSQL the commit notifies the other daemons ({sessionId, version})."""
+    def commit_change(self, session_id: str, commit: SessionCommit) -> None:
+        """One session change in ONE transaction, all of it or nothing (core.commit): move the
+        session's version from `version[0]` to `version[1]` (compare-and-set on the row, which
+        also locks it: ChangedElsewhere when another process moved it), append `message`, mark
+        parts pruned, mark messages out of the live context, keep gated tool outputs, set the
+        row's columns. On PostgreSQL the commit notifies the other daemons ({sessionId,
+        version})."""
         try:
             with self._writing() as session:
-                self._commit_in(session, session_id, **change)
+                self._commit_in(session, session_id, commit)
         except StoreError as exc:
-            self._raise_if_stored(change.get("message"), exc)
+            self._raise_if_stored(commit.message, exc)
             raise
 
     @contextmanager
@@ -302,57 +282,38 @@ class SqlStore:
         if stored is not None:
             raise AlreadyStored(message.id, stored) from None
 
-    def _commit_in(
-        self,
-        session: Session,
-        session_id: str,
-        *,
-        message: Message | None = None,
-        compacted_part_ids: Iterable[str] = (),
-        compacted_at: datetime | None = None,
-        compacted_message_ids: Iterable[str] = (),
-        compacted_by: str | None = None,
-        tool_outputs: Mapping[str, str] | None = None,
-        session_fields: Mapping[str, Any] | None = None,
-        version: tuple[int, int] | None = None,
-        message_tokens: int | None = None,
-    ) -> None:
-        fields = dict(session_fields or {})
-        unknown = set(fields) - UPDATABLE_SESSION_FIELDS
-        if unknown:
-            raise InvalidParams(f"cannot update session field(s) {sorted(unknown)}")
-        part_ids = list(dict.fromkeys(compacted_part_ids))
-        message_ids = list(dict.fromkeys(compacted_message_ids))
-        if (part_ids or message_ids) and compacted_at is None:
-            raise ValueError("compacted_at is needed to mark parts or messages")
+    def _commit_in(self, session: Session, session_id: str, commit: SessionCommit) -> None:
+        part_ids = list(dict.fromkeys(commit.pruned_part_ids))
+        if part_ids and commit.pruned_at is None:
+            raise ValueError("pruned_at is needed to mark parts")
+        version = commit.version
         if version is not None:
             rows.move_version(session, session_id, *version)
-        if message is not None:
+        if commit.message is not None:
             self._insert_message(
-                session, message, None if version is None else version[1], message_tokens
+                session,
+                commit.message,
+                None if version is None else version[1],
+                commit.message_tokens,
             )
         if part_ids:
-            assert compacted_at is not None
-            rows.mark_parts(session, part_ids, compacted_at)
-        for chunk in rows.chunks(message_ids):
-            session.execute(
-                update(MessageRow)
-                .where(
-                    MessageRow.id.in_(chunk),
-                    MessageRow.session_id == session_id,
-                    MessageRow.compacted_at.is_(None),
+            assert commit.pruned_at is not None
+            rows.mark_parts(session, part_ids, commit.pruned_at)
+        for compacted in commit.compacted:
+            for chunk in rows.chunks(list(dict.fromkeys(compacted.message_ids))):
+                session.execute(
+                    update(MessageRow)
+                    .where(
+                        MessageRow.id.in_(chunk),
+                        MessageRow.session_id == session_id,
+                        MessageRow.compacted_at.is_(None),
+                    )
+                    .values(compacted_at=compacted.at, compacted_by=compacted.by)
+                    .execution_options(synchronize_session=False)
                 )
-                .values(compacted_at=compacted_at, compacted_by=compacted_by)
-                .execution_options(synchronize_session=False)
-            )
-        if tool_outputs:
-            rows.insert_tool_outputs(session, session_id, tool_outputs)
-        if fields:
-            row = session.get(SessionRow, session_id, with_for_update=True)
-            if row is None:
-                raise SessionNotFound(f"session {session_id} not found")
-            for name, value in fields.items():
-                setattr(row, name, dict(value) if name == "extra" else value)
+        if commit.tool_outputs:
+            rows.insert_tool_outputs(session, session_id, commit.tool_outputs)
+        set_fields(session, session_id, commit.fields)
         if version is not None and self._feed is not None:
             session.execute(self._feed.notify_statement(session_id, version[1]))
 
@@ -360,11 +321,11 @@ class SqlStore:
         with self._reading() as session:
             return rows.stored_message(session, message_id)
 
-    def load_messages(self, session_id: str) -> list[Message]:
+    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
         """The live context, oldest first: the live summary (if any) first, then every message
         no summary covers and no rewind took out. Two queries whatever the length."""
         with self._reading() as session:
-            rows.require_live(session, session_id)
+            rows.require_live(session, session_id, deleted_too=including_deleted)
             return rows.load_from(session, session_id, live=True)
 
     def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
@@ -375,12 +336,14 @@ class SqlStore:
             row = rows.live(session, session_id)
             if row is None:
                 raise SessionNotFound(f"session {session_id} not found")
-            info = rows.session_info(row)
+            info = session_info(row)
             return info, rows.load_from(session, session_id, after_version=version)
 
-    def load_all_messages(self, session_id: str) -> list[Message]:
+    def load_all_messages(
+        self, session_id: str, *, including_deleted: bool = False
+    ) -> list[Message]:
         with self._reading() as session:
-            rows.require_live(session, session_id)
+            rows.require_live(session, session_id, deleted_too=including_deleted)
             return rows.load_from(session, session_id)
 
     def read_tool_output(
@@ -409,8 +372,7 @@ class SqlStore:
             copied = rows.copy_messages(session, parent_id, child.id, through_message_id)
             # The child starts at the version its copied history makes (one per message, plus
             # the compactions it inherits), as a session grown by those changes would be.
-            compactions = child.extra.get("compactions", 0)
-            row.version = copied + (compactions if isinstance(compactions, int) else 0)
+            row.version = copied + child.figures.compactions
             return copied
 
     def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None:
@@ -472,7 +434,7 @@ class SqlStore:
         """The session, soft-deleted or not (deleted_at tells); None only for an unknown id."""
         with self._reading() as session:
             row = session.get(SessionRow, session_id)
-            return None if row is None else rows.session_info(row)
+            return None if row is None else session_info(row)
 
     def list_deleted_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         """Soft-deleted sessions, most recently deleted first; all workspaces when None."""
@@ -481,4 +443,4 @@ class SqlStore:
             query = query.where(SessionRow.workspace_uri == workspace_uri)
         query = query.order_by(SessionRow.deleted_at.desc(), SessionRow.id.desc())
         with self._reading() as session:
-            return [rows.session_info(row) for row in session.scalars(query)]
+            return [session_info(row) for row in session.scalars(query)]

@@ -59,6 +59,27 @@ def grammar_available(language: str) -> bool:
     return language in GRAMMARS and not isinstance(_load(language), str)
 
 
+READ_PIECE_BYTES = 1 << 10
+
+
+def _reader(source: bytes) -> Any:
+    """The source for tree-sitter a piece at a time. Parsing a bytes object holds the
+    interpreter for the whole parse (seconds over 1 MB of prose in a .py buffer, every other
+    thread and the event loop waiting: issue 17's fuzz); with a read callback and a progress
+    callback, Python code runs every few hundred parse steps, where the interpreter is handed
+    to a thread that asks for it (sys.setswitchinterval)."""
+    view = memoryview(source)
+
+    def read(offset: int, _point: Any) -> bytes:
+        return bytes(view[offset : offset + READ_PIECE_BYTES])
+
+    return read
+
+
+def _go_on(_offset: int, _has_error: bool) -> bool:
+    return False  # never cancel: being called is the point (see _reader)
+
+
 class TagParser:
     """tags(language, source) -> FileTags, usable from any thread."""
 
@@ -84,7 +105,8 @@ class TagParser:
         try:
             import tree_sitter
 
-            tree = self._parser(language, grammar).parse(source)
+            parser = self._parser(language, grammar)
+            tree = parser.parse(_reader(source), progress_callback=_go_on)
             captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
         except Exception as exc:
             return FileTags(error=f"{language} parse failed: {exc}")

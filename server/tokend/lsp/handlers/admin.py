@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tokend.core.types import SessionInfo
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
+from tokend.lsp.results import to_wire_session_ref
 from tokend.service import admin
 
 if TYPE_CHECKING:  # the CLI imports the wire types below without loading pygls
@@ -25,24 +25,6 @@ class SessionRefParams:
 class SessionRenameParams:
     session_id: str
     title: str
-
-
-@attrs.frozen
-class SessionRefResult:
-    """The session after the change; times are ISO 8601 (UTC), deletedAt null when live."""
-
-    session_id: str
-    title: str | None
-    workspace_uri: str | None
-    updated_at: str
-    deleted_at: str | None
-
-
-def to_wire_session_ref(info: SessionInfo) -> SessionRefResult:
-    deleted_at = info.deleted_at.isoformat() if info.deleted_at is not None else None
-    return SessionRefResult(
-        info.id, info.title, info.workspace_uri, info.updated_at.isoformat(), deleted_at
-    )
 
 
 def register(server: TokendServer) -> None:

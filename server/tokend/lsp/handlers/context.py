@@ -42,7 +42,9 @@ def register(server: TokendServer) -> None:
             if compacted is not None:
                 announce_compaction(ls, p.session_id, compacted, everyone=True)
             # Off the event loop: file reads, the repo map, counting, the measured figures' write.
-            assembly = await assemble_context_async(ls.service, p.session_id, inp)
+            assembly = await assemble_context_async(
+                ls.service, p.session_id, inp, usage=ls.app.usage, workspaces=ls.app.workspaces
+            )
         result: dict[str, Any] = {
             "messages": list(assembly.messages),
             "totalTokens": assembly.total_tokens,

@@ -1,25 +1,15 @@
 """daemon/status: who is connected, which sessions are loaded, which workspaces (gopls's inspect);
-the daemon's rate headroom when `[rate] tpm_limit` is set. Also where a connection hears of
-spend limits: a `window/showMessage` warning when a session it watches reaches 80% or 100%."""
+the daemon's rate headroom when `[rate] tpm_limit` is set. (Spend notices: lsp/notices.py.)"""
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
-from lsprotocol import types
-
 import tokend
-from tokend.core.spend import SpendStatus
 from tokend.lsp.server import TokendServer, rpc
-from tokend.service.telemetry import start_telemetry
-from tokend.service.usage import usage_of
 
 
 def register(server: TokendServer) -> None:
-    start_telemetry(server.service)  # once per service; off unless [telemetry] exporters
-    _tell_spend_notices(server)
-
     @server.feature("daemon/status")
     @rpc
     def status(ls: TokendServer, params: Any) -> Any:
@@ -41,7 +31,7 @@ def register(server: TokendServer) -> None:
             for s in ls.service.loaded_snapshots()
         ]
         result["workspaces"] = sorted(ls.service.loaded_workspaces())
-        rate = usage_of(ls.service).rate()
+        rate = ls.app.usage.rate()
         if rate.tpm_limit is not None:
             result["rate"] = {
                 "tokensPerMinute": rate.tokens_per_minute,
@@ -50,22 +40,3 @@ def register(server: TokendServer) -> None:
                 "usedPercentage": rate.used_percentage,
             }
         return result
-
-
-def _tell_spend_notices(server: TokendServer) -> None:
-    """Spend warnings to this connection for the sessions it watches. Held by a weak
-    reference: a closed connection's server is not kept alive, and stops listening."""
-    ref = weakref.ref(server)
-    monitor = usage_of(server.service)
-
-    def notice(session_id: str, status: SpendStatus) -> None:
-        ls = ref()
-        if ls is None:
-            unsubscribe()
-            return
-        if session_id != ls.attached_session and not ls.watches(session_id):
-            return
-        kind = types.MessageType.Error if status.level == "reached" else types.MessageType.Warning
-        ls.window_show_message(types.ShowMessageParams(kind, f"tokend: {status.message()}"))
-
-    unsubscribe = monitor.subscribe_notices(notice)

@@ -6,21 +6,25 @@ client sees what the agent would send now. Closing or saving drops the overlay: 
 disk speaks again. Only the latest text is handed over here; re-tagging and figures run on
 the workspace's buffer thread (service.workspace.buffers), and requests that read a file's
 figures wait for its pending buffers first. Files outside every workspace are ignored; a workspace not yet open is
-opened (indexed) by its first document.
+opened (indexed) by its first document. A connection that goes away (with or without
+`didClose`, `shutdown`, `exit`) closes its open documents: their unsaved text stops counting and
+is no longer held (issue 17's fuzz: an 8 MB buffer stayed after its connection had gone).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
-from tokend.service.workspace.registry import workspaces_of
-
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
+
+log = logging.getLogger(__name__)
 
 
 def _path(uri: str) -> Path | None:
@@ -46,7 +50,7 @@ def _set(
     path = _path(uri)
     if path is None:
         return
-    workspaces = workspaces_of(ls.service)
+    workspaces = ls.app.workspaces
     found = workspaces.index_for(path)
     if found is None and (folder := _folder_holding(ls.workspace_folders, path)) is not None:
         ls.open_folder(folder)
@@ -58,7 +62,35 @@ def _set(
     index.buffers.put(rel, text)  # applied off the loop; readers wait for it (settled)
 
 
+def close_all(ls: TokendServer) -> None:
+    """Every document still open on this connection closed, as by didClose (a workspace is
+    never opened for it); pygls's copies dropped too."""
+    try:
+        uris = list(ls.workspace.text_documents)
+    except RuntimeError:  # pygls: never initialized, so no document was opened
+        return
+    workspaces = ls.app.workspaces
+    for uri in uris:
+        path = _path(uri)
+        found = workspaces.index_for(path) if path is not None else None
+        if found is not None:
+            index, rel = found
+            workspaces.editor_event(index, rel, None, "close")
+            index.buffers.put(rel, None)
+        ls.workspace.remove_text_document(uri)
+
+
+def _closing(ls: TokendServer) -> None:
+    """close_all, never raising into the connection's other close callbacks."""
+    try:
+        close_all(ls)
+    except Exception:
+        log.exception("closing the documents of a connection that went away failed")
+
+
 def register(server: TokendServer) -> None:
+    server.host.on_close(functools.partial(_closing, server))
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
         _set(ls, params.text_document.uri, params.text_document.text, "open")

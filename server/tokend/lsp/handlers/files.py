@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from tokend.lsp import wire
-from tokend.service.workspace.registry import workspaces_of
 from tokend.service.workspace.session_files import (
     SessionWorkspace,
     change_files,
@@ -69,7 +68,7 @@ def register(server: TokendServer) -> None:
     async def add(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(FilesChangeParams, params)
         ls.watch(p.session_id)
-        workspaces = workspaces_of(ls.service)
+        workspaces = ls.app.workspaces
         gathered = await change_files(workspaces, p.session_id, p.paths, read_only=p.read_only)
         return to_wire_listing(gathered)
 
@@ -78,7 +77,7 @@ def register(server: TokendServer) -> None:
     async def drop(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(FilesChangeParams, params)
         ls.watch(p.session_id)
-        workspaces = workspaces_of(ls.service)
+        workspaces = ls.app.workspaces
         gathered = await change_files(workspaces, p.session_id, p.paths, read_only=None)
         return to_wire_listing(gathered)
 
@@ -86,5 +85,5 @@ def register(server: TokendServer) -> None:
     @rpc
     async def list_files(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(FilesListParams, params)
-        gathered = await session_workspace(workspaces_of(ls.service), p.session_id)
+        gathered = await session_workspace(ls.app.workspaces, p.session_id)
         return to_wire_listing(gathered)

@@ -14,7 +14,7 @@ import attrs
 from tokend.core.errors import TokendError
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
-from tokend.service.followers import Followers, FollowerStatus
+from tokend.service.followers import FollowerStatus
 from tokend.service.tail import TailStatus
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def register(server: TokendServer) -> None:
     @rpc
     async def start(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(FollowStartParams, params)
-        status = await Followers.of(ls.service).start(
+        status = await ls.app.followers.start(
             p.agent, p.path, p.workspace_uri, on_session=_attacher(ls, folder=p.path is None)
         )
         return wire.to_wire(to_wire_follower(status))
@@ -88,14 +88,14 @@ def register(server: TokendServer) -> None:
     @server.feature("follow/list")
     @rpc
     def list_followers(ls: TokendServer, params: Any) -> Any:
-        followers = Followers.of(ls.service).list()
+        followers = ls.app.followers.list()
         return {"followers": wire.to_wire([to_wire_follower(f) for f in followers])}
 
     @server.feature("follow/stop")
     @rpc
     def stop(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(FollowStopParams, params)
-        return wire.to_wire(to_wire_follower(Followers.of(ls.service).stop(p.follower_id)))
+        return wire.to_wire(to_wire_follower(ls.app.followers.stop(p.follower_id)))
 
 
 def _attacher(ls: TokendServer, *, folder: bool) -> Any:

@@ -7,8 +7,9 @@ from typing import Any
 import attrs
 
 from tokend.lsp import wire
+from tokend.lsp.results import to_wire_handoff
 from tokend.lsp.server import TokendServer, rpc
-from tokend.service.handoff import HandedOff, handoff
+from tokend.service.handoff import handoff
 
 
 @attrs.frozen
@@ -26,20 +27,3 @@ def register(server: TokendServer) -> None:
             done = await handoff(ls.service, p.session_id, p.goal)
         ls.attach(done.child.id)
         return to_wire_handoff(done)
-
-
-def to_wire_handoff(done: HandedOff) -> dict[str, Any]:
-    """The session/handoff result (`tokens` in tokens; `reason` only for a file left out)."""
-    files = [
-        {"path": f.path, "tokens": f.tokens, "included": f.included}
-        | ({} if f.reason is None else {"reason": f.reason})
-        for f in done.files
-    ]
-    return {
-        "sessionId": done.child.id,
-        "parentId": done.child.parent_id,
-        "messageId": done.message_id,
-        "tokens": done.tokens,
-        "files": files,
-        "version": done.snapshot.version,
-    }

@@ -6,7 +6,7 @@ from typing import Any
 
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_message, to_wire_snapshot
-from tokend.lsp.handlers.checkpoints import to_wire_restored
+from tokend.lsp.results import to_wire_restored
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service import history
 from tokend.service.checkpoint_views import restore_code, rewind_both
@@ -30,14 +30,14 @@ def register(server: TokendServer) -> None:
         with ls.host.busy():
             if p.restore == "both" and not p.dry_run:  # all or nothing: see rewind_both
                 restored, done = await rewind_both(
-                    ls.service, p.session_id, p.to_message_id, p.if_version, p.force
+                    ls.app.checkpoints, p.session_id, p.to_message_id, p.if_version, p.force
                 )
                 result["code"] = to_wire_restored(restored)
                 removed, snapshot = done.removed, done.snapshot
             else:
                 if p.restore in ("code", "both"):  # the files first: a refusal is listed
                     restored = await restore_code(
-                        ls.service, p.session_id, p.to_message_id, p.dry_run, p.force
+                        ls.app.checkpoints, p.session_id, p.to_message_id, p.dry_run, p.force
                     )
                     result["code"] = to_wire_restored(restored)
                 removed, snapshot = await _conversation(ls, p)

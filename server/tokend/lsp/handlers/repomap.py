@@ -6,10 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from tokend.adapters.file_index import resolve_inside
 from tokend.core.repomap import Focus
 from tokend.lsp import wire
-from tokend.service.workspace.registry import workspaces_of
 from tokend.service.workspace.repomap import map_ready, session_map
 from tokend.service.workspace.session_files import session_index
 
@@ -39,14 +37,14 @@ def register(server: TokendServer) -> None:
         p = wire.from_wire(RepoMapParams, params)
         service = ls.service
         data = service.state(p.session_id).data
-        workspaces = workspaces_of(service)
+        workspaces = ls.app.workspaces
         index = session_index(workspaces, data)
         await workspaces.ready(index.uri)
         await workspaces.settled(index)  # the buffers sent before this request are tagged
         await map_ready(index)
         focus = None
         if p.focus is not None:
-            files = frozenset(resolve_inside(index.root, f) for f in p.focus.files)
+            files = frozenset(index.relative(f) for f in p.focus.files)
             focus = Focus(files, frozenset(p.focus.identifiers))
         found = await service.run(lambda: session_map(workspaces, data, p.budget_tokens, focus))
         return {

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from lsprotocol import types
 
-from tokend.adapters.file_index import resolve_inside
 from tokend.lsp import wire
 from tokend.service.workspace.figures import FileFigure
-from tokend.service.workspace.registry import Progress, Workspaces, workspaces_of
+from tokend.service.workspace.registry import Progress, Workspaces
 
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
@@ -145,10 +144,10 @@ def register(server: TokendServer) -> None:
     @rpc
     async def file_tokens(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(FileTokensParams, params)
-        workspaces = workspaces_of(ls.service)
+        workspaces = ls.app.workspaces
         follow(ls, workspaces, p.workspace_uri)
         index = await workspaces.ready(p.workspace_uri, progress_of(ls))
-        rels = None if p.paths is None else [resolve_inside(index.root, x) for x in p.paths]
+        rels = None if p.paths is None else [index.relative(x) for x in p.paths]
         await workspaces.settled(index, rels)  # the buffers sent before this request count
         if not p.exact:
             return wire.json_array(map(to_wire_figure, index.figures(rels, None, None)))

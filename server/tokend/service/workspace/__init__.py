@@ -1,17 +1,5 @@
 """The workspace: file index, session files and memory, the repo map.
 
-Importing any module of this package runs this first, so every Workspaces made by
-`registry.workspaces_of` re-measures the sessions whose files change (session_files), without
-registry importing session_files (which imports registry).
+The app (service/app.py) builds the Workspaces and hooks the session files' refresh into it, so
+the sessions whose files change are measured again.
 """
-
-from tokend.service.workspace import registry, session_files
-
-
-def _install_session_refresh(workspaces: registry.Workspaces) -> None:
-    workspaces.session_hooks.append(
-        lambda index, paths: session_files.refresh_sessions(workspaces, index, paths)
-    )
-
-
-registry.INSTALLERS.append(_install_session_refresh)

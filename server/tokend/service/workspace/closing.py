@@ -149,6 +149,7 @@ class Releasing:
 
     def _reap(self, key: str, parts: Parts) -> None:
         join_stopped(parts, time.monotonic() + CLOSE_SECONDS)
+        parts[0].forget()  # its objects now, not at the collector's next full pass
         with self._lock:
             current = threading.current_thread()
             self._reapers = [t for t in self._reapers if t is not current]

@@ -14,8 +14,8 @@ being served in `serving`): `open` adds the user being served, `let_go` removes 
 workspace nobody uses any more is released (`release`: its build and watcher stopped, its
 threads ended, its memory dropped). `close` stops them all, in bounded time, on the way out.
 
-`workspaces_of(service)` gives the one Workspaces of a TokendService. (It is kept beside the
-service rather than on it until the service grows a `workspaces` attribute.)
+The app (service/app.py) builds the one Workspaces of a daemon and hooks the session files'
+refresh into it (`session_hooks`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import asyncio
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -326,28 +325,3 @@ class Workspaces(Releasing):
         log.warning("%s", message)
         for notice in list(self._notices.get(index.uri, ())):
             self._on_loop(notice)(message)
-
-
-_registries: weakref.WeakKeyDictionary[TokendService, Workspaces] = weakref.WeakKeyDictionary()
-_registries_lock = threading.Lock()
-
-
-def workspaces_of(service: TokendService) -> Workspaces:
-    """The Workspaces of `service` (made on first use)."""
-    with _registries_lock:
-        found = _registries.get(service)
-        if found is None:
-            found = _registries[service] = Workspaces(service)
-            for install in INSTALLERS:
-                install(found)
-        return found
-
-
-def existing_workspaces(service: TokendService) -> Workspaces | None:
-    """The Workspaces of `service` if it has one (never makes one)."""
-    with _registries_lock:
-        return _registries.get(service)
-
-
-INSTALLERS: list[Callable[[Workspaces], None]] = []
-"""Called with every new Workspaces (the package's __init__ adds the session files' refresh)."""

@@ -1,6 +1,6 @@
 """A session's files (files/add, /drop, /list) and what the workspace puts in its window.
 
-The list lives in the session's `extra["workspaceFiles"]` ([{path, readOnly}], paths relative
+The list lives in the session's `chat_files` ([ChatFile(path, read_only)], paths relative
 to the session's workspace), written through the session's owner (service.update_info). Every
 change of the list, and every change on disk or in an editor to a listed file or a memory file,
 re-measures the session's `chatFiles` and `memory` categories (memory files + read-only files)
@@ -19,13 +19,13 @@ from tokend.core.context_inputs import file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.memory import DEFAULT_MEMORY_CAP_TOKENS, MemoryChunk, build_chunk
 from tokend.core.session_data import SessionData
+from tokend.core.types import ChatFile
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.memory import MemoryRoots, memory_files
 from tokend.service.workspace.registry import Workspaces
 
 log = logging.getLogger(__name__)
 
-FILES_KEY = "workspaceFiles"
 MEMORY_NAMES = ("CLAUDE.md", "AGENTS.md", "CLAUDE.local.md")
 
 
@@ -64,14 +64,7 @@ class SessionWorkspace:
 
 def listed(data: SessionData) -> list[tuple[str, bool]]:
     """(path, read-only) of the session's files, in the order they were added."""
-    raw = data.info.extra.get(FILES_KEY)
-    if not isinstance(raw, list):
-        return []
-    return [
-        (str(item["path"]), bool(item.get("readOnly")))
-        for item in raw
-        if isinstance(item, dict) and isinstance(item.get("path"), str)
-    ]
+    return [(f.path, f.read_only) for f in data.info.chat_files]
 
 
 def session_index(workspaces: Workspaces, data: SessionData) -> WorkspaceIndex:
@@ -140,9 +133,7 @@ async def change_files(
     current_list = [(p, ro) for p, ro in listed(data) if p not in rels]
     if read_only is not None:
         current_list += [(r, read_only) for r in dict.fromkeys(rels)]
-    service.update_info(
-        session_id, extra={FILES_KEY: [{"path": p, "readOnly": ro} for p, ro in current_list]}
-    )
+    service.update_info(session_id, chat_files=tuple(ChatFile(p, ro) for p, ro in current_list))
     data = service.state(session_id).data
     gathered = await service.run(lambda: gather(workspaces, data))
     measure(workspaces, session_id, gathered)

@@ -184,6 +184,12 @@ class WorkspaceTags:
             self._cache.put_hashes(root_key, new_hashes)
         return tags, bool(new_hashes) or any(s is not None for _, _, s in sources.values())
 
+    def forget(self) -> None:
+        """Drop the graph, the maps and the errors (the workspace was released: see
+        WorkspaceIndex.forget)."""
+        with self._lock:
+            self._graph, self._maps, self.errors = RepoGraph(), OrderedDict(), {}
+
     def warm(self) -> None:
         """Build the graph's matrices now, so the first map request does not pay for them."""
         with self._lock:

@@ -12,19 +12,17 @@ from dataclasses import replace
 
 from tokend.core.session_data import SessionData
 from tokend.service.assemble_input import AssembleInput
-from tokend.service.service import TokendService
-from tokend.service.workspace.registry import workspaces_of
+from tokend.service.workspace.registry import Workspaces
 from tokend.service.workspace.repomap import session_map
 from tokend.service.workspace.session_files import gather
 
 
 def with_workspace(
-    service: TokendService, data: SessionData, inp: AssembleInput
+    workspaces: Workspaces | None, data: SessionData, inp: AssembleInput
 ) -> tuple[AssembleInput, tuple[str, ...]]:
     uri = data.info.workspace_uri
-    if not uri:
+    if not uri or workspaces is None:
         return inp, ()
-    workspaces = workspaces_of(service)
     index = workspaces.get(uri)
     if index is None:
         return inp, ()

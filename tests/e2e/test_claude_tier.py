@@ -1,0 +1,86 @@
+"""End to end: a Claude session's figures in Claude tokens, through the real `tokend lsp
+--standalone` process on a real folder. Oracle: ctok's count of the exact text the client got
+(the text as one user message, less the family's measured frame)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ctok
+import pytest
+
+from tests.conftest import tokend_env
+from tests.e2e.rpc import ProcessClient
+
+V3_FRAME = 7  # count_tokens of a one-message request around its content (v3 family)
+
+
+def claude_v3(text: str) -> int:
+    return int(ctok.token_count(text, "3.0")) - V3_FRAME
+
+
+def block(path: str, text: str) -> str:
+    return f"{path}\n```\n{text}\n```"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(6):
+        (root / "pkg" / f"mod{i}.py").write_text(
+            "".join(
+                f"def handler_{i}_{j}(request, *, retries: int = 3) -> dict[str, str]:\n"
+                f"    return {{'status': 'ok', 'id': '{i}-{j}'}}\n\n\n"
+                for j in range(25)
+            )
+            + f"class Service{i}:\n    def run(self):\n        return handler_{i}_0(None)\n"
+        )
+    return root
+
+
+@pytest.fixture
+async def server(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    client = await ProcessClient.spawn(
+        "lsp",
+        "--standalone",
+        cwd=tmp_path,
+        env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", HOME=str(home)),
+    )
+    await client.initialize()
+    yield client
+    assert await client.shutdown() == 0
+
+
+async def test_a_claude_session_counts_in_claude_tokens(server: ProcessClient, tree: Path) -> None:
+    uri = tree.as_uri()
+    created = await server.request(
+        "session/create", {"model": "claude-opus-4-6", "workspaceUri": uri}
+    )
+    sid = created["sessionId"]
+    text = (tree / "pkg" / "mod1.py").read_text()
+
+    exact = await server.request(
+        "workspace/fileTokens",
+        {"workspaceUri": uri, "paths": ["pkg/mod1.py"], "exact": True, "sessionId": sid},
+    )
+    assert (exact[0]["tokens"], exact[0]["basis"]) == (claude_v3(text), "exact")
+
+    listing = await server.request("files/add", {"sessionId": sid, "paths": ["pkg/mod1.py"]})
+    assert listing["files"][0]["tokens"] == claude_v3(block("pkg/mod1.py", text))
+
+    for budget in (256, 1024):
+        repo_map = await server.request("repoMap/get", {"sessionId": sid, "budgetTokens": budget})
+        assert repo_map["basis"] == "exact" and repo_map["text"]
+        assert repo_map["tokens"] == claude_v3(repo_map["text"]) <= budget
+
+    said = "Please rename handler_1_0 to handle_first and keep the tests green."
+    await server.request(
+        "session/append",
+        {"sessionId": sid, "message": {"role": "user", "parts": [{"type": "text", "text": said}]}},
+    )
+    snapshot = await server.request("budget/snapshot", {"sessionId": sid})
+    bases = {b["category"]: b["basis"] for b in snapshot["breakdown"]}
+    assert bases["messages"] == "exact" and bases["chatFiles"] == "exact"
