@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from tokend.core.changes import PruneParts
 from tokend.core.prices import TokenPrices
 from tokend.core.types import Message, Usage
 
@@ -66,20 +67,24 @@ class PruneCache:
 def prune_cache(
     messages: Sequence[Message],
     message_tokens: Mapping[str, int],
-    part_ids: frozenset[str],
+    change: PruneParts,
     freed_tokens: int,
     rates: TokenPrices,
     now: datetime,
 ) -> PruneCache | None:
-    """The cache figures of clearing `part_ids` from `messages` (the live context), or None
-    when no call with cache figures came before (nothing cached to rewrite)."""
+    """The cache figures of `change` (clearing tool results) on `messages` (the live context,
+    `message_tokens` their totals now), or None when no call with cache figures came before
+    (nothing cached to rewrite)."""
+    part_ids = change.part_ids
     last = next((m for m in reversed(messages) if _cached(m.usage)), None)
     first = next(
         (i for i, m in enumerate(messages) if any(sp.id in part_ids for sp in m.parts)), None
     )
     if last is None or last.usage is None or first is None:
         return None
-    after = sum(message_tokens.get(m.id, 0) for m in messages[first:]) - freed_tokens
+    after = sum(
+        change.message_tokens.get(m.id, message_tokens.get(m.id, 0)) for m in messages[first:]
+    )
     # The entries' lifetime is the one they were written with (a read refreshes it).
     wrote = next(
         (m.usage for m in reversed(messages) if m.usage and m.usage.cache_write_tokens), None

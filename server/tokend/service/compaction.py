@@ -269,8 +269,7 @@ async def _prune(service: TokendService, data: SessionData) -> Planned:
     if info.supports_prompt_caching:
         rates = rates_for(info.prices, info.price_tiers, before)
         now = service.clock.now()
-        ids = frozenset(plan.part_ids)
-        cache = prune_cache(data.messages, data.message_tokens, ids, freed, rates, now)
+        cache = prune_cache(data.messages, data.message_tokens, change, freed, rates, now)
         if cache is not None:
             detail += "; " + cache.line(info.name)
     action = CompactAction("prune", len(plan.part_ids), freed, detail)
