@@ -294,7 +294,11 @@ async def _summarize(
     words = min(USER_WORDS_TOKENS, max(limit // 8, 1))
     # The user's words and the artifact index come from the whole stored history (every
     # window, before foreign boundaries, earlier summaries and prunes): core.history_record.
-    history = await service.run(lambda: service.store.load_all_messages(data.id))
+    # Messages out of the live context exist only after a boundary (or a rewind, whose
+    # messages the record leaves out): without one, the live context is the history.
+    history: Sequence[Message] = data.messages
+    if data.messages and _starts_window(data.messages[0]):
+        history = await service.run(lambda: service.store.load_all_messages(data.id))
     written, after, checked = await _written(
         service, data, split, (target, words), request, limit, full, history
     )
@@ -363,6 +367,11 @@ async def _written(
         )
     )
     return checked.written, _projected(data, checked.written.change), checked.note
+
+
+def _starts_window(message: Message) -> bool:
+    """A summary, or a message carrying a provider's compaction: earlier windows are stored."""
+    return message.summary or any(isinstance(sp.part, CompactionPart) for sp in message.parts)
 
 
 def _summary_detail(
