@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from bench.baseline import ROOT, baseline_tree
 
 BEFORE_RECORD_REV = "5c30823"  # main when issue 21's work was last merged with it
 GOAL = "carry on with the same task"
+PERF_RUNS = 5
 
 
 def variants(name: str) -> list[tuple[str, list[str]]]:
@@ -91,10 +93,48 @@ def measure_tree() -> list[dict[str, Any]]:
     return rows
 
 
-def _run_tree(tree: Path) -> list[dict[str, Any]]:
+def _turns(service: Any, sid: str, first: int, last: int) -> None:
+    """Turns first..last-1: a request, an edit and its result (every 50th an error), an answer."""
+    from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
+
+    for i in range(first, last):
+        service.append(sid, "user", [TextPart(f"request {i}: change module {i} " + "please " * 40)])
+        edit = {"file_path": f"src/m{i % 300}.py", "old_string": "a", "new_string": "b"}
+        service.append(sid, "assistant", [ToolCallPart(f"c{i}", "Edit", edit)])
+        said = "updated" if i % 50 else f"error: module {i} failed to import"
+        service.append(sid, "user", [ToolResultPart(f"c{i}", "Edit", said)])
+        service.append(sid, "assistant", [TextPart(f"done {i} " + "ok " * 60)])
+
+
+def time_tree() -> dict[str, list[float]]:
+    """Seconds of session/compact "summarize" on a 10,000-message session (no boundary), then
+    of a second one after 200 more turns (the stored history is read), 3 runs."""
+    import time
+
+    from bench.compaction import open_sqlite
+    from tokend.service.compaction import compact
+
+    first, second = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in range(PERF_RUNS):
+            service = open_sqlite(Path(tmp) / f"perf-{run}.sqlite3")
+            sid = service.create_session("gpt-4o").id
+            _turns(service, sid, 0, 2_500)
+            started = time.perf_counter()
+            compact(service, sid, "summarize")
+            first.append(time.perf_counter() - started)
+            _turns(service, sid, 2_500, 2_700)
+            started = time.perf_counter()
+            compact(service, sid, "summarize")
+            second.append(time.perf_counter() - started)
+            service.close()
+    return {"first": first, "second": second}
+
+
+def _run_tree(tree: Path, what: str = "measure") -> Any:
     env = {**os.environ, "PYTHONPATH": f"{tree / 'server'}{os.pathsep}{ROOT}"}
     done = subprocess.run(
-        [sys.executable, "-m", "bench.compaction_record"],
+        [sys.executable, "-m", "bench.compaction_record", what],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -103,14 +143,14 @@ def _run_tree(tree: Path) -> list[dict[str, Any]]:
     )
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2_000:])
-    rows: list[dict[str, Any]] = json.loads(done.stdout.splitlines()[-1])
-    return rows
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def run() -> str:
-    ours = _run_tree(ROOT)
+    ours, our_times = _run_tree(ROOT), _run_tree(ROOT, "time")
     with baseline_tree(BEFORE_RECORD_REV) as before:
         theirs = _run_tree(before) if before is not None else []
+        their_times = _run_tree(before, "time") if before is not None else {}
     out = [
         "### Compaction across a foreign boundary (issue 21)\n",
         "Each session imported whole (the big one holds Claude Code's compact_boundary; it is "
@@ -130,8 +170,19 @@ def run() -> str:
                 f"| {tree} | {row['words']} | {row['files']} | {row['errors']} | {row['size']} "
                 f"| {row['check']} |"
             )
+    out += [
+        '\nWhat reading the whole history costs: session/compact "summarize" on a '
+        "10,000-message gpt-4o session on SQLite (no boundary: the live context is the "
+        "history), then a second one after 200 more turns (the 10,800 stored messages are "
+        f"read), median of {PERF_RUNS} runs, seconds.\n",
+        "| compaction | this branch | main | ratio |",
+        "|---|---|---|---|",
+    ]
+    for key, label in (("first", "first (no boundary)"), ("second", "second (after a summary)")):
+        mine, theirs_s = statistics.median(our_times[key]), statistics.median(their_times[key])
+        out.append(f"| {label} | {mine:.3f} | {theirs_s:.3f} | {mine / theirs_s:.1f}x |")
     return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":
-    print(json.dumps(measure_tree()))
+    print(json.dumps(time_tree() if sys.argv[1:] == ["time"] else measure_tree()))

@@ -306,11 +306,12 @@ async def _summarize(
     refused = _shrink_refused(tier, before, after)
     if refused is not None:
         return Planned(refused)
+    record = await service.run(lambda: record_of(history, split.head))  # for the detail
     action = CompactAction(
         tier,
         sum(1 for m in split.head if not m.summary),
         before - after,
-        _summary_detail(split, written, record_of(history, split.head), checked),
+        _summary_detail(split, written, record, checked),
         written.change.message.id,
     )
     return Planned(action, written.change)
