@@ -55,7 +55,6 @@ from tokend.commands.importer import import_events
 from tokend.core.transcript import TranscriptMessage, parse_transcript
 from tokend.core.types import TextPart
 from tokend.core.wire_formats import render_message
-from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 
@@ -176,10 +175,20 @@ def share(found: Sequence[str], text: str, cwd: str | None = None) -> str:
     return f"{kept / len(found):.0%} ({kept}/{len(found)})"
 
 
+def open_sqlite(path: Path) -> Any:
+    """The sessions on a SQLite file, on this tree or on a baseline tree from before the
+    composition root (issue 18), for bench.compaction_record's comparison."""
+    try:
+        from tokend.service.app import open_service
+    except ImportError:
+        from tokend.service.factory import build_service as open_service  # type: ignore
+    return open_service(None, f"sqlite:///{path}")
+
+
 def _import(records_text: str, folder: Path, name: str) -> tuple[Any, str]:
     source = folder / f"{name}.jsonl"
     source.write_text(records_text)
-    service = open_service(None, f"sqlite:///{folder}/{name}.sqlite3")
+    service = open_sqlite(folder / f"{name}.sqlite3")
     outcome = import_events(service, source, context_window=200_000)
     return service, outcome.session_id
 

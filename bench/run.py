@@ -25,6 +25,7 @@ SECTIONS = [
     "memory",
     "repomap",
     "compaction",
+    "compaction_record",
     "io",
     "artifacts",
     "status",

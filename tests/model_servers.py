@@ -4,7 +4,8 @@ The `model` named in a request picks the behaviour, so one server plays a whole 
 chain: "good-*" answers a well-formed summary, "fail-500" an internal error, "slow" answers
 after `slow_seconds` (past the summarizer's timeout), "not-json" a 200 with garbage,
 "no-sections" prose without the sections, "empty" an empty text, "cut" a summary stopped at
-max_tokens, "too-long" well-formed sections far over max_tokens. Every request is recorded.
+max_tokens, "too-long" well-formed sections far over max_tokens, "long-*" well-formed sections using 85% of
+max_tokens. Every request is recorded.
 """
 
 from __future__ import annotations
@@ -96,7 +97,14 @@ class ModelServer:
             "cut": "## Objective\nShip the parser rewrite\n## Decisions\nKeep the",
             "too-long": GOOD_ANSWER.format(model=model) + "More detail. " * 20_000,
         }.get(model, GOOD_ANSWER.format(model=model))
+        if model.startswith("long-"):  # well-formed, within max_tokens, using most of it
+            words = int(self._max_tokens(body) * 0.85 / 3)
+            text = GOOD_ANSWER.format(model=model) + "More detail. " * words
         return 200, self._shaped(text, model == "cut")
+
+    @staticmethod
+    def _max_tokens(body: dict[str, Any]) -> int:
+        return int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
 
     def _shaped(self, text: str, cut: bool) -> dict[str, Any]:
         if self.provider == "anthropic":

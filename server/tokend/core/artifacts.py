@@ -38,7 +38,7 @@ _PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "target_file", "
 _EXIT_CODE = re.compile(r"\bexit(?:ed with)?[ _]?(?:code|status)[:= ]*(-?\d+)", re.IGNORECASE)
 _ERRORISH = re.compile(
     r"(error|errors|exception)\b"  # also RuntimeError, KeyError, ...
-    r"|\b(fatal|traceback|failed|failure|panic|denied|cannot|could not|no such file|"
+    r"|\b(fatal|traceback|failed|failures?|panic|denied|cannot|could not|no such file|"
     r"not found|undefined|invalid)\b",
     re.IGNORECASE,
 )
@@ -224,8 +224,9 @@ def command_status(result: ToolResultPart | None) -> str:
 
 
 def error_strings(result: ToolResultPart) -> list[str]:
-    """The exact error lines of a tool result: for a failed call, the lines that read as
-    errors (else its first line); for a successful one, only lines that start as errors do
+    """The exact error lines of a tool result (at most MAX_ERRORS_PER_RESULT: the first ones
+    and the last): for a failed call, the lines that read as errors (else its first line);
+    for a successful one, only lines that start as errors do
     ("error: ...", "Traceback ...", "** (CompileError) ...")."""
     if result.output.startswith(_REJECTED):
         return []
@@ -237,7 +238,11 @@ def error_strings(result: ToolResultPart) -> list[str]:
             found = lines[:1]
     else:
         found = [line for line in lines if _STRONG_ERROR.match(line)]
-    return [_cut(line) for line in _unique(found)][:MAX_ERRORS_PER_RESULT]
+    unique = [_cut(line) for line in _unique(found)]
+    if len(unique) <= MAX_ERRORS_PER_RESULT:
+        return unique
+    # The first lines say what failed; the last one is where test runners put their totals.
+    return [*unique[: MAX_ERRORS_PER_RESULT - 1], unique[-1]]
 
 
 def todo_list(call: ToolCallPart) -> tuple[tuple[str, str], ...] | None:

@@ -26,8 +26,9 @@ MAX_CONCLUSION_CHARS = 1_500
 MAX_COMMAND_CHARS = 300
 MAX_OBJECTIVE_CHARS = 600
 MAX_INSTRUCTIONS_CHARS = 2_000
+MAX_FOREIGN_CHARS = 6_000  # the newest foreign summary, cut around the middle beyond this
 # What a digest keeps at most across merges (the rendered summary holds less).
-KEEP_USER_WORDS, KEEP_COMMANDS, KEEP_ERRORS = 400, 1_000, 500
+KEEP_USER_WORDS, KEEP_COMMANDS, KEEP_ERRORS, KEEP_FOREIGN = 400, 1_000, 500, 3
 
 CountMany = Callable[[Sequence[str]], Sequence[int]]
 
@@ -44,6 +45,7 @@ class Digest:
     conclusions: tuple[str, ...] = ()  # the assistant's last texts
     todos: tuple[tuple[str, str], ...] = ()  # the last plan: (status, text)
     messages: int = 0  # messages summarized, over every compaction
+    foreign: tuple[str, ...] = ()  # earlier summaries by the agent or provider, as written
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ def merge(previous: Digest | None, new: Digest) -> Digest:
         conclusions=new.conclusions or previous.conclusions,
         todos=new.todos or previous.todos,
         messages=previous.messages + new.messages,
+        foreign=(*previous.foreign, *new.foreign)[-KEEP_FOREIGN:],
     )
 
 
@@ -146,7 +149,7 @@ def render_summary(
     sections: list[str] = []
     if narrative:
         sections.append(narrative.strip())
-    words = _newest_within(digest.user_words, count_many, user_words_tokens)
+    words = newest_within(digest.user_words, count_many, user_words_tokens)
     if len(words) < len(digest.user_words):
         dropped["userMessages"] = len(digest.user_words) - len(words)
     if digest.objective and digest.objective not in words:  # else it is quoted below
@@ -174,6 +177,8 @@ def render_summary(
     kept_commands, left = _grant(commands, count_many, left, 0.7, dropped, "commands")
     conclusions = [] if narrative else [_cut(c, MAX_CONCLUSION_CHARS) for c in digest.conclusions]
     kept_conclusions, left = _grant(conclusions, count_many, left, 1.0, dropped, "conclusions")
+    foreign = [_cut(text, MAX_FOREIGN_CHARS) for text in digest.foreign[-1:]]
+    kept_foreign, left = _grant(foreign, count_many, left, 1.0, dropped, "foreignSummaries")
     index = []
     if kept_files:
         index.append("Files (path: what was done, in order):\n" + "\n".join(kept_files))
@@ -185,6 +190,11 @@ def render_summary(
         sections.append("## Errors seen (exact strings)\n" + "\n".join(kept_errors))
     if kept_conclusions:
         sections.append("## The assistant's last conclusions\n" + "\n\n".join(kept_conclusions))
+    if kept_foreign:
+        sections.append(
+            "## The agent's own earlier summary (its words as written; the sections above are "
+            "drawn from the original messages)\n" + kept_foreign[0]
+        )
     if step:
         sections.append("## Next step\n" + step)
     omitted = ", ".join(f"{n} {name}" for name, n in dropped.items())
@@ -204,14 +214,15 @@ def _grant(
 ) -> tuple[list[str], int]:
     """The newest of `items` within `share` of the `left` tokens; returns them (oldest first)
     and the tokens left."""
-    kept = _newest_within(items, count_many, int(max(0, left) * share))
+    kept = newest_within(items, count_many, int(max(0, left) * share))
     if len(kept) < len(items):
         dropped[key] = len(items) - len(kept)
     used = sum(count_many(kept)) + len(kept) if kept else 0
     return kept, left - used
 
 
-def _newest_within(items: Sequence[str], count_many: CountMany, budget: int) -> list[str]:
+def newest_within(items: Sequence[str], count_many: CountMany, budget: int) -> list[str]:
+    """The newest of `items` within `budget` tokens (one more each), oldest first."""
     if not items:
         return []
     costs = count_many(list(items))
@@ -255,6 +266,7 @@ def digest_to_json(digest: Digest) -> dict[str, Any]:
         "conclusions": list(digest.conclusions),
         "todos": [[s, t] for s, t in digest.todos],
         "messages": digest.messages,
+        "foreign": list(digest.foreign),
     }
 
 
@@ -295,4 +307,5 @@ def digest_from_json(data: Mapping[str, Any]) -> Digest:
         conclusions=strings("conclusions"),
         todos=tuple(pairs("todos")),
         messages=messages if isinstance(messages, int) else 0,
+        foreign=strings("foreign"),
     )

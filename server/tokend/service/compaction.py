@@ -24,11 +24,15 @@ from tokend.core.changes import Change, NewWindow, PruneParts
 from tokend.core.compaction_plan import MIN_SHRINK, WindowSplit, split_window, tail_budget_tokens
 from tokend.core.errors import InvalidParams, VersionConflict
 from tokend.core.gates import GatedOutput, gated_outputs
+from tokend.core.history_record import Record, record_of
+from tokend.core.pricing import rates_for
 from tokend.core.prune import PruneConfig, plan_prune
+from tokend.core.prune_cache import prune_cache
 from tokend.core.session_data import SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS
-from tokend.core.types import Part, Role, Usage
+from tokend.core.types import CompactionPart, Message, Part, Role, Usage
+from tokend.service.quality import checked_summary
 from tokend.service.service import TokendService
 from tokend.service.session_state import SessionState
 from tokend.service.summarizers import (
@@ -257,13 +261,18 @@ async def _prune(service: TokendService, data: SessionData) -> Planned:
     if refused is not None:
         return Planned(refused)
     freed = before - after
-    action = CompactAction(
-        "prune",
-        len(plan.part_ids),
-        freed,
+    detail = (
         f"cleared {len(plan.part_ids)} old tool results ({freed:,} tokens freed); "
-        "originals kept in the store",
+        "originals kept in the store"
     )
+    info = data.model
+    if info.supports_prompt_caching:
+        rates = rates_for(info.prices, info.price_tiers, before)
+        now = service.clock.now()
+        cache = prune_cache(data.messages, data.message_tokens, change, freed, rates, now)
+        if cache is not None:
+            detail += "; " + cache.line(info.name)
+    action = CompactAction("prune", len(plan.part_ids), freed, detail)
     return Planned(action, change)
 
 
@@ -283,16 +292,26 @@ async def _summarize(
         return Planned(CompactAction("skip", 0, 0, f"{tier}: {split}"))
     target = history_summary_target_tokens(data.model, budget)
     words = min(USER_WORDS_TOKENS, max(limit // 8, 1))
-    written, after = await _written(service, data, split, target, words, request, limit, full)
+    # The user's words and the artifact index come from the whole stored history (every
+    # window, before foreign boundaries, earlier summaries and prunes): core.history_record.
+    # Messages out of the live context exist only after a boundary (or a rewind, whose
+    # messages the record leaves out): without one, the live context is the history.
+    history: Sequence[Message] = data.messages
+    if data.messages and _starts_window(data.messages[0]):
+        history = await service.run(lambda: service.store.load_all_messages(data.id))
+    written, after, checked = await _written(
+        service, data, split, (target, words), request, limit, full, history
+    )
     before = data.used_tokens()[0]
     refused = _shrink_refused(tier, before, after)
     if refused is not None:
         return Planned(refused)
+    record = await service.run(lambda: record_of(history, split.head))  # for the detail
     action = CompactAction(
         tier,
         sum(1 for m in split.head if not m.summary),
         before - after,
-        _summary_detail(split, written, written.change.tokens),
+        _summary_detail(split, written, record, checked),
         written.change.message.id,
     )
     return Planned(action, written.change)
@@ -302,15 +321,17 @@ async def _written(
     service: TokendService,
     data: SessionData,
     split: WindowSplit,
-    target: int,
-    words: int,
+    budgets: tuple[int, int],
     request: CompactRequest,
     limit: int,
     full: bool,
-) -> tuple[WrittenSummary, int]:
-    """The summary (a model's narrative asked once, the rest written in a worker thread) and
-    the gauge it leaves; for full, budgets halved until the context fits the input limit (the
-    oldest items go first)."""
+    history: Sequence[Message],
+) -> tuple[WrittenSummary, int, str]:
+    """The summary (a model's narrative asked once, the rest written in a worker thread), the
+    gauge it leaves and the quality check's clause (service.quality); for full, budgets halved
+    until the context fits the input limit (the oldest items go first). `budgets`: the
+    summary's target and the user's words' tokens."""
+    target, words = budgets
     narrative: Narrative = await model_narrative(
         service,
         data,
@@ -320,7 +341,7 @@ async def _written(
         ask_client=request.ask_client,
     )
 
-    def write(target_tokens: int, user_words_tokens: int) -> WrittenSummary:
+    def write(target_tokens: int, user_words_tokens: int, told: Narrative) -> WrittenSummary:
         return write_summary(
             service,
             data,
@@ -328,30 +349,55 @@ async def _written(
             target_tokens=target_tokens,
             user_words_tokens=user_words_tokens,
             instructions=request.instructions,
-            narrative=narrative,
+            narrative=told,
+            history=history,
         )
 
     attempts = FULL_FIT_ATTEMPTS if full else 1
     while True:
-        written = await service.run(lambda t=target, w=words: write(t, w))  # type: ignore[misc]
+        written = await service.run(lambda t=target, w=words: write(t, w, narrative))  # type: ignore[misc]
         after = _projected(data, written.change)
         attempts -= 1
         if after <= limit or attempts <= 0:
-            return written, after
+            break
         target, words = target // 2, words // 2
+    plain = Narrative(None, "extractive", narrative.steps)
+    checked = await service.run(
+        lambda: checked_summary(
+            service, data.id, data.model, split, written, words, lambda: write(target, words, plain)
+        )
+    )
+    return checked.written, _projected(data, checked.written.change), checked.note
 
 
-def _summary_detail(split: WindowSplit, written: WrittenSummary, summary_tokens: int) -> str:
+def _starts_window(message: Message) -> bool:
+    """A summary, or a message carrying a provider's compaction: earlier windows are stored."""
+    return message.summary or any(isinstance(sp.part, CompactionPart) for sp in message.parts)
+
+
+def _summary_detail(
+    split: WindowSplit, written: WrittenSummary, record: Record, checked: str
+) -> str:
     summarized = sum(1 for m in split.head if not m.summary)
-    merged = " (the previous summary merged in)" if split.head and split.head[0].summary else ""
+    first = split.head[0].parts if split.head and split.head[0].summary else ()
+    own = any(isinstance(sp.part, CompactionPart) and sp.part.digest for sp in first)
+    merged = " (the previous summary merged in)" if own else ""
     text = (
         f"summarized {summarized} messages ({split.head_tokens:,} tokens){merged} into a "
-        f"{summary_tokens:,}-token {written.summarizer} summary; kept {len(split.tail)} "
+        f"{written.change.tokens:,}-token {written.summarizer} summary; kept {len(split.tail)} "
         f"messages ({split.tail_tokens:,} tokens) verbatim; originals kept in the store"
     )
+    if record.earlier:
+        text += (
+            f"; the user's words and the artifact index drawn from {len(record.messages)} "
+            f"stored messages, {record.earlier} of them from before earlier compactions"
+        )
+    if record.foreign:
+        text += "; the agent's own earlier summary kept as written, not as the record"
     if written.dropped:
         left_out = ", ".join(f"{n} {name}" for name, n in written.dropped.items())
         text += f"; left out for room, oldest first: {left_out}"
+    text += "; " + checked
     if written.steps:
         text += "; summarizers tried: " + "; ".join(written.steps)
     return text

@@ -1,7 +1,8 @@
 """session/handoff: a new child session for a new goal, starting from what the parent knows.
 
 Its first message is a summary-kind message (never the user's): the goal, the parent's
-extractive digest (core.summary, with the goal as the summary's instructions) and the contents
+extractive digest (core.summary, drawn from its whole stored history by core.history_record,
+with the goal as the summary's instructions) and the contents
 of up to `[handoff] max_files` files within `file_tokens` (core.handoff ranks them by the
 artifact trail; they are read now, from the session's workspace folder, and only from inside
 it). The digest is kept with the message, so the child's first compaction merges it. The
@@ -20,8 +21,9 @@ from tokend.adapters.config_files import workspace_folder
 from tokend.core.budget import history_summary_target_tokens
 from tokend.core.errors import InvalidParams
 from tokend.core.handoff import FileChoice, choose_files, handoff_text, ranked_files
+from tokend.core.history_record import record_digest, record_of
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.core.summary import USER_WORDS_TOKENS, digest_of, digest_to_json, render_summary
+from tokend.core.summary import USER_WORDS_TOKENS, digest_to_json, render_summary
 from tokend.core.types import SessionInfo
 from tokend.service.counting import ModelCounter
 from tokend.service.service import TokendService, new_id
@@ -56,7 +58,7 @@ async def handoff(service: TokendService, session_id: str, goal: str) -> HandedO
         budget = config.handoff.file_tokens
         ranked = ranked_files(trail, goal)
         choices = choose_files(_candidates(ranked, folder, counter, budget, texts), config.handoff)
-        digest = digest_of(data.messages)
+        digest = record_digest(record_of(every, data.messages))
         rendered = render_summary(
             digest,
             counter.count_texts,

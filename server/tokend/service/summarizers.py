@@ -28,6 +28,7 @@ from tokend.adapters.model_http import HttpWriter
 from tokend.core.changes import NewWindow
 from tokend.core.compaction_plan import WindowSplit
 from tokend.core.errors import SummaryFailed
+from tokend.core.history_record import Record, record_digest, record_of
 from tokend.core.model_summary import SummarizerConfig, answer_tokens
 from tokend.core.session_data import SessionData
 from tokend.core.summary import (
@@ -48,6 +49,11 @@ AskClient = Callable[[str, str, int], Awaitable[Any]]
 """(sessionId, prompt, maxTokens) -> the client's answer to session/summarize."""
 
 __all__ = ["HttpWriterFactory", "ModelWriter", "SummaryFailed"]
+
+# After this many failures in a row, a model-backed step is not called again for the session
+# (until the daemon restarts): Claude Code's and OpenCode's circuit breaker.
+BREAKER_FAILURES = 3
+TRIPPED = f"failed {BREAKER_FAILURES} times in a row in this session"
 
 
 class ModelWriter(Protocol):
@@ -82,8 +88,10 @@ class ExtractiveSummarizer:
         target_tokens: int,
         instructions: str | None,
         narrative: str | None = None,
+        record: Record | None = None,
     ) -> tuple[str, dict[str, Any] | None]:
-        digest = digest_of(messages)
+        """`record` (core.history_record): what `messages` stand for in the stored history."""
+        digest = digest_of(messages) if record is None else record_digest(record)
         rendered = render_summary(
             digest,
             self._count_many,
@@ -215,6 +223,10 @@ async def model_narrative(
         if isinstance(writer, str):
             steps.append(writer)
             continue
+        key = (data.id, writer.name)
+        if service.summarizer_failures.get(key, 0) >= BREAKER_FAILURES:
+            steps.append(f"{writer.name}: skipped ({TRIPPED})")
+            continue
         narrator = PartsNarrator(
             writer,
             summarizer_window(service, data, writer),
@@ -231,13 +243,23 @@ async def model_narrative(
         except Exception as error:  # never lose history to a summarizer's bug
             log.exception("summarizer %s failed", writer.name)
             reason = f"failed ({type(error).__name__})"
-        else:
+        else:  # a success once the summary passes the quality check (service.quality)
             steps.append(f"{writer.name}: used{narrator.report.line()}")
             return Narrative(text, writer.name, tuple(steps))
         log.warning("session %s: summarizer %s: %s", data.id, writer.name, reason)
+        if count_failure(service, data.id, writer.name):
+            reason += f" ({TRIPPED}: not called again)"
         steps.append(f"{writer.name}: {reason}")
     steps.append("extractive: used")
     return Narrative(None, "extractive", tuple(steps))
+
+
+def count_failure(service: TokendService, session_id: str, step: str) -> bool:
+    """One more failure in a row of `step` in the session (an answer refused, or a summary
+    refused by the quality check); True when the breaker trips with it."""
+    key = (session_id, step)
+    service.summarizer_failures[key] = service.summarizer_failures.get(key, 0) + 1
+    return service.summarizer_failures[key] == BREAKER_FAILURES
 
 
 # -- the summary change ------------------------------------------------------------------------
@@ -260,9 +282,15 @@ def write_summary(
     user_words_tokens: int,
     instructions: str | None,
     narrative: Narrative = Narrative(),
+    history: Sequence[Message] | None = None,
 ) -> WrittenSummary:
-    """The summary of `split.head` as a change (run it in a worker thread: it counts)."""
+    """The summary of `split.head` as a change (run it in a worker thread: it counts); the
+    user's words and the artifact index come from `history` (the session's stored messages),
+    when given, as far back as the head reaches (core.history_record)."""
     summarizer = ExtractiveSummarizer(service.counter(data.model).count_texts, user_words_tokens)
-    text, digest = summarizer.summarize(split.head, target_tokens, instructions, narrative.text)
+    record = None if history is None else record_of(history, split.head)
+    text, digest = summarizer.summarize(
+        split.head, target_tokens, instructions, narrative.text, record
+    )
     change = service.summary_change(data, text, digest, [m.id for m in split.head])
     return WrittenSummary(change, narrative.by, summarizer.dropped, narrative.steps)

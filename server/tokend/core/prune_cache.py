@@ -1,0 +1,114 @@
+"""What a prune costs in prompt cache (Anthropic, OpenAI: a request is billed a cache write again
+from the first byte that changed).
+
+Clearing tool results in place changes the request from the first cleared result on: every token
+after it (as the request will be after the prune) is written to the cache again at the next call,
+where it would have been read. While the cache is warm that costs the difference between the
+cache-write and cache-read prices on those tokens, once; the prune then saves the cleared tokens
+at the cache-read price on every later call. Once the cache has expired (5 minutes, or 1 hour
+when the last call wrote 1-hour entries) the next call writes the whole prefix anyway, and the
+prune costs nothing extra. Times in seconds, prices in US dollars per token.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from tokend.core.changes import PruneParts
+from tokend.core.prices import TokenPrices
+from tokend.core.types import Message, Usage
+
+TTL_5M_S = 300
+TTL_1H_S = 3_600
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCache:
+    rewrite_tokens: int  # cached tokens written again because of the prune
+    ttl_s: int
+    age_s: float  # since the last call
+    extra_usd: float  # the rewrite's cost over reading them (0 when the cache expired)
+    saved_per_call_usd: float  # the cleared tokens at the cache-read price
+
+    @property
+    def warm(self) -> bool:
+        return self.age_s < self.ttl_s
+
+    def payback_calls(self) -> int | None:
+        """Later calls until the prune has paid for its rewrite (None: never, nothing saved)."""
+        if self.extra_usd <= 0:
+            return 0
+        if self.saved_per_call_usd <= 0:
+            return None
+        return math.ceil(self.extra_usd / self.saved_per_call_usd)
+
+    def line(self, model: str) -> str:
+        """The prune action's clause about the cache."""
+        ttl = "1-hour" if self.ttl_s == TTL_1H_S else "5-minute"
+        if not self.warm:
+            return (
+                f"prompt cache: expired (last call {_ago(self.age_s)} ago, {ttl} lifetime), so "
+                f"the {self.rewrite_tokens:,} tokens after the first cleared result cost no "
+                "extra cache write"
+            )
+        calls = self.payback_calls()
+        pays = "never pays back" if calls is None else f"pays back after {calls} later call(s)"
+        return (
+            f"prompt cache: warm (last call {_ago(self.age_s)} ago, {ttl} lifetime): the prune "
+            f"writes {self.rewrite_tokens:,} cached tokens again (${self.extra_usd:.4f} over "
+            f"reading them at {model}'s prices) and saves ${self.saved_per_call_usd:.4f} per "
+            f"later call: {pays}"
+        )
+
+
+def prune_cache(
+    messages: Sequence[Message],
+    message_tokens: Mapping[str, int],
+    change: PruneParts,
+    freed_tokens: int,
+    rates: TokenPrices,
+    now: datetime,
+) -> PruneCache | None:
+    """The cache figures of `change` (clearing tool results) on `messages` (the live context,
+    `message_tokens` their totals now), or None when no call with cache figures came before
+    (nothing cached to rewrite)."""
+    part_ids = change.part_ids
+    last = next((m for m in reversed(messages) if _cached(m.usage)), None)
+    first = next(
+        (i for i, m in enumerate(messages) if any(sp.id in part_ids for sp in m.parts)), None
+    )
+    if last is None or last.usage is None or first is None:
+        return None
+    after = sum(
+        change.message_tokens.get(m.id, message_tokens.get(m.id, 0)) for m in messages[first:]
+    )
+    # The entries' lifetime is the one they were written with (a read refreshes it).
+    wrote = next(
+        (m.usage for m in reversed(messages) if m.usage and m.usage.cache_write_tokens), None
+    )
+    ttl = TTL_1H_S if wrote is not None and wrote.cache_write_1h_tokens > 0 else TTL_5M_S
+    at = last.completed_at or last.created_at
+    age = max(0.0, (now - at).total_seconds())
+    read = rates.cache_read if rates.cache_read is not None else (rates.input or 0.0)
+    write = rates.cache_write_1h if ttl == TTL_1H_S else rates.cache_write
+    write = write if write is not None else (rates.input or 0.0)
+    rewrite = max(0, after)
+    extra = rewrite * max(0.0, write - read) if age < ttl else 0.0
+    return PruneCache(rewrite, ttl, age, extra, freed_tokens * read)
+
+
+def _cached(usage: Usage | None) -> bool:
+    return usage is not None and (usage.cache_read_tokens > 0 or usage.cache_write_tokens > 0)
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7_200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172_800:
+        return f"{seconds / 3_600:.1f} h"
+    return f"{seconds / 86_400:.0f} days"

@@ -1,0 +1,96 @@
+"""Issue 21: a prune's `detail` tells what it costs in prompt cache. Oracle: Anthropic's published
+Claude Sonnet 4.6 prices ($0.30 per million cache-read tokens, $3.75 per million 5-minute
+cache-write tokens, $6 per million 1-hour ones) and the clock this test sets; a real SQLite store."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from tokend.adapters.store import SqlStore
+from tokend.core.settings import TokendConfig
+from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
+from tokend.service.assembly import AssembleInput, assemble_context
+from tokend.service.compaction import compact
+from tokend.service.service import TokendService
+from tokend.service.settings import WorkspaceSettings
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+READ, WRITE_5M, WRITE_1H = 0.30 / 1e6, 3.75 / 1e6, 6.0 / 1e6
+
+
+class Clock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+
+def session(tmp_path, clock: Clock, one_hour: bool) -> tuple[TokendService, str]:
+    catalog = WorkspaceSettings().for_workspace(None).catalog
+    store = SqlStore.open(f"sqlite:///{tmp_path}/prune.sqlite3")
+    service = TokendService(store, catalog, TokendConfig(), clock=clock)
+    sid = service.create_session("claude-sonnet-4-6").id
+
+    def usage(read: int, written: int) -> Usage:  # about what the calls would report
+        return Usage(10, 50, 0, read, written, written if one_hour else 0)
+
+    service.append(sid, "user", [TextPart("read every log and tell me what broke")])
+    for i in range(10):
+        call = ToolCallPart(f"c{i}", "Read", {"file_path": f"logs/day_{i}.log"})
+        service.append(sid, "assistant", [call], usage=usage(i * 12_600, 12_600))
+        log = "".join(
+            f"day {i} line {n}: worker {n % 7} restarted after a timeout\n" for n in range(900)
+        )
+        service.append(sid, "user", [ToolResultPart(f"c{i}", "Read", log)])
+    for turn in ("and the metrics?", "and the alerts?"):
+        service.append(sid, "user", [TextPart(turn)])
+        service.append(sid, "assistant", [TextPart("looking")], usage=usage(126_000, 100))
+    return service, sid
+
+
+def figures(detail: str) -> tuple[int, float]:
+    found = re.search(r"writes ([\d,]+) cached tokens again \(\$([\d.]+)", detail)
+    assert found, detail
+    return int(found.group(1).replace(",", "")), float(found.group(2))
+
+
+def test_a_prune_while_the_cache_is_warm_says_what_the_rewrite_costs(tmp_path):
+    clock = Clock(T0)
+    service, sid = session(tmp_path, clock, one_hour=False)
+    clock.at = T0 + timedelta(seconds=90)
+    outcome = compact(service, sid, "prune")
+    [action] = outcome.actions
+    assert action.kind == "prune", action
+    assert "prompt cache: warm (last call 90 s ago, 5-minute lifetime)" in action.detail
+    rewrite, extra = figures(action.detail)
+    # at most the messages the request carries after the prune
+    assembled = assemble_context(service, sid, AssembleInput(format="anthropic"))
+    assert 0 < rewrite <= assembled.total_tokens
+    assert abs(extra - rewrite * (WRITE_5M - READ)) < 1e-4
+    saved = float(re.search(r"saves \$([\d.]+) per later call", action.detail).group(1))
+    assert abs(saved - action.tokens_freed * READ) < 1e-4
+    assert "pays back after" in action.detail
+    service.close()
+
+
+def test_a_prune_after_the_cache_expired_costs_no_extra_write(tmp_path):
+    clock = Clock(T0)
+    service, sid = session(tmp_path, clock, one_hour=False)
+    clock.at = T0 + timedelta(days=3)
+    [action] = compact(service, sid, "prune").actions
+    assert "prompt cache: expired (last call 3 days ago, 5-minute lifetime)" in action.detail
+    assert "cost no extra cache write" in action.detail
+    service.close()
+
+
+def test_one_hour_entries_are_still_warm_after_ten_minutes(tmp_path):
+    clock = Clock(T0)
+    service, sid = session(tmp_path, clock, one_hour=True)
+    clock.at = T0 + timedelta(minutes=10)
+    [action] = compact(service, sid, "prune").actions
+    assert "prompt cache: warm (last call 10 min ago, 1-hour lifetime)" in action.detail
+    rewrite, extra = figures(action.detail)
+    assert abs(extra - rewrite * (WRITE_1H - READ)) < 1e-4
+    service.close()
