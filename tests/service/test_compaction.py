@@ -16,9 +16,9 @@ from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service import summarizers
 from tokend.service.app import open_service
 from tokend.service.assembly import AssembleInput, assemble_context
+from tokend.service.auto_compaction import append_message
 from tokend.service.compaction import (
     CompactRequest,
-    append_message,
     compact,
     compact_async,
 )

@@ -9,8 +9,9 @@ from itertools import count
 from typing import Any
 
 from tokend.core.artifacts import error_strings
+from tokend.core.digest import Digest, digest_to_json
 from tokend.core.history_record import record_digest, record_of
-from tokend.core.summary import Digest, digest_to_json, render_summary
+from tokend.core.summary import render_summary
 from tokend.core.types import (
     CompactionPart,
     Message,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tokend.core.artifacts import FileTouch
-from tokend.core.summary import Digest
+from tokend.core.digest import Digest
 from tokend.core.summary_check import check_summary
 from tokend.core.types import Message, StoredPart, TextPart, ToolResultPart
 

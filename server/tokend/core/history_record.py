@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tokend.core.summary import KEEP_FOREIGN, Digest, digest_from_json, digest_of, merge
+from tokend.core.digest import Digest, digest_from_json
+from tokend.core.summary import KEEP_FOREIGN, digest_of, merge
 from tokend.core.types import CompactionPart, Message
 
 REWIND = "rewind"

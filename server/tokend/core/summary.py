@@ -12,10 +12,10 @@ instead of summarizing a summary. All budgets are tokens, as `count_many` counts
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
-from tokend.core.artifacts import CommandRun, FileTouch, extract_artifacts
+from tokend.core.artifacts import FileTouch, extract_artifacts
+from tokend.core.digest import Digest, digest_from_json
 from tokend.core.prune import is_user_turn
 from tokend.core.types import CompactionPart, Message, TextPart
 
@@ -31,21 +31,6 @@ MAX_FOREIGN_CHARS = 6_000  # the newest foreign summary, cut around the middle b
 KEEP_USER_WORDS, KEEP_COMMANDS, KEEP_ERRORS, KEEP_FOREIGN = 400, 1_000, 500, 3
 
 CountMany = Callable[[Sequence[str]], Sequence[int]]
-
-
-@dataclass(frozen=True, slots=True)
-class Digest:
-    """Everything extracted from the summarized messages (oldest first in every list)."""
-
-    objective: str | None = None  # the first thing the user asked
-    user_words: tuple[str, ...] = ()
-    files: tuple[FileTouch, ...] = ()
-    commands: tuple[CommandRun, ...] = ()
-    errors: tuple[str, ...] = ()
-    conclusions: tuple[str, ...] = ()  # the assistant's last texts
-    todos: tuple[tuple[str, str], ...] = ()  # the last plan: (status, text)
-    messages: int = 0  # messages summarized, over every compaction
-    foreign: tuple[str, ...] = ()  # earlier summaries by the agent or provider, as written
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,29 +164,45 @@ def render_summary(
     kept_conclusions, left = _grant(conclusions, count_many, left, 1.0, dropped, "conclusions")
     foreign = [_cut(text, MAX_FOREIGN_CHARS) for text in digest.foreign[-1:]]
     kept_foreign, left = _grant(foreign, count_many, left, 1.0, dropped, "foreignSummaries")
-    index = []
-    if kept_files:
-        index.append("Files (path: what was done, in order):\n" + "\n".join(kept_files))
-    if kept_commands:
-        index.append("Commands run (oldest first) → exit status:\n" + "\n".join(kept_commands))
-    if index:
-        sections.append("## Artifact index (from the tool calls)\n" + "\n".join(index))
-    if kept_errors:
-        sections.append("## Errors seen (exact strings)\n" + "\n".join(kept_errors))
-    if kept_conclusions:
-        sections.append("## The assistant's last conclusions\n" + "\n\n".join(kept_conclusions))
-    if kept_foreign:
-        sections.append(
-            "## The agent's own earlier summary (its words as written; the sections above are "
-            "drawn from the original messages)\n" + kept_foreign[0]
-        )
-    if step:
-        sections.append("## Next step\n" + step)
+    sections += _record_sections(
+        kept_files, kept_commands, kept_errors, kept_conclusions, kept_foreign, step
+    )
     omitted = ", ".join(f"{n} {name}" for name, n in dropped.items())
     header = f"{digest.messages} earlier messages, summarized."
     if omitted:
         header += f" Left out for room (oldest first): {omitted}."
     return RenderedSummary("\n\n".join([header, *sections]), dropped)
+
+
+def _record_sections(
+    files: list[str],
+    commands: list[str],
+    errors: list[str],
+    conclusions: list[str],
+    foreign: list[str],
+    step: str | None,
+) -> list[str]:
+    """The mechanical sections after the user's words: the artifact index, the exact errors,
+    the last conclusions, the agent's own earlier summary as written, the next step."""
+    sections, index = [], []
+    if files:
+        index.append("Files (path: what was done, in order):\n" + "\n".join(files))
+    if commands:
+        index.append("Commands run (oldest first) → exit status:\n" + "\n".join(commands))
+    if index:
+        sections.append("## Artifact index (from the tool calls)\n" + "\n".join(index))
+    if errors:
+        sections.append("## Errors seen (exact strings)\n" + "\n".join(errors))
+    if conclusions:
+        sections.append("## The assistant's last conclusions\n" + "\n\n".join(conclusions))
+    if foreign:
+        sections.append(
+            "## The agent's own earlier summary (its words as written; the sections above are "
+            "drawn from the original messages)\n" + foreign[0]
+        )
+    if step:
+        sections.append("## Next step\n" + step)
+    return sections
 
 
 def _grant(
@@ -251,61 +252,3 @@ def _cut(text: str, limit: int) -> str:
 
 def _cut_start(text: str, limit: int) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
-
-
-# -- the digest as JSON (kept in the summary message's CompactionPart) ---------------------------
-
-
-def digest_to_json(digest: Digest) -> dict[str, Any]:
-    return {
-        "objective": digest.objective,
-        "userWords": list(digest.user_words),
-        "files": [[t.path, [[op, n] for op, n in t.ops]] for t in digest.files],
-        "commands": [[c.command, c.status] for c in digest.commands],
-        "errors": list(digest.errors),
-        "conclusions": list(digest.conclusions),
-        "todos": [[s, t] for s, t in digest.todos],
-        "messages": digest.messages,
-        "foreign": list(digest.foreign),
-    }
-
-
-def digest_from_json(data: Mapping[str, Any]) -> Digest:
-    """The digest `digest_to_json` wrote (malformed entries are skipped)."""
-
-    def strings(key: str) -> tuple[str, ...]:
-        return tuple(v for v in data.get(key) or () if isinstance(v, str))
-
-    def pairs(key: str) -> list[tuple[str, str]]:
-        return [
-            (v[0], v[1])
-            for v in data.get(key) or ()
-            if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v)
-        ]
-
-    files = []
-    for entry in data.get("files") or ():
-        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
-            ops = tuple(
-                (op[0], op[1])
-                for op in entry[1]
-                if isinstance(op, list)
-                and len(op) == 2
-                and isinstance(op[0], str)
-                and isinstance(op[1], int)
-            )
-            files.append(FileTouch(entry[0], ops))
-    objective = data.get("objective")
-    messages = data.get("messages")
-    return replace(
-        Digest(),
-        objective=objective if isinstance(objective, str) else None,
-        user_words=strings("userWords"),
-        files=tuple(files),
-        commands=tuple(CommandRun(c, s) for c, s in pairs("commands")),
-        errors=strings("errors"),
-        conclusions=strings("conclusions"),
-        todos=tuple(pairs("todos")),
-        messages=messages if isinstance(messages, int) else 0,
-        foreign=strings("foreign"),
-    )

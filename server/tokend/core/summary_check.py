@@ -13,7 +13,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tokend.core.summary import CountMany, Digest, newest_within
+from tokend.core.digest import Digest
+from tokend.core.summary import CountMany, newest_within
 from tokend.core.types import Message, TextPart, ToolCallPart, ToolResultPart
 
 

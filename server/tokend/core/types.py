@@ -89,7 +89,7 @@ class Iteration(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class CompactionPart:
     """A compaction summary: `summary` stands for the messages it covers in assembly.
-    `digest` is the structured content it was rendered from (core.summary.Digest as JSON),
+    `digest` is the structured content it was rendered from (core.digest.Digest as JSON),
     so that the next compaction merges it instead of summarizing a summary.
 
     With `provider` ("anthropic" | "openai") it is the provider's own compaction, in the

@@ -19,11 +19,12 @@ from typing import Any
 from tokend.adapters import workspace_fs
 from tokend.adapters.config_files import workspace_folder
 from tokend.core.budget import history_summary_target_tokens
+from tokend.core.digest import digest_to_json
 from tokend.core.errors import InvalidParams
 from tokend.core.handoff import FileChoice, choose_files, handoff_text, ranked_files
 from tokend.core.history_record import record_digest, record_of
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.core.summary import USER_WORDS_TOKENS, digest_to_json, render_summary
+from tokend.core.summary import USER_WORDS_TOKENS, render_summary
 from tokend.core.types import SessionInfo
 from tokend.service.counting import ModelCounter
 from tokend.service.service import TokendService, new_id

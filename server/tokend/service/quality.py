@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from tokend.core.catalog import ModelInfo
 from tokend.core.compaction_plan import WindowSplit
-from tokend.core.summary import Digest, digest_from_json
+from tokend.core.digest import Digest, digest_from_json
 from tokend.core.summary_check import Check, check_summary
 from tokend.core.types import CompactionPart
 from tokend.service.service import TokendService

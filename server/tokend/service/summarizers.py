@@ -27,17 +27,12 @@ from typing import Any, Protocol
 from tokend.adapters.model_http import HttpWriter
 from tokend.core.changes import NewWindow
 from tokend.core.compaction_plan import WindowSplit
+from tokend.core.digest import digest_to_json
 from tokend.core.errors import SummaryFailed
 from tokend.core.history_record import Record, record_digest, record_of
 from tokend.core.model_summary import SummarizerConfig, answer_tokens
 from tokend.core.session_data import SessionData
-from tokend.core.summary import (
-    USER_WORDS_TOKENS,
-    CountMany,
-    digest_of,
-    digest_to_json,
-    render_summary,
-)
+from tokend.core.summary import USER_WORDS_TOKENS, CountMany, digest_of, render_summary
 from tokend.core.types import Message
 from tokend.service.service import TokendService
 from tokend.service.summary_parts import Failed as PartsFailed

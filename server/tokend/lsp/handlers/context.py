@@ -15,7 +15,7 @@ from tokend.lsp.handlers.session import announce_compaction, auto_progress
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service.assemble_input import AssembleInput
 from tokend.service.assembly import assemble_context_async
-from tokend.service.compaction import auto_compact_async
+from tokend.service.auto_compaction import auto_compact_async
 
 
 def register(server: TokendServer) -> None:

@@ -24,12 +24,11 @@ from tokend.lsp.convert import (
     with_iterations,
 )
 from tokend.lsp.server import TokendServer, rpc
+from tokend.service.auto_compaction import AutoProgress, append_message
 from tokend.service.compaction import (
-    AutoProgress,
     CompactAction,
     CompactOutcome,
     CompactRequest,
-    append_message,
     compact_async,
 )
 
