@@ -100,17 +100,7 @@ def openai_chat_reply(completion: Any, choice: int = 0) -> Reply:
                 "input": _arguments(function.get("arguments")),
             }
         )
-    u = c.get("usage") or {}
-    details = u.get("prompt_tokens_details") or {}
-    cached, written = _int(details.get("cached_tokens")), _int(details.get("cache_write_tokens"))
-    usage = {
-        "inputTokens": max(0, _int(u.get("prompt_tokens")) - cached - written),
-        "outputTokens": _int(u.get("completion_tokens")),
-        "cacheReadTokens": cached,
-        "cacheWriteTokens": written,
-        "reasoningTokens": _int((u.get("completion_tokens_details") or {}).get("reasoning_tokens")),
-    }
-    return _reply(parts, usage, c)
+    return _reply(parts, _openai_usage(c.get("usage") or {}, "prompt", "completion"), c)
 
 
 def openai_responses_reply(response: Any) -> Reply:
@@ -145,17 +135,22 @@ def openai_responses_reply(response: Any) -> Reply:
             if item.get("id"):
                 part["id"] = item["id"]
             parts.append(part)
-    u = r.get("usage") or {}
-    details = u.get("input_tokens_details") or {}
+    return _reply(parts, _openai_usage(r.get("usage") or {}, "input", "output"), r)
+
+
+def _openai_usage(u: Mapping[str, Any], given: str, made: str) -> dict[str, int]:
+    """OpenAI's usage as tokend's (protocol.md's table): Chat Completions names its figures
+    prompt/completion, the Responses API input/output; both count cached input, read or
+    written, inside the input figure, so it is subtracted."""
+    details = u.get(f"{given}_tokens_details") or {}
     cached, written = _int(details.get("cached_tokens")), _int(details.get("cache_write_tokens"))
-    usage = {
-        "inputTokens": max(0, _int(u.get("input_tokens")) - cached - written),
-        "outputTokens": _int(u.get("output_tokens")),
+    return {
+        "inputTokens": max(0, _int(u.get(f"{given}_tokens")) - cached - written),
+        "outputTokens": _int(u.get(f"{made}_tokens")),
         "cacheReadTokens": cached,
         "cacheWriteTokens": written,
-        "reasoningTokens": _int((u.get("output_tokens_details") or {}).get("reasoning_tokens")),
+        "reasoningTokens": _int((u.get(f"{made}_tokens_details") or {}).get("reasoning_tokens")),
     }
-    return _reply(parts, usage, r)
 
 
 def _reply(parts: list[Part], usage: dict[str, int], raw: Mapping[str, Any]) -> Reply:
