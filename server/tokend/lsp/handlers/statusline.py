@@ -1,0 +1,68 @@
+"""statusline/line: Claude Code's status line in one request.
+
+`tokend statusline` runs once per refresh of Claude Code's status line: it forwards the JSON
+Claude Code gave it and prints the line this returns. Following the transcript (idempotent),
+reading the gauge and rendering it (core.statusline) all happen here, so the command makes one
+round trip and parses one string.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tokend.core.errors import InvalidParams
+from tokend.core.statusline import SEGMENTS, last_call, parse_segments, render
+from tokend.lsp import wire
+from tokend.lsp.convert import to_wire_snapshot
+
+if TYPE_CHECKING:
+    from tokend.lsp.server import TokendServer
+
+FIRST_ANSWER_SECONDS = 0.1  # what a first read of a transcript is given before the answer
+
+
+@attrs.frozen
+class StatuslineParams:
+    given: dict[str, Any]
+    segments: list[str] | None = None
+    colour: bool = False
+
+
+def register(server: TokendServer) -> None:
+    from tokend.lsp.server import rpc
+
+    @server.feature("statusline/line")
+    @rpc
+    async def line(ls: TokendServer, params: Any) -> Any:
+        p = _params(params)
+        transcript = p.given.get("transcript_path")
+        if not isinstance(transcript, str) or not transcript:
+            raise InvalidParams("given.transcript_path: the transcript Claude Code names")
+        segments: tuple[str, ...] = SEGMENTS
+        if p.segments is not None:
+            try:
+                segments = parse_segments(",".join(p.segments))
+            except ValueError as exc:
+                raise InvalidParams(f"segments: {exc}") from None
+        follower = await ls.app.followers.start(
+            "claude-code", transcript, wait=FIRST_ANSWER_SECONDS
+        )
+        followed = follower.transcripts[0] if follower.transcripts else None
+        if followed is None or not followed.caught_up:
+            return {"line": None, "state": "reading", "sessionId": None}
+        if followed.session_id is None:
+            return {"line": None, "state": "waiting", "sessionId": None}
+        snapshot = wire.to_wire(to_wire_snapshot(ls.service.snapshot(followed.session_id)))
+        last = last_call(ls.app.followers.newest_records(followed.path))
+        text = render(snapshot, p.given, segments, colour=p.colour, now=time.time(), last=last)
+        return {"line": text, "state": "current", "sessionId": followed.session_id}
+
+
+def _params(params: Any) -> StatuslineParams:
+    raw = params if isinstance(params, dict) else None
+    if raw is not None and not isinstance(raw.get("given"), dict):
+        raise InvalidParams("given: must be the JSON object Claude Code passes on stdin")
+    return wire.from_wire(StatuslineParams, params)
