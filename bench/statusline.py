@@ -451,7 +451,7 @@ def run() -> str:
         ),
         "",
         f"Lines (colour codes left out): this work `{_plain(mine['line'])}`"
-        + (f"; baseline `{theirs['line']}`" if theirs is not None else "")
+        + (f"; baseline `{_plain(theirs['line'])}`" if theirs is not None else "")
         + (f"; ccusage `{peer[1]}`." if isinstance(peer, tuple) else f". ccusage: {peer}."),
     ]
     return "\n".join(rows)

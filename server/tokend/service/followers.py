@@ -5,7 +5,8 @@ transcript that appears or grows there after the follower started (and the newes
 there) is followed too, each into its own session, so a new agent session is picked up without
 a command. The daemon's watchdog adapter (adapters.watch) reports changes, polling the folder
 when inotify cannot watch it; a slow poll of each tail catches what it misses (network file
-systems), and is also how a quiet transcript's last reply gets imported (see transcript_tail).
+systems). What the agent wrote is imported at once, a reply still streaming included (see
+core/transcript_tail.py).
 
 Each transcript has one TranscriptTail however many followers name it, and one task syncing it,
 so two editors asking to follow the same file never import a record twice. Everything here runs
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 __all__ = ["Followers", "FollowerStatus", "agent_folder", "is_transcript", "latest_transcript"]
 
 POLL_SECONDS = 1.0  # how often a tail looks at its file without a watchdog event
-QUIET_SECONDS = 2.0  # a transcript unchanged this long has its waiting records imported
 KEEPS_DAEMON_UP_SECONDS = 3600.0  # a transcript written this recently keeps its daemon up
 FIRST_SYNC_SECONDS = 30.0  # follow/start waits this long at most for a transcript's first import
 LAST_RECORDS = 500  # newest_records looks this far back
@@ -89,11 +89,9 @@ class Followers:
         service: TokendService,
         *,
         poll_seconds: float = POLL_SECONDS,
-        quiet_seconds: float = QUIET_SECONDS,
     ) -> None:
         self.service = service
         self.poll_seconds = poll_seconds
-        self.quiet_seconds = quiet_seconds
         self._followers: dict[str, _Follower] = {}
         self._running: dict[Path, _Running] = {}
         self._ids = itertools.count(1)
@@ -269,25 +267,18 @@ class Followers:
         return running
 
     async def _run(self, running: _Running) -> None:
-        """Sync the tail whenever it is poked or the poll comes round; import what waits once
-        the file has been quiet for `quiet_seconds`."""
-        loop = asyncio.get_running_loop()
-        last_change = loop.time()
+        """Sync the tail whenever it is poked or the poll comes round."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(running.poked.wait(), self.poll_seconds)
             running.poked.clear()
             tail = running.tail
-            size = len(tail.records)
-            quiet = tail.waiting and loop.time() - last_change >= self.quiet_seconds
             try:
-                await tail.sync(quiet=quiet)
+                await tail.sync()
             except Exception:  # a bug must not end the follower silently
                 log.exception("following %s failed", tail.path)
             tail.caught_up = True
             running.synced.set()
-            if len(tail.records) != size:
-                last_change = loop.time()
             for follower in running.followers:
                 self._tell(follower, running)
 
