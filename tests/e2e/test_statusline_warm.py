@@ -209,3 +209,51 @@ def test_a_daemon_without_statusline_line_is_asked_the_older_way(
     picked = line_by_snapshot(given, ("cost", "model"))
     cost = next(part for part in line.split(" · ") if part.startswith("$"))
     assert picked == f"{cost} · claude-opus-4-6"
+
+
+def test_segments_from_the_config_files_cost_the_command_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`[statusline] segments` in the user's config.toml, a project's .tokend.toml over it,
+    `--segments` over both; the daemon reads them (the command still imports nothing heavy)."""
+    with real_daemons(monkeypatch) as runtime:
+        user = runtime.base / "config"
+        (user / "tokend").mkdir(parents=True)
+        (user / "tokend" / "config.toml").write_text('[statusline]\nsegments = ["cost", "model"]\n')
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(user))
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(runtime.base / "claude"))
+        monkeypatch.setenv("NO_COLOR", "1")
+        runtime.serve("--idle-timeout", "0")
+        transcript = tmp_path / "t.jsonl"
+        transcript.write_bytes(session_file("tool_heavy.jsonl").read_bytes())
+        given = _given(transcript, "conf-1")
+        deadline = time.monotonic() + WAIT_SECONDS
+        while not (line := _run(given).stdout.strip()).endswith("· claude-opus-4-6"):
+            assert time.monotonic() < deadline, line
+            time.sleep(0.2)
+        assert line.startswith("$") and len(line.split(" · ")) == 2
+        done = _run(given, "-X", "importtime")
+        imported = {r.rsplit("|", 1)[-1].strip() for r in done.stderr.splitlines() if "|" in r}
+        assert done.stdout.strip() == line and not imported & set(HEAVY)
+
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / ".tokend.toml").write_text('[statusline]\nsegments = ["model"]\n')
+        inside = {**given, "workspace": {"project_dir": str(project)}}
+        assert _run(inside).stdout.strip() == "claude-opus-4-6"
+        picked = subprocess.run(
+            [sys.executable, "-m", "tokend", "statusline", "--segments", "compactions,model"],
+            input=json.dumps(inside),
+            capture_output=True,
+            text=True,
+            timeout=WAIT_SECONDS,
+        )
+        assert picked.stdout.strip() == "claude-opus-4-6"  # no compactions: not shown
+
+        (project / ".tokend.toml").write_text('[statusline]\nsegments = ["speed"]\n')
+        os.utime(project / ".tokend.toml", (time.time() + 5, time.time() + 5))
+        deadline = time.monotonic() + WAIT_SECONDS  # a rejected value: the user's in effect
+        while (line := _run(inside).stdout.strip()) == "claude-opus-4-6":
+            assert time.monotonic() < deadline, line
+            time.sleep(0.3)
+        assert line.endswith("· claude-opus-4-6") and line.startswith("$")

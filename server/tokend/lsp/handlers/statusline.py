@@ -8,13 +8,15 @@ round trip and parses one string.
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from tokend.core.errors import InvalidParams
-from tokend.core.statusline import SEGMENTS, last_call, parse_segments, render
+from tokend.core.statusline import last_call, parse_segments, render
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
 
@@ -41,7 +43,7 @@ def register(server: TokendServer) -> None:
         transcript = p.given.get("transcript_path")
         if not isinstance(transcript, str) or not transcript:
             raise InvalidParams("given.transcript_path: the transcript Claude Code names")
-        segments: tuple[str, ...] = SEGMENTS
+        segments = ls.service.config_for(_workspace(p.given)).statusline.segments
         if p.segments is not None:
             try:
                 segments = parse_segments(",".join(p.segments))
@@ -59,6 +61,17 @@ def register(server: TokendServer) -> None:
         last = last_call(ls.app.followers.newest_records(followed.path))
         text = render(snapshot, p.given, segments, colour=p.colour, now=time.time(), last=last)
         return {"line": text, "state": "current", "sessionId": followed.session_id}
+
+
+def _workspace(given: dict[str, Any]) -> str | None:
+    """The folder Claude Code works in (its project folder, else its cwd) as a URI: whose
+    `.tokend.toml` says which segments to show."""
+    folders = given.get("workspace")
+    folder = folders.get("project_dir") if isinstance(folders, dict) else None
+    folder = folder if isinstance(folder, str) and folder else given.get("cwd")
+    if not isinstance(folder, str) or not os.path.isabs(folder):
+        return None
+    return Path(folder).as_uri()
 
 
 def _params(params: Any) -> StatuslineParams:
