@@ -33,6 +33,13 @@ class StatuslineParams:
     colour: bool = False
 
 
+@attrs.frozen
+class StatuslineLineWire:
+    line: str | None  # null unless state is "current"
+    state: str  # "current" | "reading" (a first read, partial figures) | "waiting" (no reply)
+    session_id: str | None
+
+
 def register(server: TokendServer) -> None:
     from tokend.lsp.server import rpc
 
@@ -54,13 +61,13 @@ def register(server: TokendServer) -> None:
         )
         followed = follower.transcripts[0] if follower.transcripts else None
         if followed is None or not followed.caught_up:
-            return {"line": None, "state": "reading", "sessionId": None}
+            return wire.to_wire(StatuslineLineWire(None, "reading", None))
         if followed.session_id is None:
-            return {"line": None, "state": "waiting", "sessionId": None}
+            return wire.to_wire(StatuslineLineWire(None, "waiting", None))
         snapshot = wire.to_wire(to_wire_snapshot(ls.service.snapshot(followed.session_id)))
         last = last_call(ls.app.followers.newest_records(followed.path))
         text = render(snapshot, p.given, segments, colour=p.colour, now=time.time(), last=last)
-        return {"line": text, "state": "current", "sessionId": followed.session_id}
+        return wire.to_wire(StatuslineLineWire(text, "current", followed.session_id))
 
 
 def _workspace(given: dict[str, Any]) -> str | None:
