@@ -160,7 +160,11 @@ def frame(body: dict[str, Any]) -> bytes:
     """A JSON-RPC message with its LSP header."""
     import json
 
-    data = json.dumps(body).encode()
+    return frame_bytes(json.dumps(body).encode())
+
+
+def frame_bytes(data: bytes) -> bytes:
+    """A JSON-RPC message already written as JSON, with its LSP header."""
     return b"Content-Length: %d\r\n\r\n" % len(data) + data
 
 

@@ -87,7 +87,7 @@ def run_statusline(stdin: TextIO, out: TextIO, argv: Sequence[str] = ()) -> int:
         line = f"tokend: {exc}"
     except OSError as exc:  # the runtime folder or the socket misbehaves: say so, briefly
         line = f"tokend: {exc.strerror or exc}"
-    except Exception as exc:  # noqa: BLE001 (the older daemon's path: TokendError and kin)
+    except Exception as exc:  # the older daemon's path: TokendError and kin
         line = f"tokend: {getattr(exc, 'message', None) or exc}"
     out.write(line + "\n")
     return 0
@@ -152,9 +152,8 @@ def _ask(sock: Any, text: str, segments: tuple[str, ...] | None) -> Any:
         + chosen
         + b"}}"
     )
-    sock.sendall(
-        b"".join(_frame(body) for body in (_INITIALIZE % os.getpid(), _INITIALIZED, request))
-    )
+    bodies = (_INITIALIZE % os.getpid(), _INITIALIZED, request)
+    sock.sendall(b"".join(rendezvous.frame_bytes(body) for body in bodies))
     for body in _frames(sock):
         reply = rendezvous.loads(body.decode("utf-8"))
         if not isinstance(reply, dict) or reply.get("id") != 2 or "method" in reply:
@@ -164,10 +163,6 @@ def _ask(sock: Any, text: str, segments: tuple[str, ...] | None) -> Any:
             raise _Failed(error.get("code"), str(error.get("message") or "the daemon failed"))
         return reply.get("result")
     raise ConnectionResetError(0, "the daemon closed the connection")
-
-
-def _frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 def _frames(sock: Any) -> Any:
