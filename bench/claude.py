@@ -44,6 +44,7 @@ from tokend.adapters.tokenizers import CachedCounter, load_encoding
 from tokend.core.estimate import estimate_tokens, family_chars_per_token
 
 BEFORE_CLAUDE_REV = "9f76291"  # main before the Claude tier
+MAIN_REV = "2c3728f"  # main with the Claude tier counted by ctok itself (before tokend's own path)
 FAMILIES = {"claude-v3": ("3.0", 7), "claude-v4.7": ("4.7", 11), "claude-v4.8": ("4.8", 6)}
 FILES_PER_SOURCE = 40
 BUDGETS = (1024, 2048, 4096, 8192)
@@ -113,7 +114,7 @@ def _replay(server: Path, session: Path, config: str | None) -> tuple[dict[str, 
     return json.loads(done.stdout)["summary"], wall
 
 
-def _replays(before: Path | None) -> list[str]:
+def _replays(before: Path | None, main: Path | None) -> list[str]:
     session = SESSIONS_DIR / SESSIONS[0]
     if not session.is_file():
         return [f"Replay skipped: {SESSIONS_DIR.name} not found beside the repository."]
@@ -129,6 +130,8 @@ def _replays(before: Path | None) -> list[str]:
             '[models."claude-opus-4-6"]\ntokenizer = ""\n',
         ),
     }
+    if main is not None:
+        variants[f"main {MAIN_REV}: claude-v3 exact (ctok)"] = (main / "server", None)
     if before is not None:
         variants[f"today (main {BEFORE_CLAUDE_REV}): estimate"] = (before / "server", None)
     rows = [
@@ -202,7 +205,7 @@ def _throughput(samples: list[Sample]) -> list[str]:
     for family in ("claude-v3", "claude-v4.7"):
         cached = CachedCounter(ClaudeCounter(family))
         rows.append(
-            f"| {family} (ctok) | {_mb_per_s(texts, cached.count):.2f} "
+            f"| {family} (tokend over ctok) | {_mb_per_s(texts, cached.count):.2f} "
             f"| {_mb_per_s(texts, cached.count):.1f} |"
         )
     tiktoken_cached = CachedCounter(_O200k(o200k))
@@ -210,21 +213,70 @@ def _throughput(samples: list[Sample]) -> list[str]:
         f"| o200k_base (tiktoken) | {_mb_per_s(texts, tiktoken_cached.count):.2f} "
         f"| {_mb_per_s(texts, tiktoken_cached.count):.1f} |"
     )
-    blob = "\n".join(texts)
+    return rows
+
+
+_ONE_MB = """
+import json, sys, time
+from tokend.adapters.claude_tokens import ClaudeCounter
+text = open(sys.argv[1], encoding="utf-8").read()
+counter = ClaudeCounter(sys.argv[2])
+counter.count("warm up: load the vocabulary")
+wall, cpu = time.perf_counter(), time.process_time()
+tokens = counter.count(text)
+print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, tokens]))
+"""
+
+
+def _one_mb_run(server: Path, path: Path, family: str) -> tuple[float, float, int]:
+    env = {**os.environ, "PYTHONPATH": str(server)}
+    done = subprocess.run(
+        [sys.executable, "-c", _ONE_MB, str(path), family],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall, cpu, tokens = json.loads(done.stdout)
+    return wall, cpu, tokens
+
+
+def _one_mb(samples: list[Sample], main: Path | None) -> list[str]:
+    """Seconds to count a 1 MB tool result (the corpus's files one after another) in this tree
+    and in main's (ctok's own count), beside tiktoken's o200k on the same text; the counts must
+    agree with ctok's whole-text count."""
+    blob = "\n".join(s.text for s in samples)
     while len(blob) < 1_000_000:
         blob += blob
     tool_result = blob[:1_000_000]
-    started = time.perf_counter()
-    ClaudeCounter("claude-v3").count(tool_result)
-    one_mb = time.perf_counter() - started
-    started = time.perf_counter()
-    o200k.encode_ordinary(tool_result)
-    one_mb_o200k = time.perf_counter() - started
-    rows.append("")
-    rows.append(
-        f"A 1 MB tool result (real files) counted once: claude-v3 {one_mb:.2f} s, "
-        f"o200k_base {one_mb_o200k:.2f} s."
-    )
+    o200k = load_encoding("o200k_base")
+    rows = [
+        "| family | tree | wall s | CPU s | tokens | = ctok |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    with tempfile.TemporaryDirectory(prefix="tokend-claude-1mb-") as folder:
+        path = Path(folder) / "tool_result.txt"
+        path.write_text(tool_result, encoding="utf-8")
+        for family in ("claude-v3", "claude-v4.7", "claude-v4.8"):
+            truth = _oracle(tool_result, family)
+            trees = {"this tree": ROOT / "server"}
+            if main is not None:
+                trees[f"main {MAIN_REV}"] = main / "server"
+            for label, server in trees.items():
+                runs = [_one_mb_run(server, path, family) for _ in range(REPEATS)]
+                rows.append(
+                    f"| {family} | {label} | {statistics.median(r[0] for r in runs):.2f} "
+                    f"| {statistics.median(r[1] for r in runs):.2f} | {runs[0][2]:,} "
+                    f"| {'yes' if all(r[2] == truth for r in runs) else 'NO'} |"
+                )
+        walls = []
+        for _ in range(REPEATS):
+            started = time.perf_counter()
+            o200k.encode_ordinary(tool_result)
+            walls.append(time.perf_counter() - started)
+        rows.append(
+            f"| o200k_base (tiktoken) | this process | {statistics.median(walls):.2f} | | | |"
+        )
     return rows
 
 
@@ -332,12 +384,17 @@ def run() -> str:
         *_accuracy(samples),
         "",
     ]
-    with baseline_tree(BEFORE_CLAUDE_REV) as before:
+    with baseline_tree(BEFORE_CLAUDE_REV) as before, baseline_tree(MAIN_REV) as main:
         out += [
+            f"A 1 MB tool result counted once, each tree in its own process (median of {REPEATS}; "
+            "CPU seconds beside wall seconds, the machine being shared):",
+            "",
+            *_one_mb(samples, main),
+            "",
             "Replay of the long shared Claude Code session (claude-opus-4-6), each run a "
             "`tokend replay` process (start-up included in its time):",
             "",
-            *_replays(before),
+            *_replays(before, main),
             "",
             "A Claude session's repo map of this repository (`repoMap/get`, claude-opus-4-6):",
             "",
