@@ -41,7 +41,8 @@ from bench.replay import SESSIONS, SESSIONS_DIR
 from bench.stall import _answered, _frame, _percentile
 from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.adapters.tokenizers import CachedCounter, load_encoding
-from tokend.core.estimate import estimate_tokens, family_chars_per_token
+from tokend.core.estimate import estimate_tokens
+from tokend.core.estimate_families import family_chars_per_token, family_estimate_tokens
 
 BEFORE_CLAUDE_REV = "9f76291"  # main before the Claude tier
 MAIN_REV = "2c3728f"  # main with the Claude tier counted by ctok itself (before tokend's own path)
@@ -63,7 +64,7 @@ def _mape(pairs: list[tuple[float, int]]) -> float:
 def _accuracy(samples: list[Sample]) -> list[str]:
     rows = [
         "| family | source | files | exact share (tokend = ctok) | tokend err % | cold estimate "
-        "err % | today's estimate err % | chars/4 err % |",
+        "err % | main's cold estimate err % | chars/4 err % |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for family in FAMILIES:
@@ -77,8 +78,8 @@ def _accuracy(samples: list[Sample]) -> list[str]:
             row = (
                 truth,
                 counter.count(s.text),
-                estimate_tokens(s.text, None, priors),
-                estimate_tokens(s.text),
+                family_estimate_tokens(s.text, family),
+                estimate_tokens(s.text, None, priors),  # main's: o200k-shaped, scaled
                 len(s.text) / 4,
             )
             by_source.setdefault(s.source, []).append(row)
