@@ -232,6 +232,8 @@ class FastClaude:
 
     def _tile(self, segment: str) -> int:
         model = self._model
+        if segment in model.vocab:
+            return 1  # a piece itself: no tiling of a non-empty text has fewer than one tile
 
         def unit_floor(at: int) -> int:
             char = segment[at]
