@@ -101,3 +101,18 @@ def test_small_texts_persist_in_the_count_cache_for_claude() -> None:
     text = "A paragraph of about six hundred characters. " * 14
     assert CachedCounter(ClaudeCounter("claude-v3"), Cache()).count(text) > 0
     assert list(stored) == [CachedCounter(ClaudeCounter("claude-v3")).key(text)]
+
+
+def test_a_ctok_release_not_checked_counts_with_ctok_itself(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tokend.adapters import claude_tokens
+
+    monkeypatch.setattr(claude_tokens, "CHECKED_CTOK", frozenset({"0.0.1"}))
+    monkeypatch.setattr(claude_tokens, "_models", {})
+    text = "def f(x):\n    return x  # It's 'quoted'\n"
+    with caplog.at_level("WARNING", logger="tokend.adapters.claude_tokens"):
+        got = ClaudeCounter("claude-v4.8").count(text)
+    assert got == ctok.token_count(text, "4.8") - FRAME["claude-v4.8"]
+    assert type(claude_tokens._models["claude-v4.8"]).__name__ == "_CtokItself"
+    assert "Claude counts use ctok itself" in caplog.text

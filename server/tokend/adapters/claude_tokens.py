@@ -16,16 +16,14 @@ marking per word and the tiling per segment remembered), which gives ctok's numb
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from tokend.core.errors import TokenizerUnavailable
 from tokend.core.model_names import CLAUDE_FAMILIES
-
-if TYPE_CHECKING:
-    from tokend.adapters.claude_fast import FastClaude
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +39,42 @@ _FIX = (
     "on 3.11 run `pip install --no-deps --ignore-requires-python ctok` in tokend's environment."
 )
 
+CHECKED_CTOK = frozenset({"1.3.0"})
+"""ctok releases tokend's own counting path (adapters.claude_fast) was checked against: it
+restates ctok's stream rules for ASCII text, so under any other release tokend counts with ctok's
+own `tile` (the same count, ~3x slower) until the tests pass there too."""
+
 _load_lock = threading.Lock()
-_models: dict[str, FastClaude] = {}  # family -> counter over ctok's model (~1 s to build)
+_models: dict[str, _Counting] = {}  # family -> counter over ctok's model (~1 s to build)
+
+
+class _Counting(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+class _CtokItself:
+    """ctok's own count (content only, as FastClaude's)."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def count(self, text: str) -> int:
+        from ctok.engine import tile
+
+        return int(tile(text, self._model)[0])
+
+
+def _counting(model: Any, version: str) -> _Counting:
+    from tokend.adapters.claude_fast import FastClaude
+
+    if version in CHECKED_CTOK:
+        return FastClaude(model)
+    log.warning(
+        "ctok %s is not a release tokend checked its own counting path against: "
+        "Claude counts use ctok itself",
+        version,
+    )
+    return _CtokItself(model)
 
 
 def ctok_installed() -> bool:
@@ -53,7 +85,7 @@ def ctok_installed() -> bool:
         return False
 
 
-def _model(family: str) -> FastClaude:
+def _model(family: str) -> _Counting:
     model = _models.get(family)
     if model is not None:
         return model
@@ -63,12 +95,12 @@ def _model(family: str) -> FastClaude:
             try:
                 from ctok.main import _family, _model
 
-                from tokend.adapters.claude_fast import FastClaude
-            except ImportError as exc:
+                version = importlib.metadata.version("ctok")
+            except (ImportError, importlib.metadata.PackageNotFoundError) as exc:
                 raise TokenizerUnavailable(
                     f"Cannot count {family}: {exc}. {_FIX}", {"tokenizer": family}
                 ) from exc
-            model = FastClaude(_model(_family(CTOK_VERSIONS[family])))
+            model = _counting(_model(_family(CTOK_VERSIONS[family])), version)
             _models[family] = model
             log.info("loaded ctok's %s vocabulary", family)
     return model
