@@ -119,6 +119,10 @@ def test_what_is_remembered_does_not_leak_between_heads(family: str) -> None:
     fast, model = _fresh(family)
     for text in ["\x00a", " a", "\x00a", " A\n b", "x\n b", " A\n b", "a\n\n\n'll", "'ll"]:
         assert fast.count(text) == tile(text, model)[0], text
+    # Long lines are remembered by a hash of the line (and of whether it heads the message).
+    long = " Line of a minified file: " + "x=1;y='It''s';" * 80
+    for text in [long, "x\n" + long, long + "\n" + long, "\x00" + long[1:], long]:
+        assert fast.count(text) == tile(text, model)[0], text[:40]
 
 
 def test_ascii_case_marks_as_ctok() -> None:

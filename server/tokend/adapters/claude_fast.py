@@ -31,6 +31,7 @@ from __future__ import annotations
 import operator
 import re
 import string
+from hashlib import blake2b
 from itertools import compress, islice
 from operator import itemgetter
 from typing import Any
@@ -76,7 +77,8 @@ def _lines(body: str) -> list[tuple[bool, str]]:
 MEMO_LIMIT = 100_000
 """Entries each memo holds before it starts over (bounds memory on endless distinct text)."""
 LINE_MEMO_CHARS = 400
-"""Lines up to this long are remembered (longer ones seldom come again)."""
+"""Lines up to this long are remembered by their text, longer ones by a hash of it (a 32-character
+key for however long a line: a minified file or a base64 blob is one line)."""
 
 
 def ascii_case(word: str, allcaps_min: int | None) -> str:
@@ -123,16 +125,17 @@ class FastClaude:
         for head, line in _lines(body):
             # The message's head line is streamed apart, with or without its leading space.
             key = ("\1\0"[head_space] + line) if head else line
+            if len(key) > LINE_MEMO_CHARS:  # a long line is remembered by its hash
+                key = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
             hit = memo.get(key)
             if hit is None:
                 text = line.rstrip("\n")
                 hit = self.tile_count(self.line_stream(text, head, head_space))
                 if len(text) < len(line):
                     hit += self.tile_count(line[len(text) :])
-                if len(line) <= LINE_MEMO_CHARS:
-                    if len(memo) >= MEMO_LIMIT:
-                        memo.clear()
-                    memo[key] = hit
+                if len(memo) >= MEMO_LIMIT:
+                    memo.clear()
+                memo[key] = hit
             total += hit
         return total
 
