@@ -3,13 +3,15 @@
 1. Accuracy per family against ctok (the oracle: ctok's count of each whole file as one user
    message, less the family's frame) on bench/estimator.py's corpus: tokend's exact count (the
    pieces it cuts long texts into), the cold estimate with the family's priors, the o200k-shaped
-   estimate a Claude model had before (today), and chars/4.
+   estimate main 2c3728f gives a Claude model without an exact count (o200k-shaped, scaled per
+   class by the family's ratios), and chars/4.
 2. The replay of the shared Claude Code sessions' long session (claude-opus-4-6, v3) through
    `tokend replay` (the live service on a temporary store), in one process per run: this tree,
-   today's main (BEFORE_CLAUDE_REV, checked out beside), and this tree counting the same text with
+   main before the Claude tier (BEFORE_CLAUDE_REV) and main with ctok's own count (MAIN_REV),
+   checked out beside, and this tree counting the same text with
    o200k_base (a gpt-4o session's counting cost) or with the estimate.
 3. A Claude session's repo map of this repository at budgets 1,024-8,192 through the real
-   `tokend lsp --standalone`, this tree and today's: overshoot in Claude tokens and fill.
+   `tokend lsp --standalone`, this tree and main before the tier: overshoot and fill.
 4. Throughput: exact counting MB/s cold and from the cache, beside tiktoken o200k on the same
    text; a 1 MB tool result counted once.
 5. Nobody waits: `budget/snapshot` round trips on one connection of the real `tokend serve` while
@@ -40,6 +42,7 @@ from bench.estimator import Sample, gather_corpus
 from bench.replay import SESSIONS, SESSIONS_DIR
 from bench.stall import _answered, _frame, _percentile
 from tokend.adapters.claude_tokens import ClaudeCounter
+from tokend.adapters.claude_tokens import _model as claude_model
 from tokend.adapters.tokenizers import CachedCounter, load_encoding
 from tokend.core.estimate import estimate_tokens
 from tokend.core.estimate_families import family_chars_per_token, family_estimate_tokens
@@ -134,7 +137,10 @@ def _replays(before: Path | None, main: Path | None) -> list[str]:
     if main is not None:
         variants[f"main {MAIN_REV}: claude-v3 exact (ctok)"] = (main / "server", None)
     if before is not None:
-        variants[f"today (main {BEFORE_CLAUDE_REV}): estimate"] = (before / "server", None)
+        variants[f"main {BEFORE_CLAUDE_REV} (before the Claude tier): estimate"] = (
+            before / "server",
+            None,
+        )
     rows = [
         "| counting | calls | median abs err % | p90 abs err % | max abs err % | replay s (median) |",
         "|---|---:|---:|---:|---:|---:|",
@@ -176,7 +182,7 @@ def _maps(server: Path, base: Path) -> dict[int, tuple[int, int]]:
 def _repo_maps(before: Path | None) -> list[str]:
     trees = {"this tree": ROOT / "server"}
     if before is not None:
-        trees[f"today (main {BEFORE_CLAUDE_REV})"] = before / "server"
+        trees[f"main {BEFORE_CLAUDE_REV} (before the Claude tier)"] = before / "server"
     rows = [
         "| tree | budget | reported tokens | Claude v3 tokens (ctok) | overshoot | fill |",
         "|---|---:|---:|---:|---:|---:|",
@@ -204,6 +210,7 @@ def _throughput(samples: list[Sample]) -> list[str]:
     o200k = load_encoding("o200k_base")
     rows = ["| counter | cold MB/s | again (cache) MB/s |", "|---|---:|---:|"]
     for family in ("claude-v3", "claude-v4.7"):
+        claude_model(family).forget()  # cold: nothing remembered from the accuracy table
         cached = CachedCounter(ClaudeCounter(family))
         rows.append(
             f"| {family} (tokend over ctok) | {_mb_per_s(texts, cached.count):.2f} "

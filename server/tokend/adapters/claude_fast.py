@@ -110,6 +110,12 @@ class FastClaude:
         self._lines: dict[str, int] = {}
         self._segments: dict[str, int] = {}
 
+    def forget(self) -> None:
+        """Drop what is remembered (lines, words, segments)."""
+        self._words.clear()
+        self._lines.clear()
+        self._segments.clear()
+
     def count(self, text: str) -> int:
         norm = nfc(text, fold_quotes=self._model.fold_quotes)
         body = norm.rstrip("\n")

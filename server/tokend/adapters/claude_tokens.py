@@ -51,12 +51,17 @@ _models: dict[str, _Counting] = {}  # family -> counter over ctok's model (~1 s 
 class _Counting(Protocol):
     def count(self, text: str) -> int: ...
 
+    def forget(self) -> None: ...
+
 
 class _CtokItself:
     """ctok's own count (content only, as FastClaude's)."""
 
     def __init__(self, model: Any) -> None:
         self._model = model
+
+    def forget(self) -> None:
+        """Nothing is remembered."""
 
     def count(self, text: str) -> int:
         from ctok.engine import tile
