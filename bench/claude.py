@@ -197,29 +197,44 @@ def _repo_maps(before: Path | None) -> list[str]:
     return rows
 
 
-def _mb_per_s(texts: list[str], count: Callable[[str], int]) -> float:
+def _mb_per_s(texts: list[str], count: Callable[[str], int]) -> tuple[float, float]:
+    """(MB/s by the wall clock, MB/s by this process's CPU time)."""
     size = sum(len(t.encode()) for t in texts)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for t in texts:
         count(t)
-    return size / (time.perf_counter() - started) / 1e6
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return size / wall / 1e6, size / max(cpu, 1e-9) / 1e6
+
+
+def _rate(texts: list[str], count: Callable[[str], int], digits: int) -> str:
+    wall, cpu = _mb_per_s(texts, count)
+    return f"{wall:.{digits}f} (CPU {cpu:.{digits}f})"
 
 
 def _throughput(samples: list[Sample]) -> list[str]:
     texts = [s.text for s in samples]
     o200k = load_encoding("o200k_base")
-    rows = ["| counter | cold MB/s | again (cache) MB/s |", "|---|---:|---:|"]
+    rows = [
+        "| counter | cold MB/s: wall (CPU) | again (cache) MB/s: wall (CPU) |",
+        "|---|---:|---:|",
+    ]
     for family in ("claude-v3", "claude-v4.7"):
         claude_model(family).forget()  # cold: nothing remembered from the accuracy table
         cached = CachedCounter(ClaudeCounter(family))
         rows.append(
-            f"| {family} (tokend over ctok) | {_mb_per_s(texts, cached.count):.2f} "
-            f"| {_mb_per_s(texts, cached.count):.1f} |"
+            f"| {family} (tokend over ctok) | {_rate(texts, cached.count, 2)} "
+            f"| {_rate(texts, cached.count, 1)} |"
+        )
+        ctok_cached = CachedCounter(_Ctok(family))
+        rows.append(
+            f"| {family} (ctok itself: main {MAIN_REV}'s path) | {_rate(texts, ctok_cached.count, 2)} "
+            f"| {_rate(texts, ctok_cached.count, 1)} |"
         )
     tiktoken_cached = CachedCounter(_O200k(o200k))
     rows.append(
-        f"| o200k_base (tiktoken) | {_mb_per_s(texts, tiktoken_cached.count):.2f} "
-        f"| {_mb_per_s(texts, tiktoken_cached.count):.1f} |"
+        f"| o200k_base (tiktoken) | {_rate(texts, tiktoken_cached.count, 2)} "
+        f"| {_rate(texts, tiktoken_cached.count, 1)} |"
     )
     return rows
 
@@ -368,6 +383,23 @@ def _stalls(samples: list[Sample]) -> list[str]:
             f"| {got['p50']:.2f} | {got['p99']:.2f} | {got['max']:.1f} |"
         )
     return rows
+
+
+class _Ctok:
+    """ctok's own count of a text's content (what main's ClaudeCounter gave, in pieces)."""
+
+    def __init__(self, family: str) -> None:
+        from ctok.main import _family, _model
+
+        self._model = _model(_family(FAMILIES[family][0]))
+        self.name = f"ctok-{family}"
+
+    exact = True
+
+    def count(self, text: str) -> int:
+        from ctok.engine import tile
+
+        return int(tile(text, self._model)[0])
 
 
 class _O200k:
