@@ -3,13 +3,15 @@
 1. Accuracy per family against ctok (the oracle: ctok's count of each whole file as one user
    message, less the family's frame) on bench/estimator.py's corpus: tokend's exact count (the
    pieces it cuts long texts into), the cold estimate with the family's priors, the o200k-shaped
-   estimate a Claude model had before (today), and chars/4.
+   estimate main 2c3728f gives a Claude model without an exact count (o200k-shaped, scaled per
+   class by the family's ratios), and chars/4.
 2. The replay of the shared Claude Code sessions' long session (claude-opus-4-6, v3) through
    `tokend replay` (the live service on a temporary store), in one process per run: this tree,
-   today's main (BEFORE_CLAUDE_REV, checked out beside), and this tree counting the same text with
+   main before the Claude tier (BEFORE_CLAUDE_REV) and main with ctok's own count (MAIN_REV),
+   checked out beside, and this tree counting the same text with
    o200k_base (a gpt-4o session's counting cost) or with the estimate.
 3. A Claude session's repo map of this repository at budgets 1,024-8,192 through the real
-   `tokend lsp --standalone`, this tree and today's: overshoot in Claude tokens and fill.
+   `tokend lsp --standalone`, this tree and main before the tier: overshoot and fill.
 4. Throughput: exact counting MB/s cold and from the cache, beside tiktoken o200k on the same
    text; a 1 MB tool result counted once.
 5. Nobody waits: `budget/snapshot` round trips on one connection of the real `tokend serve` while
@@ -40,10 +42,13 @@ from bench.estimator import Sample, gather_corpus
 from bench.replay import SESSIONS, SESSIONS_DIR
 from bench.stall import _answered, _frame, _percentile
 from tokend.adapters.claude_tokens import ClaudeCounter
+from tokend.adapters.claude_tokens import _model as claude_model
 from tokend.adapters.tokenizers import CachedCounter, load_encoding
-from tokend.core.estimate import estimate_tokens, family_chars_per_token
+from tokend.core.estimate import estimate_tokens
+from tokend.core.estimate_families import family_chars_per_token, family_estimate_tokens
 
 BEFORE_CLAUDE_REV = "9f76291"  # main before the Claude tier
+MAIN_REV = "2c3728f"  # main with the Claude tier counted by ctok itself (before tokend's own path)
 FAMILIES = {"claude-v3": ("3.0", 7), "claude-v4.7": ("4.7", 11), "claude-v4.8": ("4.8", 6)}
 FILES_PER_SOURCE = 40
 BUDGETS = (1024, 2048, 4096, 8192)
@@ -62,7 +67,7 @@ def _mape(pairs: list[tuple[float, int]]) -> float:
 def _accuracy(samples: list[Sample]) -> list[str]:
     rows = [
         "| family | source | files | exact share (tokend = ctok) | tokend err % | cold estimate "
-        "err % | today's estimate err % | chars/4 err % |",
+        "err % | main's cold estimate err % | chars/4 err % |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for family in FAMILIES:
@@ -76,8 +81,8 @@ def _accuracy(samples: list[Sample]) -> list[str]:
             row = (
                 truth,
                 counter.count(s.text),
-                estimate_tokens(s.text, None, priors),
-                estimate_tokens(s.text),
+                family_estimate_tokens(s.text, family),
+                estimate_tokens(s.text, None, priors),  # main's: o200k-shaped, scaled
                 len(s.text) / 4,
             )
             by_source.setdefault(s.source, []).append(row)
@@ -113,7 +118,7 @@ def _replay(server: Path, session: Path, config: str | None) -> tuple[dict[str, 
     return json.loads(done.stdout)["summary"], wall
 
 
-def _replays(before: Path | None) -> list[str]:
+def _replays(before: Path | None, main: Path | None) -> list[str]:
     session = SESSIONS_DIR / SESSIONS[0]
     if not session.is_file():
         return [f"Replay skipped: {SESSIONS_DIR.name} not found beside the repository."]
@@ -129,8 +134,13 @@ def _replays(before: Path | None) -> list[str]:
             '[models."claude-opus-4-6"]\ntokenizer = ""\n',
         ),
     }
+    if main is not None:
+        variants[f"main {MAIN_REV}: claude-v3 exact (ctok)"] = (main / "server", None)
     if before is not None:
-        variants[f"today (main {BEFORE_CLAUDE_REV}): estimate"] = (before / "server", None)
+        variants[f"main {BEFORE_CLAUDE_REV} (before the Claude tier): estimate"] = (
+            before / "server",
+            None,
+        )
     rows = [
         "| counting | calls | median abs err % | p90 abs err % | max abs err % | replay s (median) |",
         "|---|---:|---:|---:|---:|---:|",
@@ -172,7 +182,7 @@ def _maps(server: Path, base: Path) -> dict[int, tuple[int, int]]:
 def _repo_maps(before: Path | None) -> list[str]:
     trees = {"this tree": ROOT / "server"}
     if before is not None:
-        trees[f"today (main {BEFORE_CLAUDE_REV})"] = before / "server"
+        trees[f"main {BEFORE_CLAUDE_REV} (before the Claude tier)"] = before / "server"
     rows = [
         "| tree | budget | reported tokens | Claude v3 tokens (ctok) | overshoot | fill |",
         "|---|---:|---:|---:|---:|---:|",
@@ -187,44 +197,110 @@ def _repo_maps(before: Path | None) -> list[str]:
     return rows
 
 
-def _mb_per_s(texts: list[str], count: Callable[[str], int]) -> float:
+def _mb_per_s(texts: list[str], count: Callable[[str], int]) -> tuple[float, float]:
+    """(MB/s by the wall clock, MB/s by this thread's CPU time: the bench's own client threads
+    of earlier parts may still run in this process)."""
     size = sum(len(t.encode()) for t in texts)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     for t in texts:
         count(t)
-    return size / (time.perf_counter() - started) / 1e6
+    wall, cpu = time.perf_counter() - started, time.thread_time() - cpu
+    return size / wall / 1e6, size / max(cpu, 1e-9) / 1e6
+
+
+def _rate(texts: list[str], count: Callable[[str], int], digits: int) -> str:
+    wall, cpu = _mb_per_s(texts, count)
+    return f"{wall:.{digits}f} (CPU {cpu:.{digits}f})"
 
 
 def _throughput(samples: list[Sample]) -> list[str]:
     texts = [s.text for s in samples]
     o200k = load_encoding("o200k_base")
-    rows = ["| counter | cold MB/s | again (cache) MB/s |", "|---|---:|---:|"]
+    rows = [
+        "| counter | cold MB/s: wall (CPU) | again (cache) MB/s: wall (CPU) |",
+        "|---|---:|---:|",
+    ]
     for family in ("claude-v3", "claude-v4.7"):
+        claude_model(family).forget()  # cold: nothing remembered from the accuracy table
         cached = CachedCounter(ClaudeCounter(family))
         rows.append(
-            f"| {family} (ctok) | {_mb_per_s(texts, cached.count):.2f} "
-            f"| {_mb_per_s(texts, cached.count):.1f} |"
+            f"| {family} (tokend over ctok) | {_rate(texts, cached.count, 2)} "
+            f"| {_rate(texts, cached.count, 1)} |"
+        )
+        ctok_cached = CachedCounter(_Ctok(family))
+        rows.append(
+            f"| {family} (ctok itself: main {MAIN_REV}'s path) | {_rate(texts, ctok_cached.count, 2)} "
+            f"| {_rate(texts, ctok_cached.count, 1)} |"
         )
     tiktoken_cached = CachedCounter(_O200k(o200k))
     rows.append(
-        f"| o200k_base (tiktoken) | {_mb_per_s(texts, tiktoken_cached.count):.2f} "
-        f"| {_mb_per_s(texts, tiktoken_cached.count):.1f} |"
+        f"| o200k_base (tiktoken) | {_rate(texts, tiktoken_cached.count, 2)} "
+        f"| {_rate(texts, tiktoken_cached.count, 1)} |"
     )
-    blob = "\n".join(texts)
+    return rows
+
+
+_ONE_MB = """
+import json, sys, time
+from tokend.adapters.claude_tokens import ClaudeCounter
+text = open(sys.argv[1], encoding="utf-8").read()
+counter = ClaudeCounter(sys.argv[2])
+counter.count("warm up: load the vocabulary")
+wall, cpu = time.perf_counter(), time.process_time()
+tokens = counter.count(text)
+print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, tokens]))
+"""
+
+
+def _one_mb_run(server: Path, path: Path, family: str) -> tuple[float, float, int]:
+    env = {**os.environ, "PYTHONPATH": str(server)}
+    done = subprocess.run(
+        [sys.executable, "-c", _ONE_MB, str(path), family],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall, cpu, tokens = json.loads(done.stdout)
+    return wall, cpu, tokens
+
+
+def _one_mb(samples: list[Sample], main: Path | None) -> list[str]:
+    """Seconds to count a 1 MB tool result (the corpus's files one after another) in this tree
+    and in main's (ctok's own count), beside tiktoken's o200k on the same text; the counts must
+    agree with ctok's whole-text count."""
+    blob = "\n".join(s.text for s in samples)
     while len(blob) < 1_000_000:
         blob += blob
     tool_result = blob[:1_000_000]
-    started = time.perf_counter()
-    ClaudeCounter("claude-v3").count(tool_result)
-    one_mb = time.perf_counter() - started
-    started = time.perf_counter()
-    o200k.encode_ordinary(tool_result)
-    one_mb_o200k = time.perf_counter() - started
-    rows.append("")
-    rows.append(
-        f"A 1 MB tool result (real files) counted once: claude-v3 {one_mb:.2f} s, "
-        f"o200k_base {one_mb_o200k:.2f} s."
-    )
+    o200k = load_encoding("o200k_base")
+    rows = [
+        "| family | tree | wall s | CPU s | tokens | = ctok |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    with tempfile.TemporaryDirectory(prefix="tokend-claude-1mb-") as folder:
+        path = Path(folder) / "tool_result.txt"
+        path.write_text(tool_result, encoding="utf-8")
+        for family in ("claude-v3", "claude-v4.7", "claude-v4.8"):
+            truth = _oracle(tool_result, family)
+            trees = {"this tree": ROOT / "server"}
+            if main is not None:
+                trees[f"main {MAIN_REV}"] = main / "server"
+            for label, server in trees.items():
+                runs = [_one_mb_run(server, path, family) for _ in range(REPEATS)]
+                rows.append(
+                    f"| {family} | {label} | {statistics.median(r[0] for r in runs):.2f} "
+                    f"| {statistics.median(r[1] for r in runs):.2f} | {runs[0][2]:,} "
+                    f"| {'yes' if all(r[2] == truth for r in runs) else 'NO'} |"
+                )
+        walls = []
+        for _ in range(REPEATS):
+            started = time.perf_counter()
+            o200k.encode_ordinary(tool_result)
+            walls.append(time.perf_counter() - started)
+        rows.append(
+            f"| o200k_base (tiktoken) | this process | {statistics.median(walls):.2f} | | | |"
+        )
     return rows
 
 
@@ -310,6 +386,23 @@ def _stalls(samples: list[Sample]) -> list[str]:
     return rows
 
 
+class _Ctok:
+    """ctok's own count of a text's content (what main's ClaudeCounter gave, in pieces)."""
+
+    def __init__(self, family: str) -> None:
+        from ctok.main import _family, _model
+
+        self._model = _model(_family(FAMILIES[family][0]))
+        self.name = f"ctok-{family}"
+
+    exact = True
+
+    def count(self, text: str) -> int:
+        from ctok.engine import tile
+
+        return int(tile(text, self._model)[0])
+
+
 class _O200k:
     def __init__(self, encoding: Any) -> None:
         self._encoding = encoding
@@ -332,12 +425,17 @@ def run() -> str:
         *_accuracy(samples),
         "",
     ]
-    with baseline_tree(BEFORE_CLAUDE_REV) as before:
+    with baseline_tree(BEFORE_CLAUDE_REV) as before, baseline_tree(MAIN_REV) as main:
         out += [
+            f"A 1 MB tool result counted once, each tree in its own process (median of {REPEATS}; "
+            "CPU seconds beside wall seconds, the machine being shared):",
+            "",
+            *_one_mb(samples, main),
+            "",
             "Replay of the long shared Claude Code session (claude-opus-4-6), each run a "
             "`tokend replay` process (start-up included in its time):",
             "",
-            *_replays(before),
+            *_replays(before, main),
             "",
             "A Claude session's repo map of this repository (`repoMap/get`, claude-opus-4-6):",
             "",

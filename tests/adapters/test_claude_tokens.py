@@ -3,7 +3,7 @@
 Oracles: the count_tokens figures ctok's vocabulary files record for their probes (each witness is
 a probe text and the `raw` count the API returned for it as one user message, measured on
 claude-opus-4-5 for v3 and claude-opus-4-7 for v4.7), and ctok's own count of a whole text as one
-message (the test oracle the issue names) for the pieces tokend cuts long texts into.
+message (the test oracle the issue names) for long real texts.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from pathlib import Path
 import ctok
 import pytest
 
-from tokend.adapters import claude_tokens
-from tokend.adapters.claude_tokens import ClaudeCounter, claude_pieces
+from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.adapters.tokenizers import CachedCounter, counter_for
 from tokend.core.errors import TokenizerUnavailable
 
@@ -66,21 +65,11 @@ def real_text(limit: int) -> str:
 
 
 @pytest.mark.parametrize("family", sorted(CTOK_VERSION))
-def test_a_long_text_counted_in_pieces_is_counted_as_a_whole(
-    family: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_long_text_is_counted_as_ctok_counts_it_whole(family: str) -> None:
     text = real_text(120_000)
-    monkeypatch.setattr(claude_tokens, "PIECE_CHARS", 2_000)
-    pieces = list(claude_pieces(text, 2_000))
-    assert len(pieces) > 30 and "".join(pieces) == text
+    assert text.count("\n") > 1_000
     whole = ctok.token_count(text, CTOK_VERSION[family]) - FRAME[family]
     assert ClaudeCounter(family).count(text) == whole
-
-
-def test_pieces_keep_text_without_a_cut_whole() -> None:
-    assert list(claude_pieces("x" * 50_000, 1_000)) == ["x" * 50_000]
-    assert list(claude_pieces("", 1_000)) == []
-    assert list(claude_pieces("ab\ncd\n ef", 2)) == ["ab\n", "cd\n ef"]
 
 
 def test_families_are_exact_cached_counters_under_their_own_name() -> None:
@@ -112,3 +101,18 @@ def test_small_texts_persist_in_the_count_cache_for_claude() -> None:
     text = "A paragraph of about six hundred characters. " * 14
     assert CachedCounter(ClaudeCounter("claude-v3"), Cache()).count(text) > 0
     assert list(stored) == [CachedCounter(ClaudeCounter("claude-v3")).key(text)]
+
+
+def test_a_ctok_release_not_checked_counts_with_ctok_itself(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tokend.adapters import claude_tokens
+
+    monkeypatch.setattr(claude_tokens, "CHECKED_CTOK", frozenset({"0.0.1"}))
+    monkeypatch.setattr(claude_tokens, "_models", {})
+    text = "def f(x):\n    return x  # It's 'quoted'\n"
+    with caplog.at_level("WARNING", logger="tokend.adapters.claude_tokens"):
+        got = ClaudeCounter("claude-v4.8").count(text)
+    assert got == ctok.token_count(text, "4.8") - FRAME["claude-v4.8"]
+    assert type(claude_tokens._models["claude-v4.8"]).__name__ == "_CtokItself"
+    assert "Claude counts use ctok itself" in caplog.text

@@ -84,3 +84,24 @@ async def test_a_claude_session_counts_in_claude_tokens(server: ProcessClient, t
     snapshot = await server.request("budget/snapshot", {"sessionId": sid})
     bases = {b["category"]: b["basis"] for b in snapshot["breakdown"]}
     assert bases["messages"] == "exact" and bases["chatFiles"] == "exact"
+
+
+CTOK_VERSIONS = {"claude-opus-4-6": "3.0", "claude-opus-4-7": "4.7", "claude-opus-4-8": "4.8"}
+
+
+async def test_each_family_counts_its_own_request_frame(server: ProcessClient) -> None:
+    # Oracle: ctok's count of the one-message request (content and the family's frame). The
+    # gauge adds the measured 20 per message (measured on v3, whose 7-token frame is in it)
+    # and each family's frame difference from v3 once: so what it shows beyond the request is
+    # the same 20 - 7 = 13 for every family (main counted v4.7 4 under, v4.8 1 over).
+    said = "Rename handler_1_0 to handle_first, then run the tests in pkg/ and report back."
+    beyond = {}
+    for model, version in CTOK_VERSIONS.items():
+        created = await server.request("session/create", {"model": model})
+        sid = created["sessionId"]
+        message = {"role": "user", "parts": [{"type": "text", "text": said}]}
+        await server.request("session/append", {"sessionId": sid, "message": message})
+        snapshot = await server.request("budget/snapshot", {"sessionId": sid})
+        assert snapshot["estimated"] is True
+        beyond[model] = snapshot["usedTokens"] - int(ctok.token_count(said, version))
+    assert beyond == dict.fromkeys(CTOK_VERSIONS, 13)

@@ -89,3 +89,16 @@ def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     reopened = open_service(None, url)
     assert reopened.counter(model).count_text(text) == counted  # from the store's count cache
     reopened.close()
+
+
+def test_without_ctok_a_claude_model_is_estimated_with_its_familys_weights(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tokend.core.estimate_families import family_estimate_tokens
+
+    monkeypatch.setattr(counting, "ctok_installed", lambda: False)
+    counter = ModelCounter(claude("claude-opus-4-7", "claude-v4.7"), None, Calibrator())
+    assert not counter.exact
+    for text in python_files(3):
+        assert counter.count_text(text) == family_estimate_tokens(text, "claude-v4.7")
+        assert counter.count_text(text) != estimate_tokens(text)  # not o200k's weights

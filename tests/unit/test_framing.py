@@ -108,3 +108,18 @@ def test_another_tool_always_costs_more(
 def test_anthropic_and_unknown_providers_get_the_measured_larger_framing() -> None:
     assert message_overhead("user", "anthropic") > message_overhead("user", "openai")
     assert message_overhead("tool", None) == message_overhead("tool", "anthropic")
+
+
+def test_claude_request_frames_are_ctoks() -> None:
+    # ctok's published measurements: the frame of each family's one-message request.
+    from ctok.main import _family, _model
+
+    from tokend.core.framing import CLAUDE_REQUEST_FRAMES, claude_frame_delta
+
+    versions = {"claude-v3": "3.0", "claude-v4.7": "4.7", "claude-v4.8": "4.8"}
+    assert {f: _model(_family(v)).message_overhead for f, v in versions.items()} == (
+        CLAUDE_REQUEST_FRAMES
+    )
+    assert [claude_frame_delta(f) for f in versions] == [0, 4, -1]
+    assert claude_frame_delta(None) == claude_frame_delta("o200k_base") == 0
+    assert reply_priming("anthropic", "claude-v4.7") == 4 and reply_priming("openai", "x") == 3

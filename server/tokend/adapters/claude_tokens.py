@@ -8,22 +8,19 @@ copy of those facts would drift from the one that is checked against Anthropic, 
 faster in Python.
 
 What a text part costs is ctok's count of the text as one user message minus that family's
-message frame (what `count_tokens` adds around any content). A long text is counted in pieces
-cut right after a line break followed by an ASCII letter: there each piece's count is the whole's
-less one token per cut (the piece's final line break rides free on the frame's own closing line
-breaks; measured on every one of 852 random cuts of real .py/.md/.json files in the three
-families, and checked by tests/adapters/test_claude_tokens.py), so no single call holds a worker
-for long and a long text needs no more memory than one piece.
+message frame (what `count_tokens` adds around any content). tokend computes that count through
+its own faster path over ctok's vocabulary and rules (adapters.claude_fast: line by line, case
+marking per word and the tiling per segment remembered), which gives ctok's number exactly: a
+1 MB tool result in about a third of ctok's time.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import logging
-import re
 import threading
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from tokend.core.errors import TokenizerUnavailable
 from tokend.core.model_names import CLAUDE_FAMILIES
@@ -37,18 +34,52 @@ PERSIST_MIN_CHARS = 512
 """Counts of texts this long are kept in the store's count cache (CachedCounter): counting 512
 characters again costs ctok ~2 ms, several SQLite round trips."""
 
-PIECE_CHARS = 1 << 14
-"""Pieces of at least 16 Ki characters: ~50 ms of counting each at ctok's ~0.3 MB/s."""
-
-_CUT = re.compile(r"\n(?=[A-Za-z])")
-
 _FIX = (
     "The Claude tier needs the ctok package: it installs with tokend on Python 3.12 and later; "
     "on 3.11 run `pip install --no-deps --ignore-requires-python ctok` in tokend's environment."
 )
 
+CHECKED_CTOK = frozenset({"1.3.0"})
+"""ctok releases tokend's own counting path (adapters.claude_fast) was checked against: it
+restates ctok's stream rules for ASCII text, so under any other release tokend counts with ctok's
+own `tile` (the same count, ~3x slower) until the tests pass there too."""
+
 _load_lock = threading.Lock()
-_models: dict[str, Any] = {}  # family -> ctok's loaded model (vocabulary trie, ~1 s to build)
+_models: dict[str, _Counting] = {}  # family -> counter over ctok's model (~1 s to build)
+
+
+class _Counting(Protocol):
+    def count(self, text: str) -> int: ...
+
+    def forget(self) -> None: ...
+
+
+class _CtokItself:
+    """ctok's own count (content only, as FastClaude's)."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+
+    def forget(self) -> None:
+        """Nothing is remembered."""
+
+    def count(self, text: str) -> int:
+        from ctok.engine import tile
+
+        return int(tile(text, self._model)[0])
+
+
+def _counting(model: Any, version: str) -> _Counting:
+    from tokend.adapters.claude_fast import FastClaude
+
+    if version in CHECKED_CTOK:
+        return FastClaude(model)
+    log.warning(
+        "ctok %s is not a release tokend checked its own counting path against: "
+        "Claude counts use ctok itself",
+        version,
+    )
+    return _CtokItself(model)
 
 
 def ctok_installed() -> bool:
@@ -59,7 +90,7 @@ def ctok_installed() -> bool:
         return False
 
 
-def _model(family: str) -> Any:
+def _model(family: str) -> _Counting:
     model = _models.get(family)
     if model is not None:
         return model
@@ -68,27 +99,16 @@ def _model(family: str) -> Any:
         if model is None:
             try:
                 from ctok.main import _family, _model
-            except ImportError as exc:
+
+                version = importlib.metadata.version("ctok")
+            except (ImportError, importlib.metadata.PackageNotFoundError) as exc:
                 raise TokenizerUnavailable(
                     f"Cannot count {family}: {exc}. {_FIX}", {"tokenizer": family}
                 ) from exc
-            model = _model(_family(CTOK_VERSIONS[family]))
+            model = _counting(_model(_family(CTOK_VERSIONS[family])), version)
             _models[family] = model
             log.info("loaded ctok's %s vocabulary", family)
     return model
-
-
-def claude_pieces(text: str, size: int = PIECE_CHARS) -> Iterator[str]:
-    """`text` in order, cut into pieces of at least `size` characters right after a line break
-    followed by an ASCII letter (a text without such a break stays whole)."""
-    start, length = 0, len(text)
-    while start < length:
-        found = _CUT.search(text, start + size) if start + size < length else None
-        if found is None:
-            yield text[start:]
-            return
-        yield text[start : found.end()]
-        start = found.end()
 
 
 class ClaudeCounter:
@@ -117,11 +137,4 @@ class ClaudeCounter:
         """Tokens of `text` as Claude counts it (0 for "")."""
         if not text:
             return 0
-        from ctok.engine import tile
-
-        model = _model(self._family)
-        total, cuts = 0, -1
-        for piece in claude_pieces(text, PIECE_CHARS):
-            total += int(tile(piece, model)[0])
-            cuts += 1
-        return total + cuts
+        return _model(self._family).count(text)

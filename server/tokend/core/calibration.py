@@ -79,7 +79,7 @@ class Calibrator:
 
     def use_priors(self, model: str, priors: Mapping[ContentClass, float]) -> None:
         """Start `model` from these ratios instead of the shared priors (its tokenizer family's,
-        core.estimate.FAMILY_CHARS_PER_TOKEN). They are not part of `to_state`: whoever builds the
+        core.estimate_families.FAMILY_CHARS_PER_TOKEN). They are not part of `to_state`: whoever builds the
         model's counter sets them again."""
         self._model_priors[model] = {ContentClass(k): float(v) for k, v in priors.items()}
 

@@ -62,6 +62,10 @@ _SHAPE = _byte_table(
 _LETTER_RUNS = _byte_table({"L": bytes(_LOWER) + bytes(_UPPER)}, ord("_"))
 _DIGIT_RUNS = _byte_table({"D": _DIGITS}, ord("_"))
 _PUNCT_RUNS = _byte_table({"P": _PUNCT}, ord("_"))
+_UPPER_RUNS = _byte_table({"U": _UPPER}, ord("_"))
+# The lead byte of a 3-byte UTF-8 character by script: E3 kana and CJK punctuation, E4-E9 Han
+# ideographs, EA-ED Hangul syllables (and a few other blocks).
+_SCRIPT = _byte_table({"J": b"\xe3", "H": range(0xE4, 0xEA), "K": range(0xEA, 0xEE)}, ord("_"))
 
 FEATURES: tuple[str, ...] = (
     "words",  # runs of ASCII letters, plus camelCase humps (each is a pre-token)
@@ -75,6 +79,11 @@ FEATURES: tuple[str, ...] = (
     "chars2",  # 2-byte UTF-8 characters (Latin accents, Greek, Cyrillic, ...)
     "chars3",  # 3-byte UTF-8 characters (CJK, kana, hangul, most symbols)
     "chars4",  # 4-byte UTF-8 characters (emoji, rare CJK)
+    "uppers",  # ASCII capital letters (Claude's v4.7 vocabulary has few capitalised pieces)
+    "upper_words",  # words that start with a capital (Claude writes a case marker before them)
+    "kana",  # 3-byte characters led by E3 (kana, CJK punctuation): also counted in chars3
+    "han",  # 3-byte characters led by E4-E9 (Han ideographs): also counted in chars3
+    "hangul",  # 3-byte characters led by EA-ED (Hangul syllables): also counted in chars3
 )
 
 
@@ -85,9 +94,12 @@ def text_features(text: str) -> tuple[int, ...]:
     letters = raw.translate(_LETTER_RUNS)
     digits = raw.translate(_DIGIT_RUNS)
     punct = raw.translate(_PUNCT_RUNS)
+    upper_runs = raw.translate(_UPPER_RUNS).count(b"_U") + (shape[:1] == b"A")
     starts_with = shape[:1]
+    humps = shape.count(b"aA")
+    script = raw.translate(_SCRIPT)
     return (
-        letters.count(b"_L") + (starts_with in (b"a", b"A")) + shape.count(b"aA"),
+        letters.count(b"_L") + (starts_with in (b"a", b"A")) + humps,
         shape.count(b"a") + shape.count(b"A"),
         shape.count(b"0"),
         digits.count(b"_D") + (starts_with == b"0"),
@@ -98,6 +110,11 @@ def text_features(text: str) -> tuple[int, ...]:
         shape.count(b"2"),
         shape.count(b"3"),
         shape.count(b"4"),
+        shape.count(b"A"),
+        upper_runs - humps,
+        script.count(b"J"),
+        script.count(b"H"),
+        script.count(b"K"),
     )
 
 
@@ -117,9 +134,13 @@ _TEXT_WEIGHTS: tuple[float, ...] = (
     0.5,
     0.807,
     1.5,
+    *(0.0, 0.0, 0.0, 0.0, 0.0),
 )
 # base64 / hex: random-looking runs split into many short tokens (fitted on 64 base64 + 40 hex slices).
-_BLOB_WEIGHTS: tuple[float, ...] = (1.346, 0.259, 0.313, 0.0, 0.0, 0.802, 1.013, 0.0, 0.5, 0.8, 1.5)
+_BLOB_WEIGHTS: tuple[float, ...] = (
+    *(1.346, 0.259, 0.313, 0.0, 0.0, 0.802, 1.013, 0.0, 0.5, 0.8, 1.5),
+    *(0.0, 0.0, 0.0, 0.0, 0.0),
+)
 
 WEIGHTS: dict[ContentClass, tuple[float, ...]] = {
     ContentClass.PROSE: _TEXT_WEIGHTS,
@@ -142,38 +163,6 @@ DEFAULT_CHARS_PER_TOKEN: dict[ContentClass, float] = {
     ContentClass.BLOB: 2.10,
     ContentClass.LOG: 2.50,
 }
-
-
-# Characters per token of each class for Claude's tokenizer families, in the units estimate_tokens
-# takes (DEFAULT / ratio scales the o200k-shaped estimate): per class, the median over files of
-# DEFAULT * estimate / exact, the exact count being ctok's (adapters.claude_tokens), fitted on 300
-# files of bench/estimator.py's corpus (another draw than the bench scores: seed 7, 60 a source).
-# v4.8 shares v4.7's vocabulary (only its message frame differs). Below 1.0: more tokens than
-# characters (v4.7 writes base64's case changes as tokens of their own).
-FAMILY_CHARS_PER_TOKEN: dict[str, dict[ContentClass, float]] = {
-    "claude-v3": {
-        ContentClass.PROSE: 3.30,
-        ContentClass.CODE: 3.44,
-        ContentClass.JSON: 1.92,
-        ContentClass.CJK: 1.08,
-        ContentClass.BLOB: 1.44,
-        ContentClass.LOG: 2.25,
-    },
-    "claude-v4.7": {
-        ContentClass.PROSE: 2.46,
-        ContentClass.CODE: 2.67,
-        ContentClass.JSON: 1.63,
-        ContentClass.CJK: 1.06,
-        ContentClass.BLOB: 0.80,
-        ContentClass.LOG: 1.83,
-    },
-}
-FAMILY_CHARS_PER_TOKEN["claude-v4.8"] = FAMILY_CHARS_PER_TOKEN["claude-v4.7"]
-
-
-def family_chars_per_token(tokenizer: str | None) -> Mapping[ContentClass, float] | None:
-    """The estimate's chars-per-token priors for a tokenizer family (None: o200k's defaults)."""
-    return FAMILY_CHARS_PER_TOKEN.get(tokenizer or "")
 
 
 # --------------------------------------------------------------------------- classification

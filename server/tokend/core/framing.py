@@ -4,7 +4,12 @@ All figures are tokens. Message framing follows OpenAI's cookbook ("How to count
 tiktoken"): every message is wrapped as <|start|>{role}<|message|>{content}<|end|>, i.e. 3 tokens
 (the role is one token), +1 when the message carries a name, and the reply is primed with 3 more.
 Anthropic documents no framing: ANTHROPIC_MESSAGE_OVERHEAD (~20 per message) was measured by
-replaying real Claude Code sessions, and is also used for an unknown provider (never under-count).
+replaying real Claude Code sessions (claude-opus-4-6), and is also used for an unknown provider
+(never under-count). What a request adds around its messages differs by Claude tokenizer family:
+ctok measured count_tokens' frame around a one-message request as 7 tokens for v3, 11 for v4.7
+and 6 for v4.8 (v4.7's vocabulary under a six-token frame with no word-boundary marker at its end);
+a request of a v4.7 or v4.8 model is counted with its frame's difference from v3's, the family the
+per-message overhead was measured in.
 
 Tool definitions:
 - OpenAI renders them into the system prompt as a TypeScript-like namespace. The community-measured
@@ -46,6 +51,20 @@ ANTHROPIC_TOOL_PROMPT_FORCED = 313  # tool_choice "any" or a named tool
 ANTHROPIC_MESSAGE_OVERHEAD = 20
 
 
+# count_tokens' frame around a one-message request, by Claude tokenizer family (ctok's measured
+# message_overhead of each family's vocabulary file; v4.8's is ctok's own override).
+CLAUDE_REQUEST_FRAMES: dict[str, int] = {"claude-v3": 7, "claude-v4.7": 11, "claude-v4.8": 6}
+MEASURED_FAMILY = "claude-v3"  # the family ANTHROPIC_MESSAGE_OVERHEAD was measured in
+
+
+def claude_frame_delta(tokenizer: str | None) -> int:
+    """Tokens a request of this Claude family's model has beyond what the measured framing
+    (ANTHROPIC_MESSAGE_OVERHEAD per message, measured on v3) counts: its frame less v3's
+    (0 for v3 and for a model that is no Claude family)."""
+    frame = CLAUDE_REQUEST_FRAMES.get(tokenizer or "")
+    return 0 if frame is None else frame - CLAUDE_REQUEST_FRAMES[MEASURED_FAMILY]
+
+
 def message_overhead(role: str, provider: str | None, has_name: bool = False) -> int:
     """Framing tokens one message of `role` adds around its content (not the reply priming)."""
     del role  # same framing for every role
@@ -54,10 +73,13 @@ def message_overhead(role: str, provider: str | None, has_name: bool = False) ->
     return TOKENS_PER_MESSAGE + (TOKENS_PER_NAME if has_name else 0)
 
 
-def reply_priming(provider: str | None) -> int:
-    """Tokens a request spends priming the reply: OpenAI's <|start|>assistant<|message|> (3);
-    Anthropic documents none (its measured per-message framing covers what there is)."""
-    return 0 if provider_family(provider) == "anthropic" else REPLY_PRIMING
+def reply_priming(provider: str | None, tokenizer: str | None = None) -> int:
+    """Tokens a request spends beyond its messages: OpenAI's reply priming
+    <|start|>assistant<|message|> (3); Anthropic's measured per-message framing covers what there
+    is for v3, and a later Claude family's request frame differs by claude_frame_delta."""
+    if provider_family(provider) == "anthropic":
+        return claude_frame_delta(tokenizer)
+    return REPLY_PRIMING
 
 
 # --------------------------------------------------------------------------- tool definitions

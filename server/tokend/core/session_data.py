@@ -101,8 +101,8 @@ class SessionData:
         if self.anchor is not None:
             return anchor_tokens(self.anchor, self.model) + self.added.tokens, False
         whole = sum(self.measured.values()) + sum(self.message_tokens.values())
-        # A request also primes the reply; an empty session has no request yet.
-        return whole + (reply_priming(self.model.provider) if whole else 0), True
+        primed = reply_priming(self.model.provider, self.model.tokenizer)
+        return whole + (primed if whole else 0), True  # an empty session has no request yet
 
 
 def anchor_tokens(anchor: Anchor, model: ModelInfo) -> int:

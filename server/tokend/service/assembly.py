@@ -16,10 +16,16 @@ from tokend.core.budget_injection import (
     synthetic_text,
 )
 from tokend.core.budget_injection import ends_with_tool_results as _ends_with_tool_results
+from tokend.core.catalog import ModelInfo
 from tokend.core.changes import RecordMeasured
 from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
-from tokend.core.framing import message_overhead, reply_priming, tool_schemas_tokens
+from tokend.core.framing import (
+    claude_frame_delta,
+    message_overhead,
+    reply_priming,
+    tool_schemas_tokens,
+)
 from tokend.core.tool_shapes import tools_for
 from tokend.service.assemble_input import AssembleInput
 from tokend.service.service import TokendService
@@ -104,6 +110,14 @@ def _admit(
     return state, tuple(usage.check_assemble(session_id))  # may refuse
 
 
+def _request_extra(wire_format: str, model: ModelInfo) -> int:
+    """What a request adds beyond its messages: OpenAI's reply priming, a Claude family's frame
+    beyond the measured per-message framing (core.framing.claude_frame_delta)."""
+    if wire_format == "openai":
+        return reply_priming(model.provider, model.tokenizer)
+    return claude_frame_delta(model.tokenizer)
+
+
 def _build(
     service: TokendService,
     workspaces: Workspaces | None,
@@ -146,7 +160,7 @@ def _build(
         chat_files=chat,
         reminder=counted(inp.reminder),
         message_overhead=lambda _message: overhead,
-        reply_priming_tokens=reply_priming(provider) if inp.format == "openai" else 0,
+        reply_priming_tokens=_request_extra(inp.format, data.model),
         count=count,
         pruned_result_tokens=counter.pruned_tokens(),
         render_cache=state.render_cache,

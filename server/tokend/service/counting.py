@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tokend.adapters.claude_tokens import ctok_installed
 from tokend.adapters.tokenizers import counter_for
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import PartCounts
-from tokend.core.estimate import (
-    classify,
-    estimate_tokens,
-    family_chars_per_token,
-    image_tokens,
-)
+from tokend.core.estimate import classify, estimate_tokens, image_tokens
+from tokend.core.estimate_families import family_chars_per_token, family_estimate_tokens
 from tokend.core.framing import message_overhead
 from tokend.core.model_names import CLAUDE_FAMILIES, claude_family, is_claude
 from tokend.core.ports import CountCache, TokenCounter
@@ -80,6 +76,7 @@ class ModelCounter:
         self._calibrator = calibrator
         self._exact: TokenCounter | None = exact_counter(model, cache)
         family_priors = family_chars_per_token(model.tokenizer)
+        self._family = model.tokenizer if family_priors is not None else None
         if self._exact is None and family_priors is not None:
             calibrator.use_priors(model.name, family_priors)  # estimated in the family's tokens
 
@@ -89,6 +86,14 @@ class ModelCounter:
 
     def count_text(self, text: str) -> int:
         return self.count_texts([text])[0]
+
+    def _estimate(
+        self, text: str, cls: ContentClass | None, ratios: Mapping[ContentClass, float]
+    ) -> int:
+        """The estimate in the model's Claude family's tokens when it has one, else o200k's."""
+        if self._family is not None:
+            return family_estimate_tokens(text, self._family, cls, ratios)
+        return estimate_tokens(text, cls, ratios)
 
     def count_long(self, text: str, stop_above: int | None = None) -> tuple[int, bool]:
         """(tokens of a long text, whole?): counted piece by piece (core.text_chunks), so no
@@ -105,7 +110,7 @@ class ModelCounter:
         if self._exact is None:
             ratios = self._calibrator.ratios(self.model.name)
             factor = self._calibrator.correction(self.model.name)
-            return [_corrected(estimate_tokens(t, None, ratios), factor) if t else 0 for t in texts]
+            return [_corrected(self._estimate(t, None, ratios), factor) if t else 0 for t in texts]
         many = getattr(self._exact, "count_many", None)
         if many is not None:
             return list(many(texts))
@@ -142,7 +147,7 @@ class ModelCounter:
                     continue
                 if tokens[i] is not None and not for_learning:
                     continue
-                raw = estimate_tokens(text, cls, ratios)
+                raw = self._estimate(text, cls, ratios)
                 if sent[i]:
                     raw_text += raw
                 if tokens[i] is None:
