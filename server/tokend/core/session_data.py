@@ -9,7 +9,7 @@ All figures are tokens unless a name says otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -37,6 +37,7 @@ from tokend.core.changes import (
 )
 from tokend.core.errors import VersionConflict
 from tokend.core.framing import message_overhead, reply_priming
+from tokend.core.message_log import MessageLog
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import CallFigures, Totals
 from tokend.core.types import CompactionPart, ContentClass, Message, SessionInfo, Usage
@@ -77,8 +78,7 @@ class Added:
 class SessionData:
     info: SessionInfo
     model: ModelInfo
-    messages: tuple[Message, ...]  # from the last compaction boundary, oldest first
-    message_tokens: Mapping[str, int]  # message id -> tokens as sent (framing, placeholders)
+    log: MessageLog  # from the last compaction boundary, oldest first, with their tokens
     version: int
     measured: Mapping[str, int] = field(default_factory=dict)  # system, tools, ... (last assembly)
     measured_exact: bool = True
@@ -94,11 +94,20 @@ class SessionData:
     def id(self) -> str:
         return self.info.id
 
+    @property
+    def messages(self) -> Sequence[Message]:
+        return self.log.messages
+
+    @property
+    def message_tokens(self) -> Mapping[str, int]:
+        """Message id -> tokens as sent (framing, placeholders)."""
+        return self.log.tokens
+
     def used_tokens(self) -> tuple[int, bool]:
         """(tokens the next request will consume, estimated?)."""
         if self.anchor is not None:
             return anchor_tokens(self.anchor, self.model) + self.added.tokens, False
-        whole = sum(self.measured.values()) + sum(self.message_tokens.values())
+        whole = sum(self.measured.values()) + self.log.total_tokens
         # A request also primes the reply; an empty session has no request yet.
         return whole + (reply_priming(self.model.provider) if whole else 0), True
 
@@ -170,12 +179,9 @@ def _append(data: SessionData, change: AppendMessage) -> Evolved:
     boundary = provider_compaction(sp.part for sp in message.parts)
     if boundary is not None:
         return Evolved(_provider_window(data, change, boundary))
-    tokens = {**data.message_tokens, message.id: counts.total}
-    messages = (*data.messages, message)
     grown = replace(
         data,
-        messages=messages,
-        message_tokens=tokens,
+        log=data.log.appended(message, counts.total),
         version=data.version + 1,
         times=add_message(data.times, message),
     )
@@ -300,16 +306,13 @@ def _prune(data: SessionData, change: PruneParts) -> SessionData:
     if anchor is not None:
         anchor = replace(anchor, delta_tokens=anchor.delta_tokens + delta_anchor, learn=False)
         added = replace(added, tokens=added.tokens + delta_added)
-    compactions = data.compactions + 1
-    info = replace(data.info, compacted_at=change.at)
     return replace(
         data,
-        info=info,
-        messages=tuple(messages),
-        message_tokens=tokens,
+        info=replace(data.info, compacted_at=change.at),
+        log=MessageLog.of(messages, tokens),
         anchor=anchor,
         added=added,
-        compactions=compactions,
+        compactions=data.compactions + 1,
         version=data.version + 1,
     )
 
@@ -334,8 +337,7 @@ def _new_window(data: SessionData, change: NewWindow) -> SessionData:
     return replace(
         data,
         info=replace(data.info, compacted_at=message.created_at),
-        messages=(message, *kept),
-        message_tokens=tokens,
+        log=MessageLog.of((message, *kept), tokens),
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
@@ -358,8 +360,7 @@ def _provider_window(data: SessionData, change: AppendMessage, part: CompactionP
     compacted = replace(
         data,
         info=replace(data.info, compacted_at=message.created_at),
-        messages=(message,),
-        message_tokens={message.id: tokens},
+        log=MessageLog.of((message,), {message.id: tokens}),
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
@@ -417,8 +418,7 @@ def _rewind(data: SessionData, change: Rewind) -> SessionData:
             break
     return replace(
         data,
-        messages=kept,
-        message_tokens=tokens,
+        log=MessageLog.of(kept, tokens),
         anchor=anchor,
         added=Added(tokens=after) if anchor is not None else Added(),
         version=data.version + 1,

@@ -20,6 +20,7 @@ from tokend.core.accounting import provider_compaction
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import AppendMessage, MarkRetired
 from tokend.core.commit import Compacted
+from tokend.core.message_log import MessageLog
 from tokend.core.ports import Store
 from tokend.core.session_data import SessionData, add_usage, evolve
 from tokend.core.snapshot import Totals
@@ -60,8 +61,7 @@ def load_session_data(
     data = SessionData(
         info=info,
         model=model,
-        messages=(),
-        message_tokens={},
+        log=MessageLog.of((), {}),
         version=0,
         measured=MappingProxyType(dict(figures.measured)),
         measured_exact=figures.measured_exact,
@@ -80,7 +80,7 @@ def load_session_data(
             if sp.tokens is None and sp.compacted_at is None
         )
         if index == 0 and message.summary:
-            data = replace(data, messages=(message,), message_tokens={message.id: counts.total})
+            data = replace(data, log=MessageLog.of((message,), {message.id: counts.total}))
             continue
         data = evolve(data, AppendMessage(_usage_checked(message), counts, learn=False)).data
     if missing:
