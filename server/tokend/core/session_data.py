@@ -214,11 +214,10 @@ def _call(
     counts = change.counts
     predicted = before.used_tokens()[0] if before.anchor is not None else None
     actual = usage.context_tokens
-    errors = before.errors
-    error_pct = None
-    if predicted is not None and actual > 0 and change.learn:
+    errors, error_pct = before.errors, None
+    if predicted is not None and actual > 0:  # a reload shows the call's error as it was
         error = EstimateError(predicted, actual)
-        errors = (*errors, error)[-ERROR_HISTORY:]
+        errors = (*errors, error)[-ERROR_HISTORY:] if change.learn else errors
         error_pct = error.error_pct
     samples: list[CalibrationSample] = []
     if before.anchor is not None and before.anchor.learn and change.learn:
