@@ -12,12 +12,14 @@ the gauge never walks the history. Pure: no I/O.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import overload
 
 from tokend.core.types import Message, ToolResultPart
+
+Load = Callable[[], Iterable[tuple[Message, int]]]  # a lazy log's messages and their tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,20 +40,43 @@ class GatedTally:
 
 
 class _Entries:
-    """Storage shared by the versions of a log (each sees a prefix of it)."""
+    """Storage shared by the versions of a log (each sees a prefix of it); a lazy one is
+    filled by its loader when first read."""
 
-    __slots__ = ("lock", "messages", "positions", "tokens")
+    __slots__ = ("_load", "_messages", "_positions", "_tokens", "lock")
 
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-        self.tokens: list[int] = []
-        self.positions: dict[str, int] = {}  # message id -> its index (first one kept)
-        self.lock = threading.Lock()  # one version grows the storage at a time
+    def __init__(self, load: Load | None = None) -> None:
+        self._messages: list[Message] = []
+        self._tokens: list[int] = []
+        self._positions: dict[str, int] = {}  # message id -> its index (first one kept)
+        self._load = load
+        self.lock = threading.RLock()  # one version grows (or fills) the storage at a time
+
+    def _filled(self) -> _Entries:
+        if self._load is not None:
+            with self.lock:
+                if self._load is not None:
+                    for message, tokens in self._load():
+                        self.add(message, tokens)
+                    self._load = None
+        return self
+
+    @property
+    def messages(self) -> list[Message]:
+        return self._filled()._messages
+
+    @property
+    def tokens(self) -> list[int]:
+        return self._filled()._tokens
+
+    @property
+    def positions(self) -> dict[str, int]:
+        return self._filled()._positions
 
     def add(self, message: Message, tokens: int) -> None:
-        self.positions.setdefault(message.id, len(self.messages))
-        self.messages.append(message)
-        self.tokens.append(tokens)
+        self._positions.setdefault(message.id, len(self._messages))
+        self._messages.append(message)
+        self._tokens.append(tokens)
 
 
 class MessageLog:
@@ -65,6 +90,12 @@ class MessageLog:
         self.gated = gated
         self.messages = LogMessages(entries, n)
         self.tokens = LogTokens(entries, n)
+
+    @classmethod
+    def lazy(cls, n: int, total_tokens: int, gated: GatedTally, load: Load) -> MessageLog:
+        """A log of `n` messages whose figures are known and whose bodies `load` gives (the
+        first `n` of what it returns) when first read."""
+        return cls(_Entries(load), n, total_tokens, gated)
 
     @classmethod
     def of(cls, messages: Iterable[Message], tokens: Mapping[str, int]) -> MessageLog:
