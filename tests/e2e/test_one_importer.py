@@ -108,7 +108,7 @@ async def _follow(tail: TranscriptTail, path: Path, text: str, step: int) -> Non
         with path.open("a") as stream:
             stream.write("".join(lines[start : start + step]))
         await tail.sync()
-    await tail.sync(quiet=True)  # the agent stopped writing: its last reply is imported too
+    await tail.sync()  # the agent stopped writing: its last reply is imported too
 
 
 def _followed(tmp_path: Path, text: str, step: int) -> dict:
@@ -171,7 +171,7 @@ async def _follow_with_pauses(tail: TranscriptTail, path: Path, lines: list[str]
     for start in range(0, len(lines), 7):
         with path.open("a") as stream:
             stream.write("".join(line + "\n" for line in lines[start : start + 7]))
-        await tail.sync(quiet=True)
+        await tail.sync()
 
 
 def test_a_reply_imported_before_it_ended_keeps_its_tool_calls_and_results(tmp_path):

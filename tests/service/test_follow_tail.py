@@ -24,11 +24,12 @@ def _lines(name: str) -> list[str]:
 
 
 def _figures(service, session_id: str) -> dict:
+    """What following and importing must agree on (not the version: a reply followed while it
+    streams grows by changes of its own, each a version)."""
     snapshot = service.snapshot(session_id)
     messages = service.state(session_id).data.messages
     return {
         "usedTokens": snapshot.used_tokens,
-        "version": snapshot.version,
         "totals": snapshot.totals,
         "costUsd": snapshot.cost_total_usd,
         "compactions": snapshot.compactions,
@@ -65,7 +66,28 @@ def test_following_record_by_record_matches_importing_the_finished_file(tmp_path
     asyncio.run(_follow(tail, path, lines, step))
     assert tail.error is None and tail.session_id is not None
     assert _figures(service, tail.session_id) == _imported(tmp_path, name)
+    last = service.snapshot(tail.session_id).last_call
+    assert last is not None and _usage(last) == _last_usage(lines)  # the provider's own figures
     service.close()
+
+
+def _usage(call) -> tuple[int, int, int, int]:
+    return (call.input_tokens, call.output_tokens, call.cache_read_tokens, call.cache_write_tokens)
+
+
+def _last_usage(lines: list[str]) -> tuple[int, int, int, int]:
+    """The usage of the transcript's last provider call, from its last record (json)."""
+    usage = [
+        json.loads(line)["message"]["usage"]
+        for line in lines
+        if json.loads(line).get("type") == "assistant"
+    ][-1]
+    return (
+        usage["input_tokens"],
+        usage["output_tokens"],
+        usage["cache_read_input_tokens"],
+        usage["cache_creation_input_tokens"],
+    )
 
 
 def _parts(service, session_id: str) -> list:
@@ -109,9 +131,10 @@ def test_a_restarted_follower_resumes_and_import_after_it_adds_nothing(tmp_path)
     after.close()
 
 
-def test_a_quiet_transcript_is_imported_whole_and_a_late_block_continues_its_message(tmp_path):
-    """The last reply of a turn has nothing after it: once the file is quiet it is imported,
-    and a block Claude Code writes after that joins the session instead of being lost."""
+def test_a_reply_is_imported_as_it_streams_and_grows_into_the_imported_message(tmp_path):
+    """A reply is imported at its first block, nothing after it yet; the blocks Claude Code
+    writes after that join that message, and its call takes the newest usage: the session ends
+    as an import of the finished file, message for message."""
     lines = _lines("short.jsonl")
     records = [json.loads(line) for line in lines]
     reply = [i for i, r in enumerate(records) if r.get("type") == "assistant"]
@@ -122,11 +145,11 @@ def test_a_quiet_transcript_is_imported_whole_and_a_late_block_continues_its_mes
     tail = TranscriptTail(service, "claude-code", path)
 
     async def scenario() -> None:
-        await _follow(tail, path, lines[:cut], len(lines))
-        assert tail.session_id is None  # the reply is still being written: nothing yet
-        await tail.sync(quiet=True)
+        await _follow(tail, path, lines[: cut + 1], len(lines))
         assert tail.messages == 2  # the prompt, and the reply as far as it was written
-        await _follow(tail, path, lines[cut:], len(lines))
+        last = service.snapshot(tail.session_id).last_call
+        assert last is not None and _usage(last) == _last_usage(lines[: cut + 1])
+        await _follow(tail, path, lines[cut + 1 :], len(lines))
 
     asyncio.run(scenario())
     assert tail.session_id is not None
@@ -145,6 +168,7 @@ def test_a_quiet_transcript_is_imported_whole_and_a_late_block_continues_its_mes
         if m.role == "assistant"
     ]
     assert parts == whole  # every block, once, in order
+    assert _figures(service, tail.session_id) == _figures(imported, outcome.session_id)
     service.close()
     imported.close()
 

@@ -78,6 +78,7 @@ KEYS: list[tuple[str, str, Any, Any, Any]] = [
     ("summarizer", "timeout_s", 30, "30", 601),
     ("handoff", "max_files", 5, "5", -1),
     ("handoff", "file_tokens", 1000, 1000.0, -1),
+    ("statusline", "segments", ["cost", "model"], "cost", ["speed"]),
 ]
 # What a workspace's file may not set (it is warned and ignored): whole tables, or one key.
 USER_ONLY = {

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.conftest import BIG_SESSION, session_file
 from tokend.core.transcript import ProviderCall, TranscriptMessage, parse_transcript
-from tokend.core.transcript_tail import resume_after, settled_count
+from tokend.core.transcript_tail import resume_after
 
 
 def _records(name: str) -> list[dict]:
@@ -18,34 +16,6 @@ def _records(name: str) -> list[dict]:
 
 def _assistant_blocks(record: dict) -> tuple[str, int]:
     return record["message"]["id"], len(record["message"]["content"])
-
-
-@pytest.mark.parametrize("name", ["short.jsonl", "tool_heavy.jsonl", "big"])
-def test_a_settled_prefix_never_cuts_a_response(name):
-    """Whatever the prefix written so far, the response the settled records end with has all
-    its blocks: every assistant record of it in the whole file is inside the prefix."""
-    records = _records(name)
-    for written in range(len(records) + 1):
-        settled = settled_count(records[:written])
-        assert 0 <= settled <= written
-        inside = {r["message"]["id"] for r in records[:settled] if r.get("type") == "assistant"}
-        later = {r["message"]["id"] for r in records[settled:] if r.get("type") == "assistant"}
-        assert not inside & later, f"a response is split at record {settled} of {written}"
-
-
-def test_the_whole_file_settles_once_the_turn_ends():
-    """The big session ends with stop-hook records: nothing is left waiting."""
-    records = _records("big")
-    assert records[-1]["type"] == "system"
-    assert settled_count(records) == len(records)
-
-
-def test_a_reply_still_streaming_waits_with_the_tool_results_after_it():
-    records = _records("short.jsonl")
-    first_reply = next(i for i, r in enumerate(records) if r.get("type") == "assistant")
-    # the prompt, then the reply's blocks written so far and the tool results between them
-    streaming = [r for r in records[: first_reply + 4]]
-    assert settled_count(streaming) == first_reply
 
 
 def test_resuming_gives_the_blocks_a_message_gained_then_what_followed():

@@ -1,8 +1,10 @@
 """Where a client finds the user's daemon, and the frames it speaks, with the standard library only.
 
 `tokend statusline` and `tokend status` run in shell prompts and Claude Code's status line, where
-every millisecond of start-up shows: this module (and what the command-line client builds on it)
-imports nothing beyond os, stat, socket and json, so a client that asks the running daemon costs
+every millisecond of start-up shows: this module imports nothing beyond os and stat (socket and
+json when a function needs them), and `quick_connect` and `loads` serve a one-shot client with
+the C modules under socket and json (`_socket`, `_json`: importing socket.py and json costs
+~2 ms and ~3 ms of enum, selectors and re), so a client that asks the running daemon costs
 little more than the interpreter's own start. The daemon's side of the same places (creating the
 runtime folder, its locks, the TCP token) is daemon/paths.py, which builds on these names.
 
@@ -11,13 +13,12 @@ runtime folder, its locks, the TCP token) is daemon/paths.py, which builds on th
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
     from typing import Any, BinaryIO
 
 APP = "tokend"
@@ -73,6 +74,8 @@ def check_private_folder(path: str) -> None:
 
 def connect_unix(path: str | os.PathLike[str], timeout: float | None = None) -> socket.socket:
     """Connect to a daemon socket after checking that it is a socket we own."""
+    import socket
+
     check_socket_owner(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -93,9 +96,75 @@ def connect_default(timeout: float | None = None) -> socket.socket:
     return connect_unix(os.path.join(folder, DEFAULT_SOCKET), timeout)
 
 
+def quick_connect(timeout: float) -> Any:
+    """A connection to the user's default daemon as a bare `_socket.socket` (connect, sendall,
+    recv, close: what a one-shot client needs; socket.socket builds on it), checked as
+    connect_default checks it, with `timeout` on every operation. Raises as connect_default."""
+    folder = runtime_location()
+    check_private_folder(folder)
+    path = os.path.join(folder, DEFAULT_SOCKET)
+    check_socket_owner(path)
+    try:
+        import _socket as module
+    except ImportError:  # not CPython: the socket module has the same calls
+        import socket as module  # type: ignore[no-redef]
+    sock = module.socket(module.AF_UNIX, module.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(path)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+_CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": -float("inf")}
+
+
+class _Decoding:
+    """What the C scanner under json.JSONDecoder reads from its decoder: json.loads' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = _CONSTANTS.__getitem__
+
+
+def loads(text: str) -> Any:
+    """json.loads(text) through the C scanner json itself uses (`_json.make_scanner`), without
+    importing json and re; ValueError for text that is not one JSON value."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # not CPython: json has it all
+        import json
+
+        return json.loads(text)
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    try:
+        scanner: Any = make_scanner
+        value, end = scanner(_Decoding)(text, start)
+    except (StopIteration, SystemError):
+        # Text that is not JSON: the scanner's message needs json.decoder, which it looks up
+        # in sys.modules without importing it (SystemError then); json says what is wrong.
+        import json
+
+        return json.loads(text)
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError(f"extra data after the JSON value at {end}")
+    return value
+
+
 def frame(body: dict[str, Any]) -> bytes:
     """A JSON-RPC message with its LSP header."""
-    data = json.dumps(body).encode()
+    import json
+
+    return frame_bytes(json.dumps(body).encode())
+
+
+def frame_bytes(data: bytes) -> bytes:
+    """A JSON-RPC message already written as JSON, with its LSP header."""
     return b"Content-Length: %d\r\n\r\n" % len(data) + data
 
 
@@ -112,6 +181,8 @@ def read_frame(stream: BinaryIO) -> dict[str, Any]:
                 raise FrameError(f"bad Content-Length {value.strip()[:20]!r}") from None
     if not line:
         raise PeerClosed("the daemon closed the connection")
+    import json
+
     try:
         body = json.loads(stream.read(length))
     except ValueError as exc:

@@ -13,8 +13,19 @@ from typing import Any, Self
 
 from tokend.commands.rpc_client import DaemonClient, NoReply
 from tokend.core.errors import TokendError
+from tokend.core.statusline import short_gauge, short_tokens
 
 BUDGET_DID_CHANGE = "budget/didChange"
+__all__ = [
+    "BUDGET_DID_CHANGE",
+    "ChangeLines",
+    "LiveClient",
+    "claude_code_status",
+    "context_rows",
+    "gauge_line",
+    "short_gauge",
+    "short_tokens",
+]
 
 
 class LiveClient(DaemonClient):
@@ -97,15 +108,6 @@ class ChangeLines:
         return out
 
 
-def short_tokens(tokens: int) -> str:
-    """86,012 -> "86k", 1,000,000 -> "1M", 950 -> "950"."""
-    if tokens >= 1_000_000:
-        return f"{tokens / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
-    if tokens >= 1_000:
-        return f"{tokens / 1_000:.0f}k"
-    return str(tokens)
-
-
 def gauge_line(s: dict[str, Any]) -> str:
     """The one-line gauge `tokend status` prints, from a wire Snapshot."""
     basis = "estimated" if s["estimated"] else "from usage"
@@ -114,13 +116,6 @@ def gauge_line(s: dict[str, Any]) -> str:
         f"({s['usedPercentage']:.1f}%)  · compacts at {s['autocompactThreshold']:,}  "
         f"· ${s['cost']['totalUsd']:.2f}  · {basis}"
     )
-
-
-def short_gauge(s: dict[str, Any]) -> str:
-    """`86k/200k · 43%` (`~` before the figure while it is estimated): what status bars show."""
-    mark = "~" if s["estimated"] else ""
-    used, window = short_tokens(s["usedTokens"]), short_tokens(s["contextWindow"])
-    return f"{mark}{used}/{window} · {s['usedPercentage']:.0f}%"
 
 
 def context_rows(s: dict[str, Any]) -> list[tuple[str, int, str]]:

@@ -1,50 +1,21 @@
-"""The segments of `tokend statusline`'s line, from tokend's snapshot and what Claude Code passed.
-
-    claude-opus-4-6 · 77k/200k · 39% · compacts at 168k · $11.85 · 5h 42% ↻2h10m · cache 3m · compacted ×1
-
-- `model`, `context` (used/window · percentage, `~` while estimated), `threshold` (where tokend
-  compacts), `cost` (tokend's price of every call, 1-hour cache writes priced as such): always;
-- `rate`: Claude Code's `rate_limits` buckets (`five_hour`, `seven_day`, per-model weekly ones),
-  used percentage and the time to `resets_at`, when Claude Code passes them;
-- `cache`: the prompt cache's time left (5 minutes, or 1 hour when the last call wrote to the
-  1-hour cache), from the transcript's last provider call; `cache cold` once it expired;
-- `compactions`: how many times the session was compacted, from the first.
-
-`--segments model,context,...` picks and orders them. The context segment is coloured with the
-editors' thresholds (green, yellow from 75%, red from 90%) unless NO_COLOR is set.
-Standard library only: the status line imports nothing heavy.
-"""
+"""The status line rendered by the command itself, for a daemon older than `statusline/line`
+(which renders it): the segments are core.statusline's; the cache segment's last provider call
+is read here from the end of the transcript file."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from tokend.commands.live import short_gauge, short_tokens
+from tokend.core import statusline
+from tokend.core.statusline import SEGMENTS, LastCall, parse_segments, rate_text
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
+__all__ = ["SEGMENTS", "cache_text", "last_call", "parse_segments", "rate_text", "render"]
 
-SEGMENTS = ("model", "context", "threshold", "cost", "rate", "cache", "compactions")
 TAIL_BYTES = 256 << 10  # how much of the transcript's end is read for the last provider call
-CACHE_TTL_S = {"5m": 300, "1h": 3600}
-_COLOURS = {"green": "\033[32m", "yellow": "\033[33m", "red": "\033[31m"}
-_RESET = "\033[0m"
-_RATE_NAMES = {"five_hour": "5h", "seven_day": "7d"}
-
-
-def parse_segments(text: str) -> tuple[str, ...]:
-    """`model,context,cost` -> the names, checked; ValueError names the known ones."""
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in SEGMENTS]
-    if unknown or not names:
-        raise ValueError(
-            f"unknown segment {', '.join(unknown) or '(none given)'}: use {', '.join(SEGMENTS)}"
-        )
-    return names
 
 
 def render(
@@ -56,113 +27,19 @@ def render(
     now: float | None = None,
 ) -> str:
     now = time.time() if now is None else now
-    parts: list[str] = []
-    for name in segments:
-        text = _segment(name, snapshot, given, now, colour)
-        if text:
-            parts.append(text)
-    return " · ".join(parts)
-
-
-def _segment(
-    name: str, s: dict[str, Any], given: dict[str, Any], now: float, colour: bool
-) -> str | None:
-    if name == "model":
-        return str(s["model"])
-    if name == "context":
-        gauge = short_gauge(s)
-        return _paint(gauge, percent_colour(s["usedPercentage"])) if colour else gauge
-    if name == "threshold":
-        return f"compacts at {short_tokens(s['autocompactThreshold'])}"
-    if name == "cost":
-        return f"${s['cost']['totalUsd']:.2f}"
-    if name == "rate":
-        return rate_text(given.get("rate_limits"), now)
-    if name == "cache":
-        path = given.get("transcript_path")
-        return cache_text(path, now) if isinstance(path, str) else None
-    if name == "compactions":
-        n = s.get("compactions") or 0
-        return f"compacted ×{n}" if n else None
-    return None
-
-
-def percent_colour(used_percentage: float) -> str:
-    """The editors' thresholds: green, yellow from 75% of the window, red from 90%."""
-    if used_percentage >= 90:
-        return "red"
-    return "yellow" if used_percentage >= 75 else "green"
-
-
-def _paint(text: str, colour: str) -> str:
-    return f"{_COLOURS[colour]}{text}{_RESET}"
-
-
-def rate_text(limits: Any, now: float) -> str | None:
-    """`5h 42% ↻2h10m · 7d 12% ↻3d4h` from Claude Code's rate_limits (None without them)."""
-    if not isinstance(limits, dict):
-        return None
-    shown = []
-    for key, bucket in limits.items():
-        if not isinstance(bucket, dict):
-            continue
-        used = bucket.get("used_percentage")
-        if not isinstance(used, int | float) or isinstance(used, bool):
-            continue
-        label = _RATE_NAMES.get(key) or key.replace("seven_day_", "7d ").replace("_", " ")
-        left = _seconds_until(bucket.get("resets_at"), now)
-        shown.append(f"{label} {used:.0f}%" + (f" ↻{_duration(left)}" if left else ""))
-    return " · ".join(shown) or None
-
-
-def _seconds_until(when: Any, now: float) -> float | None:
-    """`resets_at` as epoch seconds (or milliseconds) or an ISO 8601 time -> seconds from now."""
-    if isinstance(when, int | float) and not isinstance(when, bool):
-        at = when / 1000 if when > 1e11 else float(when)
-    elif isinstance(when, str):
-        at_or_none = _iso_seconds(when)
-        if at_or_none is None:
-            return None
-        at = at_or_none
-    else:
-        return None
-    return max(0.0, at - now)
-
-
-def _iso_seconds(text: str) -> float | None:
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def _duration(seconds: float) -> str:
-    minutes = int(seconds // 60)
-    if minutes < 60:
-        return f"{max(1, minutes)}m"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours}h{minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d{hours}h"
+    path = given.get("transcript_path")
+    last = last_call(path) if "cache" in segments and isinstance(path, str) else None
+    return statusline.render(snapshot, given, segments, colour=colour, now=now, last=last)
 
 
 def cache_text(path: str, now: float) -> str | None:
-    """`cache 3m` (time left of the prompt cache the last provider call used or wrote),
-    `cache cold` once it expired, None when the transcript's end holds no call."""
-    last = last_call(path)
-    if last is None:
-        return None
-    at, ttl = last
-    left = at + ttl - now
-    return f"cache {_duration(left)}" if left > 0 else "cache cold"
+    """`cache 3m`, `cache cold` or None (core.statusline.cache_text) for the transcript at
+    `path`."""
+    return statusline.cache_text(last_call(path), now)
 
 
-def last_call(path: str) -> tuple[float, int] | None:
-    """(when, cache lifetime in seconds) of the transcript's last provider call: 1 hour when a
-    call in the end of the file wrote to the 1-hour cache, else 5 minutes."""
+def last_call(path: str) -> LastCall | None:
+    """The last provider call in the end of the transcript at `path` (None when unreadable)."""
     try:
         with open(path, "rb") as stream:
             size = stream.seek(0, os.SEEK_END)
@@ -170,28 +47,16 @@ def last_call(path: str) -> tuple[float, int] | None:
             lines = stream.read().splitlines()
     except OSError:
         return None
-    when: float | None = None
-    ttl = CACHE_TTL_S["5m"]
-    for line in reversed(lines):
+    return statusline.last_call(_records(reversed(lines)))
+
+
+def _records(lines: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+    for line in lines:
         if b'"usage"' not in line or b'"assistant"' not in line:
             continue
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        message = record.get("message") if isinstance(record, dict) else None
-        usage = message.get("usage") if isinstance(message, dict) else None
-        if record.get("type") != "assistant" or not isinstance(usage, dict):
-            continue
-        if when is None:
-            stamp = record.get("timestamp")
-            when = _iso_seconds(stamp) if isinstance(stamp, str) else None
-            if when is None:
-                return None
-        split = usage.get("cache_creation")
-        if isinstance(split, dict):
-            one_hour = split.get("ephemeral_1h_input_tokens")
-            if isinstance(one_hour, int) and one_hour > 0:
-                ttl = CACHE_TTL_S["1h"]
-            break
-    return None if when is None else (when, ttl)
+        if isinstance(record, dict):
+            yield record

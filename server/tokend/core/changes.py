@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tokend.core.commit import Compacted
-from tokend.core.types import ChatFile, ContentClass, Message
+from tokend.core.types import ChatFile, ContentClass, Message, StoredPart, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +123,24 @@ class MarkRetired:
     marks: tuple[Compacted, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class GrowReply:
+    """An agent's reply imported while it streamed has grown: an agent writes one reply as
+    several records, a block each, the usage of the newest one growing (output_tokens), and a
+    follower imports the reply as soon as it sees its first record. The message `message_id`
+    (in the window) gains `parts` (its later blocks, after its own) and its call now has
+    `usage`, priced at `cost_usd`; `counts` counts the whole message now. A new version."""
+
+    message_id: str
+    parts: tuple[StoredPart, ...]
+    counts: PartCounts
+    usage: Usage
+    cost_usd: float | None
+
+
 Change = (
     AppendMessage
+    | GrowReply
     | PruneParts
     | NewWindow
     | Rewind

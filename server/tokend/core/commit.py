@@ -43,7 +43,8 @@ class SessionCommit:
     repair that is no change of the conversation); `message` is appended with `message_tokens`
     as its count and `tool_outputs` (ref -> whole text) kept beside it; parts are marked
     pruned at `pruned_at`; `compacted` marks messages out of the live context; `fields` sets
-    columns of the session row."""
+    columns of the session row; `grown` (a stored message, the index of its first new part,
+    its new count) gets its new parts, usage, cost and count."""
 
     version: tuple[int, int] | None = None
     message: Message | None = None
@@ -53,3 +54,4 @@ class SessionCommit:
     pruned_at: datetime | None = None
     compacted: tuple[Compacted, ...] = ()
     fields: SessionFields = field(default_factory=SessionFields)
+    grown: tuple[Message, int, int] | None = None

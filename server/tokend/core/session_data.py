@@ -27,6 +27,7 @@ from tokend.core.changes import (
     CalibrationSample,
     Change,
     Delete,
+    GrowReply,
     MarkRetired,
     NewWindow,
     PruneParts,
@@ -40,6 +41,7 @@ from tokend.core.framing import message_overhead, reply_priming
 from tokend.core.message_log import MessageLog
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import CallFigures, Totals
+from tokend.core.totals import add_usage as add_usage  # loading.py reads it here
 from tokend.core.types import CompactionPart, ContentClass, Message, SessionInfo, Usage
 from tokend.core.usage_stats import TimeTally, add_message
 
@@ -157,6 +159,10 @@ def evolve(data: SessionData, change: Change) -> Evolved:
             return Evolved(replace(data, info=deleted, version=data.version + 1))
         case MarkRetired():
             return Evolved(data)
+        case GrowReply():
+            from tokend.core.reply_growth import grown  # it builds on this module
+
+            return Evolved(grown(data, change))
         case Restore():
             restored = replace(data.info, deleted_at=None)
             return Evolved(replace(data, info=restored, version=data.version + 1))
@@ -434,15 +440,3 @@ def _anchor_of(data: SessionData, message: Message, tokens: int) -> Anchor:
     framing = message_overhead(message.role, data.model.provider)
     call = call_figures(message.id, usage, None, None)
     return Anchor(call, anchor_output(usage, tokens - framing), learn=False)
-
-
-def add_usage(totals: Totals, usage: Usage) -> Totals:
-    return replace(
-        totals,
-        calls=totals.calls + 1,
-        input_tokens=totals.input_tokens + usage.input_tokens,
-        output_tokens=totals.output_tokens + usage.output_tokens,
-        reasoning_tokens=totals.reasoning_tokens + usage.reasoning_tokens,
-        cache_read_tokens=totals.cache_read_tokens + usage.cache_read_tokens,
-        cache_write_tokens=totals.cache_write_tokens + usage.cache_write_tokens,
-    )

@@ -17,6 +17,7 @@ Keys (TOML):
     [telemetry]   # TelemetryConfig fields (user config only), see tokend.core.telemetry_settings
     [summarizer]  # SummarizerConfig fields (user config only), see tokend.core.model_summary
     [handoff]     # HandoffConfig fields (max_files, file_tokens), see tokend.core.handoff
+    [statusline]  # segments = ["model", "context", ...], see tokend.core.statusline_settings
     [models."NAME"]  # catalog overrides, see tokend.core.catalog.OVERRIDE_KEYS
 """
 
@@ -41,6 +42,7 @@ from tokend.core.gates import GateConfig
 from tokend.core.handoff import HandoffConfig
 from tokend.core.model_summary import SummarizerConfig
 from tokend.core.spend import SpendConfig
+from tokend.core.statusline_settings import StatuslineConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.usage_stats import RateConfig
 
@@ -88,6 +90,7 @@ class TokendConfig:
         ),
     ] = SummarizerConfig()
     handoff: HandoffConfig = HandoffConfig()
+    statusline: StatuslineConfig = StatuslineConfig()
 
 
 def room_problems(info: ModelInfo, config: TokendConfig) -> list[str]:

@@ -5,7 +5,8 @@ transcript that appears or grows there after the follower started (and the newes
 there) is followed too, each into its own session, so a new agent session is picked up without
 a command. The daemon's watchdog adapter (adapters.watch) reports changes, polling the folder
 when inotify cannot watch it; a slow poll of each tail catches what it misses (network file
-systems), and is also how a quiet transcript's last reply gets imported (see transcript_tail).
+systems). What the agent wrote is imported at once, a reply still streaming included (see
+core/transcript_tail.py).
 
 Each transcript has one TranscriptTail however many followers name it, and one task syncing it,
 so two editors asking to follow the same file never import a record twice. Everything here runs
@@ -18,55 +19,26 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tokend.adapters.watch import PathWatch
 from tokend.core.errors import InvalidParams
 from tokend.service.service import TokendService
 from tokend.service.tail import AGENTS, Agent, TailStatus, TranscriptTail
+from tokend.service.transcript_files import agent_folder, is_transcript, latest_transcript
 
 log = logging.getLogger(__name__)
 
+__all__ = ["Followers", "FollowerStatus", "agent_folder", "is_transcript", "latest_transcript"]
+
 POLL_SECONDS = 1.0  # how often a tail looks at its file without a watchdog event
-QUIET_SECONDS = 2.0  # a transcript unchanged this long has its waiting records imported
 KEEPS_DAEMON_UP_SECONDS = 3600.0  # a transcript written this recently keeps its daemon up
 FIRST_SYNC_SECONDS = 30.0  # follow/start waits this long at most for a transcript's first import
-
-
-def agent_folder(agent: Agent) -> Path:
-    """Where the agent writes its transcripts: Claude Code's `projects` folder
-    ($CLAUDE_CONFIG_DIR, default ~/.claude), Codex's `sessions` ($CODEX_HOME, default ~/.codex)."""
-    if agent == "codex":
-        return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / "projects"
-
-
-def is_transcript(agent: Agent, folder: Path, path: Path) -> bool:
-    """A session transcript of the agent: Claude Code's `projects/<project>/<session>.jsonl`
-    (sub-agent files live deeper and are left out), Codex's `rollout-*.jsonl` at any depth."""
-    if path.suffix != ".jsonl":
-        return False
-    try:
-        relative = path.relative_to(folder)
-    except ValueError:
-        return False
-    if agent == "codex":
-        return path.name.startswith("rollout-")
-    return len(relative.parts) == 2
-
-
-def latest_transcript(agent: Agent, folder: Path | None = None) -> Path | None:
-    """The agent's most recently written transcript in `folder` (default: the agent's), None
-    when it has none."""
-    folder = folder or agent_folder(agent)
-    if not folder.is_dir():
-        return None
-    found = [p for p in folder.rglob("*.jsonl") if is_transcript(agent, folder, p)]
-    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+LAST_RECORDS = 500  # newest_records looks this far back
 
 
 @dataclass(frozen=True)
@@ -117,11 +89,9 @@ class Followers:
         service: TokendService,
         *,
         poll_seconds: float = POLL_SECONDS,
-        quiet_seconds: float = QUIET_SECONDS,
     ) -> None:
         self.service = service
         self.poll_seconds = poll_seconds
-        self.quiet_seconds = quiet_seconds
         self._followers: dict[str, _Follower] = {}
         self._running: dict[Path, _Running] = {}
         self._ids = itertools.count(1)
@@ -135,10 +105,12 @@ class Followers:
         path: str | None = None,
         workspace_uri: str | None = None,
         on_session: SessionKnown | None = None,
+        wait: float = FIRST_SYNC_SECONDS,
     ) -> FollowerStatus:
         """Follow `path` (a transcript), or with no path the agent's sessions folder, and return
-        once what the transcript holds is imported (at most FIRST_SYNC_SECONDS). A file
-        already followed is not followed twice: its follower is returned."""
+        once what the transcript holds is imported (at most `wait` seconds: the import goes
+        on after; the status's `caught_up` says whether it was). A file already followed is
+        not followed twice: its follower is returned."""
         if agent not in AGENTS:
             raise InvalidParams(f"agent must be one of {', '.join(AGENTS)}, not {agent!r}")
         kind: Agent = "codex" if agent == "codex" else "claude-code"
@@ -168,8 +140,15 @@ class Followers:
         if first is not None:
             running = self._add(follower, first)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(running.synced.wait(), FIRST_SYNC_SECONDS)
+                await asyncio.wait_for(running.synced.wait(), wait)
         return self._status(follower)
+
+    def newest_records(self, path: str) -> Iterator[Mapping[str, Any]]:
+        """The records read from the followed transcript at `path` (resolved), newest first
+        (none when it is not followed)."""
+        running = self._running.get(Path(path).resolve())
+        records: Sequence[Mapping[str, Any]] = running.tail.records if running else ()
+        return iter(records[-LAST_RECORDS:][::-1])
 
     def list(self) -> list[FollowerStatus]:
         return [self._status(f) for f in self._followers.values()]
@@ -288,25 +267,18 @@ class Followers:
         return running
 
     async def _run(self, running: _Running) -> None:
-        """Sync the tail whenever it is poked or the poll comes round; import what waits once
-        the file has been quiet for `quiet_seconds`."""
-        loop = asyncio.get_running_loop()
-        last_change = loop.time()
+        """Sync the tail whenever it is poked or the poll comes round."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(running.poked.wait(), self.poll_seconds)
             running.poked.clear()
             tail = running.tail
-            size = len(tail.records)
-            quiet = tail.waiting and loop.time() - last_change >= self.quiet_seconds
             try:
-                await tail.sync(quiet=quiet)
+                await tail.sync()
             except Exception:  # a bug must not end the follower silently
                 log.exception("following %s failed", tail.path)
             tail.caught_up = True
             running.synced.set()
-            if len(tail.records) != size:
-                last_change = loop.time()
             for follower in running.followers:
                 self._tell(follower, running)
 

@@ -19,6 +19,7 @@ from tokend.core.changes import (
     AppendMessage,
     Change,
     Delete,
+    GrowReply,
     MarkRetired,
     NewWindow,
     PruneParts,
@@ -278,6 +279,10 @@ def change_commit(
             return SessionCommit(version, compacted=marked, fields=fields)
         case MarkRetired(marks=marks):
             return SessionCommit(version, compacted=marks, fields=fields)
+        case GrowReply(message_id=grown, parts=parts, counts=counts):
+            message = next(m for m in after.messages if m.id == grown)
+            new = (message, len(message.parts) - len(parts), counts.total)
+            return SessionCommit(version, fields=fields, grown=new)
         case UpdateInfo():
             info = after.info
             fields = replace(

@@ -18,7 +18,6 @@ from typing import Any
 
 from tokend.core.errors import TokendError
 from tokend.core.transcript import TranscriptEvent
-from tokend.core.transcript_tail import settled_count
 from tokend.service.service import TokendService
 from tokend.service.transcript_import import (
     AGENTS,
@@ -102,21 +101,22 @@ class TranscriptTail:
 
     @property
     def waiting(self) -> bool:
-        """Records are read that no import covered yet (a response still being written)."""
+        """Records are read that no import covered yet (the last import failed)."""
         return self._settled < len(self.records)
 
-    async def sync(self, *, quiet: bool = False) -> int:
-        """Read what the file gained and import what has settled (everything when `quiet`: the
-        agent stopped writing for a while). Returns how many messages were appended."""
+    async def sync(self) -> int:
+        """Read what the file gained and import it at once, a response still being written
+        included (its later blocks and its growing usage come with the next syncs), and what a
+        failed import left. Returns how many messages were appended."""
         grew = await self.service.run(self._read_new)
-        if not grew and not (quiet and self.waiting):
+        if not grew and not self.waiting:
             return 0
         records = list(self.records)
-        settled, events = await self.service.run(lambda: self._parse(records, quiet))
+        events = await self.service.run(lambda: self._parse(records))
         before = self.messages + self.compactions
         try:
             await self.importer.apply(records, events)
-            self._settled = settled
+            self._settled = len(records)
             self.error = None
         except TokendError as exc:
             self.error = exc.message
@@ -149,12 +149,6 @@ class TranscriptTail:
         self.records.extend(read.records)
         return end > 0
 
-    def _parse(
-        self, records: Sequence[Mapping[str, Any]], quiet: bool
-    ) -> tuple[int, list[TranscriptEvent]]:
-        """(records covered, their events): a Claude Code transcript up to its last ended
-        response (all when quiet); a Codex rollout up to its last response with usage."""
-        if self.agent == "codex":
-            return len(records), parse_events(self.agent, records, final=False)
-        settled = len(records) if quiet else settled_count(records)
-        return settled, parse_events(self.agent, records[:settled])
+    def _parse(self, records: Sequence[Mapping[str, Any]]) -> list[TranscriptEvent]:
+        """The events of the records (a Codex rollout's up to its last response with usage)."""
+        return parse_events(self.agent, records, final=False)

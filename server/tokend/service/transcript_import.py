@@ -17,9 +17,8 @@ Its rules:
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,11 +32,15 @@ from tokend.core.transcript import (
     TranscriptMessage,
     parse_transcript,
 )
-from tokend.core.transcript_tail import resume_after
+from tokend.core.transcript_records import MAX_LINE_NUMBERS, Records, read_records
+from tokend.core.transcript_tail import Resume, resume_after
 from tokend.core.types import TextPart
+from tokend.service.reply_growth import grow_reply
 from tokend.service.service import TokendService
 
 log = logging.getLogger(__name__)
+
+__all__ = ["MAX_LINE_NUMBERS", "Records", "TranscriptImporter", "read_records"]
 
 Agent = Literal["claude-code", "codex"]
 AGENTS: tuple[Agent, ...] = ("claude-code", "codex")
@@ -46,7 +49,8 @@ CURSOR_KEY = "transcript"
 column, SessionInfo.transcript_cursor). The cursor: {source (the agent), sessionId (the agent's), path,
 records (complete JSON records read), lastUuid, lastParts (the last message imported, how many
 of its parts), replyUuid, replyParts (the same of the last assistant message: a response
-imported before it ended can still grow)}."""
+imported before it ended can still grow), replyMessage (that message's id in the session: it
+gains the response's later blocks and newest usage as they come)}."""
 CLAUDE_CODE_WINDOW = 200_000  # Claude Code runs Claude at the standard window unless "[1m]"
 PLACEHOLDER = "(compacted by the agent: the transcript holds no summary)"
 
@@ -59,42 +63,6 @@ class Origin:
     cwd: str | None
     model: str | None
     context_window: int | None
-
-
-@dataclass(frozen=True)
-class Records:
-    """A transcript's JSON records, and how many non-blank lines were not (cut or half written)."""
-
-    records: list[Mapping[str, Any]]
-    skipped: int = 0
-    first_skipped: int | None = None  # the first skipped line's number (1-based)
-    skipped_lines: tuple[int, ...] = ()  # the first MAX_LINE_NUMBERS of them
-
-
-MAX_LINE_NUMBERS = 10
-
-
-def read_records(lines: Iterable[bytes | str], first_number: int = 1) -> Records:
-    """The JSON object on each non-blank line; other lines are skipped and counted (their
-    numbers kept, the first line being `first_number`)."""
-    records: list[Mapping[str, Any]] = []
-    skipped, first_skipped = 0, None
-    numbers: list[int] = []
-    for number, line in enumerate(lines, start=first_number):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if isinstance(record, dict):
-            records.append(record)
-            continue
-        skipped += 1
-        first_skipped = first_skipped or number
-        if len(numbers) < MAX_LINE_NUMBERS:
-            numbers.append(number)
-    return Records(records, skipped, first_skipped, tuple(numbers))
 
 
 def parse_events(
@@ -162,10 +130,9 @@ class TranscriptImporter:
                 f"{self.session_id}: the transcript was rewritten. Delete that session "
                 f"(`tokend sessions delete {self.session_id}`) and import or follow it again"
             )
-        written = _Cursor(last_uuid, last_parts, *reply)
+        written = _Cursor(last_uuid, last_parts, *reply, cursor.get("replyMessage"))
         try:
-            if resume.continuation is not None:
-                await self._append_message(resume.continuation, None, written, grown=True)
+            await self._grow_reply(resume, written)
             await self._append_events(resume.events, written)
         finally:  # a failed append leaves the cursor after the last message that made it
             self.service.update_info(
@@ -179,8 +146,26 @@ class TranscriptImporter:
                     "lastParts": written.parts,
                     "replyUuid": written.reply_uuid,
                     "replyParts": written.reply_parts,
+                    "replyMessage": written.reply_message,
                 },
             )
+
+    async def _grow_reply(self, resume: Resume, written: _Cursor) -> None:
+        """The last reply imported, as the transcript has it now: its later blocks and newest
+        usage (a reply imported while it streamed); its blocks appended as a message of their
+        own when the reply is not in the window (refused, or compacted away)."""
+        assert self.session_id is not None
+        blocks = resume.continuation
+        if resume.call is not None and written.reply_message is not None:
+            more = blocks.parts if blocks is not None else ()
+            usage = resume.call.usage
+            if await grow_reply(self.service, self.session_id, written.reply_message, more, usage):
+                written.reply_parts = (written.reply_parts or 0) + len(more)
+                if written.uuid == written.reply_uuid:
+                    written.parts = written.reply_parts
+                return
+        if blocks is not None:
+            await self._append_message(blocks, None, written, grown=True)
 
     def _cursor(self, origin: Origin) -> dict[str, Any]:
         """The cursor of the session an earlier import or follower made for this transcript
@@ -250,12 +235,13 @@ class TranscriptImporter:
         call: ProviderCall | None,
         written: _Cursor,
         grown: bool = False,
-    ) -> None:
+    ) -> str | None:
         """Append one message; one the session refuses (say, too large) is skipped, counted
-        and logged, never retried forever."""
+        and logged, never retried forever. Its id (None when refused)."""
         assert self.session_id is not None
+        appended = None
         try:
-            await self.service.append_async(
+            result = await self.service.append_async(
                 self.session_id,
                 message.role,
                 list(message.parts),
@@ -265,21 +251,24 @@ class TranscriptImporter:
             )
             self.messages += 1
             self.calls += 1 if call else 0
+            appended = result.message_id
         except TokendError as exc:
             if exc.code not in (InvalidParams.code, MessageTooLarge.code):
                 raise
             self.refused += 1
             log.warning("importing %s: skipped a %s message: %s", self.path, message.role, exc)
         if not message.uuid:
-            return
+            return appended
         if grown:  # more blocks of the last reply: the cursor's last message stays where it is
             written.reply_parts = (written.reply_parts or 0) + len(message.parts)
             if written.uuid == message.uuid:
                 written.parts = written.reply_parts
-            return
+            return appended
         written.uuid, written.parts = message.uuid, len(message.parts)
         if message.role == "assistant":
             written.reply_uuid, written.reply_parts = message.uuid, len(message.parts)
+            written.reply_message = appended if call else None
+        return appended
 
 
 @dataclass
@@ -288,6 +277,7 @@ class _Cursor:
     parts: int | None  # how many of its parts were imported (None: all)
     reply_uuid: str | None = None  # the last assistant message imported
     reply_parts: int | None = None  # how many of its parts were imported
+    reply_message: str | None = None  # its id in the session (the message with its call)
 
 
 def _text_of(message: TranscriptMessage) -> str:

@@ -1,0 +1,88 @@
+"""statusline/line: Claude Code's status line in one request.
+
+`tokend statusline` runs once per refresh of Claude Code's status line: it forwards the JSON
+Claude Code gave it and prints the line this returns. Following the transcript (idempotent),
+reading the gauge and rendering it (core.statusline) all happen here, so the command makes one
+round trip and parses one string.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tokend.core.errors import InvalidParams
+from tokend.core.statusline import last_call, parse_segments, render
+from tokend.lsp import wire
+from tokend.lsp.convert import to_wire_snapshot
+
+if TYPE_CHECKING:
+    from tokend.lsp.server import TokendServer
+
+FIRST_ANSWER_SECONDS = 0.1  # what a first read of a transcript is given before the answer
+
+
+@attrs.frozen
+class StatuslineParams:
+    given: dict[str, Any]
+    segments: list[str] | None = None
+    colour: bool = False
+
+
+@attrs.frozen
+class StatuslineLineWire:
+    line: str | None  # null unless state is "current"
+    state: str  # "current" | "reading" (a first read, partial figures) | "waiting" (no reply)
+    session_id: str | None
+
+
+def register(server: TokendServer) -> None:
+    from tokend.lsp.server import rpc
+
+    @server.feature("statusline/line")
+    @rpc
+    async def line(ls: TokendServer, params: Any) -> Any:
+        p = _params(params)
+        transcript = p.given.get("transcript_path")
+        if not isinstance(transcript, str) or not transcript:
+            raise InvalidParams("given.transcript_path: the transcript Claude Code names")
+        segments = ls.service.config_for(_workspace(p.given)).statusline.segments
+        if p.segments is not None:
+            try:
+                segments = parse_segments(",".join(p.segments))
+            except ValueError as exc:
+                raise InvalidParams(f"segments: {exc}") from None
+        follower = await ls.app.followers.start(
+            "claude-code", transcript, wait=FIRST_ANSWER_SECONDS
+        )
+        followed = follower.transcripts[0] if follower.transcripts else None
+        if followed is None or not followed.caught_up:
+            return wire.to_wire(StatuslineLineWire(None, "reading", None))
+        if followed.session_id is None:
+            return wire.to_wire(StatuslineLineWire(None, "waiting", None))
+        snapshot = wire.to_wire(to_wire_snapshot(ls.service.snapshot(followed.session_id)))
+        last = last_call(ls.app.followers.newest_records(followed.path))
+        text = render(snapshot, p.given, segments, colour=p.colour, now=time.time(), last=last)
+        return wire.to_wire(StatuslineLineWire(text, "current", followed.session_id))
+
+
+def _workspace(given: dict[str, Any]) -> str | None:
+    """The folder Claude Code works in (its project folder, else its cwd) as a URI: whose
+    `.tokend.toml` says which segments to show."""
+    folders = given.get("workspace")
+    folder = folders.get("project_dir") if isinstance(folders, dict) else None
+    folder = folder if isinstance(folder, str) and folder else given.get("cwd")
+    if not isinstance(folder, str) or not os.path.isabs(folder):
+        return None
+    return Path(folder).as_uri()
+
+
+def _params(params: Any) -> StatuslineParams:
+    raw = params if isinstance(params, dict) else None
+    if raw is not None and not isinstance(raw.get("given"), dict):
+        raise InvalidParams("given: must be the JSON object Claude Code passes on stdin")
+    return wire.from_wire(StatuslineParams, params)

@@ -1,0 +1,36 @@
+"""A reply imported while it streamed, grown since, applied to its session through its owner like
+any change (core.changes.GrowReply): the follower imports an agent's reply as soon as it sees
+its first record, and the reply's later blocks and newest usage as they come."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tokend.core.changes import GrowReply
+from tokend.core.pricing import call_cost_usd
+from tokend.core.types import Part, StoredPart, Usage
+from tokend.service.service import TokendService, new_id
+
+
+async def grow_reply(
+    service: TokendService, session_id: str, message_id: str, parts: Sequence[Part], usage: Usage
+) -> bool:
+    """Append `parts` to the message `message_id` (a provider call's reply), give its call
+    `usage` (priced and counted as an append prices and counts the whole message) and tell
+    the session's listeners. False when nothing changed, or the message left the window."""
+    state = service.state(session_id)
+    data = state.data
+    message = next((m for m in data.messages if m.id == message_id), None)
+    if message is None or message.usage is None or (message.usage == usage and not parts):
+        return False
+    whole = [*(sp.part for sp in message.parts), *parts]
+    counts = await service.run(lambda: service.counter(data.model).count_parts("assistant", whole))
+    added = tuple(
+        StoredPart(id=new_id(), part=p, tokens=t)
+        for p, t in zip(parts, counts.tokens[len(message.parts) :], strict=True)
+    )
+    priced = service._priced_model(data, message.model)  # the model append priced it with
+    change = GrowReply(message_id, added, counts, usage, call_cost_usd(priced, usage, whole))
+    applied = await state.apply_async(change, None, service.submit)
+    service.announce(state, applied)
+    return True
