@@ -50,6 +50,7 @@ SECTIONS = [
     "statusline",
     "claude",
     "app_root",
+    "scale_session",
 ]
 
 

@@ -101,6 +101,8 @@ def test_a_session_stored_before_the_marks_is_marked_when_loaded(tmp_path):
             "UPDATE messages SET compacted_by = NULL, compacted_at = NULL WHERE session_id = ?",
             (sid,),
         )
+        # Nor did it keep the gauge's state (migration 0006): the session is loaded whole.
+        raw.execute("UPDATE sessions SET gauge_state = NULL WHERE id = ?", (sid,))
     assert [m.id for m in SqlStore.open(f"sqlite:///{db}").load_messages(sid)] == [
         *retired,
         *kept,

@@ -10,7 +10,6 @@ from tokend.core.budget import autocompact_threshold
 from tokend.core.session_data import SessionData
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot, breakdown, used_percentage
-from tokend.core.types import ToolResultPart
 
 
 def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
@@ -28,16 +27,10 @@ def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
             f"{used:,} tokens is over the autocompact threshold ({threshold:,}): "
             "compact the session (session/compact) or start a new one",
         )
-    gated = [
-        sp.part
-        for m in data.messages
-        for sp in m.parts
-        if isinstance(sp.part, ToolResultPart) and sp.part.gate is not None
-    ]
-    if gated:  # never silent: the model sees less than these outputs
-        whole = sum(p.original_chars or 0 for p in gated)
+    gated = data.log.gated  # kept as messages are appended: no walk of the history
+    if gated.count:  # never silent: the model sees less than these outputs
         warnings += (
-            f"{len(gated)} tool result(s) ({whole:,} characters) too large to send whole are "
+            f"{gated.count} tool result(s) ({gated.chars:,} characters) too large to send whole are "
             "shown to the model as a preview; toolOutput/read returns the originals",
         )
     call = data.anchor.call if data.anchor is not None else None

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from tokend.core.changes import GrowReply
 from tokend.core.errors import InvalidParams
+from tokend.core.message_log import MessageLog
 from tokend.core.session_data import Anchor, SessionData, anchor_output, call_figures
 from tokend.core.totals import replace_usage
 from tokend.core.usage_stats import add_message
@@ -35,8 +36,10 @@ def grown(data: SessionData, change: GrowReply) -> SessionData:
         anchor = Anchor(call, output, anchor.delta_tokens, anchor.learn)
     return replace(
         data,
-        messages=(*data.messages[:index], message, *data.messages[index + 1 :]),
-        message_tokens={**data.message_tokens, old.id: counts.total},
+        log=MessageLog.of(
+            (*data.messages[:index], message, *data.messages[index + 1 :]),
+            {**data.message_tokens, old.id: counts.total},
+        ),
         version=data.version + 1,
         anchor=anchor,
         totals=replace_usage(data.totals, old.usage, change.usage),

@@ -9,7 +9,7 @@ All figures are tokens unless a name says otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -38,6 +38,7 @@ from tokend.core.changes import (
 )
 from tokend.core.errors import VersionConflict
 from tokend.core.framing import message_overhead, reply_priming
+from tokend.core.message_log import MessageLog
 from tokend.core.replay import MEASURED_RULES
 from tokend.core.snapshot import CallFigures, Totals
 from tokend.core.totals import add_usage as add_usage  # loading.py reads it here
@@ -79,8 +80,7 @@ class Added:
 class SessionData:
     info: SessionInfo
     model: ModelInfo
-    messages: tuple[Message, ...]  # from the last compaction boundary, oldest first
-    message_tokens: Mapping[str, int]  # message id -> tokens as sent (framing, placeholders)
+    log: MessageLog  # from the last compaction boundary, oldest first, with their tokens
     version: int
     measured: Mapping[str, int] = field(default_factory=dict)  # system, tools, ... (last assembly)
     measured_exact: bool = True
@@ -96,11 +96,20 @@ class SessionData:
     def id(self) -> str:
         return self.info.id
 
+    @property
+    def messages(self) -> Sequence[Message]:
+        return self.log.messages
+
+    @property
+    def message_tokens(self) -> Mapping[str, int]:
+        """Message id -> tokens as sent (framing, placeholders)."""
+        return self.log.tokens
+
     def used_tokens(self) -> tuple[int, bool]:
         """(tokens the next request will consume, estimated?)."""
         if self.anchor is not None:
             return anchor_tokens(self.anchor, self.model) + self.added.tokens, False
-        whole = sum(self.measured.values()) + sum(self.message_tokens.values())
+        whole = sum(self.measured.values()) + self.log.total_tokens
         primed = reply_priming(self.model.provider, self.model.tokenizer)
         return whole + (primed if whole else 0), True  # an empty session has no request yet
 
@@ -176,12 +185,9 @@ def _append(data: SessionData, change: AppendMessage) -> Evolved:
     boundary = provider_compaction(sp.part for sp in message.parts)
     if boundary is not None:
         return Evolved(_provider_window(data, change, boundary))
-    tokens = {**data.message_tokens, message.id: counts.total}
-    messages = (*data.messages, message)
     grown = replace(
         data,
-        messages=messages,
-        message_tokens=tokens,
+        log=data.log.appended(message, counts.total),
         version=data.version + 1,
         times=add_message(data.times, message),
     )
@@ -214,11 +220,10 @@ def _call(
     counts = change.counts
     predicted = before.used_tokens()[0] if before.anchor is not None else None
     actual = usage.context_tokens
-    errors = before.errors
-    error_pct = None
-    if predicted is not None and actual > 0 and change.learn:
+    errors, error_pct = before.errors, None
+    if predicted is not None and actual > 0:  # a reload shows the call's error as it was
         error = EstimateError(predicted, actual)
-        errors = (*errors, error)[-ERROR_HISTORY:]
+        errors = (*errors, error)[-ERROR_HISTORY:] if change.learn else errors
         error_pct = error.error_pct
     samples: list[CalibrationSample] = []
     if before.anchor is not None and before.anchor.learn and change.learn:
@@ -306,16 +311,13 @@ def _prune(data: SessionData, change: PruneParts) -> SessionData:
     if anchor is not None:
         anchor = replace(anchor, delta_tokens=anchor.delta_tokens + delta_anchor, learn=False)
         added = replace(added, tokens=added.tokens + delta_added)
-    compactions = data.compactions + 1
-    info = replace(data.info, compacted_at=change.at)
     return replace(
         data,
-        info=info,
-        messages=tuple(messages),
-        message_tokens=tokens,
+        info=replace(data.info, compacted_at=change.at),
+        log=MessageLog.of(messages, tokens),
         anchor=anchor,
         added=added,
-        compactions=compactions,
+        compactions=data.compactions + 1,
         version=data.version + 1,
     )
 
@@ -340,8 +342,7 @@ def _new_window(data: SessionData, change: NewWindow) -> SessionData:
     return replace(
         data,
         info=replace(data.info, compacted_at=message.created_at),
-        messages=(message, *kept),
-        message_tokens=tokens,
+        log=MessageLog.of((message, *kept), tokens),
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
@@ -364,8 +365,7 @@ def _provider_window(data: SessionData, change: AppendMessage, part: CompactionP
     compacted = replace(
         data,
         info=replace(data.info, compacted_at=message.created_at),
-        messages=(message,),
-        message_tokens={message.id: tokens},
+        log=MessageLog.of((message,), {message.id: tokens}),
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
@@ -423,8 +423,7 @@ def _rewind(data: SessionData, change: Rewind) -> SessionData:
             break
     return replace(
         data,
-        messages=kept,
-        message_tokens=tokens,
+        log=MessageLog.of(kept, tokens),
         anchor=anchor,
         added=Added(tokens=after) if anchor is not None else Added(),
         version=data.version + 1,

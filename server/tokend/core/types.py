@@ -226,6 +226,7 @@ class SessionFigures:
     errors: tuple[EstimateError, ...] = ()
     anchor_delta: AnchorDelta | None = None
     gauge: SessionGauge | None = None  # None: stored before gauges were kept; load it
+    state: Mapping[str, Any] | None = None  # core.gauge_state's JSON (None: load it whole)
 
 
 @dataclass(frozen=True, slots=True)

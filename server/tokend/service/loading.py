@@ -20,6 +20,8 @@ from tokend.core.accounting import provider_compaction
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import AppendMessage, MarkRetired
 from tokend.core.commit import Compacted
+from tokend.core.gauge_state import GaugeState
+from tokend.core.message_log import MessageLog
 from tokend.core.ports import Store
 from tokend.core.session_data import SessionData, add_usage, evolve
 from tokend.core.snapshot import Totals
@@ -29,12 +31,25 @@ from tokend.service.counting import ModelCounter
 
 
 def load_session_data(
-    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter
+    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter, *, lazy: bool = True
 ) -> tuple[SessionData, MarkRetired | None]:
     """The session as stored, and the marks a provider's compaction stored before they were
     kept still needs (for its owner to apply: loading reads, it writes nothing of the
-    session's; part counts it had to make go to the parts' count cache)."""
-    session_id, deleted = info.id, info.deleted_at is not None  # a deleted one: to restore it
+    session's; part counts it had to make go to the parts' count cache). With `lazy`, a row
+    that keeps its gauge's state (core.gauge_state) gives the session without reading a message:
+    the bodies are read when first needed."""
+    deleted = info.deleted_at is not None  # a deleted one: to restore it
+    state = GaugeState.of(info.figures.state, info.version) if lazy and not deleted else None
+    if state is not None:
+        return _lazy(store, info, model, counter, state), None
+    return _whole(store, info, model, counter)
+
+
+def _whole(
+    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter
+) -> tuple[SessionData, MarkRetired | None]:
+    """The session read whole: its live messages played through evolve."""
+    session_id, deleted = info.id, info.deleted_at is not None
     messages = store.load_messages(session_id, including_deleted=deleted)
     # Messages out of the live context exist only after a compaction boundary or a rewind.
     windowed = bool(messages) and messages[0].summary
@@ -60,8 +75,7 @@ def load_session_data(
     data = SessionData(
         info=info,
         model=model,
-        messages=(),
-        message_tokens={},
+        log=MessageLog.of((), {}),
         version=0,
         measured=MappingProxyType(dict(figures.measured)),
         measured_exact=figures.measured_exact,
@@ -80,7 +94,7 @@ def load_session_data(
             if sp.tokens is None and sp.compacted_at is None
         )
         if index == 0 and message.summary:
-            data = replace(data, messages=(message,), message_tokens={message.id: counts.total})
+            data = replace(data, log=MessageLog.of((message,), {message.id: counts.total}))
             continue
         data = evolve(data, AppendMessage(_usage_checked(message), counts, learn=False)).data
     if missing:
@@ -89,6 +103,32 @@ def load_session_data(
     if every is not messages:  # the time figures count every window's messages, in order
         data = replace(data, times=tally_messages(every))
     return _restore_anchor_delta(data), MarkRetired(retired) if retired else None
+
+
+def _lazy(
+    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter, state: GaugeState
+) -> SessionData:
+    """The session from its row alone; its messages are loaded whole when first read (the
+    first `state.messages` of the live context then: appends since only add after them, and a
+    change made elsewhere meanwhile fails its commit and reloads the session)."""
+
+    def bodies() -> list[tuple[Message, int]]:
+        whole = _whole(store, info, model, counter)[0]
+        return [(m, whole.message_tokens[m.id]) for m in whole.messages]
+
+    data = SessionData(
+        info=info,
+        model=model,
+        log=MessageLog.lazy(state.messages, state.tokens, state.gated, bodies),
+        version=info.version,
+        # As a whole load: a reloaded anchor is never learnt from (_restore_anchor_delta).
+        anchor=None if state.anchor is None else replace(state.anchor, learn=False),
+        added=state.added,
+        totals=state.totals,
+        cost_by_model=state.costs,
+        times=state.times,
+    )
+    return with_row(data, info)
 
 
 def with_row(data: SessionData, info: SessionInfo) -> SessionData:

@@ -56,16 +56,20 @@ def check_answers(data: SessionData, parts: Sequence[Part]) -> None:
     message): checked against the history as it is when the message is applied."""
     if not any(isinstance(p, ToolResultPart) for p in parts):
         return
-    calls = {
-        sp.part.call_id
-        for m in data.messages
-        for sp in m.parts
-        if isinstance(sp.part, ToolCallPart)
-    }
-    calls.update(p.call_id for p in parts if isinstance(p, ToolCallPart))
     windowed = bool(data.messages) and data.messages[0].summary
+    if windowed:
+        return  # the call may be in what the summary stands for
+    unanswered = {p.call_id for p in parts if isinstance(p, ToolResultPart)}
+    unanswered -= {p.call_id for p in parts if isinstance(p, ToolCallPart)}
+    # Newest first: a result answers a recent call, so this costs O(messages since it).
+    for message in reversed(data.messages):
+        if not unanswered:
+            return
+        unanswered.difference_update(
+            sp.part.call_id for sp in message.parts if isinstance(sp.part, ToolCallPart)
+        )
     for index, part in enumerate(parts):
-        if isinstance(part, ToolResultPart) and part.call_id not in calls and not windowed:
+        if isinstance(part, ToolResultPart) and part.call_id in unanswered:
             raise InvalidParams(
                 f"message.parts[{index}] answers callId {excerpt(part.call_id)}, which no toolCall "
                 "of this session made: append the assistant message with the call first"

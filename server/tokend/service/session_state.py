@@ -31,6 +31,7 @@ from tokend.core.changes import (
 from tokend.core.commit import Compacted, SessionCommit, SessionFields
 from tokend.core.errors import ChangedElsewhere, VersionConflict
 from tokend.core.gauge import gauge_snapshot
+from tokend.core.gauge_state import gauge_state_json
 from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
 from tokend.core.session_data import Evolved, SessionData, evolve
@@ -226,6 +227,7 @@ def session_figures(data: SessionData, snapshot: BudgetSnapshot, rewinds: int) -
         if anchor is None
         else AnchorDelta(anchor.call.message_id, anchor.delta_tokens),
         gauge=gauge_of(snapshot),
+        state=gauge_state_json(data),
     )
 
 

@@ -24,14 +24,9 @@ from tokend.core.session_data import SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.spend import Scope, SpendStatus, day_of, spend_statuses, zone
 from tokend.core.types import Message
-from tokend.core.usage_stats import (
-    RATE_WINDOW,
-    Call,
-    RateHeadroom,
-    call_tokens,
-    tokens_in_window,
-)
+from tokend.core.usage_stats import Call, RateHeadroom, call_tokens
 from tokend.service.service import TokendService
+from tokend.service.spend_tally import DayTally, RecentCalls
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +55,8 @@ class UsageMonitor:
         self._service = service
         self._lock = threading.Lock()
         self._calls: deque[Call] = deque()  # oldest first
+        self._today = DayTally()  # today's spend, kept as calls are recorded
+        self._recent = RecentCalls()  # the last minute's calls (rate headroom)
         self._known: set[str] = set()  # message ids already recorded
         self._compactions: dict[str, int] = {}
         self._last_error_call: dict[str, str] = {}
@@ -119,6 +116,8 @@ class UsageMonitor:
                         self._record(message, info.workspace_uri, sinks=False)
         with self._lock:  # oldest first again, whatever was recorded before the seed
             self._calls = deque(sorted(self._calls, key=lambda c: c.at))
+            self._today.forget()
+            self._recent.reset(self._calls, self._service.clock.now())
 
     def _on_snapshot(self, snapshot: BudgetSnapshot) -> None:
         try:
@@ -156,6 +155,8 @@ class UsageMonitor:
             message.usage,
         )
         self._calls.append(call)
+        self._today.add(call)
+        self._recent.add(call, self._service.clock.now())
         if sinks and call.at >= self._started:
             for sink in self.sinks:
                 sink.record_call(call)
@@ -202,13 +203,13 @@ class UsageMonitor:
         tz = zone(user.timezone)
         now = self._service.clock.now()
         today = day_of(now, tz)
-        with self._lock:
-            todays = [c for c in self._calls if day_of(c.at, tz) == today]
-        spent: dict[Scope, float] = {
-            "session": session_usd,
-            "workspace": sum(c.cost_usd for c in todays if c.workspace_uri == workspace),
-            "user": sum(c.cost_usd for c in todays),
-        }
+        with self._lock:  # kept as calls are recorded: O(1) whatever their number
+            by_workspace, everywhere = self._today.totals(user.timezone, tz, today, self._calls)
+            spent: dict[Scope, float] = {
+                "session": session_usd,
+                "workspace": by_workspace.get(workspace, 0.0),
+                "user": everywhere,
+            }
         limits: dict[Scope, float | None] = {
             "session": local.session_usd,
             "workspace": local.workspace_daily_usd if workspace else None,
@@ -265,9 +266,9 @@ class UsageMonitor:
     def snapshot_rate(self, data: SessionData) -> RateHeadroom | None:
         """The rate headroom for a snapshot of `data` being built, when `[rate] tpm_limit` is
         set: the calls recorded so far, and this session's newest call if not recorded yet."""
-        rate = self.rate()
-        if rate.tpm_limit is None:
+        if self._service.config.rate.tpm_limit is None:
             return None
+        rate = self.rate()
         newest = next((m for m in reversed(data.messages) if m.usage is not None), None)
         with self._lock:
             unseen = newest is not None and newest.id not in self._known
@@ -281,5 +282,5 @@ class UsageMonitor:
             self._seed_once()
         now = self._service.clock.now()
         with self._lock:
-            recent = [(c.at, call_tokens(c.usage)) for c in self._calls if c.at > now - RATE_WINDOW]
-        return RateHeadroom(tokens_in_window(recent, now), self._service.config.rate.tpm_limit)
+            tokens = self._recent.tokens(now)
+        return RateHeadroom(tokens, self._service.config.rate.tpm_limit)

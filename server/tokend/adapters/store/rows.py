@@ -40,16 +40,16 @@ IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-param
 _sessions, _messages = table_of(SessionRow), table_of(MessageRow)
 _stamp = bindparam("stamp", type_=UtcDateTime())
 # Moves updated_at forward to :stamp (never back) on a live session; rowcount 0: none such.
+# The row's gauge state goes with a message written (a change's commit writes it again).
 BUMP_LIVE_SESSION = (
     update(_sessions)
     .where(_sessions.c.id == bindparam("session_id"), _sessions.c.deleted_at.is_(None))
     .values(
-        updated_at=case((_sessions.c.updated_at < _stamp, _stamp), else_=_sessions.c.updated_at)
+        updated_at=case((_sessions.c.updated_at < _stamp, _stamp), else_=_sessions.c.updated_at),
+        gauge_state=None,
     )
 )
-LAST_SEQ = select(func.max(_messages.c.seq)).where(
-    _messages.c.session_id == bindparam("session_id")
-)
+LAST_SEQ = select(func.max(_messages.c.seq)).where(_messages.c.session_id == bindparam("sid"))
 INSERT_MESSAGE = insert(_messages)
 # Compare-and-set of a session's version; rowcount 0: another process moved it (or no session).
 MOVE_VERSION = (

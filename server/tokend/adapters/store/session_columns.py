@@ -59,6 +59,7 @@ def figures_columns(figures: SessionFigures) -> dict[str, Any]:
         "gauge_estimated": gauge.estimated if gauge else None,
         "gauge_version": gauge.version if gauge else None,
         "gauge_model": gauge.model if gauge else None,
+        "gauge_state": None if figures.state is None else dict(figures.state),
     }
 
 
@@ -152,6 +153,7 @@ def figures_of(row: SessionRow) -> SessionFigures:
         errors=tuple(EstimateError(int(p), int(a)) for p, a in row.estimate_errors or ()),
         anchor_delta=anchor,
         gauge=gauge_of(row),
+        state=row.gauge_state,
     )
 
 

@@ -221,7 +221,7 @@ class SqlStore:
         )
         if bumped.rowcount != 1:
             raise SessionNotFound(f"session {message.session_id} not found")
-        last_seq = session.scalar(rows.LAST_SEQ, {"session_id": message.session_id})
+        last_seq = session.scalar(rows.LAST_SEQ, {"sid": message.session_id})
         session.execute(
             rows.INSERT_MESSAGE,
             {
