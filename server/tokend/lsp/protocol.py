@@ -124,6 +124,25 @@ class TokendProtocol(ConnectionProtocol):
         served_only(result.capabilities)
         return result
 
+    # pygls's copy of the documents is not kept (it applied edits on the loop: 249 ms for an
+    # 8.7 MB buffer); the handlers keep them (service.workspace.documents), edited beside it.
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: Any) -> Any:
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: Any) -> Any:
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: Any) -> Any:
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _user_handler(self, method: str, params: Any) -> Any:
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         if not isinstance(data, dict) or "jsonrpc" not in data:
             return data  # a nested object: json calls this hook for every one

@@ -28,6 +28,7 @@ from tokend.lsp.notices import hear_settled_restores, hear_spend_notices
 from tokend.lsp.protocol import TokendProtocol, shared_converter
 from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser, serving
+from tokend.service.workspace.documents import OpenDocuments
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class TokendServer(LanguageServer):
         self._used: set[str] = set()  # sessions this connection appended to, compacted, asked of
         self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
+        self.documents = OpenDocuments()  # this connection's open documents (handlers/documents)
 
     def serve_workspaces(self) -> None:
         """Call in the connection's own task: the workspaces its requests open count it as
