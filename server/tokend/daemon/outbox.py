@@ -19,11 +19,9 @@ callbacks tell it when the queue has moved.
 
 At most about `transport_high_water_bytes` sit in the socket transport's own buffer; the rest
 waits in the queue, where it can still be dropped. A big frame goes to the transport a slice
-(WRITE_SLICE_BYTES) at a time, so the transport never copies megabytes in one call on the loop.
-
-A frame still being encoded beside the loop (a big reply: lsp/encode.py) takes its place in the
-queue at once (`write_later`): what is written after it waits for it, so a connection's replies
-and notifications go out in the order they were written.
+(WRITE_SLICE_BYTES) at a time. A frame still being encoded beside the loop (a big reply:
+lsp/encode.py) takes its place in the queue at once (`write_later`): what is written after it
+waits for it, so a connection's messages go out in the order they were written.
 """
 
 from __future__ import annotations
@@ -97,8 +95,7 @@ class Outbox:
             self._loop.call_soon_threadsafe(self._enqueue, frame)
 
     def write_later(self, pending: Pending) -> None:
-        """Queue a frame still being encoded (on the loop): frames written after this call go
-        out after it. Its size counts once it is known."""
+        """Queue a frame still being encoded (on the loop): frames written later go after it."""
         if self._closing:
             return
         self._queue.append((pending, False))
@@ -136,6 +133,10 @@ class Outbox:
     def add_progress_callback(self, callback: Callable[[], None]) -> None:
         """Run `callback` (on the loop) each time queued frames went out, and at the close."""
         self._on_progress.append(callback)
+
+    def forget_callbacks(self) -> None:  # once closed: they have run
+        self._on_closed.clear()
+        self._on_progress.clear()
 
     # -- internals -----------------------------------------------------------------------
 
@@ -257,8 +258,7 @@ class Outbox:
                 callback()
 
     async def _next_frame(self) -> bytes | None:
-        """The first queued frame, taken off the queue (waited for if still being encoded);
-        None if there is nothing to send for it."""
+        """The first queued frame, taken off the queue (waited for if being encoded), or None."""
         head, droppable = self._queue[0]
         if isinstance(head, bytes):
             self._queue.popleft()
