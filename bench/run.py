@@ -44,6 +44,7 @@ SECTIONS = [
     "restore_safety",
     "stop",
     "fuzz",
+    "fuzz_edits",
     "workspace_memory",
     "append_order",
     "config",

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from tokend.lsp.handlers.documents import close_all
+from tokend.service.workspace.documents import OpenDocuments
 
 
 class _NeverInitialized:
     service: Any = None
+    documents = OpenDocuments()  # nothing opened: didOpen is dropped before initialize
 
     @property
     def workspace(self) -> Any:

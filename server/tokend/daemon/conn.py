@@ -161,6 +161,15 @@ class Connection:
             error["data"] = data
         self.outbox.write(encode_frame({"jsonrpc": "2.0", "id": msg_id, "error": error}))
 
+    def forget(self) -> None:
+        """Once closed and its close callbacks ran: drop the server, the reader's stop hook
+        (which holds the connection's finished task, whose context holds this connection)
+        and the outbox's callbacks, so that nothing of the connection waits in a reference
+        cycle for the collector."""
+        self.server = None
+        self._stop_reading = lambda: None
+        self.outbox.forget_callbacks()
+
     def describe(self) -> dict[str, Any]:
         return {
             "id": self.id,

@@ -18,7 +18,10 @@ client that does not read its replies stops being read, not served without end; 
 callbacks tell it when the queue has moved.
 
 At most about `transport_high_water_bytes` sit in the socket transport's own buffer; the rest
-waits in the queue, where it can still be dropped.
+waits in the queue, where it can still be dropped. A big frame goes to the transport a slice
+(WRITE_SLICE_BYTES) at a time. A frame still being encoded beside the loop (a big reply:
+lsp/encode.py) takes its place in the queue at once (`write_later`): what is written after it
+waits for it, so a connection's messages go out in the order they were written.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ from tokend.daemon.jsonscan import top_level_fields
 log = logging.getLogger(__name__)
 
 DROPPABLE_METHODS: frozenset[str] = frozenset({"budget/didChange"})
+WRITE_SLICE_BYTES = 256 << 10  # a bigger frame goes to the transport in slices this long
+
+Pending = asyncio.Future[bytes | None]
+"""A frame being encoded (None: nothing is to be sent after all)."""
 
 
 class Outbox:
@@ -62,7 +69,7 @@ class Outbox:
         # The transport pauses us (drain() waits) only above its high-water mark: keep ours equal.
         stream_writer.transport.set_write_buffer_limits(high=transport_high_water_bytes)
         self._name = name
-        self._queue: collections.deque[tuple[bytes, bool]] = collections.deque()
+        self._queue: collections.deque[tuple[bytes | Pending, bool]] = collections.deque()
         self.queued_bytes = 0
         self._droppable_queued = 0
         self.dropped_frames = 0
@@ -86,6 +93,13 @@ class Outbox:
             self._enqueue(frame)
         elif not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._enqueue, frame)
+
+    def write_later(self, pending: Pending) -> None:
+        """Queue a frame still being encoded (on the loop): frames written later go after it."""
+        if self._closing:
+            return
+        self._queue.append((pending, False))
+        self._wakeup.set()
 
     def close(self) -> None:
         """Send what is queued, then close the socket (pygls calls this on `exit`)."""
@@ -119,6 +133,10 @@ class Outbox:
     def add_progress_callback(self, callback: Callable[[], None]) -> None:
         """Run `callback` (on the loop) each time queued frames went out, and at the close."""
         self._on_progress.append(callback)
+
+    def forget_callbacks(self) -> None:  # once closed: they have run
+        self._on_closed.clear()
+        self._on_progress.clear()
 
     # -- internals -----------------------------------------------------------------------
 
@@ -195,9 +213,9 @@ class Outbox:
         if not self._droppable_queued:
             return
         target = self.soft_limit_bytes * 3 // 4 - incoming_bytes
-        kept: collections.deque[tuple[bytes, bool]] = collections.deque()
+        kept: collections.deque[tuple[bytes | Pending, bool]] = collections.deque()
         for frame, droppable in self._queue:
-            if droppable and self.queued_bytes > target:
+            if droppable and self.queued_bytes > target and isinstance(frame, bytes):
                 self.queued_bytes -= len(frame)
                 self._droppable_queued -= 1
                 self.dropped_frames += 1
@@ -221,10 +239,10 @@ class Outbox:
                     await self._wakeup.wait()
                     continue
                 while self._queue and transport.get_write_buffer_size() <= self._high_water:
-                    frame, droppable = self._queue.popleft()
-                    self.queued_bytes -= len(frame)
-                    self._droppable_queued -= droppable
-                    self._writer.write(frame)
+                    frame = await self._next_frame()
+                    if frame is None:
+                        continue
+                    await self._send(frame)
                     del frame  # not kept alive while the queue waits (a reply may be 30 MB)
                     self.sent_frames += 1
                 self._progressed()
@@ -238,6 +256,36 @@ class Outbox:
             self._progressed()
             for callback in self._on_closed:
                 callback()
+
+    async def _next_frame(self) -> bytes | None:
+        """The first queued frame, taken off the queue (waited for if being encoded), or None."""
+        head, droppable = self._queue[0]
+        if isinstance(head, bytes):
+            self._queue.popleft()
+            self.queued_bytes -= len(head)
+            self._droppable_queued -= droppable
+            return head
+        await asyncio.wait({head})
+        if not self._queue or self._queue[0][0] is not head:
+            return None  # dropped meanwhile (abort)
+        self._queue.popleft()
+        if head.cancelled() or head.exception() is not None:
+            log.error("connection %s: a message could not be encoded", self._name)
+            return None
+        frame = head.result()
+        if frame is not None and len(frame) > self.hard_limit_bytes:
+            frame = self._too_large(frame)
+        return frame
+
+    async def _send(self, frame: bytes) -> None:
+        """One frame to the transport; a big one a slice at a time, waiting for each to go."""
+        if len(frame) <= WRITE_SLICE_BYTES:
+            self._writer.write(frame)
+            return
+        view = memoryview(frame)
+        for start in range(0, len(frame), WRITE_SLICE_BYTES):
+            self._writer.write(view[start : start + WRITE_SLICE_BYTES])
+            await self._writer.drain()
 
     def _progressed(self) -> None:
         for callback in self._on_progress:

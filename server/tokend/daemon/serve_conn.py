@@ -233,6 +233,8 @@ async def _finish(conn: Connection) -> None:
         await asyncio.wait_for(conn.outbox.wait_closed(), CLOSE_GRACE_SECONDS)
     except TimeoutError:
         conn.outbox.abort()
+        await conn.outbox.wait_closed()
+    conn.forget()
 
 
 def _release_server(server: Any) -> None:
@@ -248,3 +250,6 @@ def _release_server(server: Any) -> None:
         cache_clear = getattr(getattr(type(server.protocol), name, None), "cache_clear", None)
         if cache_clear is not None:
             cache_clear()
+    release = getattr(server, "release", None)
+    if release is not None:  # the server lets go of its reference cycles (lsp/server.py)
+        release()

@@ -28,6 +28,7 @@ from tokend.lsp.notices import hear_settled_restores, hear_spend_notices
 from tokend.lsp.protocol import TokendProtocol, shared_converter
 from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser, serving
+from tokend.service.workspace.documents import OpenDocuments
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class TokendServer(LanguageServer):
         self._used: set[str] = set()  # sessions this connection appended to, compacted, asked of
         self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
+        self.documents = OpenDocuments()  # this connection's open documents (handlers/documents)
 
     def serve_workspaces(self) -> None:
         """Call in the connection's own task: the workspaces its requests open count it as
@@ -165,6 +167,23 @@ class TokendServer(LanguageServer):
         self.ended = True
         for session_id in list(self._watching):
             self.unwatch(session_id)
+
+    def release(self) -> None:
+        """The connection is gone and its requests answered: let go of what ties this server in
+        reference cycles (its protocol and feature table point back at it; every handler is
+        registered as a closure or partial over it), so that it is freed at once, by reference
+        counts, rather than at the collector's next full pass, which the daemon makes rare
+        (daemon/process.py): closed connections' servers waited there, ~700 objects each."""
+        self.unwatch_all()
+        protocol = self.protocol
+        fm = protocol.fm
+        for table in (fm._builtin_features, fm._features, fm._feature_options, fm._commands):
+            table.clear()
+        protocol._request_futures.clear()
+        protocol._result_types.clear()
+        vars(protocol).pop("progress", None)  # Progress(protocol): a cycle of its own
+        fm.server = None  # nothing is registered any more: nothing to pass the server to
+        protocol._server = None  # type: ignore[assignment]  # (pygls: to run or report a handler)
 
     def _did_change(self, snapshot: BudgetSnapshot) -> None:
         params = {

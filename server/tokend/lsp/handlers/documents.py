@@ -1,11 +1,13 @@
 """textDocument/didOpen, /didChange, /didClose, /didSave: an editor's unsaved text counts.
 
-pygls keeps each connection's open documents (applying incremental changes); after it has,
-the buffer's whole text becomes the file's overlay in the shared workspace index, so every
-client sees what the agent would send now. Closing or saving drops the overlay: the file on
-disk speaks again. Only the latest text is handed over here; re-tagging and figures run on
-the workspace's buffer thread (service.workspace.buffers), and requests that read a file's
-figures wait for its pending buffers first. Files outside every workspace are ignored; a workspace not yet open is
+Each connection keeps its open documents (`ls.documents`, service.workspace.documents; pygls
+keeps no copy): a didChange's edits are only recorded on the loop and applied beside it, in
+order, when the text is next taken. The buffer's whole text becomes the file's overlay in the
+shared workspace index, so every client sees what the agent would send now. Closing or saving
+drops the overlay: the file on disk speaks again. Only how to get the latest text is handed
+over here; applying the edits, re-tagging and figures run on the workspace's buffer thread
+(service.workspace.buffers), and requests that read a file's figures wait for its pending
+buffers first. Files outside every workspace are ignored; a workspace not yet open is
 opened (indexed) by its first document. A connection that goes away (with or without
 `didClose`, `shutdown`, `exit`) closes its open documents: their unsaved text stops counting and
 is no longer held (issue 17's fuzz: an 8 MB buffer stayed after its connection had gone).
@@ -13,6 +15,7 @@ is no longer held (issue 17's fuzz: an 8 MB buffer stayed after its connection h
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from pathlib import Path
@@ -20,6 +23,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+
+from tokend.core.document_text import Edit
+from tokend.service.workspace.buffers import Text
+from tokend.service.workspace.documents import FLUSH_AFTER
 
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
@@ -42,11 +49,10 @@ def _folder_holding(folders: list[str], path: Path) -> str | None:
     return max(holding)[1] if holding else None
 
 
-def _set(
-    ls: TokendServer, uri: str, text: str | None, kind: str, buffer: str | None = None
-) -> None:
-    """Set (or drop) the overlay of `uri`; tell the editor hooks what happened (`kind`) with
-    the buffer's text (`buffer`, else `text`): a save's bytes on disk are the user's."""
+def _set(ls: TokendServer, uri: str, text: Text, kind: str, buffer: str | None = None) -> None:
+    """Set (or drop) the overlay of `uri` (`text`: the text, or how to get it); tell the editor
+    hooks what happened (`kind`) with the buffer's text when it is at hand (`buffer`, else
+    `text` if a string): a save's bytes on disk are the user's."""
     path = _path(uri)
     if path is None:
         return
@@ -58,16 +64,16 @@ def _set(
     if found is None:
         return
     index, rel = found
-    workspaces.editor_event(index, rel, buffer if buffer is not None else text, kind)
+    told = buffer if buffer is not None else text if isinstance(text, str) else None
+    workspaces.editor_event(index, rel, told, kind)
     index.buffers.put(rel, text)  # applied off the loop; readers wait for it (settled)
 
 
 def close_all(ls: TokendServer) -> None:
     """Every document still open on this connection closed, as by didClose (a workspace is
-    never opened for it); pygls's copies dropped too."""
-    try:
-        uris = list(ls.workspace.text_documents)
-    except RuntimeError:  # pygls: never initialized, so no document was opened
+    never opened for it)."""
+    uris = list(ls.documents.uris())
+    if not uris:
         return
     workspaces = ls.app.workspaces
     for uri in uris:
@@ -77,7 +83,7 @@ def close_all(ls: TokendServer) -> None:
             index, rel = found
             workspaces.editor_event(index, rel, None, "close")
             index.buffers.put(rel, None)
-        ls.workspace.remove_text_document(uri)
+        ls.documents.close(uri)
 
 
 def _closing(ls: TokendServer) -> None:
@@ -93,18 +99,45 @@ def register(server: TokendServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
-        _set(ls, params.text_document.uri, params.text_document.text, "open")
+        document = params.text_document
+        ls.documents.open(document.uri, document.text, _encoding(ls))
+        _set(ls, document.uri, document.text, "open")
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TokendServer, params: types.DidChangeTextDocumentParams) -> None:
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        _set(ls, params.text_document.uri, document.source, "change")
+        uri = params.text_document.uri
+        document = ls.documents.get(uri)
+        if document is None:
+            log.info("didChange of a document that is not open: ignored")
+            return
+        pending = document.change(map(_edit, params.content_changes))
+        if pending > FLUSH_AFTER:  # nobody took the text for a while: bring it up to date
+            _ = asyncio.get_running_loop().run_in_executor(None, document.flush)
+        _set(ls, uri, document.text, "change")
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TokendServer, params: types.DidSaveTextDocumentParams) -> None:
-        saved = params.text or ls.workspace.get_text_document(params.text_document.uri).source
+        document = ls.documents.get(params.text_document.uri)
+        saved = params.text or (document.text() if document is not None else None)
         _set(ls, params.text_document.uri, None, "save", saved)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TokendServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.documents.close(params.text_document.uri)
         _set(ls, params.text_document.uri, None, "close")
+
+
+def _encoding(ls: TokendServer) -> str:
+    """The position encoding negotiated at initialize: "utf-16" (LSP's default), "utf-8" or
+    "utf-32"."""
+    encoding = ls.workspace.position_encoding
+    return str(getattr(encoding, "value", encoding) or "utf-16")
+
+
+def _edit(change: types.TextDocumentContentChangeEvent) -> Edit:
+    """An LSP content change as an edit: a range's (line, character) positions, or none (the
+    whole text)."""
+    if isinstance(change, types.TextDocumentContentChangePartial):
+        start, end = change.range.start, change.range.end
+        return Edit(change.text, (start.line, start.character), (end.line, end.character))
+    return Edit(change.text)

@@ -54,7 +54,11 @@ def follow(ls: TokendServer, workspaces: Workspaces, uri: str) -> None:
     if key in followed:
         return
     followed.add(key)
-    unsubscribe: Callable[[], None] | None = None
+    subscribed: list[Callable[[], None]] = []  # emptied once unsubscribed: no cycle is left
+
+    def stop() -> None:
+        while subscribed:
+            subscribed.pop()()
 
     def send(workspace_uri: str, figures: list[FileFigure]) -> None:
         files = [to_wire_figure(f) for f in figures]
@@ -65,15 +69,15 @@ def follow(ls: TokendServer, workspaces: Workspaces, uri: str) -> None:
                 DID_CHANGE_FILE_TOKENS, {"workspaceUri": workspace_uri, "files": files}
             )
         except (ConnectionError, OSError):
-            if unsubscribe is not None:
-                unsubscribe()
+            stop()
 
     def notice(message: str) -> None:
         ls.window_log_message(
             types.LogMessageParams(types.MessageType.Warning, f"tokend: {message}")
         )
 
-    unsubscribe = workspaces.subscribe(uri, send, notice)
+    subscribed.append(workspaces.subscribe(uri, send, notice))
+    ls.host.on_close(stop)  # else the workspace's listeners keep the closed connection's server
 
 
 class _IndexProgress:

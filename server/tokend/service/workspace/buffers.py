@@ -8,6 +8,9 @@ came, and each time only the latest text sent for that document: a burst of chan
 applied once, and an earlier text never overwrites a later one (a close after changes ends
 with no overlay: the disk's figures). Readers call `settle(paths)` (off the loop) to wait for
 what is pending on the documents they read: a request sees every change sent before it.
+
+A text may be handed over as a callable that returns it (documents.py: a document whose edits
+are applied when its text is taken): it is called on the thread, when the job runs.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ log = logging.getLogger(__name__)
 _UNSET = object()
 
 Apply = Callable[[str, "str | None"], None]  # (path, latest text or None: no overlay)
+Text = str | None | Callable[[], str]  # a text, no overlay, or how to get the latest text
 
 
 class BufferQueue:
@@ -29,12 +33,12 @@ class BufferQueue:
         self._apply = apply
         self._stopping = stopping
         self._lock = threading.Lock()
-        self._latest: dict[str, str | None] = {}  # path -> latest text, not yet taken
+        self._latest: dict[str, Text] = {}  # path -> latest text, not yet taken
         self._pending: dict[str, Future[None]] = {}  # path -> the job that will apply it
         self._worker: ThreadPoolExecutor | None = None
         self._closed = False
 
-    def put(self, rel: str, text: str | None) -> None:
+    def put(self, rel: str, text: Text) -> None:
         """The latest text of `rel`'s buffer (None: closed or saved). Cheap: call it on the
         loop. A job already queued for `rel` takes this text; otherwise one is queued."""
         with self._lock:
@@ -62,6 +66,8 @@ class BufferQueue:
         if text is _UNSET or self._closed or self._stopping.is_set():
             return
         try:
+            if callable(text):
+                text = text()
             self._apply(rel, text)  # type: ignore[arg-type]
         except Exception:
             log.exception("applying the unsaved buffer of %s failed", rel)
