@@ -19,10 +19,12 @@ from datetime import datetime
 
 from tokend.core.changes import PruneParts
 from tokend.core.prices import TokenPrices
+from tokend.core.snapshot import PromptCacheFigures
 from tokend.core.types import Message, Usage
 
 TTL_5M_S = 300
 TTL_1H_S = 3_600
+SCAN_MESSAGES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,20 +95,29 @@ def next_call_at(messages: Sequence[Message], now: datetime) -> datetime:
     return newest.created_at if newest.created_at > _done(last) else now
 
 
-def cache_state(messages: Sequence[Message], at: datetime) -> CacheState | None:
-    """The cache the last call with cache figures left, as of `at` (None: no such call)."""
-    last = next((m for m in reversed(messages) if _cached(m.usage)), None)
+def last_cache(messages: Sequence[Message]) -> PromptCacheFigures | None:
+    """The cache the window's last call that read or wrote it left, among its newest
+    SCAN_MESSAGES messages (None: no such call)."""
+    newest = messages[-SCAN_MESSAGES:]  # every snapshot asks: a long session is not walked
+    last = next((m for m in reversed(newest) if _cached(m.usage)), None)
     if last is None or last.usage is None:
         return None
     # The entries' lifetime is the one they were written with (a read refreshes it).
     wrote = next(
-        (m.usage for m in reversed(messages) if m.usage and m.usage.cache_write_tokens), None
+        (m.usage for m in reversed(newest) if m.usage and m.usage.cache_write_tokens), None
     )
     ttl = TTL_1H_S if wrote is not None and wrote.cache_write_1h_tokens > 0 else TTL_5M_S
-    done = _done(last)
-    age = max(0.0, (at - done).total_seconds())
     cached = last.usage.cache_read_tokens + last.usage.cache_write_tokens
-    return CacheState(cached, ttl, done, age)
+    return PromptCacheFigures(cached, ttl, _done(last))
+
+
+def cache_state(messages: Sequence[Message], at: datetime) -> CacheState | None:
+    """The cache the last call with cache figures left, as of `at` (None: no such call)."""
+    figures = last_cache(messages)
+    if figures is None:
+        return None
+    age = max(0.0, (at - figures.last_call_at).total_seconds())
+    return CacheState(figures.cached_tokens, figures.ttl_s, figures.last_call_at, age)
 
 
 def cache_prices(rates: TokenPrices, ttl_s: int) -> tuple[float, float]:
