@@ -1,5 +1,6 @@
-"""Issue 21: budget/snapshot reports the prompt cache the last call left (the real daemon over its
-socket, SQLite). Oracle: the usage this test sent and the wall clock around the requests."""
+"""Issue 21 on the real daemon over its socket (SQLite): budget/snapshot reports the prompt
+cache the last call left, and a prune that would not pay for the warm cache waits. Oracles: the
+usage this test sent, the wall clock around the requests, Anthropic's published prices."""
 
 from __future__ import annotations
 
@@ -74,4 +75,56 @@ def test_a_one_hour_cache_write_sent_as_documented_is_priced_at_the_one_hour_rat
         _append(client, sid, "assistant", "done", {**usage, "cacheWrite1hTokens": 100_000})
         snapshot = client.request("budget/snapshot", {"sessionId": sid})["result"]
         assert snapshot["cost"]["totalUsd"] == pytest.approx(0.60)
+        client.close()
+
+
+def test_a_prune_that_would_not_pay_for_the_warm_cache_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """session/compact prune on the real daemon, the cache warm (the calls were just made): two
+    old logs (~29k tokens) under ~240k tokens of later talk would cost more to rewrite than they
+    save before the window fills, so nothing is cleared and the skip says why; the messages sent
+    stay as they were (what context/assemble builds before and after)."""
+    with real_daemons(monkeypatch) as daemons:
+        daemons.serve()
+        client = LspClient.unix(paths.socket_path())
+        assert "result" in client.initialize("prune policy")
+        sid = client.request("session/create", {"model": "claude-sonnet-4-6"})["result"][
+            "sessionId"
+        ]
+        _append(client, sid, "user", "read the logs")
+        read = 0
+        for i, lines in enumerate((900, 900, 2_400)):
+            call = {"type": "toolCall", "callId": f"c{i}", "name": "Read", "input": {"n": i}}
+            usage = {"inputTokens": 10, "outputTokens": 50, "cacheReadTokens": read}
+            message = {"role": "assistant", "parts": [call], "usage": usage}
+            message["usage"]["cacheWriteTokens"] = 13_000
+            reply = client.request("session/append", {"sessionId": sid, "message": message})
+            assert "result" in reply, reply
+            read += 13_000
+            log = "".join(f"day {i} line {n}: worker {n % 7} restarted\n" for n in range(lines))
+            result = {"type": "toolResult", "callId": f"c{i}", "name": "Read", "output": log}
+            reply = client.request(
+                "session/append", {"sessionId": sid, "message": {"role": "user", "parts": [result]}}
+            )
+            assert "result" in reply, reply
+        talk = " ".join(f"finding {n}: worker {n % 7} backs off" for n in range(8_000))
+        for turn in ("what did you find?", "and the alerts?"):
+            _append(client, sid, "user", turn)
+            _append(
+                client,
+                sid,
+                "assistant",
+                talk,
+                {"inputTokens": 10, "outputTokens": 50, "cacheReadTokens": read},
+            )
+        params = {"sessionId": sid, "format": "anthropic"}
+        before = client.request("context/assemble", params)["result"]["messages"]
+        reply = client.request("session/compact", {"sessionId": sid, "strategy": "prune"})
+        [action] = reply["result"]["actions"]
+        assert action["kind"] == "skip", action
+        assert (
+            "the prompt cache is warm" in action["detail"] and "would not pay" in action["detail"]
+        )
+        assert client.request("context/assemble", params)["result"]["messages"] == before
         client.close()
