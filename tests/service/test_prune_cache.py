@@ -97,13 +97,13 @@ def test_one_hour_entries_are_still_warm_after_ten_minutes(tmp_path):
     service.close()
 
 
-def chatty_session(tmp_path, clock: Clock) -> tuple[TokendService, str]:
-    """Two old 12k-token logs, then 40k of newer tool output and a long talk after them, the
-    cache warm: clearing the two logs frees ~24k tokens and rewrites ~150k."""
+def chatty_session(tmp_path, clock: Clock, window: int | None = None) -> tuple[TokendService, str]:
+    """Two old 14k-token logs, then 38k of newer tool output and a long talk after them, the
+    cache warm: clearing the two logs frees ~29k tokens and rewrites ~240k."""
     catalog = WorkspaceSettings().for_workspace(None).catalog
     store = SqlStore.open(f"sqlite:///{tmp_path}/chatty.sqlite3")
     service = TokendService(store, catalog, TokendConfig(), clock=clock)
-    sid = service.create_session("claude-sonnet-4-6").id
+    sid = service.create_session("claude-sonnet-4-6", context_window=window).id
     service.append(sid, "user", [TextPart("read the logs")])
     read = 0
     for i, lines in enumerate((900, 900, 2_400)):
@@ -141,6 +141,19 @@ def test_the_eager_policy_prunes_a_warm_cache_as_opencode_does(tmp_path):
     clock = Clock(T0)
     service, sid = chatty_session(tmp_path, clock)
     service.config = TokendConfig(compaction=CompactionConfig(prune_policy="eager"))
+    clock.at = T0 + timedelta(seconds=60)
+    [action] = compact(service, sid, "prune").actions
+    assert action.kind == "prune", action
+    assert "prompt cache: warm" in action.detail
+    service.close()
+
+
+def test_at_the_threshold_a_warm_cache_does_not_hold_a_prune_back(tmp_path):
+    """The other way out is a summary, which rewrites the whole cache: the prune goes first."""
+    clock = Clock(T0)
+    service, sid = chatty_session(tmp_path, clock, window=180_000)
+    snapshot = service.snapshot(sid)
+    assert snapshot.used_tokens >= snapshot.autocompact_threshold
     clock.at = T0 + timedelta(seconds=60)
     [action] = compact(service, sid, "prune").actions
     assert action.kind == "prune", action

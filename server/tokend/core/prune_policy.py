@@ -12,7 +12,9 @@ k-th's message on: R tokens (counted after the prune) are written again instead 
 the cache warm that costs R x (write - read) - F x read on the next call, and saves F x read on
 each later call. The policy:
 
-- no cache figures (a model without prompt caching, or no call yet): OpenCode's rule alone;
+- no cache figures (a model without prompt caching, or no call yet), or the context at the
+  autocompact threshold (the other way out is a summary, which rewrites the whole cache):
+  every candidate, as OpenCode's rule;
 - the cache expired (the next call writes the whole prefix anyway): every candidate, free;
 - the cache warm: the batch (the newest candidates, from the k-th on) with the largest saving
   over `horizon_calls` later calls, if it saves anything; else nothing: the candidates wait for
@@ -207,7 +209,9 @@ def session_prune_plan(
     )
     if cfg.prune_policy == "eager":
         return plan_prune(data.messages, rule)
-    cached = data.model.supports_prompt_caching
+    used = data.used_tokens()[0]
+    # At the threshold the other way out is a summary, which rewrites the whole cache anyway.
+    cached = data.model.supports_prompt_caching and used < threshold
     economics = cache_economics(data.messages, rates, now) if cached else None
-    horizon = window_horizon(data.messages, data.used_tokens()[0], threshold)
+    horizon = window_horizon(data.messages, used, threshold)
     return plan_cached_prune(data.messages, data.message_tokens, rule, economics, horizon)
