@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
@@ -181,7 +182,7 @@ def _replay(
 
     lines = path.read_text().splitlines(keepends=True)
     calls = _calls(lines)
-    base = Path(tempfile.mkdtemp(prefix="tkc-"))
+    base = Path(tempfile.mkdtemp(prefix="tkcache-"))
     env = dict(os.environ)
     for var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         (base / var.lower()).mkdir()
@@ -225,6 +226,7 @@ def _replay(
     finally:
         app.close()
         processes.stop_all()
+        shutil.rmtree(base, ignore_errors=True)
     return requests
 
 
