@@ -26,6 +26,7 @@ SECTIONS = [
     "repomap",
     "compaction",
     "compaction_record",
+    "compaction_cache",
     "io",
     "artifacts",
     "status",

@@ -41,6 +41,7 @@ SNAPSHOT_PARTS = {
     "cost": "Cost",
     "totals": "Totals",
     "lastCall": "LastCall",
+    "promptCache": "PromptCache",
 }
 
 

@@ -58,6 +58,7 @@ class Transcript:
         text = STAMP.sub("2026-11-22T05:40:00+00:00", text)
         text = re.sub(r'"pid":\d+', '"pid":4242', text)
         text = re.sub(r'"wallMs":\d+', '"wallMs":1840', text)
+        text = re.sub(r'"secondsLeft":\d+', '"secondsLeft":298', text)  # the clock moves
         return re.sub(r'"uptimeSeconds":[0-9.]+', '"uptimeSeconds":73.2', text)
 
     async def call(self, server: ProcessClient, name: str, method: str, params: Any) -> Any:

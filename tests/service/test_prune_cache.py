@@ -8,6 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from tokend.adapters.store import SqlStore
+from tokend.core.budget import CompactionConfig
 from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.assembly import AssembleInput, assemble_context
@@ -93,4 +94,68 @@ def test_one_hour_entries_are_still_warm_after_ten_minutes(tmp_path):
     assert "prompt cache: warm (last call 10 min ago, 1-hour lifetime)" in action.detail
     rewrite, extra = figures(action.detail)
     assert abs(extra - rewrite * (WRITE_1H - READ)) < 1e-4
+    service.close()
+
+
+def chatty_session(tmp_path, clock: Clock, window: int | None = None) -> tuple[TokendService, str]:
+    """Two old 14k-token logs, then 38k of newer tool output and a long talk after them, the
+    cache warm: clearing the two logs frees ~29k tokens and rewrites ~240k."""
+    catalog = WorkspaceSettings().for_workspace(None).catalog
+    store = SqlStore.open(f"sqlite:///{tmp_path}/chatty.sqlite3")
+    service = TokendService(store, catalog, TokendConfig(), clock=clock)
+    sid = service.create_session("claude-sonnet-4-6", context_window=window).id
+    service.append(sid, "user", [TextPart("read the logs")])
+    read = 0
+    for i, lines in enumerate((900, 900, 2_400)):
+        call = ToolCallPart(f"c{i}", "Read", {"file_path": f"logs/day_{i}.log"})
+        service.append(sid, "assistant", [call], usage=Usage(10, 50, 0, read, 13_000))
+        read += 13_000
+        log = "".join(f"day {i} line {n}: worker {n % 7} restarted\n" for n in range(lines))
+        service.append(sid, "user", [ToolResultPart(f"c{i}", "Read", log)])
+    talk = " ".join(
+        f"finding {n}: the retry loop in worker {n % 7} backs off" for n in range(8_000)
+    )
+    for turn in ("what did you find?", "and the alerts?"):
+        service.append(sid, "user", [TextPart(turn)])
+        service.append(sid, "assistant", [TextPart(talk)], usage=Usage(10, 50, 0, read, 100))
+    return service, sid
+
+
+def test_a_warm_cache_waits_for_a_batch_that_pays_and_an_expired_one_prunes(tmp_path):
+    clock = Clock(T0)
+    service, sid = chatty_session(tmp_path, clock)
+    clock.at = T0 + timedelta(seconds=60)
+    [action] = compact(service, sid, "prune").actions
+    assert action.kind == "skip", action
+    assert "the prompt cache is warm" in action.detail
+    assert "would not pay" in action.detail
+    clock.at = T0 + timedelta(minutes=6)
+    [action] = compact(service, sid, "prune").actions
+    assert action.kind == "prune", action
+    assert action.parts == 2
+    assert "prompt cache: expired (last call 6 min ago" in action.detail
+    service.close()
+
+
+def test_the_eager_policy_prunes_a_warm_cache_as_opencode_does(tmp_path):
+    clock = Clock(T0)
+    service, sid = chatty_session(tmp_path, clock)
+    service.config = TokendConfig(compaction=CompactionConfig(prune_policy="eager"))
+    clock.at = T0 + timedelta(seconds=60)
+    [action] = compact(service, sid, "prune").actions
+    assert action.kind == "prune", action
+    assert "prompt cache: warm" in action.detail
+    service.close()
+
+
+def test_at_the_threshold_a_warm_cache_does_not_hold_a_prune_back(tmp_path):
+    """The other way out is a summary, which rewrites the whole cache: the prune goes first."""
+    clock = Clock(T0)
+    service, sid = chatty_session(tmp_path, clock, window=180_000)
+    snapshot = service.snapshot(sid)
+    assert snapshot.used_tokens >= snapshot.autocompact_threshold
+    clock.at = T0 + timedelta(seconds=60)
+    [action] = compact(service, sid, "prune").actions
+    assert action.kind == "prune", action
+    assert "prompt cache: warm" in action.detail
     service.close()

@@ -83,6 +83,16 @@ export interface LastCall {
   errorPct: number | null;
 }
 
+/** The prompt cache the window's last call left; warm/secondsLeft as of when it was sent. */
+export interface PromptCache {
+  cachedTokens: number;
+  ttlSeconds: number;
+  lastCallAt: string;
+  expiresAt: string;
+  warm: boolean;
+  secondsLeft: number;
+}
+
 export interface Snapshot {
   sessionId: string;
   model: string;
@@ -105,6 +115,7 @@ export interface Snapshot {
   version: number;
   warnings: string[];
   rate: RateHeadroom | null;
+  promptCache: PromptCache | null;
 }
 
 export interface SessionSummary {

@@ -14,6 +14,7 @@ Defaults and where they come from (paste into protocol.md):
 | `compaction.protected_tools`              | ["skill"]                                 | OpenCode (`PRUNE_PROTECTED_TOOLS`) |
 | `compaction.prune_protect_tokens`         | 40,000 (newest tool output kept intact)   | OpenCode (`PRUNE_PROTECT`) |
 | `compaction.prune_minimum_tokens`         | 20,000 (prune only if it frees more)      | OpenCode (`PRUNE_MINIMUM`) |
+| `compaction.prune_policy`                 | "cache" (prune when it pays for the cache rewrite) | tokend (issue 21) |
 
 "Input limit" is the model's `input_limit` when known, else its `context_window`
 (litellm's max_input_tokens, which is what Aider divides).
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from tokend.core.catalog import ModelInfo
 from tokend.core.config_rules import at_least, in_range
@@ -62,6 +63,9 @@ class CompactionConfig:
     protected_tools: tuple[str, ...] = ("skill",)
     prune_protect_tokens: Annotated[int, at_least(0)] = 40_000
     prune_minimum_tokens: Annotated[int, at_least(0)] = 20_000
+    # "cache": prune when it pays for the prompt cache's rewrite (core.prune_policy);
+    # "eager": OpenCode's rule alone, whenever the old tool output passes the minimum
+    prune_policy: Literal["cache", "eager"] = "cache"
 
 
 def _input_limit(info: ModelInfo) -> int:

@@ -19,10 +19,12 @@ from datetime import datetime
 
 from tokend.core.changes import PruneParts
 from tokend.core.prices import TokenPrices
+from tokend.core.snapshot import PromptCacheFigures
 from tokend.core.types import Message, Usage
 
 TTL_5M_S = 300
 TTL_1H_S = 3_600
+SCAN_MESSAGES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,69 @@ class PruneCache:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class CacheState:
+    """The prompt cache as the last call left it: its cached tokens (read + written), the
+    lifetime of its entries, when that call completed and how long before `at` that was."""
+
+    cached_tokens: int
+    ttl_s: int
+    last_call_at: datetime
+    age_s: float
+
+    @property
+    def warm(self) -> bool:
+        return self.age_s < self.ttl_s
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.ttl_s - self.age_s)
+
+
+def next_call_at(messages: Sequence[Message], now: datetime) -> datetime:
+    """When the next call is made: at the newest message when one came after the last call
+    (an agent appends its prompt or tool results as it sends them, so a replayed or imported
+    transcript is judged at its own times), else now."""
+    last = next((m for m in reversed(messages) if m.usage is not None), None)
+    newest = messages[-1] if messages else None
+    if newest is None or last is None or newest is last:
+        return now
+    return newest.created_at if newest.created_at > _done(last) else now
+
+
+def last_cache(messages: Sequence[Message]) -> PromptCacheFigures | None:
+    """The cache the window's last call that read or wrote it left, among its newest
+    SCAN_MESSAGES messages (None: no such call)."""
+    newest = messages[-SCAN_MESSAGES:]  # every snapshot asks: a long session is not walked
+    last = next((m for m in reversed(newest) if _cached(m.usage)), None)
+    if last is None or last.usage is None:
+        return None
+    # The entries' lifetime is the one they were written with (a read refreshes it).
+    wrote = next(
+        (m.usage for m in reversed(newest) if m.usage and m.usage.cache_write_tokens), None
+    )
+    ttl = TTL_1H_S if wrote is not None and wrote.cache_write_1h_tokens > 0 else TTL_5M_S
+    cached = last.usage.cache_read_tokens + last.usage.cache_write_tokens
+    return PromptCacheFigures(cached, ttl, _done(last))
+
+
+def cache_state(messages: Sequence[Message], at: datetime) -> CacheState | None:
+    """The cache the last call with cache figures left, as of `at` (None: no such call)."""
+    figures = last_cache(messages)
+    if figures is None:
+        return None
+    age = max(0.0, (at - figures.last_call_at).total_seconds())
+    return CacheState(figures.cached_tokens, figures.ttl_s, figures.last_call_at, age)
+
+
+def cache_prices(rates: TokenPrices, ttl_s: int) -> tuple[float, float]:
+    """Dollars per token of a cache read and of a cache write at `ttl_s` (the input price
+    where the catalog lists none)."""
+    read = rates.cache_read if rates.cache_read is not None else (rates.input or 0.0)
+    write = rates.cache_write_1h if ttl_s == TTL_1H_S else rates.cache_write
+    write = write if write is not None else (rates.input or 0.0)
+    return read, write
+
+
 def prune_cache(
     messages: Sequence[Message],
     message_tokens: Mapping[str, int],
@@ -74,30 +139,25 @@ def prune_cache(
 ) -> PruneCache | None:
     """The cache figures of `change` (clearing tool results) on `messages` (the live context,
     `message_tokens` their totals now), or None when no call with cache figures came before
-    (nothing cached to rewrite)."""
+    (nothing cached to rewrite). The cache's age is taken at `next_call_at(messages, now)`."""
     part_ids = change.part_ids
-    last = next((m for m in reversed(messages) if _cached(m.usage)), None)
+    state = cache_state(messages, next_call_at(messages, now))
     first = next(
         (i for i, m in enumerate(messages) if any(sp.id in part_ids for sp in m.parts)), None
     )
-    if last is None or last.usage is None or first is None:
+    if state is None or first is None:
         return None
     after = sum(
         change.message_tokens.get(m.id, message_tokens.get(m.id, 0)) for m in messages[first:]
     )
-    # The entries' lifetime is the one they were written with (a read refreshes it).
-    wrote = next(
-        (m.usage for m in reversed(messages) if m.usage and m.usage.cache_write_tokens), None
-    )
-    ttl = TTL_1H_S if wrote is not None and wrote.cache_write_1h_tokens > 0 else TTL_5M_S
-    at = last.completed_at or last.created_at
-    age = max(0.0, (now - at).total_seconds())
-    read = rates.cache_read if rates.cache_read is not None else (rates.input or 0.0)
-    write = rates.cache_write_1h if ttl == TTL_1H_S else rates.cache_write
-    write = write if write is not None else (rates.input or 0.0)
+    read, write = cache_prices(rates, state.ttl_s)
     rewrite = max(0, after)
-    extra = rewrite * max(0.0, write - read) if age < ttl else 0.0
-    return PruneCache(rewrite, ttl, age, extra, freed_tokens * read)
+    extra = rewrite * max(0.0, write - read) if state.warm else 0.0
+    return PruneCache(rewrite, state.ttl_s, state.age_s, extra, freed_tokens * read)
+
+
+def _done(message: Message) -> datetime:
+    return message.completed_at or message.created_at
 
 
 def _cached(usage: Usage | None) -> bool:

@@ -8,7 +8,7 @@ Keys (TOML):
     idle_timeout_s = 60                            # seconds, >= 0; user layer only
     log_level = "info"                             # debug | info | warning | error
     [budget]      # BudgetConfig fields, see tokend.core.budget
-    [compaction]  # CompactionConfig fields: auto, reserved, prune, protected_tools, prune_*_tokens
+    [compaction]  # CompactionConfig fields: auto, reserved, prune, protected_tools, prune_*_tokens, prune_policy
     [context]     # budget_injection, see tokend.core.budget_injection
     [spend]       # SpendConfig fields (user_daily_usd, timezone: user only), tokend.core.spend
     [tool_output] # GateConfig fields (characters, tool names), see tokend.core.gates

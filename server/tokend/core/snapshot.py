@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from tokend.core.usage_stats import RateHeadroom, TimeFigures
 
@@ -62,6 +63,20 @@ class Totals:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptCacheFigures:
+    """The prompt cache the last call left: its cached tokens (read + written), the lifetime
+    of its entries (300 or 3,600 s) and when that call completed (core.prune_cache)."""
+
+    cached_tokens: int
+    ttl_s: int
+    last_call_at: datetime
+
+    @property
+    def expires_at(self) -> datetime:
+        return self.last_call_at + timedelta(seconds=self.ttl_s)
+
+
+@dataclass(frozen=True, slots=True)
 class BudgetSnapshot:
     session_id: str
     model: str
@@ -88,6 +103,8 @@ class BudgetSnapshot:
     # Who should compact this session: "provider" when its model's provider compacts the
     # context itself (catalog flag provider_compaction), else "tokend" (session/compact).
     compact_with: str = "tokend"
+    # The prompt cache of the window's last call that read or wrote it (None: no such call).
+    prompt_cache: PromptCacheFigures | None = None
 
 
 def breakdown(

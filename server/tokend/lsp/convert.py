@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import replace
+from dataclasses import astuple, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from tokend.core.errors import InvalidParams
@@ -29,6 +30,7 @@ from tokend.core.types import (
 )
 from tokend.core.types import Message as DomainMessage
 from tokend.lsp import wire
+from tokend.lsp.wire_cache import to_wire_prompt_cache
 
 PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file", "compaction")
 COMPACTION_PROVIDERS = ("anthropic", "openai")
@@ -219,14 +221,7 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
         compactions=s.compactions,
         compact_with=s.compact_with,
         cost=wire.CostWire(s.cost_total_usd, dict(s.cost_by_model)),
-        totals=wire.TotalsWire(
-            s.totals.calls,
-            s.totals.input_tokens,
-            s.totals.output_tokens,
-            s.totals.reasoning_tokens,
-            s.totals.cache_read_tokens,
-            s.totals.cache_write_tokens,
-        ),
+        totals=wire.TotalsWire(*astuple(s.totals)),  # the same fields in the same order
         time=wire.TimeWire(
             s.times.wall_duration_ms,
             s.times.api_duration_ms,
@@ -250,6 +245,7 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
         version=s.version,
         warnings=list(s.warnings),
         rate=_to_wire_rate(s),
+        prompt_cache=to_wire_prompt_cache(s, datetime.now(UTC)),  # as of the moment it is sent
     )
 
 

@@ -27,13 +27,13 @@ from tokend.lsp.strict import (
     strict_sequences,
 )
 from tokend.lsp.strict import json_type as _json_type
+from tokend.lsp.wire_cache import PromptCacheWire
 
 T = TypeVar("T")
 
 
 def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.title() for word in rest)
+    return re.sub(r"_(\w)", lambda m: m.group(1).upper(), name)  # cache_write_1h: cacheWrite1h
 
 
 def _make_converter() -> cattrs.Converter:
@@ -136,12 +136,11 @@ def from_wire(cls: type[T], params: Any) -> T:
 
 
 def _wire_path(message: str) -> str:
-    """ "params.message.usage.input_tokens must be ..." as the user wrote it (camelCase),
-    without the "params." prefix."""
+    """ "params.message.usage.input_tokens must be ..." in camelCase, less "params."."""
     text, at, path = message.rpartition(" @ ")
     if not at:
         return message
-    path = re.sub(r"(?<=\.)[a-z_]+", lambda m: camel(m.group(0)), path)
+    path = re.sub(r"(?<=\.)[a-z0-9_]+", lambda m: camel(m.group(0)), path)
     return f"{path.removeprefix('params.')} {text}"
 
 
@@ -372,6 +371,7 @@ class SnapshotWire:
     version: int
     warnings: list[str]
     rate: RateWire | None = None
+    prompt_cache: PromptCacheWire | None = None
 
 
 @attrs.frozen

@@ -25,8 +25,8 @@ from tokend.core.compaction_plan import MIN_SHRINK, WindowSplit, split_window, t
 from tokend.core.errors import InvalidParams, VersionConflict
 from tokend.core.history_record import Record, record_of
 from tokend.core.pricing import rates_for
-from tokend.core.prune import PruneConfig, plan_prune
 from tokend.core.prune_cache import prune_cache
+from tokend.core.prune_policy import session_prune_plan
 from tokend.core.session_data import SessionData, evolve
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS
@@ -101,7 +101,7 @@ async def compact_async(
         planned: list[Planned] = []
         for tier in tiers:
             if tier == "prune":
-                step = await _prune(service, data)
+                step = await _prune(service, data, threshold)
             else:
                 step = await _summarize(service, data, request, full=tier == "full")
             planned.append(step)
@@ -175,20 +175,17 @@ def _projected(data: SessionData, change: Change) -> int:
     return evolve(data, change).data.used_tokens()[0]
 
 
-async def _prune(service: TokendService, data: SessionData) -> Planned:
+async def _prune(service: TokendService, data: SessionData, threshold: int) -> Planned:
     cfg = service.config_for(data.info.workspace_uri).compaction
-    plan = plan_prune(
-        data.messages,
-        PruneConfig(
-            protect_tokens=cfg.prune_protect_tokens,
-            minimum_tokens=cfg.prune_minimum_tokens,
-            protected_tools=tuple(cfg.protected_tools),
-        ),
-    )
+    before = data.used_tokens()[0]
+    info = data.model
+    rates = rates_for(info.prices, info.price_tiers, before)
+    now = service.clock.now()
+    plan = session_prune_plan(data, cfg, rates, now, threshold)
     if not plan.part_ids:
         return Planned(CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}"))
     change = service.prune_change(data, plan.part_ids)
-    before, after = data.used_tokens()[0], _projected(data, change)
+    after = _projected(data, change)
     refused = _shrink_refused("prune", before, after)
     if refused is not None:
         return Planned(refused)
@@ -197,10 +194,7 @@ async def _prune(service: TokendService, data: SessionData) -> Planned:
         f"cleared {len(plan.part_ids)} old tool results ({freed:,} tokens freed); "
         "originals kept in the store"
     )
-    info = data.model
     if info.supports_prompt_caching:
-        rates = rates_for(info.prices, info.price_tiers, before)
-        now = service.clock.now()
         cache = prune_cache(data.messages, data.message_tokens, change, freed, rates, now)
         if cache is not None:
             detail += "; " + cache.line(info.name)

@@ -70,6 +70,14 @@
 ---@field predictedTokens integer|nil
 ---@field errorPct number|nil
 
+---@class tokend.PromptCache the prompt cache the window's last call left
+---@field cachedTokens integer
+---@field ttlSeconds integer 300 or 3600
+---@field lastCallAt string ISO 8601
+---@field expiresAt string ISO 8601
+---@field warm boolean as of when the snapshot was sent
+---@field secondsLeft integer as of when the snapshot was sent
+
 ---@class tokend.Snapshot
 ---@field sessionId string
 ---@field model string
@@ -91,6 +99,7 @@
 ---@field version integer
 ---@field warnings string[]
 ---@field rate table|nil {tokensPerMinute, tpmLimit, headroomTokens, usedPercentage} when [rate] tpm_limit is set
+---@field promptCache tokend.PromptCache|nil
 
 ---@class tokend.SessionSummary
 ---@field sessionId string

@@ -26,6 +26,7 @@ function snapshot(used: number, estimated = false, compactWith: Snapshot["compac
     totals: { calls: 3, inputTokens: 9, outputTokens: 120, reasoningTokens: 0, cacheReadTokens: 80_000, cacheWriteTokens: 6_000 },
     time: { wallMs: 0, apiMs: null, linesAdded: 0, linesRemoved: 0 },
     rate: null,
+    promptCache: null,
     lastCall: null,
     lastEstimateErrorPct: null,
     version: 7,

@@ -1,0 +1,217 @@
+"""When and what to prune, by the prompt cache's economics (issue 21).
+
+Anthropic and OpenAI bill a request a cache write again from the first byte that changed, so
+clearing an old tool result costs, at the next call, a rewrite of everything after it. The
+candidates are OpenCode's (core.prune's rule: tool results older than the newest
+`protect_tokens` of tool output, outside the last two user turns, not of a protected tool, back
+to the last summary or provider compaction), except that a result cleared earlier is stepped
+over rather than ending the walk, so what an earlier batch left is cleared by a later one.
+
+Clearing the candidates from the k-th oldest on frees F tokens and changes the request from the
+k-th's message on: R tokens (counted after the prune) are written again instead of read. With
+the cache warm that costs R x (write - read) - F x read on the next call, and saves F x read on
+each later call. The policy:
+
+- no cache figures (a model without prompt caching, or no call yet), or the context at the
+  autocompact threshold (the other way out is a summary, which rewrites the whole cache):
+  every candidate, as OpenCode's rule;
+- the cache expired (the next call writes the whole prefix anyway): every candidate, free;
+- the cache warm: the batch (the newest candidates, from the k-th on) with the largest saving
+  over `horizon_calls` later calls, if it saves anything; else nothing: the candidates wait for
+  the cache to expire or for the batch to grow large enough to pay (Anthropic's advice for
+  `clear_at_least`), and the prefix before the first cleared result, the cache breakpoints in
+  it, stays as it was.
+
+Every batch must free at least `minimum_tokens` (OpenCode's minimum). Tokens; US dollars per token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from tokend.core.budget import CompactionConfig
+from tokend.core.prices import TokenPrices
+from tokend.core.prune import (
+    CHARS_PER_TOKEN_ESTIMATE,
+    PruneConfig,
+    PrunePlan,
+    is_user_turn,
+    plan_prune,
+)
+from tokend.core.prune_cache import cache_prices, cache_state, next_call_at
+from tokend.core.session_data import SessionData
+from tokend.core.types import CompactionPart, Message, ToolResultPart
+
+PLACEHOLDER_TOKENS = 10  # about what "[Old tool result content cleared]" costs in its place
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    part_id: str
+    message_index: int  # in the live context
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEconomics:
+    """The prompt cache as the next call will find it: `warm` (within its lifetime), and the
+    model's prices per token for a cache read and a cache write at that lifetime."""
+
+    warm: bool
+    read_usd: float
+    write_usd: float
+
+
+def prune_candidates(history: Sequence[Message], cfg: PruneConfig) -> list[Candidate]:
+    """The tool results the policy may clear, oldest first (see the module docstring)."""
+    user_turns = 0
+    seen = 0
+    found: list[Candidate] = []
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if user_turns < 2:
+            user_turns += is_user_turn(message)
+            continue
+        if message.summary or any(isinstance(sp.part, CompactionPart) for sp in message.parts):
+            break
+        for stored in reversed(message.parts):
+            part = stored.part
+            if not isinstance(part, ToolResultPart) or part.name in cfg.protected_tools:
+                continue
+            if stored.compacted_at is not None:
+                continue
+            tokens = stored.tokens
+            if tokens is None:
+                tokens = -(-len(part.output) // CHARS_PER_TOKEN_ESTIMATE)
+            seen += tokens
+            if seen > cfg.protect_tokens:
+                found.append(Candidate(stored.id, index, tokens))
+    if user_turns < 2:
+        return []
+    found.reverse()
+    return found
+
+
+def batch_saving(freed: int, rewritten: int, cache: CacheEconomics, horizon_calls: int) -> float:
+    """Dollars a prune saves over the next call and `horizon_calls` later ones (negative: it
+    costs more than it saves). `rewritten`: the tokens from the first cleared result on, as the
+    request will be after the prune."""
+    if not cache.warm:
+        return freed * cache.write_usd + horizon_calls * freed * cache.read_usd
+    next_call = freed * cache.read_usd - rewritten * (cache.write_usd - cache.read_usd)
+    return next_call + horizon_calls * freed * cache.read_usd
+
+
+def plan_cached_prune(
+    history: Sequence[Message],
+    message_tokens: Mapping[str, int],
+    cfg: PruneConfig,
+    cache: CacheEconomics | None,
+    horizon_calls: int,
+) -> PrunePlan:
+    """The batch to clear now (see the module docstring); an empty plan says why."""
+    candidates = prune_candidates(history, cfg)
+    total = sum(c.tokens for c in candidates)
+    if not candidates:
+        return PrunePlan((), 0, f"no old tool output beyond the {cfg.protect_tokens:,} tokens kept")
+    if total < cfg.minimum_tokens:
+        return PrunePlan(
+            (),
+            0,
+            f"pruning would free only {total:,} tokens, under the minimum of "
+            f"{cfg.minimum_tokens:,}",
+        )
+    if cache is None or not cache.warm:
+        return PrunePlan(tuple(c.part_id for c in candidates), total)
+    best = _best_batch(history, message_tokens, candidates, cfg, cache, horizon_calls)
+    if best is None:
+        return PrunePlan(
+            (),
+            0,
+            f"the prompt cache is warm and clearing {total:,} tokens of old tool output would "
+            f"not pay for rewriting the cache after it within {horizon_calls} later call(s): "
+            "left for when the cache has expired or the batch pays",
+        )
+    batch = candidates[best:]
+    return PrunePlan(tuple(c.part_id for c in batch), sum(c.tokens for c in batch))
+
+
+def _best_batch(
+    history: Sequence[Message],
+    message_tokens: Mapping[str, int],
+    candidates: Sequence[Candidate],
+    cfg: PruneConfig,
+    cache: CacheEconomics,
+    horizon_calls: int,
+) -> int | None:
+    """The index of the oldest candidate of the batch that saves most, None if none saves."""
+    # tokens from each message to the end, as the context is now
+    suffix = [0] * (len(history) + 1)
+    for i in range(len(history) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + message_tokens.get(history[i].id, 0)
+    best: tuple[float, int] | None = None
+    freed = 0
+    for k in range(len(candidates) - 1, -1, -1):
+        freed += candidates[k].tokens
+        if freed < cfg.minimum_tokens:
+            continue
+        cleared = len(candidates) - k
+        rewritten = max(0, suffix[candidates[k].message_index] - freed) + (
+            cleared * PLACEHOLDER_TOKENS
+        )
+        saving = batch_saving(freed, rewritten, cache, horizon_calls)
+        if saving > 0 and (best is None or saving > best[0]):
+            best = (saving, k)
+    return None if best is None else best[1]
+
+
+def horizon_calls(
+    calls_in_window: int, first_context: int, used_tokens: int, threshold: int
+) -> int:
+    """Later calls expected before the window ends at the autocompact threshold (a summary
+    rewrites the cache anyway), at the window's mean growth per call so far; at least 1."""
+    if calls_in_window < 2 or used_tokens <= first_context:
+        return 1
+    growth = (used_tokens - first_context) / (calls_in_window - 1)
+    return max(1, int((threshold - used_tokens) / growth))
+
+
+def cache_economics(
+    messages: Sequence[Message], rates: TokenPrices, now: datetime
+) -> CacheEconomics | None:
+    """The cache the next call finds (core.prune_cache: its lifetime and age, judged when the
+    next call is made), priced at `rates`; None when no call wrote or read the cache."""
+    state = cache_state(messages, next_call_at(messages, now))
+    if state is None:
+        return None
+    read, write = cache_prices(rates, state.ttl_s)
+    return CacheEconomics(state.warm, read, write)
+
+
+def window_horizon(messages: Sequence[Message], used_tokens: int, threshold: int) -> int:
+    """horizon_calls for the live context `messages` (its calls, the first call's context)."""
+    calls = [m.usage for m in messages if m.usage is not None]
+    first = calls[0].context_tokens if calls else used_tokens
+    return horizon_calls(len(calls), first, used_tokens, threshold)
+
+
+def session_prune_plan(
+    data: SessionData, cfg: CompactionConfig, rates: TokenPrices, now: datetime, threshold: int
+) -> PrunePlan:
+    """The prune tier's plan for a session: `cfg.prune_policy` "cache" (this module) or
+    "eager" (core.prune alone); `rates` the model's prices at the context's tier."""
+    rule = PruneConfig(
+        protect_tokens=cfg.prune_protect_tokens,
+        minimum_tokens=cfg.prune_minimum_tokens,
+        protected_tools=tuple(cfg.protected_tools),
+    )
+    if cfg.prune_policy == "eager":
+        return plan_prune(data.messages, rule)
+    used = data.used_tokens()[0]
+    # At the threshold the other way out is a summary, which rewrites the whole cache anyway.
+    cached = data.model.supports_prompt_caching and used < threshold
+    economics = cache_economics(data.messages, rates, now) if cached else None
+    horizon = window_horizon(data.messages, used, threshold)
+    return plan_cached_prune(data.messages, data.message_tokens, rule, economics, horizon)
