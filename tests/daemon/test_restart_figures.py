@@ -26,6 +26,9 @@ def test_a_session_reads_the_same_after_a_restart():
         client = daemon.client("after")
         after = client.request("budget/snapshot", {"sessionId": sid})
         assert before["lastCall"]["errorPct"] is not None
+        # `secondsLeft` is as of the moment each snapshot is sent; the rest must not move.
+        assert before["promptCache"] is not None
+        assert before["promptCache"].pop("secondsLeft") >= after["promptCache"].pop("secondsLeft")
         assert after == before
         assert client.request("context/assemble", params) == assembled
         client.close()

@@ -20,7 +20,14 @@ OUTPUT = "tests/test_x.py::test_{} FAILED AssertionError: expected 3 got 4\n" * 
 def _turns(service, sid: str, start: int, count: int) -> None:
     for i in range(start, start + count):
         service.append(sid, "user", [TextPart(f"step {i}: make the test pass")])
-        usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=900 + 300 * i)
+        write = 500 if i % 4 == 0 else 0  # a 1-hour write now and then, reads between
+        usage = Usage(
+            input_tokens=40,
+            output_tokens=25,
+            cache_read_tokens=900 + 300 * i,
+            cache_write_tokens=write,
+            cache_write_1h_tokens=write,
+        )
         service.append(
             sid, "assistant", [ToolCallPart(f"c{i}", "Bash", {"n": i})], usage=usage, model="gpt-4o"
         )
@@ -33,6 +40,7 @@ def _same_after_a_reload(service, sid: str) -> None:
     state = service.state(sid)
     assert state.data.log.messages._entries._load is not None  # not read yet
     assert state.snapshot == before
+    assert before.prompt_cache is not None and before.prompt_cache.ttl_s == 3_600
     info = service.store.get_session(sid)
     model = service.models.model_info(info)
     whole = load_session_data(service.store, info, model, service.counter(model), lazy=False)[0]
@@ -46,6 +54,7 @@ def _same_after_a_reload(service, sid: str) -> None:
     ]
     assert anchors[0] == anchors[1] and state.data.added.tokens == whole.added.tokens
     assert state.data.totals == whole.totals and state.data.times == whole.times
+    assert state.data.prompt_cache == whole.prompt_cache
 
 
 def test_a_lazily_loaded_session_is_the_one_its_owner_had(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from tokend.core.accounting import summarize_abs_errors
 from tokend.core.budget import autocompact_threshold
-from tokend.core.prune_cache import last_cache
 from tokend.core.session_data import SessionData
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot, breakdown, used_percentage
@@ -56,7 +55,7 @@ def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
         warnings=warnings,
         times=data.times.figures(),
         compact_with="provider" if model.provider_compaction else "tokend",
-        prompt_cache=last_cache(data.messages),
+        prompt_cache=data.prompt_cache,
     )
 
 

@@ -4,7 +4,8 @@ The session's owner writes it with every change (core.commit's figures); a resta
 builds the session's snapshot from it and the row's other figures alone, and reads the message
 bodies only when something needs them (core.message_log's lazy log). It holds: the number of
 live messages and their tokens in all, the gated tool results' tally, the anchor (the last
-provider call) and what was added since, the lifetime totals and costs, the time figures.
+provider call) and what was added since, the lifetime totals and costs, the prompt cache its
+last cached call left, the time figures.
 Written at version `version`: a row whose state is of another version is loaded whole. Pure.
 """
 
@@ -16,11 +17,11 @@ from typing import Any, cast
 
 from tokend.core.message_log import GatedTally
 from tokend.core.session_data import Added, Anchor, SessionData
-from tokend.core.snapshot import CallFigures, Totals
+from tokend.core.snapshot import CallFigures, PromptCacheFigures, Totals
 from tokend.core.types import ContentClass
 from tokend.core.usage_stats import TimeTally
 
-FORMAT = 1  # bumped when the shape changes: an older state is ignored (the session loads whole)
+FORMAT = 2  # bumped when the shape changes: an older state is ignored (the session loads whole)
 
 
 def gauge_state_json(data: SessionData) -> dict[str, Any]:
@@ -49,6 +50,9 @@ def gauge_state_json(data: SessionData) -> dict[str, Any]:
         ],
         "totals": _totals_json(data.totals),
         "costs": dict(data.cost_by_model),
+        "promptCache": None
+        if (cache := data.prompt_cache) is None
+        else [cache.cached_tokens, cache.ttl_s, cache.last_call_at.isoformat()],
         "times": {
             "startedAt": _iso(times.started_at),
             "endedAt": _iso(times.ended_at),
@@ -64,7 +68,17 @@ def gauge_state_json(data: SessionData) -> dict[str, Any]:
 class GaugeState:
     """A stored state, read back (`of` returns None for one that cannot be used)."""
 
-    __slots__ = ("added", "anchor", "costs", "gated", "messages", "times", "tokens", "totals")
+    __slots__ = (
+        "added",
+        "anchor",
+        "costs",
+        "gated",
+        "messages",
+        "prompt_cache",
+        "times",
+        "tokens",
+        "totals",
+    )
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.messages = int(raw["messages"])
@@ -83,6 +97,12 @@ class GaugeState:
         self.added = Added(int(tokens), int(framing), int(fixed), float(raw_text), classes)
         self.totals = Totals(**{k: int(v) for k, v in raw["totals"].items()})
         self.costs = {str(k): float(v) for k, v in raw["costs"].items()}
+        cache = raw["promptCache"]
+        self.prompt_cache = (
+            None
+            if cache is None
+            else PromptCacheFigures(int(cache[0]), int(cache[1]), datetime.fromisoformat(cache[2]))
+        )
         t = raw["times"]
         self.times = TimeTally(
             _when(t["startedAt"]),

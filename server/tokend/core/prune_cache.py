@@ -19,12 +19,9 @@ from datetime import datetime
 
 from tokend.core.changes import PruneParts
 from tokend.core.prices import TokenPrices
-from tokend.core.snapshot import PromptCacheFigures
-from tokend.core.types import Message, Usage
-
-TTL_5M_S = 300
-TTL_1H_S = 3_600
-SCAN_MESSAGES = 256
+from tokend.core.prompt_cache import TTL_1H_S, last_cache
+from tokend.core.prompt_cache import done as _done
+from tokend.core.types import Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,22 +92,6 @@ def next_call_at(messages: Sequence[Message], now: datetime) -> datetime:
     return newest.created_at if newest.created_at > _done(last) else now
 
 
-def last_cache(messages: Sequence[Message]) -> PromptCacheFigures | None:
-    """The cache the window's last call that read or wrote it left, among its newest
-    SCAN_MESSAGES messages (None: no such call)."""
-    newest = messages[-SCAN_MESSAGES:]  # every snapshot asks: a long session is not walked
-    last = next((m for m in reversed(newest) if _cached(m.usage)), None)
-    if last is None or last.usage is None:
-        return None
-    # The entries' lifetime is the one they were written with (a read refreshes it).
-    wrote = next(
-        (m.usage for m in reversed(newest) if m.usage and m.usage.cache_write_tokens), None
-    )
-    ttl = TTL_1H_S if wrote is not None and wrote.cache_write_1h_tokens > 0 else TTL_5M_S
-    cached = last.usage.cache_read_tokens + last.usage.cache_write_tokens
-    return PromptCacheFigures(cached, ttl, _done(last))
-
-
 def cache_state(messages: Sequence[Message], at: datetime) -> CacheState | None:
     """The cache the last call with cache figures left, as of `at` (None: no such call)."""
     figures = last_cache(messages)
@@ -154,14 +135,6 @@ def prune_cache(
     rewrite = max(0, after)
     extra = rewrite * max(0.0, write - read) if state.warm else 0.0
     return PruneCache(rewrite, state.ttl_s, state.age_s, extra, freed_tokens * read)
-
-
-def _done(message: Message) -> datetime:
-    return message.completed_at or message.created_at
-
-
-def _cached(usage: Usage | None) -> bool:
-    return usage is not None and (usage.cache_read_tokens > 0 or usage.cache_write_tokens > 0)
 
 
 def _ago(seconds: float) -> str:

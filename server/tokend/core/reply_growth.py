@@ -10,6 +10,7 @@ from dataclasses import replace
 from tokend.core.changes import GrowReply
 from tokend.core.errors import InvalidParams
 from tokend.core.message_log import MessageLog
+from tokend.core.prompt_cache import last_cache
 from tokend.core.session_data import Anchor, SessionData, anchor_output, call_figures
 from tokend.core.totals import replace_usage
 from tokend.core.usage_stats import add_message
@@ -34,12 +35,11 @@ def grown(data: SessionData, change: GrowReply) -> SessionData:
         call = call_figures(old.id, change.usage, was.predicted_tokens, was.error_pct)
         output = anchor_output(change.usage, counts.total - counts.framing)
         anchor = Anchor(call, output, anchor.delta_tokens, anchor.learn)
+    messages = (*data.messages[:index], message, *data.messages[index + 1 :])
     return replace(
         data,
-        log=MessageLog.of(
-            (*data.messages[:index], message, *data.messages[index + 1 :]),
-            {**data.message_tokens, old.id: counts.total},
-        ),
+        log=MessageLog.of(messages, {**data.message_tokens, old.id: counts.total}),
+        prompt_cache=last_cache(messages),
         version=data.version + 1,
         anchor=anchor,
         totals=replace_usage(data.totals, old.usage, change.usage),

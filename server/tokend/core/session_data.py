@@ -39,8 +39,9 @@ from tokend.core.changes import (
 from tokend.core.errors import VersionConflict
 from tokend.core.framing import message_overhead, reply_priming
 from tokend.core.message_log import MessageLog
+from tokend.core.prompt_cache import cache_after, last_cache
 from tokend.core.replay import MEASURED_RULES
-from tokend.core.snapshot import CallFigures, Totals
+from tokend.core.snapshot import CallFigures, PromptCacheFigures, Totals
 from tokend.core.totals import add_usage as add_usage  # loading.py reads it here
 from tokend.core.types import CompactionPart, ContentClass, Message, SessionInfo, Usage
 from tokend.core.usage_stats import TimeTally, add_message
@@ -91,6 +92,7 @@ class SessionData:
     compactions: int = 0
     errors: tuple[EstimateError, ...] = ()
     times: TimeTally = TimeTally()  # every message of the session so far, all windows
+    prompt_cache: PromptCacheFigures | None = None  # what the window's last cached call left
 
     @property
     def id(self) -> str:
@@ -247,6 +249,7 @@ def _call(
     next_data = replace(
         grown,
         anchor=Anchor(call, output),
+        prompt_cache=cache_after(grown.prompt_cache, message),
         added=Added(),
         totals=add_usage(grown.totals, usage),
         cost_by_model=costs,
@@ -343,6 +346,7 @@ def _new_window(data: SessionData, change: NewWindow) -> SessionData:
         data,
         info=replace(data.info, compacted_at=message.created_at),
         log=MessageLog.of((message, *kept), tokens),
+        prompt_cache=last_cache(kept),
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
@@ -366,6 +370,7 @@ def _provider_window(data: SessionData, change: AppendMessage, part: CompactionP
         data,
         info=replace(data.info, compacted_at=message.created_at),
         log=MessageLog.of((message,), {message.id: tokens}),
+        prompt_cache=cache_after(None, message),
         anchor=None,
         added=Added(),
         compactions=data.compactions + 1,
@@ -424,6 +429,7 @@ def _rewind(data: SessionData, change: Rewind) -> SessionData:
     return replace(
         data,
         log=MessageLog.of(kept, tokens),
+        prompt_cache=last_cache(kept),
         anchor=anchor,
         added=Added(tokens=after) if anchor is not None else Added(),
         version=data.version + 1,

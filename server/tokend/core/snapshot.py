@@ -65,7 +65,7 @@ class Totals:
 @dataclass(frozen=True, slots=True)
 class PromptCacheFigures:
     """The prompt cache the last call left: its cached tokens (read + written), the lifetime
-    of its entries (300 or 3,600 s) and when that call completed (core.prune_cache)."""
+    of its entries (300 or 3,600 s) and when that call completed (core.prompt_cache)."""
 
     cached_tokens: int
     ttl_s: int

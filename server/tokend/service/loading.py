@@ -127,6 +127,7 @@ def _lazy(
         totals=state.totals,
         cost_by_model=state.costs,
         times=state.times,
+        prompt_cache=state.prompt_cache,
     )
     return with_row(data, info)
 
