@@ -74,7 +74,10 @@ tags = index.tags
 graph = tags._graph
 if job.get("signals") is not None:
     import tokend.core.repomap as rm
-    graph.signals = rm.Signals(**job["signals"])
+    if hasattr(graph, "use"):
+        graph.use(rm.Signals(**job["signals"]))
+    else:
+        graph.signals = rm.Signals(**job["signals"])
 table = graph.table
 task_text = "text" in Focus.__dataclass_fields__
 
