@@ -40,8 +40,7 @@ class ImportLinks:
         are to be derived again: those with an import that may name a file that came or went
         (by resolve.spec_key), or a re-export module whose imports changed; then those that
         import a re-export module among these."""
-        known = set(before) if changed else set()
-        moved = {p for p, imports in changed.items() if (imports is None) == (p in known)}
+        moved = {p for p, imports in changed.items() if (imports is None) == _listed(before, p)}
         touched = moved | {p for p, imports in changed.items() if resolve.is_reexport(p)
                            and imports is not None and not self.same(p, imports)}  # fmt: skip
         for path, imports in changed.items():
@@ -89,3 +88,8 @@ class ImportLinks:
                 direct[row] = (np.array([r for r, _ in order], dtype=np.int32),
                                np.array([w for _, w in order]))  # fmt: skip
         return Links(reached, direct, specific)
+
+
+def _listed(paths: list[str], path: str) -> bool:  # `paths` is sorted
+    i = bisect_left(paths, path)
+    return i < len(paths) and paths[i] == path
