@@ -63,6 +63,11 @@ from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap import Focus, identifiers_in
 from tokend.core.repomap_render import RankedDefinition, fit_map
 from tokend.service.workspace.index import WorkspaceIndex
+try:  # as the daemon's map requests do (a tree from before it has no such module)
+    from tokend.adapters import blas
+    blas.single_threaded()
+except ImportError:
+    pass
 enc = load_encoding("o200k_base")
 count = lambda t: len(enc.encode_ordinary(t))
 root = Path(job["root"])
@@ -74,7 +79,10 @@ tags = index.tags
 graph = tags._graph
 if job.get("signals") is not None:
     import tokend.core.repomap as rm
-    graph.signals = rm.Signals(**job["signals"])
+    if hasattr(graph, "use"):
+        graph.use(rm.Signals(**job["signals"]))
+    else:
+        graph.signals = rm.Signals(**job["signals"])
 table = graph.table
 task_text = "text" in Focus.__dataclass_fields__
 

@@ -37,6 +37,7 @@ SECTIONS = [
     "kernel",
     "ranking",
     "repomap_eval",
+    "repomap_ablate",
     "repomap_pagerank",
     "abuse",
     "shared_db",

@@ -59,7 +59,7 @@ def test_edits_in_place_give_the_maps_of_a_fresh_build(
     monkeypatch.setattr(
         repomap_edges,
         "derive_rows",
-        lambda table, rows: derived.append(len(rows)) or real(table, rows),
+        lambda table, rows, *links: derived.append(len(rows)) or real(table, rows, *links),
     )
 
     budget = tree / "core" / "budget.py"
@@ -106,7 +106,7 @@ def test_ranking_a_block_at_a_time_gives_the_same_maps(
     index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
     index.build()
     whole = maps(index)
-    monkeypatch.setattr(repomap, "RANK_BLOCK", 37)  # many blocks, cut anywhere
+    monkeypatch.setattr(repomap_edges, "FLOW_BLOCK", 37)  # many blocks, cut anywhere
     index.tags._maps.clear()
     assert maps(index) == whole
 

@@ -36,6 +36,7 @@ import numpy as np
 from tokend.core import repomap_edges as graph_rows
 from tokend.core import repomap_rank as signals_of
 from tokend.core.repomap_edges import MAX_DEFINERS, Edges, renumbered, replaced
+from tokend.core.repomap_links import ImportLinks
 from tokend.core.repomap_rank import Signals
 from tokend.core.repomap_render import RankedDefinition
 from tokend.core.repomap_solve import solver
@@ -46,7 +47,6 @@ FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every
 RANK_DECIMALS = 12
 PER_FILE = 1  # definitions a file shows before the next file's come (bench.repomap_eval: 1 shows the most targets)
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
-RANK_BLOCK = 1 << 17  # definitions weighed at once (bounds the memory of a rank)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Array = Any
@@ -84,6 +84,7 @@ class RepoGraph:
     _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
     _ranking: tuple[int, _Ranking] | None = None
     signals: Signals = field(default_factory=Signals)
+    links: ImportLinks = field(default_factory=ImportLinks)
     _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
 
     def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
@@ -95,16 +96,19 @@ class RepoGraph:
             if new is None and row is None:
                 continue
             if new is not None and row is not None and self._same(row, new):
-                continue
+                if tags is None or self.links.same(path, tags.imports):
+                    continue
             packed[path] = new
         if not packed:
             return False
-        track = self._edges is not None and len(packed) <= TRACK_MAX_FILES
+        before, track = self.table.paths, self._edges is not None and len(packed) <= TRACK_MAX_FILES
         applied = self.table.apply(packed, track=track)
+        imports = {p: (t.imports if (t := changed[p]) is not None else None) for p in packed}
+        also = self.links.changed(imports, before, self.table.paths)
         if track and self._edges is not None:
             self._edges = renumbered(self._edges, applied.remap, len(self.table.paths))
             stale = set(applied.rows) | set(self._referrers(applied.names).tolist())
-            self._stale.update(self.table.paths[r] for r in stale)
+            self._stale.update({self.table.paths[r] for r in stale} | also)
         else:
             self._edges, self._stale = None, set()
         self.version += 1
@@ -145,14 +149,24 @@ class RepoGraph:
         """This version's rows: kept ones as they are, stale ones derived again."""
         n = len(self.table.paths)
         if self._edges is None:
-            self._edges = graph_rows.derive_rows(self.table, np.arange(n, dtype=np.int64))
+            rows = np.arange(n, dtype=np.int64)
+            self._edges = graph_rows.derive_rows(self.table, rows, self._links(rows))
             self._stale = set()
         elif self._stale:
             rows = np.array(sorted(r for p in self._stale if (r := self.table.row(p)) is not None))
-            fresh = graph_rows.derive_rows(self.table, rows)
+            fresh = graph_rows.derive_rows(self.table, rows, self._links(rows))
             self._edges = replaced(self._edges, rows, fresh)
             self._stale = set()
         return self._edges
+
+    def _links(self, rows: Array) -> graph_rows.Links:
+        on = self.signals
+        return self.links.links(self.table.paths, rows, reach=on.graph and on.resolve,
+                                imports=on.graph and on.imports, specific=on.specific)  # fmt: skip
+
+    def use(self, signals: Signals) -> None:
+        """Rank with these signals from now on (the rows are derived again)."""
+        self.signals, self._edges, self._ranking, self._stale = signals, None, None, set()
 
     # -- ranking --------------------------------------------------------------------------
 
@@ -210,7 +224,6 @@ class RepoGraph:
         graph_rank = self._pagerank(self._prepared(), focus)
         score = self._file_scores(focus, graph_rank)
         order = self._file_order(focus, score)
-        group_weight: Array = np.round(self._flow(graph_rank), RANK_DECIMALS)
         found = (t.group_of(name_key(i)) for i in focus.identifiers)
         wanted = np.array(sorted({g for g in found if g is not None}), dtype=np.int32)
         place = np.full(len(t.paths), len(order), dtype=np.int64)  # each file's place in the rank
@@ -222,15 +235,20 @@ class RepoGraph:
         starts = t.d_off[order]
         chosen = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         position = np.repeat(np.arange(len(order)), counts)  # the file's place in the rank
+        extra = np.zeros(0, dtype=np.int64)
+        if len(wanted):  # a focus identifier's definitions in focus files are not shown
+            extra = np.setdiff1d(np.flatnonzero(np.isin(t.d_group, wanted)), chosen)
+            extra = extra[~np.isin(_file_of(t.d_off, extra), self._focus_rows(focus))]
+        t.groups()  # the group columns (d_group)
+        needed = np.unique(t.d_group[np.concatenate([chosen, extra])])  # only their flow
+        flow = graph_rows.name_flow(t, self.edges(), graph_rank, needed)
+        group_weight: Array = np.round(flow, RANK_DECIMALS)
         weight = group_weight[t.d_group[chosen]]
         within = np.lexsort((chosen, -weight, position))  # by file, best definition first
         nth = np.empty(len(chosen), dtype=np.int64)
         nth[within] = np.arange(len(chosen)) - np.repeat(np.cumsum(counts) - counts, counts)
         hit = np.isin(t.d_group[chosen], wanted)
-        if len(wanted):  # a focus identifier's definitions in focus files are not shown
-            hits_elsewhere = np.flatnonzero(np.isin(t.d_group, wanted))
-            extra = np.setdiff1d(hits_elsewhere, chosen)
-            extra = extra[~np.isin(_file_of(t.d_off, extra), self._focus_rows(focus))]
+        if len(extra):
             chosen = np.concatenate([chosen, extra])
             position = np.concatenate([position, place[_file_of(t.d_off, extra)]])
             weight = np.concatenate([weight, group_weight[t.d_group[extra]]])
@@ -248,32 +266,6 @@ class RepoGraph:
 
     def _focus_rows(self, focus: Focus) -> list[int]:
         return [r for p in focus.files if (r := self.table.row(p)) is not None]
-
-    def _flow(self, file_rank: Array) -> Array:
-        """The rank flowing to each name (by group) along the references that carry flow:
-        file rank x sqrt(occurrences) x the name's scale / the file's total, summed in
-        reference order; worked out a block of references at a time at each rank (kept, the
-        weights would hold 23 MiB on the kernel)."""
-        t, edges = self.table, self.edges()
-        group_weight = np.zeros(len(t.groups()))
-        starts = t.definers()[1]
-        for start in range(0, len(t.r_key), RANK_BLOCK):
-            end = min(start + RANK_BLOCK, len(t.r_key))
-            rows = _file_of(t.r_off, np.arange(start, end))
-            group = t.r_group[start:end]
-            definers = np.zeros(len(group), dtype=np.int32)  # of each reference's name
-            known = group >= 0
-            definers[known] = starts[group[known] + 1] - starts[group[known]]
-            keep = (definers >= 1) & (definers <= MAX_DEFINERS) & (edges.totals[rows] > 0)
-            group = group[keep]
-            scale = np.where(t.r_key[start:end][keep] & np.uint64(1), 0.1, 1.0)
-            scale /= definers[keep]
-            flow = np.sqrt(t.r_count[start:end][keep].astype(np.float64))
-            flow *= scale
-            flow /= edges.totals[rows[keep]]
-            flow *= file_rank[rows[keep]]
-            np.add.at(group_weight, group, flow)
-        return group_weight
 
     def _pagerank(self, c: _Ranking, focus: Focus) -> Array:
         n = len(self.table.paths)

@@ -43,6 +43,11 @@ class Signals:
     graph: bool = True
     lexical: bool = True
     folder: bool = True
+    # the graph's own (core.repomap_edges): references resolved through imports, import edges
+    # (re-export modules), compound names weighing more
+    resolve: bool = True
+    imports: bool = True
+    specific: bool = True
 
 
 def text_keys(text: str) -> Array:

@@ -2,12 +2,12 @@
 definitions and 2.2 million references, and who defines each of 2.2 million names, in 93 MiB,
 where one object per definition took gigabytes).
 
-A name is kept as its key: 63 bits of its BLAKE2b digest, the lowest bit saying whether it
-starts with an underscore (such names weigh a tenth). Keys are the same in every process, so
-ties broken by key are too; two names sharing a key (about one pair in a kernel's worth of
-names per 10^6 trees) would only merge their edges. A definition keeps its key (once the
-groups below are made, its group, which names the key) and 0-based line, not its text: the
-map's text is read from the file when it is shown.
+A name is kept as its key: 62 bits of its BLAKE2b digest, bit 0 whether it starts with an
+underscore (weighs a tenth), bit 1 whether it is a compound (core.repomap_edges). Keys are the
+same in every process, so ties broken by key are too; two names sharing a key (about one pair in
+a kernel's worth of names per 10^6 trees) would only merge their edges. A definition keeps its
+key (once the groups below are made, its group, which names the key) and 0-based line, not its
+text: the map's text is read from the file when it is shown.
 
 Files are rows in path order. `TagTable.apply` splices the rows of changed files into the
 arrays (a copy of the arrays, never a rebuild of the other rows) and tells what moved: which
@@ -48,15 +48,16 @@ def sub_words(name: str) -> list[str]:
     return [w.lower() for w in _SUB_WORD.findall(name) if len(w) >= 3]
 
 
-def word_key(word: str) -> int:
-    """The key of a lowercase word (no identifier's key: the name `word` has another)."""
+def word_key(word: str) -> int:  # of a lowercase word: no identifier's ("\0" is in no name)
     return name_key("\0" + word)
 
 
 def name_key(name: str) -> int:
-    """The key of an identifier (stable across processes; lowest bit: a leading underscore)."""
+    """The key of an identifier (stable across processes; bit 0: a leading underscore, bit 1:
+    a compound of two words or more, `parse_config`, `getUserName`)."""
     digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return (int.from_bytes(digest, "little") & ~1) | (1 if name.startswith("_") else 0)
+    flags = (2 if len(sub_words(name)) >= 2 else 0) | (1 if name.startswith("_") else 0)
+    return (int.from_bytes(digest, "little") & ~3) | flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,8 +381,7 @@ def _renumber(column: Array, renumber: Array) -> None:
         part[known] = renumber[part[known]]
 
 
-def _unknown(n: int) -> Array:
-    """The group column of a new row: to be looked up (-2)."""
+def _unknown(n: int) -> Array:  # the group column of a new row: to be looked up (-2)
     return np.full(n, -2, dtype=np.int32)
 
 

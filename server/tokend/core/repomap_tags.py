@@ -1,5 +1,5 @@
-"""What the repo map knows of one file: the symbols it defines (with the defining line's text)
-and the identifiers it refers to. Produced by the tags adapter (tree-sitter), cached by content
+"""What the repo map knows of one file: the symbols it defines (with the defining line's text),
+the identifiers it refers to and what it imports. Produced by the tags adapter (tree-sitter), cached by content
 hash as JSON, consumed by core.repomap, which keeps each name as a 64-bit key and not as a
 string (so names are not interned: the interpreter's table of interned strings never shrinks,
 and a kernel's worth of names left it 7 MB bigger for good)."""
@@ -27,6 +27,7 @@ class FileTags:
     definitions: tuple[Definition, ...] = ()
     references: Mapping[str, int] = field(default_factory=dict)  # identifier -> occurrences
     error: str | None = None  # why the file has no tags (a grammar that failed)
+    imports: tuple[str, ...] = ()  # what the file imports, as written (core.repomap_imports)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -35,13 +36,16 @@ class FileTags:
         }
         if self.error:
             out["e"] = self.error
+        if self.imports:
+            out["i"] = list(self.imports)
         return out
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> FileTags:
         definitions = tuple(Definition(str(n), int(li), str(t)) for n, li, t in raw.get("d", ()))
         references = {str(k): int(v) for k, v in dict(raw.get("r", {})).items()}
-        return cls(definitions, references, raw.get("e"))
+        imports = tuple(str(spec) for spec in raw.get("i", ()))
+        return cls(definitions, references, raw.get("e"), imports)
 
 
 def line_text(raw: str) -> str:

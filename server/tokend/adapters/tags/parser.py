@@ -127,4 +127,22 @@ class TagParser:
                 continue
             references[node.text.decode("utf-8", "replace")] += 1
         ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
-        return FileTags(ordered, dict(sorted(references.items())))
+        imports = sorted({spec for node in captures.get("import", ()) for spec in _specs(node)})
+        return FileTags(ordered, dict(sorted(references.items())), imports=tuple(imports))
+
+
+def _specs(node: Any) -> list[str]:
+    """What one `@import` capture imports, as written: a Python `from m import a, b` gives m,
+    m.a and m.b (a name may be a module of package m); a Go path loses its quotes."""
+    text = node.text.decode("utf-8", "replace") if node.text else ""
+    if node.type != "import_from_statement":
+        return [text.strip('"`')] if text.strip('"`') else []
+    module = node.child_by_field_name("module_name")
+    base = module.text.decode("utf-8", "replace") if module is not None and module.text else ""
+    out = [base] if base else []
+    for name in node.children_by_field_name("name"):
+        inner = name.child_by_field_name("name") if name.type == "aliased_import" else name
+        if inner is not None and inner.text:
+            word = inner.text.decode("utf-8", "replace")
+            out.append(base + word if base.endswith(".") else f"{base}.{word}")
+    return out

@@ -4,13 +4,14 @@ per language, for the grammars of the official tree-sitter wheels.
 Definitions are the names of functions, methods, classes, types, modules and (Python)
 module-level assignments; references are calls, member accesses that are called, type names
 and constructors. A `@ref` capture at the same place as a `@def` is the definition's own name
-and is dropped by the parser. Bump QUERIES_VERSION whenever a query changes: cached tags are
-keyed on it.
+and is dropped by the parser. `@import` captures what a file imports, as written (a Python
+module, a JavaScript/TypeScript specifier, a Go import path): core.repomap_imports resolves it to
+files. Bump QUERIES_VERSION whenever a query changes: cached tags are keyed on it.
 """
 
 from __future__ import annotations
 
-QUERIES_VERSION = 1
+QUERIES_VERSION = 2
 
 PYTHON = """
 (class_definition name: (identifier) @def)
@@ -25,6 +26,9 @@ PYTHON = """
 (type (identifier) @ref)
 (import_from_statement name: (dotted_name (identifier) @ref))
 (import_from_statement name: (aliased_import name: (dotted_name (identifier) @ref)))
+(import_from_statement) @import
+(import_statement name: (dotted_name) @import)
+(import_statement name: (aliased_import name: (dotted_name) @import))
 """
 
 JAVASCRIPT = """
@@ -37,6 +41,9 @@ JAVASCRIPT = """
 (call_expression function: (member_expression property: (property_identifier) @ref))
 (new_expression constructor: (identifier) @ref)
 (class_heritage (identifier) @ref)
+(import_statement source: (string (string_fragment) @import))
+(export_statement source: (string (string_fragment) @import))
+(call_expression function: (import) arguments: (arguments (string (string_fragment) @import)))
 """
 
 TYPESCRIPT = """
@@ -57,6 +64,9 @@ TYPESCRIPT = """
 (call_expression function: (member_expression property: (property_identifier) @ref))
 (new_expression constructor: (identifier) @ref)
 (type_identifier) @ref
+(import_statement source: (string (string_fragment) @import))
+(export_statement source: (string (string_fragment) @import))
+(call_expression function: (import) arguments: (arguments (string (string_fragment) @import)))
 """
 
 GO = """
@@ -67,6 +77,7 @@ GO = """
 (call_expression function: (identifier) @ref)
 (call_expression function: (selector_expression field: (field_identifier) @ref))
 (type_identifier) @ref
+(import_spec path: (_) @import)
 """
 
 RUST = """

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from tokend.adapters import blas
 from tokend.core.budget import repo_map_target_tokens
 from tokend.core.render import part_text
 from tokend.core.repomap import Focus, identifiers_in
@@ -58,6 +59,7 @@ def session_map(
 ) -> RepoMap:
     """The session's map (slow the first time for a focus: call it off the event loop; it
     waits for the first build's tags)."""
+    blas.single_threaded()  # the rank's solve on a large tree (adapters.blas says why)
     index = session_index(workspaces, data)
     index.tags.ready.wait()
     index.check_open()
