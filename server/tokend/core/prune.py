@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokend.core.types import CompactionPart, Message, ToolResultPart
+from tokend.core.types import CompactionPart, Message, StoredPart, ToolResultPart
 
 CHARS_PER_TOKEN_ESTIMATE = 4  # only for a tool result that has no cached count
 
@@ -48,16 +48,18 @@ def is_user_turn(message: Message) -> bool:
     return not any(isinstance(sp.part, ToolResultPart) for sp in message.parts)
 
 
-def plan_prune(history: Sequence[Message], cfg: PruneConfig = PruneConfig()) -> PrunePlan:
-    """Which old tool results to clear (see the module docstring for the rule)."""
+def older_tool_results(
+    history: Sequence[Message], cfg: PruneConfig
+) -> tuple[bool, list[tuple[int, StoredPart, int]]]:
+    """(whether the window has two user turns, then the tool results before them: newest first,
+    back to the window's start, those of protected tools left out, each as its message's index,
+    the part and its tokens — the cached count, or an estimate from its length)."""
     user_turns = 0
-    seen_tokens = 0
-    candidates: list[str] = []
-    freed_tokens = 0
-    for message in reversed(history):
+    found: list[tuple[int, StoredPart, int]] = []
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
         if user_turns < 2:
-            if is_user_turn(message):
-                user_turns += 1
+            user_turns += is_user_turn(message)
             continue
         if message.summary or _is_boundary(message):
             break
@@ -65,17 +67,28 @@ def plan_prune(history: Sequence[Message], cfg: PruneConfig = PruneConfig()) -> 
             part = stored.part
             if not isinstance(part, ToolResultPart) or part.name in cfg.protected_tools:
                 continue
-            if stored.compacted_at is not None:
-                return _decide(candidates, freed_tokens, seen_tokens, cfg)
             tokens = stored.tokens
             if tokens is None:
                 tokens = -(-len(part.output) // CHARS_PER_TOKEN_ESTIMATE)
-            seen_tokens += tokens
-            if seen_tokens > cfg.protect_tokens:
-                candidates.append(stored.id)
-                freed_tokens += tokens
-    if user_turns < 2:
+            found.append((index, stored, tokens))
+    return user_turns >= 2, found
+
+
+def plan_prune(history: Sequence[Message], cfg: PruneConfig = PruneConfig()) -> PrunePlan:
+    """Which old tool results to clear (see the module docstring for the rule)."""
+    two_turns, results = older_tool_results(history, cfg)
+    if not two_turns:
         return PrunePlan((), 0, "fewer than two user turns: everything is recent")
+    seen_tokens = 0
+    candidates: list[str] = []
+    freed_tokens = 0
+    for _, stored, tokens in results:
+        if stored.compacted_at is not None:
+            break  # an earlier prune got this far
+        seen_tokens += tokens
+        if seen_tokens > cfg.protect_tokens:
+            candidates.append(stored.id)
+            freed_tokens += tokens
     return _decide(candidates, freed_tokens, seen_tokens, cfg)
 
 

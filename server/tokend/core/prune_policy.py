@@ -33,16 +33,10 @@ from datetime import datetime
 
 from tokend.core.budget import CompactionConfig
 from tokend.core.prices import TokenPrices
-from tokend.core.prune import (
-    CHARS_PER_TOKEN_ESTIMATE,
-    PruneConfig,
-    PrunePlan,
-    is_user_turn,
-    plan_prune,
-)
+from tokend.core.prune import PruneConfig, PrunePlan, older_tool_results, plan_prune
 from tokend.core.prune_cache import cache_prices, cache_state, next_call_at
 from tokend.core.session_data import SessionData
-from tokend.core.types import CompactionPart, Message, ToolResultPart
+from tokend.core.types import Message
 
 PLACEHOLDER_TOKENS = 10  # about what "[Old tool result content cleared]" costs in its place
 
@@ -66,30 +60,17 @@ class CacheEconomics:
 
 def prune_candidates(history: Sequence[Message], cfg: PruneConfig) -> list[Candidate]:
     """The tool results the policy may clear, oldest first (see the module docstring)."""
-    user_turns = 0
+    two_turns, results = older_tool_results(history, cfg)
+    if not two_turns:
+        return []
     seen = 0
     found: list[Candidate] = []
-    for index in range(len(history) - 1, -1, -1):
-        message = history[index]
-        if user_turns < 2:
-            user_turns += is_user_turn(message)
-            continue
-        if message.summary or any(isinstance(sp.part, CompactionPart) for sp in message.parts):
-            break
-        for stored in reversed(message.parts):
-            part = stored.part
-            if not isinstance(part, ToolResultPart) or part.name in cfg.protected_tools:
-                continue
-            if stored.compacted_at is not None:
-                continue
-            tokens = stored.tokens
-            if tokens is None:
-                tokens = -(-len(part.output) // CHARS_PER_TOKEN_ESTIMATE)
-            seen += tokens
-            if seen > cfg.protect_tokens:
-                found.append(Candidate(stored.id, index, tokens))
-    if user_turns < 2:
-        return []
+    for index, stored, tokens in results:
+        if stored.compacted_at is not None:
+            continue  # a result cleared earlier does not stop the search for older ones
+        seen += tokens
+        if seen > cfg.protect_tokens:
+            found.append(Candidate(stored.id, index, tokens))
     found.reverse()
     return found
 
