@@ -45,6 +45,7 @@ SECTIONS = [
     "stop",
     "fuzz",
     "workspace_memory",
+    "scale_tree",
     "append_order",
     "config",
     "statusline",
