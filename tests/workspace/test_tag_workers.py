@@ -17,6 +17,7 @@ from tokend.adapters import tag_workers
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.errors import Stopping
 from tokend.core.repomap import Focus
 from tokend.service.workspace import tags as workspace_tags
 from tokend.service.workspace.index import WorkspaceIndex
@@ -68,9 +69,9 @@ def _map(tree: Path, cache: Path, workers: int) -> tuple[str, dict[str, str], in
     real = workspace_tags.TagWorkers
 
     class Counted(real):  # type: ignore[misc, valid-type]
-        def __init__(self, size: int | None = None) -> None:
+        def __init__(self, size: int | None = None, **options: object) -> None:
             started.append(size)
-            super().__init__(size)
+            super().__init__(size, **options)
 
     workspace_tags.TagWorkers = Counted  # type: ignore[misc]
     try:
@@ -136,7 +137,7 @@ def test_a_worker_killed_on_a_file_costs_that_file_its_tags(
         assert not thread.is_alive()
         assert first not in workers.pids()  # replaced
         assert workers.crashes == 1
-    assert got[0].error is not None and "died" in got[0].error  # type: ignore[attr-defined]
+    assert got[0].error.startswith(tag_workers.WORKER_DIED)  # type: ignore[attr-defined]
     assert got[1:] == [parser.tags(language, source) for _, language, source in work[1:]]
     assert "slow.py" in caplog.text
 
@@ -147,3 +148,33 @@ def test_the_worker_exits_when_its_parent_goes(tmp_path: Path) -> None:
     worker.stdin.close()
     assert worker.proc.wait(10) == 0
     worker.stdout.close()
+
+
+def test_closing_the_workspace_stops_a_parse_under_way_and_its_workers() -> None:
+    words = b"the quick brown fox jumps over the lazy dog 0123456789 "
+    slow = (words * ((1 << 20) // len(words)))[: (1 << 20) - 100]
+    work = [(f"slow{i}.py", "python", slow) for i in range(8)]  # many seconds of parsing
+    stopping = threading.Event()
+    workers = TagWorkers(2, stopping=stopping)
+    raised: list[BaseException] = []
+
+    def parse() -> None:
+        try:
+            workers.parse(work)
+        except Stopping as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=parse)
+    thread.start()
+    time.sleep(1.0)
+    pids = workers.pids()
+    assert len(pids) == 2
+    began = time.monotonic()
+    stopping.set()
+    thread.join(10)
+    assert not thread.is_alive() and raised  # gave up, in about STOP_POLL_S
+    assert time.monotonic() - began < 5
+    assert workers.pids() == []
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # ended and reaped

@@ -31,6 +31,7 @@ from selectors import EVENT_READ, DefaultSelector
 from typing import IO, Any
 
 from tokend.adapters.tags import TagParser
+from tokend.core.errors import Stopping
 from tokend.core.repomap_tags import FileTags
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
 _HEADER = struct.Struct("<I")
 _PARENT_POLL_S = 0.5
+STOP_POLL_S = 0.2
+WORKER_DIED = "the tag worker process died parsing this file"  # not cached: tried again later
 WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
 # glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
 # one arena. Without, a worker parsing the kernel's C grew to 300 MiB of free heap.
@@ -96,7 +99,10 @@ class _Worker:
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.batch: list[int] = []  # indexes of the files sent, not yet answered
 
-    def stop(self) -> None:
+    def stop(self, kill: bool = False) -> None:
+        """Ended: once its batch is done (its stdin closed), or now with `kill`."""
+        if kill:
+            self.proc.kill()
         try:
             self.stdin.close()
         except OSError:
@@ -112,8 +118,15 @@ class _Worker:
 class TagWorkers:
     """A pool of tag worker processes (started on first use; `close` ends them)."""
 
-    def __init__(self, workers: int | None = None, rss_limit: int = WORKER_RSS_BYTES) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        rss_limit: int = WORKER_RSS_BYTES,
+        stopping: threading.Event | None = None,
+    ) -> None:
+        """`stopping` set: a parse under way gives up (Stopping) within STOP_POLL_S."""
         self.size = workers or default_workers()
+        self.stopping = stopping or threading.Event()
         self.rss_limit = rss_limit
         self._workers: list[_Worker] = []
         self.crashes = 0
@@ -128,10 +141,10 @@ class TagWorkers:
     def pids(self) -> list[int]:
         return [w.proc.pid for w in self._workers]
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
         workers, self._workers = self._workers, []
         for worker in workers:
-            worker.stop()
+            worker.stop(kill)
 
     def parse(self, work: Sequence[Work]) -> list[FileTags]:
         """The tags of each (path, language, source), in order, parsed by the workers."""
@@ -147,7 +160,10 @@ class TagWorkers:
             for worker in self._workers:
                 busy += self._give(worker, pending, work)
             while busy:
-                for key, _ in selector.select():
+                if self.stopping.is_set():
+                    self.close(kill=True)  # their batches are not worth finishing
+                    raise Stopping("tokend is stopping: the repo map's tags were not finished")
+                for key, _ in selector.select(STOP_POLL_S):
                     worker = key.data
                     try:
                         index, raw, retiring = _recv(worker.stdout)
@@ -197,9 +213,7 @@ class TagWorkers:
         if worker.batch:
             culprit, rest = worker.batch[0], worker.batch[1:]
             path, language = work[culprit][:2]
-            results[culprit] = FileTags(
-                error=f"the {language} parser's worker process died on this file (exit {code})"
-            )
+            results[culprit] = FileTags(error=f"{WORKER_DIED} (exit {code}; {language})")
             log.warning("a tag worker died (exit %s) on %s: it has no tags", code, path)
             if rest:
                 pending.append(rest)

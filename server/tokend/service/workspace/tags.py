@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from tokend.adapters import workspace_fs
-from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, parse_all
+from tokend.adapters.tag_workers import POOL_MIN_FILES, WORKER_DIED, TagWorkers, parse_all
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -105,7 +105,7 @@ class WorkspaceTags:
         none for a few files (a save), which the calling thread parses."""
         if self.pool_workers == 0 or files < POOL_MIN_FILES:
             return contextlib.nullcontext()
-        return TagWorkers(self.pool_workers or None)
+        return TagWorkers(self.pool_workers or None, stopping=self._stopping)
 
     def _check_stopping(self) -> None:
         if self._stopping.is_set():
@@ -188,7 +188,7 @@ class WorkspaceTags:
             to_parse.append((path, language, source))
         parsed = self._parse(to_parse, workers)
         tags.update(parsed)
-        fresh = {keys[path]: found.to_json() for path, found in parsed.items()}
+        fresh = {keys[p]: t.to_json() for p, t in parsed.items() if not died(t.error or "")}
         if fresh:
             self._cache.put_tags(fresh)
         if new_hashes:
@@ -264,6 +264,11 @@ class WorkspaceTags:
             return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
 
         return text_of
+
+
+def died(error: str) -> bool:
+    """A file's worker process died on it: its empty tags are not kept in the cache."""
+    return error.startswith(WORKER_DIED)
 
 
 def _chunks(
