@@ -13,7 +13,9 @@ Per daemon (a fresh data dir each: the tags are parsed cold): one client that de
 `window.workDoneProgress` asks `workspace/fileTokens` for every file (the first request: the
 daemon starts the walk), then `repoMap/get` (4,096 tokens) on a session of the tree, which
 waits for the tags; `$/progress` is recorded meanwhile, and the daemon's RSS sampled every
-0.2 s. Then: the same map again, maps for new focuses, and CHANGES times one .c file edited
+0.2 s (with its tag workers': VmRSS of the daemon and its children summed, shared pages counted
+in each, an upper bound). Before the daemons, the same PARSE_FILES .c files are tagged in one
+thread and by TagWorkers, in this process (their ratio: what the workers buy on this machine). Then: the same map again, maps for new focuses, and CHANGES times one .c file edited
 (a new function appended, then the file restored): each waits for the file's
 `workspace/didChangeFileTokens` (its delay is reported) and then times the map. Baseline walk
 in the same run: a bare os.walk + stat of the tree (no ignore rules, no reads). Aider is not
@@ -50,6 +52,7 @@ FOCUSES = 5
 CHANGES = 3  # files edited, each then restored: 2 timed maps per file
 NOTE_WAIT_S = 60.0
 TIMEOUT_S = 3600.0
+PARSE_FILES = 3000  # .c files tagged in one thread and by the workers, side by side
 DEBIAN_BLOCK = "#\n# Debian packaging"
 
 
@@ -144,6 +147,27 @@ def _bare_walk(tree: Path) -> tuple[float, int]:
     return time.perf_counter() - started, files
 
 
+def parse_rates(tree: Path, files: int = PARSE_FILES) -> dict[str, float]:
+    """Seconds to tag the same `files` .c files of the tree: in one thread (the daemon before
+    tag workers) and by TagWorkers (one process per core, their start included)."""
+    from tokend.adapters.tag_workers import TagWorkers
+    from tokend.adapters.tags import TagParser
+
+    paths = sorted(tree.glob("kernel/**/*.c")) + sorted(tree.glob("fs/**/*.c"))
+    work = [(str(p), "c", p.read_bytes()) for p in paths[:files]]
+    started = time.perf_counter()
+    parser = TagParser()
+    alone = [parser.tags(language, source) for _, language, source in work]
+    one_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with TagWorkers() as workers:
+        pooled = workers.parse(work)
+        size = workers.size
+    pool_s = time.perf_counter() - started
+    assert pooled == alone, "the workers' tags differ from the thread's"
+    return {"files": len(work), "one_s": one_s, "pool_s": pool_s, "workers": size}
+
+
 def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
     """Every figure of one daemon (its code from `server`) on the tree, cold."""
     base = Path(tempfile.mkdtemp(prefix="tkkn-"))
@@ -230,6 +254,7 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
 def run() -> str:
     tree = kernel_tree()
     walk_s, walk_files = _bare_walk(tree)
+    rates = parse_rates(tree)
     ours = _one_daemon(ROOT / "server", tree)
     before = None
     if os.environ.get("KERNEL_BEFORE", "1") != "0":
@@ -239,7 +264,16 @@ def run() -> str:
                 before = _one_daemon(before_tree / "server", tree)
             finally:
                 shutil.rmtree(before_tree, ignore_errors=True)
-    return _section(ours, before, walk_s, walk_files)
+    return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
+
+
+def _rates_row(r: dict[str, float]) -> str:
+    return (
+        f"\n\nTagging the same {r['files']:,} .c files (kernel/, fs/) in this process: in one "
+        f"thread {r['one_s']:.1f} s, by {r['workers']:.0f} tag worker processes "
+        f"{r['pool_s']:.1f} s (their start included; {r['one_s'] / r['pool_s']:.2f}x), the "
+        "same tags."
+    )
 
 
 def _median(xs: list[float]) -> float:
