@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.abuse import _tree_at
+from bench.baseline import baseline_tree
 from bench.daemon import _Client, _env, _Processes, _rss_mib
 from bench.scale_tree import _family_rss_mib
 
@@ -258,12 +258,9 @@ def run() -> str:
     ours = _one_daemon(ROOT / "server", tree)
     before = None
     if os.environ.get("KERNEL_BEFORE", "1") != "0":
-        before_tree = _tree_at(BEFORE_REV)
-        if before_tree is not None:
-            try:
+        with baseline_tree(BEFORE_REV) as before_tree:  # with the catalog and vocabularies
+            if before_tree is not None:
                 before = _one_daemon(before_tree / "server", tree)
-            finally:
-                shutil.rmtree(before_tree, ignore_errors=True)
     return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
 
 
