@@ -48,6 +48,7 @@ SECTIONS = [
     "fuzz",
     "fuzz_edits",
     "workspace_memory",
+    "scale_tree",
     "append_order",
     "config",
     "statusline",

@@ -13,6 +13,7 @@ they were (a comment, a function body) keeps every cached map but those showing 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections import OrderedDict
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from tokend.adapters import workspace_fs
+from tokend.adapters.tag_workers import POOL_MIN_FILES, WORKER_DIED, TagWorkers, parse_all
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -50,6 +52,7 @@ class WorkspaceTags:
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self._parser = TagParser()
+        self.pool_workers: int | None = None  # tag worker processes (None: one per core; 0: none)
         self._graph = RepoGraph()
         self._lock = threading.RLock()  # guards the graph and the map cache
         self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
@@ -81,20 +84,28 @@ class WorkspaceTags:
         With `whole`, files the graph has and `paths` does not are removed."""
         wanted = sorted(paths)
         done = 0
-        for chunk in _chunks(wanted, entries, overlays):
-            self._check_stopping()
-            tags, reread = self._tag_chunk(chunk, entries, overlays)
-            with self._lock:
-                if self._graph.set_files(tags) or reread:
-                    self._forget_maps_showing(set(tags))
-            done += len(chunk)
-            if progress is not None:
-                progress(done, len(wanted))
+        with self._workers_for(len(wanted)) as workers:
+            for chunk in _chunks(wanted, entries, overlays):
+                self._check_stopping()
+                tags, reread = self._tag_chunk(chunk, entries, overlays, workers)
+                with self._lock:
+                    if self._graph.set_files(tags) or reread:
+                        self._forget_maps_showing(set(tags))
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, len(wanted))
         if whole:
             with self._lock:
                 gone = set(self._graph.paths) - set(wanted)
                 if gone:
                     self._graph.set_files(dict.fromkeys(gone))
+
+    def _workers_for(self, files: int) -> contextlib.AbstractContextManager[TagWorkers | None]:
+        """Worker processes for a refresh of `files` files (the first build), ended with it;
+        none for a few files (a save), which the calling thread parses."""
+        if self.pool_workers == 0 or files < POOL_MIN_FILES:
+            return contextlib.nullcontext()
+        return TagWorkers(self.pool_workers or None, stopping=self._stopping)
 
     def _check_stopping(self) -> None:
         if self._stopping.is_set():
@@ -111,6 +122,7 @@ class WorkspaceTags:
         paths: list[str],
         entries: Mapping[str, FileEntry],
         overlays: Mapping[str, str],
+        workers: TagWorkers | None = None,
     ) -> tuple[dict[str, FileTags | None], bool]:
         """The tags of some files, and whether any was read anew (its content changed)."""
         root_key = str(self.root)
@@ -159,7 +171,7 @@ class WorkspaceTags:
         keys = {p: f"v{QUERIES_VERSION}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
         cached = self._cache.tags(sorted(set(keys.values())))
         tags: dict[str, FileTags | None] = {p: None for p in removed}
-        fresh: dict[str, dict[str, object]] = {}
+        to_parse: list[tuple[str, str, bytes]] = []
         for path, (language, _sha, source) in sources.items():
             raw = cached.get(keys[path])
             if raw is not None:
@@ -172,17 +184,26 @@ class WorkspaceTags:
                     self.errors[path] = _unreadable(exc)
                     tags[path] = None
                     continue
-            self._check_stopping()
-            found = self._parser.tags(language, source)
-            if found.error:
-                self.errors[path] = found.error
-            tags[path] = found
-            fresh[keys[path]] = found.to_json()
+            tags[path] = None  # its place kept: the graph takes the files in this order
+            to_parse.append((path, language, source))
+        parsed = self._parse(to_parse, workers)
+        tags.update(parsed)
+        fresh = {keys[p]: t.to_json() for p, t in parsed.items() if not died(t.error or "")}
         if fresh:
             self._cache.put_tags(fresh)
         if new_hashes:
             self._cache.put_hashes(root_key, new_hashes)
         return tags, bool(new_hashes) or any(s is not None for _, _, s in sources.values())
+
+    def _parse(
+        self, work: list[tuple[str, str, bytes]], workers: TagWorkers | None
+    ) -> dict[str, FileTags]:
+        """(path, language, source) -> the path's tags: by the workers when there are many."""
+        self._check_stopping()
+        paths = [path for path, _, _ in work]
+        found = dict(zip(paths, parse_all(self._parser, work, workers), strict=True))
+        self.errors.update((path, tags.error) for path, tags in found.items() if tags.error)
+        return found
 
     def forget(self) -> None:
         """Drop the graph, the maps and the errors (the workspace was released: see
@@ -243,6 +264,11 @@ class WorkspaceTags:
             return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
 
         return text_of
+
+
+def died(error: str) -> bool:
+    """A file's worker process died on it: its empty tags are not kept in the cache."""
+    return error.startswith(WORKER_DIED)
 
 
 def _chunks(

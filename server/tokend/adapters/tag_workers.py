@@ -1,0 +1,293 @@
+"""Tags parsed in worker processes: tree-sitter holds the interpreter while it parses, so a
+thread parses on one core however many the machine has, and every parse step is a step the
+event loop waits for. A TagWorkers is a few child processes (one per core), each a fresh small
+interpreter (`python -m tokend.adapters.tag_workers`: the parser and the grammars, nothing of
+the daemon) reading work from its stdin and writing tags to its stdout.
+
+- Work goes out in batches of files (`BATCH_FILES`, at most `BATCH_BYTES` but for one file);
+  each file's tags come back on their own, in order, so when a worker dies (a grammar that
+  crashes on a file, the OOM killer) the file it was on is known: that file gets no tags and
+  an error (logged), the worker is replaced, and the rest of its batch goes on.
+- Workers end with the daemon: their stdin is the daemon's pipe, and the daemon gone (even by
+  kill -9) they read end-of-file and exit; a thread in each also watches the parent's pid, in
+  case a file's parse takes long.
+- Starting workers costs a few hundred milliseconds: `parse_all` parses in the calling thread
+  under POOL_MIN_FILES files, and callers keep a pool only for a big refresh (the first build).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from selectors import EVENT_READ, DefaultSelector
+from typing import IO, Any
+
+from tokend.adapters.tags import TagParser
+from tokend.core.errors import Stopping
+from tokend.core.repomap_tags import FileTags
+
+log = logging.getLogger(__name__)
+
+POOL_MIN_FILES = 200  # files to parse: fewer are parsed in the calling thread (no pool start)
+BATCH_FILES = 16
+BATCH_BYTES = 1 << 20
+_HEADER = struct.Struct("<I")
+_PARENT_POLL_S = 0.5
+STOP_POLL_S = 0.2
+WORKER_DIED = "the tag worker process died parsing this file"  # not cached: tried again later
+WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
+# glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
+# one arena. Without, a worker parsing the kernel's C grew to 300 MiB of free heap.
+_MALLOC_ENV = {
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(4 << 20),
+    "MALLOC_ARENA_MAX": "1",
+}
+
+Work = tuple[str, str, bytes]  # (path: for the log, language, source)
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def _send(stream: IO[bytes], value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytes:
+    """`size` bytes from an unbuffered stream (a buffered one would keep bytes the selector
+    cannot see)."""
+    pieces, left = [], size
+    while left:
+        piece = stream.read(left)
+        if not piece:
+            raise EOFError("the stream ended")
+        pieces.append(piece)
+        left -= len(piece)
+    return b"".join(pieces)
+
+
+def _recv(stream: IO[bytes]) -> Any:
+    (size,) = _HEADER.unpack(_read_exact(stream, _HEADER.size))
+    return pickle.loads(_read_exact(stream, size))
+
+
+class _Worker:
+    def __init__(self, rss_limit: int = WORKER_RSS_BYTES) -> None:
+        server = str(Path(__file__).resolve().parents[2])  # the folder holding `tokend`
+        env = {**os.environ, **_MALLOC_ENV}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (server, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tokend.adapters.tag_workers", str(rss_limit)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            bufsize=0,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        self.batch: list[int] = []  # indexes of the files sent, not yet answered
+
+    def stop(self, kill: bool = False) -> None:
+        """Ended: once its batch is done (its stdin closed), or now with `kill`."""
+        if kill:
+            self.proc.kill()
+        try:
+            self.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stdout.close()
+
+
+class TagWorkers:
+    """A pool of tag worker processes (started on first use; `close` ends them)."""
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        rss_limit: int = WORKER_RSS_BYTES,
+        stopping: threading.Event | None = None,
+    ) -> None:
+        """`stopping` set: a parse under way gives up (Stopping) within STOP_POLL_S."""
+        self.size = workers or default_workers()
+        self.stopping = stopping or threading.Event()
+        self.rss_limit = rss_limit
+        self._workers: list[_Worker] = []
+        self.crashes = 0
+        self.started = 0  # workers started in place of one that crashed or retired
+
+    def __enter__(self) -> TagWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers]
+
+    def close(self, kill: bool = False) -> None:
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.stop(kill)
+
+    def parse(self, work: Sequence[Work]) -> list[FileTags]:
+        """The tags of each (path, language, source), in order, parsed by the workers."""
+        results: list[FileTags | None] = [None] * len(work)
+        pending = _batches(work)
+        pending.reverse()  # popped from the end: first batch first
+        while len(self._workers) < self.size:
+            self._workers.append(_Worker(self.rss_limit))
+        with DefaultSelector() as selector:
+            for worker in self._workers:
+                selector.register(worker.stdout, EVENT_READ, worker)
+            busy = 0
+            for worker in self._workers:
+                busy += self._give(worker, pending, work)
+            while busy:
+                if self.stopping.is_set():
+                    self.close(kill=True)  # their batches are not worth finishing
+                    raise Stopping("tokend is stopping: the repo map's tags were not finished")
+                for key, _ in selector.select(STOP_POLL_S):
+                    worker = key.data
+                    try:
+                        index, raw, retiring = _recv(worker.stdout)
+                    except (EOFError, OSError, pickle.UnpicklingError):
+                        selector.unregister(worker.stdout)
+                        replacement = self._crashed(worker, work, results, pending)
+                        selector.register(replacement.stdout, EVENT_READ, replacement)
+                        busy -= 1
+                        busy += self._give(replacement, pending, work)
+                        continue
+                    results[index] = FileTags.from_json(raw)
+                    worker.batch.remove(index)
+                    if retiring:  # its last answer: a fresh worker takes its place
+                        selector.unregister(worker.stdout)
+                        worker = self._replace(worker)
+                        selector.register(worker.stdout, EVENT_READ, worker)
+                    if not worker.batch:
+                        busy -= 1
+                        busy += self._give(worker, pending, work)
+        return [r if r is not None else FileTags(error="not parsed") for r in results]
+
+    def _give(self, worker: _Worker, pending: list[list[int]], work: Sequence[Work]) -> int:
+        """Send `worker` the next batch: 1 if it got one, 0 when nothing is left."""
+        if not pending:
+            return 0
+        batch = pending.pop()
+        try:
+            _send(worker.stdin, [(i, work[i][1], work[i][2]) for i in batch])
+        except OSError:  # it died idle: its end-of-file comes next, and the batch goes back
+            pending.append(batch)
+            return 1
+        worker.batch = list(batch)
+        return 1
+
+    def _crashed(
+        self,
+        worker: _Worker,
+        work: Sequence[Work],
+        results: list[FileTags | None],
+        pending: list[list[int]],
+    ) -> _Worker:
+        """A worker died on the first file of its batch not answered: that file gets an
+        error, the rest of the batch goes back in the queue, and a new worker takes its place."""
+        self.crashes += 1
+        worker.stop()
+        code = worker.proc.returncode
+        if worker.batch:
+            culprit, rest = worker.batch[0], worker.batch[1:]
+            path, language = work[culprit][:2]
+            results[culprit] = FileTags(error=f"{WORKER_DIED} (exit {code}; {language})")
+            log.warning("a tag worker died (exit %s) on %s: it has no tags", code, path)
+            if rest:
+                pending.append(rest)
+        return self._replace(worker)
+
+    def _replace(self, worker: _Worker) -> _Worker:
+        worker.stop()
+        replacement = _Worker(self.rss_limit)
+        self._workers[self._workers.index(worker)] = replacement
+        self.started += 1
+        return replacement
+
+
+def _batches(work: Sequence[Work]) -> list[list[int]]:
+    out: list[list[int]] = []
+    batch: list[int] = []
+    held = 0
+    for index, (_path, _language, source) in enumerate(work):
+        if batch and (len(batch) >= BATCH_FILES or held + len(source) > BATCH_BYTES):
+            out.append(batch)
+            batch, held = [], 0
+        batch.append(index)
+        held += len(source)
+    if batch:
+        out.append(batch)
+    return out
+
+
+def parse_all(
+    parser: TagParser, work: Sequence[Work], workers: TagWorkers | None
+) -> list[FileTags]:
+    """The tags of each (path, language, source): by `workers` when given and there are at least
+    POOL_MIN_FILES, else by `parser` in this thread."""
+    if workers is not None and len(work) >= POOL_MIN_FILES:
+        return workers.parse(work)
+    return [parser.tags(language, source) for _path, language, source in work]
+
+
+# -- the worker process --------------------------------------------------------------------------
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit once the daemon is gone (reparented), even in the middle of a long parse."""
+    while True:
+        time.sleep(_PARENT_POLL_S)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0  # not Linux: workers are not recycled
+
+
+def main() -> None:
+    rss_limit = int(sys.argv[1]) if len(sys.argv) > 1 else WORKER_RSS_BYTES
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    parser = TagParser()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            batch = _recv(stdin)
+        except EOFError:
+            return
+        for n, (index, language, source) in enumerate(batch, 1):
+            raw = parser.tags(language, source).to_json()
+            retiring = n == len(batch) and _rss_bytes() > rss_limit
+            _send(stdout, (index, raw, retiring))
+            if retiring:
+                return
+
+
+if __name__ == "__main__":
+    main()

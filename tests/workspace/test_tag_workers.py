@@ -1,0 +1,180 @@
+"""Tags parsed in worker processes (issue 22): the same tags and the same map as the daemon's
+own thread gives, a worker that dies costs one file its tags and nothing else, and a small
+refresh starts no worker at all."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tokend.adapters import tag_workers
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
+from tokend.adapters.tags import TagParser
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.errors import Stopping
+from tokend.core.repomap import Focus
+from tokend.service.workspace import tags as workspace_tags
+from tokend.service.workspace.index import WorkspaceIndex
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "server" / "tokend"
+
+
+def _source_work() -> list[tuple[str, str, bytes]]:
+    files = sorted(SOURCE.rglob("*.py"))
+    return [(p.relative_to(ROOT).as_posix(), "python", p.read_bytes()) for p in files]
+
+
+def test_the_workers_give_the_tags_the_parser_gives() -> None:
+    work = _source_work()
+    parser = TagParser()
+    expected = [parser.tags(language, source) for _, language, source in work]
+    with TagWorkers(2) as workers:
+        got = workers.parse(work)
+    assert len(got) == len(expected) > 100
+    assert got == expected
+    assert sum(len(t.definitions) for t in got) > 1000  # real tags, not empties
+
+
+def test_a_worker_past_its_memory_bound_retires_and_nothing_is_lost() -> None:
+    work = _source_work()
+    parser = TagParser()
+    with TagWorkers(2, rss_limit=1) as workers:  # every worker retires after its first batch
+        got = workers.parse(work)
+        assert workers.started >= len(work) // tag_workers.BATCH_FILES - 2
+        assert workers.crashes == 0
+    assert got == [parser.tags(language, source) for _, language, source in work]
+
+
+def _tree(tmp_path: Path) -> Path:
+    """tokend's own source, and enough small files that a build starts the pool."""
+    tree = tmp_path / "tree"
+    shutil.copytree(SOURCE, tree / "tokend", ignore=shutil.ignore_patterns("data", "*.pyc"))
+    for i in range(POOL_MIN_FILES):
+        (tree / "gen").mkdir(exist_ok=True)
+        (tree / "gen" / f"g{i}.py").write_text(f"def gen_{i}(x):\n    return load_session(x)\n")
+    return tree
+
+
+def _map(tree: Path, cache: Path, workers: int) -> tuple[str, dict[str, str], int]:
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(cache))
+    index.tags.pool_workers = workers
+    started = []
+    real = workspace_tags.TagWorkers
+
+    class Counted(real):  # type: ignore[misc, valid-type]
+        def __init__(self, size: int | None = None, **options: object) -> None:
+            started.append(size)
+            super().__init__(size, **options)
+
+    workspace_tags.TagWorkers = Counted  # type: ignore[misc]
+    try:
+        index.build()
+    finally:
+        workspace_tags.TagWorkers = real  # type: ignore[misc]
+    count = len  # characters: the same counter on both sides
+    text = ""
+    for focus in (
+        Focus(frozenset({"tokend/service/service.py"}), frozenset(), ""),
+        Focus(frozenset(), frozenset({"load_session"}), "load the session"),
+    ):
+        text += index.tags.repo_map(focus, 2048, count, "chars").text
+    errors = dict(index.tags.errors)
+    index.close()
+    return text, errors, len(started)
+
+
+def test_a_build_with_workers_makes_the_map_a_single_process_makes(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    alone, alone_errors, alone_pools = _map(tree, tmp_path / "one.sqlite3", 0)
+    pooled, pooled_errors, pools = _map(tree, tmp_path / "two.sqlite3", 2)
+    assert (alone_pools, pools) == (0, 1)  # the second build did use worker processes
+    assert "def " in alone and "load_session" in alone
+    assert pooled == alone
+    assert pooled_errors == alone_errors
+
+
+def test_a_small_tree_starts_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = tmp_path / "small"
+    tree.mkdir()
+    for i in range(20):
+        (tree / f"m{i}.py").write_text(f"def small_{i}():\n    return {i}\n")
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("a pool was started for 20 files")
+
+    monkeypatch.setattr(workspace_tags, "TagWorkers", refuse)
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "c.sqlite3"))
+    index.build()
+    focus = Focus(frozenset(), frozenset({"small_3"}), "")
+    assert "small_3" in index.tags.repo_map(focus, 1024, len, "chars").text
+    index.close()
+
+
+def test_a_worker_killed_on_a_file_costs_that_file_its_tags(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A 1 MB buffer of prose takes tree-sitter seconds; the worker parsing it is killed (what
+    # the OOM killer or a crashing grammar does). It is alone in its batch (BATCH_BYTES).
+    words = b"the quick brown fox jumps over the lazy dog 0123456789 "
+    slow = (words * ((1 << 20) // len(words)))[: (1 << 20) - 100]
+    work = [("slow.py", "python", slow), *_source_work()]
+    parser = TagParser()
+    with TagWorkers(2) as workers:
+        got: list[object] = []
+        thread = threading.Thread(target=lambda: got.extend(workers.parse(work)))
+        thread.start()
+        time.sleep(0.5)
+        first = workers.pids()[0]  # the first batch (the slow file) went to the first worker
+        os.kill(first, signal.SIGKILL)
+        thread.join(120)
+        assert not thread.is_alive()
+        assert first not in workers.pids()  # replaced
+        assert workers.crashes == 1
+    assert got[0].error.startswith(tag_workers.WORKER_DIED)  # type: ignore[attr-defined]
+    assert got[1:] == [parser.tags(language, source) for _, language, source in work[1:]]
+    assert "slow.py" in caplog.text
+
+
+def test_the_worker_exits_when_its_parent_goes(tmp_path: Path) -> None:
+    """The worker's own guard: its stdin closed (the daemon gone) ends it."""
+    worker = tag_workers._Worker()
+    worker.stdin.close()
+    assert worker.proc.wait(10) == 0
+    worker.stdout.close()
+
+
+def test_closing_the_workspace_stops_a_parse_under_way_and_its_workers() -> None:
+    words = b"the quick brown fox jumps over the lazy dog 0123456789 "
+    slow = (words * ((1 << 20) // len(words)))[: (1 << 20) - 100]
+    work = [(f"slow{i}.py", "python", slow) for i in range(8)]  # many seconds of parsing
+    stopping = threading.Event()
+    workers = TagWorkers(2, stopping=stopping)
+    raised: list[BaseException] = []
+
+    def parse() -> None:
+        try:
+            workers.parse(work)
+        except Stopping as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=parse)
+    thread.start()
+    time.sleep(1.0)
+    pids = workers.pids()
+    assert len(pids) == 2
+    began = time.monotonic()
+    stopping.set()
+    thread.join(10)
+    assert not thread.is_alive() and raised  # gave up, in about STOP_POLL_S
+    assert time.monotonic() - began < 5
+    assert workers.pids() == []
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # ended and reaped
