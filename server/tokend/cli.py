@@ -131,7 +131,7 @@ def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     statusline = sub.add_parser(
         "statusline",
-        help="Claude Code's statusLine command: reads its JSON on stdin, prints tokend's gauge",
+        help="Claude Code's statusLine command (JSON on stdin), or `statusline codex [ROLLOUT]`",
     )
     statusline.add_argument(
         "--segments",
