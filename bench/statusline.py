@@ -15,6 +15,8 @@ writes and reuses its bytecode cache, as an installed tokend's (pip compiles it 
   (every 300 ms, as Claude Code refreshes at most) shows tokend's own figure;
 - **ccusage**: ccusage's statusline (npm, its native binary), warm, on the same transcripts and
   the same stdin; installed into bench/out/ccusage on the first run;
+- **status**: `tokend status` (the line) and `tokend status --json` of the followed session,
+  warm, interleaved (the light path when a daemon answers, beside the baseline's full CLI);
 - **follow latency**: a transcript written record by record while a connection listens: from
   the write of a provider call's last record to the `budget/didChange` that counts it.
 
@@ -135,6 +137,30 @@ class _Tree:
         )
         return (time.perf_counter() - started) * 1000, done.stdout.strip()
 
+    def status(self, *args: str) -> tuple[float, str]:
+        """(wall ms, output) of `tokend status ARGS` as the console script runs it."""
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", ENTRY_POINT, "status", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.home,
+            timeout=600,
+        )
+        return (time.perf_counter() - started) * 1000, done.stdout.strip()
+
+    def session_id(self) -> str:
+        """The first session the daemon lists (every workspace's)."""
+        done = subprocess.run(
+            [sys.executable, "-m", "tokend", "sessions", "--all-workspaces", "--json"],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=600,
+        )
+        return str(json.loads(done.stdout)["sessions"][0]["sessionId"])
+
     def serve(self) -> subprocess.Popen[bytes]:
         daemon = subprocess.Popen(
             [sys.executable, "-m", "tokend", "serve", "--idle-timeout", "0"],
@@ -224,6 +250,13 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
         for _ in range(WARM_CALLS):  # interleaved: the machine's load falls on both alike
             figures["warm"].append(tree.statusline(stdin)[0])
             figures["entry"].append(tree.statusline(stdin, entry=True)[0])
+        session = tree.session_id()
+        figures["status"], figures["status_json"], figures["status_floor"] = [], [], []
+        figures["status_line"] = tree.status("--session", session)[1]
+        for _ in range(WARM_CALLS):  # `tokend status`, its --json and the floor, interleaved
+            figures["status"].append(tree.status("--session", session)[0])
+            figures["status_json"].append(tree.status("--session", session, "--json")[0])
+            figures["status_floor"] += _times([sys.executable, "-S", "-c", "pass"], 1)
         new, reach = [], []
         for i in range(trials):
             copy = _renamed_copy(tree.projects, f"copy-{i}")
@@ -418,6 +451,13 @@ def run() -> str:
     if isinstance(peer, tuple):
         rows.append(_row("warm, ccusage statusline (native)", peer[0], floor))
     rows += [
+        _row("warm, `tokend status`, this work", mine["status"], floor),
+        _row("warm, `tokend status --json`, this work", mine["status_json"], floor),
+    ]
+    if theirs is not None:
+        rows.append(_row("warm, `tokend status`, baseline", theirs["status"], floor))
+        rows.append(_row("warm, `tokend status --json`, baseline", theirs["status_json"], floor))
+    rows += [
         _row("cold, new transcript, this work", mine["new"], floor),
         _row("cold, no daemon, this work", mine["cold"], floor),
     ]
@@ -453,8 +493,35 @@ def run() -> str:
         f"Lines (colour codes left out): this work `{_plain(mine['line'])}`"
         + (f"; baseline `{_plain(theirs['line'])}`" if theirs is not None else "")
         + (f"; ccusage `{peer[1]}`." if isinstance(peer, tuple) else f". ccusage: {peer}."),
+        "",
+        "`tokend status` against the floor measured between its calls (median "
+        f"{statistics.median(mine['status_floor']):.0f} ms this work"
+        + (
+            f", {statistics.median(theirs['status_floor']):.0f} ms baseline"
+            if theirs is not None
+            else ""
+        )
+        + f"): this work +{_over(mine, 'status')} ms, --json +{_over(mine, 'status_json')}"
+        + (
+            f"; baseline +{_over(theirs, 'status')}, --json +{_over(theirs, 'status_json')}."
+            if theirs is not None
+            else "."
+        ),
+        "",
+        f"`tokend status --session ID` (same session): this work `{mine['status_line']}`"
+        + (
+            f"; baseline `{theirs['status_line']}`"
+            + (" (the same)." if theirs["status_line"] == mine["status_line"] else ".")
+            if theirs is not None
+            else "."
+        ),
     ]
     return "\n".join(rows)
+
+
+def _over(figures: dict[str, Any], key: str) -> str:
+    """The median of `key`'s calls minus the median of the floor taken between them."""
+    return f"{statistics.median(figures[key]) - statistics.median(figures['status_floor']):.0f}"
 
 
 def _plain(line: str) -> str:

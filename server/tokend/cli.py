@@ -131,7 +131,7 @@ def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     statusline = sub.add_parser(
         "statusline",
-        help="Claude Code's statusLine command: reads its JSON on stdin, prints tokend's gauge",
+        help="Claude Code's statusLine command (JSON on stdin), or `statusline codex [ROLLOUT]`",
     )
     statusline.add_argument(
         "--segments",
@@ -207,11 +207,11 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
-    if given[:1] == ["statusline"] and not {"-h", "--help"} & set(given):
-        # Claude Code runs this on every refresh: no argument parser, nothing heavy imported.
-        from tokend.commands.statusline import run_statusline
+    if given[:1] in (["statusline"], ["status"]):  # run at every refresh: nothing heavy
+        from tokend.commands.status_quick import quick
 
-        return run_statusline(sys.stdin, sys.stdout, given[1:])
+        if (done := quick(given, sys.stdin, sys.stdout)) is not None:
+            return done
     args = _parser().parse_args(argv)
     from tokend.core.errors import SessionNotFound, TokendError
 

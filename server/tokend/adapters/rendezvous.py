@@ -168,6 +168,49 @@ def frame_bytes(data: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(data) + data
 
 
+def frames(sock: Any) -> Any:
+    """The bodies (bytes) of the LSP frames read from `sock` (recv), until it closes."""
+    buffer = b""
+    while True:
+        head = buffer.find(b"\r\n\r\n")
+        if head >= 0:
+            length = -1
+            for field in buffer[:head].split(b"\r\n"):
+                name, _, value = field.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            if length < 0:
+                raise ConnectionResetError(0, "a reply without Content-Length")
+            end = head + 4 + length
+            if len(buffer) >= end:
+                yield buffer[head + 4 : end]
+                buffer = buffer[end:]
+                continue
+        chunk = sock.recv(65536)
+        if not chunk:
+            return
+        buffer += chunk
+
+
+def dumps(value: Any) -> str:
+    """json.dumps(value) (its defaults: ASCII, `, ` and `: `) through the C encoder json itself
+    uses (`_json.make_encoder`), without importing json; for JSON values (dict, list, str,
+    int, float, bool, None)."""
+    try:
+        from _json import encode_basestring_ascii, make_encoder
+    except ImportError:  # not CPython
+        import json
+
+        return json.dumps(value)
+
+    def refuse(other: Any) -> Any:
+        raise TypeError(f"Object of type {type(other).__name__} is not JSON serializable")
+
+    encoder: Any = make_encoder
+    chunks = encoder({}, refuse, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    return "".join(chunks(value, 0))
+
+
 def read_frame(stream: BinaryIO) -> dict[str, Any]:
     """The next message of `stream` (LSP framing). Raises FrameError when the peer closed or
     sent something else than a JSON object, TimeoutError/OSError as the socket does."""

@@ -25,13 +25,18 @@ the last line printed for that session (kept in the runtime folder), else `token
 A daemon older than statusline/line is asked the way it understands (follow/start, then
 budget/snapshot) and the line rendered here.
 It never fails the status line: a problem is printed as a short `tokend: ...` line, exit code 0.
+
+`tokend statusline codex [ROLLOUT]` is a Codex session's line, the same way (nothing on stdin;
+commands/statusline_codex.py says what is known before the daemon answers).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from tokend.adapters import rendezvous
+from tokend.commands.statusline_codex import codex_known_line, given_for
 from tokend.commands.statusline_known import (
     known_line,
     line_by_snapshot,
@@ -63,24 +68,28 @@ class _Failed(Exception):
 
 
 def run_statusline(stdin: TextIO, out: TextIO, argv: Sequence[str] = ()) -> int:
-    """`argv`: the command's own arguments (`--segments a,b,c`)."""
+    """`argv`: the command's own arguments (`[codex [ROLLOUT]] [--segments a,b,c]`)."""
     try:
-        segments = _segments_wanted(argv)
+        agent, rollout, segments = _arguments(argv)
     except ValueError as exc:
         out.write(f"tokend: {exc}\n")
         return 0
+    if agent == "codex":  # nothing on stdin: a shell prompt or tmux runs it
+        given = given_for(rollout)
+        text = rendezvous.dumps(given)
+    else:
+        try:
+            text = stdin.read()
+        except UnicodeDecodeError:
+            text = ""
+        try:
+            parsed = rendezvous.loads(text or "{}")
+        except ValueError:
+            parsed = None
+        given = parsed if isinstance(parsed, dict) else {}
+        text = text if isinstance(parsed, dict) else "{}"
     try:
-        text = stdin.read()
-    except UnicodeDecodeError:
-        text = ""
-    try:
-        given = rendezvous.loads(text or "{}")
-    except ValueError:
-        given = None
-    if not isinstance(given, dict):
-        given, text = {}, "{}"
-    try:
-        line = _line(text, given, segments)
+        line = _line(text, given, segments, agent)
     except _Failed as exc:
         line = f"tokend: {exc.message}"
     except rendezvous.UnsafePathError as exc:
@@ -93,38 +102,51 @@ def run_statusline(stdin: TextIO, out: TextIO, argv: Sequence[str] = ()) -> int:
     return 0
 
 
-def _segments_wanted(argv: Sequence[str]) -> tuple[str, ...] | None:
-    """The segments asked for, checked; None for the default (all)."""
+def _arguments(argv: Sequence[str]) -> tuple[str, str | None, tuple[str, ...] | None]:
+    """(agent, the Codex rollout named or None, the segments asked for (None: all)), checked."""
     args = list(argv)
+    agent, rollout = "claude-code", None
+    if args[:1] in (["codex"], ["claude-code"]):
+        agent = args.pop(0)
+        if agent == "codex" and args and not args[0].startswith("-"):
+            rollout = os.path.realpath(os.path.expanduser(args.pop(0)))
+            if not os.path.isfile(rollout):
+                raise ValueError(f"no Codex rollout at {rollout}")
     if not args:
-        return None
+        return agent, rollout, None
     if args[0].startswith("--segments="):
         args = ["--segments", args[0].split("=", 1)[1], *args[1:]]
     if len(args) != 2 or args[0] != "--segments":
         raise ValueError(f"unknown arguments {' '.join(args)!r}: see `tokend statusline --help`")
     from tokend.core.statusline import parse_segments
 
-    return parse_segments(args[1])
+    return agent, rollout, parse_segments(args[1])
 
 
-def _line(text: str, given: dict[str, Any], segments: tuple[str, ...] | None) -> str:
-    """`text`: the JSON Claude Code passed (a JSON object; `given` parsed)."""
+def _line(text: str, given: dict[str, Any], segments: tuple[str, ...] | None, agent: str) -> str:
+    """`text`: the JSON given to the daemon (a JSON object; `given` parsed)."""
+    codex = agent == "codex"
     transcript = given.get("transcript_path")
-    if not isinstance(transcript, str) or not os.path.isfile(transcript):
+    if not codex and (not isinstance(transcript, str) or not os.path.isfile(transcript)):
         return "tokend: no transcript to follow (run as Claude Code's statusLine command)"
+
+    def known() -> str:
+        return codex_known_line(given, time.time()) if codex else known_line(given)
+
     try:
         sock = rendezvous.quick_connect(REPLY_SECONDS)
     except (FileNotFoundError, ConnectionRefusedError):
-        start_in_background(os.path.realpath(transcript), given)
-        return known_line(given)
+        path = os.path.realpath(transcript) if isinstance(transcript, str) else None
+        start_in_background(path, given, agent)
+        return known()
     try:
-        result = _ask(sock, text, segments)
+        result = _ask(sock, text, segments, agent)
     except TimeoutError:  # a busy daemon: the line must not wait for it
-        return known_line(given)
+        return known()
     except _Failed as exc:
         if exc.code != METHOD_NOT_FOUND:
             raise
-        return line_by_snapshot(given, segments)
+        return known() if codex else line_by_snapshot(given, segments)
     finally:
         sock.close()
     state = result.get("state") if isinstance(result, dict) else None
@@ -132,12 +154,12 @@ def _line(text: str, given: dict[str, Any], segments: tuple[str, ...] | None) ->
     if state == "current" and isinstance(line, str):
         remember(given, line)
         return line
-    if state == "waiting":
+    if state == "waiting" and not codex:
         return known_line(given, fallback="tokend: waiting for the first reply")
-    return known_line(given)  # the daemon's figures are partial until it has read on
+    return known()  # the daemon's figures are partial until it has read on
 
 
-def _ask(sock: Any, text: str, segments: tuple[str, ...] | None) -> Any:
+def _ask(sock: Any, text: str, segments: tuple[str, ...] | None, agent: str) -> Any:
     """initialize, initialized and statusline/line written at once; statusline/line's result
     (its error raised as _Failed). No goodbye: the connection just closes."""
     chosen = b""
@@ -150,11 +172,12 @@ def _ask(sock: Any, text: str, segments: tuple[str, ...] | None) -> Any:
         + b',"colour":'
         + colour
         + chosen
+        + (b',"agent":"codex"' if agent == "codex" else b"")
         + b"}}"
     )
     bodies = (_INITIALIZE % os.getpid(), _INITIALIZED, request)
     sock.sendall(b"".join(rendezvous.frame_bytes(body) for body in bodies))
-    for body in _frames(sock):
+    for body in rendezvous.frames(sock):
         reply = rendezvous.loads(body.decode("utf-8"))
         if not isinstance(reply, dict) or reply.get("id") != 2 or "method" in reply:
             continue  # the initialize reply, a notification
@@ -163,27 +186,3 @@ def _ask(sock: Any, text: str, segments: tuple[str, ...] | None) -> Any:
             raise _Failed(error.get("code"), str(error.get("message") or "the daemon failed"))
         return reply.get("result")
     raise ConnectionResetError(0, "the daemon closed the connection")
-
-
-def _frames(sock: Any) -> Any:
-    """The bodies of the LSP frames read from `sock`, until it closes."""
-    buffer = b""
-    while True:
-        head = buffer.find(b"\r\n\r\n")
-        if head >= 0:
-            length = -1
-            for field in buffer[:head].split(b"\r\n"):
-                name, _, value = field.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            if length < 0:
-                raise ConnectionResetError(0, "a reply without Content-Length")
-            end = head + 4 + length
-            if len(buffer) >= end:
-                yield buffer[head + 4 : end]
-                buffer = buffer[end:]
-                continue
-        chunk = sock.recv(65536)
-        if not chunk:
-            return
-        buffer += chunk

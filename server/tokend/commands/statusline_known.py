@@ -43,7 +43,7 @@ def known_line(given: dict[str, Any], fallback: str = "tokend: starting") -> str
         if isinstance(cost, dict) and isinstance(cost.get("total_cost_usd"), int | float):
             parts.append(f"${cost['total_cost_usd']:.2f}")
         return " · ".join(parts) + " · tokend starting"
-    remembered = _remembered(given)
+    remembered = remembered_line(given)
     return remembered if remembered is not None else fallback
 
 
@@ -69,7 +69,7 @@ def remember(given: dict[str, Any], line: str) -> None:
     """Keep the line for the next cold start (a private folder; a failure is not an error).
     The line kept already is not written again."""
     target = _cache_file(given)
-    if target is None or _remembered(given) == line:
+    if target is None or remembered_line(given) == line:
         return
     try:
         _private_folder(os.path.dirname(target))
@@ -82,7 +82,7 @@ def remember(given: dict[str, Any], line: str) -> None:
         pass
 
 
-def _remembered(given: dict[str, Any]) -> str | None:
+def remembered_line(given: dict[str, Any]) -> str | None:
     target = _cache_file(given)
     if target is None:
         return None
@@ -105,9 +105,12 @@ def _private_folder(path: str) -> None:
         rendezvous.check_private_folder(folder)
 
 
-def start_in_background(path: str, given: dict[str, Any]) -> None:
-    """`tokend follow claude-code PATH --detach`, detached: it starts the daemon and the
-    follower; the next refresh finds them. Not twice within START_AGAIN_SECONDS."""
+def start_in_background(
+    path: str | None, given: dict[str, Any], agent: str = "claude-code"
+) -> None:
+    """`tokend follow AGENT [PATH] --detach`, detached: it starts the daemon and the follower
+    (of the agent's sessions folder without PATH); the next refresh finds them. Not twice
+    within START_AGAIN_SECONDS."""
     import subprocess
     import sys
     import time
@@ -129,7 +132,7 @@ def start_in_background(path: str, given: dict[str, Any]) -> None:
         except OSError:
             pass
     subprocess.Popen(
-        [sys.executable, "-m", "tokend", "follow", "claude-code", path, "--detach"],
+        [sys.executable, "-m", "tokend", "follow", agent, *([path] if path else []), "--detach"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

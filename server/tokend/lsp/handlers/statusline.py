@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from tokend.core import codex_status
 from tokend.core.errors import InvalidParams
 from tokend.core.statusline import last_call, parse_segments, render
 from tokend.lsp import wire
@@ -22,6 +23,7 @@ from tokend.lsp.convert import to_wire_snapshot
 
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
+    from tokend.service.tail import TailStatus
 
 FIRST_ANSWER_SECONDS = 0.1  # what a first read of a transcript is given before the answer
 
@@ -31,6 +33,7 @@ class StatuslineParams:
     given: dict[str, Any]
     segments: list[str] | None = None
     colour: bool = False
+    agent: str = "claude-code"  # or "codex": given.transcript_path a rollout, or none (the newest)
 
 
 @attrs.frozen
@@ -48,8 +51,11 @@ def register(server: TokendServer) -> None:
     async def line(ls: TokendServer, params: Any) -> Any:
         p = _params(params)
         transcript = p.given.get("transcript_path")
-        if not isinstance(transcript, str) or not transcript:
+        codex = p.agent == "codex"
+        if not codex and (not isinstance(transcript, str) or not transcript):
             raise InvalidParams("given.transcript_path: the transcript Claude Code names")
+        if codex and transcript is not None and not isinstance(transcript, str):
+            raise InvalidParams("given.transcript_path: a Codex rollout file, or absent")
         segments = ls.service.config_for(_workspace(p.given)).statusline.segments
         if p.segments is not None:
             try:
@@ -57,17 +63,36 @@ def register(server: TokendServer) -> None:
             except ValueError as exc:
                 raise InvalidParams(f"segments: {exc}") from None
         follower = await ls.app.followers.start(
-            "claude-code", transcript, wait=FIRST_ANSWER_SECONDS
+            p.agent, transcript or None, wait=FIRST_ANSWER_SECONDS
         )
-        followed = follower.transcripts[0] if follower.transcripts else None
+        followed = _newest(follower.transcripts)
         if followed is None or not followed.caught_up:
             return wire.to_wire(StatuslineLineWire(None, "reading", None))
         if followed.session_id is None:
             return wire.to_wire(StatuslineLineWire(None, "waiting", None))
         snapshot = wire.to_wire(to_wire_snapshot(ls.service.snapshot(followed.session_id)))
-        last = last_call(ls.app.followers.newest_records(followed.path))
-        text = render(snapshot, p.given, segments, colour=p.colour, now=time.time(), last=last)
+        given, last = p.given, None
+        if codex:  # Codex's rate limits are in its rollout; its prompt cache is not shown
+            records = ls.app.followers.newest_records(followed.path)
+            given = {**given, "rate_limits": codex_status.rate_limits(records)}
+        else:
+            last = last_call(ls.app.followers.newest_records(followed.path))
+        text = render(snapshot, given, segments, colour=p.colour, now=time.time(), last=last)
         return wire.to_wire(StatuslineLineWire(text, "current", followed.session_id))
+
+
+def _newest(transcripts: tuple[TailStatus, ...]) -> TailStatus | None:
+    """The transcript written last (a follower of Codex's sessions folder has several)."""
+    if len(transcripts) < 2:
+        return transcripts[0] if transcripts else None
+
+    def written(t: TailStatus) -> float:
+        try:
+            return os.stat(t.path).st_mtime
+        except OSError:
+            return 0.0
+
+    return max(transcripts, key=written)
 
 
 def _workspace(given: dict[str, Any]) -> str | None:
@@ -85,4 +110,6 @@ def _params(params: Any) -> StatuslineParams:
     raw = params if isinstance(params, dict) else None
     if raw is not None and not isinstance(raw.get("given"), dict):
         raise InvalidParams("given: must be the JSON object Claude Code passes on stdin")
+    if raw is not None and raw.get("agent", "claude-code") not in ("claude-code", "codex"):
+        raise InvalidParams("agent: claude-code (the default) or codex")
     return wire.from_wire(StatuslineParams, params)

@@ -1,0 +1,182 @@
+"""`tokend status` when a daemon answers: the light path `tokend statusline` takes (nothing
+heavy imported: os, sys and the C modules under socket and json through adapters.rendezvous),
+for a shell prompt or tmux that runs it at every refresh.
+
+Requests are written at once where they can be: initialize, initialized and session/list (the
+cwd's sessions; skipped with --session), then budget/snapshot (and follow/list for
+`--format claude-code`). What it prints is what the full path (commands/status.py) prints for
+the same options. Anything else — other options, no daemon, an error the daemon answers — is
+left to the full path (None), which says it as before.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tokend.adapters import rendezvous
+from tokend.commands.status_text import claude_code_status, gauge_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TextIO
+
+REPLY_SECONDS = 10.0
+FORMATS = ("line", "json", "claude-code")
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
+
+
+class _Unanswered(Exception):
+    """The quick path cannot answer: the full path will (and say why, if anything is wrong)."""
+
+
+def quick(given: Sequence[str], stdin: TextIO, out: TextIO) -> int | None:
+    """`tokend statusline ...` and `tokend status ...` (`given`: the command line's words)
+    without the argument parser; None for the full path (help, other options, no daemon)."""
+    if {"-h", "--help"} & set(given):
+        return None
+    if given[0] == "statusline":
+        from tokend.commands.statusline import run_statusline
+
+        return run_statusline(stdin, out, given[1:])
+    return quick_status(given[1:], out)
+
+
+def quick_status(argv: Sequence[str], out: TextIO) -> int | None:
+    """`argv`: the words after `status`. 0 once printed; None for the full path."""
+    options = _options(argv)
+    if options is None:
+        return None
+    fmt, session_id = options
+    try:
+        sock = rendezvous.quick_connect(REPLY_SECONDS)
+    except (OSError, rendezvous.UnsafePathError):
+        return None  # no daemon (the store is read), or a problem the full path explains
+    try:
+        text = _status(_Connection(sock), fmt, session_id)
+    except (_Unanswered, OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    finally:
+        sock.close()
+    out.write(text + "\n")
+    return 0
+
+
+def _options(argv: Sequence[str]) -> tuple[str, str | None] | None:
+    """(format, --session) from `[--json] [--format F] [--session ID]`; None otherwise."""
+    fmt, session_id, json_flag = "line", None, False
+    args = list(argv)
+    while args:
+        word = args.pop(0)
+        name, equals, value = word.partition("=")
+        if word == "--json":
+            json_flag = True
+            continue
+        if name not in ("--format", "--session"):
+            return None
+        if not equals:
+            if not args or args[0].startswith("-"):
+                return None
+            value = args.pop(0)
+        if name == "--format":
+            if value not in FORMATS:
+                return None
+            fmt = value
+        else:
+            session_id = value
+    return ("json" if json_flag else fmt), session_id
+
+
+class _Connection:
+    """Requests written in batches on a bare socket; replies read by id."""
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.frames = rendezvous.frames(sock)
+        self.next_id = 1
+
+    def send(self, *calls: tuple[str, Any]) -> list[int]:
+        """Write the requests (a None id: a notification); their ids."""
+        data, ids = [], []
+        for method, params in calls:
+            body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+            if method != "initialized":
+                body["id"] = self.next_id
+                ids.append(self.next_id)
+                self.next_id += 1
+            data.append(rendezvous.frame_bytes(rendezvous.dumps(body).encode()))
+        self.sock.sendall(b"".join(data))
+        return ids
+
+    def results(self, ids: list[int]) -> dict[int, Any]:
+        wanted, found = set(ids), {}
+        for body in self.frames:
+            reply = rendezvous.loads(body.decode("utf-8"))
+            if not isinstance(reply, dict) or "method" in reply or reply.get("id") not in wanted:
+                continue
+            if "error" in reply:
+                raise _Unanswered(reply["error"])
+            found[reply["id"]] = reply.get("result")
+            if len(found) == len(wanted):
+                return found
+        raise _Unanswered("the daemon closed the connection")
+
+
+def _status(connection: _Connection, fmt: str, session_id: str | None) -> str:
+    cwd = os.path.realpath(os.getcwd())
+    uri = "file://" + "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in os.fsencode(cwd))
+    hello = {"processId": os.getpid(), "capabilities": {}, "clientInfo": {"name": "tokend status"}}
+    calls: list[tuple[str, Any]] = [("initialize", hello), ("initialized", {})]
+    calls.append(("session/list", {"workspaceUri": uri}))
+    listed = connection.results(connection.send(*calls))
+    sessions = listed[max(listed)]["sessions"]
+    if session_id is None:
+        if not sessions:
+            raise _Unanswered("no session")  # the full path says what to do
+        session_id = sessions[0]["sessionId"]
+    workspace = next((s["workspaceUri"] for s in sessions if s["sessionId"] == session_id), None)
+    calls = [("budget/snapshot", {"sessionId": session_id})]
+    if fmt == "claude-code":
+        calls.append(("follow/list", {}))
+    ids = connection.send(*calls)
+    replies = connection.results(ids)
+    snapshot = replies[ids[0]]
+    if fmt == "json":
+        return rendezvous.dumps(snapshot)
+    if fmt == "line":
+        return gauge_line(snapshot)
+    transcript = next(
+        (
+            str(t["path"])
+            for f in replies[ids[1]]["followers"]
+            for t in f["transcripts"]
+            if t["sessionId"] == snapshot["sessionId"]
+        ),
+        None,
+    )
+    status = claude_code_status(
+        snapshot, cwd=os.getcwd(), project_dir=_folder(workspace), transcript_path=transcript
+    )
+    return rendezvous.dumps(status)
+
+
+def _folder(uri: str | None) -> str | None:
+    """A file URI's path, its %XX escapes decoded (urllib's unquote, without urllib)."""
+    if not uri or not uri.startswith("file://"):
+        return None
+    path = uri[len("file://") :].partition("?")[0].partition("#")[0]
+    if path and path[0] != "/":  # file://host/path
+        path = "/" + path.partition("/")[2]
+    raw, i = bytearray(), 0
+    while i < len(path):
+        if path[i] == "%" and _hex(path[i + 1 : i + 3]):
+            raw.append(int(path[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw += path[i].encode()
+            i += 1
+    return raw.decode("utf-8", "replace")
+
+
+def _hex(text: str) -> bool:
+    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)

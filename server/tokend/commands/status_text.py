@@ -1,0 +1,71 @@
+"""The gauge as `tokend status` prints it, from the wire Snapshot (protocol.md): the one-line
+gauge and Claude Code's statusLine JSON shape. Plain functions of dicts that import nothing, so
+the quick path of `tokend status` (commands/status_quick.py) prints them as the full one does.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def gauge_line(s: dict[str, Any]) -> str:
+    """The one-line gauge `tokend status` prints, from a wire Snapshot."""
+    basis = "estimated" if s["estimated"] else "from usage"
+    return (
+        f"{s['model']}  {s['usedTokens']:,} / {s['contextWindow']:,} tokens "
+        f"({s['usedPercentage']:.1f}%)  · compacts at {s['autocompactThreshold']:,}  "
+        f"· ${s['cost']['totalUsd']:.2f}  · {basis}"
+    )
+
+
+def claude_code_status(
+    s: dict[str, Any], *, cwd: str, project_dir: str | None, transcript_path: str | None = None
+) -> dict[str, Any]:
+    """The snapshot in the JSON shape Claude Code pipes to its statusLine command, so scripts
+    written for it work on tokend's figures unchanged. `current_usage` is the last provider
+    call (null before any); `total_*` add up every call; the percentages are tokend's gauge.
+    The cost block's durations and lines come from every message of the session (all windows);
+    `total_api_duration_ms` is null until a client reports how long a reply took."""
+    last = s.get("lastCall")
+    time = s["time"]
+    totals = s["totals"]
+    used_pct = round(s["usedPercentage"], 1)
+    return {
+        "session_id": s["sessionId"],
+        "transcript_path": transcript_path,
+        "cwd": cwd,
+        "model": {"id": s["model"], "display_name": s["model"]},
+        "workspace": {"current_dir": cwd, "project_dir": project_dir or cwd},
+        "cost": {
+            "total_cost_usd": s["cost"]["totalUsd"],
+            "total_duration_ms": time["wallMs"],
+            "total_api_duration_ms": time["apiMs"],
+            "total_lines_added": time["linesAdded"],
+            "total_lines_removed": time["linesRemoved"],
+        },
+        "context_window": {
+            "total_input_tokens": totals["inputTokens"]
+            + totals["cacheReadTokens"]
+            + totals["cacheWriteTokens"],
+            "total_output_tokens": totals["outputTokens"],
+            "context_window_size": s["contextWindow"],
+            "used_percentage": used_pct,
+            "remaining_percentage": round(max(0.0, 100.0 - used_pct), 1),
+            "current_usage": None
+            if last is None
+            else {
+                "input_tokens": last["inputTokens"],
+                "output_tokens": last["outputTokens"],
+                "cache_creation_input_tokens": last["cacheWriteTokens"],
+                "cache_read_input_tokens": last["cacheReadTokens"],
+            },
+        },
+        "exceeds_200k_tokens": s["usedTokens"] > 200_000,
+        "tokend": {
+            "usedTokens": s["usedTokens"],
+            "estimated": s["estimated"],
+            "autocompactThreshold": s["autocompactThreshold"],
+        },
+    }
