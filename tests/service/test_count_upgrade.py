@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import ctok
 import pytest
 
-from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.core.changes import PruneParts, Rewind
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
@@ -19,10 +19,15 @@ from tokend.service.service import TokendService
 FRAME = 20  # each Claude message's measured framing (protocol.md, Claude models)
 
 
-def big_text(chars: int) -> str:
+def claude_v3(text: str) -> int:
+    """ctok's count of `text` as content: one user message's request, less its 7-token frame."""
+    return int(ctok.token_count(text, "3.0")) - 7
+
+
+def big_text(chars: int, start: int = 0) -> str:
     lines = (
         f"row {i:05d}: user_{i % 97} bought {i % 13} items for ${i * 7 % 1000}.{i % 100:02d}"
-        for i in range(chars // 40)
+        for i in range(start, start + chars // 40)
     )
     return "\n".join(lines)
 
@@ -39,7 +44,7 @@ async def test_a_big_message_is_estimated_then_counted_exactly_in_order(
 ) -> None:
     sid = service.create_session("claude-opus-4-6").id
     text = big_text(120_000)
-    exact = ClaudeCounter("claude-v3").count(text) + FRAME
+    exact = claude_v3(text) + FRAME
     big = await service.append_async(sid, "user", [TextPart(text)])
     small = await service.append_async(sid, "user", [TextPart("and the totals per user?")])
     assert big.tokens != exact and (big.version, small.version) == (1, 2)
@@ -108,6 +113,37 @@ async def test_a_count_landing_after_a_provider_call_leaves_the_gauge_on_the_cal
     state = service.state(sid)
     used = state.snapshot.used_tokens
     await service.upgrades.drain()
-    exact = ClaudeCounter("claude-v3").count(text) + FRAME
+    exact = claude_v3(text) + FRAME
     assert state.data.message_tokens[big.message_id] == exact
     assert state.snapshot.used_tokens == used  # the provider's figure already holds it
+
+
+async def test_the_estimate_learns_from_the_exact_counts_that_land(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'tokend.sqlite3'}"
+    first, second = big_text(120_000, start=0), big_text(120_000, start=5_000)
+    exact = claude_v3(second) + FRAME
+    cold_service = open_service(None, f"sqlite:///{tmp_path / 'cold.sqlite3'}")
+    try:
+        sid = cold_service.create_session("claude-opus-4-6").id
+        cold = (await cold_service.append_async(sid, "user", [TextPart(second)])).tokens
+        await cold_service.upgrades.drain()
+    finally:
+        cold_service.close()
+    service = open_service(None, url)
+    try:
+        sid = service.create_session("claude-opus-4-6").id
+        await service.append_async(sid, "user", [TextPart(first)])
+        await service.upgrades.drain()
+        learnt = (await service.append_async(sid, "user", [TextPart(second)])).tokens
+        await service.upgrades.drain()
+    finally:
+        service.close()
+    assert abs(learnt - exact) < 0.8 * abs(cold - exact), (cold, learnt, exact)
+    reopened = open_service(None, url)  # what was learnt is kept with the calibration
+    try:
+        sid = reopened.create_session("claude-opus-4-6").id
+        again = (await reopened.append_async(sid, "user", [TextPart(second)])).tokens
+        await reopened.upgrades.drain()
+    finally:
+        reopened.close()
+    assert abs(again - exact) < 0.8 * abs(cold - exact), (cold, again, exact)

@@ -2,7 +2,8 @@
 family: ~1 s per MB) is appended with its family's estimate, and the exact count is made in a
 worker afterwards and applied as a change (core.changes.CountsUpgraded) through the session's
 owner: stored, and heard by listeners as budget/didChange. Nothing waits behind it: the append
-answers at once, and later appends are neither held nor reordered. Short texts, messages that
+answers at once, and later appends are neither held nor reordered. The estimate learns from each
+exact count that lands (core.calibration). Short texts, messages that
 carry a provider call, and messages whose estimate comes near the input limit are counted
 exactly inline, as before."""
 
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from tokend.core.calibration import Calibrator
 from tokend.core.changes import AppendMessage, CountsUpgraded, PartCounts
 from tokend.core.render import part_text
 from tokend.core.types import Part, Role, Usage
@@ -39,23 +41,30 @@ def first_counts(
     later: bool,
 ) -> PartCounts:
     """The counts an append answers with: exact, or (when the exact count can come `later`)
-    for a big text of a slow exact tokenizer its estimate (`estimated`, with no calibration
-    figures: the exact count replaces it)."""
+    for a big text of a slow exact tokenizer its estimate (`estimated`; its `raw_text` is what
+    calibration learns from once the exact count lands)."""
     big = sum(len(part_text(p)) for p in parts) > BIG_TEXT_CHARS
     if later and counter.slow_exact and big and usage is None:
         estimate = counter.estimate_first().count_parts(role, parts, for_learning=False)
         if estimate.total <= NEAR_LIMIT * limit:
-            return replace(estimate, estimated=True, raw_text=0.0)
+            return replace(estimate, estimated=True)
     return counter.count_parts(role, parts, stop_above=limit)
 
 
 class CountUpgrades:
     """The exact counts under way, one task each (kept until they finish; cancelled at close)."""
 
-    def __init__(self, run: Run, submit: Submit[Any], changed: Callable[..., object]) -> None:
+    def __init__(
+        self,
+        run: Run,
+        submit: Submit[Any],
+        changed: Callable[..., object],
+        calibrator: Calibrator,
+    ) -> None:
         self._run = run
         self._submit = submit
         self._changed = changed
+        self._calibrator = calibrator
         self._tasks: set[asyncio.Task[None]] = set()
 
     def after_append(
@@ -83,6 +92,14 @@ class CountUpgrades:
             log.warning("the exact count of message %s was not stored", message.id, exc_info=True)
             return
         self._changed(state, applied)
+        self._learn(state.data.model.name, change.counts, counts)
+
+    def _learn(self, model: str, estimate: PartCounts, exact: PartCounts) -> None:
+        """The model's estimate learns from the exact count of what it estimated (its text:
+        framing and fixed amounts are not estimated), so the next big message's first figure
+        is closer; saved with the calibration (service.close, the next provider sample)."""
+        text_tokens = exact.total - exact.framing - exact.fixed
+        self._calibrator.observe(model, estimate.chars_by_class, estimate.raw_text, text_tokens)
 
     async def drain(self) -> None:
         """Wait for the counts under way (tests, a clean stop)."""

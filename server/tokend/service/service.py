@@ -109,7 +109,7 @@ class TokendService:
         self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokend-work")
-        self.upgrades = CountUpgrades(self.run, self.submit, self._changed)  # exact counts later
+        self.upgrades = CountUpgrades(self.run, self.submit, self._changed, self.calibrator)
         # (session id, summarizer step) -> its failures in a row (service.summarizers' breaker)
         self.summarizer_failures: dict[tuple[str, str], int] = {}
 
