@@ -52,6 +52,7 @@ SECTIONS = [
     "config",
     "statusline",
     "claude",
+    "claude_upgrade",
     "app_root",
     "scale_session",
 ]
