@@ -101,3 +101,23 @@ async def test_a_short_claude_message_is_exact_in_the_reply(tmp_path: Path) -> N
         assert (snapshot["usedTokens"], messages_basis(snapshot)) == (expected, "exact")
     finally:
         assert await server.shutdown() == 0
+
+
+async def test_a_server_shut_down_before_the_count_lands_stores_it_first(
+    tmp_path: Path, text: tuple[str, int]
+) -> None:
+    body, exact = text
+    server = await spawn(tmp_path)
+    try:
+        sid = (await server.request("session/create", {"model": "claude-opus-4-6"}))["sessionId"]
+        message = {"role": "user", "parts": [{"type": "text", "text": body}]}
+        reply = await server.request("session/append", {"sessionId": sid, "message": message})
+        assert reply["tokens"] != exact
+    finally:
+        assert await server.shutdown() == 0  # at once: the exact count may not have landed
+    again = await spawn(tmp_path)
+    try:
+        snapshot = await again.request("budget/snapshot", {"sessionId": sid})
+        assert (snapshot["usedTokens"], messages_basis(snapshot)) == (exact, "exact")
+    finally:
+        assert await again.shutdown() == 0

@@ -147,3 +147,22 @@ async def test_the_estimate_learns_from_the_exact_counts_that_land(tmp_path: Pat
     finally:
         reopened.close()
     assert abs(again - exact) < 0.8 * abs(cold - exact), (cold, again, exact)
+
+
+async def test_a_service_closed_before_a_count_lands_stores_it_as_it_closes(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'tokend.sqlite3'}"
+    text = big_text(120_000)
+    service = open_service(None, url)
+    sid = service.create_session("claude-opus-4-6").id
+    big = await service.append_async(sid, "user", [TextPart(text)])
+    assert big.tokens != claude_v3(text) + FRAME
+    service.close()  # at once: the count's task has not run
+    reopened = open_service(None, url)
+    try:
+        data = reopened.state(sid).data
+        assert data.message_tokens[big.message_id] == claude_v3(text) + FRAME
+        assert [b.basis for b in reopened.snapshot(sid).breakdown] == ["exact"]
+    finally:
+        reopened.close()

@@ -52,7 +52,8 @@ def first_counts(
 
 
 class CountUpgrades:
-    """The exact counts under way, one task each (kept until they finish; cancelled at close)."""
+    """The exact counts under way, one task each; at close, those not stored yet are counted
+    and stored there (`finish`), so a stopped daemon keeps no estimate."""
 
     def __init__(
         self,
@@ -66,6 +67,8 @@ class CountUpgrades:
         self._changed = changed
         self._calibrator = calibrator
         self._tasks: set[asyncio.Task[None]] = set()
+        # message id -> what its count needs, until the count is stored (or cannot be)
+        self._pending: dict[str, tuple[SessionState, AppendMessage, ModelCounter]] = {}
 
     def after_append(
         self, state: SessionState, change: AppendMessage, counter: ModelCounter
@@ -73,6 +76,7 @@ class CountUpgrades:
         """Start the exact count of `change`'s message when it was appended with its estimate."""
         if not change.counts.estimated:
             return
+        self._pending[change.message.id] = (state, change, counter)
         task = asyncio.get_running_loop().create_task(self._upgrade(state, change, counter))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -90,7 +94,9 @@ class CountUpgrades:
             applied: Applied = await state.apply_async(upgrade, None, self._submit)
         except Exception:  # the session deleted, the store closed: the estimate stays
             log.warning("the exact count of message %s was not stored", message.id, exc_info=True)
+            self._pending.pop(message.id, None)
             return
+        self._pending.pop(message.id, None)
         self._changed(state, applied)
         self._learn(state.data.model.name, change.counts, counts)
 
@@ -106,6 +112,23 @@ class CountUpgrades:
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def cancel(self) -> None:
+    def finish(self) -> None:
+        """At close: stop the tasks, and count and store here every exact count not stored
+        yet (the event loop is not needed: SessionState.apply writes in this thread)."""
         for task in self._tasks:
             task.cancel()
+        pending, self._pending = self._pending, {}
+        for message_id, (state, change, counter) in pending.items():
+            if message_id not in state.data.pending_exact:
+                continue  # stored by its task already
+            message = change.message
+            try:
+                parts = [sp.part for sp in message.parts]
+                counts = counter.count_parts(message.role, parts, for_learning=False)
+                state.apply(CountsUpgraded(message_id, counts.tokens, counts.total))
+            except Exception:
+                log.warning(
+                    "the exact count of message %s was not stored", message_id, exc_info=True
+                )
+                continue
+            self._learn(state.data.model.name, change.counts, counts)

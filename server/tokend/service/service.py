@@ -677,7 +677,7 @@ class TokendService:
                 self._listeners.tell(target, state.snapshot)
 
     def close(self) -> None:
-        self.upgrades.cancel()
+        self.upgrades.finish()
         self._pool.shutdown(wait=True)
         self._save_calibration()
         self.store.close()
