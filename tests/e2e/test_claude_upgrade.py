@@ -6,7 +6,6 @@ request, as tests/e2e/test_claude_tier.py measures)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -60,19 +59,15 @@ async def test_a_big_claude_message_is_estimated_first_then_exact(
     try:
         sid = (await server.request("session/create", {"model": "claude-opus-4-6"}))["sessionId"]
         message = {"role": "user", "parts": [{"type": "text", "text": body}]}
-        sent = time.monotonic()
         reply = await server.request("session/append", {"sessionId": sid, "message": message})
-        replied = time.monotonic() - sent
         # The reply carries the estimate: the exact count is not in it yet.
         assert reply["tokens"] != exact
         first = (await server.next_notification("budget/didChange"))["snapshot"]
         assert first["version"] == reply["version"] == 1
         assert messages_basis(first) == "estimate" and first["usedTokens"] == reply["tokens"]
         later = (await server.next_notification("budget/didChange", timeout=30))["snapshot"]
-        upgraded = time.monotonic() - sent
         assert later["version"] == 2
         assert (later["usedTokens"], messages_basis(later)) == (exact, "exact")
-        assert replied < upgraded
         snapshot = await server.request("budget/snapshot", {"sessionId": sid})
         assert (snapshot["usedTokens"], messages_basis(snapshot)) == (exact, "exact")
     finally:
