@@ -53,6 +53,7 @@ SECTIONS = [
     "config",
     "statusline",
     "claude",
+    "claude_upgrade",
     "app_root",
     "scale_session",
 ]

@@ -30,6 +30,7 @@ class PartCounts:
     chars_by_class: Mapping[ContentClass, int] = field(default_factory=dict)
     has_reasoning: bool = False
     partial: bool = False  # counting stopped early: the counts are lower bounds
+    estimated: bool = False  # a big text's estimate, upgraded by CountsUpgraded when counted
 
     @property
     def total(self) -> int:
@@ -138,8 +139,20 @@ class GrowReply:
     cost_usd: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class CountsUpgraded:
+    """The exact count of message `message_id`, appended with its estimate (a big text whose
+    exact count was slow): `tokens` per part and `total` as sent replace the estimates. Nothing
+    moves when the message has left the window or had results pruned meanwhile."""
+
+    message_id: str
+    tokens: tuple[int, ...]
+    total: int
+
+
 Change = (
     AppendMessage
+    | CountsUpgraded
     | GrowReply
     | PruneParts
     | NewWindow

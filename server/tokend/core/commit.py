@@ -44,7 +44,8 @@ class SessionCommit:
     as its count and `tool_outputs` (ref -> whole text) kept beside it; parts are marked
     pruned at `pruned_at`; `compacted` marks messages out of the live context; `fields` sets
     columns of the session row; `grown` (a stored message, the index of its first new part,
-    its new count) gets its new parts, usage, cost and count."""
+    its new count) gets its new parts, usage, cost and count; `recounted` (a stored message,
+    its new count) gets its parts' counts and its count."""
 
     version: tuple[int, int] | None = None
     message: Message | None = None
@@ -55,3 +56,4 @@ class SessionCommit:
     compacted: tuple[Compacted, ...] = ()
     fields: SessionFields = field(default_factory=SessionFields)
     grown: tuple[Message, int, int] | None = None
+    recounted: tuple[Message, int] | None = None

@@ -18,7 +18,11 @@ def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
     basis = "exact" if data.measured_exact else "estimate"
     # Counted whole, the messages' share includes the reply priming (framing of the request).
     messages_tokens = used - sum(data.measured.values()) if estimated else None
-    items, warnings = breakdown(used, data.measured, messages_tokens, measured_basis=basis)
+    # A big message appended with its estimate, its exact count still to come.
+    pending = any(m in data.message_tokens for m in data.pending_exact)
+    items, warnings = breakdown(
+        used, data.measured, messages_tokens, measured_basis=basis, messages_estimated=pending
+    )
     model = data.model
     window = model.context_window
     threshold = autocompact_threshold(model, config.compaction, config.budget)

@@ -1,11 +1,9 @@
 """A session's state as immutable data, and the one function that moves it on: `evolve`.
 
-`SessionData` is what a loaded session knows: its window of messages, what each costs, the last
-provider call the gauge is anchored on, lifetime totals. Every change (`core.changes`) goes
-through `evolve(data, change)`, which returns the next data and what to learn from it; nothing
-else builds a new SessionData. The gauge of a SessionData is `core.gauge.gauge_snapshot`.
-All figures are tokens unless a name says otherwise.
-"""
+`SessionData` is what a loaded session knows: its window of messages, what each costs, the
+last provider call the gauge is anchored on, lifetime totals. Every change (`core.changes`)
+goes through `evolve(data, change)`, which returns the next data and what to learn from it;
+nothing else builds one. Its gauge is `core.gauge.gauge_snapshot`. Figures are in tokens."""
 
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ from tokend.core.changes import (
     AppendMessage,
     CalibrationSample,
     Change,
+    CountsUpgraded,
     Delete,
     GrowReply,
     MarkRetired,
@@ -93,6 +92,7 @@ class SessionData:
     errors: tuple[EstimateError, ...] = ()
     times: TimeTally = TimeTally()  # every message of the session so far, all windows
     prompt_cache: PromptCacheFigures | None = None  # what the window's last cached call left
+    pending_exact: frozenset[str] = frozenset()  # messages counted by estimate, exact to come
 
     @property
     def id(self) -> str:
@@ -161,10 +161,10 @@ def evolve(data: SessionData, change: Change) -> Evolved:
             return Evolved(replace(data, info=deleted, version=data.version + 1))
         case MarkRetired():
             return Evolved(data)
-        case GrowReply():
-            from tokend.core.reply_growth import grown  # it builds on this module
+        case GrowReply() | CountsUpgraded():
+            from tokend.core.count_upgrade import edited  # it builds on this module
 
-            return Evolved(grown(data, change))
+            return Evolved(edited(data, change))
         case Restore():
             restored = replace(data.info, deleted_at=None)
             return Evolved(replace(data, info=restored, version=data.version + 1))
@@ -192,6 +192,7 @@ def _append(data: SessionData, change: AppendMessage) -> Evolved:
         log=data.log.appended(message, counts.total),
         version=data.version + 1,
         times=add_message(data.times, message),
+        pending_exact=data.pending_exact | {message.id} if counts.estimated else data.pending_exact,
     )
     if message.usage is None:
         added = data.added

@@ -113,12 +113,14 @@ def breakdown(
     messages_tokens: int | None,
     *,
     measured_basis: str,
+    messages_estimated: bool = False,
 ) -> tuple[tuple[BreakdownItem, ...], tuple[str, ...]]:
     """Split `used_tokens` into categories that add up to it exactly.
 
     `measured` holds the directly counted categories (system, tools, ...). When
     `messages_tokens` is None (the total is anchored on a provider's actual figure), messages
-    are back-calculated as the remainder; a negative remainder is capped at 0, the measured
+    are back-calculated as the remainder ("derived"); otherwise their basis is the measured
+    one, or "estimate" when `messages_estimated` (an exact count still to come). A negative remainder is capped at 0, the measured
     categories are scaled down to fit, and a warning says so.
     """
     items: list[BreakdownItem] = []
@@ -136,7 +138,8 @@ def breakdown(
             remainder = 0
         messages_item = BreakdownItem("messages", remainder, "derived")
     else:
-        messages_item = BreakdownItem("messages", messages_tokens, measured_basis)
+        basis = "estimate" if messages_estimated else measured_basis
+        messages_item = BreakdownItem("messages", messages_tokens, basis)
     for category, tokens in measured_items:
         if tokens:
             items.append(BreakdownItem(category, tokens, measured_basis))

@@ -9,6 +9,7 @@ wire format sends count (see core.wire_formats.part_is_sent).
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -77,12 +78,25 @@ class ModelCounter:
         self._exact: TokenCounter | None = exact_counter(model, cache)
         family_priors = family_chars_per_token(model.tokenizer)
         self._family = model.tokenizer if family_priors is not None else None
-        if self._exact is None and family_priors is not None:
-            calibrator.use_priors(model.name, family_priors)  # estimated in the family's tokens
+        if family_priors is not None:  # estimated in the family's tokens (also estimate_first)
+            calibrator.use_priors(model.name, family_priors)
 
     @property
     def exact(self) -> bool:
         return self._exact is not None
+
+    @property
+    def slow_exact(self) -> bool:
+        """Counted exactly by a Claude family (ctok's rules: ~1 s per MB, not tiktoken's ~20x
+        faster): a big text is worth estimating first."""
+        return self._exact is not None and self._family is not None
+
+    def estimate_first(self) -> ModelCounter:
+        """This model's counter by its family's estimate alone: a big text's first figure while
+        its exact count runs (service.count_upgrade)."""
+        twin = copy.copy(self)
+        twin._exact = None
+        return twin
 
     def count_text(self, text: str) -> int:
         return self.count_texts([text])[0]

@@ -58,6 +58,7 @@ from tokend.core.types import (
 )
 from tokend.core.usage_stats import RateHeadroom
 from tokend.service.catch_up import catch_up
+from tokend.service.count_upgrade import CountUpgrades, first_counts
 from tokend.service.counting import ModelCounter
 from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
@@ -100,8 +101,7 @@ class TokendService:
         self.clock: Clock = clock or SystemClock()
         self._workspace_config = workspace_config
         self._forget_settings = forget_settings
-        # Loaded sessions, least recently used first; unwatched ones beyond the limit are dropped
-        # (they reload from the store on the next request).
+        # Loaded sessions, least recently used first; unwatched ones beyond the limit are dropped.
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._listeners = SnapshotListeners()
         self._warning_hooks: list[Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]] = []
@@ -109,6 +109,7 @@ class TokendService:
         self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
         self.models = SessionModels(catalog, self.calibrator, cache, workspace_catalog)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokend-work")
+        self.upgrades = CountUpgrades(self.run, self.submit, self._changed, self.calibrator)
         # (session id, summarizer step) -> its failures in a row (service.summarizers' breaker)
         self.summarizer_failures: dict[tuple[str, str], int] = {}
 
@@ -116,9 +117,8 @@ class TokendService:
 
     def config_for(self, workspace_uri: str | None) -> TokendConfig:
         """The settings of a workspace (its .tokend.toml over the user's config)."""
-        if self._workspace_config is None:
-            return self.config
-        return self._workspace_config(workspace_uri)
+        workspace = self._workspace_config
+        return self.config if workspace is None else workspace(workspace_uri)
 
     def settings_changed(self, workspace_uri: str | None) -> None:
         """The client says settings changed: the workspace's files are read again at its next
@@ -281,12 +281,14 @@ class TokendService:
         duration_ms: int | None = None,
         message_id: str | None = None,
         at: datetime | None = None,
+        later: bool = False,
     ) -> AppendMessage:
         """Validate, gate and count a message (pure of session state; safe in a worker
         thread). `duration_ms` (an assistant reply's request to completion) dates the message
         from its request; `at` dates it when it was written elsewhere (an agent's transcript:
-        the session's time figures are then the transcript's, with no API time). Tool results a gate keeps out (core.gates) are counted as the model sees
-        them; their originals ride on the change, to be stored with the message."""
+        the session's time figures are then the transcript's, with no API time). Tool results a
+        gate keeps out (core.gates) are counted as the model sees them; their originals ride on
+        the change, to be stored with the message. `later`: service.count_upgrade.first_counts."""
         check_message(data, role, parts, usage)
         if duration_ms is not None and role != "assistant":
             raise InvalidParams(
@@ -295,14 +297,10 @@ class TokendService:
             )
         gated = gate_parts(parts, self.config_for(data.info.workspace_uri).tool_output)
         originals = {g.part.ref: g.original for g in gated if g.part.ref is not None}
-        if gated:
-            shown = list(parts)
-            for g in gated:
-                shown[g.index] = g.part
-            parts = shown
-        counter = self.counter(data.model)
+        shown = {g.index: g.part for g in gated}
+        parts = [shown.get(i, p) for i, p in enumerate(parts)]
         limit = self.input_limit(data)
-        counts = counter.count_parts(role, parts, stop_above=limit)
+        counts = first_counts(self.counter(data.model), role, parts, usage, limit, later=later)
         if counts.total > limit:
             size = f"at least {counts.total:,}" if counts.partial else f"{counts.total:,}"
             raise MessageTooLarge(
@@ -415,7 +413,7 @@ class TokendService:
         data = state.data
         change = await self.run(
             lambda: self.prepare_append(
-                data, role, parts, usage, model, duration_ms, message_id, at
+                data, role, parts, usage, model, duration_ms, message_id, at, later=True
             )
         )
         await turn.wait()
@@ -428,6 +426,7 @@ class TokendService:
                 raise
             return again
         self._learn(state, applied.evolved, save=lambda: self._pool.submit(self._save_calibration))
+        self.upgrades.after_append(state, change, self.counter(state.data.model))
         snapshot = self._changed(state, applied)
         message = change.message
         return AppendResult(message.id, snapshot.version, change.counts.total, snapshot, message)
@@ -678,6 +677,7 @@ class TokendService:
                 self._listeners.tell(target, state.snapshot)
 
     def close(self) -> None:
+        self.upgrades.finish()
         self._pool.shutdown(wait=True)
         self._save_calibration()
         self.store.close()

@@ -14,21 +14,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from tokend.core.accounting import provider_compaction
 from tokend.core.changes import (
-    AppendMessage,
     Change,
-    Delete,
-    GrowReply,
     MarkRetired,
     NewWindow,
-    PruneParts,
     RecordMeasured,
-    Restore,
     Rewind,
     UpdateInfo,
 )
-from tokend.core.commit import Compacted, SessionCommit, SessionFields
+from tokend.core.commit import SessionCommit
 from tokend.core.errors import ChangedElsewhere, VersionConflict
 from tokend.core.gauge import gauge_snapshot
 from tokend.core.gauge_state import gauge_state_json
@@ -38,6 +32,7 @@ from tokend.core.session_data import Evolved, SessionData, evolve
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge
+from tokend.service.change_commit import change_commit
 from tokend.service.turns import Submit, Turn, Turns, committed
 
 T = TypeVar("T")
@@ -241,59 +236,3 @@ def gauge_of(snapshot: BudgetSnapshot) -> SessionGauge:
         snapshot.version,
         snapshot.model,
     )
-
-
-def change_commit(
-    before: SessionData, after: SessionData, change: Change, figures: SessionFigures
-) -> SessionCommit:
-    """What the store writes for `change` (taking `before` to `after`), in one transaction."""
-    version = (before.version, after.version)
-    fields = SessionFields(figures=figures)
-    match change:
-        case AppendMessage(message=message):
-            compacted: tuple[Compacted, ...] = ()
-            if provider_compaction(sp.part for sp in message.parts):
-                # A provider's compaction retires the live context before it, marked as a
-                # summary marks what it covers (in the same transaction as the boundary).
-                covered = tuple(m.id for m in before.messages)
-                compacted = (Compacted(covered, message.id, message.created_at),)
-            return SessionCommit(
-                version,
-                message,
-                change.counts.total,
-                change.tool_outputs,
-                compacted=compacted,
-                fields=fields,
-            )
-        case PruneParts(part_ids=part_ids, at=at):
-            fields = replace(fields, compacted_at=after.info.compacted_at)
-            return SessionCommit(
-                version, pruned_part_ids=tuple(part_ids), pruned_at=at, fields=fields
-            )
-        case NewWindow(message=message, covered=covered):
-            fields = replace(fields, compacted_at=after.info.compacted_at)
-            compacted = (Compacted(tuple(covered), message.id, message.created_at),)
-            return SessionCommit(version, message, compacted=compacted, fields=fields)
-        case Rewind(removed=removed, at=at):
-            marked = (Compacted(removed, "rewind", at),)
-            return SessionCommit(version, compacted=marked, fields=fields)
-        case MarkRetired(marks=marks):
-            return SessionCommit(version, compacted=marks, fields=fields)
-        case GrowReply(message_id=grown, parts=parts, counts=counts):
-            message = next(m for m in after.messages if m.id == grown)
-            new = (message, len(message.parts) - len(parts), counts.total)
-            return SessionCommit(version, fields=fields, grown=new)
-        case UpdateInfo():
-            info = after.info
-            fields = replace(
-                fields,
-                title=change.title,
-                extra=info.extra if change.extra else None,
-                chat_files=change.chat_files,
-                transcript_cursor=change.transcript_cursor,
-            )
-        case Delete():
-            fields = replace(fields, deleted_at=after.info.deleted_at)
-        case Restore():
-            fields = replace(fields, restored=True)
-    return SessionCommit(version, fields=fields)

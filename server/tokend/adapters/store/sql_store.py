@@ -21,7 +21,7 @@ from tokend.adapters.store import rows
 from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
 from tokend.adapters.store.feed import ChangeFeed
-from tokend.adapters.store.grown_rows import grow_message
+from tokend.adapters.store.grown_rows import rewrite_message
 from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
 from tokend.adapters.store.models import (
@@ -293,8 +293,7 @@ class SqlStore:
         if commit.message is not None:
             new = None if version is None else version[1]
             self._insert_message(session, commit.message, new, commit.message_tokens)
-        if commit.grown is not None:
-            grow_message(session, session_id, *commit.grown)
+        rewrite_message(session, session_id, commit)  # grown, recounted
         if part_ids:
             assert commit.pruned_at is not None
             rows.mark_parts(session, part_ids, commit.pruned_at)

@@ -1,0 +1,56 @@
+"""A big message appended with its estimate gets its exact count (core.changes.CountsUpgraded):
+the message's parts and its count take the exact figures. When the message is after the last
+provider call, what was added since moves by the difference; before it, the provider's figure
+already holds it and the gauge stays. A message that left the window (compacted, rewound) or
+whose results were pruned meanwhile is left as it is: no new version."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tokend.core.changes import CountsUpgraded, GrowReply
+from tokend.core.message_log import MessageLog
+from tokend.core.reply_growth import grown
+from tokend.core.session_data import SessionData
+
+
+def edited(data: SessionData, change: GrowReply | CountsUpgraded) -> SessionData:
+    """A message of the window changed after its append: grown (core.reply_growth) or
+    counted exactly."""
+    if isinstance(change, GrowReply):
+        return grown(data, change)
+    return upgraded(data, change)
+
+
+def upgraded(data: SessionData, change: CountsUpgraded) -> SessionData:
+    """`data` after `change` (the message is no longer pending either way)."""
+    pending = data.pending_exact - {change.message_id}
+    index = next((i for i, m in enumerate(data.messages) if m.id == change.message_id), None)
+    old = data.messages[index] if index is not None else None
+    if (
+        index is None
+        or old is None
+        or len(old.parts) != len(change.tokens)
+        or any(sp.compacted_at is not None for sp in old.parts)
+    ):
+        return replace(data, pending_exact=pending)
+    parts = tuple(replace(sp, tokens=t) for sp, t in zip(old.parts, change.tokens, strict=True))
+    message = replace(old, parts=parts)
+    delta = change.total - data.message_tokens[old.id]
+    anchor = data.anchor
+    added = data.added
+    anchored_at = None if anchor is None else _index_of(data, anchor.call.message_id)
+    if anchored_at is None or anchored_at < index:
+        added = replace(added, tokens=added.tokens + delta)
+    messages = (*data.messages[:index], message, *data.messages[index + 1 :])
+    return replace(
+        data,
+        log=MessageLog.of(messages, {**data.message_tokens, old.id: change.total}),
+        added=added,
+        pending_exact=pending,
+        version=data.version + 1,
+    )
+
+
+def _index_of(data: SessionData, message_id: str) -> int | None:
+    return next((i for i, m in enumerate(data.messages) if m.id == message_id), None)

@@ -1,0 +1,118 @@
+"""End to end: a big Claude message is answered with its estimate at once and upgraded to its
+exact count when that lands (budget/didChange), through the real `tokend lsp --standalone`
+process on a real SQLite file; a restart keeps the exact count. Oracle: ctok's count of the text
+(one user message: its content plus the 13 the gauge shows beyond it for a one-message v3
+request, as tests/e2e/test_claude_tier.py measures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ctok
+import pytest
+
+from tests.conftest import tokend_env
+from tests.e2e.rpc import ProcessClient
+
+BEYOND_CONTENT = 13  # what the gauge shows beyond ctok's content count, one v3 message
+
+
+def big_python(chars: int) -> str:
+    """Varied Python source of about `chars` characters (not one line repeated)."""
+    out: list[str] = []
+    i = 0
+    while sum(map(len, out)) < chars:
+        out.append(
+            f"def handler_{i}(request, *, retries: int = {i % 7}) -> dict[str, str]:\n"
+            f"    '''Serve request {i} of batch {i // 13}.'''\n"
+            f"    return {{'status': 'ok', 'id': '{i:x}', 'attempt': str(retries * {i % 5})}}\n\n\n"
+        )
+        i += 1
+    return "".join(out)
+
+
+def messages_basis(snapshot: dict[str, Any]) -> str:
+    return next(b["basis"] for b in snapshot["breakdown"] if b["category"] == "messages")
+
+
+async def spawn(tmp_path: Path) -> ProcessClient:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", HOME=str(home))
+    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    await client.initialize()
+    return client
+
+
+@pytest.fixture(scope="module")
+def text() -> tuple[str, int]:
+    body = big_python(200_000)  # under one piece of core.text_chunks
+    return body, int(ctok.token_count(body, "3.0")) + BEYOND_CONTENT
+
+
+async def test_a_big_claude_message_is_estimated_first_then_exact(
+    tmp_path: Path, text: tuple[str, int]
+) -> None:
+    body, exact = text
+    server = await spawn(tmp_path)
+    try:
+        sid = (await server.request("session/create", {"model": "claude-opus-4-6"}))["sessionId"]
+        message = {"role": "user", "parts": [{"type": "text", "text": body}]}
+        reply = await server.request("session/append", {"sessionId": sid, "message": message})
+        # The reply carries the estimate: the exact count is not in it yet.
+        assert reply["tokens"] != exact
+        first = (await server.next_notification("budget/didChange"))["snapshot"]
+        assert first["version"] == reply["version"] == 1
+        assert messages_basis(first) == "estimate" and first["usedTokens"] == reply["tokens"]
+        later = (await server.next_notification("budget/didChange", timeout=30))["snapshot"]
+        assert later["version"] == 2
+        assert (later["usedTokens"], messages_basis(later)) == (exact, "exact")
+        snapshot = await server.request("budget/snapshot", {"sessionId": sid})
+        assert (snapshot["usedTokens"], messages_basis(snapshot)) == (exact, "exact")
+    finally:
+        assert await server.shutdown() == 0
+
+    again = await spawn(tmp_path)
+    try:
+        snapshot = await again.request("budget/snapshot", {"sessionId": sid})
+        assert (snapshot["usedTokens"], messages_basis(snapshot)) == (exact, "exact")
+        await again.request("session/reload", {"sessionId": sid})
+        snapshot = await again.request("budget/snapshot", {"sessionId": sid})
+        assert snapshot["usedTokens"] == exact
+    finally:
+        assert await again.shutdown() == 0
+
+
+async def test_a_short_claude_message_is_exact_in_the_reply(tmp_path: Path) -> None:
+    body = big_python(20_000)
+    server = await spawn(tmp_path)
+    try:
+        sid = (await server.request("session/create", {"model": "claude-opus-4-6"}))["sessionId"]
+        message = {"role": "user", "parts": [{"type": "text", "text": body}]}
+        await server.request("session/append", {"sessionId": sid, "message": message})
+        snapshot = await server.request("budget/snapshot", {"sessionId": sid})
+        expected = int(ctok.token_count(body, "3.0")) + BEYOND_CONTENT
+        assert (snapshot["usedTokens"], messages_basis(snapshot)) == (expected, "exact")
+    finally:
+        assert await server.shutdown() == 0
+
+
+async def test_a_server_shut_down_before_the_count_lands_stores_it_first(
+    tmp_path: Path, text: tuple[str, int]
+) -> None:
+    body, exact = text
+    server = await spawn(tmp_path)
+    try:
+        sid = (await server.request("session/create", {"model": "claude-opus-4-6"}))["sessionId"]
+        message = {"role": "user", "parts": [{"type": "text", "text": body}]}
+        reply = await server.request("session/append", {"sessionId": sid, "message": message})
+        assert reply["tokens"] != exact
+    finally:
+        assert await server.shutdown() == 0  # at once: the exact count may not have landed
+    again = await spawn(tmp_path)
+    try:
+        snapshot = await again.request("budget/snapshot", {"sessionId": sid})
+        assert (snapshot["usedTokens"], messages_basis(snapshot)) == (exact, "exact")
+    finally:
+        assert await again.shutdown() == 0
