@@ -1,6 +1,7 @@
 """One damaged page in the SQLite store (the real `tokend serve`, a real file): found at start
-and reported (log, stderr, window/logMessage); the sessions that can be read are served, the
-others answer StoreError; no connection is closed without a reply."""
+and reported (log, stderr, window/logMessage); the sessions that can be read are served; what
+needs a damaged page (a session's messages, read when first needed) answers StoreError; no
+connection is closed without a reply."""
 
 from __future__ import annotations
 
@@ -78,14 +79,20 @@ def test_one_damaged_page_is_reported_and_healthy_sessions_are_served(
         assert healthy["result"]["usedTokens"] > 0
         assert _append(client, ids["healthy"], "still here")["result"]["version"] == 31
 
+        # The damaged session's gauge comes from its row (a restart reads no message body):
+        # what needs its messages answers StoreError with the way out.
+        assemble = {"sessionId": ids["damaged"], "format": "openai"}
         for reply in (
             client.request("session/attach", {"sessionId": ids["damaged"]}),
-            _append(client, ids["damaged"], "lost?"),
+            client.request("context/assemble", assemble),
         ):
+            if "result" in reply:  # the attach, served from the row
+                continue
             error = reply["error"]
             assert error["code"] == StoreError.code
             assert "damaged" in error["message"] and ".recover" in error["message"]
             assert "traceback" not in (error.get("data") or {})
+        assert "error" in reply, "reading the damaged messages must fail"
 
         # The connection lives on, and a new one is served too.
         assert "result" in client.request("session/attach", {"sessionId": ids["healthy"]})
@@ -130,6 +137,8 @@ def test_standalone_reports_the_damage_and_serves_the_healthy_session(
         assert "result" in client.initialize("standalone")
         assert "is damaged (SQLite's quick_check" in stderr_file.read_text()
         assert "result" in client.request("session/attach", {"sessionId": ids["healthy"]})
-        damaged = client.request("session/attach", {"sessionId": ids["damaged"]})
+        assert "result" in client.request("session/attach", {"sessionId": ids["damaged"]})
+        assemble = {"sessionId": ids["damaged"], "format": "openai"}
+        damaged = client.request("context/assemble", assemble)  # its messages are read here
         assert damaged["error"]["code"] == StoreError.code
         assert "damaged" in damaged["error"]["message"]
