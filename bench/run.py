@@ -54,6 +54,7 @@ SECTIONS = [
     "claude",
     "app_root",
     "scale_session",
+    "scale_assemble",
 ]
 
 

@@ -36,17 +36,17 @@ def assemble_text(assembly: Assembly, cache: RenderCache) -> JsonText | dict[str
     it (call it beside the loop). A result holding NaN or Infinity is given back as objects,
     for the connection to refuse as it refuses any such reply."""
     result = assemble_result(assembly)
+    pieces = ["{"]
     try:
-        fields = [
-            json.dumps(key)
-            + ": "
-            + (
-                "[" + ", ".join(map(cache.json_text, value)) + "]"
-                if key == "messages"
-                else json.dumps(value, allow_nan=False)
-            )
-            for key, value in result.items()
-        ]
+        for key, value in result.items():
+            if len(pieces) > 1:
+                pieces.append(", ")
+            pieces.append(json.dumps(key) + ": ")
+            if key == "messages":
+                pieces.append(cache.join_json(value))
+            else:
+                pieces.append(json.dumps(value, allow_nan=False))
     except ValueError:
         return result
-    return JsonText("{" + ", ".join(fields) + "}")
+    pieces.append("}")
+    return JsonText("".join(pieces))
