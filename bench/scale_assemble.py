@@ -17,7 +17,10 @@ system prompt) is sent 20 times warm. Three figures per call:
 
 Then the daemon is stopped (SIGTERM) and started again on the same store, and the first
 `context/assemble` is timed (round trip): the session is read lazily, its bodies on that first
-assemble. The replies before and after the restart are compared (the same result).
+assemble, and the tokenizer (o200k) is loaded for it too. The replies before and after the
+restart are compared (the same result). Then another restart, a 2-message session's assemble
+first (it loads the tokenizer), and the long session's first assemble: the session's own cold
+cost.
 The baseline 2c3728f is measured to 5,000 messages only (its appends slow down so that 10,000
 takes minutes more).
 """
@@ -101,12 +104,20 @@ def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
                 "mb": len(frames[-1][2]) / 1e6,
             }
         before = _round_trip(client, params)[1]
+        other = client.request("session/create", {"model": MODEL, "contextWindow": WINDOW})
+        other_params = {**params, "sessionId": other["sessionId"]}
+        pipelined(client, other["sessionId"], short_turns(2))
         client.close()
         _restart(daemon)
         client = daemon.client("assemble")
         out["cold_ms"], after = _round_trip(client, params)
         out["same_after_restart"] = after == before
         out["cold_at"] = sizes[-1]
+        client.close()
+        _restart(daemon)  # again: another session's assemble first loads the tokenizer
+        client = daemon.client("assemble")
+        out["tokenizer_ms"] = _round_trip(client, other_params)[0]
+        out["cold_session_ms"] = _round_trip(client, params)[0]
         client.close()
     finally:
         daemon.stop()
@@ -131,7 +142,9 @@ def _section(results: dict[str, dict[str, Any]]) -> str:
         "on every reply) appended to each size, then `context/assemble` (openai, a system "
         f"prompt) {CALLS} times warm: p50 of the round trip (the bench's client parses the "
         "reply), of the time to the reply's last byte (read, not parsed) and of the client's "
-        "parse alone. Then a restart and the first `context/assemble`. Beside main before "
+        "parse alone. Then a restart and the first `context/assemble`; another restart, a "
+        "2-message session's assemble (it loads the tokenizer), then the long session's first. "
+        "Beside main before "
         f"issue 22 ({BEFORE_REV}, to 5,000 messages) and the main this work branched from "
         f"({TIP_REV}), same run.\n",
         "| daemon | messages | reply | round trip p50 | to the last byte p50 | client's parse p50 |",
@@ -146,13 +159,15 @@ def _section(results: dict[str, dict[str, Any]]) -> str:
     lines += [
         "",
         "| daemon | first `context/assemble` after a restart | the same reply as before it | "
-        "errors |",
-        "|---|---|---|---|",
+        "another restart: a 2-message session's assemble first (the tokenizer loaded) | then "
+        "the first assemble of the long session | errors |",
+        "|---|---|---|---|---|---|",
     ]
     for name, got in results.items():
         lines.append(
             f"| {name} | {got['cold_ms']:,.0f} ms at {got['cold_at']:,} | "
-            f"{got['same_after_restart']} | {got['errors']} |"
+            f"{got['same_after_restart']} | {got['tokenizer_ms']:,.0f} ms | "
+            f"{got['cold_session_ms']:,.0f} ms | {got['errors']} |"
         )
     return "\n".join(lines) + "\n"
 
