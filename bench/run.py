@@ -56,6 +56,7 @@ SECTIONS = [
     "claude_upgrade",
     "app_root",
     "scale_session",
+    "scale_assemble",
 ]
 
 

@@ -30,7 +30,7 @@ from tokend.core.errors import ContextOverflow, InvalidParams
 from tokend.core.overflow import context_overflow
 from tokend.core.prune import is_user_turn
 from tokend.core.render import PRUNED_TOOL_RESULT, part_text, to_json_text
-from tokend.core.render_cache import RenderCache
+from tokend.core.render_cache import RenderCache, system_message
 from tokend.core.types import CompactionPart, Message, StoredPart
 from tokend.core.wire_formats import (
     WIRE_FORMATS,
@@ -166,7 +166,7 @@ def _build(
     joiner = Joiner(fmt)
     ends: dict[str, tuple[int, dict[str, Any]] | None] = {}
     if fmt == "openai" and req.system is not None:
-        joiner.messages.append({"role": "system", "content": req.system})
+        joiner.messages.append(system_message(req.system, cache))
         ends["system"] = joiner.end_position()
     summary_blocks: list[dict[str, Any]] = []  # Anthropic: summaries go to the system field
     for name, messages in groups.items():

@@ -7,26 +7,32 @@ retired are marked when loaded) is played through `core.session_data.evolve` as 
 do not hold comes from the session row's figures: compactions, the measured context, the
 estimate errors, and a prune's delta on the anchor. The time figures (wall and API duration,
 lines edited) are tallied again from every message of every window. Parts the store has no
-count for are counted and their counts saved. The version is the stored one (the session row's,
-moved by each change's transaction): it never goes back across restarts or daemons.
+count for are counted and their counts saved. A lazily loaded session reads its bodies with
+the counts the store keeps (`stored_bodies`: no part counted or classified again). The version
+is the stored one (the session row's, moved by each change's transaction): it never goes back
+across restarts or daemons.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from tokend.core.accounting import provider_compaction
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import AppendMessage, MarkRetired
 from tokend.core.commit import Compacted
+from tokend.core.estimate import image_tokens
+from tokend.core.framing import message_overhead
 from tokend.core.gauge_state import GaugeState
 from tokend.core.message_log import MessageLog
 from tokend.core.ports import Store
 from tokend.core.session_data import SessionData, add_usage, evolve
 from tokend.core.snapshot import Totals
-from tokend.core.types import Message, SessionInfo
+from tokend.core.types import ImagePart, Message, SessionInfo
 from tokend.core.usage_stats import tally_messages
+from tokend.core.wire_formats import part_is_sent
 from tokend.service.counting import ModelCounter
 
 
@@ -49,20 +55,42 @@ def _whole(
     store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter
 ) -> tuple[SessionData, MarkRetired | None]:
     """The session read whole: its live messages played through evolve."""
-    session_id, deleted = info.id, info.deleted_at is not None
-    messages = store.load_messages(session_id, including_deleted=deleted)
-    # Messages out of the live context exist only after a compaction boundary or a rewind.
-    windowed = bool(messages) and messages[0].summary
-    provider = any(provider_compaction(sp.part for sp in m.parts) for m in messages)
-    every = (
-        store.load_all_messages(session_id, including_deleted=deleted)
-        if windowed or provider or info.figures.rewinds
-        else messages
-    )
-    retired = _retired(every) if windowed or provider else ()
-    if retired:
-        unmarked = {i for mark in retired for i in mark.message_ids}
-        messages = [m for m in messages if m.id not in unmarked]
+    return _played(info, model, counter, _Window.read(store, info), store)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The live context as stored: its messages (less those a provider's compaction retired
+    that were stored unmarked), every message of every window, and those retired marks."""
+
+    messages: list[Message]
+    every: list[Message]
+    retired: tuple[Compacted, ...]
+    provider: bool  # a provider's compaction is among the live messages
+
+    @classmethod
+    def read(cls, store: Store, info: SessionInfo) -> _Window:
+        session_id, deleted = info.id, info.deleted_at is not None
+        messages = store.load_messages(session_id, including_deleted=deleted)
+        # Messages out of the live context exist only after a compaction boundary or a rewind.
+        windowed = bool(messages) and messages[0].summary
+        provider = any(provider_compaction(sp.part for sp in m.parts) for m in messages)
+        every = (
+            store.load_all_messages(session_id, including_deleted=deleted)
+            if windowed or provider or info.figures.rewinds
+            else messages
+        )
+        retired = _retired(every) if windowed or provider else ()
+        if retired:
+            unmarked = {i for mark in retired for i in mark.message_ids}
+            messages = [m for m in messages if m.id not in unmarked]
+        return cls(messages, every, retired, provider)
+
+
+def _played(
+    info: SessionInfo, model: ModelInfo, counter: ModelCounter, window: _Window, store: Store
+) -> tuple[SessionData, MarkRetired | None]:
+    messages, every, retired = window.messages, window.every, window.retired
     live = {m.id for m in messages}
     totals = Totals()
     costs: dict[str, float] = {}
@@ -113,7 +141,11 @@ def _lazy(
     change made elsewhere meanwhile fails its commit and reloads the session)."""
 
     def bodies() -> list[tuple[Message, int]]:
-        whole = _whole(store, info, model, counter)[0]
+        window = _Window.read(store, info)
+        stored = None if window.provider else stored_bodies(window.messages, model, counter)
+        if stored is not None:
+            return stored
+        whole = _played(info, model, counter, window, store)[0]
         return [(m, whole.message_tokens[m.id]) for m in whole.messages]
 
     data = SessionData(
@@ -162,6 +194,35 @@ def _retired(every: list[Message]) -> tuple[Compacted, ...]:
         if message.compacted_at is None:
             pending.append(message.id)
     return tuple(marks)
+
+
+def stored_bodies(
+    messages: Sequence[Message], model: ModelInfo, counter: ModelCounter
+) -> list[tuple[Message, int]] | None:
+    """The live messages with their tokens as sent, from the counts the store keeps per part
+    (what `counter.stored_counts(...).total` gives, without counting or classifying a part's
+    text again); as the whole load keeps them (a summary inside the window anchors nothing).
+    None when a sent part has no stored count: the whole load counts it and saves the count."""
+    provider, fmt = model.provider, counter.format
+    pruned: int | None = None
+    out: list[tuple[Message, int]] = []
+    for index, message in enumerate(messages):
+        role = message.role
+        total = message_overhead(role, provider)
+        for sp in message.parts:
+            if not part_is_sent(sp.part, role, fmt):
+                continue
+            if isinstance(sp.part, ImagePart):
+                total += image_tokens(provider)
+            elif sp.compacted_at is not None:
+                pruned = counter.pruned_tokens() if pruned is None else pruned
+                total += pruned
+            elif sp.tokens is None:
+                return None
+            else:
+                total += sp.tokens
+        out.append((message if index == 0 else _usage_checked(message), total))
+    return out
 
 
 def _usage_checked(message: Message) -> Message:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokend.lsp import wire
+from tokend.lsp.assemble_reply import assemble_text
 from tokend.lsp.handlers.session import announce_compaction, auto_progress
 from tokend.lsp.server import TokendServer, rpc
 from tokend.service.assemble_input import AssembleInput
@@ -45,18 +46,6 @@ def register(server: TokendServer) -> None:
             assembly = await assemble_context_async(
                 ls.service, p.session_id, inp, usage=ls.app.usage, workspaces=ls.app.workspaces
             )
-        result: dict[str, Any] = {
-            "messages": list(assembly.messages),
-            "totalTokens": assembly.total_tokens,
-            "chunks": [{"name": n, "tokens": t} for n, t in assembly.chunks],
-            "cacheBreakpoints": [
-                {"chunk": b.chunk, "messageIndex": b.message_index}
-                for b in assembly.cache_breakpoints
-            ],
-            "warnings": list(assembly.warnings),
-        }
-        if assembly.system is not None:
-            result["system"] = list(assembly.system)
-        if assembly.tools:
-            result["tools"] = list(assembly.tools)
-        return result
+            # Beside the loop: the reply's text, joined from the messages' cached JSON.
+            cache = ls.service.state(p.session_id).render_cache
+            return await ls.service.run(lambda: assemble_text(assembly, cache))

@@ -1,0 +1,176 @@
+"""`context/assemble` on a long session through the real daemon (issue 22, the assemble goals:
+<= 20 ms p50 at 10,000 live messages warm, <= 300 ms cold after a restart, off the event loop).
+
+Each tree runs in its own `tokend serve` (PYTHONPATH=<tree>/server) on a private unix socket
+and SQLite file, talked to as an editor does; this tree beside main before issue 22's work
+(2c3728f) and beside the main this work branched from (0292bca), in the same run. A session
+of short turns (bench/scale_session.short_turns: 20 to 60 words, usage on every assistant
+reply) is appended to each size (16 in flight), then `context/assemble` (openai format, a
+system prompt) is sent 20 times warm. Three figures per call:
+
+- round trip: the request sent to the reply parsed by the bench's client (the figure
+  scale_session gives: its client joins the frame's bytes and json.loads them, ~2.6 MB at
+  10,000 messages, which costs it tens of ms on this machine);
+- frame: the request sent to the reply's last byte read (a linear reader; nothing parsed):
+  what the daemon takes, the socket included;
+- parse: json.loads of that frame in the bench (the client's own cost, shown apart).
+
+Then the daemon is stopped (SIGTERM) and started again on the same store, and the first
+`context/assemble` is timed (round trip): the session is read lazily, its bodies on that first
+assemble, and the tokenizer (o200k) is loaded for it too. The replies before and after the
+restart are compared (the same result). Then another restart, a 2-message session's assemble
+first (it loads the tokenizer), and the long session's first assemble: the session's own cold
+cost.
+The baseline 2c3728f is measured to 5,000 messages only (its appends slow down so that 10,000
+takes minutes more).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.append_order import Daemon
+from bench.baseline import ROOT, baseline_tree
+from bench.scale_session import MODEL, WINDOW, _restart, pipelined, short_turns
+
+BEFORE_REV = "2c3728f"  # main before issue 22's session work
+TIP_REV = "0292bca"  # main as this work branched from it
+SIZES = (5_000, 10_000)
+BEFORE_SIZES = (5_000,)
+CALLS = 20
+
+
+def _frame(client: Any, params: dict[str, Any]) -> tuple[float, float, bytes]:
+    """(ms to the reply's last byte, ms to parse it, its body): read with a linear buffer."""
+    began = time.perf_counter()
+    request_id = client.start_request("context/assemble", params)
+    buffer = bytearray(client.buffer)
+    client.buffer = b""
+    while True:
+        end = buffer.find(b"\r\n\r\n")
+        if end >= 0:
+            length = int(bytes(buffer[:end]).lower().split(b"content-length:")[1].split(b"\r")[0])
+            if len(buffer) >= end + 4 + length:
+                body = bytes(buffer[end + 4 : end + 4 + length])
+                del buffer[: end + 4 + length]
+                got = time.perf_counter()
+                message = json.loads(body)
+                parsed = time.perf_counter()
+                if message.get("id") == request_id:
+                    client.buffer = bytes(buffer)
+                    if "error" in message:
+                        raise RuntimeError(f"tokend answered an error: {message['error']}")
+                    return (got - began) * 1000, (parsed - got) * 1000, body
+                continue
+        if not select.select([client.read_fd], [], [], 120)[0]:
+            raise TimeoutError("no reply in 120 s")
+        chunk = os.read(client.read_fd, 1 << 20)
+        if not chunk:
+            raise EOFError("the daemon closed the connection")
+        buffer += chunk
+
+
+def _round_trip(client: Any, params: dict[str, Any]) -> tuple[float, Any]:
+    began = time.perf_counter()
+    result = client.request("context/assemble", params)
+    return (time.perf_counter() - began) * 1000, result
+
+
+def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
+    daemon = Daemon(tree)
+    out: dict[str, Any] = {"warm": {}, "errors": 0}
+    try:
+        client = daemon.client("assemble")
+        created = client.request("session/create", {"model": MODEL, "contextWindow": WINDOW})
+        sid = created["sessionId"]
+        params = {"sessionId": sid, "format": "openai", "system": "You are a careful engineer."}
+        turns, done = short_turns(sizes[-1]), 0
+        for size in sizes:
+            out["errors"] += pipelined(client, sid, turns[done:size])[1]
+            done = size
+            client.request("context/assemble", params)  # warm, as a live session is
+            trips = [_round_trip(client, params)[0] for _ in range(CALLS)]
+            frames = [_frame(client, params) for _ in range(CALLS)]
+            out["warm"][size] = {
+                "round_trip": statistics.median(trips),
+                "frame": statistics.median(f[0] for f in frames),
+                "parse": statistics.median(f[1] for f in frames),
+                "mb": len(frames[-1][2]) / 1e6,
+            }
+        before = _round_trip(client, params)[1]
+        other = client.request("session/create", {"model": MODEL, "contextWindow": WINDOW})
+        other_params = {**params, "sessionId": other["sessionId"]}
+        pipelined(client, other["sessionId"], short_turns(2))
+        client.close()
+        _restart(daemon)
+        client = daemon.client("assemble")
+        out["cold_ms"], after = _round_trip(client, params)
+        out["same_after_restart"] = after == before
+        out["cold_at"] = sizes[-1]
+        client.close()
+        _restart(daemon)  # again: another session's assemble first loads the tokenizer
+        client = daemon.client("assemble")
+        out["tokenizer_ms"] = _round_trip(client, other_params)[0]
+        out["cold_session_ms"] = _round_trip(client, params)[0]
+        client.close()
+    finally:
+        daemon.stop()
+    return out
+
+
+def run() -> str:
+    results: dict[str, dict[str, Any]] = {}
+    with baseline_tree(TIP_REV) as tip, baseline_tree(BEFORE_REV) as before:
+        results["this tree"] = measure(ROOT, SIZES)
+        if tip is not None:
+            results[f"main at {TIP_REV}"] = measure(tip, SIZES)
+        if before is not None:
+            results[f"main at {BEFORE_REV}"] = measure(before, BEFORE_SIZES)
+    return _section(results)
+
+
+def _section(results: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "### context/assemble on a long session (bench/scale_assemble.py)\n",
+        "A real `tokend serve` per tree, SQLite; a session of short turns (20 to 60 words, usage "
+        "on every reply) appended to each size, then `context/assemble` (openai, a system "
+        f"prompt) {CALLS} times warm: p50 of the round trip (the bench's client parses the "
+        "reply), of the time to the reply's last byte (read, not parsed) and of the client's "
+        "parse alone. Then a restart and the first `context/assemble`; another restart, a "
+        "2-message session's assemble (it loads the tokenizer), then the long session's first. "
+        "Beside main before "
+        f"issue 22 ({BEFORE_REV}, to 5,000 messages) and the main this work branched from "
+        f"({TIP_REV}), same run.\n",
+        "| daemon | messages | reply | round trip p50 | to the last byte p50 | client's parse p50 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, got in results.items():
+        for size, warm in got["warm"].items():
+            lines.append(
+                f"| {name} | {size:,} | {warm['mb']:.1f} MB | {warm['round_trip']:.1f} ms | "
+                f"{warm['frame']:.1f} ms | {warm['parse']:.1f} ms |"
+            )
+    lines += [
+        "",
+        "| daemon | first `context/assemble` after a restart | the same reply as before it | "
+        "another restart: a 2-message session's assemble first (the tokenizer loaded) | then "
+        "the first assemble of the long session | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, got in results.items():
+        lines.append(
+            f"| {name} | {got['cold_ms']:,.0f} ms at {got['cold_at']:,} | "
+            f"{got['same_after_restart']} | {got['tokenizer_ms']:,.0f} ms | "
+            f"{got['cold_session_ms']:,.0f} ms | {got['errors']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(run())  # noqa: T201

@@ -1,0 +1,90 @@
+"""RenderCache.json_text: the JSON text of a wire message it rendered is kept and given back
+while that rendering stands; a re-rendered message (its parts changed), a copy the assembly
+made, or a message the cache never rendered is written afresh. The oracle: json.dumps of the
+wire message in hand."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from tokend.core.render_cache import RenderCache
+from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _message(text: str) -> Message:
+    parts = (StoredPart("p1", TextPart(text), 3), StoredPart("p2", ToolCallPart("c1", "Bash", {})))
+    return Message("m1", "s1", "assistant", parts, AT)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_json_text_follows_the_rendering(fmt):
+    cache = RenderCache()
+    (wire,) = cache.render_all([_message("naïve ✓ 😀")], fmt)
+    text = cache.json_text(wire)
+    assert text == json.dumps(wire, allow_nan=False)
+    assert cache.json_text(wire) is text  # kept, not written again
+    (again,) = cache.render_all([_message("naïve ✓ 😀")], fmt)
+    assert again is wire and cache.json_text(again) is text
+    (changed,) = cache.render_all([_message("pruned")], fmt)  # same id, other parts
+    assert changed is not wire
+    assert cache.json_text(changed) == json.dumps(changed) != text
+    copy = {**changed, "extra": 1}  # e.g. a block marked with cache_control
+    assert cache.json_text(copy) == json.dumps(copy)
+    cache.clear()
+    assert cache.json_text(changed) == json.dumps(changed)
+
+
+def test_json_text_refuses_nan():
+    cache = RenderCache()
+    message = Message(
+        "m1", "s1", "assistant", (StoredPart("p", ToolCallPart("c", "T", {"x": float("nan")})),), AT
+    )
+    (wire,) = cache.render_all([message], "anthropic")  # tool_use input stays an object
+    with pytest.raises(ValueError):
+        cache.json_text(wire)
+
+
+def _messages(count: int, start: int = 0) -> list[Message]:
+    return [
+        Message(f"m{i}", "s1", "user", (StoredPart(f"p{i}", TextPart(f"turn {i} ✓"), 3),), AT)
+        for i in range(start, start + count)
+    ]
+
+
+def test_join_json_reuses_the_last_join_as_far_as_the_same_messages_go():
+    cache = RenderCache()
+    history = _messages(5)
+    wires = list(cache.render_all(history, "openai"))
+    assert cache.join_json(wires) == json.dumps(wires)
+    assert cache.join_json(wires) == json.dumps(wires)  # the same list again
+    longer = list(cache.render_all([*history, *_messages(2, 5)], "openai"))
+    assert longer[:5] == wires and cache.join_json(longer) == json.dumps(longer)
+    marked = [*longer[:-1], {**longer[-1], "cache_control": {"type": "ephemeral"}}]
+    assert cache.join_json(marked) == json.dumps(marked)  # a copy at the end
+    changed = list(cache.render_all([_message("other"), *history[1:]], "openai"))
+    assert cache.join_json(changed) == json.dumps(changed)  # the first one differs
+    assert cache.join_json([]) == "[]" and cache.join_json(wires[:2]) == json.dumps(wires[:2])
+    middle = [*longer[:3], {**longer[3]}, *longer[4:]]  # a copy inside (a marked block)
+    assert cache.join_json(longer) == json.dumps(longer)
+    assert cache.join_json(middle) == json.dumps(middle)
+    assert cache.join_json(longer[:1]) == json.dumps(longer[:1])
+    assert cache.join_json(longer) == json.dumps(longer)
+
+
+def test_join_json_matches_json_dumps_whatever_the_lists():
+    rng = random.Random(22)
+    cache = RenderCache()
+    pool = list(cache.render_all(_messages(30), "openai"))
+    for _ in range(300):
+        wires = pool[: rng.randrange(len(pool) + 1)]
+        for _ in range(rng.randrange(3)):  # copies, inserted or replacing, as assembly makes
+            at = rng.randrange(len(wires) + 1)
+            copy = {"role": "system", "content": f"copy {rng.random()}"}
+            wires = [*wires[:at], copy, *wires[at + rng.randrange(2) :]]
+        assert cache.join_json(wires) == json.dumps(wires)
