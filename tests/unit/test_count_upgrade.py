@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import AppendMessage, CountsUpgraded, PartCounts
 from tokend.core.message_log import MessageLog
-from tokend.core.session_data import SessionData, evolve
+from tokend.core.session_data import SessionData
+from tokend.core.session_evolve import evolve
 from tokend.core.types import Message, SessionInfo, StoredPart, TextPart, Usage
 
 AT = datetime(2026, 11, 26, tzinfo=UTC)

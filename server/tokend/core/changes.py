@@ -1,4 +1,4 @@
-"""The changes a session goes through, as data. `core.session_data.evolve` applies them; the
+"""The changes a session goes through, as data. `core.session_evolve.evolve` applies them; the
 service's SessionState persists each one in one transaction before it publishes the result.
 All figures are tokens unless a name says chars."""
 

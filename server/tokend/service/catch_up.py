@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from tokend.core.changes import AppendMessage
 from tokend.core.ports import Store
-from tokend.core.session_data import SessionData, evolve
+from tokend.core.session_data import SessionData
+from tokend.core.session_evolve import evolve
 from tokend.core.types import Message
 from tokend.service.counting import ModelCounter
 from tokend.service.loading import with_row

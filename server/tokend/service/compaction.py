@@ -27,7 +27,8 @@ from tokend.core.history_record import Record, record_of
 from tokend.core.pricing import rates_for
 from tokend.core.prune_cache import prune_cache
 from tokend.core.prune_policy import session_prune_plan
-from tokend.core.session_data import SessionData, evolve
+from tokend.core.session_data import SessionData
+from tokend.core.session_evolve import evolve
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS
 from tokend.core.types import CompactionPart, Message

@@ -2,7 +2,7 @@
 
 The live context (core.session_data: the live summary, then what no summary, provider
 compaction or rewind took out; sessions stored before a provider's compaction marked what it
-retired are marked when loaded) is played through `core.session_data.evolve` as reloaded
+retired are marked when loaded) is played through `core.session_evolve.evolve` as reloaded
 (unscored) appends, so a reloaded gauge is built by the same code as a live one. What messages
 do not hold comes from the session row's figures: compactions, the measured context, the
 estimate errors, and a prune's delta on the anchor. The time figures (wall and API duration,
@@ -28,7 +28,8 @@ from tokend.core.framing import message_overhead
 from tokend.core.gauge_state import GaugeState
 from tokend.core.message_log import MessageLog
 from tokend.core.ports import Store
-from tokend.core.session_data import SessionData, add_usage, evolve
+from tokend.core.session_data import SessionData, add_usage
+from tokend.core.session_evolve import evolve
 from tokend.core.snapshot import Totals
 from tokend.core.types import ImagePart, Message, SessionInfo
 from tokend.core.usage_stats import tally_messages

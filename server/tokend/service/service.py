@@ -3,8 +3,7 @@
 Each loaded session has one owner, its SessionState; the service finds or loads it, turns a
 request into a change (counting the parts, which can be slow, in a worker thread when called
 from the event loop) and hands the change to the owner. Calibration learns from what the owner
-reports back. Readers get immutable snapshots.
-"""
+reports back. Readers get immutable snapshots."""
 
 from __future__ import annotations
 
@@ -41,7 +40,8 @@ from tokend.core.excerpt import excerpt
 from tokend.core.gates import gate_parts
 from tokend.core.ports import Clock, CountCache, Store
 from tokend.core.pricing import call_cost_usd
-from tokend.core.session_data import Evolved, SessionData
+from tokend.core.session_data import SessionData
+from tokend.core.session_evolve import Evolved
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import (

@@ -1,7 +1,7 @@
 """SessionState: the one owner of a loaded session (gopls's Session/Snapshot, in our terms).
 
 Every change goes through `apply(change, if_version)` (or `apply_async` on the daemon's event
-loop): the version is checked, the next SessionData is computed by `core.session_data.evolve`,
+loop): the version is checked, the next SessionData is computed by `core.session_evolve.evolve`,
 the change is persisted in ONE transaction, and only then is the new immutable data and its
 snapshot published. Readers take `data` / `snapshot`; they never see half an update, and
 nothing else writes a session's state.
@@ -28,7 +28,8 @@ from tokend.core.gauge import gauge_snapshot
 from tokend.core.gauge_state import gauge_state_json
 from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
-from tokend.core.session_data import Evolved, SessionData, evolve
+from tokend.core.session_data import SessionData
+from tokend.core.session_evolve import Evolved, evolve
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge
