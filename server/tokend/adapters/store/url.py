@@ -26,12 +26,23 @@ def default_data_dir() -> Path:
 
 def make_folder_private(folder: Path) -> Path:
     """`folder`, created mode 0700 whatever the umask (with its missing parents, as the umask
-    says), or made 0700 if it is ours and open to others; returned."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    says), or made 0700 if it is tokend's own (the user data folder for "tokend" or below it),
+    ours, and open to others; returned. A folder tokend did not make and does not own by name
+    (the folder of a file a caller named: a shared temporary folder, a project's folder) is
+    never changed: what tokend keeps there is private by its files' own modes."""
+    try:
+        folder.mkdir(mode=0o700, parents=True)
+        return folder
+    except FileExistsError:
+        pass
     info = folder.stat()
-    if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+    if _is_tokends(folder) and info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
         os.chmod(folder, 0o700)
     return folder
+
+
+def _is_tokends(folder: Path) -> bool:
+    return folder.resolve().is_relative_to(default_data_dir().resolve())
 
 
 def sqlite_url(path: Path | str) -> str:
