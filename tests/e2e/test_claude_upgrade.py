@@ -116,3 +116,31 @@ async def test_a_server_shut_down_before_the_count_lands_stores_it_first(
         assert (snapshot["usedTokens"], messages_basis(snapshot)) == (exact, "exact")
     finally:
         assert await again.shutdown() == 0
+
+
+async def test_a_server_killed_before_the_count_lands_counts_it_when_it_loads_again(
+    tmp_path: Path,
+) -> None:
+    """Found: a daemon killed (-9) before the exact count landed kept the estimate, and the
+    breakdown said `exact`. The estimate is now no stored count: the next load counts it."""
+    body = big_python(2_000_000)  # a few seconds of exact counting: the kill comes first
+    exact = int(ctok.token_count(body, "3.0")) + BEYOND_CONTENT
+    server = await spawn(tmp_path)
+    try:
+        sid = (await server.request("session/create", {"model": "claude-opus-4-6"}))["sessionId"]
+        message = {"role": "user", "parts": [{"type": "text", "text": body}]}
+        reply = await server.request("session/append", {"sessionId": sid, "message": message})
+        assert abs(reply["tokens"] - exact) > 1_000  # the estimate
+    finally:
+        server.proc.kill()  # SIGKILL: no shutdown, nothing finished
+        await server.proc.wait()
+        await server.close()
+    again = await spawn(tmp_path)
+    try:
+        snapshot = await again.request("budget/snapshot", {"sessionId": sid}, timeout=120)
+        assert messages_basis(snapshot) == "exact"
+        # Within one token: a text over 262,144 characters is counted in pieces, which can
+        # give one token fewer than ctok's count of the whole (main does the same).
+        assert abs(snapshot["usedTokens"] - exact) <= 1
+    finally:
+        assert await again.shutdown() == 0

@@ -50,6 +50,7 @@ def gauge_state_json(data: SessionData) -> dict[str, Any]:
         ],
         "totals": _totals_json(data.totals),
         "costs": dict(data.cost_by_model),
+        "pendingExact": len(data.pending_exact),  # estimates: a reload must count them
         "promptCache": None
         if (cache := data.prompt_cache) is None
         else [cache.cached_tokens, cache.ttl_s, cache.last_call_at.isoformat()],
@@ -117,6 +118,8 @@ class GaugeState:
     def of(cls, raw: Mapping[str, Any] | None, version: int) -> GaugeState | None:
         """The state stored at `version`, or None (none, another version or format, damaged)."""
         if not raw or raw.get("format") != FORMAT or raw.get("version") != version:
+            return None
+        if raw.get("pendingExact"):  # written before an exact count landed: load whole
             return None
         try:
             return cls(raw)

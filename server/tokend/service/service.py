@@ -309,8 +309,8 @@ class TokendService:
                 {"tokens": counts.total, "limit": limit, "partial": counts.partial},
             )
         now = self.clock.now()
-        stored = tuple(
-            StoredPart(id=new_id(), part=p, tokens=t)
+        stored = tuple(  # an estimate is no part's count: a reload counts it (kill -9)
+            StoredPart(id=new_id(), part=p, tokens=None if counts.estimated else t)
             for p, t in zip(parts, counts.tokens, strict=True)
         )
         priced = self._priced_model(data, model)
