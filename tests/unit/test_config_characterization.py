@@ -45,6 +45,7 @@ KEYS: list[tuple[str, str, Any, Any, Any]] = [
     ("compaction", "protected_tools", ["skill", "todo"], "skill", [1]),
     ("compaction", "prune_protect_tokens", 1000, 1.5, -1),
     ("compaction", "prune_minimum_tokens", 2000, "2000", -1),
+    ("compaction", "prune_policy", "eager", 1, "lazy"),
     ("context", "budget_injection", "native", 1, "sometimes"),
     ("spend", "session_usd", 5, "5", 0),
     ("spend", "workspace_daily_usd", 10.5, True, -1),
