@@ -95,7 +95,8 @@ def test_a_build_with_workers_makes_the_map_a_single_process_makes(tmp_path: Pat
     alone, alone_errors, alone_pools = _map(tree, tmp_path / "one.sqlite3", 0)
     pooled, pooled_errors, pools = _map(tree, tmp_path / "two.sqlite3", 2)
     assert (alone_pools, pools) == (0, 1)  # the second build did use worker processes
-    assert "def " in alone and "load_session" in alone
+    # A real map (which definitions rank first follows tokend's own source as it changes).
+    assert "def " in alone and alone.count("\n") > 50
     assert pooled == alone
     assert pooled_errors == alone_errors
 
