@@ -33,7 +33,7 @@ from typing import Any
 
 from bench.baseline import ROOT, baseline_tree
 from bench.daemon import _env, _Processes, _unix_client
-from bench.workspace_memory import make_tree
+from bench.workspace_memory import make_tree, slow_request
 
 BEFORE_REV = "2c3728f"  # main before issue 22's tree work
 FILES = int(os.environ.get("BENCH_SCALE_TREE_FILES", "100000"))
@@ -43,28 +43,22 @@ GOAL_WAIT_MS = 50.0
 REPLY_LIMIT_S = 900.0
 
 
-def _slow(client: Any, method: str, params: Any) -> Any:
-    msg_id = client.start_request(method, params)
-    deadline = time.monotonic() + REPLY_LIMIT_S
-    while True:
-        try:
-            return client.reply(msg_id)
-        except TimeoutError:
-            if time.monotonic() > deadline:
-                raise
-
-
 def _workload(sock: str, tree: str, marks: Any) -> None:
     """The big workspace's client (a process of its own): perf_counter marks of each phase."""
     client = _unix_client(Path(sock), "big-tree")
     uri = Path(tree).as_uri()
     session = client.request("session/create", {"model": "gpt-4o", "workspaceUri": uri})
     marks.put(("start", time.perf_counter()))
-    figures = _slow(client, "workspace/fileTokens", {"workspaceUri": uri})
+    figures = slow_request(client, "workspace/fileTokens", {"workspaceUri": uri}, REPLY_LIMIT_S)
     marks.put(("indexed", time.perf_counter()))
     marks.put(("files", len(figures)))
     del figures
-    _slow(client, "repoMap/get", {"sessionId": session["sessionId"], "budgetTokens": 1024})
+    slow_request(
+        client,
+        "repoMap/get",
+        {"sessionId": session["sessionId"], "budgetTokens": 1024},
+        REPLY_LIMIT_S,
+    )
     marks.put(("mapped", time.perf_counter()))
     client.close()
     marks.put(("closed", time.perf_counter()))

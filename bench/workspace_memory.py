@@ -32,10 +32,10 @@ SETTLE_S = 5.0
 REPLY_LIMIT_S = 600.0
 
 
-def _slow(client: Any, method: str, params: Any) -> Any:
+def slow_request(client: Any, method: str, params: Any, limit_s: float = REPLY_LIMIT_S) -> Any:
     """A request whose reply may take minutes (bench.daemon's client waits 30 s a read)."""
     msg_id = client.start_request(method, params)
-    deadline = time.monotonic() + REPLY_LIMIT_S
+    deadline = time.monotonic() + limit_s
     while True:
         try:
             return client.reply(msg_id)
@@ -66,8 +66,8 @@ def _open_and_close(sock: Path, tree: Path, pid: int) -> dict[str, float]:
         "workspaceUri": tree.as_uri(),
         "paths": [next(tree.rglob("*.py")).relative_to(tree).as_posix()],
     }
-    _slow(client, "workspace/fileTokens", one)  # answered once the index is built
-    _slow(client, "repoMap/get", {"sessionId": session["sessionId"]})
+    slow_request(client, "workspace/fileTokens", one)  # answered once the index is built
+    slow_request(client, "repoMap/get", {"sessionId": session["sessionId"]})
     took = time.monotonic() - began
     open_rss = _rss_mib(pid)
     client.close()
