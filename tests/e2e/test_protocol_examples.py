@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -316,8 +318,19 @@ async def server(tmp_path):
     assert await client.shutdown() == 0
 
 
-async def test_protocol_examples_are_what_the_server_says(server, tmp_path):
-    ran = await scenario(server, make_project(tmp_path))
+@pytest.fixture
+def example_root():
+    """One fixed folder for the example's workspace: a memory file's count includes its path,
+    and pytest's numbered folders (pytest-9, then pytest-10) changed a figure of the example."""
+    root = Path(tempfile.gettempdir()) / "tokend-protocol-examples"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_protocol_examples_are_what_the_server_says(server, example_root):
+    ran = await scenario(server, make_project(example_root))
     produced = {name: _shown(lines) for name, lines in ran.lines.items()}
     if os.environ.get("TOKEND_WRITE_PROTOCOL_EXAMPLES") == "1":
         source = PROTOCOL.read_text()
