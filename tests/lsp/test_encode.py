@@ -1,4 +1,5 @@
-"""encode_message writes what json.dumps writes, a piece at a time (lsp/encode.py)."""
+"""encode_message and core.json_text.dumps write what json.dumps writes, a piece at a time
+(lsp/encode.py, core/json_text.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.lsp import encode
-from tokend.lsp.encode import encode_message, is_small
+from tokend.core import json_text as encode
+from tokend.core.json_text import dumps, is_small
+from tokend.lsp.encode import encode_message
 
 
 @attrs.define
@@ -38,21 +40,23 @@ json_values = st.recursive(
 )
 
 
+def _make_pieces_tiny(patch: pytest.MonkeyPatch) -> None:
+    """Pieces and smallness at a few characters, so that small values take the piece path."""
+    patch.setattr(encode, "PIECE_CHARS", 3)
+    patch.setattr(encode, "SMALL_CHARS", 4)
+    patch.setattr(encode, "SMALL_VALUES", 3)
+
+
 @pytest.fixture
 def tiny_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pieces and smallness at a few characters, so that small values take the piece path."""
-    monkeypatch.setattr(encode, "PIECE_CHARS", 3)
-    monkeypatch.setattr(encode, "SMALL_CHARS", 4)
-    monkeypatch.setattr(encode, "SMALL_VALUES", 3)
+    _make_pieces_tiny(monkeypatch)
 
 
 @settings(max_examples=120, deadline=None)
 @given(value=json_values)
 def test_the_pieces_are_what_json_dumps_writes(value: Any) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(encode, "PIECE_CHARS", 3)
-        patch.setattr(encode, "SMALL_CHARS", 4)
-        patch.setattr(encode, "SMALL_VALUES", 3)
+        _make_pieces_tiny(patch)
         assert encode_message(value, _serialize) == json.dumps(value).encode()
 
 
@@ -73,3 +77,20 @@ def test_small_is_looked_at_only_so_far() -> None:
     assert not is_small({"result": "x" * (encode.SMALL_CHARS + 1)}, _serialize)
     assert not is_small(list(range(encode.SMALL_VALUES + 1)), _serialize)
     assert not is_small({"p": Point(1, "y" * (encode.SMALL_CHARS + 1))}, _serialize)
+
+
+@settings(max_examples=120, deadline=None)
+@given(value=json_values)
+def test_compact_unicode_pieces_are_what_json_dumps_writes(value: Any) -> None:
+    """As tool inputs are rendered for counting (core/render.py's to_json_text)."""
+    with pytest.MonkeyPatch.context() as patch:
+        _make_pieces_tiny(patch)
+        expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        assert dumps(value, ensure_ascii=False, separators=(",", ":")) == expected
+
+
+def test_a_value_json_cannot_write_is_refused_as_json_dumps_refuses_it() -> None:
+    with pytest.raises(TypeError):
+        dumps({"a": ["x" * 10, {1, 2}]})
+    with pytest.raises(TypeError):
+        json.dumps({"a": ["x" * 10, {1, 2}]})

@@ -179,3 +179,27 @@ def test_closing_the_workspace_stops_a_parse_under_way_and_its_workers() -> None
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)  # ended and reaped
+
+
+def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
+    """Issue 17's fuzz: a .py buffer of 1 MB of words, parsed in the daemon's thread, held the
+    event loop 44-65 ms at a time (tree-sitter's progress callback, where the interpreter
+    changes hands, comes rarely while it recovers from errors). A source over SOLO_BYTES goes to
+    a worker process even for a refresh of one file; the tags are the ones the thread gives."""
+    words = b"the quick brown fox jumps over the lazy dog 0123456789 "
+    big = (words * (tag_workers.SOLO_BYTES // len(words) + 2))[: tag_workers.SOLO_BYTES + 100]
+    big = b"def start(port):\n    return port\n\n" + big
+    small = b"def stop():\n    return 1\n"
+    work = [("a.py", "python", small), ("big.py", "python", big), ("b.py", "python", small)]
+    expected = [TagParser().tags(language, source) for _, language, source in work]
+    in_thread: list[int] = []
+
+    class Watched(TagParser):
+        def tags(self, language: str, source: bytes):  # type: ignore[no-untyped-def]
+            in_thread.append(len(source))
+            return super().tags(language, source)
+
+    got = tag_workers.parse_all(Watched(), work, None)
+    assert got == expected
+    assert any(d.name == "start" for d in got[1].definitions)
+    assert in_thread == [len(small), len(small)]  # the big one was not parsed in this thread

@@ -17,6 +17,7 @@ the daemon) reading work from its stdin and writing tags to its stdout.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -37,6 +38,7 @@ from tokend.core.repomap_tags import FileTags
 log = logging.getLogger(__name__)
 
 POOL_MIN_FILES = 200  # files to parse: fewer are parsed in the calling thread (no pool start)
+SOLO_BYTES = 256 << 10  # a bigger source goes to a worker all the same (see parse_all)
 BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
 _HEADER = struct.Struct("<I")
@@ -46,11 +48,8 @@ WORKER_DIED = "the tag worker process died parsing this file"  # not cached: tri
 WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
 # glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
 # one arena. Without, a worker parsing the kernel's C grew to 300 MiB of free heap.
-_MALLOC_ENV = {
-    "MALLOC_MMAP_THRESHOLD_": str(1 << 20),
-    "MALLOC_TRIM_THRESHOLD_": str(4 << 20),
-    "MALLOC_ARENA_MAX": "1",
-}
+_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 20),
+               "MALLOC_ARENA_MAX": "1"}  # fmt: skip
 
 Work = tuple[str, str, bytes]  # (path: for the log, language, source)
 
@@ -66,8 +65,7 @@ def _send(stream: IO[bytes], value: Any) -> None:
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes:
-    """`size` bytes from an unbuffered stream (a buffered one would keep bytes the selector
-    cannot see)."""
+    """`size` bytes from an unbuffered stream (a buffered one keeps bytes the selector misses)."""
     pieces, left = [], size
     while left:
         piece = stream.read(left)
@@ -243,13 +241,21 @@ def _batches(work: Sequence[Work]) -> list[list[int]]:
 
 
 def parse_all(
-    parser: TagParser, work: Sequence[Work], workers: TagWorkers | None
+    parser: TagParser,
+    work: Sequence[Work],
+    workers: TagWorkers | None,
+    stopping: threading.Event | None = None,
 ) -> list[FileTags]:
     """The tags of each (path, language, source): by `workers` when given and there are at least
-    POOL_MIN_FILES, else by `parser` in this thread."""
+    POOL_MIN_FILES, else by `parser` here, but for sources over SOLO_BYTES: by a worker, as
+    tree-sitter's progress callback, where the interpreter changes hands, comes rarely while it
+    recovers from errors (a 1 MB .py buffer of words held the event loop 44-65 ms)."""
     if workers is not None and len(work) >= POOL_MIN_FILES:
         return workers.parse(work)
-    return [parser.tags(language, source) for _path, language, source in work]
+    big = [item for item in work if len(item[2]) > SOLO_BYTES]
+    with contextlib.nullcontext(workers) if workers else TagWorkers(1, stopping=stopping) as pool:
+        found = iter(pool.parse(big) if big else [])
+    return [next(found) if len(s) > SOLO_BYTES else parser.tags(lang, s) for _p, lang, s in work]
 
 
 # -- the worker process --------------------------------------------------------------------------

@@ -167,13 +167,22 @@ class TiktokenCounter:
         """Tokens of `text`."""
         if not text:
             return 0
-        return len(load_encoding(self._encoding_name).encode_ordinary(text))
+        encoding = load_encoding(self._encoding_name)
+        if len(text) >= BUFFER_MIN_CHARS:
+            return len(encoding.encode_to_numpy(text, disallowed_special=()))
+        return len(encoding.encode_ordinary(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Tokens of each text (tiktoken's batch encoder, several threads)."""
+        """Tokens of each text (tiktoken's batch encoder, several threads; a long one alone)."""
         encoding = load_encoding(self._encoding_name)
-        return [len(tokens) for tokens in encoding.encode_ordinary_batch(list(texts))]
+        short = [text for text in texts if len(text) < BUFFER_MIN_CHARS]
+        counts = iter([len(tokens) for tokens in encoding.encode_ordinary_batch(short)])
+        return [next(counts) if len(t) < BUFFER_MIN_CHARS else self.count(t) for t in texts]
 
+
+# A text this long is encoded to a buffer of ids (encode_to_numpy: encode_ordinary's tokens),
+# not a list: building one held the interpreter 48 ms for 8 MB's 2.6 M ids, a buffer < 6 ms.
+BUFFER_MIN_CHARS = 1 << 16
 
 # Texts shorter than this skip the cache. Measured (o200k_base, one core): encode 1.7/0.9/1.4/3.3/27 us
 # for 4/8/16/32/256 chars vs sha256 + dict lookup 0.8/0.7/0.7/1.0/2.0 us. A hit is always cheaper,

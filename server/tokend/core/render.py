@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+from tokend.core.json_text import dumps
 from tokend.core.types import (
     CompactionPart,
     ContentClass,
@@ -45,8 +44,10 @@ def provider_summary_text(provider: str, summary: str) -> str:
 
 
 def to_json_text(value: object) -> str:
-    """Compact JSON as providers serialise tool inputs (no spaces after separators)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+    """Compact JSON as providers serialise tool inputs (no spaces after separators); a big
+    input (an 8 MB command) a piece at a time, so that counting it in a worker thread does not
+    hold the interpreter from the event loop (json.dumps of 8 MB: 17 ms in one call)."""
+    return dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def part_text(part: Part, *, pruned: bool = False) -> str:

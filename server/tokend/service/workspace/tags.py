@@ -201,7 +201,9 @@ class WorkspaceTags:
         """(path, language, source) -> the path's tags: by the workers when there are many."""
         self._check_stopping()
         paths = [path for path, _, _ in work]
-        found = dict(zip(paths, parse_all(self._parser, work, workers), strict=True))
+        found = dict(
+            zip(paths, parse_all(self._parser, work, workers, self._stopping), strict=True)
+        )
         self.errors.update((path, tags.error) for path, tags in found.items() if tags.error)
         return found
 
