@@ -62,11 +62,11 @@ class Nvim:
     """A headless Neovim started with a user's init.lua that configures the plugin at startup,
     driven through its --listen socket. `install` is how the plugin is installed: "rtp" (the
     init file prepends it to 'runtimepath') or "pack" (a start package under the data dir:
-    Neovim's own package loading)."""
+    Neovim's own package loading); `extra` is Lua the init file runs after `setup()`."""
 
-    def __init__(self, cwd: Path, sock: Path, install: str = "rtp") -> None:
+    def __init__(self, cwd: Path, sock: Path, install: str = "rtp", extra: str = "") -> None:
         self.sock = sock
-        write_init_lua(install)
+        write_init_lua(install, extra)
         self.proc = subprocess.Popen(
             [str(nvim_binary()), "--headless", "-n", "--listen", str(sock)],
             cwd=cwd,
