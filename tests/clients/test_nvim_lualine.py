@@ -20,10 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.clients.test_nvim import WAIT_SECONDS, Nvim, _append, expected_statusline
-from tests.daemon.lsp_client import LspClient
+from tests.clients.test_nvim import (
+    WAIT_SECONDS,
+    Nvim,
+    _append,
+    agent_session,
+    expected_statusline,
+)
 from tests.daemon.real_daemon import real_daemons
-from tokend.daemon.paths import socket_path
 
 HARNESS = Path(__file__).with_name("lualine_harness")
 
@@ -116,14 +120,9 @@ def test_lualine_shows_a_second_clients_snapshot_in_its_stages_colour(
         workspace.mkdir()
         # no automatic compaction: the agent fills the session past 90%
         (workspace / ".tokend.toml").write_text("[compaction]\nauto = false\n")
-        agent = LspClient.unix(socket_path())
-        assert "result" in agent.initialize("agent")
-        created = agent.result(
-            "session/create",
-            {"model": "gpt-4o", "workspaceUri": workspace.as_uri(), "contextWindow": 50_000},
+        agent, sid = agent_session(
+            workspace, "make the build pass", model="gpt-4o", contextWindow=50_000
         )
-        sid = created["sessionId"]
-        _append(agent, sid, "user", {"type": "text", "text": "make the build pass"})
         colours = "\n".join(
             f'vim.api.nvim_set_hl(0, "{group}", {{ fg = "{fg}" }})' for group, fg in COLOURS.items()
         )
