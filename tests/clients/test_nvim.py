@@ -62,11 +62,11 @@ class Nvim:
     """A headless Neovim started with a user's init.lua that configures the plugin at startup,
     driven through its --listen socket. `install` is how the plugin is installed: "rtp" (the
     init file prepends it to 'runtimepath') or "pack" (a start package under the data dir:
-    Neovim's own package loading)."""
+    Neovim's own package loading); `extra` is Lua the init file runs after `setup()`."""
 
-    def __init__(self, cwd: Path, sock: Path, install: str = "rtp") -> None:
+    def __init__(self, cwd: Path, sock: Path, install: str = "rtp", extra: str = "") -> None:
         self.sock = sock
-        write_init_lua(install)
+        write_init_lua(install, extra)
         self.proc = subprocess.Popen(
             [str(nvim_binary()), "--headless", "-n", "--listen", str(sock)],
             cwd=cwd,
@@ -123,6 +123,17 @@ def _append(client: LspClient, sid: str, role: str, part: dict[str, Any]) -> Non
     client.result("session/append", {"sessionId": sid, "message": {"role": role, "parts": [part]}})
 
 
+def agent_session(workspace: Path, text: str, **create: Any) -> tuple[LspClient, str]:
+    """An agent (a second client, on the daemon's socket) and the session it creates in
+    `workspace` (`create`: session/create's other params), holding the user message `text`."""
+    agent = LspClient.unix(socket_path())
+    assert "result" in agent.initialize("agent")
+    params = {"workspaceUri": workspace.as_uri(), **create}
+    sid = agent.result("session/create", params)["sessionId"]
+    _append(agent, sid, "user", {"type": "text", "text": text})
+    return agent, sid
+
+
 def _thousands(n: int) -> str:
     return f"{n:,}"
 
@@ -140,14 +151,9 @@ def test_neovim_configured_in_init_lua_runs_every_command_against_the_daemon(mon
         daemons.serve()
         workspace = tmp_path / "app"
         workspace.mkdir()
-        agent = LspClient.unix(socket_path())
-        assert "result" in agent.initialize("agent")
-        created = agent.result(
-            "session/create",
-            {"model": "gpt-4o", "workspaceUri": workspace.as_uri(), "contextWindow": 400_000},
+        agent, sid = agent_session(
+            workspace, "make the build pass", model="gpt-4o", contextWindow=400_000
         )
-        sid = created["sessionId"]
-        _append(agent, sid, "user", {"type": "text", "text": "make the build pass"})
 
         nvim = Nvim(workspace, daemons.base / "nvim.sock")
         try:
@@ -240,11 +246,7 @@ def test_neovim_with_the_plugin_as_a_start_package_is_healthy(monkeypatch, tmp_p
         daemons.serve()
         workspace = tmp_path / "app"
         workspace.mkdir()
-        agent = LspClient.unix(socket_path())
-        assert "result" in agent.initialize("agent")
-        create = {"model": "gpt-4o", "workspaceUri": workspace.as_uri()}
-        sid = agent.result("session/create", create)["sessionId"]
-        _append(agent, sid, "user", {"type": "text", "text": "hello"})
+        agent, sid = agent_session(workspace, "hello", model="gpt-4o")
         nvim = Nvim(workspace, daemons.base / "nvim.sock", install="pack")
         try:
             first = agent.result("budget/snapshot", {"sessionId": sid})
@@ -275,11 +277,9 @@ def test_the_statusline_in_a_real_terminal(monkeypatch, tmp_path):
         workspace = tmp_path / "app"
         workspace.mkdir()
         (workspace / "main.py").write_text("def main() -> None:\n    print('hello')\n")
-        agent = LspClient.unix(socket_path())
-        assert "result" in agent.initialize("agent")
-        create = {"model": "claude-sonnet-4-5", "workspaceUri": workspace.as_uri()}
-        sid = agent.result("session/create", create)["sessionId"]
-        _append(agent, sid, "user", {"type": "text", "text": "make the build pass " * 3000})
+        agent, sid = agent_session(
+            workspace, "make the build pass " * 3000, model="claude-sonnet-4-5"
+        )
         write_init_lua(extra=STATUSLINE_LUA)
         server = ["-S", str(daemons.base / "tmux.sock"), "-f", "/dev/null"]
         columns, lines = 72, 8

@@ -1,6 +1,7 @@
 -- tokend for Neovim: the context-window gauge of your AI coding session, from the tokend daemon.
 --   require("tokend").setup{}            start or attach (vim.lsp.start, cmd {"tokend", "lsp"})
 --   require("tokend").statusline()       the gauge string for any statusline (no I/O)
+--   require("tokend").lualine()          the gauge as a lualine component (or "tokend")
 --   :TokendCompact :TokendContext :TokendSessions :TokendFollow, :checkhealth tokend
 local client = require("tokend.client")
 local statusline = require("tokend.statusline")
@@ -50,6 +51,11 @@ function M.setup(opts)
 end
 
 M.statusline = statusline.statusline
+---The gauge as a lualine component's options table: `lualine_x = { require("tokend").lualine() }`.
+---@param opts table|nil lualine's options for it
+function M.lualine(opts)
+  return require("tokend.lualine").component(opts)
+end
 M.request = client.request
 M.state = client.state
 

@@ -1,19 +1,10 @@
--- lualine component: sections = { lualine_x = { "tokend" } }
-local statusline = require("tokend.statusline")
-local client = require("tokend.client")
+-- lualine's "tokend" component: sections = { lualine_x = { "tokend" } }, or with lualine's
+-- options: { "tokend", padding = 0 }. lualine calls this module with the component's options;
+-- it answers with one of lualine's own function components (tokend.lualine says what it draws).
+local tokend = require("tokend.lualine")
 
-local component = require("lualine.component"):extend()
-
-function component:update_status()
-  return statusline.statusline()
-end
-
-function component:draw(default_highlight, is_focused)
-  local s = client.state.snapshot
-  if s then
-    self.options.color = statusline.group(s.usedPercentage)
-  end
-  return component.super.draw(self, default_highlight, is_focused)
-end
-
-return component
+return setmetatable({}, {
+  __call = function(_, options)
+    return require("lualine.components.special.function_component")(tokend.component(options))
+  end,
+})
