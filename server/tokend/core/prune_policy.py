@@ -22,6 +22,9 @@ each later call. The policy:
   `clear_at_least`), and the prefix before the first cleared result, the cache breakpoints in
   it, stays as it was.
 
+Where the provider clears old tool results itself (Anthropic's context editing: the setting on
+for a model it lists, or the last call reported edits it applied), nothing is pruned.
+
 Every batch must free at least `minimum_tokens` (OpenCode's minimum). Tokens; US dollars per token.
 """
 
@@ -178,11 +181,27 @@ def window_horizon(messages: Sequence[Message], used_tokens: int, threshold: int
     return horizon_calls(len(calls), first, used_tokens, threshold)
 
 
+PROVIDER_CLEARS = (
+    "the provider clears this session's old tool results (Anthropic's context editing, "
+    "clear_tool_uses_20250919): tokend does not clear them too"
+)
+
+
 def session_prune_plan(
-    data: SessionData, cfg: CompactionConfig, rates: TokenPrices, now: datetime, threshold: int
+    data: SessionData,
+    cfg: CompactionConfig,
+    rates: TokenPrices,
+    now: datetime,
+    threshold: int,
+    *,
+    provider_clears: bool = False,
 ) -> PrunePlan:
     """The prune tier's plan for a session: `cfg.prune_policy` "cache" (this module) or
-    "eager" (core.prune alone); `rates` the model's prices at the context's tier."""
+    "eager" (core.prune alone); `rates` the model's prices at the context's tier. Nothing when
+    the provider clears old tool results (`provider_clears`: the session's context editing
+    setting; or the last call reported edits the provider applied)."""
+    if provider_clears or (data.anchor is not None and data.anchor.call.cleared_input_tokens):
+        return PrunePlan((), 0, PROVIDER_CLEARS)
     rule = PruneConfig(
         protect_tokens=cfg.prune_protect_tokens,
         minimum_tokens=cfg.prune_minimum_tokens,
