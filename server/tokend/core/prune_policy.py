@@ -100,12 +100,9 @@ def plan_cached_prune(
     horizon_calls: int,
 ) -> PrunePlan:
     """The batch to clear now (see the module docstring); an empty plan says why."""
-    candidates = prune_candidates(history, cfg)
-    short = _too_little(candidates, cfg)
-    if short is not None:
-        return short
-    if cache is None or not cache.warm:
-        return _plan(candidates)
+    candidates, early = _start(history, cfg, cache)
+    if early is not None or cache is None:
+        return early or _plan(candidates)
     best = _best_batch(
         history, message_tokens, candidates, cfg, cache, lambda _freed: horizon_calls
     )
@@ -147,12 +144,9 @@ def plan_threshold_prune(
 ) -> PrunePlan:
     """At the autocompact threshold (see the module docstring): the batch that gets the context
     under the threshold with the cache's best economics, else every candidate."""
-    candidates = prune_candidates(history, cfg)
-    short = _too_little(candidates, cfg)
-    if short is not None:
-        return short
-    if cache is None or not cache.warm:
-        return _plan(candidates)
+    candidates, early = _start(history, cfg, cache)
+    if early is not None or cache is None:
+        return early or _plan(candidates)
     need = window.used_tokens - window.threshold + 1  # net tokens to free
     best = _best_batch(
         history, message_tokens, candidates, cfg, cache, window.horizon, need=need, loss=True
@@ -160,19 +154,25 @@ def plan_threshold_prune(
     return _plan(candidates if best is None else candidates[best:])
 
 
-def _too_little(candidates: Sequence[Candidate], cfg: PruneConfig) -> PrunePlan | None:
-    """The empty plan when the candidates cannot make a batch, None when they can."""
-    if not candidates:
-        return PrunePlan((), 0, f"no old tool output beyond the {cfg.protect_tokens:,} tokens kept")
+def _start(
+    history: Sequence[Message], cfg: PruneConfig, cache: CacheEconomics | None
+) -> tuple[list[Candidate], PrunePlan | None]:
+    """The candidates, and the plan when the cache's economics have nothing to decide: an
+    empty one (with why) when they cannot make a batch, every candidate when the cache is cold
+    or unknown; None when a warm cache must choose the batch."""
+    candidates = prune_candidates(history, cfg)
     total = sum(c.tokens for c in candidates)
+    if not candidates:
+        why = f"no old tool output beyond the {cfg.protect_tokens:,} tokens kept"
+        return candidates, PrunePlan((), 0, why)
     if total < cfg.minimum_tokens:
-        return PrunePlan(
-            (),
-            0,
-            f"pruning would free only {total:,} tokens, under the minimum of "
-            f"{cfg.minimum_tokens:,}",
+        why = (
+            f"pruning would free only {total:,} tokens, under the minimum of {cfg.minimum_tokens:,}"
         )
-    return None
+        return candidates, PrunePlan((), 0, why)
+    if cache is None or not cache.warm:
+        return candidates, _plan(candidates)
+    return candidates, None
 
 
 def _plan(batch: Sequence[Candidate]) -> PrunePlan:
