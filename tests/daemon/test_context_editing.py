@@ -321,6 +321,16 @@ def test_the_gauge_takes_what_the_providers_edits_cleared(monkeypatch: pytest.Mo
         (action,) = pruned["actions"]
         assert action["kind"] == "skip" and "the provider clears" in action["detail"], action
         client.close()
+        # a restarted daemon reads the same figures from the store
+        daemons.processes[0].terminate()
+        daemons.processes[0].wait()
+        daemons.serve()
+        client = LspClient.unix(paths.socket_path())
+        assert "result" in client.initialize("after a restart")
+        again = _ok(client.request("budget/snapshot", {"sessionId": sid}))
+        assert again["lastCall"] == snapshot["lastCall"], (again["lastCall"], snapshot["lastCall"])
+        assert again["usedTokens"] == snapshot["usedTokens"]
+        client.close()
 
 
 def test_native_budget_goes_in_the_task_budget_and_is_sent_again_after_a_compaction(
@@ -330,7 +340,9 @@ def test_native_budget_goes_in_the_task_budget_and_is_sent_again_after_a_compact
     `output_config.task_budget` carries the window and what the gauge leaves of it, the request
     carries no budget text, the stand-in accepts the shape the task budgets page documents; after
     a compaction the next request carries the new remainder. Claude Sonnet 4.6 (no task budgets)
-    keeps the budget tags it was trained on."""
+    keeps the budget tags it was trained on. `[context] budget_injection = "auto"` is native
+    for a task-budget model."""
+    _user_config('[context]\nbudget_injection = "auto"\n')
     words = " ".join(f"step {n}: the migration touched table t{n % 40}" for n in range(3_000))
     script = [[{"type": "text", "text": "noted"}], [{"type": "text", "text": "noted again"}]]
     with real_daemons(monkeypatch) as daemons, stand_in(script) as (api, base):
@@ -344,6 +356,8 @@ def test_native_budget_goes_in_the_task_budget_and_is_sent_again_after_a_compact
             )
             _append(client, sid, {"role": "assistant", "parts": [{"type": "text", "text": "ok"}]})
         _append(client, sid, {"role": "user", "parts": [{"type": "text", "text": "go on"}]})
+        auto = _ok(client.request("context/assemble", {"sessionId": sid, "format": "anthropic"}))
+        assert auto["outputConfig"]["task_budget"]["type"] == "tokens"
         asked = {"sessionId": sid, "format": "anthropic", "budgetInjection": "native"}
         remainders = []
         for n in range(2):
