@@ -19,9 +19,17 @@ Policies:
   eager           compaction.prune_policy = "eager": OpenCode's rule at every call
   cache           compaction.prune_policy = "cache" (this branch's default)
   main eager      today's main (MAIN_REV) asked the same: its prune is OpenCode's rule
-  context editing Anthropic's clear_tool_uses_20250919 with its defaults (trigger 100,000 input
-                  tokens, keep 3 tool uses, no clear_at_least), applied here to the "no prune"
-                  requests as the API applies it server-side, before the cache
+  provider context editing
+                  the "no prune" replay's assemblies ask `contextEditing: true` (the settings'
+                  defaults, which are Anthropic's: trigger 100,000 input tokens, keep 3 tool
+                  uses, no clear_at_least); the daemon returns the `context_management` edits
+                  and the clearing is done by the provider. The replay cannot call Anthropic, so
+                  the bench models the API's server-side clearing (_edited): past the edit's
+                  trigger, counted here with o200k over the messages, every tool result but the
+                  newest `keep` (of tools not excluded) is replaced by a short placeholder, the
+                  same edit at every call, applied before the cache is billed. Anthropic's own
+                  count, its placeholder text and the system prompt and tools (left out) would
+                  move the trigger a little.
 """
 
 from __future__ import annotations
@@ -46,8 +54,7 @@ SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl", "tool_heavy.jsonl")
 MAIN_REV = "2c3728f"
 MODEL_PRICES = "claude-opus-4-6"
 WINDOW = 200_000  # the sessions' window, as recorded (the catalog lists the 1M extended one)
-EDIT_TRIGGER, EDIT_KEEP = 100_000, 3  # clear_tool_uses_20250919's defaults
-CLEARED = "[cleared by context editing]"
+CLEARED = "[cleared by context editing]"  # the placeholder the model of the API puts in
 
 
 @dataclass
@@ -147,36 +154,75 @@ def _bill(requests: Sequence[tuple[list[dict[str, Any]], Call, bool]], count: Co
     return bill
 
 
-def _edited(messages: list[dict[str, Any]], count: Counter) -> list[dict[str, Any]]:
-    """clear_tool_uses_20250919 with its defaults: past the trigger, every tool result but the
-    newest EDIT_KEEP replaced (the API keeps the tool_use blocks)."""
-    if sum(count(m) for m in messages) <= EDIT_TRIGGER:
+def _edited(
+    messages: list[dict[str, Any]], management: dict[str, Any] | None, count: Counter
+) -> list[dict[str, Any]]:
+    """The request as Anthropic's API edits it server-side, modelled (the replay cannot call
+    Anthropic): for the `clear_tool_uses_20250919` edit the daemon returned, once the messages
+    pass its `trigger` (counted here with o200k, as everything is billed), every tool result
+    but the newest `keep` whose tool is not excluded is replaced by CLEARED (its tool_use input
+    too with `clear_tool_inputs`), unless that frees less than `clear_at_least`."""
+    edit = next(
+        (e for e in (management or {}).get("edits", []) if e["type"] == "clear_tool_uses_20250919"),
+        None,
+    )
+    if edit is None or sum(count(m) for m in messages) <= edit["trigger"]["value"]:
         return messages
+    names = {
+        b["id"]: b["name"]
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    }
+    excluded = set(edit.get("exclude_tools", ()))
     places = [
-        (i, j)
+        (i, j, block["tool_use_id"])
         for i, m in enumerate(messages)
         if isinstance(m.get("content"), list)
         for j, block in enumerate(m["content"])
-        if isinstance(block, dict) and block.get("type") == "tool_result"
+        if isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and names.get(block.get("tool_use_id")) not in excluded
     ]
-    clear = set(places[:-EDIT_KEEP]) if len(places) > EDIT_KEEP else set()
+    keep = edit["keep"]["value"]
+    gone = places[: max(0, len(places) - keep)]
+    clear = {(i, j) for i, j, _ in gone}
+    ids = {use_id for _, _, use_id in gone} if edit.get("clear_tool_inputs") else set()
     edited = []
     for i, m in enumerate(messages):
-        if not any((i, j) in clear for j in range(len(m.get("content") or []))):
+        content = m.get("content")
+        if not isinstance(content, list):
             edited.append(m)
             continue
         blocks = [
-            {**b, "content": CLEARED} if (i, j) in clear else b for j, b in enumerate(m["content"])
+            {**b, "content": CLEARED}
+            if (i, j) in clear
+            else {**b, "input": {}}
+            if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in ids
+            else b
+            for j, b in enumerate(content)
         ]
         edited.append({**m, "content": blocks})
+    least = edit.get("clear_at_least", {}).get("value", 0)
+    if sum(count(m) for m in messages) - sum(count(m) for m in edited) < least:
+        return messages
     return edited
 
 
+Request = tuple[list[dict[str, Any]], Call, bool, dict[str, Any] | None]
+
+
 def _replay(
-    path: Path, policy: str | None, tree: Path | None, rule: tuple[int, int] | None = None
-) -> list[tuple[list[dict[str, Any]], Call, bool]]:
+    path: Path,
+    policy: str | None,
+    tree: Path | None,
+    rule: tuple[int, int] | None = None,
+    edits: bool = False,
+) -> list[Request]:
     """The requests of every call but the first, as the daemon of `tree` (None: this one)
-    assembles them under `policy` (None: never asked to prune; "main": asked, main's rule)."""
+    assembles them under `policy` (None: never asked to prune; "main": asked, main's rule),
+    with the `context_management` it returns when asked for provider context editing."""
     from tokend.commands.importer import import_events
     from tokend.service.app import open_app
 
@@ -202,7 +248,7 @@ def _replay(
     processes = _Processes(base, env)
     partial = base / path.name
     app = open_app(base, url)
-    requests: list[tuple[list[dict[str, Any]], Call, bool]] = []
+    requests: list[Request] = []
     try:
         sock = base / "d.sock"
         processes.daemon(sock)
@@ -218,10 +264,12 @@ def _replay(
             if policy is not None:
                 reply = client.request("session/compact", {"sessionId": sid, "strategy": "prune"})
                 pruned = any(a["kind"] == "prune" for a in reply["actions"])
-            assembled = client.request(
-                "context/assemble", {"sessionId": sid, "format": "anthropic"}
-            )
-            requests.append((assembled["messages"], call, pruned))
+            asked: dict[str, Any] = {"sessionId": sid, "format": "anthropic"}
+            if edits:
+                asked["contextEditing"] = True
+            assembled = client.request("context/assemble", asked)
+            management = assembled.get("contextManagement")
+            requests.append((assembled["messages"], call, pruned, management))
         client.close()
     finally:
         app.close()
@@ -247,10 +295,13 @@ RULES = {
 
 
 def _bills(path: Path, main: Path | None, count: Counter) -> list[tuple[str, Bill]]:
-    none = _replay(path, None, None)
-    rows = [("no prune", _bill(none, count))]
-    edited = [(_edited(m, count), c, False) for m, c, _ in none]
-    rows.append(("Anthropic context editing (clear_tool_uses defaults)", _bill(edited, count)))
+    none = _replay(path, None, None, edits=True)
+    if any(m is None for *_, m in none):
+        raise RuntimeError("context/assemble returned no contextManagement for the replay")
+    rows = [("no prune", _bill([(m, c, p) for m, c, p, _ in none], count))]
+    edited = [(_edited(m, e, count), c, False) for m, c, _, e in none]
+    label = "provider context editing (tokend's edits, Anthropic's defaults; clearing modelled)"
+    rows.append((label, _bill(edited, count)))
     for label, rule in RULES.items():
         runs: dict[str, Callable[[], Any]] = {
             "eager": lambda r=rule: _replay(path, "eager", None, r),
@@ -259,8 +310,17 @@ def _bills(path: Path, main: Path | None, count: Counter) -> list[tuple[str, Bil
         if main is not None:
             runs[f"main {MAIN_REV}"] = lambda r=rule: _replay(path, "main", main, r)
         for name, replay in runs.items():
-            rows.append((f"{name}, {label}", _bill(replay(), count)))
+            try:
+                requests = replay()
+            except RuntimeError as exc:  # main's daemon and this tree's store schema
+                NOT_RUN.add(f"{name}: not replayed: {str(exc).splitlines()[-1]}")
+                continue
+            bill = _bill([(m, c, p) for m, c, p, _ in requests], count)
+            rows.append((f"{name}, {label}", bill))
     return rows
+
+
+NOT_RUN: set[str] = set()  # baseline rows that could not run, and why
 
 
 def _verdicts(bills: dict[str, Bill]) -> list[str]:
@@ -293,7 +353,13 @@ def run() -> str:
         "sessions' 200,000-token window, as recorded. eager = "
         "`prune_policy = \"eager\"` (OpenCode's rule before every call); main = today's main "
         "asked the same (its prune is OpenCode's rule). The read share is that of the call "
-        "after each prune, where the cache was still warm.",
+        "after each prune, where the cache was still warm. Provider context editing = the "
+        "no-prune replay's assemblies asked with `contextEditing: true` (the settings' "
+        "defaults, Anthropic's: trigger 100,000 input tokens, keep 3 tool uses): the daemon "
+        "returns the `clear_tool_uses_20250919` edit and the provider clears; the replay cannot "
+        "call Anthropic, so the bench applies that edit as the API documents it (past the "
+        "trigger, counted with o200k over the messages, every tool result but the newest 3 "
+        "replaced by a short placeholder, before the cache is billed).",
         "",
     ]
     with baseline_tree(MAIN_REV) as main:
@@ -314,4 +380,5 @@ def run() -> str:
                 *_verdicts(dict(rows)),
                 "",
             ]
+    out += [f"- {line}" for line in sorted(NOT_RUN)]
     return "\n".join(out)

@@ -203,7 +203,9 @@ def _templates(session_id: str, message_ids: list[str], workspace: Path) -> list
         "parts": [{"type": "toolCall", "callId": "call-fuzz", "name": "bash",
                    "input": {"command": "ls"}}],
         "usage": {"inputTokens": 10, "outputTokens": 5,
-                  "iterations": [{"type": "message", "inputTokens": 10, "outputTokens": 5}]},
+                  "iterations": [{"type": "message", "inputTokens": 10, "outputTokens": 5}],
+                  "appliedEdits": [{"type": "clear_tool_uses_20250919",
+                                    "clearedInputTokens": 40, "clearedToolUses": 2}]},
     }  # fmt: skip
     return [
         Call("initialize", {"processId": None, "rootUri": uri, "capabilities": {},
@@ -217,7 +219,7 @@ def _templates(session_id: str, message_ids: list[str], workspace: Path) -> list
         Call("context/assemble", {"sessionId": session_id, "format": "anthropic",
                                   "tools": [{"name": "bash"}],
                                   "readOnlyFiles": [{"path": "a.py", "text": "x = 1"}],
-                                  "budgetInjection": "off"}),
+                                  "budgetInjection": "off", "contextEditing": True}),
         Call("session/reload", {"sessionId": session_id}),
         Call("session/handoff", {"sessionId": session_id, "goal": "finish the fuzz"}),
         Call("follow/start", {"agent": "claude-code", "path": str(workspace / "none.jsonl")}),

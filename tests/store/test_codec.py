@@ -16,9 +16,18 @@ from tokend.adapters.store.codec import (
     loads_json,
     part_from_json,
     part_to_json,
+    usage_from_json,
+    usage_to_json,
 )
 from tokend.adapters.store.url import sqlite_url
-from tokend.core.types import Message, ReasoningPart, StoredPart, ToolCallPart, ToolResultPart
+from tokend.core.types import (
+    Message,
+    ReasoningPart,
+    StoredPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
 
 from .conftest import T0, session_info
 
@@ -92,3 +101,20 @@ def test_any_json_in_parts_round_trips_through_sqlite(shared_store: SqlStore, ge
     )
     shared_store.append_message(sent)
     assert shared_store.load_all_messages("s1")[-1] == sent
+
+
+def test_a_usage_without_provider_edits_is_stored_as_before_them() -> None:
+    """The context editing figures (issue 21) are written only when the provider cleared
+    something: a call without edits is the JSON an older tokend reads (Usage(**data))."""
+    plain = Usage(3, 41, 0, 11_515, 13_835)
+    assert usage_to_json(plain) == {
+        "input_tokens": 3,
+        "output_tokens": 41,
+        "reasoning_tokens": 0,
+        "cache_read_tokens": 11_515,
+        "cache_write_tokens": 13_835,
+        "cache_write_1h_tokens": 0,
+    }
+    edited = Usage(3, 41, cleared_input_tokens=50_000, cleared_tool_uses=8)
+    assert usage_from_json(usage_to_json(edited)) == edited
+    assert usage_from_json(usage_to_json(plain)) == plain

@@ -8,7 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 from tokend.core.prices import TokenPrices
 from tokend.core.prune import PruneConfig, plan_prune
-from tokend.core.prune_policy import CacheEconomics, cache_economics, plan_cached_prune
+from tokend.core.prune_policy import (
+    CacheEconomics,
+    Window,
+    cache_economics,
+    plan_cached_prune,
+    plan_threshold_prune,
+)
 from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart, ToolResultPart, Usage
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -115,3 +121,38 @@ def test_the_cache_is_judged_when_the_next_call_is_made():
     assert late == CacheEconomics(False, READ, WRITE)
     soon = cache_economics(history[:2], prices, T0 + timedelta(seconds=30))
     assert soon == CacheEconomics(True, READ, WRITE)
+
+
+# -- at the autocompact threshold (the automatic path) -----------------------------------------
+
+
+def test_at_the_threshold_a_warm_cache_clears_the_newest_batch_that_gets_under_it():
+    # candidates: r0 (5k), then 100k of talk, then r1 (100k); 40k protected after them.
+    # The context is 50k over a 168k threshold and grows 10k a call.
+    messages, tokens = session([5_000, 100_000, 40_000], text_after={0: 100_000})
+    window = Window(used_tokens=218_000, threshold=168_000, growth_per_call=10_000)
+    plan = plan_threshold_prune(messages, tokens, RULE, WARM, window)
+    # by hand: r1 alone frees 100k (under the threshold by ~50k: 5 later calls) and rewrites
+    # ~40.6k: 100,000 x 0.3e-6 - 40,576 x 3.45e-6 + 5 x 100,000 x 0.3e-6 = +$0.04; r0 too
+    # rewrites the 100k of talk after it (~140.6k): 105,000 x 0.3e-6 - 140,606 x 3.45e-6
+    # + 5 x 105,000 x 0.3e-6 = -$0.30. OpenCode's rule (main's path here) clears both.
+    assert plan.part_ids == ("r1.r",)
+    assert plan_prune(messages, RULE).part_ids == ("r0.r", "r1.r")
+
+
+def test_at_the_threshold_the_batch_that_gets_under_it_is_taken_even_at_a_loss():
+    # 102k over: r1 alone (100k) is not enough; r0 and r1 (105k) are, and cost more than they
+    # save with the cache warm, but the other way out is a summary that rewrites everything
+    messages, tokens = session([5_000, 100_000, 40_000], text_after={0: 100_000})
+    window = Window(used_tokens=270_000, threshold=168_000, growth_per_call=10_000)
+    plan = plan_threshold_prune(messages, tokens, RULE, WARM, window)
+    assert plan.part_ids == ("r0.r", "r1.r")
+
+
+def test_at_the_threshold_every_candidate_when_none_gets_under_it_or_the_cache_is_cold():
+    messages, tokens = session([5_000, 100_000, 40_000], text_after={0: 100_000})
+    far = Window(used_tokens=400_000, threshold=168_000, growth_per_call=10_000)
+    assert plan_threshold_prune(messages, tokens, RULE, WARM, far).part_ids == ("r0.r", "r1.r")
+    near = Window(used_tokens=218_000, threshold=168_000, growth_per_call=10_000)
+    assert plan_threshold_prune(messages, tokens, RULE, COLD, near).part_ids == ("r0.r", "r1.r")
+    assert plan_threshold_prune(messages, tokens, RULE, None, near).part_ids == ("r0.r", "r1.r")

@@ -79,6 +79,8 @@ export interface LastCall {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   contextTokens: number;
+  /** What the provider's context editing cleared from that call's input (0 without). */
+  clearedInputTokens: number;
   predictedTokens: number | null;
   errorPct: number | null;
 }

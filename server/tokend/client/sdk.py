@@ -28,7 +28,7 @@ class Reply:
     """One provider response in tokend's shape."""
 
     parts: list[Part]
-    usage: dict[str, int]
+    usage: dict[str, Any]
     id: str | None = None  # the provider's response id: a retried append stores it once
     model: str | None = None
     tool_calls: list[Part] = field(default_factory=list)  # the `toolCall` parts, in order
@@ -71,7 +71,7 @@ def anthropic_reply(message: Any) -> Reply:
         elif kind == "compaction":
             parts.append({"type": "compaction", "provider": "anthropic", "summary": _text(block)})
     u = m.get("usage") or {}
-    usage = {
+    usage: dict[str, Any] = {
         "inputTokens": _int(u.get("input_tokens")),
         "outputTokens": _int(u.get("output_tokens")),
         "cacheReadTokens": _int(u.get("cache_read_input_tokens")),
@@ -80,7 +80,25 @@ def anthropic_reply(message: Any) -> Reply:
     split = u.get("cache_creation")
     if isinstance(split, Mapping) and split.get("ephemeral_1h_input_tokens"):
         usage["cacheWrite1hTokens"] = _int(split.get("ephemeral_1h_input_tokens"))
+    edits = (m.get("context_management") or {}).get("applied_edits")
+    if isinstance(edits, list) and edits:  # what the API's context editing cleared
+        usage["appliedEdits"] = [_applied_edit(e) for e in edits if isinstance(e, Mapping)]
     return _reply(parts, usage, m)
+
+
+def _applied_edit(edit: Mapping[str, Any]) -> dict[str, Any]:
+    """One of Anthropic's `context_management.applied_edits`, as protocol.md's Usage has it."""
+    out: dict[str, Any] = {
+        "type": str(edit.get("type", "")),
+        "clearedInputTokens": _int(edit.get("cleared_input_tokens")),
+    }
+    for name, key in (
+        ("cleared_tool_uses", "clearedToolUses"),
+        ("cleared_thinking_turns", "clearedThinkingTurns"),
+    ):
+        if name in edit:
+            out[key] = _int(edit.get(name))
+    return out
 
 
 def openai_chat_reply(completion: Any, choice: int = 0) -> Reply:
@@ -153,7 +171,7 @@ def _openai_usage(u: Mapping[str, Any], given: str, made: str) -> dict[str, int]
     }
 
 
-def _reply(parts: list[Part], usage: dict[str, int], raw: Mapping[str, Any]) -> Reply:
+def _reply(parts: list[Part], usage: dict[str, Any], raw: Mapping[str, Any]) -> Reply:
     calls = [p for p in parts if p["type"] == "toolCall"]
     model = raw.get("model")
     return Reply(parts, usage, raw.get("id"), model if isinstance(model, str) else None, calls)

@@ -58,10 +58,6 @@ _PREFIX_CHUNKS = ("examples", "readOnlyFiles", "repoMap")
 _EPHEMERAL = {"type": "ephemeral"}
 
 
-def no_overhead(message: Message) -> int:
-    return 0
-
-
 @dataclass(frozen=True, slots=True)
 class AssemblyRequest:
     """What to assemble. `limit_tokens` is the effective input limit; `history` runs from the
@@ -82,7 +78,7 @@ class AssemblyRequest:
     repo_map: CountedText | None = None
     chat_files: Sequence[FileText] = ()
     reminder: CountedText | None = None
-    message_overhead: Callable[[Message], int] = no_overhead  # framing tokens per message
+    message_overhead: Callable[[Message], int] = lambda _message: 0  # framing tokens per message
     reply_priming_tokens: int = 0  # the request's reply priming, counted in "current"
     count: Callable[[str], int] | None = None
     pruned_result_tokens: int | None = None  # count of PRUNED_TOOL_RESULT
@@ -111,6 +107,10 @@ class Assembly:
     chunks: tuple[tuple[str, int], ...]  # in CHUNKS order, adding up to total_tokens
     cache_breakpoints: tuple[CacheBreakpoint, ...]
     warnings: tuple[str, ...]
+    # Provider request fields besides these (the reply's key, the value to send as it is) and
+    # the `anthropic-beta` values they need: core.context_editing, core.budget_injection.
+    extras: tuple[tuple[str, Any], ...] = ()
+    betas: tuple[str, ...] = ()
 
 
 def assemble(request: AssemblyRequest) -> Assembly:

@@ -3,7 +3,9 @@
 Modes (`budgetInjection`):
 - "native": the tags Claude Sonnet 4.5/4.6 and Haiku 4.5 were trained on, in Anthropic's wording:
   `<budget:token_budget>N</budget:token_budget>` (N = the context window) and, after tool
-  results, `<system_warning>Token usage: U/N; R remaining</system_warning>`.
+  results, `<system_warning>Token usage: U/N; R remaining</system_warning>`; for a model with
+  Anthropic's task budgets (core.provider_features), in its format, the request's
+  `output_config.task_budget` with N and R instead of text.
 - "synthetic": one short note for other models: the same figures and where compaction fires.
 - "off": nothing.
 
@@ -24,6 +26,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from tokend.core.assemble import Assembly
+from tokend.core.context_editing import with_request_field
+from tokend.core.provider_features import TASK_BUDGETS
 
 BudgetInjection = Literal["native", "synthetic", "off"]
 BudgetInjectionSetting = Literal["auto", "native", "synthetic", "off"]  # auto: the model's default
@@ -91,6 +95,22 @@ def synthetic_text(figures: BudgetFigures) -> str:
         f" The conversation is compacted automatically at {figures.autocompact_threshold:,} "
         f"tokens ({to_go:,} from now)."
     )
+
+
+def task_budget_model(model: str, wire_format: str) -> bool:
+    """Does "native" mean Anthropic's task budget for this model in this format?"""
+    return wire_format == "anthropic" and TASK_BUDGETS.supports(model)
+
+
+def with_task_budget(assembly: Assembly, figures: BudgetFigures) -> Assembly:
+    """ "native" for a model Anthropic lists for task budgets: the request's `output_config`
+    with `task_budget` {type "tokens", total: the window, remaining: what the gauge leaves of
+    it}, and no text (the "budget" chunk is 0). Every request carries the remainder as it is
+    then, so the first one after a compaction carries the compacted session's."""
+    budget = {"type": "tokens", "total": figures.context_window}
+    budget["remaining"] = figures.remaining_tokens
+    config = {"task_budget": budget}
+    return _with_chunk(with_request_field(assembly, "outputConfig", config, TASK_BUDGETS.beta), 0)
 
 
 def ends_with_tool_results(assembly: Assembly) -> bool:

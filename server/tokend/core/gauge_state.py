@@ -139,6 +139,7 @@ def _call_json(call: CallFigures) -> dict[str, Any]:
         ],
         "predicted": call.predicted_tokens,
         "errorPct": call.error_pct,
+        "cleared": call.cleared_input_tokens,
     }
 
 
@@ -155,6 +156,7 @@ def _call_of(raw: Mapping[str, Any]) -> CallFigures:
         cw,
         None if predicted is None else int(predicted),
         None if error is None else float(error),
+        int(raw.get("cleared", 0)),  # states written before context editing have none
     )
 
 

@@ -12,22 +12,29 @@ k-th's message on: R tokens (counted after the prune) are written again instead 
 the cache warm that costs R x (write - read) - F x read on the next call, and saves F x read on
 each later call. The policy:
 
-- no cache figures (a model without prompt caching, or no call yet), or the context at the
-  autocompact threshold (the other way out is a summary, which rewrites the whole cache):
-  every candidate, as OpenCode's rule;
+- no cache figures (a model without prompt caching, or no call yet): every candidate, as
+  OpenCode's rule;
 - the cache expired (the next call writes the whole prefix anyway): every candidate, free;
 - the cache warm: the batch (the newest candidates, from the k-th on) with the largest saving
   over `horizon_calls` later calls, if it saves anything; else nothing: the candidates wait for
   the cache to expire or for the batch to grow large enough to pay (Anthropic's advice for
   `clear_at_least`), and the prefix before the first cleared result, the cache breakpoints in
-  it, stays as it was.
+  it, stays as it was;
+- at the autocompact threshold (the automatic compaction of an append or an assembly; the other
+  way out is a summary, which rewrites the whole cache), the cache warm: of the batches that take
+  the context under the threshold, the one that saves most (or loses least), H counted from the
+  context the batch leaves; every candidate when none gets under it (a summary follows) or the
+  cache has expired.
+
+Where the provider clears old tool results itself (Anthropic's context editing: the setting on
+for a model it lists, or the last call reported edits it applied), nothing is pruned.
 
 Every batch must free at least `minimum_tokens` (OpenCode's minimum). Tokens; US dollars per token.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -93,21 +100,14 @@ def plan_cached_prune(
     horizon_calls: int,
 ) -> PrunePlan:
     """The batch to clear now (see the module docstring); an empty plan says why."""
-    candidates = prune_candidates(history, cfg)
-    total = sum(c.tokens for c in candidates)
-    if not candidates:
-        return PrunePlan((), 0, f"no old tool output beyond the {cfg.protect_tokens:,} tokens kept")
-    if total < cfg.minimum_tokens:
-        return PrunePlan(
-            (),
-            0,
-            f"pruning would free only {total:,} tokens, under the minimum of "
-            f"{cfg.minimum_tokens:,}",
-        )
-    if cache is None or not cache.warm:
-        return PrunePlan(tuple(c.part_id for c in candidates), total)
-    best = _best_batch(history, message_tokens, candidates, cfg, cache, horizon_calls)
+    candidates, early = _start(history, cfg, cache)
+    if early is not None or cache is None:
+        return early or _plan(candidates)
+    best = _best_batch(
+        history, message_tokens, candidates, cfg, cache, lambda _freed: horizon_calls
+    )
     if best is None:
+        total = sum(c.tokens for c in candidates)
         return PrunePlan(
             (),
             0,
@@ -115,7 +115,67 @@ def plan_cached_prune(
             f"not pay for rewriting the cache after it within {horizon_calls} later call(s): "
             "left for when the cache has expired or the batch pays",
         )
-    batch = candidates[best:]
+    return _plan(candidates[best:])
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The live context at the autocompact threshold: its tokens, the threshold, and what a call
+    adds to it on average (None before two calls)."""
+
+    used_tokens: int
+    threshold: int
+    growth_per_call: float | None
+
+    def horizon(self, freed: int) -> int:
+        """Later calls before a context `freed` tokens smaller reaches the threshold again."""
+        room = self.threshold - (self.used_tokens - freed)
+        if not self.growth_per_call or room <= 0:
+            return 1
+        return max(1, int(room / self.growth_per_call))
+
+
+def plan_threshold_prune(
+    history: Sequence[Message],
+    message_tokens: Mapping[str, int],
+    cfg: PruneConfig,
+    cache: CacheEconomics | None,
+    window: Window,
+) -> PrunePlan:
+    """At the autocompact threshold (see the module docstring): the batch that gets the context
+    under the threshold with the cache's best economics, else every candidate."""
+    candidates, early = _start(history, cfg, cache)
+    if early is not None or cache is None:
+        return early or _plan(candidates)
+    need = window.used_tokens - window.threshold + 1  # net tokens to free
+    best = _best_batch(
+        history, message_tokens, candidates, cfg, cache, window.horizon, need=need, loss=True
+    )
+    return _plan(candidates if best is None else candidates[best:])
+
+
+def _start(
+    history: Sequence[Message], cfg: PruneConfig, cache: CacheEconomics | None
+) -> tuple[list[Candidate], PrunePlan | None]:
+    """The candidates, and the plan when the cache's economics have nothing to decide: an
+    empty one (with why) when they cannot make a batch, every candidate when the cache is cold
+    or unknown; None when a warm cache must choose the batch."""
+    candidates = prune_candidates(history, cfg)
+    total = sum(c.tokens for c in candidates)
+    if not candidates:
+        why = f"no old tool output beyond the {cfg.protect_tokens:,} tokens kept"
+        return candidates, PrunePlan((), 0, why)
+    if total < cfg.minimum_tokens:
+        why = (
+            f"pruning would free only {total:,} tokens, under the minimum of {cfg.minimum_tokens:,}"
+        )
+        return candidates, PrunePlan((), 0, why)
+    if cache is None or not cache.warm:
+        return candidates, _plan(candidates)
+    return candidates, None
+
+
+def _plan(batch: Sequence[Candidate]) -> PrunePlan:
     return PrunePlan(tuple(c.part_id for c in batch), sum(c.tokens for c in batch))
 
 
@@ -125,9 +185,14 @@ def _best_batch(
     candidates: Sequence[Candidate],
     cfg: PruneConfig,
     cache: CacheEconomics,
-    horizon_calls: int,
+    horizon: Callable[[int], int],
+    *,
+    need: int = 0,
+    loss: bool = False,
 ) -> int | None:
-    """The index of the oldest candidate of the batch that saves most, None if none saves."""
+    """The index of the oldest candidate of the batch that saves most, None if none saves
+    (with `loss`, the one that loses least is taken too). A batch must free `need` tokens net
+    of its placeholders; `horizon` gives the later calls a batch freeing F tokens is good for."""
     # tokens from each message to the end, as the context is now
     suffix = [0] * (len(history) + 1)
     for i in range(len(history) - 1, -1, -1):
@@ -136,14 +201,12 @@ def _best_batch(
     freed = 0
     for k in range(len(candidates) - 1, -1, -1):
         freed += candidates[k].tokens
-        if freed < cfg.minimum_tokens:
+        placeholders = (len(candidates) - k) * PLACEHOLDER_TOKENS
+        if freed < cfg.minimum_tokens or freed - placeholders < need:
             continue
-        cleared = len(candidates) - k
-        rewritten = max(0, suffix[candidates[k].message_index] - freed) + (
-            cleared * PLACEHOLDER_TOKENS
-        )
-        saving = batch_saving(freed, rewritten, cache, horizon_calls)
-        if saving > 0 and (best is None or saving > best[0]):
+        rewritten = max(0, suffix[candidates[k].message_index] - freed) + placeholders
+        saving = batch_saving(freed, rewritten, cache, horizon(freed))
+        if (loss or saving > 0) and (best is None or saving > best[0]):
             best = (saving, k)
     return None if best is None else best[1]
 
@@ -153,10 +216,17 @@ def horizon_calls(
 ) -> int:
     """Later calls expected before the window ends at the autocompact threshold (a summary
     rewrites the cache anyway), at the window's mean growth per call so far; at least 1."""
-    if calls_in_window < 2 or used_tokens <= first_context:
+    growth = _growth(calls_in_window, first_context, used_tokens)
+    if growth is None:
         return 1
-    growth = (used_tokens - first_context) / (calls_in_window - 1)
     return max(1, int((threshold - used_tokens) / growth))
+
+
+def _growth(calls_in_window: int, first_context: int, used_tokens: int) -> float | None:
+    """Mean tokens a call added to the window so far; None before two calls or without growth."""
+    if calls_in_window < 2 or used_tokens <= first_context:
+        return None
+    return (used_tokens - first_context) / (calls_in_window - 1)
 
 
 def cache_economics(
@@ -171,18 +241,39 @@ def cache_economics(
     return CacheEconomics(state.warm, read, write)
 
 
+def _calls(messages: Sequence[Message], used_tokens: int) -> tuple[int, int]:
+    """The live context's provider calls, and the first one's context (else `used_tokens`)."""
+    calls = [m.usage for m in messages if m.usage is not None]
+    return len(calls), calls[0].context_tokens if calls else used_tokens
+
+
 def window_horizon(messages: Sequence[Message], used_tokens: int, threshold: int) -> int:
     """horizon_calls for the live context `messages` (its calls, the first call's context)."""
-    calls = [m.usage for m in messages if m.usage is not None]
-    first = calls[0].context_tokens if calls else used_tokens
-    return horizon_calls(len(calls), first, used_tokens, threshold)
+    count, first = _calls(messages, used_tokens)
+    return horizon_calls(count, first, used_tokens, threshold)
+
+
+PROVIDER_CLEARS = (
+    "the provider clears this session's old tool results (Anthropic's context editing, "
+    "clear_tool_uses_20250919): tokend does not clear them too"
+)
 
 
 def session_prune_plan(
-    data: SessionData, cfg: CompactionConfig, rates: TokenPrices, now: datetime, threshold: int
+    data: SessionData,
+    cfg: CompactionConfig,
+    rates: TokenPrices,
+    now: datetime,
+    threshold: int,
+    *,
+    provider_clears: bool = False,
 ) -> PrunePlan:
     """The prune tier's plan for a session: `cfg.prune_policy` "cache" (this module) or
-    "eager" (core.prune alone); `rates` the model's prices at the context's tier."""
+    "eager" (core.prune alone); `rates` the model's prices at the context's tier. Nothing when
+    the provider clears old tool results (`provider_clears`: the session's context editing
+    setting; or the last call reported edits the provider applied)."""
+    if provider_clears or (data.anchor is not None and data.anchor.call.cleared_input_tokens):
+        return PrunePlan((), 0, PROVIDER_CLEARS)
     rule = PruneConfig(
         protect_tokens=cfg.prune_protect_tokens,
         minimum_tokens=cfg.prune_minimum_tokens,
@@ -191,8 +282,11 @@ def session_prune_plan(
     if cfg.prune_policy == "eager":
         return plan_prune(data.messages, rule)
     used = data.used_tokens()[0]
-    # At the threshold the other way out is a summary, which rewrites the whole cache anyway.
-    cached = data.model.supports_prompt_caching and used < threshold
+    cached = data.model.supports_prompt_caching
     economics = cache_economics(data.messages, rates, now) if cached else None
+    if used >= threshold:
+        count, first = _calls(data.messages, used)
+        window = Window(used, threshold, _growth(count, first, used))
+        return plan_threshold_prune(data.messages, data.message_tokens, rule, economics, window)
     horizon = window_horizon(data.messages, used, threshold)
     return plan_cached_prune(data.messages, data.message_tokens, rule, economics, horizon)

@@ -123,6 +123,7 @@ def call_figures(
         cache_write_tokens=usage.cache_write_tokens,
         predicted_tokens=predicted,
         error_pct=error_pct,
+        cleared_input_tokens=usage.cleared_input_tokens,
     )
 
 

@@ -135,7 +135,10 @@ def _call(
     assert usage is not None
     counts = change.counts
     predicted = before.used_tokens()[0] if before.anchor is not None else None
-    actual = usage.context_tokens
+    # The context as tokend sent it: the provider's figure is after its context editing, which
+    # clears again what the previous call's had cleared (the gauge counted that without it).
+    cleared_before = before.anchor.call.cleared_input_tokens if before.anchor is not None else 0
+    actual = usage.context_tokens + usage.cleared_input_tokens - cleared_before
     errors, error_pct = before.errors, None
     if predicted is not None and actual > 0:  # a reload shows the call's error as it was
         error = EstimateError(predicted, actual)

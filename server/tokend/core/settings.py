@@ -10,6 +10,7 @@ Keys (TOML):
     [budget]      # BudgetConfig fields, see tokend.core.budget
     [compaction]  # CompactionConfig fields: auto, reserved, prune, protected_tools, prune_*_tokens, prune_policy
     [context]     # budget_injection, see tokend.core.budget_injection
+    [context_editing]  # Anthropic's context editing edits, see tokend.core.context_editing
     [spend]       # SpendConfig fields (user_daily_usd, timezone: user only), tokend.core.spend
     [tool_output] # GateConfig fields (characters, tool names), see tokend.core.gates
     [checkpoints] # CheckpointConfig fields (days, bytes; user config only), tokend.core.checkpoints
@@ -38,6 +39,7 @@ from tokend.core.budget_injection import ContextConfig
 from tokend.core.catalog import ModelInfo
 from tokend.core.checkpoints import CheckpointConfig
 from tokend.core.config_rules import Check, FoldCase, NamedTables, UserOnly
+from tokend.core.context_editing import ContextEditingConfig
 from tokend.core.gates import GateConfig
 from tokend.core.handoff import HandoffConfig
 from tokend.core.model_summary import SummarizerConfig
@@ -71,6 +73,7 @@ class TokendConfig:
     ] = 60
     log_level: Annotated[LogLevel, FoldCase()] = "info"
     context: ContextConfig = ContextConfig()
+    context_editing: ContextEditingConfig = ContextEditingConfig()
     spend: SpendConfig = SpendConfig()
     rate: Annotated[RateConfig, UserOnly("the provider's limit, one for every workspace")] = (
         RateConfig()

@@ -44,6 +44,7 @@ class CallFigures:
     cache_write_tokens: int
     predicted_tokens: int | None
     error_pct: float | None
+    cleared_input_tokens: int = 0  # by the provider's context editing, from this call's input
 
     @property
     def context_tokens(self) -> int:

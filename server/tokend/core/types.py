@@ -128,6 +128,11 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0  # every cache write, whatever its lifetime
     cache_write_1h_tokens: int = 0  # the share of cache_write_tokens written with a 1-hour lifetime
+    # What the provider's context editing cleared from this call's input (Anthropic's
+    # applied_edits, summed): the figures above are the call after those edits.
+    cleared_input_tokens: int = 0
+    cleared_tool_uses: int = 0
+    cleared_thinking_turns: int = 0
 
     @property
     def context_tokens(self) -> int:

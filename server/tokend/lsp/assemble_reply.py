@@ -28,6 +28,10 @@ def assemble_result(assembly: Assembly) -> dict[str, Any]:
         result["system"] = list(assembly.system)
     if assembly.tools:
         result["tools"] = list(assembly.tools)
+    for key, value in assembly.extras:  # contextManagement, outputConfig
+        result[key] = value
+    if assembly.betas:
+        result["betas"] = list(assembly.betas)
     return result
 
 

@@ -31,6 +31,7 @@ from tokend.core.types import (
 from tokend.core.types import Message as DomainMessage
 from tokend.lsp import wire
 from tokend.lsp.wire_cache import to_wire_prompt_cache
+from tokend.lsp.wire_usage import cleared_figures
 
 PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file", "compaction")
 COMPACTION_PROVIDERS = ("anthropic", "openai")
@@ -200,6 +201,7 @@ def from_wire_usage(usage: wire.UsageParams | None) -> Usage | None:
         usage.cache_read_tokens,
         usage.cache_write_tokens,
         cache_write_1h_tokens=usage.cache_write_1h_tokens,
+        **cleared_figures(usage),  # the provider's context editing (usage.appliedEdits)
     )
 
 
@@ -238,6 +240,7 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
             call.cache_read_tokens,
             call.cache_write_tokens,
             call.context_tokens,
+            call.cleared_input_tokens,
             call.predicted_tokens,
             call.error_pct,
         ),

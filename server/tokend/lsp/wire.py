@@ -28,6 +28,7 @@ from tokend.lsp.strict import (
 )
 from tokend.lsp.strict import json_type as _json_type
 from tokend.lsp.wire_cache import PromptCacheWire
+from tokend.lsp.wire_usage import UsageParams as UsageParams  # protocol.md's Usage
 
 T = TypeVar("T")
 
@@ -171,27 +172,6 @@ class SessionCreateParams:
 
 
 @attrs.frozen
-class UsageParams:
-    input_tokens: int
-    output_tokens: int
-    reasoning_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_write_1h_tokens: int = 0  # the part of cache_write_tokens kept for an hour
-    # Anthropic's usage.iterations: each sampling iteration, a provider's compaction included
-    iterations: list[IterationParams] | None = None
-
-
-@attrs.frozen
-class IterationParams:
-    type: str  # "compaction" | "message"
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-
-@attrs.frozen
 class MessageParams:
     role: str
     parts: list[Any]
@@ -231,6 +211,7 @@ class ContextAssembleParams:
     chat_files: list[FileParams] | None = None
     reminder: str | None = None
     budget_injection: Literal["native", "synthetic", "off"] | None = None
+    context_editing: bool | None = None  # Anthropic's context_management edits
 
 
 @attrs.frozen
@@ -337,6 +318,7 @@ class LastCallWire:
     cache_read_tokens: int
     cache_write_tokens: int
     context_tokens: int
+    cleared_input_tokens: int  # what the provider's context editing cleared from that input
     predicted_tokens: int | None
     error_pct: float | None
 

@@ -20,4 +20,5 @@ class AssembleInput:
     chat_files: Sequence[tuple[str, str]] = ()
     reminder: str | None = None
     budget_injection: str | None = None  # native | synthetic | off; None: [context] setting
+    context_editing: bool | None = None  # Anthropic's edits; None: [context_editing] enabled
     extra: dict[str, Any] = field(default_factory=dict)

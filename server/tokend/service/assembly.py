@@ -14,10 +14,13 @@ from tokend.core.budget_injection import (
     native_text,
     resolve_mode,
     synthetic_text,
+    task_budget_model,
+    with_task_budget,
 )
 from tokend.core.budget_injection import ends_with_tool_results as _ends_with_tool_results
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import RecordMeasured
+from tokend.core.context_editing import provider_edits, with_request_field
 from tokend.core.context_inputs import CountedText, ExampleTurn, FileText, file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.framing import (
@@ -59,7 +62,8 @@ def assemble_context(
     built = _build(service, workspaces, state, inp, spend_warnings)
     service.set_measured(session_id, built.measured, built.exact)
     # After set_measured: the figures told to the model are the gauge's as the client sees it.
-    return _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
+    budgeted = _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
+    return _with_edits(service, session_id, inp, budgeted)
 
 
 async def assemble_context_async(
@@ -82,7 +86,8 @@ async def assemble_context_async(
     if dict(data.measured) != built.measured or data.measured_exact != built.exact:
         change = RecordMeasured(built.measured, built.exact)
         await state.apply_async(change, None, service.submit)  # a read: nobody is told
-    return _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
+    budgeted = _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
+    return _with_edits(service, session_id, inp, budgeted)
 
 
 @dataclass(frozen=True)
@@ -195,9 +200,9 @@ def _with_budget(
     state = service.state(session_id)
     data = state.data
     config = service.config_for(data.info.workspace_uri)
-    mode = resolve_mode(
-        inp.budget_injection, config.context.budget_injection, data.model.native_budget_injection
-    )
+    task_budget = task_budget_model(data.model.name, inp.format)
+    native = data.model.native_budget_injection or task_budget
+    mode = resolve_mode(inp.budget_injection, config.context.budget_injection, native)
     if mode == "off":
         return assembly  # no "budget" chunk: the request is exactly what it was without it
     snapshot = state.snapshot
@@ -207,12 +212,29 @@ def _with_budget(
         snapshot.autocompact_threshold,
         config.compaction.auto,
     )
+    if mode == "native" and task_budget:
+        return with_task_budget(assembly, figures)
     text = (
         native_text(figures, _ends_with_tool_results(assembly))
         if mode == "native"
         else synthetic_text(figures)
     )
     return inject(assembly, text, service.counter(data.model).count_text, overhead, limit_tokens)
+
+
+def _with_edits(
+    service: TokendService, session_id: str, inp: AssembleInput, assembly: Assembly
+) -> Assembly:
+    """The assembly with Anthropic's context editing edits (core.context_editing) when the
+    request or the session's settings ask for them, or the warning that says why not."""
+    data = service.state(session_id).data
+    cfg = service.config_for(data.info.workspace_uri).context_editing
+    edits = provider_edits(cfg, inp.context_editing, data.model.name, inp.format)
+    if edits.warning is not None:
+        assembly = replace(assembly, warnings=(*assembly.warnings, edits.warning))
+    if edits.context_management is None or edits.beta is None:
+        return assembly
+    return with_request_field(assembly, "contextManagement", edits.context_management, edits.beta)
 
 
 def _example(index: int, raw: Mapping[str, Any], count: Any) -> ExampleTurn:

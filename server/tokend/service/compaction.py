@@ -22,6 +22,7 @@ from typing import TypeVar
 from tokend.core.budget import history_summary_target_tokens
 from tokend.core.changes import Change, NewWindow, PruneParts
 from tokend.core.compaction_plan import MIN_SHRINK, WindowSplit, split_window, tail_budget_tokens
+from tokend.core.context_editing import provider_clears
 from tokend.core.errors import InvalidParams, VersionConflict
 from tokend.core.history_record import Record, record_of
 from tokend.core.pricing import rates_for
@@ -182,7 +183,9 @@ async def _prune(service: TokendService, data: SessionData, threshold: int) -> P
     info = data.model
     rates = rates_for(info.prices, info.price_tiers, before)
     now = service.clock.now()
-    plan = session_prune_plan(data, cfg, rates, now, threshold)
+    editing = service.config_for(data.info.workspace_uri).context_editing
+    clears = provider_clears(editing, info.name)  # Anthropic's context editing: it prunes
+    plan = session_prune_plan(data, cfg, rates, now, threshold, provider_clears=clears)
     if not plan.part_ids:
         return Planned(CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}"))
     change = service.prune_change(data, plan.part_ids)

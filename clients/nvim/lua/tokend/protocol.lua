@@ -67,6 +67,7 @@
 ---@field cacheReadTokens integer
 ---@field cacheWriteTokens integer
 ---@field contextTokens integer
+---@field clearedInputTokens integer what the provider's context editing cleared from that input
 ---@field predictedTokens integer|nil
 ---@field errorPct number|nil
 

@@ -51,8 +51,16 @@ def part_from_json(kind: str, data: dict[str, Any]) -> Part:
     return cls(**data)
 
 
+_CLEARED = ("cleared_input_tokens", "cleared_tool_uses", "cleared_thinking_turns")
+
+
 def usage_to_json(usage: Usage | None) -> dict[str, int] | None:
-    return None if usage is None else dataclasses.asdict(usage)
+    """The usage's figures; the provider's context editing figures only when it cleared
+    something, so a call without edits is stored as before them (an older tokend reads it)."""
+    if usage is None:
+        return None
+    data = dataclasses.asdict(usage)
+    return {k: v for k, v in data.items() if v or k not in _CLEARED}
 
 
 def usage_from_json(data: dict[str, Any] | None) -> Usage | None:

@@ -35,6 +35,7 @@ def register(server: TokendServer) -> None:
             chat_files=[(f.path, f.text) for f in p.chat_files or ()],
             reminder=p.reminder,
             budget_injection=p.budget_injection,
+            context_editing=p.context_editing,
         )
         with ls.host.busy():
             compacted = await auto_compact_async(
