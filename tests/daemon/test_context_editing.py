@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -333,6 +334,19 @@ def test_the_gauge_takes_what_the_providers_edits_cleared(monkeypatch: pytest.Mo
         client.close()
 
 
+def _settled(client: LspClient, sid: str) -> None:
+    """Wait until the session's messages are counted exactly (a Claude model's parts are shown
+    by their estimate first: the gauge moves when the exact counts land)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        snapshot = _ok(client.request("budget/snapshot", {"sessionId": sid}))
+        basis = {b["category"]: b["basis"] for b in snapshot["breakdown"]}
+        if basis.get("messages") == "exact":
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the messages were not counted exactly in 60 s: {basis}")
+
+
 def test_native_budget_goes_in_the_task_budget_and_is_sent_again_after_a_compaction(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -361,6 +375,7 @@ def test_native_budget_goes_in_the_task_budget_and_is_sent_again_after_a_compact
         asked = {"sessionId": sid, "format": "anthropic", "budgetInjection": "native"}
         remainders = []
         for n in range(2):
+            _settled(client, sid)  # Claude counts land after the estimate: compare once exact
             got = _ok(client.request("context/assemble", asked))
             snapshot = _ok(client.request("budget/snapshot", {"sessionId": sid}))
             budget = got["outputConfig"]["task_budget"]
