@@ -129,15 +129,9 @@ def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     follow.add_argument("--stop", metavar="ID", help="stop the daemon's follower ID")
     follow.add_argument("--json", action="store_true")
 
-    statusline = sub.add_parser(
-        "statusline",
-        help="Claude Code's statusLine command (JSON on stdin), or `statusline codex [ROLLOUT]`",
-    )
-    statusline.add_argument(
-        "--segments",
-        help="which segments, in order, comma-separated: model,context,threshold,cost,rate,"
-        "cache,compactions (default: all; rate, cache and compactions only when known)",
-    )
+    from tokend.commands.statusline_args import add_statusline_parser
+
+    add_statusline_parser(sub)
 
     watch = sub.add_parser("watch", help="a live gauge and breakdown, redrawn at every change")
     watch.add_argument("--session", help="a session id (default: the workspace's active session)")
@@ -319,9 +313,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_follow(args, sys.stdout)
     if args.command == "statusline":
         from tokend.commands.statusline import run_statusline
+        from tokend.commands.statusline_args import statusline_words
 
-        wanted = ["--segments", args.segments] if args.segments else []
-        return run_statusline(sys.stdin, sys.stdout, wanted)
+        return run_statusline(sys.stdin, sys.stdout, statusline_words(args))
     if args.command == "watch":
         from tokend.commands.watch import run_watch
 
