@@ -238,6 +238,16 @@ def _until_tokend(tree: _Tree, stdin: str, since: float, args: tuple[str, ...] =
     raise RuntimeError(f"{tree.name}: no tokend line within 300 s")
 
 
+def _stop(daemon: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 30 s: a daemon that does not exit must not hold the run."""
+    daemon.terminate()
+    try:
+        daemon.wait(30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+
+
 def _floor() -> float:
     """One call of the floor, `python -S -c pass`, in ms."""
     return _times([sys.executable, "-S", "-c", "pass"], 1)[0]
@@ -283,8 +293,7 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
             reach.append(_until_tokend(tree, tree.stdin(copy), started))
         figures["new"], figures["new_reach"], figures["new_floor"] = new, reach, floor
     finally:
-        daemon.terminate()
-        daemon.wait()
+        _stop(daemon)
         tree.stop()
     tree.fresh()  # a daemon that never saw this Claude session: the latency transcript is new
     daemon = tree.serve()
@@ -294,8 +303,7 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
             tree, "claude-code", source, tree.projects / "latency.jsonl"
         )
     finally:
-        daemon.terminate()
-        daemon.wait()
+        _stop(daemon)
         tree.stop()
     cold, reach, floor = [], [], []
     for _ in range(trials):
@@ -323,16 +331,19 @@ def _ends_a_call(agent: str, lines: list[str], i: int) -> bool:
     )
 
 
-def follow_latency(tree: _Tree, agent: str, source: list[str], path: Path) -> list[float]:
+def follow_latency(
+    tree: _Tree, agent: str, source: list[str], path: Path, start_s: float = 300
+) -> list[float]:
     """Write `source`'s provider calls one at a time into `path`, followed from its first half;
-    ms from the write of each call's records to the budget/didChange that counts that call."""
+    ms from the write of each call's records to the budget/didChange that counts that call.
+    RuntimeError when follow/start is not answered within `start_s`."""
     lines = [ln for ln in source if ln.strip()]
     head = len(lines) // 2
     path.write_text("\n".join(lines[:head]) + "\n")
     client = _Listener(tree.home / "run" / "tokend" / "daemon.sock")
     client.reply(client.send("initialize", {"processId": None, "capabilities": {}}))
     client.send("initialized", {}, request=False)
-    client.reply(client.send("follow/start", {"agent": agent, "path": str(path)}))
+    client.reply(client.send("follow/start", {"agent": agent, "path": str(path)}), start_s)
     latencies: list[float] = []
     calls = 0
     i = head
@@ -403,11 +414,12 @@ class _Listener:
                 raise RuntimeError("the daemon closed the connection")
             self.buffer.extend(chunk)
 
-    def reply(self, msg_id: int | None) -> dict[str, Any]:
+    def reply(self, msg_id: int | None, limit_s: float = 300) -> dict[str, Any]:
+        deadline = time.monotonic() + limit_s
         while True:
-            message = self.read(300)
+            message = self.read(max(0.0, deadline - time.monotonic()))
             if message is None:
-                raise RuntimeError("the daemon closed the connection")
+                raise RuntimeError(f"no answer within {limit_s:g} s")
             if message.get("id") == msg_id and "method" not in message:
                 return message
 
@@ -552,7 +564,12 @@ def run() -> str:
         f"that counts it), Claude Code: this work {_latency(mine['latency'])}"
         + (f"; baseline {_latency(theirs['latency'])}" if theirs is not None else "")
         + f". Codex (the generated rollout): this work {_latency(codex['latency'])}"
-        + (f"; baseline {_latency(codex_base['latency'])}." if codex_base is not None else "."),
+        + (
+            f"; baseline {_latency(codex_base['latency'])}"
+            + (f" ({codex_base['latency_error']})." if "latency_error" in codex_base else ".")
+            if codex_base is not None
+            else "."
+        ),
         "",
         f"Lines (colour codes left out): this work `{_plain(mine['line'])}`"
         + (f"; baseline `{_plain(theirs['line'])}`" if theirs is not None else "")

@@ -28,12 +28,14 @@ from bench.codex_sample import SESSION_ID, write_rollout
 from bench.statusline import (
     WARM_CALLS,
     _floor,
+    _stop,
     _Tree,
     _until_tokend,
     follow_latency,
 )
 
 RESPONSES = 300
+START_S = 120  # what follow/start of the rollout's first half is given
 
 
 def sessions_folder(base: Path) -> Path:
@@ -67,10 +69,12 @@ def measure(tree: _Tree, trials: int) -> dict[str, Any]:
     try:
         source = _rollout(tree).read_text().splitlines()
         path = _rollout(tree).with_name("rollout-2026-11-18T09-00-00-latency.jsonl")
-        figures["latency"] = follow_latency(tree, "codex", source, path)
+        try:  # main before this work may not answer: say so rather than wait for it
+            figures["latency"] = follow_latency(tree, "codex", source, path, START_S)
+        except RuntimeError as exc:
+            figures["latency"], figures["latency_error"] = [], str(exc)
     finally:
-        daemon.terminate()
-        daemon.wait()
+        _stop(daemon)
         tree.stop()
     return figures
 
@@ -96,8 +100,7 @@ def _calls(tree: _Tree, trials: int) -> dict[str, Any]:
             reach.append(_until_tokend(tree, "", started, copy))
         figures["new"], figures["new_reach"], figures["new_floor"] = new, reach, floor
     finally:
-        daemon.terminate()
-        daemon.wait()
+        _stop(daemon)
         tree.stop()
     cold, reach, floor, first = [], [], [], []
     for _ in range(trials):
