@@ -18,8 +18,12 @@ writes and reuses its bytecode cache, as an installed tokend's (pip compiles it 
 - **status**: `tokend status` (the line) and `tokend status --json` of the followed session,
   warm, interleaved (the light path when a daemon answers, beside the baseline's full CLI);
 - **follow latency**: a transcript written record by record while a connection listens: from
-  the write of a provider call's last record to the `budget/didChange` that counts it.
+  the write of a provider call's last record to the `budget/didChange` that counts it;
+- **Codex** (bench/statusline_codex.py): `tokend statusline codex ROLLOUT` warm and cold, and
+  the follower's latency, on a GENERATED rollout (bench/codex_sample.py).
 
+The floor is timed between the measured calls (one floor call before each), so a row's 'over
+floor' compares it with the interpreter's start under the same load.
 Wall-clock milliseconds; medians and maxima. `python -m bench.run statusline` prints it.
 """
 
@@ -83,9 +87,10 @@ CLAUDE_FIGURES = {
 class _Tree:
     """One tree's tokend in private folders (a fresh set for each `fresh()`)."""
 
-    def __init__(self, name: str, server: Path) -> None:
+    def __init__(self, name: str, server: Path, rollout: Path | None = None) -> None:
         self.name = name
         self.server = server
+        self.rollout = rollout  # a Codex sessions folder copied into each home
         self.base = Path(tempfile.mkdtemp(prefix=f"tksl-{name}-"))
         self.count = 0
         self.env: dict[str, str] = {}
@@ -99,12 +104,15 @@ class _Tree:
         projects.mkdir(parents=True)
         for source in DATA.glob("*.jsonl"):
             shutil.copy(source, projects / source.name)
+        if self.rollout is not None:  # the generated Codex rollout (bench/codex_sample.py)
+            shutil.copytree(self.rollout, home / "codex" / "sessions")
         self.home, self.projects = home, projects
         self.env = {
             **os.environ,
             "PYTHONPATH": str(self.server),
             "XDG_RUNTIME_DIR": str(home / "run"),
             "CLAUDE_CONFIG_DIR": str(home / "claude"),
+            "CODEX_HOME": str(home / "codex"),
             "TOKEND_DATABASE_URL": f"sqlite:///{home}/tokend.sqlite3",
         }
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed tokend has its bytecode
@@ -122,13 +130,15 @@ class _Tree:
             }
         )
 
-    def statusline(self, stdin: str, entry: bool = False) -> tuple[float, str]:
-        """(wall ms, line) of one call: `python -m tokend statusline`, or with `entry` as the
-        `tokend` console script runs it."""
+    def statusline(
+        self, stdin: str, entry: bool = False, args: tuple[str, ...] = ()
+    ) -> tuple[float, str]:
+        """(wall ms, line) of one call: `python -m tokend statusline ARGS`, or with `entry` as
+        the `tokend` console script runs it."""
         how = ["-c", ENTRY_POINT] if entry else ["-m", "tokend"]
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, *how, "statusline"],
+            [sys.executable, *how, "statusline", *args],
             input=stdin,
             capture_output=True,
             text=True,
@@ -217,15 +227,30 @@ def _pids_with(marker: str) -> list[int]:
     return found
 
 
-def _until_tokend(tree: _Tree, stdin: str, since: float) -> float:
+def _until_tokend(tree: _Tree, stdin: str, since: float, args: tuple[str, ...] = ()) -> float:
     """Milliseconds from `since` until a refresh shows tokend's own figure."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        _, line = tree.statusline(stdin)
+        _, line = tree.statusline(stdin, args=args)
         if "compacts at" in line:
             return (time.perf_counter() - since) * 1000
         time.sleep(REFRESH_S)
     raise RuntimeError(f"{tree.name}: no tokend line within 300 s")
+
+
+def _stop(daemon: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 30 s: a daemon that does not exit must not hold the run."""
+    daemon.terminate()
+    try:
+        daemon.wait(30)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+
+
+def _floor() -> float:
+    """One call of the floor, `python -S -c pass`, in ms."""
+    return _times([sys.executable, "-S", "-c", "pass"], 1)[0]
 
 
 def _times(
@@ -246,8 +271,9 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
         stdin = tree.stdin(tree.projects / BIG)
         _until_tokend(tree, stdin, time.perf_counter())
         figures["line"] = tree.statusline(stdin)[1]
-        figures["warm"], figures["entry"] = [], []
-        for _ in range(WARM_CALLS):  # interleaved: the machine's load falls on both alike
+        figures["warm"], figures["entry"], figures["floor"] = [], [], []
+        for _ in range(WARM_CALLS):  # interleaved with the floor: the load falls on all alike
+            figures["floor"].append(_floor())
             figures["warm"].append(tree.statusline(stdin)[0])
             figures["entry"].append(tree.statusline(stdin, entry=True)[0])
         session = tree.session_id()
@@ -256,119 +282,85 @@ def _measure(tree: _Tree, trials: int) -> dict[str, Any]:
         for _ in range(WARM_CALLS):  # `tokend status`, its --json and the floor, interleaved
             figures["status"].append(tree.status("--session", session)[0])
             figures["status_json"].append(tree.status("--session", session, "--json")[0])
-            figures["status_floor"] += _times([sys.executable, "-S", "-c", "pass"], 1)
-        new, reach = [], []
+            figures["status_floor"].append(_floor())
+        new, reach, floor = [], [], []
         for i in range(trials):
             copy = _renamed_copy(tree.projects, f"copy-{i}")
+            floor.append(_floor())
             started = time.perf_counter()
             elapsed, _ = tree.statusline(tree.stdin(copy))
             new.append(elapsed)
             reach.append(_until_tokend(tree, tree.stdin(copy), started))
-        figures["new"], figures["new_reach"] = new, reach
+        figures["new"], figures["new_reach"], figures["new_floor"] = new, reach, floor
     finally:
-        daemon.terminate()
-        daemon.wait()
+        _stop(daemon)
         tree.stop()
     tree.fresh()  # a daemon that never saw this Claude session: the latency transcript is new
     daemon = tree.serve()
     try:
-        figures["latency"] = _follow_latency(tree)
+        source = _renamed_copy(tree.projects, "latency").read_text().splitlines()
+        figures["latency"] = follow_latency(
+            tree, "claude-code", source, tree.projects / "latency.jsonl"
+        )
     finally:
-        daemon.terminate()
-        daemon.wait()
+        _stop(daemon)
         tree.stop()
-    cold, reach = [], []
+    cold, reach, floor = [], [], []
     for _ in range(trials):
         tree.fresh()
         stdin = tree.stdin(tree.projects / BIG)
+        floor.append(_floor())
         started = time.perf_counter()
         elapsed, _ = tree.statusline(stdin)
         cold.append(elapsed)
         reach.append(_until_tokend(tree, stdin, started))
         tree.stop()
-    figures["cold"], figures["cold_reach"] = cold, reach
+    figures["cold"], figures["cold_reach"], figures["cold_floor"] = cold, reach, floor
     return figures
 
 
-def _follow_latency(tree: _Tree) -> list[float]:
-    """Write the big transcript's provider calls one at a time into a followed file; ms from
-    the write of each call's records to the budget/didChange that counts that call."""
-    source = _renamed_copy(tree.projects, "latency")
-    lines = [ln for ln in source.read_text().splitlines() if ln.strip()]
+def _ends_a_call(agent: str, lines: list[str], i: int) -> bool:
+    """Whether record `i` is the last record of a provider call: Claude Code's last assistant
+    record of a response, Codex's token_count with usage."""
+    record = json.loads(lines[i])
+    if agent == "codex":
+        payload = record.get("payload") or {}
+        return payload.get("type") == "token_count" and payload.get("info") is not None
+    return record.get("type") == "assistant" and (
+        i + 1 >= len(lines) or json.loads(lines[i + 1]).get("type") != "assistant"
+    )
+
+
+def follow_latency(
+    tree: _Tree, agent: str, source: list[str], path: Path, start_s: float = 300
+) -> list[float]:
+    """Write `source`'s provider calls one at a time into `path`, followed from its first half;
+    ms from the write of each call's records to the budget/didChange that counts that call.
+    RuntimeError when follow/start is not answered within `start_s`."""
+    lines = [ln for ln in source if ln.strip()]
     head = len(lines) // 2
-    path = tree.projects / "latency.jsonl"
     path.write_text("\n".join(lines[:head]) + "\n")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(tree.home / "run" / "tokend" / "daemon.sock"))
-    ids = iter(range(1, 1 << 30))
-
-    def send(method: str, params: Any, request: bool = True) -> int | None:
-        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
-        msg_id = next(ids) if request else None
-        if request:
-            body["id"] = msg_id
-        data = json.dumps(body).encode()
-        sock.sendall(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-        return msg_id
-
-    buffer = bytearray()
-
-    def read(timeout: float) -> dict[str, Any] | None:
-        """The next message, or None after `timeout` seconds without a whole one."""
-        deadline = time.monotonic() + timeout
-        while True:
-            head = buffer.find(b"\r\n\r\n")
-            if head >= 0:
-                fields = dict(
-                    line.split(":", 1)
-                    for line in buffer[:head].decode().split("\r\n")
-                    if ":" in line
-                )
-                length = int(next(v for k, v in fields.items() if k.lower() == "content-length"))
-                if len(buffer) >= head + 4 + length:
-                    body = bytes(buffer[head + 4 : head + 4 + length])
-                    del buffer[: head + 4 + length]
-                    return dict(json.loads(body))
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([sock], [], [], left)[0]:
-                return None
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                raise RuntimeError("the daemon closed the connection")
-            buffer.extend(chunk)
-
-    def reply(msg_id: int | None) -> dict[str, Any]:
-        while True:
-            message = read(300)
-            if message is None:
-                raise RuntimeError("the daemon closed the connection")
-            if message.get("id") == msg_id and "method" not in message:
-                return message
-
-    reply(send("initialize", {"processId": None, "capabilities": {}, "rootUri": None}))
-    send("initialized", {}, request=False)
-    reply(send("follow/start", {"agent": "claude-code", "path": str(path)}))
+    client = _Listener(tree.home / "run" / "tokend" / "daemon.sock")
+    client.reply(client.send("initialize", {"processId": None, "capabilities": {}}))
+    client.send("initialized", {}, request=False)
+    client.reply(client.send("follow/start", {"agent": agent, "path": str(path)}), start_s)
     latencies: list[float] = []
     calls = 0
     i = head
     with path.open("a") as out:
         while i < len(lines) and len(latencies) < LATENCY_CALLS:
-            # the records up to and including the next assistant record that closes a call
-            chunk = []
+            chunk = []  # the records up to and including the next one that closes a call
             while i < len(lines):
                 chunk.append(lines[i])
-                record = json.loads(lines[i])
                 i += 1
-                if record.get("type") == "assistant" and (
-                    i >= len(lines) or json.loads(lines[i]).get("type") != "assistant"
-                ):
+                if _ends_a_call(agent, lines, i - 1):
                     break
             out.write("\n".join(chunk) + "\n")
             out.flush()
             started = time.perf_counter()
             deadline = started + 30
             while time.perf_counter() < deadline:
-                message = read(max(0.01, deadline - time.perf_counter()))
+                message = client.read(max(0.01, deadline - time.perf_counter()))
                 if message and message.get("method") == "budget/didChange":
                     seen = message["params"]["snapshot"]["totals"]["calls"]
                     if seen > calls:
@@ -376,12 +368,68 @@ def _follow_latency(tree: _Tree) -> list[float]:
                             latencies.append((time.perf_counter() - started) * 1000)
                         calls = seen
                         break
-    sock.close()
+    client.close()
     return latencies
 
 
-def _ccusage(tree: _Tree) -> tuple[list[float], str] | str:
-    """ccusage's statusline on the same stdin and transcripts, or why it could not run."""
+class _Listener:
+    """A connection to the daemon that sends requests and reads every message it is sent."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(path))
+        self.buffer = bytearray()
+        self.ids = iter(range(1, 1 << 30))
+
+    def send(self, method: str, params: Any, request: bool = True) -> int | None:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        msg_id = next(self.ids) if request else None
+        if request:
+            body["id"] = msg_id
+        data = json.dumps(body).encode()
+        self.sock.sendall(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        return msg_id
+
+    def read(self, timeout: float) -> dict[str, Any] | None:
+        """The next message, or None after `timeout` seconds without a whole one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            head = self.buffer.find(b"\r\n\r\n")
+            if head >= 0:
+                fields = dict(
+                    line.split(":", 1)
+                    for line in self.buffer[:head].decode().split("\r\n")
+                    if ":" in line
+                )
+                length = int(next(v for k, v in fields.items() if k.lower() == "content-length"))
+                if len(self.buffer) >= head + 4 + length:
+                    body = bytes(self.buffer[head + 4 : head + 4 + length])
+                    del self.buffer[: head + 4 + length]
+                    return dict(json.loads(body))
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                return None
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("the daemon closed the connection")
+            self.buffer.extend(chunk)
+
+    def reply(self, msg_id: int | None, limit_s: float = 300) -> dict[str, Any]:
+        deadline = time.monotonic() + limit_s
+        while True:
+            message = self.read(max(0.0, deadline - time.monotonic()))
+            if message is None:
+                raise RuntimeError(f"no answer within {limit_s:g} s")
+            if message.get("id") == msg_id and "method" not in message:
+                return message
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _ccusage(tree: _Tree) -> tuple[list[float], list[float], str] | str:
+    """ccusage's statusline on the same stdin and transcripts (each call after one of the
+    floor's), or why it could not run."""
     folder = ROOT / "bench" / "out" / "ccusage"
     binary = folder / "node_modules" / ".bin" / "ccusage"
     if not binary.exists():
@@ -398,14 +446,18 @@ def _ccusage(tree: _Tree) -> tuple[list[float], str] | str:
     first = subprocess.run(args, input=stdin, capture_output=True, text=True, env=tree.env)
     if first.returncode != 0:
         return f"ccusage failed: {first.stderr.strip()[-200:]}"
-    return _times(args, WARM_CALLS, stdin, tree.env), first.stdout.strip()
+    times, floor = [], []
+    for _ in range(WARM_CALLS):
+        floor.append(_floor())
+        times += _times(args, 1, stdin, tree.env)
+    return times, floor, first.stdout.strip()
 
 
 @contextlib.contextmanager
-def _trees() -> Iterator[tuple[_Tree, _Tree | None]]:
+def _trees(rollout: Path) -> Iterator[tuple[_Tree, _Tree | None]]:
     with baseline_tree(BASELINE) as base_root:
-        ours = _Tree("ours", ROOT / "server")
-        base = _Tree("base", base_root / "server") if base_root is not None else None
+        ours = _Tree("ours", ROOT / "server", rollout)
+        base = _Tree("base", base_root / "server", rollout) if base_root is not None else None
         try:
             yield ours, base
         finally:
@@ -416,56 +468,84 @@ def _trees() -> Iterator[tuple[_Tree, _Tree | None]]:
                 base.cleanup()
 
 
-def _row(what: str, times: list[float], floor: float) -> str:
-    p50 = statistics.median(times)
-    return f"| {what} | {len(times)} | {p50:.0f} | {max(times):.0f} | {p50 - floor:+.0f} |"
+def _row(what: str, times: list[float], floor: list[float]) -> str:
+    """A table row: calls, median, max, the floor's median measured between these calls, and
+    the difference of the medians."""
+    p50, base = statistics.median(times), statistics.median(floor)
+    return (
+        f"| {what} | {len(times)} | {p50:.0f} | {max(times):.0f} | {base:.0f} | {p50 - base:+.0f} |"
+    )
 
 
 def run() -> str:
+    from bench import statusline_codex
+
     if not (DATA / BIG).is_file():
         raise FileNotFoundError(f"the shared session is missing: {DATA / BIG}")
-    with _trees() as (ours, base):
-        bare = _times([sys.executable, "-S", "-c", "pass"], WARM_CALLS)
-        site = _times([sys.executable, "-c", "pass"], WARM_CALLS, env=ours.env)
-        mine = _measure(ours, COLD_TRIALS["ours"])
-        theirs = _measure(base, COLD_TRIALS["base"]) if base is not None else None
-        peer = _ccusage(ours)
-    floor = statistics.median(bare)
+    with tempfile.TemporaryDirectory(prefix="tksl-codex-") as folder:
+        rollout = statusline_codex.sessions_folder(Path(folder))
+        with _trees(rollout) as (ours, base):
+            load = os.getloadavg()
+            bare, site = [], []
+            for _ in range(WARM_CALLS):
+                bare.append(_floor())
+                site += _times([sys.executable, "-c", "pass"], 1, env=ours.env)
+            mine = _measure(ours, COLD_TRIALS["ours"])
+            theirs = _measure(base, COLD_TRIALS["base"]) if base is not None else None
+            peer = _ccusage(ours)
+            codex = statusline_codex.measure(ours, COLD_TRIALS["ours"])
+            codex_base = statusline_codex.measure(base, 0) if base is not None else None
+            load_after = os.getloadavg()
+        about = statusline_codex.about(rollout)
     rows = [
         "### tokend statusline per refresh (bench/statusline.py)\n",
         "A fresh process per call with Claude Code's JSON on stdin (the 2.7 MB real session):",
         "`tokend statusline` as the entry point runs it, and `python -m tokend statusline`;",
-        "wall-clock ms; 'over floor' is the median minus `python -S -c pass`'s. Goals: warm <=",
-        "floor + 10 ms; cold <= 150 ms and never blank. Bytecode cached, as installed.",
-        f"Baseline: main before this work ({BASELINE}), same run, same machine.\n",
-        "| | calls | median | max | over floor |",
-        "|---|---:|---:|---:|---:|",
-        _row("floor: `python -S -c pass`", bare, floor),
-        _row("`python -c pass` (with site)", site, floor),
-        _row("warm, `tokend statusline`, this work", mine["entry"], floor),
-        _row("warm, `python -m tokend statusline`, this work", mine["warm"], floor),
+        "wall-clock ms. The floor is `python -S -c pass`, timed between the calls of each row",
+        "(one floor call before each measured call, so load falls on both alike); 'over",
+        "floor' is the row's median minus its floor's median. Goals: warm <= floor + 10 ms;",
+        "cold <= 150 ms and never blank. Bytecode cached, as installed.",
+        f"Baseline: main before this work ({BASELINE}), same run, same machine. Load average",
+        f"{load[0]:.1f} before, {load_after[0]:.1f} after (2 cores).\n",
+        "| | calls | median | max | floor | over floor |",
+        "|---|---:|---:|---:|---:|---:|",
+        _row("floor: `python -S -c pass`", bare, bare),
+        _row("`python -c pass` (with site)", site, bare),
+        _row("warm, `tokend statusline`, this work", mine["entry"], mine["floor"]),
+        _row("warm, `python -m tokend statusline`, this work", mine["warm"], mine["floor"]),
     ]
     if theirs is not None:
-        rows.append(_row("warm, `tokend statusline`, baseline", theirs["entry"], floor))
-        rows.append(_row("warm, `python -m tokend statusline`, baseline", theirs["warm"], floor))
+        rows.append(_row("warm, `tokend statusline`, baseline", theirs["entry"], theirs["floor"]))
+        rows.append(
+            _row("warm, `python -m tokend statusline`, baseline", theirs["warm"], theirs["floor"])
+        )
     if isinstance(peer, tuple):
-        rows.append(_row("warm, ccusage statusline (native)", peer[0], floor))
+        rows.append(_row("warm, ccusage statusline (native)", peer[0], peer[1]))
     rows += [
-        _row("warm, `tokend status`, this work", mine["status"], floor),
-        _row("warm, `tokend status --json`, this work", mine["status_json"], floor),
+        _row("warm, `tokend status`, this work", mine["status"], mine["status_floor"]),
+        _row("warm, `tokend status --json`, this work", mine["status_json"], mine["status_floor"]),
     ]
     if theirs is not None:
-        rows.append(_row("warm, `tokend status`, baseline", theirs["status"], floor))
-        rows.append(_row("warm, `tokend status --json`, baseline", theirs["status_json"], floor))
+        rows.append(
+            _row("warm, `tokend status`, baseline", theirs["status"], theirs["status_floor"])
+        )
+        rows.append(
+            _row(
+                "warm, `tokend status --json`, baseline",
+                theirs["status_json"],
+                theirs["status_floor"],
+            )
+        )
     rows += [
-        _row("cold, new transcript, this work", mine["new"], floor),
-        _row("cold, no daemon, this work", mine["cold"], floor),
+        _row("cold, new transcript, this work", mine["new"], mine["new_floor"]),
+        _row("cold, no daemon, this work", mine["cold"], mine["cold_floor"]),
     ]
     if theirs is not None:
         rows += [
-            _row("cold, new transcript, baseline", theirs["new"], floor),
-            _row("cold, no daemon, baseline", theirs["cold"], floor),
+            _row("cold, new transcript, baseline", theirs["new"], theirs["new_floor"]),
+            _row("cold, no daemon, baseline", theirs["cold"], theirs["cold_floor"]),
         ]
+    rows += statusline_codex.rows(codex, _row)
     rows += [
         "",
         "Until a refresh (every 300 ms) shows tokend's own figure, median ms: "
@@ -477,36 +557,24 @@ def run() -> str:
             "for it)."
             if theirs is not None
             else "."
-        ),
+        )
+        + statusline_codex.reach_text(codex),
         "",
-        f"Follow latency (a provider call written to the transcript -> the budget/didChange "
-        f"that counts it), this work: median {statistics.median(mine['latency']):.0f} ms, "
-        f"p95 {_p95(mine['latency']):.0f} ms, max {max(mine['latency']):.0f} ms over "
-        f"{len(mine['latency'])} calls"
+        "Follow latency (a provider call written to the transcript -> the budget/didChange "
+        f"that counts it), Claude Code: this work {_latency(mine['latency'])}"
+        + (f"; baseline {_latency(theirs['latency'])}" if theirs is not None else "")
+        + f". Codex (the generated rollout): this work {_latency(codex['latency'])}"
         + (
-            f"; baseline median {statistics.median(theirs['latency']):.0f} ms, "
-            f"p95 {_p95(theirs['latency']):.0f} ms."
-            if theirs is not None and theirs["latency"]
+            f"; baseline {_latency(codex_base['latency'])}"
+            + (f" ({codex_base['latency_error']})." if "latency_error" in codex_base else ".")
+            if codex_base is not None
             else "."
         ),
         "",
         f"Lines (colour codes left out): this work `{_plain(mine['line'])}`"
         + (f"; baseline `{_plain(theirs['line'])}`" if theirs is not None else "")
-        + (f"; ccusage `{peer[1]}`." if isinstance(peer, tuple) else f". ccusage: {peer}."),
-        "",
-        "`tokend status` against the floor measured between its calls (median "
-        f"{statistics.median(mine['status_floor']):.0f} ms this work"
-        + (
-            f", {statistics.median(theirs['status_floor']):.0f} ms baseline"
-            if theirs is not None
-            else ""
-        )
-        + f"): this work +{_over(mine, 'status')} ms, --json +{_over(mine, 'status_json')}"
-        + (
-            f"; baseline +{_over(theirs, 'status')}, --json +{_over(theirs, 'status_json')}."
-            if theirs is not None
-            else "."
-        ),
+        + (f"; ccusage `{peer[2]}`." if isinstance(peer, tuple) else f". ccusage: {peer}.")
+        + f" Codex, this work: `{_plain(codex['line'])}`.",
         "",
         f"`tokend status --session ID` (same session): this work `{mine['status_line']}`"
         + (
@@ -515,13 +583,19 @@ def run() -> str:
             if theirs is not None
             else "."
         ),
+        "",
+        about,
     ]
     return "\n".join(rows)
 
 
-def _over(figures: dict[str, Any], key: str) -> str:
-    """The median of `key`'s calls minus the median of the floor taken between them."""
-    return f"{statistics.median(figures[key]) - statistics.median(figures['status_floor']):.0f}"
+def _latency(values: list[float]) -> str:
+    if not values:
+        return "not measured (no call counted)"
+    return (
+        f"median {statistics.median(values):.0f} ms, p95 {_p95(values):.0f} ms, "
+        f"max {max(values):.0f} ms over {len(values)} calls"
+    )
 
 
 def _plain(line: str) -> str:

@@ -52,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
         help="line (default), json (the Snapshot), or claude-code (its statusLine JSON shape)",
     )
 
-    _live_parsers(sub)
+    from tokend.commands.live_args import add_live_parsers
+
+    add_live_parsers(sub)
     _checkpoint_parsers(sub)
 
     context = sub.add_parser("context", help="a breakdown table of the active session's window")
@@ -61,13 +63,6 @@ def _parser() -> argparse.ArgumentParser:
 
     _sessions_parser(sub)
 
-    compact = sub.add_parser(
-        "compact",
-        help="compact a session as its automatic compaction would (prune old tool output, then "
-        "summarize older turns if that is not enough) and show before/after",
-    )
-    compact.add_argument("session", nargs="?", help="a session id (default: the active one)")
-    compact.add_argument("--json", action="store_true")
     _history_parsers(sub)
 
     models = sub.add_parser("models", help="the model catalog")
@@ -108,41 +103,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _live_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from pathlib import Path
-
-    follow = sub.add_parser(
-        "follow", help="follow a Claude Code or Codex session live (the daemon tails its file)"
-    )
-    follow.add_argument("agent", nargs="?", choices=["claude-code", "codex"])
-    follow.add_argument(
-        "file", nargs="?", type=Path, help="a transcript (default: every session of the agent)"
-    )
-    follow.add_argument("--latest", action="store_true", help="the agent's newest transcript")
-    follow.add_argument(
-        "--workspace", type=Path, help="the session's workspace folder (default: the agent's cwd)"
-    )
-    follow.add_argument(
-        "--detach", action="store_true", help="leave the daemon following and return"
-    )
-    follow.add_argument("--list", action="store_true", help="what the daemon follows")
-    follow.add_argument("--stop", metavar="ID", help="stop the daemon's follower ID")
-    follow.add_argument("--json", action="store_true")
-
-    statusline = sub.add_parser(
-        "statusline",
-        help="Claude Code's statusLine command (JSON on stdin), or `statusline codex [ROLLOUT]`",
-    )
-    statusline.add_argument(
-        "--segments",
-        help="which segments, in order, comma-separated: model,context,threshold,cost,rate,"
-        "cache,compactions (default: all; rate, cache and compactions only when known)",
-    )
-
-    watch = sub.add_parser("watch", help="a live gauge and breakdown, redrawn at every change")
-    watch.add_argument("--session", help="a session id (default: the workspace's active session)")
-
-
 def _checkpoint_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`tokend checkpoints` and `tokend rewind` (commands/checkpoints.py), declared here (only
     here) so that parsing a command line never imports the store."""
@@ -162,7 +122,18 @@ def _checkpoint_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _history_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`tokend fork` and `tokend handoff` (commands/fork.py, commands/handoff.py)."""
+    """`tokend compact`, `fork` and `handoff` (commands/compact.py, fork.py, handoff.py)."""
+    compact = sub.add_parser(
+        "compact",
+        help="compact a session as its automatic compaction would (prune old tool output, then "
+        "summarize older turns if that is not enough) and show before/after",
+        description="Compact a session as its automatic compaction would: prune old tool "
+        "output, then summarize older turns if that is not enough; show before and after. A "
+        "session tokend follows from an agent's transcript is the agent's: refused (compact a "
+        "`tokend fork` of it).",
+    )
+    compact.add_argument("session", nargs="?", help="a session id (default: the active one)")
+    compact.add_argument("--json", action="store_true")
     fork = sub.add_parser("fork", help="a child session with the parent's messages (parent kept)")
     fork.add_argument("session", nargs="?", help="a session id (default: the active one)")
     fork.add_argument("--at", metavar="MESSAGE", help="copy up to and including this message")
@@ -318,10 +289,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             raise TokendError("say which agent to follow: tokend follow claude-code|codex")
         return run_follow(args, sys.stdout)
     if args.command == "statusline":
+        from tokend.commands.live_args import statusline_words
         from tokend.commands.statusline import run_statusline
 
-        wanted = ["--segments", args.segments] if args.segments else []
-        return run_statusline(sys.stdin, sys.stdout, wanted)
+        return run_statusline(sys.stdin, sys.stdout, statusline_words(args))
     if args.command == "watch":
         from tokend.commands.watch import run_watch
 

@@ -156,3 +156,12 @@ def test_an_imported_sessions_time_is_the_transcripts_span(tmp_path):
     time = json.loads(status.stdout)["time"]
     assert time["wallMs"] == span_ms  # 4,180,163 ms: 1 h 9 min 40 s
     assert time["apiMs"] is None
+
+
+def test_compact_help_says_what_it_does_and_what_it_refuses(tmp_path):
+    """`tokend compact --help` itself (not only `tokend --help`'s one line) says it also
+    summarizes, and that a followed session is the agent's."""
+    shown = tokend("compact", "--help", cwd=tmp_path)
+    text = " ".join(shown.stdout.split())
+    assert shown.returncode == 0 and "summarize older turns" in text, shown.stdout
+    assert "refused" in text and "tokend fork" in text

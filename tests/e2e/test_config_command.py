@@ -150,13 +150,7 @@ def test_every_table_is_shown_and_read(isolated_dirs: Path, tmp_path: Path) -> N
         "[spend]\nsession_usd = 5\n"
         '[telemetry]\nresource_attributes = { team = "infra" }\n'
     )
-    shown = subprocess.run(
-        [sys.executable, "-m", "tokend", "config", "--json", "--workspace", str(tmp_path)],
-        env=tokend_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = _tokend_config(tmp_path, "--json")
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     assert report["warnings"] == []
@@ -177,14 +171,46 @@ def test_every_table_is_shown_and_read(isolated_dirs: Path, tmp_path: Path) -> N
         "source": "default",
         "file": None,
     }
-    text = subprocess.run(
-        [sys.executable, "-m", "tokend", "config", "--workspace", str(tmp_path)],
-        env=tokend_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
+    text = _tokend_config(tmp_path).stdout
     [line] = [line for line in text.splitlines() if line.startswith("telemetry.resource_attr")]
     assert '{team = "infra"}' in line
     [line] = [line for line in text.splitlines() if line.startswith("compaction.reserved ")]
     assert "(automatic)" in line
+
+
+def test_a_rejected_value_is_marked_rejected_beside_the_value_in_effect(tmp_path: Path) -> None:
+    """`tokend config` showed a refused value's row as plain `default`, as if the file did not
+    set it; the row now says the user's value was rejected (the warning says why)."""
+    user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "tokend" / "config.toml"
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text('[statusline]\nsegments = "model,speed"\n\n[spend]\nsession_usd = 5\n')
+    shown = _tokend_config(tmp_path, "--json")
+    assert shown.returncode == 0, shown.stderr
+    rows = {row["key"]: row for row in json.loads(shown.stdout)["settings"]}
+    segments = rows["statusline.segments"]
+    assert segments["source"] == "default" and segments["rejected"] == "user"
+    assert segments["value"] == [
+        "model",
+        "context",
+        "threshold",
+        "cost",
+        "rate",
+        "cache",
+        "compactions",
+    ]
+    assert "rejected" not in rows["spend.session_usd"]  # accepted: no mark
+    text = _tokend_config(tmp_path, COLUMNS="200").stdout
+    row = next(line for line in text.splitlines() if line.startswith("statusline.segments"))
+    assert row.rstrip().endswith("default (user config value rejected)"), row
+    assert "segments = 'model,speed' is invalid" in text
+
+
+def _tokend_config(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`tokend config ARGS --workspace WORKSPACE` as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "tokend", "config", *args, "--workspace", str(workspace)],
+        env=tokend_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

@@ -215,3 +215,35 @@ def test_statusline_line_refuses_an_unknown_agent(daemons: Daemons) -> None:
         _statusline("/no/such/rollout.jsonl")
         == "tokend: no Codex rollout at /no/such/rollout.jsonl"
     )
+
+
+def test_statusline_help_names_codex_and_the_parser_hands_a_rollout_on(daemons: Daemons) -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "tokend", "statusline", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+    )
+    assert shown.returncode == 0, shown.stderr
+    usage = " ".join(shown.stdout.split())
+    assert "{claude-code,codex}" in usage and "ROLLOUT" in usage, shown.stdout
+    now = time.time()
+    path = _rollout(
+        daemons.base / "codex",
+        "0199e",
+        "gpt-5-codex",
+        [_response("a", SECOND, SECOND, _limits(42, 12, now))],
+    )
+    # an option before `statusline` takes the argument parser's way: the rollout reaches it
+    store = f"sqlite:///{daemons.base / 'tokend.sqlite3'}"
+    done = subprocess.run(
+        [sys.executable, "-m", "tokend", "--database-url", store, "statusline", "codex", str(path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    used = _in_window(SECOND)
+    assert done.stdout.startswith(f"gpt-5-codex · {round(used / 1000)}k/272k"), done.stdout
+    _until(str(path), says="compacts at")  # the daemon it started, before the test ends

@@ -88,7 +88,8 @@ def test_watch_waits_for_a_session_and_for_the_daemon_to_come_back(
         "session/append",
         {"sessionId": created["sessionId"], "message": {"role": "user", "parts": [text]}},
     )
-    watch.until("/ 128,000 tokens")
+    used = agent.result("budget/snapshot", {"sessionId": created["sessionId"]})["usedTokens"]
+    shown = watch.until(f"{used:,} / 128,000 tokens")  # (it may show the empty session first)
     agent.close()
 
     stopped = subprocess.run([sys.executable, "-m", "tokend", "stop"], timeout=WAIT_SECONDS)
@@ -96,8 +97,27 @@ def test_watch_waits_for_a_session_and_for_the_daemon_to_come_back(
     watch.until("the tokend daemon stopped; waiting for it to come back")
     assert watch.proc.poll() is None
     daemons.serve("--idle-timeout", "0")
-    back = watch.until("/ 128,000 tokens")  # attached again to the same session
-    assert back == next(line for line in watch.seen if "/ 128,000 tokens" in line)
+    assert watch.until("/ 128,000 tokens") == shown  # attached again to the same session
+
+
+def test_watch_waiting_for_a_session_does_not_say_the_daemon_stopped(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """Found by hand: while it waited for a session, watch said `the tokend daemon stopped`
+    every two seconds to a daemon that ran all along (its one-second wait timed the socket's
+    reader out, and the next read of that reader failed)."""
+    daemons.serve("--idle-timeout", "0")
+    workspace = tmp_path / "app"
+    workspace.mkdir()
+    watch = _Lines(daemons, "watch", cwd=workspace)
+    watch.until(f"no session in {workspace} yet; waiting")
+    time.sleep(5.0)  # five of watch's one-second looks for a session
+    watch.proc.terminate()
+    watch.proc.wait(WAIT_SECONDS)
+    watch.drain()
+    assert [line for line in watch.seen if line.startswith("tokend watch:")] == [
+        f"tokend watch: no session in {workspace} yet; waiting for one (Ctrl-C to quit)"
+    ], watch.seen
 
 
 def test_follow_says_when_the_agent_compacted_and_prints_no_line_twice(

@@ -55,7 +55,10 @@ def config_report(
     rows = []
     for key, value in _settings(settings.config):
         origin = settings.origins.get(key, "default")
-        rows.append({"key": key, "value": value, "source": origin, "file": files.get(origin)})
+        row = {"key": key, "value": value, "source": origin, "file": files.get(origin)}
+        if key in settings.rejected:  # a layer's value was refused: this one applies instead
+            row["rejected"] = settings.rejected[key]
+        rows.append(row)
     url, url_origin = _database_url(settings, database_url)
     return {
         "workspace": str(workspace),
@@ -133,10 +136,7 @@ def _write_text(out: TextIO, report: dict[str, Any]) -> None:
     write_table(
         out,
         [Column("setting"), Column("value"), Column("from")],
-        [
-            (row["key"], _toml(row["value"], row["key"]), _origin(row["source"], row["file"]))
-            for row in report["settings"]
-        ],
+        [(row["key"], _toml(row["value"], row["key"]), _origin(row)) for row in report["settings"]],
     )
     out.write("\n")
     write_table(
@@ -165,7 +165,11 @@ def _write_text(out: TextIO, report: dict[str, Any]) -> None:
         say(out, f"warning: {warning}", "yellow")
 
 
-def _origin(source: str, file: str | None) -> Text | str:
+def _origin(row: dict[str, Any]) -> Text | str:
+    source, file = row["source"], row["file"]
+    if "rejected" in row:  # the warning below says why
+        refused = ORIGIN_NAMES.get(row["rejected"], row["rejected"])
+        return Text(f"{ORIGIN_NAMES.get(source, source)} ({refused} value rejected)", "yellow")
     if source == "default":
         return Text("default", style="dim")
     return f"{ORIGIN_NAMES.get(source, source)} ({file})" if file else ORIGIN_NAMES[source]

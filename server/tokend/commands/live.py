@@ -11,7 +11,7 @@ import os
 from collections import deque
 from typing import Any, Self
 
-from tokend.commands.rpc_client import DaemonClient, NoReply
+from tokend.commands.rpc_client import DaemonClient
 from tokend.commands.status_text import claude_code_status, gauge_line
 from tokend.core.errors import TokendError
 from tokend.core.statusline import short_gauge, short_tokens
@@ -64,20 +64,18 @@ class LiveClient(DaemonClient):
             self._notifications.append(body)
         return body
 
-    def next_notification(self, timeout: float | None = None) -> dict[str, Any] | None:
-        """The next notification (kept or new); None after `timeout` seconds without one."""
+    def next_notification(self) -> dict[str, Any]:
+        """The next notification (kept or new), waiting for it. No time limit: a read that
+        timed out would leave the connection's reader unusable (socket.makefile), so a caller
+        that must look elsewhere meanwhile waits between requests instead."""
         if self._notifications:
             return self._notifications.popleft()
-        self._sock.settimeout(timeout)
+        self._sock.settimeout(None)  # an agent may not reply for hours
         try:
             while True:
                 body = super()._read()
                 if "method" in body and "id" not in body:
                     return body
-        except NoReply:
-            if timeout is not None:
-                return None
-            raise
         finally:
             self._sock.settimeout(300.0)
 

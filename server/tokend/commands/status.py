@@ -2,8 +2,9 @@
 
 Both ask the running daemon when one answers: it has the sessions loaded, so the answer takes
 a few milliseconds (fit for a shell prompt or a tmux status line), and it is the very snapshot
-the editors show. With no daemon they read the store directly, which loads the session (about a
-second). Either way the figures are the wire Snapshot of protocol.md, printed by commands.live.
+the editors show. With no daemon they read the store directly, which loads the session (a second
+or two); the line `tokend status` printed is kept, and printed at once by the next call with no
+daemon while the store holds that session unchanged (commands/status_cold.py). Either way the figures are the wire Snapshot of protocol.md, printed by commands.live.
 Heavy modules (the store, the service) are imported only on that slow path.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -103,7 +105,11 @@ def run_status(args: argparse.Namespace, out: TextIO) -> int:
         )
         out.write(json.dumps(status) + "\n")
     else:
-        out.write(gauge_line(snapshot) + "\n")
+        from tokend.commands.status_cold import keep_line
+
+        line = gauge_line(snapshot)
+        out.write(line + "\n")
+        keep_line(args.session, os.path.realpath(os.getcwd()), snapshot, line)
     return 0
 
 

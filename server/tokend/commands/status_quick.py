@@ -2,11 +2,13 @@
 heavy imported: os, sys and the C modules under socket and json through adapters.rendezvous),
 for a shell prompt or tmux that runs it at every refresh.
 
-Requests are written at once where they can be: initialize, initialized and session/list (the
-cwd's sessions; skipped with --session), then budget/snapshot (and follow/list for
-`--format claude-code`). What it prints is what the full path (commands/status.py) prints for
-the same options. Anything else — other options, no daemon, an error the daemon answers — is
-left to the full path (None), which says it as before.
+Requests are written at once where they can be: initialize, initialized and budget/snapshot
+with --session (one round trip); else session/list (the cwd's sessions) first, then
+budget/snapshot (and follow/list for `--format claude-code`). What it prints is what the full
+path (commands/status.py) prints for the same options. With no daemon, the line printed last
+time is printed when the store says its session has not changed since (commands/status_cold.py).
+Anything else — other options, no daemon, an error the daemon answers — is left to the full
+path (None), which says it as before.
 """
 
 from __future__ import annotations
@@ -50,8 +52,10 @@ def quick_status(argv: Sequence[str], out: TextIO) -> int | None:
     fmt, session_id = options
     try:
         sock = rendezvous.quick_connect(REPLY_SECONDS)
+    except (FileNotFoundError, ConnectionRefusedError):  # no daemon: the line kept, if current
+        return _kept(fmt, session_id, out)
     except (OSError, rendezvous.UnsafePathError):
-        return None  # no daemon (the store is read), or a problem the full path explains
+        return None  # a problem the full path explains
     try:
         text = _status(_Connection(sock), fmt, session_id)
     except (_Unanswered, OSError, ValueError, KeyError, TypeError, IndexError):
@@ -60,6 +64,25 @@ def quick_status(argv: Sequence[str], out: TextIO) -> int | None:
         sock.close()
     out.write(text + "\n")
     return 0
+
+
+def _kept(fmt: str, session_id: str | None, out: TextIO) -> int | None:
+    """The line kept from the last call, when the store holds its session unchanged."""
+    if fmt != "line":
+        return None
+    from tokend.commands.status_cold import kept_line
+
+    cwd = os.path.realpath(os.getcwd())
+    line = kept_line(session_id, cwd, folder_uri(cwd))
+    if line is None:
+        return None
+    out.write(line + "\n")
+    return 0
+
+
+def folder_uri(path: str) -> str:
+    """file:// URI of an absolute path, escaped as pathlib's as_uri escapes it."""
+    return "file://" + "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in os.fsencode(path))
 
 
 def _options(argv: Sequence[str]) -> tuple[str, str | None] | None:
@@ -124,27 +147,30 @@ class _Connection:
 
 def _status(connection: _Connection, fmt: str, session_id: str | None) -> str:
     cwd = os.path.realpath(os.getcwd())
-    uri = "file://" + "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in os.fsencode(cwd))
     hello = {"processId": os.getpid(), "capabilities": {}, "clientInfo": {"name": "tokend status"}}
     calls: list[tuple[str, Any]] = [("initialize", hello), ("initialized", {})]
-    calls.append(("session/list", {"workspaceUri": uri}))
+    if session_id is not None and fmt != "claude-code":  # one round trip
+        replies = connection.results(
+            connection.send(*calls, ("budget/snapshot", {"sessionId": session_id}))
+        )
+        return _text(fmt, replies[max(replies)], session_id, cwd)
+    calls.append(("session/list", {"workspaceUri": folder_uri(cwd)}))
     listed = connection.results(connection.send(*calls))
     sessions = listed[max(listed)]["sessions"]
-    if session_id is None:
+    shown = session_id
+    if shown is None:
         if not sessions:
             raise _Unanswered("no session")  # the full path says what to do
-        session_id = sessions[0]["sessionId"]
-    workspace = next((s["workspaceUri"] for s in sessions if s["sessionId"] == session_id), None)
-    calls = [("budget/snapshot", {"sessionId": session_id})]
+        shown = sessions[0]["sessionId"]
+    workspace = next((s["workspaceUri"] for s in sessions if s["sessionId"] == shown), None)
+    calls = [("budget/snapshot", {"sessionId": shown})]
     if fmt == "claude-code":
         calls.append(("follow/list", {}))
     ids = connection.send(*calls)
     replies = connection.results(ids)
     snapshot = replies[ids[0]]
-    if fmt == "json":
-        return rendezvous.dumps(snapshot)
-    if fmt == "line":
-        return gauge_line(snapshot)
+    if fmt != "claude-code":
+        return _text(fmt, snapshot, session_id, cwd)
     transcript = next(
         (
             str(t["path"])
@@ -158,6 +184,17 @@ def _status(connection: _Connection, fmt: str, session_id: str | None) -> str:
         snapshot, cwd=os.getcwd(), project_dir=_folder(workspace), transcript_path=transcript
     )
     return rendezvous.dumps(status)
+
+
+def _text(fmt: str, snapshot: dict[str, Any], session_id: str | None, cwd: str) -> str:
+    """The snapshot as --json or the line (kept for a call with no daemon: status_cold)."""
+    if fmt == "json":
+        return rendezvous.dumps(snapshot)
+    from tokend.commands.status_cold import keep_line
+
+    line = gauge_line(snapshot)
+    keep_line(session_id, cwd, snapshot, line)
+    return line
 
 
 def _folder(uri: str | None) -> str | None:

@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+KEPT_CHARS = 64 << 10  # what is read of a kept line's file
 START_AGAIN_SECONDS = 30.0  # a background start younger than this is not started twice
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
@@ -66,31 +67,44 @@ def _plain_id(value: object) -> bool:
 
 
 def remember(given: dict[str, Any], line: str) -> None:
-    """Keep the line for the next cold start (a private folder; a failure is not an error).
-    The line kept already is not written again."""
+    """Keep the line for the next cold start (keep_text)."""
     target = _cache_file(given)
-    if target is None or remembered_line(given) == line:
-        return
-    try:
-        _private_folder(os.path.dirname(target))
-        temporary = f"{target}.{os.getpid()}"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(line)
-        os.replace(temporary, target)
-    except OSError:
-        pass
+    if target is not None:
+        keep_text(target, line)
 
 
 def remembered_line(given: dict[str, Any]) -> str | None:
     target = _cache_file(given)
     if target is None:
         return None
+    return (kept_text(target) or "").strip() or None
+
+
+def keep_text(target: str, text: str) -> None:
+    """Write `text` to `target` in a private folder of the runtime folder (both created 0700
+    when absent), replacing it at once; not written again when it holds `text` already. A
+    failure is not an error: what is kept only saves time."""
+    if kept_text(target) == text:
+        return
+    try:
+        _private_folder(os.path.dirname(target))
+        temporary = f"{target}.{os.getpid()}"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except OSError:
+        pass
+
+
+def kept_text(target: str) -> str | None:
+    """What keep_text kept at `target` (its first 64 KB), None when nothing is kept there or
+    its folder is not private to us."""
     try:
         rendezvous.check_private_folder(os.path.dirname(target))
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, encoding="utf-8") as file:
-            return file.read(1000).strip() or None
+            return file.read(KEPT_CHARS)
     except (OSError, rendezvous.UnsafePathError, UnicodeDecodeError):
         return None
 

@@ -84,7 +84,9 @@ def _session_snapshot(client: LiveClient, wanted: str | None, out: TextIO) -> di
             if not said:
                 _state(out, f"no session in {Path.cwd()} yet; waiting for one (Ctrl-C to quit)")
                 said = True
-            client.next_notification(RETRY_SECONDS)
+            # a plain wait: a timed-out read would leave the connection's reader unusable
+            # (socket.makefile), and the next request would take the daemon for gone
+            time.sleep(RETRY_SECONDS)
 
 
 def _state(out: TextIO, text: str) -> None:

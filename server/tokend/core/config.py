@@ -44,11 +44,14 @@ class ConfigLayer:
 class MergedConfig(Generic[C]):
     """The merged settings, one warning per ignored key or invalid value, and which layer set
     each value: dotted key ("budget.output_reserve_cap", 'models."NAME".context_window') ->
-    layer name. A key that is absent kept its default."""
+    layer name. A key that is absent kept its default. `rejected`: the keys whose value a layer
+    set but that was refused (invalid, or a range crossed), and that layer's name, while no later
+    layer set the key (the value below it applies)."""
 
     config: C
     warnings: tuple[str, ...]
     origins: Mapping[str, str]
+    rejected: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def model_key(name: str, key: str, table: str = "models") -> str:
@@ -57,12 +60,13 @@ def model_key(name: str, key: str, table: str = "models") -> str:
 
 
 class _Merge:
-    """One layer applied: the warnings it raised and the dotted keys it set."""
+    """One layer applied: the warnings it raised, the dotted keys it set and those it refused."""
 
     def __init__(self, layer: ConfigLayer) -> None:
         self.layer = layer
         self.warnings: list[str] = []
         self.accepted: list[str] = []
+        self.refused: list[str] = []
 
     def apply(self, current: Any, table: Any, path: str = "") -> Any:
         """`current` (a settings dataclass) with the valid keys of `table` applied; `path` is
@@ -102,6 +106,7 @@ class _Merge:
                     self.warnings.append(
                         f"{where} {key} = {value!r} is invalid (expected {error}); using {kept!r}"
                     )
+                    self.refused.append(dotted)
                     continue
                 self.accepted.append(dotted)
         return self._ranges(current, replace(current, **changes), where, path)
@@ -117,6 +122,7 @@ class _Merge:
                 after = replace(after, **kept)
                 gone = {f"{path}.{low}", f"{path}.{high}"}
                 self.accepted[:] = [key for key in self.accepted if key not in gone]
+                self.refused += sorted(gone)
         return after
 
     def _named_tables(self, current: Mapping[str, Any], value: Any, name: str) -> Any:
@@ -146,13 +152,17 @@ def merge_layers(defaults: C, layers: Sequence[ConfigLayer]) -> MergedConfig[C]:
     """`defaults` (a settings dataclass), then each layer in order (a later layer wins)."""
     warnings: list[str] = []
     origins: dict[str, str] = {}
+    rejected: dict[str, str] = {}
     config = defaults
     for layer in layers:
         merge = _Merge(layer)
         config = merge.apply(config, layer.document)
         warnings += merge.warnings
         origins.update(dict.fromkeys(merge.accepted, layer.name))
-    return MergedConfig(config, tuple(warnings), origins)
+        for key in merge.accepted:
+            rejected.pop(key, None)
+        rejected.update(dict.fromkeys(merge.refused, layer.name))
+    return MergedConfig(config, tuple(warnings), origins, rejected)
 
 
 def merge_config(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokend.adapters.catalog_source import LitellmEntries, load_catalog
@@ -50,13 +50,15 @@ WarningsHook = Callable[[str | None, tuple[str, ...]], None]
 class Settings:
     """What applies in one workspace. `origins` maps a dotted key ("budget.output_reserve_cap",
     'models."NAME".context_window', "database_url") to the layer that set it ("user",
-    "workspace", "environment"); a key that is absent has its default."""
+    "workspace", "environment"); a key that is absent has its default. `rejected` maps a key
+    whose value a layer set but that was refused (the warnings say why) to that layer."""
 
     config: TokendConfig
     catalog: Catalog
     warnings: tuple[str, ...]
     sources: tuple[ConfigSource, ...]
     origins: Mapping[str, str]
+    rejected: Mapping[str, str] = field(default_factory=dict)
 
     def source(self, layer: str) -> ConfigSource | None:
         return next((s for s in self.sources if s.layer == layer), None)
@@ -181,6 +183,7 @@ class WorkspaceSettings:
             warnings=tuple(dict.fromkeys(warnings)),  # the merge and the catalog may agree
             sources=tuple(file.source for file in files),
             origins=merged.origins,
+            rejected=merged.rejected,
         )
 
 
