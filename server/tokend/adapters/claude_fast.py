@@ -31,6 +31,7 @@ from __future__ import annotations
 import operator
 import re
 import string
+from collections.abc import Iterator
 from hashlib import blake2b
 from itertools import compress, islice
 from operator import itemgetter
@@ -117,16 +118,29 @@ class FastClaude:
         self._segments.clear()
 
     def count(self, text: str) -> int:
+        return sum(self.count_pieces(text, len(text) + 1))
+
+    def count_pieces(self, text: str, size: int) -> Iterator[int]:
+        """ctok's count of `text` in parts that add up to it, one after each `size` characters
+        or more of whole lines (the last one with the frame's tail): a long text's count in
+        steps, cut only where the count is a sum anyway (a message of its own would not be: the
+        frame takes in a last line break, and a first line is the message's head)."""
         norm = nfc(text, fold_quotes=self._model.fold_quotes)
         body = norm.rstrip("\n")
         tail = len(frame_tail(len(norm) - len(body), self._model))
-        return self._body_count(body, raw_head_space(text)) + tail
+        done = chars = 0
+        for tokens, length in self._line_counts(body, raw_head_space(text)):
+            done, chars = done + tokens, chars + length
+            if chars >= size:
+                yield done
+                done = chars = 0
+        yield done + tail
 
-    def _body_count(self, body: str, head_space: bool) -> int:
-        """The tiles of ctok's stream of `body` (normalized, no final line break), line by line:
-        a line's stream is cut from the next one's by a line break, which no piece of more than
-        one character holds beside anything but line breaks, so the tiling adds up too."""
-        total = 0
+    def _line_counts(self, body: str, head_space: bool) -> Iterator[tuple[int, int]]:
+        """The tiles of ctok's stream of `body` (normalized, no final line break), line by line
+        (with each line's length): a line's stream is cut from the next one's by a line break,
+        which no piece of more than one character holds beside anything but line breaks, so the
+        tiling adds up too."""
         memo = self._lines
         for head, line in _lines(body):
             # The message's head line is streamed apart, with or without its leading space.
@@ -142,8 +156,7 @@ class FastClaude:
                 if len(memo) >= MEMO_LIMIT:
                     memo.clear()
                 memo[key] = hit
-            total += hit
-        return total
+            yield hit, len(line)
 
     def stream(self, norm: str, *, head_space: bool) -> str:
         """ctok's `stream_norm(norm, model, raw_head_space=head_space)`, line by line."""
