@@ -34,6 +34,7 @@ from tokend.core.snapshot import Totals
 from tokend.core.types import ImagePart, Message, SessionInfo
 from tokend.core.usage_stats import tally_messages
 from tokend.core.wire_formats import part_is_sent
+from tokend.service.count_upgrade import loaded_counts
 from tokend.service.counting import ModelCounter
 
 
@@ -89,8 +90,17 @@ class _Window:
 
 
 def _played(
-    info: SessionInfo, model: ModelInfo, counter: ModelCounter, window: _Window, store: Store
+    info: SessionInfo,
+    model: ModelInfo,
+    counter: ModelCounter,
+    window: _Window,
+    store: Store,
+    *,
+    whole: bool = True,
 ) -> tuple[SessionData, MarkRetired | None]:
+    """The live messages played through evolve. A `whole` load may give a big text the store
+    has no count for its estimate (service.count_upgrade.loaded_counts); a lazy one's bodies
+    are read as the gauge's state already has them, so every count is made."""
     messages, every, retired = window.messages, window.every, window.retired
     live = {m.id for m in messages}
     totals = Totals()
@@ -116,11 +126,14 @@ def _played(
     # them for calibration too, as when they were appended.
     last_call = max((i for i, m in enumerate(messages) if m.usage is not None), default=-1)
     for index, message in enumerate(messages):
-        counts = counter.stored_counts(message.role, message.parts, for_learning=index > last_call)
-        missing.update(
+        learn = index > last_call
+        counts = loaded_counts(
+            counter, message.role, message.parts, for_learning=learn, later=whole
+        )
+        missing.update(  # an estimate is no part's count: counted later (count_upgrade)
             (sp.id, n)
             for sp, n in zip(message.parts, counts.tokens, strict=True)
-            if sp.tokens is None and sp.compacted_at is None
+            if sp.tokens is None and sp.compacted_at is None and not counts.estimated
         )
         if index == 0 and message.summary:
             data = replace(data, log=MessageLog.of((message,), {message.id: counts.total}))
@@ -146,8 +159,8 @@ def _lazy(
         stored = None if window.provider else stored_bodies(window.messages, model, counter)
         if stored is not None:
             return stored
-        whole = _played(info, model, counter, window, store)[0]
-        return [(m, whole.message_tokens[m.id]) for m in whole.messages]
+        played = _played(info, model, counter, window, store, whole=False)[0]
+        return [(m, played.message_tokens[m.id]) for m in played.messages]
 
     data = SessionData(
         info=info,

@@ -173,8 +173,7 @@ class TokendService:
         `deleted`: to restore it)."""
         state = self._sessions.get(session_id)
         if state is None:
-            state = self._load(session_id, deleted)
-            self._sessions[session_id] = state
+            state = self._sessions[session_id] = self._load(session_id, deleted)
             self._evict_unwatched()
         else:
             self._sessions.move_to_end(session_id)
@@ -205,6 +204,7 @@ class TokendService:
         )
         if retired is not None:  # a repair of an older store, written by the session's owner
             state.apply(retired)
+        self.upgrades.resume(state, self.counter(data.model))  # counts a load left estimated
         return state
 
     def _catch_up(self, session_id: str) -> SessionData:
