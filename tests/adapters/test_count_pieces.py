@@ -19,6 +19,8 @@ from pathlib import Path
 
 import ctok
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from tokend.adapters.claude_tokens import ClaudeCounter
@@ -131,3 +133,22 @@ def test_a_text_over_one_piece_counts_as_ctoks_whole(family: str, texts: dict[st
     assert counter.count_long(text) == (exact, True)
     again = CachedCounter(ClaudeCounter(family))
     assert sum(again.count_pieces(text)) == sum(again.count_pieces(text)) == exact
+
+
+_PIECES = ["\n", "\n\n", " ", "  ", "a", "Word", "ABCD", "x1", "é", "中", "'s", ".", "\t", "\r\n"]
+
+
+@pytest.mark.parametrize("family", sorted(VERSION))
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=60),
+    size=st.integers(min_value=1, max_value=12),
+)
+def test_any_text_cut_small_adds_up_to_ctoks_count(
+    family: str, parts: list[str], size: int
+) -> None:
+    """Line breaks at the head, at the end, in runs; case, CJK, contractions: cut every few
+    characters, the parts add up to ctok's count."""
+    text = "".join(parts)
+    counter = ClaudeCounter(family)
+    assert sum(counter.count_pieces(text, size)) == _ctok(text, family), repr(text)
