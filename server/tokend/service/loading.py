@@ -39,25 +39,26 @@ from tokend.service.counting import ModelCounter
 
 
 def load_session_data(
-    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter, *, lazy: bool = True
+    store: Store,
+    info: SessionInfo,
+    model: ModelInfo,
+    counter: ModelCounter,
+    *,
+    lazy: bool = True,
+    later: bool = False,
 ) -> tuple[SessionData, MarkRetired | None]:
     """The session as stored, and the marks a provider's compaction stored before they were
     kept still needs (for its owner to apply: loading reads, it writes nothing of the
     session's; part counts it had to make go to the parts' count cache). With `lazy`, a row
     that keeps its gauge's state (core.gauge_state) gives the session without reading a message:
-    the bodies are read when first needed."""
+    the bodies are read when first needed. With `later` (a session loaded by its owner, which
+    counts them afterwards), a big text the store has no count for may load with its estimate
+    (service.count_upgrade.loaded_counts)."""
     deleted = info.deleted_at is not None  # a deleted one: to restore it
     state = GaugeState.of(info.figures.state, info.version) if lazy and not deleted else None
     if state is not None:
         return _lazy(store, info, model, counter, state), None
-    return _whole(store, info, model, counter)
-
-
-def _whole(
-    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter
-) -> tuple[SessionData, MarkRetired | None]:
-    """The session read whole: its live messages played through evolve."""
-    return _played(info, model, counter, _Window.read(store, info), store)
+    return _played(info, model, counter, _Window.read(store, info), store, later=later)
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,10 @@ def _played(
     window: _Window,
     store: Store,
     *,
-    whole: bool = True,
+    later: bool = False,
 ) -> tuple[SessionData, MarkRetired | None]:
-    """The live messages played through evolve. A `whole` load may give a big text the store
-    has no count for its estimate (service.count_upgrade.loaded_counts); a lazy one's bodies
-    are read as the gauge's state already has them, so every count is made."""
+    """The live messages played through evolve; with `later`, a big text the store has no
+    count for may get its estimate (service.count_upgrade.loaded_counts)."""
     messages, every, retired = window.messages, window.every, window.retired
     live = {m.id for m in messages}
     totals = Totals()
@@ -128,7 +128,7 @@ def _played(
     for index, message in enumerate(messages):
         learn = index > last_call
         counts = loaded_counts(
-            counter, message.role, message.parts, for_learning=learn, later=whole
+            counter, message.role, message.parts, for_learning=learn, later=later
         )
         missing.update(  # an estimate is no part's count: counted later (count_upgrade)
             (sp.id, n)
@@ -159,7 +159,7 @@ def _lazy(
         stored = None if window.provider else stored_bodies(window.messages, model, counter)
         if stored is not None:
             return stored
-        played = _played(info, model, counter, window, store, whole=False)[0]
+        played = _played(info, model, counter, window, store)[0]
         return [(m, played.message_tokens[m.id]) for m in played.messages]
 
     data = SessionData(
