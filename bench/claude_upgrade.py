@@ -7,7 +7,9 @@ append's reply arrives, when the session's exact count arrives (the first `budge
 the appended version or later whose `messages` basis is `exact`: in main that is the append's
 own), the message's tokens in the reply and once exact (the gauge's move: the same in every
 tree), and the other connection's round trips from the send to the exact count. This tree beside main 2c3728f (the
-Claude tier counted by ctok itself) and main before this work.
+Claude tier counted by ctok itself) and main before estimate-first, on SQLite; this tree and main
+before estimate-first on PostgreSQL too (the suite's own server, tests/pg.py, a fresh database a
+run).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +70,13 @@ def _append_and_wait(writer: Any, target: str, tool_result: str, out: dict[str, 
     out["done"] = True
 
 
-def _one_run(server: Path, tool_result: str) -> dict[str, Any]:
+def _one_run(server: Path, tool_result: str, database: Callable[[], str] | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tokend-claude-upgrade-") as folder:
         base = Path(folder)
         env = _env(base)
         env["PYTHONPATH"] = str(server)
+        if database is not None:  # a fresh PostgreSQL database for each run
+            env["TOKEND_DATABASE_URL"] = database()
         processes = _Processes(base, env)
         try:
             sock = base / "run" / "tokend.sock"
@@ -108,8 +113,10 @@ def _one_run(server: Path, tool_result: str) -> dict[str, Any]:
     return out
 
 
-def _rows(label: str, server: Path, tool_result: str) -> str:
-    runs = [_one_run(server, tool_result) for _ in range(REPEATS)]
+def _rows(
+    label: str, server: Path, tool_result: str, database: Callable[[], str] | None = None
+) -> str:
+    runs = [_one_run(server, tool_result, database) for _ in range(REPEATS)]
     waits = [w for r in runs for w in r["waits"]]
     exact = {r["used"] - r["before"] for r in runs}  # the message's exact count: the gauge's move
     return (
@@ -122,24 +129,39 @@ def _rows(label: str, server: Path, tool_result: str) -> str:
 
 
 def run() -> str:
+    from tests.pg import PostgresServer  # the suite's own server (the pgserver wheel)
+
     tool_result = _tool_result()
+    header = [
+        "| tree | store | reply s | exact count s | message tokens in the reply | message tokens "
+        "once exact | snapshots | p50 ms | p99 ms | max ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     out = [
         "### Claude: estimate first, exact later (bench/claude_upgrade.py)",
         "",
         "A 1 MB tool result appended to a claude-opus-4-6 session of the real `tokend serve` "
-        f"(median of {REPEATS} runs, each its own daemon); the other connection's "
+        f"(median of {REPEATS} runs, each its own daemon), on SQLite and on PostgreSQL (the "
+        "suite's own server, a fresh database each run); the other connection's "
         "`budget/snapshot` round trips from the send to the exact count, all runs together:",
         "",
-        "| tree | reply s | exact count s | message tokens in the reply | message tokens once "
-        "exact | snapshots "
-        "| p50 ms | p99 ms | max ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        _rows("this tree", ROOT / "server", tool_result),
+        *header,
     ]
-    for rev, label in ((BEFORE_REV, "main before this work"), (MAIN_REV, "main")):
-        with baseline_tree(rev) as tree:
-            if tree is not None:
-                out.append(_rows(f"{label} {rev}", tree / "server", tool_result))
+    postgres = PostgresServer().start()
+    try:
+        trees = [("this tree", ROOT / "server")]
+        with baseline_tree(BEFORE_REV) as before, baseline_tree(MAIN_REV) as main:
+            if before is not None:
+                trees.append((f"main {BEFORE_REV} (before estimate first)", before / "server"))
+            if main is not None:
+                trees.append((f"main {MAIN_REV}", main / "server"))
+            for label, server in trees:
+                out.append(_rows(f"{label} | SQLite", server, tool_result))
+            for label, server in trees[:2]:
+                row = _rows(f"{label} | PostgreSQL", server, tool_result, postgres.new_database)
+                out.append(row)
+    finally:
+        postgres.stop()
     return "\n".join(out) + "\n"
 
 

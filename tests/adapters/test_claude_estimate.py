@@ -10,6 +10,7 @@ bench/estimator.py draws from, another draw than the fit).
 from __future__ import annotations
 
 import base64
+import random
 import statistics
 import sysconfig
 from importlib.metadata import metadata
@@ -92,3 +93,22 @@ def test_the_cold_estimate_is_near_claudes_count(
     family: str, source: str, texts: dict[str, list[str]]
 ) -> None:
     assert _error(family, texts[source]) <= LIMITS[source]
+
+
+def _bench_python() -> list[str]:
+    """The Python files bench/claude.py measures the estimate on (its draw of the installed
+    site-packages, fixed by the lock): the fit (bench/claude_fit.py) excludes them."""
+    from bench.estimator import SEED, _read_texts, _walk, site_packages
+
+    return _read_texts(list(_walk(site_packages(), (".py",))), 40, random.Random(SEED))
+
+
+@pytest.mark.parametrize("family", sorted(VERSION))
+def test_the_cold_estimate_of_held_out_python_is_within_five_percent(family: str) -> None:
+    """Found: bench claude's Python files were 5.5% off for v4.7 and v4.8 (4.9 for v3), beside
+    3.5-4.0 for JavaScript: Python's capitals after a capital (GOOGLESQL_BUILTINS: +33%) were
+    priced as capitalised words. Now 4.4 for each family, on files the fit never saw."""
+    texts = _bench_python()
+    assert len(texts) == 40
+    truths = [(t, ctok.token_count(t, VERSION[family][0]) - VERSION[family][1]) for t in texts]
+    assert _error(family, [t for t, n in truths if n >= 20]) <= 5.0

@@ -31,6 +31,7 @@ from __future__ import annotations
 import operator
 import re
 import string
+from collections.abc import Iterator
 from hashlib import blake2b
 from itertools import compress, islice
 from operator import itemgetter
@@ -117,18 +118,34 @@ class FastClaude:
         self._segments.clear()
 
     def count(self, text: str) -> int:
+        return sum(self.count_pieces(text, len(text)))
+
+    def count_pieces(self, text: str, size: int) -> Iterator[int]:
+        """ctok's count of `text` in parts that add up to it, one per `size` characters or more
+        of whole lines (the last with the frame's tail): a long text's count in steps, cut only
+        where the count is a sum anyway (a message of its own would not be: the frame takes in
+        a last line break, and a first line is the message's head)."""
         norm = nfc(text, fold_quotes=self._model.fold_quotes)
         body = norm.rstrip("\n")
         tail = len(frame_tail(len(norm) - len(body), self._model))
-        return self._body_count(body, raw_head_space(text)) + tail
+        head_space = raw_head_space(text)
+        start = 0  # the head's own line breaks stay with its first line (_lines)
+        cut = _LINE_CUT.search(body, max(size, len(body) - len(body.lstrip("\n")) + 1))
+        while cut is not None:
+            yield self._body_count(body[start : cut.start()], head_space, at_head=not start)
+            start = cut.start()
+            cut = _LINE_CUT.search(body, start + size)
+        yield self._body_count(body[start:], head_space, at_head=not start) + tail
 
-    def _body_count(self, body: str, head_space: bool) -> int:
-        """The tiles of ctok's stream of `body` (normalized, no final line break), line by line:
-        a line's stream is cut from the next one's by a line break, which no piece of more than
-        one character holds beside anything but line breaks, so the tiling adds up too."""
+    def _body_count(self, body: str, head_space: bool, *, at_head: bool) -> int:
+        """The tiles of ctok's stream of `body` (normalized, no final line break; the message's
+        head when `at_head`, else its lines after a line break), line by line: a line's stream
+        is cut from the next one's by a line break, which no piece of more than one character
+        holds beside anything but line breaks, so the tiling adds up too."""
         total = 0
         memo = self._lines
-        for head, line in _lines(body):
+        for first, line in _lines(body):
+            head = first and at_head
             # The message's head line is streamed apart, with or without its leading space.
             key = ("\1\0"[head_space] + line) if head else line
             if len(key) > LINE_MEMO_CHARS:  # a long line is remembered by its hash

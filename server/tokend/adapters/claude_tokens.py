@@ -20,10 +20,12 @@ import importlib.metadata
 import importlib.util
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from tokend.core.errors import TokenizerUnavailable
 from tokend.core.model_names import CLAUDE_FAMILIES
+from tokend.core.text_chunks import CHUNK_CHARS
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ _models: dict[str, _Counting] = {}  # family -> counter over ctok's model (~1 s 
 class _Counting(Protocol):
     def count(self, text: str) -> int: ...
 
+    def count_pieces(self, text: str, size: int) -> Iterator[int]: ...
+
     def forget(self) -> None: ...
 
 
@@ -67,6 +71,10 @@ class _CtokItself:
         from ctok.engine import tile
 
         return int(tile(text, self._model)[0])
+
+    def count_pieces(self, text: str, size: int) -> Iterator[int]:
+        """The count in one part: ctok's own counting has no steps."""
+        yield self.count(text)
 
 
 def _counting(model: Any, version: str) -> _Counting:
@@ -138,3 +146,10 @@ class ClaudeCounter:
         if not text:
             return 0
         return _model(self._family).count(text)
+
+    def count_pieces(self, text: str, size: int = CHUNK_CHARS) -> Iterator[int]:
+        """Tokens of `text` in parts that add up to its count, one after every `size` characters
+        or so (adapters.claude_fast: cut between lines, where the count is a sum anyway; a
+        message of its own would count differently, so the pieces are not counted alone)."""
+        if text:
+            yield from _model(self._family).count_pieces(text, size)

@@ -29,6 +29,7 @@ from tokend.core.errors import TokenizerUnavailable
 from tokend.core.estimate import EstimateCounter
 from tokend.core.model_names import CLAUDE_FAMILIES
 from tokend.core.ports import CountCache, TokenCounter
+from tokend.core.text_chunks import count_chunks
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +248,16 @@ class CachedCounter:
                 for i in positions:
                     counts[i] = found[k]
         return [c if c is not None else 0 for c in counts]
+
+    def count_pieces(self, text: str) -> Iterator[int]:
+        """A long text's count in parts adding up to it: Claude's own, else count_chunks'."""
+        inner = getattr(self._inner, "count_pieces", None)
+        known, total = self._recall([key := self.key(text)], {key}), 0
+        parts = inner(text) if inner is not None else map(self.count, count_chunks(text))
+        for tokens in known.values() or parts:
+            total += tokens
+            yield tokens
+        self._remember({key: total}, persist=set() if known else {key})
 
     def _count_fresh(self, texts: list[str]) -> list[int]:
         many: Callable[[Sequence[str]], list[int]] | None = getattr(self._inner, "count_many", None)

@@ -110,12 +110,14 @@ class ModelCounter:
         return estimate_tokens(text, cls, ratios)
 
     def count_long(self, text: str, stop_above: int | None = None) -> tuple[int, bool]:
-        """(tokens of a long text, whole?): counted piece by piece (core.text_chunks), so no
-        single call holds the interpreter for long, stopping once `stop_above` is passed
-        (then the count is a lower bound and `whole` is False)."""
+        """(tokens of a long text, whole?): counted piece by piece (the exact counter's parts,
+        else core.text_chunks'), so no single call holds the interpreter for long, stopping
+        once `stop_above` is passed (then the count is a lower bound and `whole` is False)."""
         total = 0
-        for piece in count_chunks(text):
-            total += self.count_texts([piece])[0]
+        pieces = getattr(self._exact, "count_pieces", None)
+        counts = pieces(text) if pieces is not None else map(self.count_text, count_chunks(text))
+        for tokens in counts:
+            total += tokens
             if stop_above is not None and total > stop_above:
                 return total, False
         return total, True

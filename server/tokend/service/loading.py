@@ -34,29 +34,31 @@ from tokend.core.snapshot import Totals
 from tokend.core.types import ImagePart, Message, SessionInfo
 from tokend.core.usage_stats import tally_messages
 from tokend.core.wire_formats import part_is_sent
+from tokend.service.count_upgrade import loaded_counts
 from tokend.service.counting import ModelCounter
 
 
 def load_session_data(
-    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter, *, lazy: bool = True
+    store: Store,
+    info: SessionInfo,
+    model: ModelInfo,
+    counter: ModelCounter,
+    *,
+    lazy: bool = True,
+    later: bool = False,
 ) -> tuple[SessionData, MarkRetired | None]:
     """The session as stored, and the marks a provider's compaction stored before they were
     kept still needs (for its owner to apply: loading reads, it writes nothing of the
     session's; part counts it had to make go to the parts' count cache). With `lazy`, a row
     that keeps its gauge's state (core.gauge_state) gives the session without reading a message:
-    the bodies are read when first needed."""
+    the bodies are read when first needed. With `later` (a session loaded by its owner, which
+    counts them afterwards), a big text the store has no count for may load with its estimate
+    (service.count_upgrade.loaded_counts)."""
     deleted = info.deleted_at is not None  # a deleted one: to restore it
     state = GaugeState.of(info.figures.state, info.version) if lazy and not deleted else None
     if state is not None:
         return _lazy(store, info, model, counter, state), None
-    return _whole(store, info, model, counter)
-
-
-def _whole(
-    store: Store, info: SessionInfo, model: ModelInfo, counter: ModelCounter
-) -> tuple[SessionData, MarkRetired | None]:
-    """The session read whole: its live messages played through evolve."""
-    return _played(info, model, counter, _Window.read(store, info), store)
+    return _played(info, model, counter, _Window.read(store, info), store, later=later)
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,16 @@ class _Window:
 
 
 def _played(
-    info: SessionInfo, model: ModelInfo, counter: ModelCounter, window: _Window, store: Store
+    info: SessionInfo,
+    model: ModelInfo,
+    counter: ModelCounter,
+    window: _Window,
+    store: Store,
+    *,
+    later: bool = False,
 ) -> tuple[SessionData, MarkRetired | None]:
+    """The live messages played through evolve; with `later`, a big text the store has no
+    count for may get its estimate (service.count_upgrade.loaded_counts)."""
     messages, every, retired = window.messages, window.every, window.retired
     live = {m.id for m in messages}
     totals = Totals()
@@ -116,11 +126,14 @@ def _played(
     # them for calibration too, as when they were appended.
     last_call = max((i for i, m in enumerate(messages) if m.usage is not None), default=-1)
     for index, message in enumerate(messages):
-        counts = counter.stored_counts(message.role, message.parts, for_learning=index > last_call)
-        missing.update(
+        learn = index > last_call
+        counts = loaded_counts(
+            counter, message.role, message.parts, for_learning=learn, later=later
+        )
+        missing.update(  # an estimate is no part's count: counted later (count_upgrade)
             (sp.id, n)
             for sp, n in zip(message.parts, counts.tokens, strict=True)
-            if sp.tokens is None and sp.compacted_at is None
+            if sp.tokens is None and sp.compacted_at is None and not counts.estimated
         )
         if index == 0 and message.summary:
             data = replace(data, log=MessageLog.of((message,), {message.id: counts.total}))
@@ -146,8 +159,8 @@ def _lazy(
         stored = None if window.provider else stored_bodies(window.messages, model, counter)
         if stored is not None:
             return stored
-        whole = _played(info, model, counter, window, store)[0]
-        return [(m, whole.message_tokens[m.id]) for m in whole.messages]
+        played = _played(info, model, counter, window, store)[0]
+        return [(m, played.message_tokens[m.id]) for m in played.messages]
 
     data = SessionData(
         info=info,

@@ -173,8 +173,7 @@ class TokendService:
         `deleted`: to restore it)."""
         state = self._sessions.get(session_id)
         if state is None:
-            state = self._load(session_id, deleted)
-            self._sessions[session_id] = state
+            state = self._sessions[session_id] = self._load(session_id, deleted)
             self._evict_unwatched()
         else:
             self._sessions.move_to_end(session_id)
@@ -194,7 +193,7 @@ class TokendService:
         return self.models.counter(model)
 
     def _load(self, session_id: str, deleted: bool = False) -> SessionState:
-        data, retired = self._read(session_id, deleted)
+        data, retired = self._read(session_id, deleted, later=True)
         workspace = data.info.workspace_uri
         state = SessionState(
             data,
@@ -205,6 +204,7 @@ class TokendService:
         )
         if retired is not None:  # a repair of an older store, written by the session's owner
             state.apply(retired)
+        self.upgrades.resume(state, self.counter(data.model))  # counts a load left estimated
         return state
 
     def _catch_up(self, session_id: str) -> SessionData:
@@ -223,10 +223,10 @@ class TokendService:
         return self._read(session_id)[0]
 
     def _read(
-        self, session_id: str, deleted: bool = False
+        self, session_id: str, deleted: bool = False, *, later: bool = False
     ) -> tuple[SessionData, MarkRetired | None]:
         """The session as stored now (a deleted one too with `deleted`), and the repair its
-        loading found for its owner to apply."""
+        loading found for its owner to apply (`later`: count_upgrade.loaded_counts)."""
         store = self.store
         info = (
             store.get_session_including_deleted(session_id)
@@ -239,7 +239,7 @@ class TokendService:
                 {"sessionId": excerpt(session_id)},
             )
         model = self.models.model_info(info)
-        return load_session_data(self.store, info, model, self.counter(model))
+        return load_session_data(self.store, info, model, self.counter(model), later=later)
 
     def add_snapshot_warnings(
         self, hook: Callable[[SessionData, BudgetSnapshot], tuple[str, ...]]
