@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tokend.adapters import packaged_data, tokenizers
+from tokend.adapters import packaged_data, tokenizers, vocabularies
 from tokend.adapters.tokenizers import (
     VOCABULARIES,
     CachedCounter,
@@ -47,8 +47,8 @@ def nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
     empty_tmp = tmp_path / "tmp"
     empty_tmp.mkdir()
-    monkeypatch.setattr(tokenizers.tempfile, "gettempdir", lambda: str(empty_tmp))
-    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: None)
+    monkeypatch.setattr(vocabularies.tempfile, "gettempdir", lambda: str(empty_tmp))
+    monkeypatch.setattr(vocabularies, "packaged_vocabulary_dir", lambda: None)
     monkeypatch.setattr(tokenizers, "_encodings", {})
     return tmp_path
 
@@ -76,7 +76,7 @@ def test_resolves_from_the_packaged_copy_and_leaves_the_environment_alone(
 ) -> None:
     import os
 
-    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: bundled)
+    monkeypatch.setattr(vocabularies, "packaged_vocabulary_dir", lambda: bundled)
     assert find_vocabulary("o200k_base") == bundled
     assert find_vocabulary("cl100k_base") == bundled
     assert TiktokenCounter("cl100k_base").count("hello world") == 2
@@ -90,7 +90,7 @@ def test_a_corrupt_copy_is_skipped_not_deleted(
     cache.mkdir()
     (cache / O200K.cache_file).write_bytes(b"truncated download")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: bundled)
+    monkeypatch.setattr(vocabularies, "packaged_vocabulary_dir", lambda: bundled)
     assert find_vocabulary("o200k_base") == bundled
     assert (cache / O200K.cache_file).read_bytes() == b"truncated download"
 
@@ -101,7 +101,7 @@ def test_the_search_order_puts_the_packaged_copy_after_tiktoken_s(
     packaged = _copy_vocabularies(
         bundled, nowhere / "site-packages" / "tokend" / "data" / "tiktoken"
     )
-    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: packaged)
+    monkeypatch.setattr(vocabularies, "packaged_vocabulary_dir", lambda: packaged)
     assert find_vocabulary("o200k_base") == packaged
     assert TiktokenCounter("cl100k_base").count("hello world") == 2
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(nowhere / "env"))
@@ -137,7 +137,7 @@ def test_unknown_tokenizer_is_refused() -> None:
 def test_loaded_once_even_when_asked_from_many_threads(
     nowhere: Path, bundled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tokenizers, "packaged_vocabulary_dir", lambda: bundled)
+    monkeypatch.setattr(vocabularies, "packaged_vocabulary_dir", lambda: bundled)
     seen: list[object] = []
     threads = [
         threading.Thread(target=lambda: seen.append(load_encoding("o200k_base"))) for _ in range(4)
