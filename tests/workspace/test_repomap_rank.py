@@ -144,6 +144,28 @@ async def test_a_task_text_reaches_what_files_use_and_lends_the_graph(
     assert await server.request("repoMap/get", ask) == task  # the same answer again
 
 
+async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
+    server: ProcessClient, tree: Path
+):
+    """A task's words that a file has only in its docstring and comments (no name, no path
+    holds them) find that file first."""
+    (tree / "app" / "net" / "pace.py").write_text(
+        '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
+        "def pace(sender):\n    # waits between packets\n    return sender\n"
+    )
+    sid = (
+        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
+    )["sessionId"]
+    task = await server.request(
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 400,
+         "focus": {"files": [], "identifiers": [],
+                   "text": "Uploads ignore the configured bandwidth ceiling"}},
+    )  # fmt: skip
+    assert task["files"][0]["path"] == "app/net/pace.py"
+    assert task["tokens"] == o200k(task["text"]) <= 400
+
+
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
     """BM25's membership test (buckets of low bits, then a search), a block at a time, gives
     np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""
