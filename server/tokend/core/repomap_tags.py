@@ -15,7 +15,7 @@ from typing import Any
 from tokend.core.repomap_keys import sub_words
 
 LINE_TEXT_CHARS = 160  # a defining line longer than this is cut (with "…")
-WORDS_MAX = 128  # a file's text words kept (the most frequent): bounds the kernel's index
+WORDS_MAX = 256  # a file's text words kept (the most frequent): bounds the kernel's index
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
