@@ -116,6 +116,56 @@ async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree:
     assert refused.value.code == -32602
 
 
+async def test_a_task_text_reaches_what_files_use_and_lends_the_graph(
+    server: ProcessClient, tree: Path
+):
+    """A task's words that a file has only in the names it calls (`recv_into_buffer`, an
+    external library's) find that file; and the file it leans on (`decode_frame`'s definer,
+    none of the task's words in it) comes next, through the graph the best hit personalizes,
+    ahead of every file the task says nothing of."""
+    (tree / "app" / "wire").mkdir()
+    (tree / "app" / "wire" / "codec.py").write_text("def decode_frame(data):\n    return data\n")
+    (tree / "app" / "net" / "sockets.py").write_text(
+        "from netlib import recv_into_buffer, read_chunk_header\n"
+        "from app.wire.codec import decode_frame\n\n\n"
+        "def pump(sock):\n    read_chunk_header(sock)\n"
+        "    return decode_frame(recv_into_buffer(sock))\n"
+    )
+    sid = (
+        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
+    )["sessionId"]
+    text = "Reading into the buffer drops the last chunk"
+    ask = {"sessionId": sid, "budgetTokens": 400,
+           "focus": {"files": [], "identifiers": [], "text": text}}  # fmt: skip
+    task = await server.request("repoMap/get", ask)
+    paths = [f["path"] for f in task["files"]]
+    assert paths[:2] == ["app/net/sockets.py", "app/wire/codec.py"]
+    assert task["tokens"] == o200k(task["text"]) <= 400
+    assert await server.request("repoMap/get", ask) == task  # the same answer again
+
+
+async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
+    server: ProcessClient, tree: Path
+):
+    """A task's words that a file has only in its docstring and comments (no name, no path
+    holds them) find that file first."""
+    (tree / "app" / "net" / "pace.py").write_text(
+        '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
+        "def pace(sender):\n    # waits between packets\n    return sender\n"
+    )
+    sid = (
+        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
+    )["sessionId"]
+    task = await server.request(
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 400,
+         "focus": {"files": [], "identifiers": [],
+                   "text": "Uploads ignore the configured bandwidth ceiling"}},
+    )  # fmt: skip
+    assert task["files"][0]["path"] == "app/net/pace.py"
+    assert task["tokens"] == o200k(task["text"]) <= 400
+
+
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
     """BM25's membership test (buckets of low bits, then a search), a block at a time, gives
     np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""

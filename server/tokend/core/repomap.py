@@ -10,15 +10,14 @@ row is kept as it is and the new rows are spliced in. A row's weights are summed
 order and rounded to 9 decimals, whether it is derived alone or with all the others: a graph
 updated in place is the graph a new process builds, bit for bit.
 
-Ranking is personalized PageRank over that graph (damping 0.85): the focus files and the files
-defining a focus identifier share the restart mass (with a small uniform floor), dangling files
-restart like everyone; solved exactly (core.repomap_solve). That rank is one signal of the file
-rank (core.repomap_rank fuses it with BM25 over names and path words, and nearness in the folder
-tree). The map's definitions follow the file rank: definitions of a focus identifier first,
-then each file's best PER_FILE definitions, files in rank order, then the rest of each file's,
-likewise; within a file a definition weighs the rank that flows to its name along references;
-ties fall to position (path, line, name key). Scores are rounded to RANK_DECIMALS before
-sorting, so the order does not hang on the last bits.
+Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
+defining a focus identifier and, for a task's text alone, its best lexical hits share the
+restart mass (with a small uniform floor); solved exactly (core.repomap_solve). That rank is
+one signal of the file rank (core.repomap_rank fuses it with BM25 and folder nearness). The
+map's definitions follow the file rank: a focus identifier's first, then each file's best
+PER_FILE, files in rank order, then the rest; within a file a definition weighs the rank that
+flows to its name along references; ties fall to position (path, line, name key). Scores are
+rounded to RANK_DECIMALS before sorting, so the order does not hang on the last bits.
 
 The tags are packed (core.repomap_store): names are 64-bit keys, definitions keep their line
 and not its text, which the caller reads when it renders the map.
@@ -26,7 +25,6 @@ and not its text, which the caller reads when it renders the map.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +36,7 @@ from tokend.core import repomap_rank as signals_of
 from tokend.core.repomap_edges import MAX_DEFINERS, Edges, renumbered, replaced
 from tokend.core.repomap_links import ImportLinks
 from tokend.core.repomap_rank import Signals
+from tokend.core.repomap_rank import identifiers_in as identifiers_in
 from tokend.core.repomap_render import RankedDefinition
 from tokend.core.repomap_solve import solver
 from tokend.core.repomap_store import PackedTags, TagTable, name_key
@@ -47,7 +46,6 @@ FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every
 RANK_DECIMALS = 12
 PER_FILE = 1  # definitions a file shows before the next file's come (bench.repomap_eval: 1 shows the most targets)
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Array = Any
 
@@ -60,11 +58,6 @@ class Focus:
     files: frozenset[str] = frozenset()
     identifiers: frozenset[str] = frozenset()
     text: str = ""
-
-
-def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
-    """The words of `text` (3 characters or more) that the repository defines."""
-    return frozenset(w for w in set(_WORD.findall(text)) if len(w) >= 3 and defines(w))
 
 
 @dataclass(slots=True)
@@ -86,6 +79,7 @@ class RepoGraph:
     signals: Signals = field(default_factory=Signals)
     links: ImportLinks = field(default_factory=ImportLinks)
     _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
+    _doc_lengths: tuple[int, tuple[Array, Array]] | None = None
 
     def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
         """Replace (None: remove) the tags of some files; True when the graph changed."""
@@ -179,31 +173,38 @@ class RepoGraph:
         """Every file but the focus files, most relevant first, with its score."""
         if not self.table.paths:
             return []
-        score = self._file_scores(focus, self._pagerank(self._prepared(), focus))
+        score = self._scored(focus)[1]
         return [(self.table.paths[r], float(score[r])) for r in self._file_order(focus, score)]
 
     def _file_order(self, focus: Focus, score: Array) -> Array:
         order = np.lexsort((np.arange(len(score)), -score))
         return order[~np.isin(order, self._focus_rows(focus))]
 
-    def _file_scores(self, focus: Focus, graph_rank: Array) -> Array:
-        """The fused file scores (core.repomap_rank), rounded."""
+    def _scored(self, focus: Focus) -> tuple[Array, Array]:
+        """The graph's rank and the fused file scores (core.repomap_rank), rounded. A text
+        focus without files: its best lexical hits personalize the graph's rank."""
         t, on = self.table, self.signals
         focus_rows = sorted(self._focus_rows(focus))
+        text_only = bool(focus.text) and not focus_rows
         scores: dict[str, Array] = {}
+        if on.lexical:
+            query = signals_of.query(t, focus_rows, focus.text, words=on.words)
+            length = self._lengths()[0 if text_only and on.words else 1]
+            scores["lexical"] = signals_of.lexical(t, self._paths_terms(), query, length)
+        on_text = text_only and on.seed and "lexical" in scores
+        seeds = signals_of.seeds(scores["lexical"], signals_of.SEEDS) if on_text else {}
+        graph_rank = self._pagerank(self._prepared(), focus, seeds)
         if on.graph:
             scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
-        if on.lexical:
-            keys = [signals_of.file_keys(t, r) for r in focus_rows]
-            if focus.text:
-                keys.append(signals_of.text_keys(focus.text))
-            query = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
-            scores["lexical"] = signals_of.lexical(t, self._paths_terms(), query)
         if on.folder:
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
-        text_only = bool(focus.text) and not focus_rows
         fused = signals_of.fused(scores, len(t.paths), text_only=text_only)
-        return np.round(fused, RANK_DECIMALS)
+        return graph_rank, np.round(fused, RANK_DECIMALS)
+
+    def _lengths(self) -> tuple[Array, Array]:
+        if self._doc_lengths is None or self._doc_lengths[0] != self.version:
+            self._doc_lengths = (self.version, signals_of.lengths(self.table, self._paths_terms()))
+        return self._doc_lengths[1]
 
     def _paths_terms(self) -> signals_of.PathTerms:
         if self._path_terms is None or self._path_terms[0] != self.table.paths:
@@ -221,8 +222,7 @@ class RepoGraph:
         if not self.table.paths:
             return [], {}
         t = self.table
-        graph_rank = self._pagerank(self._prepared(), focus)
-        score = self._file_scores(focus, graph_rank)
+        graph_rank, score = self._scored(focus)
         order = self._file_order(focus, score)
         found = (t.group_of(name_key(i)) for i in focus.identifiers)
         wanted = np.array(sorted({g for g in found if g is not None}), dtype=np.int32)
@@ -267,7 +267,7 @@ class RepoGraph:
     def _focus_rows(self, focus: Focus) -> list[int]:
         return [r for p in focus.files if (r := self.table.row(p)) is not None]
 
-    def _pagerank(self, c: _Ranking, focus: Focus) -> Array:
+    def _pagerank(self, c: _Ranking, focus: Focus, seeds: Mapping[int, float]) -> Array:
         n = len(self.table.paths)
         restart = np.full(n, 1.0 / n)
         wanted = {r for p in focus.files if (r := self.table.row(p)) is not None}
@@ -277,6 +277,8 @@ class RepoGraph:
                 wanted.update(rows.tolist())
         for i in sorted(wanted):
             restart[i] += FOCUS_WEIGHT / len(wanted)
+        for i, share in sorted(seeds.items()):
+            restart[i] += signals_of.SEED_WEIGHT * share
         restart /= restart.sum()
         y = c.solve(restart)
         return np.asarray(y / y.sum())

@@ -18,22 +18,32 @@ signals that have evidence for it. Fixed orders throughout: the same files, the 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap_store import KEY, TagTable, name_key, sub_words, word_key
+from tokend.core.repomap_keys import is_ref_word, name_key, ref_word_key, sub_words, word_key
+from tokend.core.repomap_store import KEY, TagTable, rows_of
 
 FUSE_K = 8.0
 K1, B = 1.2, 0.75
 BUCKETS = 1 << 20  # of the membership sieve (_member)
 SIEVE_BLOCK = 1 << 18  # values sieved at once
 WEIGHTS = {"graph": 1.0, "lexical": 1.0, "folder": 0.5}
-TEXT_GRAPH_WEIGHT = 0.0  # the graph's weight when the focus is a task's text, not files
+TEXT_GRAPH_WEIGHT = 0.25  # the graph's weight when the focus is a task's text, not files
+SEEDS = 5  # a text focus: the best lexical hits that personalize the graph's rank
+SEED_WEIGHT = 300.0  # their restart mass (shared by lexical score) against 1.0 spread over all
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 Array = Any
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
+    """The words of `text` (3 characters or more) that the repository defines."""
+    return frozenset(w for w in set(_IDENT.findall(text)) if len(w) >= 3 and defines(w))
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +58,20 @@ class Signals:
     resolve: bool = True
     imports: bool = True
     specific: bool = True
+    # a task's text: the words of the names files refer to as terms; its best lexical hits
+    # personalizing the graph's rank
+    words: bool = True
+    seed: bool = True
 
 
-def text_keys(text: str) -> Array:
-    """The keys of a task's text: its identifiers (3 characters or more) and their words."""
+def text_keys(text: str, *, words: bool = True) -> Array:
+    """The keys of a task's text: its identifiers (3 characters or more) and their words (as
+    words of definitions and paths and, with `words`, of the names files refer to)."""
     names = set(_WORD.findall(text))
-    keys = {name_key(n) for n in names} | {word_key(w) for n in names for w in sub_words(n)}
+    split = {w for n in names for w in sub_words(n)}
+    keys = {name_key(n) for n in names} | {word_key(w) for w in split}
+    if words:
+        keys |= {ref_word_key(w) for w in split}
     return np.unique(np.array(sorted(keys), dtype=KEY))
 
 
@@ -83,16 +101,42 @@ def path_terms(paths: list[str]) -> PathTerms:
     return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of)
 
 
+def query(table: TagTable, focus_rows: list[int], text: str, *, words: bool) -> Array:
+    """The lexical query of a focus: its files' keys (`file_keys`) and its text's."""
+    keys = [file_keys(table, r) for r in focus_rows]
+    if text:
+        keys.append(text_keys(text, words=words))
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=KEY)
+
+
 def file_keys(table: TagTable, row: int) -> Array:
-    """The names a file defines or refers to (keys, unique)."""
+    """The names a file defines or refers to and its definitions' words (keys, unique; not
+    the words of the names it refers to: as a focus's query, they cost file queries R@10)."""
     refs = table.r_key[table.r_off[row] : table.r_off[row + 1]]
+    refs = refs[~is_ref_word(refs)]
     defs = table.keys_at(int(table.d_off[row]), int(table.d_off[row + 1]))
     return np.unique(np.concatenate([refs, defs]))
 
 
-def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
+def lengths(table: TagTable, paths: PathTerms) -> tuple[Array, Array]:
+    """Each file's BM25 length, with and without the words of the names it refers to."""
+    whole = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(paths.offsets)).astype(float)
+    words = np.bincount(rows_of(table.r_off)[is_ref_word(table.r_key)], minlength=len(whole))
+    return whole, whole - words
+
+
+def seeds(score: Array, count: int) -> dict[int, float]:
+    """The `count` best files by lexical score (score > 0), each with its share of their
+    scores; ties fall to the row (fixed)."""
+    best = np.lexsort((np.arange(len(score)), -score))[:count]
+    best = best[score[best] > 0]
+    total = float(score[best].sum())
+    return {int(r): float(score[r]) / total for r in best.tolist()} if total else {}
+
+
+def lexical(table: TagTable, paths: PathTerms, query: Array, length: Array) -> Array:
     """BM25 of every file against the query's keys (unique): its references (each counted as
-    often as it occurs), definitions and path words are its terms."""
+    often as it occurs), definitions and path words are its terms; `length`: each file's."""
     n = len(table.paths)
     score = np.zeros(n)
     if not len(query) or not n:
@@ -124,7 +168,6 @@ def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
     rows, keys = rows[at], keys[at]
     _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))[inverse]
-    length = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(p_off)).astype(np.float64)
     norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
     term = idf * tf * (K1 + 1) / (tf + norm[rows])
     np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
