@@ -45,7 +45,15 @@ from bench.scale_tree import _family_rss_mib
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path(os.environ.get("KERNEL_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
 TREES = ROOT / "bench" / "out" / "trees" / "kernel"
-BEFORE_REV = "2c3728f"  # main before issue 22: tags parsed on one core, in the daemon
+BEFORE_REV = os.environ.get("KERNEL_BEFORE_REV", "2c3728f")  # main before issue 22: tags parsed
+# on one core, in the daemon (issue 24's ranking rows name the main they were measured beside)
+TEXTS = (  # a text focus: tasks as an agent is given them (no files, no identifiers)
+    "ext4: fix a race between fallocate and the journal commit",
+    "net: sched: fix a use-after-free when the qdisc is destroyed",
+    "usb: xhci: reset the endpoint ring after a stall",
+    "mm: avoid a deadlock when reclaiming pages under the lru lock",
+    "drm/amdgpu: check the fence before the ring buffer wraps",
+)
 MODEL = "gpt-4o"
 BUDGET = 4096
 FOCUSES = 5
@@ -223,6 +231,12 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
             s.request("repoMap/get", {**params, "focus": {"files": [p], "identifiers": []}})[0]
             for p in rng.sample(code, FOCUSES)
         ]
+        f["text"] = [
+            s.request(
+                "repoMap/get", {**params, "focus": {"files": [], "identifiers": [], "text": t}}
+            )[0]
+            for t in TEXTS
+        ]
         f["notes"], f["changed"] = [], []
         phase[0] = "changes"
         for n, path in enumerate(rng.sample(code, CHANGES)):
@@ -314,6 +328,9 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
         f"{was('again', '{:.3f}', _median)} | {goal(_median(f['again']) <= 1, '<= 1 s')} |",
         f"| a new focus (one .c file; median of {len(f['focus'])}) | {_median(f['focus']):.3f} | "
         f"{was('focus', '{:.3f}', _median)} | {goal(_median(f['focus']) <= 1, '<= 1 s')} |",
+        f"| a text focus (a task's words, no files; median of {len(f['text'])}) | "
+        f"{_median(f['text']):.3f} | {was('text', '{:.3f}', _median)} | "
+        f"{goal(_median(f['text']) <= 1, '<= 1 s')} |",
         f"| the map after one file changed (median of {len(f['changed'])}; max "
         f"{max(f['changed']):.3f}) | {after_change(f, lost)} | "
         f"{after_change(b, lost_before) if b else 'not run'} | "

@@ -1,12 +1,11 @@
 """What a file says, as the repo map's BM25 reads it (core.repomap_tags.text_words): the words
 of every identifier-like token of its text, comments and strings included, counted, the most
-frequent kept; carried in the cached tags (JSON) and packed as words of what a file says."""
+frequent kept; carried in the cached tags (JSON) and kept as the graph's words of that file."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from tokend.core.repomap_keys import is_ref_word, name_key, ref_word_key, word_key
+from tokend.core.repomap import RepoGraph
+from tokend.core.repomap_keys import name_key, word_key
 from tokend.core.repomap_store import PackedTags
 from tokend.core.repomap_tags import WORDS_MAX, Definition, FileTags, text_words
 
@@ -26,7 +25,7 @@ def test_the_most_frequent_words_are_kept_ties_alphabetical():
     assert set(kept) == {"common", *rare[: WORDS_MAX - 1]}  # the alphabetically first
 
 
-def test_words_survive_the_cache_and_are_packed_as_words_a_file_says():
+def test_words_survive_the_cache_and_are_kept_apart_from_the_names():
     tags = FileTags(
         (Definition("pump", 3, "def pump(sock):"),),
         {"recv_into": 2},
@@ -34,9 +33,12 @@ def test_words_survive_the_cache_and_are_packed_as_words_a_file_says():
     )
     assert FileTags.from_json(tags.to_json()) == tags
     packed = PackedTags.of(tags)
-    keys = set(packed.ref_keys.tolist())
-    assert {ref_word_key("bandwidth"), ref_word_key("pump"), name_key("recv_into")} <= keys
-    assert word_key("pump") in keys  # the definition's words stay words of definitions
-    assert ref_word_key("recv") not in keys  # the text's words stand for the references'
-    flags = is_ref_word(packed.ref_keys)
-    assert flags.sum() == 2 and not is_ref_word(np.array([name_key("recv_into")])).any()
+    assert set(packed.ref_keys.tolist()) == {name_key("recv_into"), word_key("pump")}
+    graph = RepoGraph()
+    graph.set_files({"net/pump.py": tags})
+    ids = graph.words.vocabulary.ids(["bandwidth", "pump", "recv"])
+    assert len(ids) == 2  # "recv" is not said: the text's words stand for the references'
+    rows, hit, counts = graph.words.hits(ids)
+    assert sorted(zip(hit.tolist(), counts.tolist(), strict=True)) == sorted(
+        zip(ids.tolist(), [4.0, 1.0], strict=True)
+    )

@@ -33,6 +33,7 @@ import numpy as np
 
 from tokend.core import repomap_edges as graph_rows
 from tokend.core import repomap_rank as signals_of
+from tokend.core.repomap_choice import RANK_DECIMALS, chosen_definitions
 from tokend.core.repomap_edges import MAX_DEFINERS, Edges, renumbered, replaced
 from tokend.core.repomap_links import ImportLinks
 from tokend.core.repomap_rank import Signals
@@ -41,10 +42,9 @@ from tokend.core.repomap_render import RankedDefinition
 from tokend.core.repomap_solve import solver
 from tokend.core.repomap_store import PackedTags, TagTable, name_key
 from tokend.core.repomap_tags import FileTags
+from tokend.core.repomap_words import WordTable, said
 
 FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
-RANK_DECIMALS = 12
-PER_FILE = 1  # definitions a file shows before the next file's come (bench.repomap_eval: 1 shows the most targets)
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
 
 Array = Any
@@ -72,7 +72,9 @@ class RepoGraph:
     """Tags of every source file and the weighted file graph derived from them."""
 
     table: TagTable = field(default_factory=TagTable)
-    version: int = 0
+    words: WordTable = field(default_factory=WordTable)  # what each file says (its rows)
+    version: int = 0  # moves at every change
+    graph_version: int = 0  # moves when the names, references or imports change
     _edges: Edges | None = None  # None: every row is to be derived
     _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
     _ranking: tuple[int, _Ranking] | None = None
@@ -82,7 +84,8 @@ class RepoGraph:
     _doc_lengths: tuple[int, tuple[Array, Array]] | None = None
 
     def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
-        """Replace (None: remove) the tags of some files; True when the graph changed."""
+        """Replace (None: remove) the tags of some files; True when anything changed (what a
+        file says alone changes `version`, not `graph_version`: no row is derived again)."""
         packed: dict[str, PackedTags | None] = {}
         for path, tags in changed.items():
             new = PackedTags.of(tags) if tags is not None else None
@@ -93,8 +96,18 @@ class RepoGraph:
                 if tags is None or self.links.same(path, tags.imports):
                     continue
             packed[path] = new
-        if not packed:
+        spoken = {p: said(t) for p, t in changed.items() if t is not None}
+        words = self.words.changed({p: self.table.row(p) for p in spoken}, spoken)
+        if not packed and not words:
             return False
+        remap = self._apply(packed, changed) if packed else None
+        rows = {r: w for p, w in words.items() if (r := self.table.row(p)) is not None}
+        self.words.apply(remap, rows, len(self.table.paths))
+        self.version += 1
+        return True
+
+    def _apply(self, packed: Mapping[str, PackedTags | None], changed: Mapping[str, Any]) -> Array:
+        """The table and the graph's rows after `packed`; which old row went where."""
         before, track = self.table.paths, self._edges is not None and len(packed) <= TRACK_MAX_FILES
         applied = self.table.apply(packed, track=track)
         imports = {p: (t.imports if (t := changed[p]) is not None else None) for p in packed}
@@ -105,8 +118,8 @@ class RepoGraph:
             self._stale.update({self.table.paths[r] for r in stale} | also)
         else:
             self._edges, self._stale = None, set()
-        self.version += 1
-        return True
+        self.graph_version += 1
+        return applied.remap
 
     def _same(self, row: int, new: PackedTags) -> bool:
         t = self.table
@@ -188,9 +201,7 @@ class RepoGraph:
         text_only = bool(focus.text) and not focus_rows
         scores: dict[str, Array] = {}
         if on.lexical:
-            query = signals_of.query(t, focus_rows, focus.text, words=on.words)
-            length = self._lengths()[0 if text_only and on.words else 1]
-            scores["lexical"] = signals_of.lexical(t, self._paths_terms(), query, length)
+            scores["lexical"] = self._lexical(focus_rows, focus.text, text_only)
         on_text = text_only and on.seed and "lexical" in scores
         seeds = signals_of.seeds(scores["lexical"], signals_of.SEEDS) if on_text else {}
         graph_rank = self._pagerank(self._prepared(), focus, seeds)
@@ -201,10 +212,18 @@ class RepoGraph:
         fused = signals_of.fused(scores, len(t.paths), text_only=text_only)
         return graph_rank, np.round(fused, RANK_DECIMALS)
 
-    def _lengths(self) -> tuple[Array, Array]:
+    def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
+        """BM25 of the focus (core.repomap_rank.lexical); a text is read against what files say
+        too (their words count in their lengths for a text alone)."""
+        reads = bool(text) and self.signals.words
+        ids = self.words.vocabulary.ids(signals_of.text_words(text)) if reads else None
         if self._doc_lengths is None or self._doc_lengths[0] != self.version:
-            self._doc_lengths = (self.version, signals_of.lengths(self.table, self._paths_terms()))
-        return self._doc_lengths[1]
+            lengths = signals_of.lengths(self.table, self._paths_terms(), self.words.lengths())
+            self._doc_lengths = (self.version, lengths)
+        length = self._doc_lengths[1][0 if text_only and reads else 1]
+        query = signals_of.query(self.table, rows, text)
+        spoken = self.words.hits(ids) if ids is not None else None
+        return signals_of.lexical(self.table, self._paths_terms(), query, length, spoken)
 
     def _paths_terms(self) -> signals_of.PathTerms:
         if self._path_terms is None or self._path_terms[0] != self.table.paths:
@@ -224,41 +243,10 @@ class RepoGraph:
         t = self.table
         graph_rank, score = self._scored(focus)
         order = self._file_order(focus, score)
-        found = (t.group_of(name_key(i)) for i in focus.identifiers)
-        wanted = np.array(sorted({g for g in found if g is not None}), dtype=np.int32)
-        place = np.full(len(t.paths), len(order), dtype=np.int64)  # each file's place in the rank
-        place[order] = np.arange(len(order))
-        counts = (t.d_off[1:] - t.d_off[:-1])[order]
-        if limit is not None:  # the files whose first PER_FILE definitions fill `limit`
-            enough = np.searchsorted(np.cumsum(np.minimum(counts, PER_FILE)), limit)
-            order, counts = order[: enough + 1], counts[: enough + 1]
-        starts = t.d_off[order]
-        chosen = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-        position = np.repeat(np.arange(len(order)), counts)  # the file's place in the rank
-        extra = np.zeros(0, dtype=np.int64)
-        if len(wanted):  # a focus identifier's definitions in focus files are not shown
-            extra = np.setdiff1d(np.flatnonzero(np.isin(t.d_group, wanted)), chosen)
-            extra = extra[~np.isin(_file_of(t.d_off, extra), self._focus_rows(focus))]
-        t.groups()  # the group columns (d_group)
-        needed = np.unique(t.d_group[np.concatenate([chosen, extra])])  # only their flow
-        flow = graph_rows.name_flow(t, self.edges(), graph_rank, needed)
-        group_weight: Array = np.round(flow, RANK_DECIMALS)
-        weight = group_weight[t.d_group[chosen]]
-        within = np.lexsort((chosen, -weight, position))  # by file, best definition first
-        nth = np.empty(len(chosen), dtype=np.int64)
-        nth[within] = np.arange(len(chosen)) - np.repeat(np.cumsum(counts) - counts, counts)
-        hit = np.isin(t.d_group[chosen], wanted)
-        if len(extra):
-            chosen = np.concatenate([chosen, extra])
-            position = np.concatenate([position, place[_file_of(t.d_off, extra)]])
-            weight = np.concatenate([weight, group_weight[t.d_group[extra]]])
-            nth = np.concatenate([nth, np.zeros(len(extra), dtype=np.int64)])
-            hit = np.concatenate([hit, np.ones(len(extra), dtype=bool)])
-        later = (nth >= PER_FILE) & ~hit  # a focus identifier's definitions all come first
-        ranked = np.lexsort((chosen, -weight, position, later, ~hit))
-        if limit is not None:
-            ranked = ranked[:limit]
-        files, lines = _file_of(t.d_off, chosen[ranked]).tolist(), t.d_line[chosen[ranked]].tolist()
+        edges, focus_rows = self.edges(), self._focus_rows(focus)
+        files, lines = chosen_definitions(
+            t, edges, graph_rank, order, focus.identifiers, focus_rows, limit
+        )
         scores = {t.paths[f]: float(score[f]) for f in set(files)}
         return [
             RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)
@@ -284,15 +272,10 @@ class RepoGraph:
         return np.asarray(y / y.sum())
 
     def _prepared(self) -> _Ranking:
-        if self._ranking is not None and self._ranking[0] == self.version:
+        if self._ranking is not None and self._ranking[0] == self.graph_version:
             return self._ranking[1]
         self._ranking = None  # the old version's arrays go before the new ones are made
         edges, t = self.edges(), self.table
         ranking = _Ranking(solver(edges.offsets, edges.targets, edges.weights, len(t.paths)))
-        self._ranking = (self.version, ranking)
+        self._ranking = (self.graph_version, ranking)
         return ranking
-
-
-def _file_of(offsets: Array, positions: Array) -> Array:
-    """The row of each entry position of a table whose rows start at `offsets`."""
-    return np.searchsorted(offsets, positions, side="right") - 1

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap_keys import is_ref_word, name_key, ref_word_key, sub_words, word_key
-from tokend.core.repomap_store import KEY, TagTable, rows_of
+from tokend.core.repomap_keys import name_key, sub_words, word_key
+from tokend.core.repomap_store import KEY, TagTable
 
 FUSE_K = 8.0
 K1, B = 1.2, 0.75
@@ -58,20 +58,22 @@ class Signals:
     resolve: bool = True
     imports: bool = True
     specific: bool = True
-    # a task's text: the words of the names files refer to as terms; its best lexical hits
-    # personalizing the graph's rank
+    # a task's text: read against what each file says (core.repomap_words); its best lexical
+    # hits personalizing the graph's rank
     words: bool = True
     seed: bool = True
 
 
-def text_keys(text: str, *, words: bool = True) -> Array:
+def text_words(text: str) -> list[str]:
+    """The words of a task's text's identifiers (3 characters or more), sorted, unique."""
+    return sorted({w for n in set(_WORD.findall(text)) for w in sub_words(n)})
+
+
+def text_keys(text: str) -> Array:
     """The keys of a task's text: its identifiers (3 characters or more) and their words (as
-    words of definitions and paths and, with `words`, of the names files refer to)."""
+    words of definitions and paths)."""
     names = set(_WORD.findall(text))
-    split = {w for n in names for w in sub_words(n)}
-    keys = {name_key(n) for n in names} | {word_key(w) for w in split}
-    if words:
-        keys |= {ref_word_key(w) for w in split}
+    keys = {name_key(n) for n in names} | {word_key(w) for w in text_words(text)}
     return np.unique(np.array(sorted(keys), dtype=KEY))
 
 
@@ -101,28 +103,25 @@ def path_terms(paths: list[str]) -> PathTerms:
     return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of)
 
 
-def query(table: TagTable, focus_rows: list[int], text: str, *, words: bool) -> Array:
+def query(table: TagTable, focus_rows: list[int], text: str) -> Array:
     """The lexical query of a focus: its files' keys (`file_keys`) and its text's."""
     keys = [file_keys(table, r) for r in focus_rows]
     if text:
-        keys.append(text_keys(text, words=words))
+        keys.append(text_keys(text))
     return np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=KEY)
 
 
 def file_keys(table: TagTable, row: int) -> Array:
-    """The names a file defines or refers to and its definitions' words (keys, unique; not
-    the words of the names it refers to: as a focus's query, they cost file queries R@10)."""
+    """The names a file defines or refers to and its definitions' words (keys, unique)."""
     refs = table.r_key[table.r_off[row] : table.r_off[row + 1]]
-    refs = refs[~is_ref_word(refs)]
     defs = table.keys_at(int(table.d_off[row]), int(table.d_off[row + 1]))
     return np.unique(np.concatenate([refs, defs]))
 
 
-def lengths(table: TagTable, paths: PathTerms) -> tuple[Array, Array]:
-    """Each file's BM25 length, with and without the words of the names it refers to."""
-    whole = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(paths.offsets)).astype(float)
-    words = np.bincount(rows_of(table.r_off)[is_ref_word(table.r_key)], minlength=len(whole))
-    return whole, whole - words
+def lengths(table: TagTable, paths: PathTerms, words: Array) -> tuple[Array, Array]:
+    """Each file's BM25 length, with and without the `words` it says (a count a file)."""
+    names = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(paths.offsets)).astype(float)
+    return names + words, names
 
 
 def seeds(score: Array, count: int) -> dict[int, float]:
@@ -134,13 +133,45 @@ def seeds(score: Array, count: int) -> dict[int, float]:
     return {int(r): float(score[r]) / total for r in best.tolist()} if total else {}
 
 
-def lexical(table: TagTable, paths: PathTerms, query: Array, length: Array) -> Array:
+def lexical(
+    table: TagTable,
+    paths: PathTerms,
+    query: Array,
+    length: Array,
+    said: tuple[Array, Array, Array] | None = None,
+) -> Array:
     """BM25 of every file against the query's keys (unique): its references (each counted as
-    often as it occurs), definitions and path words are its terms; `length`: each file's."""
+    often as it occurs), definitions and path words are its terms; `length`: each file's;
+    `said`: where the query's words are said (core.repomap_words.WordTable.hits: rows, word
+    ids, counts), terms of their own."""
     n = len(table.paths)
     score = np.zeros(n)
-    if not len(query) or not n:
+    if not n:
         return score
+    norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
+    rows, keys, tf = _name_terms(table, paths, query)
+    if len(rows):
+        _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
+        term = _bm25(n, df[inverse], tf, norm[rows])
+        np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
+    if said is not None and len(said[0]):
+        rows, ids, tf = said
+        _, inverse, df = np.unique(ids, return_inverse=True, return_counts=True)
+        term = _bm25(n, df[inverse], tf, norm[rows])
+        order = np.lexsort((term, rows))  # a file's word terms smallest first: the same sums
+        np.add.at(score, rows[order], term[order])  # whatever the ids (they vary by process)
+    return score
+
+
+def _bm25(n: int, df: Array, tf: Array, norm: Array) -> Array:
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    return idf * tf * (K1 + 1) / (tf + norm)
+
+
+def _name_terms(table: TagTable, paths: PathTerms, query: Array) -> tuple[Array, Array, Array]:
+    """Each (file, key) term of the query's keys: its row, key and count, in (row, key) order."""
+    if not len(query):
+        return np.zeros(0, dtype=np.int64), query, np.zeros(0)
     groups = table.groups()
     q_groups: Array = np.searchsorted(groups, query)
     found: Array = q_groups < len(groups)
@@ -157,21 +188,13 @@ def lexical(table: TagTable, paths: PathTerms, query: Array, length: Array) -> A
     keys = np.concatenate([table.r_key[r_hit], groups[table.d_group[d_hit]], p_key[p_hit]])
     tf = np.concatenate([table.r_count[r_hit].astype(np.float64),
                          np.ones(len(d_hit) + len(p_hit))])  # fmt: skip
-    if not len(rows):
-        return score
     order = np.lexsort((keys, rows))
     rows, keys, tf = rows[order], keys[order], tf[order]
     new = np.ones(len(rows), dtype=bool)
     new[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
     at = np.flatnonzero(new)
-    tf = np.add.reduceat(tf, at)
-    rows, keys = rows[at], keys[at]
-    _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5))[inverse]
-    norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
-    term = idf * tf * (K1 + 1) / (tf + norm[rows])
-    np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
-    return score
+    tf = np.add.reduceat(tf, at) if len(at) else tf
+    return rows[at], keys[at], tf
 
 
 def _member(values: Array, ascending: Array) -> Array:

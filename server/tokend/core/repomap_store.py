@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap_keys import name_key, ref_word_key, sub_words, word_key
+from tokend.core.repomap_keys import name_key, sub_words, word_key
 from tokend.core.repomap_tags import FileTags
 
-__all__ = ["name_key", "ref_word_key", "sub_words", "word_key"]  # (their home: core.repomap_keys)
+__all__ = ["name_key", "sub_words", "word_key"]  # (their home: core.repomap_keys)
 
 KEY = np.uint64
 RENUMBER_BLOCK = 1 << 18  # entries renumbered at once (bounds a change's extra memory)
@@ -51,16 +51,14 @@ class PackedTags:
 
     @classmethod
     def of(cls, tags: FileTags) -> PackedTags:
-        """The references include the words of the definitions' names (`word_key`) and of what
-        the file says (`ref_word_key`: its text's words, else its references'), which no file
-        defines: they carry no edge, only the words BM25 matches a task's text with."""
+        """The references include the words of the definitions' names (`word_key`), which no
+        file defines: they carry no edge, only the words BM25 matches a task's text with (what
+        the file says is kept apart: core.repomap_words)."""
         pairs = sorted({(d.line, name_key(d.name)) for d in tags.definitions})
         refs: dict[int, int] = {}
         for name, count in tags.references.items():
-            refs[name_key(name)] = refs.get(name_key(name), 0) + int(count)
-        said = tags.words or {w: n for name, n in tags.references.items() for w in sub_words(name)}
-        for word, count in said.items():
-            refs[ref_word_key(word)] = refs.get(ref_word_key(word), 0) + int(count)
+            key = name_key(name)
+            refs[key] = refs.get(key, 0) + int(count)
         for d in tags.definitions:
             for word in sub_words(d.name):
                 key = word_key(word)

@@ -1,0 +1,131 @@
+"""What each file says, kept for a task's text (core.repomap_words): one vocabulary per graph,
+each file's words as ids and counts in flat arrays, not as a dictionary of strings per file;
+the graph's reference table does not grow with them; a graph changed in place reads a task's
+text as one built at once, and an edit that changes only what a file says moves the text's
+rank without deriving the graph's rows again."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.core import repomap
+from tokend.core.repomap import Focus, RepoGraph
+from tokend.core.repomap_tags import WORDS_MAX, Definition, FileTags, text_words
+
+VOCABULARY = [f"w{i:04d}x" for i in range(3000)]
+
+
+def _file(i: int) -> FileTags:
+    rng = np.random.default_rng(i)
+    chosen = rng.choice(len(VOCABULARY), size=WORDS_MAX, replace=False)
+    words = {VOCABULARY[j]: int(rng.integers(1, 40)) for j in sorted(chosen.tolist())}
+    return FileTags((Definition(f"f{i}", 0, ""),), {"helper": 2}, words=words)
+
+
+def test_words_take_six_bytes_an_entry_beside_one_vocabulary():
+    graph = RepoGraph()
+    files = {f"src/m{i:04d}.py": _file(i) for i in range(1000)}
+    bare = RepoGraph()
+    bare.set_files({p: FileTags(t.definitions, t.references) for p, t in files.items()})
+    for start in range(0, 1000, 250):  # a chunk at a time, as the first build hands them
+        graph.set_files(dict(list(files.items())[start : start + 250]))
+    entries = 1000 * WORDS_MAX
+    words = graph.words
+    assert len(words.ids) == entries and len(words.vocabulary) == len(VOCABULARY)
+    assert words.nbytes <= 6 * entries + 12 * len(VOCABULARY) + 8 * 1001
+    assert len(graph.table.r_key) == len(bare.table.r_key)  # the names' table: as without words
+
+
+def test_counts_and_rows_read_back_as_given():
+    graph = RepoGraph()
+    graph.set_files({"b.py": FileTags(words={"alpha": 3, "beta": 70000}),
+                     "a.py": FileTags(words={"beta": 1})})  # fmt: skip
+    ids = graph.words.vocabulary.ids(["alpha", "beta", "gamma"])
+    assert len(ids) == 2  # nobody says gamma
+    alpha, beta = ids.tolist()
+    rows, hit, tf = graph.words.hits(ids)
+    assert sorted(zip(rows.tolist(), hit.tolist(), tf.tolist(), strict=True)) == sorted(
+        [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 65535.0)]  # a.py is row 0 (path order)
+    )  # a count past 65,535 is kept as 65,535
+
+
+def test_a_comment_that_says_the_task_moves_its_file_without_deriving_the_graph():
+    """Only what net/pace.py says changes (a comment): the text's rank follows it, the
+    graph's names and edges are kept (no new graph version, no rows derived again)."""
+    graph = RepoGraph()
+    code = "def pace(sender):\n    return sender\n"
+    files = {f"net/m{i}.py": FileTags((Definition(f"m{i}", 0, ""),), {"hub": 1},
+                                      words=text_words(f"def m{i}(x):\n    return hub(x)\n"))
+             for i in range(8)}  # fmt: skip
+    files["net/hub.py"] = FileTags((Definition("hub", 0, ""),), {}, words=text_words("def hub"))
+    files["net/pace.py"] = FileTags((Definition("pace", 0, ""),), {}, words=text_words(code))
+    graph.set_files(files)
+    task = Focus(text="uploads ignore the bandwidth ceiling")
+    assert graph.rank_files(task)[0][0] == "net/hub.py"  # nothing says it: the graph's rank
+    edges, graph_version, version = graph.edges(), graph.graph_version, graph.version
+    commented = "# keeps uploads under the bandwidth ceiling\n" + code
+    changed = FileTags(files["net/pace.py"].definitions, {}, words=text_words(commented))
+    assert graph.set_files({"net/pace.py": changed})
+    assert graph.version == version + 1 and graph.graph_version == graph_version
+    assert graph.edges() is edges
+    assert graph.rank_files(task)[0][0] == "net/pace.py"
+    assert not graph.set_files({"net/pace.py": changed})  # the same again: no change
+
+
+WORDS_POOL = ["upload", "bandwidth", "ceiling", "retry", "socket", "frame"]
+tags_strategy = st.one_of(
+    st.none(),
+    st.builds(
+        lambda defs, refs, said: FileTags(
+            tuple(Definition(n, line, "") for line, n in enumerate(defs)), dict(refs), words=said
+        ),
+        st.lists(st.sampled_from(["alpha", "beta", "_gamma"]), max_size=3),
+        st.lists(
+            st.tuples(st.sampled_from(["alpha", "beta", "send_frame"]), st.integers(1, 5)),
+            max_size=3,
+        ),  # fmt: skip
+        st.dictionaries(st.sampled_from(WORDS_POOL), st.integers(1, 9), max_size=4),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(
+        st.dictionaries(st.sampled_from(["a.py", "b.py", "c.py", "d.py"]), tags_strategy),
+        min_size=1,
+        max_size=6,
+    ),
+    text=st.sampled_from(["bandwidth ceiling", "retry the socket frame", "send_frame upload"]),
+)
+def test_any_sequence_of_changes_reads_a_text_as_a_fresh_graph(
+    steps: list[dict[str, FileTags | None]], text: str
+):
+    """Files appear, change what they say (or only that), and vanish, with a text ranked in
+    between; the final graph ranks the text as one built at once from the final files (whose
+    vocabulary gave the words other ids)."""
+    focus = Focus(text=text)
+    graph, final = repomap.RepoGraph(), {}
+    for step in steps:
+        graph.set_files(step)
+        graph.rank_files(focus)
+        for path, tags in step.items():
+            if tags is None:
+                final.pop(path, None)
+            else:
+                final[path] = tags
+    fresh = repomap.RepoGraph()
+    fresh.set_files(dict(sorted(final.items(), reverse=True)))
+    assert graph.rank_files(focus) == fresh.rank_files(focus)
+    assert _said(graph) == _said(fresh)
+
+
+def _said(graph: RepoGraph) -> list[tuple[str, list[int], list[float]]]:
+    """Each word of the pool: the rows saying it and how often (the graph's ids are its own)."""
+    out = []
+    for word in WORDS_POOL:
+        rows, _, tf = graph.words.hits(graph.words.vocabulary.ids([word]))
+        out.append((word, rows.tolist(), tf.tolist()))
+    return out
