@@ -1,16 +1,13 @@
 """What each file says, kept for a task's text (core.repomap_words): one vocabulary per graph,
 each file's words as ids and counts in flat arrays, not as a dictionary of strings per file;
-the graph's reference table does not grow with them; a graph changed in place reads a task's
-text as one built at once, and an edit that changes only what a file says moves the text's
-rank without deriving the graph's rows again."""
+the graph's reference table does not grow with them; an edit that changes only what a file
+says moves the text's rank without deriving the graph's rows again (a graph changed in place
+reads a text as one built at once: tests/workspace/test_graph_updates)."""
 
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from tokend.core import repomap
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_tags import WORDS_MAX, Definition, FileTags, text_words
 
@@ -72,60 +69,3 @@ def test_a_comment_that_says_the_task_moves_its_file_without_deriving_the_graph(
     assert graph.edges() is edges
     assert graph.rank_files(task)[0][0] == "net/pace.py"
     assert not graph.set_files({"net/pace.py": changed})  # the same again: no change
-
-
-WORDS_POOL = ["upload", "bandwidth", "ceiling", "retry", "socket", "frame"]
-tags_strategy = st.one_of(
-    st.none(),
-    st.builds(
-        lambda defs, refs, said: FileTags(
-            tuple(Definition(n, line, "") for line, n in enumerate(defs)), dict(refs), words=said
-        ),
-        st.lists(st.sampled_from(["alpha", "beta", "_gamma"]), max_size=3),
-        st.lists(
-            st.tuples(st.sampled_from(["alpha", "beta", "send_frame"]), st.integers(1, 5)),
-            max_size=3,
-        ),  # fmt: skip
-        st.dictionaries(st.sampled_from(WORDS_POOL), st.integers(1, 9), max_size=4),
-    ),
-)
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    steps=st.lists(
-        st.dictionaries(st.sampled_from(["a.py", "b.py", "c.py", "d.py"]), tags_strategy),
-        min_size=1,
-        max_size=6,
-    ),
-    text=st.sampled_from(["bandwidth ceiling", "retry the socket frame", "send_frame upload"]),
-)
-def test_any_sequence_of_changes_reads_a_text_as_a_fresh_graph(
-    steps: list[dict[str, FileTags | None]], text: str
-):
-    """Files appear, change what they say (or only that), and vanish, with a text ranked in
-    between; the final graph ranks the text as one built at once from the final files (whose
-    vocabulary gave the words other ids)."""
-    focus = Focus(text=text)
-    graph, final = repomap.RepoGraph(), {}
-    for step in steps:
-        graph.set_files(step)
-        graph.rank_files(focus)
-        for path, tags in step.items():
-            if tags is None:
-                final.pop(path, None)
-            else:
-                final[path] = tags
-    fresh = repomap.RepoGraph()
-    fresh.set_files(dict(sorted(final.items(), reverse=True)))
-    assert graph.rank_files(focus) == fresh.rank_files(focus)
-    assert _said(graph) == _said(fresh)
-
-
-def _said(graph: RepoGraph) -> list[tuple[str, list[int], list[float]]]:
-    """Each word of the pool: the rows saying it and how often (the graph's ids are its own)."""
-    out = []
-    for word in WORDS_POOL:
-        rows, _, tf = graph.words.hits(graph.words.vocabulary.ids([word]))
-        out.append((word, rows.tolist(), tf.tolist()))
-    return out
