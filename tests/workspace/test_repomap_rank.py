@@ -166,6 +166,35 @@ async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
     assert task["tokens"] == o200k(task["text"]) <= 400
 
 
+async def test_a_file_focus_finds_the_file_that_says_what_it_says(
+    server: ProcessClient, tree: Path
+):
+    """The focus file and the file that belongs with it share no name, no folder and no
+    import, only what they say (docstrings, comments): that file comes first but for the hub
+    every file leans on (the graph's best)."""
+    (tree / "app" / "jobs").mkdir()
+    (tree / "app" / "jobs" / "uploader.py").write_text(
+        '"""Sends uploads in chunks, throttled under the bandwidth ceiling."""\n\n\n'
+        "def send_chunks(job):\n    # the throttle waits once the ceiling is reached\n"
+        "    return job\n"
+    )
+    (tree / "app" / "net" / "pace.py").write_text(
+        '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
+        "def pace(sender):\n    # throttle between packets\n    return sender\n"
+    )
+    sid = (
+        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
+    )["sessionId"]
+    got = await server.request(
+        "repoMap/get",
+        {"sessionId": sid, "budgetTokens": 400,
+         "focus": {"files": ["app/jobs/uploader.py"], "identifiers": []}},
+    )  # fmt: skip
+    paths = [f["path"] for f in got["files"]]
+    assert [p for p in paths if p != "app/core/utils.py"][0] == "app/net/pace.py"
+    assert got["tokens"] == o200k(got["text"]) <= 400
+
+
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
     """BM25's membership test (buckets of low bits, then a search), a block at a time, gives
     np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""

@@ -214,15 +214,17 @@ class RepoGraph:
 
     def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
         """BM25 of the focus (core.repomap_rank.lexical); a text is read against what files say
-        too (their words count in their lengths for a text alone)."""
-        reads = bool(text) and self.signals.words
-        ids = self.words.vocabulary.ids(signals_of.text_words(text)) if reads else None
+        too, and so is what the focus files say (their words count in their lengths then)."""
+        on, words = self.signals, self.words
+        asked = [words.vocabulary.ids(signals_of.text_words(text))] if text and on.words else []
+        asked += [words.row_ids(r) for r in rows] if on.file_words else []
+        ids = np.unique(np.concatenate(asked)) if asked else None
         if self._doc_lengths is None or self._doc_lengths[0] != self.version:
-            lengths = signals_of.lengths(self.table, self._paths_terms(), self.words.lengths())
+            lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
             self._doc_lengths = (self.version, lengths)
-        length = self._doc_lengths[1][0 if text_only and reads else 1]
+        length = self._doc_lengths[1][0 if ids is not None and (text_only or not text) else 1]
         query = signals_of.query(self.table, rows, text)
-        spoken = self.words.hits(ids) if ids is not None else None
+        spoken = words.hits(ids) if ids is not None else None
         return signals_of.lexical(self.table, self._paths_terms(), query, length, spoken)
 
     def _paths_terms(self) -> signals_of.PathTerms:

@@ -62,6 +62,7 @@ class Signals:
     # hits personalizing the graph's rank
     words: bool = True
     seed: bool = True
+    file_words: bool = True  # a file focus: what the focus files say, against what files say
 
 
 def text_words(text: str) -> list[str]:
