@@ -20,7 +20,9 @@ thread and by TagWorkers, in this process (their ratio: what the workers buy on 
 `workspace/didChangeFileTokens` (its delay is reported) and then times the map. Baseline walk
 in the same run: a bare os.walk + stat of the tree (no ignore rules, no reads). Aider is not
 run: its RepoMap takes 30-45 minutes on this tree (aider #3912). `python -m bench.kernel`
-prints the section; KERNEL_BEFORE=0 skips the daemon before (it needs 2.5 GB and minutes).
+prints the section; KERNEL_BEFORE=0 skips the daemon before (it needs 2.5 GB and minutes);
+KERNEL_TOGETHER=1 starts both daemons at once (on a shared machine, each sees the same load);
+KERNEL_BEFORE_REV names the daemon before.
 """
 
 from __future__ import annotations
@@ -269,6 +271,9 @@ def run() -> str:
     tree = kernel_tree()
     walk_s, walk_files = _bare_walk(tree)
     rates = parse_rates(tree)
+    if os.environ.get("KERNEL_TOGETHER") == "1":  # both daemons at once: the same load on each
+        ours, before = _together(tree)
+        return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
     ours = _one_daemon(ROOT / "server", tree)
     before = None
     if os.environ.get("KERNEL_BEFORE", "1") != "0":
@@ -276,6 +281,24 @@ def run() -> str:
             if before_tree is not None:
                 before = _one_daemon(before_tree / "server", tree)
     return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
+
+
+def _together(tree: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """This tree's daemon and BEFORE_REV's, started together, each in a thread of its own."""
+    got: dict[str, dict[str, Any]] = {}
+    with baseline_tree(BEFORE_REV) as before_tree:
+        sides = {"ours": ROOT / "server"}
+        if before_tree is not None:
+            sides["before"] = before_tree / "server"
+        threads = [
+            threading.Thread(target=lambda k=k, s=s: got.__setitem__(k, _one_daemon(s, tree)))
+            for k, s in sides.items()
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    return got["ours"], got.get("before")
 
 
 def _rates_row(r: dict[str, float]) -> str:
