@@ -76,6 +76,20 @@ def heads(text: str) -> list[str]:
     return [line[:-1] for line in text.splitlines() if line.endswith(":") and line[0] != "│"]
 
 
+async def ask_map(server: ProcessClient, tree: Path, **focus: object) -> dict:
+    """A 400-token map of the tree for `focus` (files, identifiers, text), on a new session;
+    never over budget by o200k's count of the text it returns."""
+    sid = (
+        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
+    )["sessionId"]
+    ask = {"sessionId": sid, "budgetTokens": 400,
+           "focus": {"files": [], "identifiers": [], **focus}}  # fmt: skip
+    got = await server.request("repoMap/get", ask)
+    assert got["tokens"] == o200k(got["text"]) <= 400
+    assert await server.request("repoMap/get", ask) == got  # the same answer again
+    return got
+
+
 async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree: Path):
     sid = (
         await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
@@ -131,17 +145,9 @@ async def test_a_task_text_reaches_what_files_use_and_lends_the_graph(
         "def pump(sock):\n    read_chunk_header(sock)\n"
         "    return decode_frame(recv_into_buffer(sock))\n"
     )
-    sid = (
-        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
-    )["sessionId"]
-    text = "Reading into the buffer drops the last chunk"
-    ask = {"sessionId": sid, "budgetTokens": 400,
-           "focus": {"files": [], "identifiers": [], "text": text}}  # fmt: skip
-    task = await server.request("repoMap/get", ask)
+    task = await ask_map(server, tree, text="Reading into the buffer drops the last chunk")
     paths = [f["path"] for f in task["files"]]
     assert paths[:2] == ["app/net/sockets.py", "app/wire/codec.py"]
-    assert task["tokens"] == o200k(task["text"]) <= 400
-    assert await server.request("repoMap/get", ask) == task  # the same answer again
 
 
 async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
@@ -153,17 +159,8 @@ async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
         '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
         "def pace(sender):\n    # waits between packets\n    return sender\n"
     )
-    sid = (
-        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
-    )["sessionId"]
-    task = await server.request(
-        "repoMap/get",
-        {"sessionId": sid, "budgetTokens": 400,
-         "focus": {"files": [], "identifiers": [],
-                   "text": "Uploads ignore the configured bandwidth ceiling"}},
-    )  # fmt: skip
+    task = await ask_map(server, tree, text="Uploads ignore the configured bandwidth ceiling")
     assert task["files"][0]["path"] == "app/net/pace.py"
-    assert task["tokens"] == o200k(task["text"]) <= 400
 
 
 async def test_a_file_focus_finds_the_file_that_says_what_it_says(
@@ -182,17 +179,9 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
         '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
         "def pace(sender):\n    # throttle between packets\n    return sender\n"
     )
-    sid = (
-        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
-    )["sessionId"]
-    got = await server.request(
-        "repoMap/get",
-        {"sessionId": sid, "budgetTokens": 400,
-         "focus": {"files": ["app/jobs/uploader.py"], "identifiers": []}},
-    )  # fmt: skip
+    got = await ask_map(server, tree, files=["app/jobs/uploader.py"])
     paths = [f["path"] for f in got["files"]]
     assert [p for p in paths if p != "app/core/utils.py"][0] == "app/net/pace.py"
-    assert got["tokens"] == o200k(got["text"]) <= 400
 
 
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
