@@ -4,6 +4,8 @@ frequent kept; carried in the cached tags (JSON) and kept as the graph's words o
 
 from __future__ import annotations
 
+import numpy as np
+
 from tokend.core.repomap import RepoGraph
 from tokend.core.repomap_keys import name_key, word_key
 from tokend.core.repomap_store import PackedTags
@@ -38,7 +40,7 @@ def test_words_survive_the_cache_and_are_kept_apart_from_the_names():
     graph.set_files({"net/pump.py": tags})
     ids = graph.words.vocabulary.ids(["bandwidth", "pump", "recv"])
     assert len(ids) == 2  # "recv" is not said: the text's words stand for the references'
-    rows, hit, counts = graph.words.hits(ids)
+    rows, hit, counts = (np.concatenate(c) for c in zip(*graph.words.hits(ids), strict=True))
     assert sorted(zip(hit.tolist(), counts.tolist(), strict=True)) == sorted(
         zip(ids.tolist(), [4.0, 1.0], strict=True)
     )

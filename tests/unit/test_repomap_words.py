@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokend.core import repomap_words
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_tags import WORDS_MAX, Definition, FileTags, text_words
 
@@ -42,7 +43,7 @@ def test_counts_and_rows_read_back_as_given():
     ids = graph.words.vocabulary.ids(["alpha", "beta", "gamma"])
     assert len(ids) == 2  # nobody says gamma
     alpha, beta = ids.tolist()
-    rows, hit, tf = graph.words.hits(ids)
+    rows, hit, tf = (np.concatenate(c) for c in zip(*graph.words.hits(ids), strict=True))
     assert sorted(zip(rows.tolist(), hit.tolist(), tf.tolist(), strict=True)) == sorted(
         [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 65535.0)]  # a.py is row 0 (path order)
     )  # a count past 65,535 is kept as 65,535
@@ -69,3 +70,15 @@ def test_a_comment_that_says_the_task_moves_its_file_without_deriving_the_graph(
     assert graph.edges() is edges
     assert graph.rank_files(task)[0][0] == "net/pace.py"
     assert not graph.set_files({"net/pace.py": changed})  # the same again: no change
+
+
+def test_words_read_a_few_rows_at_a_time_rank_as_read_at_once(monkeypatch):
+    """What files say is read a block of whole rows at a time (bounded memory); any block
+    size gives the same scores, for a text and for what a focus file says."""
+    graph = RepoGraph()
+    graph.set_files({f"src/m{i:04d}.py": _file(i) for i in range(60)})
+    focuses = [Focus(text="w0001x w0002x w2999x"), Focus(frozenset({"src/m0003.py"}))]
+    whole = [graph.rank_files(f) for f in focuses]
+    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 300)  # about a file (256 words) a block
+    assert [graph.rank_files(f) for f in focuses] == whole
+    assert len(list(graph.words.hits(graph.words.row_ids(3)))) == 60

@@ -224,7 +224,7 @@ class RepoGraph:
             self._doc_lengths = (self.version, lengths)
         length = self._doc_lengths[1][0 if ids is not None and (text_only or not text) else 1]
         query = signals_of.query(self.table, rows, text)
-        spoken = words.hits(ids) if ids is not None else None
+        spoken = (words, ids) if ids is not None else None
         return signals_of.lexical(self.table, self._paths_terms(), query, length, spoken)
 
     def _paths_terms(self) -> signals_of.PathTerms:

@@ -26,6 +26,7 @@ import numpy as np
 
 from tokend.core.repomap_keys import name_key, sub_words, word_key
 from tokend.core.repomap_store import KEY, TagTable
+from tokend.core.repomap_words import WordTable
 
 FUSE_K = 8.0
 K1, B = 1.2, 0.75
@@ -139,12 +140,12 @@ def lexical(
     paths: PathTerms,
     query: Array,
     length: Array,
-    said: tuple[Array, Array, Array] | None = None,
+    said: tuple[WordTable, Array] | None = None,
 ) -> Array:
     """BM25 of every file against the query's keys (unique): its references (each counted as
     often as it occurs), definitions and path words are its terms; `length`: each file's;
-    `said`: where the query's words are said (core.repomap_words.WordTable.hits: rows, word
-    ids, counts), terms of their own."""
+    `said`: what files say (core.repomap_words) and the query's words in it (ids), terms of
+    their own."""
     n = len(table.paths)
     score = np.zeros(n)
     if not n:
@@ -155,12 +156,13 @@ def lexical(
         _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
         term = _bm25(n, df[inverse], tf, norm[rows])
         np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
-    if said is not None and len(said[0]):
-        rows, ids, tf = said
-        _, inverse, df = np.unique(ids, return_inverse=True, return_counts=True)
-        term = _bm25(n, df[inverse], tf, norm[rows])
-        order = np.lexsort((term, rows))  # a file's word terms smallest first: the same sums
-        np.add.at(score, rows[order], term[order])  # whatever the ids (they vary by process)
+    if said is not None and len(said[1]):
+        words, ids = said
+        df = words.document_counts(ids)
+        for rows, hit, tf in words.hits(ids):  # whole rows a block: each file's sum in one
+            term = _bm25(n, df[hit], tf, norm[rows])
+            order = np.lexsort((term, rows))  # a file's word terms smallest first: the same
+            np.add.at(score, rows[order], term[order])  # sums whatever the ids (by process)
     return score
 
 
