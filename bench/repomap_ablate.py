@@ -7,7 +7,10 @@ bench/out/eval), then `RepoGraph.use` switches the signals and the rows are deri
 Rows: `all` (the map's rank), then `without X` for each field of core.repomap_rank.Signals:
 graph, lexical, folder (the fused signals), resolve (references sent to the definers a file's
 imports reach), imports (a file's edges to the modules it imports), specific (compound names
-weigh more). REPOMAP_EVAL_REPOS picks repositories, as for repomap_eval.
+weigh more), words (a task's text read against what each file says, not only its names and
+path), seed (a task's best lexical hits personalize the graph's rank), file_words (what a focus
+file says read against what each file says). REPOMAP_EVAL_REPOS picks repositories, as for
+repomap_eval.
 """
 
 from __future__ import annotations

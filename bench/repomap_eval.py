@@ -37,7 +37,9 @@ from bench.ranking import shown_files
 from bench.repomap import _aider_python, _env, _litellm_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REV = "2c3728f"  # main before issue 24's second ranking pass (imports, compound names)
+BEFORE_REV = (
+    "41dd9a0"  # main before issue 24's third pass (a task's text read against what files say)
+)
 KS = (1, 3, 5, 10)
 BUDGETS = (1024, 4096)
 KINDS = ("file", "task")

@@ -112,15 +112,18 @@ def test_ranking_a_block_at_a_time_gives_the_same_maps(
 
 
 NAMES_POOL = ["alpha", "beta", "_gamma", "delta", "eps", "zeta"]
+WORDS_POOL = ["upload", "bandwidth", "ceiling", "alpha", "frame"]  # what files say
 tags_strategy = st.one_of(
     st.none(),
     st.builds(
-        lambda defs, refs: FileTags(
+        lambda defs, refs, words: FileTags(
             tuple(Definition(n, line, "") for line, n in enumerate(defs)),
             {n: c for n, c in refs},
+            words=words,
         ),
         st.lists(st.sampled_from(NAMES_POOL), max_size=4),
         st.lists(st.tuples(st.sampled_from(NAMES_POOL), st.integers(1, 5)), max_size=5),
+        st.dictionaries(st.sampled_from(WORDS_POOL), st.integers(1, 9), max_size=3),
     ),
 )
 
@@ -134,16 +137,19 @@ tags_strategy = st.one_of(
     ),
     focus_file=st.sampled_from(["", "a.py", "c.py"]),
     focus_name=st.sampled_from(["", "alpha", "_gamma"]),
+    text=st.sampled_from(["", "bandwidth ceiling", "upload the alpha frame"]),
 )
 def test_any_sequence_of_changes_ranks_as_a_fresh_graph(
-    steps: list[dict[str, FileTags | None]], focus_file: str, focus_name: str
+    steps: list[dict[str, FileTags | None]], focus_file: str, focus_name: str, text: str
 ):
-    """Files appear, change, lose every definition and vanish, one batch after another, with
-    ranks asked in between (so each batch is applied in place); the final graph ranks as one
-    built at once from the final files."""
+    """Files appear, change (what they say, or only that), lose every definition and vanish,
+    one batch after another, with ranks asked in between (so each batch is applied in place);
+    the final graph ranks as one built at once from the final files (in another order: its
+    vocabulary gave the words other ids)."""
     focus = Focus(
         frozenset([focus_file] if focus_file else []),
         frozenset([focus_name] if focus_name else []),
+        text,
     )
     graph, final = repomap.RepoGraph(), {}
     for step in steps:
@@ -155,8 +161,9 @@ def test_any_sequence_of_changes_ranks_as_a_fresh_graph(
             else:
                 final[path] = tags
     fresh = repomap.RepoGraph()
-    fresh.set_files(final)
+    fresh.set_files(dict(sorted(final.items(), reverse=True)))
     assert graph.rank(focus, limit=50) == fresh.rank(focus, limit=50)
+    assert graph.rank_files(focus) == fresh.rank_files(focus)
     assert graph.paths == sorted(final)
 
 

@@ -76,6 +76,20 @@ def heads(text: str) -> list[str]:
     return [line[:-1] for line in text.splitlines() if line.endswith(":") and line[0] != "│"]
 
 
+async def ask_map(server: ProcessClient, tree: Path, **focus: object) -> dict:
+    """A 400-token map of the tree for `focus` (files, identifiers, text), on a new session;
+    never over budget by o200k's count of the text it returns."""
+    sid = (
+        await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
+    )["sessionId"]
+    ask = {"sessionId": sid, "budgetTokens": 400,
+           "focus": {"files": [], "identifiers": [], **focus}}  # fmt: skip
+    got = await server.request("repoMap/get", ask)
+    assert got["tokens"] == o200k(got["text"]) <= 400
+    assert await server.request("repoMap/get", ask) == got  # the same answer again
+    return got
+
+
 async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree: Path):
     sid = (
         await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
@@ -114,6 +128,60 @@ async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree:
             "repoMap/get", {"sessionId": sid, "focus": {"files": [], "identifiers": [], "text": 5}}
         )
     assert refused.value.code == -32602
+
+
+async def test_a_task_text_reaches_what_files_use_and_lends_the_graph(
+    server: ProcessClient, tree: Path
+):
+    """A task's words that a file has only in the names it calls (`recv_into_buffer`, an
+    external library's) find that file; and the file it leans on (`decode_frame`'s definer,
+    none of the task's words in it) comes next, through the graph the best hit personalizes,
+    ahead of every file the task says nothing of."""
+    (tree / "app" / "wire").mkdir()
+    (tree / "app" / "wire" / "codec.py").write_text("def decode_frame(data):\n    return data\n")
+    (tree / "app" / "net" / "sockets.py").write_text(
+        "from netlib import recv_into_buffer, read_chunk_header\n"
+        "from app.wire.codec import decode_frame\n\n\n"
+        "def pump(sock):\n    read_chunk_header(sock)\n"
+        "    return decode_frame(recv_into_buffer(sock))\n"
+    )
+    task = await ask_map(server, tree, text="Reading into the buffer drops the last chunk")
+    paths = [f["path"] for f in task["files"]]
+    assert paths[:2] == ["app/net/sockets.py", "app/wire/codec.py"]
+
+
+async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
+    server: ProcessClient, tree: Path
+):
+    """A task's words that a file has only in its docstring and comments (no name, no path
+    holds them) find that file first."""
+    (tree / "app" / "net" / "pace.py").write_text(
+        '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
+        "def pace(sender):\n    # waits between packets\n    return sender\n"
+    )
+    task = await ask_map(server, tree, text="Uploads ignore the configured bandwidth ceiling")
+    assert task["files"][0]["path"] == "app/net/pace.py"
+
+
+async def test_a_file_focus_finds_the_file_that_says_what_it_says(
+    server: ProcessClient, tree: Path
+):
+    """The focus file and the file that belongs with it share no name, no folder and no
+    import, only what they say (docstrings, comments): that file comes first but for the hub
+    every file leans on (the graph's best)."""
+    (tree / "app" / "jobs").mkdir()
+    (tree / "app" / "jobs" / "uploader.py").write_text(
+        '"""Sends uploads in chunks, throttled under the bandwidth ceiling."""\n\n\n'
+        "def send_chunks(job):\n    # the throttle waits once the ceiling is reached\n"
+        "    return job\n"
+    )
+    (tree / "app" / "net" / "pace.py").write_text(
+        '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
+        "def pace(sender):\n    # throttle between packets\n    return sender\n"
+    )
+    got = await ask_map(server, tree, files=["app/jobs/uploader.py"])
+    paths = [f["path"] for f in got["files"]]
+    assert [p for p in paths if p != "app/core/utils.py"][0] == "app/net/pace.py"
 
 
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):

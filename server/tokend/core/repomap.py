@@ -10,15 +10,14 @@ row is kept as it is and the new rows are spliced in. A row's weights are summed
 order and rounded to 9 decimals, whether it is derived alone or with all the others: a graph
 updated in place is the graph a new process builds, bit for bit.
 
-Ranking is personalized PageRank over that graph (damping 0.85): the focus files and the files
-defining a focus identifier share the restart mass (with a small uniform floor), dangling files
-restart like everyone; solved exactly (core.repomap_solve). That rank is one signal of the file
-rank (core.repomap_rank fuses it with BM25 over names and path words, and nearness in the folder
-tree). The map's definitions follow the file rank: definitions of a focus identifier first,
-then each file's best PER_FILE definitions, files in rank order, then the rest of each file's,
-likewise; within a file a definition weighs the rank that flows to its name along references;
-ties fall to position (path, line, name key). Scores are rounded to RANK_DECIMALS before
-sorting, so the order does not hang on the last bits.
+Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
+defining a focus identifier and, for a task's text alone, its best lexical hits share the
+restart mass (with a small uniform floor); solved exactly (core.repomap_solve). That rank is
+one signal of the file rank (core.repomap_rank fuses it with BM25 and folder nearness). The
+map's definitions follow the file rank: a focus identifier's first, then each file's best
+PER_FILE, files in rank order, then the rest; within a file a definition weighs the rank that
+flows to its name along references; ties fall to position (path, line, name key). Scores are
+rounded to RANK_DECIMALS before sorting, so the order does not hang on the last bits.
 
 The tags are packed (core.repomap_store): names are 64-bit keys, definitions keep their line
 and not its text, which the caller reads when it renders the map.
@@ -26,7 +25,6 @@ and not its text, which the caller reads when it renders the map.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,19 +33,19 @@ import numpy as np
 
 from tokend.core import repomap_edges as graph_rows
 from tokend.core import repomap_rank as signals_of
+from tokend.core.repomap_choice import RANK_DECIMALS, chosen_definitions
 from tokend.core.repomap_edges import MAX_DEFINERS, Edges, renumbered, replaced
 from tokend.core.repomap_links import ImportLinks
 from tokend.core.repomap_rank import Signals
+from tokend.core.repomap_rank import identifiers_in as identifiers_in
 from tokend.core.repomap_render import RankedDefinition
 from tokend.core.repomap_solve import solver
 from tokend.core.repomap_store import PackedTags, TagTable, name_key
 from tokend.core.repomap_tags import FileTags
+from tokend.core.repomap_words import WordTable, said
 
 FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
-RANK_DECIMALS = 12
-PER_FILE = 1  # definitions a file shows before the next file's come (bench.repomap_eval: 1 shows the most targets)
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Array = Any
 
@@ -62,11 +60,6 @@ class Focus:
     text: str = ""
 
 
-def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
-    """The words of `text` (3 characters or more) that the repository defines."""
-    return frozenset(w for w in set(_WORD.findall(text)) if len(w) >= 3 and defines(w))
-
-
 @dataclass(slots=True)
 class _Ranking:
     """What every rank of one graph version shares."""
@@ -79,16 +72,20 @@ class RepoGraph:
     """Tags of every source file and the weighted file graph derived from them."""
 
     table: TagTable = field(default_factory=TagTable)
-    version: int = 0
+    words: WordTable = field(default_factory=WordTable)  # what each file says (its rows)
+    version: int = 0  # moves at every change
+    graph_version: int = 0  # moves when the names, references or imports change
     _edges: Edges | None = None  # None: every row is to be derived
     _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
     _ranking: tuple[int, _Ranking] | None = None
     signals: Signals = field(default_factory=Signals)
     links: ImportLinks = field(default_factory=ImportLinks)
     _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
+    _doc_lengths: tuple[int, tuple[Array, Array]] | None = None
 
     def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
-        """Replace (None: remove) the tags of some files; True when the graph changed."""
+        """Replace (None: remove) the tags of some files; True when anything changed (what a
+        file says alone changes `version`, not `graph_version`: no row is derived again)."""
         packed: dict[str, PackedTags | None] = {}
         for path, tags in changed.items():
             new = PackedTags.of(tags) if tags is not None else None
@@ -99,8 +96,18 @@ class RepoGraph:
                 if tags is None or self.links.same(path, tags.imports):
                     continue
             packed[path] = new
-        if not packed:
+        spoken = {p: said(t) for p, t in changed.items() if t is not None}
+        words = self.words.changed({p: self.table.row(p) for p in spoken}, spoken)
+        if not packed and not words:
             return False
+        remap = self._apply(packed, changed) if packed else None
+        rows = {r: w for p, w in words.items() if (r := self.table.row(p)) is not None}
+        self.words.apply(remap, rows, len(self.table.paths))
+        self.version += 1
+        return True
+
+    def _apply(self, packed: Mapping[str, PackedTags | None], changed: Mapping[str, Any]) -> Array:
+        """The table and the graph's rows after `packed`; which old row went where."""
         before, track = self.table.paths, self._edges is not None and len(packed) <= TRACK_MAX_FILES
         applied = self.table.apply(packed, track=track)
         imports = {p: (t.imports if (t := changed[p]) is not None else None) for p in packed}
@@ -111,8 +118,8 @@ class RepoGraph:
             self._stale.update({self.table.paths[r] for r in stale} | also)
         else:
             self._edges, self._stale = None, set()
-        self.version += 1
-        return True
+        self.graph_version += 1
+        return applied.remap
 
     def _same(self, row: int, new: PackedTags) -> bool:
         t = self.table
@@ -179,31 +186,46 @@ class RepoGraph:
         """Every file but the focus files, most relevant first, with its score."""
         if not self.table.paths:
             return []
-        score = self._file_scores(focus, self._pagerank(self._prepared(), focus))
+        score = self._scored(focus)[1]
         return [(self.table.paths[r], float(score[r])) for r in self._file_order(focus, score)]
 
     def _file_order(self, focus: Focus, score: Array) -> Array:
         order = np.lexsort((np.arange(len(score)), -score))
         return order[~np.isin(order, self._focus_rows(focus))]
 
-    def _file_scores(self, focus: Focus, graph_rank: Array) -> Array:
-        """The fused file scores (core.repomap_rank), rounded."""
+    def _scored(self, focus: Focus) -> tuple[Array, Array]:
+        """The graph's rank and the fused file scores (core.repomap_rank), rounded. A text
+        focus without files: its best lexical hits personalize the graph's rank."""
         t, on = self.table, self.signals
         focus_rows = sorted(self._focus_rows(focus))
+        text_only = bool(focus.text) and not focus_rows
         scores: dict[str, Array] = {}
+        if on.lexical:
+            scores["lexical"] = self._lexical(focus_rows, focus.text, text_only)
+        on_text = text_only and on.seed and "lexical" in scores
+        seeds = signals_of.seeds(scores["lexical"], signals_of.SEEDS) if on_text else {}
+        graph_rank = self._pagerank(self._prepared(), focus, seeds)
         if on.graph:
             scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
-        if on.lexical:
-            keys = [signals_of.file_keys(t, r) for r in focus_rows]
-            if focus.text:
-                keys.append(signals_of.text_keys(focus.text))
-            query = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
-            scores["lexical"] = signals_of.lexical(t, self._paths_terms(), query)
         if on.folder:
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
-        text_only = bool(focus.text) and not focus_rows
         fused = signals_of.fused(scores, len(t.paths), text_only=text_only)
-        return np.round(fused, RANK_DECIMALS)
+        return graph_rank, np.round(fused, RANK_DECIMALS)
+
+    def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
+        """BM25 of the focus (core.repomap_rank.lexical); a text is read against what files say
+        too, and so is what the focus files say (their words count in their lengths then)."""
+        on, words = self.signals, self.words
+        asked = [words.vocabulary.ids(signals_of.text_words(text))] if text and on.words else []
+        asked += [words.row_ids(r) for r in rows] if on.file_words else []
+        ids = np.unique(np.concatenate(asked)) if asked else None
+        if self._doc_lengths is None or self._doc_lengths[0] != self.version:
+            lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
+            self._doc_lengths = (self.version, lengths)
+        length = self._doc_lengths[1][0 if ids is not None and (text_only or not text) else 1]
+        query = signals_of.query(self.table, rows, text)
+        spoken = (words, ids) if ids is not None else None
+        return signals_of.lexical(self.table, self._paths_terms(), query, length, spoken)
 
     def _paths_terms(self) -> signals_of.PathTerms:
         if self._path_terms is None or self._path_terms[0] != self.table.paths:
@@ -221,44 +243,12 @@ class RepoGraph:
         if not self.table.paths:
             return [], {}
         t = self.table
-        graph_rank = self._pagerank(self._prepared(), focus)
-        score = self._file_scores(focus, graph_rank)
+        graph_rank, score = self._scored(focus)
         order = self._file_order(focus, score)
-        found = (t.group_of(name_key(i)) for i in focus.identifiers)
-        wanted = np.array(sorted({g for g in found if g is not None}), dtype=np.int32)
-        place = np.full(len(t.paths), len(order), dtype=np.int64)  # each file's place in the rank
-        place[order] = np.arange(len(order))
-        counts = (t.d_off[1:] - t.d_off[:-1])[order]
-        if limit is not None:  # the files whose first PER_FILE definitions fill `limit`
-            enough = np.searchsorted(np.cumsum(np.minimum(counts, PER_FILE)), limit)
-            order, counts = order[: enough + 1], counts[: enough + 1]
-        starts = t.d_off[order]
-        chosen = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-        position = np.repeat(np.arange(len(order)), counts)  # the file's place in the rank
-        extra = np.zeros(0, dtype=np.int64)
-        if len(wanted):  # a focus identifier's definitions in focus files are not shown
-            extra = np.setdiff1d(np.flatnonzero(np.isin(t.d_group, wanted)), chosen)
-            extra = extra[~np.isin(_file_of(t.d_off, extra), self._focus_rows(focus))]
-        t.groups()  # the group columns (d_group)
-        needed = np.unique(t.d_group[np.concatenate([chosen, extra])])  # only their flow
-        flow = graph_rows.name_flow(t, self.edges(), graph_rank, needed)
-        group_weight: Array = np.round(flow, RANK_DECIMALS)
-        weight = group_weight[t.d_group[chosen]]
-        within = np.lexsort((chosen, -weight, position))  # by file, best definition first
-        nth = np.empty(len(chosen), dtype=np.int64)
-        nth[within] = np.arange(len(chosen)) - np.repeat(np.cumsum(counts) - counts, counts)
-        hit = np.isin(t.d_group[chosen], wanted)
-        if len(extra):
-            chosen = np.concatenate([chosen, extra])
-            position = np.concatenate([position, place[_file_of(t.d_off, extra)]])
-            weight = np.concatenate([weight, group_weight[t.d_group[extra]]])
-            nth = np.concatenate([nth, np.zeros(len(extra), dtype=np.int64)])
-            hit = np.concatenate([hit, np.ones(len(extra), dtype=bool)])
-        later = (nth >= PER_FILE) & ~hit  # a focus identifier's definitions all come first
-        ranked = np.lexsort((chosen, -weight, position, later, ~hit))
-        if limit is not None:
-            ranked = ranked[:limit]
-        files, lines = _file_of(t.d_off, chosen[ranked]).tolist(), t.d_line[chosen[ranked]].tolist()
+        edges, focus_rows = self.edges(), self._focus_rows(focus)
+        files, lines = chosen_definitions(
+            t, edges, graph_rank, order, focus.identifiers, focus_rows, limit
+        )
         scores = {t.paths[f]: float(score[f]) for f in set(files)}
         return [
             RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)
@@ -267,7 +257,7 @@ class RepoGraph:
     def _focus_rows(self, focus: Focus) -> list[int]:
         return [r for p in focus.files if (r := self.table.row(p)) is not None]
 
-    def _pagerank(self, c: _Ranking, focus: Focus) -> Array:
+    def _pagerank(self, c: _Ranking, focus: Focus, seeds: Mapping[int, float]) -> Array:
         n = len(self.table.paths)
         restart = np.full(n, 1.0 / n)
         wanted = {r for p in focus.files if (r := self.table.row(p)) is not None}
@@ -277,20 +267,17 @@ class RepoGraph:
                 wanted.update(rows.tolist())
         for i in sorted(wanted):
             restart[i] += FOCUS_WEIGHT / len(wanted)
+        for i, share in sorted(seeds.items()):
+            restart[i] += signals_of.SEED_WEIGHT * share
         restart /= restart.sum()
         y = c.solve(restart)
         return np.asarray(y / y.sum())
 
     def _prepared(self) -> _Ranking:
-        if self._ranking is not None and self._ranking[0] == self.version:
+        if self._ranking is not None and self._ranking[0] == self.graph_version:
             return self._ranking[1]
         self._ranking = None  # the old version's arrays go before the new ones are made
         edges, t = self.edges(), self.table
         ranking = _Ranking(solver(edges.offsets, edges.targets, edges.weights, len(t.paths)))
-        self._ranking = (self.version, ranking)
+        self._ranking = (self.graph_version, ranking)
         return ranking
-
-
-def _file_of(offsets: Array, positions: Array) -> Array:
-    """The row of each entry position of a table whose rows start at `offsets`."""
-    return np.searchsorted(offsets, positions, side="right") - 1

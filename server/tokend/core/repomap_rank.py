@@ -18,22 +18,33 @@ signals that have evidence for it. Fixed orders throughout: the same files, the 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap_store import KEY, TagTable, name_key, sub_words, word_key
+from tokend.core.repomap_keys import name_key, sub_words, word_key
+from tokend.core.repomap_store import KEY, TagTable
+from tokend.core.repomap_words import WordTable
 
 FUSE_K = 8.0
 K1, B = 1.2, 0.75
 BUCKETS = 1 << 20  # of the membership sieve (_member)
 SIEVE_BLOCK = 1 << 18  # values sieved at once
 WEIGHTS = {"graph": 1.0, "lexical": 1.0, "folder": 0.5}
-TEXT_GRAPH_WEIGHT = 0.0  # the graph's weight when the focus is a task's text, not files
+TEXT_GRAPH_WEIGHT = 0.25  # the graph's weight when the focus is a task's text, not files
+SEEDS = 5  # a text focus: the best lexical hits that personalize the graph's rank
+SEED_WEIGHT = 300.0  # their restart mass (shared by lexical score) against 1.0 spread over all
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 Array = Any
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
+    """The words of `text` (3 characters or more) that the repository defines."""
+    return frozenset(w for w in set(_IDENT.findall(text)) if len(w) >= 3 and defines(w))
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +59,23 @@ class Signals:
     resolve: bool = True
     imports: bool = True
     specific: bool = True
+    # a task's text: read against what each file says (core.repomap_words); its best lexical
+    # hits personalizing the graph's rank
+    words: bool = True
+    seed: bool = True
+    file_words: bool = True  # a file focus: what the focus files say, against what files say
+
+
+def text_words(text: str) -> list[str]:
+    """The words of a task's text's identifiers (3 characters or more), sorted, unique."""
+    return sorted({w for n in set(_WORD.findall(text)) for w in sub_words(n)})
 
 
 def text_keys(text: str) -> Array:
-    """The keys of a task's text: its identifiers (3 characters or more) and their words."""
+    """The keys of a task's text: its identifiers (3 characters or more) and their words (as
+    words of definitions and paths)."""
     names = set(_WORD.findall(text))
-    keys = {name_key(n) for n in names} | {word_key(w) for n in names for w in sub_words(n)}
+    keys = {name_key(n) for n in names} | {word_key(w) for w in text_words(text)}
     return np.unique(np.array(sorted(keys), dtype=KEY))
 
 
@@ -83,20 +105,76 @@ def path_terms(paths: list[str]) -> PathTerms:
     return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of)
 
 
+def query(table: TagTable, focus_rows: list[int], text: str) -> Array:
+    """The lexical query of a focus: its files' keys (`file_keys`) and its text's."""
+    keys = [file_keys(table, r) for r in focus_rows]
+    if text:
+        keys.append(text_keys(text))
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=KEY)
+
+
 def file_keys(table: TagTable, row: int) -> Array:
-    """The names a file defines or refers to (keys, unique)."""
+    """The names a file defines or refers to and its definitions' words (keys, unique)."""
     refs = table.r_key[table.r_off[row] : table.r_off[row + 1]]
     defs = table.keys_at(int(table.d_off[row]), int(table.d_off[row + 1]))
     return np.unique(np.concatenate([refs, defs]))
 
 
-def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
+def lengths(table: TagTable, paths: PathTerms, words: Array) -> tuple[Array, Array]:
+    """Each file's BM25 length, with and without the `words` it says (a count a file)."""
+    names = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(paths.offsets)).astype(float)
+    return names + words, names
+
+
+def seeds(score: Array, count: int) -> dict[int, float]:
+    """The `count` best files by lexical score (score > 0), each with its share of their
+    scores; ties fall to the row (fixed)."""
+    best = np.lexsort((np.arange(len(score)), -score))[:count]
+    best = best[score[best] > 0]
+    total = float(score[best].sum())
+    return {int(r): float(score[r]) / total for r in best.tolist()} if total else {}
+
+
+def lexical(
+    table: TagTable,
+    paths: PathTerms,
+    query: Array,
+    length: Array,
+    said: tuple[WordTable, Array] | None = None,
+) -> Array:
     """BM25 of every file against the query's keys (unique): its references (each counted as
-    often as it occurs), definitions and path words are its terms."""
+    often as it occurs), definitions and path words are its terms; `length`: each file's;
+    `said`: what files say (core.repomap_words) and the query's words in it (ids), terms of
+    their own."""
     n = len(table.paths)
     score = np.zeros(n)
-    if not len(query) or not n:
+    if not n:
         return score
+    norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
+    rows, keys, tf = _name_terms(table, paths, query)
+    if len(rows):
+        _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
+        term = _bm25(n, df[inverse], tf, norm[rows])
+        np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
+    if said is not None and len(said[1]):
+        words, ids = said
+        df = words.document_counts(ids)
+        for rows, hit, tf in words.hits(ids):  # whole rows a block: each file's sum in one
+            term = _bm25(n, df[hit], tf, norm[rows])
+            order = np.lexsort((term, rows))  # a file's word terms smallest first: the same
+            np.add.at(score, rows[order], term[order])  # sums whatever the ids (by process)
+    return score
+
+
+def _bm25(n: int, df: Array, tf: Array, norm: Array) -> Array:
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    return idf * tf * (K1 + 1) / (tf + norm)
+
+
+def _name_terms(table: TagTable, paths: PathTerms, query: Array) -> tuple[Array, Array, Array]:
+    """Each (file, key) term of the query's keys: its row, key and count, in (row, key) order."""
+    if not len(query):
+        return np.zeros(0, dtype=np.int64), query, np.zeros(0)
     groups = table.groups()
     q_groups: Array = np.searchsorted(groups, query)
     found: Array = q_groups < len(groups)
@@ -113,22 +191,13 @@ def lexical(table: TagTable, paths: PathTerms, query: Array) -> Array:
     keys = np.concatenate([table.r_key[r_hit], groups[table.d_group[d_hit]], p_key[p_hit]])
     tf = np.concatenate([table.r_count[r_hit].astype(np.float64),
                          np.ones(len(d_hit) + len(p_hit))])  # fmt: skip
-    if not len(rows):
-        return score
     order = np.lexsort((keys, rows))
     rows, keys, tf = rows[order], keys[order], tf[order]
     new = np.ones(len(rows), dtype=bool)
     new[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
     at = np.flatnonzero(new)
-    tf = np.add.reduceat(tf, at)
-    rows, keys = rows[at], keys[at]
-    _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5))[inverse]
-    length = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(p_off)).astype(np.float64)
-    norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
-    term = idf * tf * (K1 + 1) / (tf + norm[rows])
-    np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
-    return score
+    tf = np.add.reduceat(tf, at) if len(at) else tf
+    return rows[at], keys[at], tf
 
 
 def _member(values: Array, ascending: Array) -> Array:

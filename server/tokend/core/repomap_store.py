@@ -23,8 +23,6 @@ or looked up again.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,32 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from tokend.core.repomap_keys import name_key, sub_words, word_key
 from tokend.core.repomap_tags import FileTags
+
+__all__ = ["name_key", "sub_words", "word_key"]  # (their home: core.repomap_keys)
 
 KEY = np.uint64
 RENUMBER_BLOCK = 1 << 18  # entries renumbered at once (bounds a change's extra memory)
 Array = Any  # a numpy array (numpy's own annotations would not add much here)
-
-
-_SUB_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-
-def sub_words(name: str) -> list[str]:
-    """The words of an identifier or a path, lowercase, 3 characters or more:
-    `parseHTTPConfig_v2` -> parse, http, config."""
-    return [w.lower() for w in _SUB_WORD.findall(name) if len(w) >= 3]
-
-
-def word_key(word: str) -> int:  # of a lowercase word: no identifier's ("\0" is in no name)
-    return name_key("\0" + word)
-
-
-def name_key(name: str) -> int:
-    """The key of an identifier (stable across processes; bit 0: a leading underscore, bit 1:
-    a compound of two words or more, `parse_config`, `getUserName`)."""
-    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    flags = (2 if len(sub_words(name)) >= 2 else 0) | (1 if name.startswith("_") else 0)
-    return (int.from_bytes(digest, "little") & ~3) | flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +52,8 @@ class PackedTags:
     @classmethod
     def of(cls, tags: FileTags) -> PackedTags:
         """The references include the words of the definitions' names (`word_key`), which no
-        file defines: they carry no edge, only the words BM25 matches a task's text with."""
+        file defines: they carry no edge, only the words BM25 matches a task's text with (what
+        the file says is kept apart: core.repomap_words)."""
         pairs = sorted({(d.line, name_key(d.name)) for d in tags.definitions})
         refs: dict[int, int] = {}
         for name, count in tags.references.items():

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from tokend.adapters.tags.queries import QUERIES
-from tokend.core.repomap_tags import Definition, FileTags, line_text
+from tokend.core.repomap_tags import Definition, FileTags, line_text, text_words
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,9 @@ class TagParser:
             references[node.text.decode("utf-8", "replace")] += 1
         ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
         imports = sorted({spec for node in captures.get("import", ()) for spec in _specs(node)})
-        return FileTags(ordered, dict(sorted(references.items())), imports=tuple(imports))
+        words = text_words(source.decode("utf-8", "replace"))
+        return FileTags(ordered, dict(sorted(references.items())), imports=tuple(imports),
+                        words=words)  # fmt: skip
 
 
 def _specs(node: Any) -> list[str]:

@@ -6,12 +6,13 @@ module-level assignments; references are calls, member accesses that are called,
 and constructors. A `@ref` capture at the same place as a `@def` is the definition's own name
 and is dropped by the parser. `@import` captures what a file imports, as written (a Python
 module, a JavaScript/TypeScript specifier, a Go import path): core.repomap_imports resolves it to
-files. Bump QUERIES_VERSION whenever a query changes: cached tags are keyed on it.
+files. Bump QUERIES_VERSION whenever a query or what a file's tags hold changes: cached tags
+are keyed on it (3, 4: the words of the file's text, core.repomap_tags.text_words).
 """
 
 from __future__ import annotations
 
-QUERIES_VERSION = 2
+QUERIES_VERSION = 4
 
 PYTHON = """
 (class_definition name: (identifier) @def)

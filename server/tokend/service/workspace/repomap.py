@@ -3,7 +3,8 @@
 The budget is `budgetTokens`, else the session's repo-map target (core.budget: input limit / 8,
 clamped to 1,024..4,096, doubled when the session has no chat files). The focus is the given
 one, else the session's chat files, and its last user message: its text (BM25 over the files'
-names and paths) and the identifiers in it that the repository defines.
+names, paths and what they say; its best hits seed the graph's rank) and the identifiers in it
+that the repository defines.
 """
 
 from __future__ import annotations
