@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.codex_sample import SESSION_ID, write_rollout
-from bench.statusline import (
+from bench.statusline_parts import (
     WARM_CALLS,
     _floor,
     _stop,
