@@ -101,6 +101,37 @@ def test_a_build_with_workers_makes_the_map_a_single_process_makes(tmp_path: Pat
     assert pooled_errors == alone_errors
 
 
+def test_every_chunk_of_a_big_refresh_goes_to_the_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found (issue 22, py-spy on the daemon during the kernel's first map): a chunk holds at
+    most 8 MB of source, so a chunk of big C files held fewer than POOL_MIN_FILES files and
+    was parsed in the daemon's own thread, the worker processes started for the build idle."""
+    try:  # where the chunk size lives (tags.py before the chunks had a module of their own)
+        from tokend.service.workspace import tag_chunks as chunking
+    except ImportError:
+        chunking = workspace_tags  # type: ignore[misc]
+    monkeypatch.setattr(chunking, "CHUNK_FILES", POOL_MIN_FILES // 4)  # as a byte-bound chunk
+    tree = _tree(tmp_path)
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index.tags.pool_workers = 2
+    in_thread: list[str] = []
+    real = index.tags._parser.tags
+
+    def counted(language: str, source: bytes) -> object:
+        in_thread.append(language)
+        return real(language, source)
+
+    index.tags._parser.tags = counted  # type: ignore[method-assign, assignment]
+    index.build()
+    files = sum(1 for _ in tree.rglob("*.py"))
+    assert files > POOL_MIN_FILES
+    assert in_thread == []  # on main: every file, in chunks of POOL_MIN_FILES // 4
+    assert "gen_7" in index.tags.repo_map(Focus(frozenset(), frozenset({"gen_7"}), ""), 1024,
+                                          len, "chars").text  # fmt: skip
+    index.close()
+
+
 def test_a_small_tree_starts_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = tmp_path / "small"
     tree.mkdir()

@@ -11,8 +11,8 @@ the daemon) reading work from its stdin and writing tags to its stdout.
 - Workers end with the daemon: their stdin is the daemon's pipe, and the daemon gone (even by
   kill -9) they read end-of-file and exit; a thread in each also watches the parent's pid, in
   case a file's parse takes long.
-- Starting workers costs a few hundred milliseconds: `parse_all` parses in the calling thread
-  under POOL_MIN_FILES files, and callers keep a pool only for a big refresh (the first build).
+- Starting workers costs a few hundred milliseconds: callers keep a pool only for a refresh of
+  POOL_MIN_FILES files or more (the first build); a smaller one is parsed in the calling thread.
 """
 
 from __future__ import annotations
@@ -245,9 +245,12 @@ def _batches(work: Sequence[Work]) -> list[list[int]]:
 def parse_all(
     parser: TagParser, work: Sequence[Work], workers: TagWorkers | None
 ) -> list[FileTags]:
-    """The tags of each (path, language, source): by `workers` when given and there are at least
-    POOL_MIN_FILES, else by `parser` in this thread."""
-    if workers is not None and len(work) >= POOL_MIN_FILES:
+    """The tags of each (path, language, source): by `workers` when given (the caller keeps a
+    pool for a refresh of POOL_MIN_FILES files or more), else by `parser` in this thread. Every
+    chunk of such a refresh goes to the pool: a chunk holds at most 8 MB of source, and the
+    kernel's chunks of fewer than POOL_MIN_FILES files were parsed in the daemon's thread while
+    its workers waited (issue 22)."""
+    if workers is not None and work:
         return workers.parse(work)
     return [parser.tags(language, source) for _path, language, source in work]
 
