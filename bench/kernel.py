@@ -45,7 +45,7 @@ from bench.scale_tree import _family_rss_mib
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path(os.environ.get("KERNEL_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
 TREES = ROOT / "bench" / "out" / "trees" / "kernel"
-BEFORE_REV = "2c3728f"  # main before issue 22: tags parsed on one core, in the daemon
+BEFORE_REV = "41dd9a0"  # main before the second tree work (issue 22; 2c3728f: tags on one core)
 MODEL = "gpt-4o"
 BUDGET = 4096
 FOCUSES = 5
