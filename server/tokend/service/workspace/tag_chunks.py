@@ -106,10 +106,8 @@ def read_chunk(
         if seen is not None and seen[:2] == (entry.size_bytes, entry.mtime_ns):
             sources[path] = (language, seen[2], None)
             continue
-        try:
-            data = workspace_fs.read_bytes(on.root, path)
-        except (OSError, workspace_fs.PathConflict) as exc:
-            on.errors[path] = _unreadable(exc)
+        data = _read(on, path)
+        if data is None:
             chunk.tags[path] = None
             continue
         sha = hashlib.sha256(data).hexdigest()
@@ -124,15 +122,23 @@ def read_chunk(
             chunk.tags[path] = FileTags.from_json(raw)
             continue
         if source is None:
-            try:
-                source = workspace_fs.read_bytes(on.root, path)
-            except (OSError, workspace_fs.PathConflict) as exc:
-                on.errors[path] = _unreadable(exc)
+            source = _read(on, path)
+            if source is None:
                 chunk.tags[path] = None
                 continue
         chunk.tags[path] = None  # its place kept: the graph takes the files in this order
         chunk.work.append((path, language, source))
     return chunk
+
+
+def _read(on: Reading, path: str) -> bytes | None:
+    """A file's bytes, read through workspace_fs (never through a symlink that leaves the
+    workspace); None, with the reason in `on.errors`, when it cannot be read."""
+    try:
+        return workspace_fs.read_bytes(on.root, path)
+    except (OSError, workspace_fs.PathConflict) as exc:
+        on.errors[path] = _unreadable(exc)
+        return None
 
 
 def _unsaved(
