@@ -9,14 +9,14 @@ the daemon) reading work from its stdin and writing tags to its stdout.
   crashes on a file, the OOM killer) the file it was on is known: that file gets no tags and
   an error (logged), the worker is replaced, and the rest of its batch goes on.
 - Workers end with the daemon: their stdin is the daemon's pipe, and the daemon gone (even by
-  kill -9) they read end-of-file and exit; a thread in each also watches the parent's pid, in
-  case a file's parse takes long.
+  kill -9) they read end-of-file and exit; a thread in each watches the parent's pid too.
 - Starting workers costs a few hundred milliseconds: callers keep a pool only for a refresh of
-  POOL_MIN_FILES files or more (the first build); a smaller one is parsed in the calling thread.
+  POOL_MIN_FILES files or more (the first build).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -66,8 +66,7 @@ def _send(stream: IO[bytes], value: Any) -> None:
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes:
-    """`size` bytes from an unbuffered stream (a buffered one would keep bytes the selector
-    cannot see)."""
+    """`size` bytes from an unbuffered stream (a buffered one hides bytes from the selector)."""
     pieces, left = [], size
     while left:
         piece = stream.read(left)
@@ -148,7 +147,11 @@ class TagWorkers:
 
     def parse(self, work: Sequence[Work]) -> list[FileTags]:
         """The tags of each (path, language, source), in order, parsed by the workers."""
-        results: list[FileTags | None] = [None] * len(work)
+        return [FileTags.from_json(json.loads(text)) for text in self.parse_json(work)]
+
+    def parse_json(self, work: Sequence[Work]) -> list[str]:
+        """`parse`, as JSON text written by the worker (the calling thread moves bytes)."""
+        results: list[str | None] = [None] * len(work)
         pending = _batches(work)
         pending.reverse()  # popped from the end: first batch first
         while len(self._workers) < self.size:
@@ -174,7 +177,7 @@ class TagWorkers:
                         busy -= 1
                         busy += self._give(replacement, pending, work)
                         continue
-                    results[index] = FileTags.from_json(raw)
+                    results[index] = raw
                     worker.batch.remove(index)
                     if retiring:  # its last answer: a fresh worker takes its place
                         selector.unregister(worker.stdout)
@@ -183,7 +186,7 @@ class TagWorkers:
                     if not worker.batch:
                         busy -= 1
                         busy += self._give(worker, pending, work)
-        return [r if r is not None else FileTags(error="not parsed") for r in results]
+        return [r if r is not None else tags_json(FileTags(error="not parsed")) for r in results]
 
     def _give(self, worker: _Worker, pending: list[list[int]], work: Sequence[Work]) -> int:
         """Send `worker` the next batch: 1 if it got one, 0 when nothing is left."""
@@ -202,7 +205,7 @@ class TagWorkers:
         self,
         worker: _Worker,
         work: Sequence[Work],
-        results: list[FileTags | None],
+        results: list[str | None],
         pending: list[list[int]],
     ) -> _Worker:
         """A worker died on the first file of its batch not answered: that file gets an
@@ -213,7 +216,7 @@ class TagWorkers:
         if worker.batch:
             culprit, rest = worker.batch[0], worker.batch[1:]
             path, language = work[culprit][:2]
-            results[culprit] = FileTags(error=f"{WORKER_DIED} (exit {code}; {language})")
+            results[culprit] = tags_json(FileTags(error=f"{WORKER_DIED} (exit {code}; {language})"))
             log.warning("a tag worker died (exit %s) on %s: it has no tags", code, path)
             if rest:
                 pending.append(rest)
@@ -242,17 +245,18 @@ def _batches(work: Sequence[Work]) -> list[list[int]]:
     return out
 
 
-def parse_all(
+def tags_json(tags: FileTags) -> str:  # as the workspace cache keeps them
+    return json.dumps(tags.to_json(), separators=(",", ":"))
+
+
+def parse_all_json(
     parser: TagParser, work: Sequence[Work], workers: TagWorkers | None
-) -> list[FileTags]:
-    """The tags of each (path, language, source): by `workers` when given (the caller keeps a
-    pool for a refresh of POOL_MIN_FILES files or more), else by `parser` in this thread. Every
-    chunk of such a refresh goes to the pool: a chunk holds at most 8 MB of source, and the
-    kernel's chunks of fewer than POOL_MIN_FILES files were parsed in the daemon's thread while
-    its workers waited (issue 22)."""
+) -> list[str]:
+    """Each (path, language, source)'s tags as JSON text: by `workers` when given (a refresh
+    of POOL_MIN_FILES files or more; any chunk of it, however few files), else in this thread."""
     if workers is not None and work:
-        return workers.parse(work)
-    return [parser.tags(language, source) for _path, language, source in work]
+        return workers.parse_json(work)
+    return [tags_json(parser.tags(language, source)) for _path, language, source in work]
 
 
 # -- the worker process --------------------------------------------------------------------------
@@ -285,7 +289,7 @@ def main() -> None:
         except EOFError:
             return
         for n, (index, language, source) in enumerate(batch, 1):
-            raw = parser.tags(language, source).to_json()
+            raw = tags_json(parser.tags(language, source))
             retiring = n == len(batch) and _rss_bytes() > rss_limit
             _send(stdout, (index, raw, retiring))
             if retiring:

@@ -8,6 +8,7 @@ that reads the next chunk and hands the graph the one before.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -156,14 +157,19 @@ def _unsaved(
 
 
 def finish_chunk(
-    on: Reading, chunk: Chunk, parsed: Mapping[str, FileTags]
+    on: Reading, chunk: Chunk, parsed: Mapping[str, str]
 ) -> tuple[dict[str, FileTags | None], bool]:
-    """The chunk's tags with what was parsed, kept in the cache; and whether any file was
-    read anew (its content changed)."""
-    chunk.tags.update(parsed)
-    fresh = {chunk.keys[p]: t.to_json() for p, t in parsed.items() if not died(t.error or "")}
+    """The chunk's tags with what was parsed (JSON text, kept in the cache as it is); and
+    whether any file was read anew (its content changed)."""
+    fresh = {}
+    for path, text in parsed.items():
+        tags = chunk.tags[path] = FileTags.from_json(json.loads(text))
+        if tags.error:
+            on.errors[path] = tags.error
+        if not died(tags.error or ""):
+            fresh[chunk.keys[path]] = text
     if fresh:
-        on.cache.put_tags(fresh)
+        on.cache.put_tag_texts(fresh)
     if chunk.new_hashes:
         on.cache.put_hashes(str(on.root), chunk.new_hashes)
     return chunk.tags, chunk.reread

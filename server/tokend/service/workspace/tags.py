@@ -21,14 +21,13 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from tokend.adapters import workspace_fs
-from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, parse_all
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, parse_all_json
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
 from tokend.core.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
-from tokend.core.repomap_tags import FileTags
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -92,7 +91,7 @@ class WorkspaceTags:
         with self._workers_for(len(wanted)) as workers, Beside(workers is not None) as beside:
             # The workers parse one chunk while this thread reads the next and hands the graph
             # the one before (issue 22: the kernel's first map waited for both in turn).
-            ahead: tuple[Chunk, Future[dict[str, FileTags]]] | None = None
+            ahead: tuple[Chunk, Future[dict[str, str]]] | None = None
             for paths_now in [*chunks(wanted, entries, overlays), None]:
                 self._check_stopping()
                 chunk = None
@@ -134,13 +133,14 @@ class WorkspaceTags:
 
     def _parse(
         self, work: list[tuple[str, str, bytes]], workers: TagWorkers | None
-    ) -> dict[str, FileTags]:
-        """(path, language, source) -> the path's tags: by the workers when there are many."""
+    ) -> dict[str, str]:
+        """(path, language, source) -> the path's tags as JSON text: by the workers when there
+        are many (decoded by finish_chunk, on the thread that hands them to the graph: the
+        thread waiting for the workers only moves bytes, and takes the interpreter from the
+        event loop no more than it must)."""
         self._check_stopping()
         paths = [path for path, _, _ in work]
-        found = dict(zip(paths, parse_all(self._parser, work, workers), strict=True))
-        self.errors.update((path, tags.error) for path, tags in found.items() if tags.error)
-        return found
+        return dict(zip(paths, parse_all_json(self._parser, work, workers), strict=True))
 
     def forget(self) -> None:
         """Drop the graph, the maps and the errors (the workspace was released: see
