@@ -47,8 +47,8 @@ from bench.scale_tree import _family_rss_mib
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path(os.environ.get("KERNEL_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
 TREES = ROOT / "bench" / "out" / "trees" / "kernel"
-BEFORE_REV = os.environ.get("KERNEL_BEFORE_REV", "2c3728f")  # main before issue 22: tags parsed
-# on one core, in the daemon (issue 24's ranking rows name the main they were measured beside)
+BEFORE_REV = os.environ.get("KERNEL_BEFORE_REV", "41dd9a0")  # main before this stop's tree and
+# ranking work (issue 22: 2c3728f parsed tags on one core; issue 24's rows name their main)
 TEXTS = (  # a text focus: tasks as an agent is given them (no files, no identifiers)
     "ext4: fix a race between fallocate and the journal commit",
     "net: sched: fix a use-after-free when the qdisc is destroyed",

@@ -1,5 +1,5 @@
 """Memory after indexing a 100,000-file workspace, once its connection closed (issue 17), on
-the real `tokend serve`, beside main before the trust work (BEFORE_TRUST_REV) in the same run.
+the real `tokend serve`, beside main before the latest tree work (BEFORE_REV) in the same run.
 
 A generated tree: FILES small Python files (one definition and a call each, ~74 bytes: the
 issue's 7.4 MB) in folders of 100, after a WARM_FILES tree opened and closed the same way (what
@@ -23,9 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.baseline import BEFORE_TRUST_REV, ROOT, baseline_tree
+from bench.baseline import ROOT, baseline_tree
 from bench.daemon import _env, _Processes, _rss_mib, _unix_client
 
+BEFORE_REV = "41dd9a0"  # main before issue 22's second tree work (3cc1d35: before the trust work)
 FILES = int(os.environ.get("BENCH_WORKSPACE_MEMORY_FILES", "100000"))
 WARM_FILES = 2_000  # a small workspace first: what the first use of indexing and tags loads
 SETTLE_S = 5.0
@@ -103,9 +104,9 @@ def run() -> str:
         size = make_tree(tree)
         make_tree(warm, WARM_FILES)
         runs = [("tokend", measure(ROOT / "server", tree, warm))]
-        with baseline_tree(BEFORE_TRUST_REV) as base:
+        with baseline_tree(BEFORE_REV) as base:
             if base is not None:
-                runs.append((f"before ({BEFORE_TRUST_REV})", measure(base / "server", tree, warm)))
+                runs.append((f"before ({BEFORE_REV})", measure(base / "server", tree, warm)))
     finally:
         shutil.rmtree(tree_root, ignore_errors=True)
     return _section(runs, size)
@@ -119,7 +120,7 @@ def _section(runs: list[tuple[str, dict[str, Any]]], size: int) -> str:
         "load stays for the daemon's life). An editor creates a session on it, waits for `workspace/fileTokens` (the first index) and "
         "`repoMap/get` (every file tagged), then closes its connection (the workspace is "
         f"released with its last user); RSS {SETTLE_S:.0f} s later; twice per daemon. Same "
-        f"run: today's daemon and the one before the trust work ({BEFORE_TRUST_REV}).\n",
+        f"run: today's daemon and main before this work ({BEFORE_REV}).\n",
         "| daemon | RSS at start → after a 2,000-file workspace | 1st: indexed in / open / "
         "closed | 2nd: indexed in / open / closed | closed - after the small one |",
         "|---|---|---|---|---:|",

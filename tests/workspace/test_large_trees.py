@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tokend.adapters.ignore_rules import Layer, is_ignored
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap import Focus
-from tokend.service.workspace import tags as tags_module
+from tokend.service.workspace import tag_chunks as tags_module
 from tokend.service.workspace.index import WorkspaceIndex
 
 # The kernel's own kinds of patterns, with negations, anchors, folder-only and ** forms.

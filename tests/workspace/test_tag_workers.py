@@ -101,6 +101,37 @@ def test_a_build_with_workers_makes_the_map_a_single_process_makes(tmp_path: Pat
     assert pooled_errors == alone_errors
 
 
+def test_every_chunk_of_a_big_refresh_goes_to_the_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found (issue 22, py-spy on the daemon during the kernel's first map): a chunk holds at
+    most 8 MB of source, so a chunk of big C files held fewer than POOL_MIN_FILES files and
+    was parsed in the daemon's own thread, the worker processes started for the build idle."""
+    try:  # where the chunk size lives (tags.py before the chunks had a module of their own)
+        from tokend.service.workspace import tag_chunks as chunking
+    except ImportError:
+        chunking = workspace_tags  # type: ignore[misc]
+    monkeypatch.setattr(chunking, "CHUNK_FILES", POOL_MIN_FILES // 4)  # as a byte-bound chunk
+    tree = _tree(tmp_path)
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index.tags.pool_workers = 2
+    in_thread: list[str] = []
+    real = index.tags._parser.tags
+
+    def counted(language: str, source: bytes) -> object:
+        in_thread.append(language)
+        return real(language, source)
+
+    index.tags._parser.tags = counted  # type: ignore[method-assign, assignment]
+    index.build()
+    files = sum(1 for _ in tree.rglob("*.py"))
+    assert files > POOL_MIN_FILES
+    assert in_thread == []  # on main: every file, in chunks of POOL_MIN_FILES // 4
+    assert "gen_7" in index.tags.repo_map(Focus(frozenset(), frozenset({"gen_7"}), ""), 1024,
+                                          len, "chars").text  # fmt: skip
+    index.close()
+
+
 def test_a_small_tree_starts_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = tmp_path / "small"
     tree.mkdir()
@@ -187,7 +218,7 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
     changes hands, comes rarely while it recovers from errors). A source over SOLO_BYTES goes to
     a worker process even for a refresh of one file; the tags are the ones the thread gives."""
     words = b"the quick brown fox jumps over the lazy dog 0123456789 "
-    big = (words * (tag_workers.SOLO_BYTES // len(words) + 2))[: tag_workers.SOLO_BYTES + 100]
+    big = (words * (workspace_tags.SOLO_BYTES // len(words) + 2))[: workspace_tags.SOLO_BYTES + 100]
     big = b"def start(port):\n    return port\n\n" + big
     small = b"def stop():\n    return 1\n"
     work = [("a.py", "python", small), ("big.py", "python", big), ("b.py", "python", small)]
@@ -199,7 +230,7 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
             in_thread.append(len(source))
             return super().tags(language, source)
 
-    got = tag_workers.parse_all(Watched(), work, None)
-    assert got == expected
-    assert any(d.name == "start" for d in got[1].definitions)
+    got = workspace_tags.parse_all_json(Watched(), work, None)
+    assert got == [tag_workers.tags_json(tags) for tags in expected]
+    assert any(d.name == "start" for d in expected[1].definitions)
     assert in_thread == [len(small), len(small)]  # the big one was not parsed in this thread

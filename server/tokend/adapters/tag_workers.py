@@ -9,15 +9,14 @@ the daemon) reading work from its stdin and writing tags to its stdout.
   crashes on a file, the OOM killer) the file it was on is known: that file gets no tags and
   an error (logged), the worker is replaced, and the rest of its batch goes on.
 - Workers end with the daemon: their stdin is the daemon's pipe, and the daemon gone (even by
-  kill -9) they read end-of-file and exit; a thread in each also watches the parent's pid, in
-  case a file's parse takes long.
-- Starting workers costs a few hundred milliseconds: `parse_all` parses in the calling thread
-  under POOL_MIN_FILES files, and callers keep a pool only for a big refresh (the first build).
+  kill -9) they read end-of-file and exit; a thread in each watches the parent's pid too.
+- Starting workers costs a few hundred milliseconds: callers keep a pool only for a refresh of
+  POOL_MIN_FILES files or more (the first build).
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import logging
 import os
 import pickle
@@ -38,7 +37,6 @@ from tokend.core.repomap_tags import FileTags
 log = logging.getLogger(__name__)
 
 POOL_MIN_FILES = 200  # files to parse: fewer are parsed in the calling thread (no pool start)
-SOLO_BYTES = 256 << 10  # a bigger source goes to a worker all the same (see parse_all)
 BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
 _HEADER = struct.Struct("<I")
@@ -65,7 +63,7 @@ def _send(stream: IO[bytes], value: Any) -> None:
 
 
 def _read_exact(stream: IO[bytes], size: int) -> bytes:
-    """`size` bytes from an unbuffered stream (a buffered one keeps bytes the selector misses)."""
+    """`size` bytes from an unbuffered stream (a buffered one hides bytes from the selector)."""
     pieces, left = [], size
     while left:
         piece = stream.read(left)
@@ -146,7 +144,11 @@ class TagWorkers:
 
     def parse(self, work: Sequence[Work]) -> list[FileTags]:
         """The tags of each (path, language, source), in order, parsed by the workers."""
-        results: list[FileTags | None] = [None] * len(work)
+        return [FileTags.from_json(json.loads(text)) for text in self.parse_json(work)]
+
+    def parse_json(self, work: Sequence[Work]) -> list[str]:
+        """`parse`, as JSON text written by the worker (the calling thread moves bytes)."""
+        results: list[str | None] = [None] * len(work)
         pending = _batches(work)
         pending.reverse()  # popped from the end: first batch first
         while len(self._workers) < self.size:
@@ -172,7 +174,7 @@ class TagWorkers:
                         busy -= 1
                         busy += self._give(replacement, pending, work)
                         continue
-                    results[index] = FileTags.from_json(raw)
+                    results[index] = raw
                     worker.batch.remove(index)
                     if retiring:  # its last answer: a fresh worker takes its place
                         selector.unregister(worker.stdout)
@@ -181,7 +183,7 @@ class TagWorkers:
                     if not worker.batch:
                         busy -= 1
                         busy += self._give(worker, pending, work)
-        return [r if r is not None else FileTags(error="not parsed") for r in results]
+        return [r if r is not None else tags_json(FileTags(error="not parsed")) for r in results]
 
     def _give(self, worker: _Worker, pending: list[list[int]], work: Sequence[Work]) -> int:
         """Send `worker` the next batch: 1 if it got one, 0 when nothing is left."""
@@ -200,7 +202,7 @@ class TagWorkers:
         self,
         worker: _Worker,
         work: Sequence[Work],
-        results: list[FileTags | None],
+        results: list[str | None],
         pending: list[list[int]],
     ) -> _Worker:
         """A worker died on the first file of its batch not answered: that file gets an
@@ -211,7 +213,7 @@ class TagWorkers:
         if worker.batch:
             culprit, rest = worker.batch[0], worker.batch[1:]
             path, language = work[culprit][:2]
-            results[culprit] = FileTags(error=f"{WORKER_DIED} (exit {code}; {language})")
+            results[culprit] = tags_json(FileTags(error=f"{WORKER_DIED} (exit {code}; {language})"))
             log.warning("a tag worker died (exit %s) on %s: it has no tags", code, path)
             if rest:
                 pending.append(rest)
@@ -240,22 +242,8 @@ def _batches(work: Sequence[Work]) -> list[list[int]]:
     return out
 
 
-def parse_all(
-    parser: TagParser,
-    work: Sequence[Work],
-    workers: TagWorkers | None,
-    stopping: threading.Event | None = None,
-) -> list[FileTags]:
-    """The tags of each (path, language, source): by `workers` when given and there are at least
-    POOL_MIN_FILES, else by `parser` here, but for sources over SOLO_BYTES: by a worker, as
-    tree-sitter's progress callback, where the interpreter changes hands, comes rarely while it
-    recovers from errors (a 1 MB .py buffer of words held the event loop 44-65 ms)."""
-    if workers is not None and len(work) >= POOL_MIN_FILES:
-        return workers.parse(work)
-    big = [item for item in work if len(item[2]) > SOLO_BYTES]
-    with contextlib.nullcontext(workers) if workers else TagWorkers(1, stopping=stopping) as pool:
-        found = iter(pool.parse(big) if big else [])
-    return [next(found) if len(s) > SOLO_BYTES else parser.tags(lang, s) for _p, lang, s in work]
+def tags_json(tags: FileTags) -> str:  # as the workspace cache keeps them
+    return json.dumps(tags.to_json(), separators=(",", ":"))
 
 
 # -- the worker process --------------------------------------------------------------------------
@@ -288,7 +276,7 @@ def main() -> None:
         except EOFError:
             return
         for n, (index, language, source) in enumerate(batch, 1):
-            raw = parser.tags(language, source).to_json()
+            raw = tags_json(parser.tags(language, source))
             retiring = n == len(batch) and _rss_bytes() > rss_limit
             _send(stdout, (index, raw, retiring))
             if retiring:

@@ -106,8 +106,11 @@ class WorkspaceCache:
         return found
 
     def put_tags(self, tags: Mapping[str, Mapping[str, Any]]) -> None:
-        rows = ((k, json.dumps(v, separators=(",", ":"))) for k, v in tags.items())
-        self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", rows)
+        self.put_tag_texts({k: json.dumps(v, separators=(",", ":")) for k, v in tags.items()})
+
+    def put_tag_texts(self, tags: Mapping[str, str]) -> None:
+        """Tags already written as JSON text (by the tag workers): kept as they are."""
+        self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", tags.items())
 
     def hashes(
         self, root: str, paths: Sequence[str] | None = None

@@ -52,7 +52,7 @@ def to_wire_figure(figure: FileFigure) -> dict[str, Any]:
 def _estimates(index: WorkspaceIndex, rels: list[str] | None) -> wire.JsonText:
     """The estimated figures of `rels` (every file when None) as a JSON array (a thread's work:
     100,000 of them take a second)."""
-    return wire.json_array(map(to_wire_figure, index.figures(rels, None, None)))
+    return wire.json_array(map(to_wire_figure, index.each_figure(rels, None, None)))
 
 
 def follow(ls: TokendServer, workspaces: Workspaces, uri: str) -> None:

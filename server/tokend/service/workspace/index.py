@@ -12,8 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from tokend.adapters.file_index import file_entry, list_folder, read_file, resolve_inside, walk
@@ -29,6 +28,7 @@ from tokend.core.fileclass import (
     estimate_file_tokens,
 )
 from tokend.service.workspace.buffers import BufferQueue
+from tokend.service.workspace.entries import Entries, Packed, Under, pack
 from tokend.service.workspace.figures import Basis, FileFigure, FileText
 from tokend.service.workspace.tags import WorkspaceTags
 
@@ -58,7 +58,7 @@ class WorkspaceIndex:
         self.tags = WorkspaceTags(root, cache, self._overlay, self.stopping, self.max_bytes)
         self.ready = threading.Event()
         self._lock = threading.RLock()
-        self._entries: dict[str, FileEntry] = {}
+        self._entries: dict[str, Packed] = {}  # path -> its entry (entries.py says why)
         self._overlays: dict[str, str] = {}  # path -> unsaved text
         self._counts: dict[str, int] = {}  # "<tokenizer>:<sha256>" -> tokens
         self._untagged: set[str] = set()  # changed before the first build's tags were in
@@ -83,7 +83,7 @@ class WorkspaceIndex:
             self.tags.ready.set()  # a failed build must not leave map requests waiting
 
     def _build(self, progress: Callable[[str], None] | None) -> None:
-        entries = {}
+        entries: dict[str, Packed] = {}
         for entry in walk(
             self.root,
             self.rules,
@@ -92,7 +92,7 @@ class WorkspaceIndex:
         ):
             if self.stopping.is_set():
                 raise Stopping("tokend is stopping: the workspace's first walk was not finished")
-            entries[entry.path] = entry
+            entries[entry.path] = pack(entry)
         with self._lock:
             self._entries = entries
         self.ready.set()
@@ -169,9 +169,8 @@ class WorkspaceIndex:
                 self.rules.forget()
             if rel.split("/", 1)[0] != ".git":
                 rels.add(rel)
-        with self._lock:
-            known = dict(self._entries)
-        under = _Under(known)
+        known = self.entries()
+        under = Under(known)
         now: dict[str, FileEntry | None] = {}  # path -> its entry now (None: it left)
         for rel in sorted(rels):
             if self.stopping.is_set():
@@ -194,13 +193,13 @@ class WorkspaceIndex:
                     if self._entries.pop(rel, None) is not None:
                         changed.add(rel)
                 elif known.get(rel) != entry:
-                    self._entries[rel] = entry
+                    self._entries[rel] = pack(entry)
                     changed.add(rel)
         if changed:
             self._retag(changed)
         return changed
 
-    def _folder_now(self, folder: str, under: _Under) -> dict[str, FileEntry | None]:
+    def _folder_now(self, folder: str, under: Under) -> dict[str, FileEntry | None]:
         """The entries of an existing folder as it is now (see apply_changes)."""
         prefix = f"{folder}/" if folder else ""
         if folder and not under.any(prefix):  # new to the index: everything under it
@@ -243,9 +242,9 @@ class WorkspaceIndex:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def entries(self) -> dict[str, FileEntry]:
+    def entries(self) -> Entries:
         with self._lock:
-            return dict(self._entries)
+            return Entries(dict(self._entries))
 
     def _overlay(self, rel: str) -> str | None:
         with self._lock:
@@ -272,22 +271,26 @@ class WorkspaceIndex:
     ) -> list[FileFigure]:
         """Figures of `paths` (every indexed file when None): exact with `count` when given
         (slow: call it off the event loop), else the fast estimate."""
+        return list(self.each_figure(paths, count, tokenizer))
+
+    def each_figure(
+        self, paths: Sequence[str] | None, count: Count | None, tokenizer: str | None
+    ) -> Iterator[FileFigure]:
+        """`figures`, one at a time (a reply of 100,000 figures holds none of them at once)."""
         entries = self.entries()
         overlays = self.overlays()
         wanted = sorted(set(entries) | set(overlays)) if paths is None else list(paths)
-        out = []
         for rel in wanted:
             entry, overlay = entries.get(rel), overlays.get(rel)
             if entry is None and overlay is None:
                 entry = file_entry(self.root, rel, self.max_bytes)
                 if entry is None:
-                    out.append(FileFigure(rel, 0, 0, "skipped", False, "no such file"))
+                    yield FileFigure(rel, 0, 0, "skipped", False, "no such file")
                     continue
             if count is None:
-                out.append(self._estimated(rel, entry, overlay))
+                yield self._estimated(rel, entry, overlay)
             else:
-                out.append(self._counted(rel, count, tokenizer))
-        return out
+                yield self._counted(rel, count, tokenizer)
 
     def _estimated(self, rel: str, entry: FileEntry | None, overlay: str | None) -> FileFigure:
         if overlay is not None:
@@ -324,22 +327,3 @@ class WorkspaceIndex:
             with self._lock:
                 self._counts[key] = known
         return known
-
-
-class _Under:
-    """The paths of an index's entries under a prefix, found by bisection (a batch naming
-    many folders does not scan every entry for each; sorted once, when first asked)."""
-
-    def __init__(self, known: Mapping[str, object]) -> None:
-        self._known = known
-        self._sorted: list[str] | None = None
-
-    def paths(self, prefix: str) -> list[str]:
-        if self._sorted is None:
-            self._sorted = sorted(self._known)
-        start = bisect_left(self._sorted, prefix)
-        end = bisect_left(self._sorted, prefix + "\U0010ffff")
-        return self._sorted[start:end]
-
-    def any(self, prefix: str) -> bool:
-        return bool(self.paths(prefix))

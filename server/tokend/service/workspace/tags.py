@@ -14,27 +14,30 @@ they were (a comment, a function body) keeps every cached map but those showing 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 from tokend.adapters import workspace_fs
-from tokend.adapters.tag_workers import POOL_MIN_FILES, WORKER_DIED, TagWorkers, parse_all
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work, tags_json
 from tokend.adapters.tags import TagParser
-from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
-from tokend.core.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry, language_of
+from tokend.core.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
-from tokend.core.repomap_tags import FileTags
+from tokend.service.workspace.tag_chunks import (
+    Beside,
+    Chunk,
+    Reading,
+    chunks,
+    finish_chunk,
+    read_chunk,
+)
 
 MAP_CACHE_ENTRIES = 64
-CHUNK_FILES = 500  # files read and parsed between two cache writes and progress reports ...
-CHUNK_BYTES = 8 << 20  # ... or fewer, once they hold this much source (a chunk of the kernel's
-# register headers held 20,000 definitions a file: a chunk's tags, as objects, are bounded here)
 
 
 class WorkspaceTags:
@@ -57,6 +60,7 @@ class WorkspaceTags:
         self._lock = threading.RLock()  # guards the graph and the map cache
         self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
         self.errors: dict[str, str] = {}  # path -> why it has no tags
+        self._reading = Reading(root, cache, self.errors, max_bytes)
         self.ready = threading.Event()  # set once the first build's tags are in the graph
 
     def refresh(
@@ -84,16 +88,26 @@ class WorkspaceTags:
         With `whole`, files the graph has and `paths` does not are removed."""
         wanted = sorted(paths)
         done = 0
-        with self._workers_for(len(wanted)) as workers:
-            for chunk in _chunks(wanted, entries, overlays):
+        with self._workers_for(len(wanted)) as workers, Beside(workers is not None) as beside:
+            # The workers parse one chunk while this thread reads the next and hands the graph
+            # the one before (issue 22: the kernel's first map waited for both in turn).
+            ahead: tuple[Chunk, Future[dict[str, str]]] | None = None
+            for paths_now in [*chunks(wanted, entries, overlays), None]:
                 self._check_stopping()
-                tags, reread = self._tag_chunk(chunk, entries, overlays, workers)
-                with self._lock:
-                    if self._graph.set_files(tags) or reread:
-                        self._forget_maps_showing(set(tags))
-                done += len(chunk)
-                if progress is not None:
-                    progress(done, len(wanted))
+                chunk = None
+                if paths_now is not None:
+                    chunk = read_chunk(self._reading, paths_now, entries, overlays)
+                parsed = ahead[1].result() if ahead is not None else {}
+                parsing = None if chunk is None else beside(self._parse, chunk.work, workers)
+                if ahead is not None:
+                    tags, reread = finish_chunk(self._reading, ahead[0], parsed)
+                    with self._lock:
+                        if self._graph.set_files(tags) or reread:
+                            self._forget_maps_showing(set(tags))
+                    done += len(tags)
+                    if progress is not None:
+                        progress(done, len(wanted))
+                ahead = None if chunk is None or parsing is None else (chunk, parsing)
         if whole:
             with self._lock:
                 gone = set(self._graph.paths) - set(wanted)
@@ -117,101 +131,24 @@ class WorkspaceTags:
         for key in [k for k, m in self._maps.items() if paths.intersection(m.files)]:
             del self._maps[key]
 
-    def _tag_chunk(
-        self,
-        paths: list[str],
-        entries: Mapping[str, FileEntry],
-        overlays: Mapping[str, str],
-        workers: TagWorkers | None = None,
-    ) -> tuple[dict[str, FileTags | None], bool]:
-        """The tags of some files, and whether any was read anew (its content changed)."""
-        root_key = str(self.root)
-        known = self._cache.hashes(root_key, paths)
-        new_hashes: dict[str, tuple[int, int, str]] = {}
-        sources: dict[str, tuple[str, str, bytes | None]] = {}  # path -> (language, sha, bytes)
-        removed: list[str] = []
-        for path in paths:
-            entry = entries.get(path)
-            overlay = overlays.get(path)
-            language = entry.language if entry else None
-            if overlay is not None:
-                language = language_of(path)
-            if (
-                language is None
-                or (entry is None and overlay is None)
-                or (entry is not None and entry.skipped and overlay is None)
-            ):
-                removed.append(path)
-                continue
-            if overlay is not None:
-                data = overlay.encode("utf-8", "surrogatepass")
-                if len(data) > self.max_bytes:  # 8 MB of words: 7 s of tree-sitter
-                    self.errors[path] = (
-                        f"an unsaved buffer of {len(data):,} bytes, over the "
-                        f"{self.max_bytes:,}-byte limit: not read for the map"
-                    )
-                    removed.append(path)
-                    continue
-                sources[path] = (language, hashlib.sha256(data).hexdigest(), data)
-                continue
-            assert entry is not None
-            seen = known.get(path)
-            if seen is not None and seen[:2] == (entry.size_bytes, entry.mtime_ns):
-                sources[path] = (language, seen[2], None)
-                continue
-            try:
-                data = workspace_fs.read_bytes(self.root, path)
-            except (OSError, workspace_fs.PathConflict) as exc:
-                self.errors[path] = _unreadable(exc)
-                removed.append(path)
-                continue
-            sha = hashlib.sha256(data).hexdigest()
-            sources[path] = (language, sha, data)
-            new_hashes[path] = (entry.size_bytes, entry.mtime_ns, sha)
-        keys = {p: f"v{QUERIES_VERSION}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
-        cached = self._cache.tags(sorted(set(keys.values())))
-        tags: dict[str, FileTags | None] = {p: None for p in removed}
-        to_parse: list[tuple[str, str, bytes]] = []
-        for path, (language, _sha, source) in sources.items():
-            raw = cached.get(keys[path])
-            if raw is not None:
-                tags[path] = FileTags.from_json(raw)
-                continue
-            if source is None:
-                try:
-                    source = workspace_fs.read_bytes(self.root, path)
-                except (OSError, workspace_fs.PathConflict) as exc:
-                    self.errors[path] = _unreadable(exc)
-                    tags[path] = None
-                    continue
-            tags[path] = None  # its place kept: the graph takes the files in this order
-            to_parse.append((path, language, source))
-        parsed = self._parse(to_parse, workers)
-        tags.update(parsed)
-        fresh = {keys[p]: t.to_json() for p, t in parsed.items() if not died(t.error or "")}
-        if fresh:
-            self._cache.put_tags(fresh)
-        if new_hashes:
-            self._cache.put_hashes(root_key, new_hashes)
-        return tags, bool(new_hashes) or any(s is not None for _, _, s in sources.values())
-
     def _parse(
         self, work: list[tuple[str, str, bytes]], workers: TagWorkers | None
-    ) -> dict[str, FileTags]:
-        """(path, language, source) -> the path's tags: by the workers when there are many."""
+    ) -> dict[str, str]:
+        """(path, language, source) -> the path's tags as JSON text: by the workers when there
+        are many (decoded by finish_chunk, on the thread that hands them to the graph: the
+        thread waiting for the workers only moves bytes, and takes the interpreter from the
+        event loop no more than it must)."""
         self._check_stopping()
         paths = [path for path, _, _ in work]
-        found = dict(
-            zip(paths, parse_all(self._parser, work, workers, self._stopping), strict=True)
-        )
-        self.errors.update((path, tags.error) for path, tags in found.items() if tags.error)
-        return found
+        found = parse_all_json(self._parser, work, workers, self._stopping)
+        return dict(zip(paths, found, strict=True))
 
     def forget(self) -> None:
         """Drop the graph, the maps and the errors (the workspace was released: see
         WorkspaceIndex.forget)."""
         with self._lock:
-            self._graph, self._maps, self.errors = RepoGraph(), OrderedDict(), {}
+            self._graph, self._maps = RepoGraph(), OrderedDict()
+            self.errors.clear()
 
     def warm(self) -> None:
         """Build the graph's matrices now, so the first map request does not pay for them."""
@@ -268,32 +205,28 @@ class WorkspaceTags:
         return text_of
 
 
-def died(error: str) -> bool:
-    """A file's worker process died on it: its empty tags are not kept in the cache."""
-    return error.startswith(WORKER_DIED)
+SOLO_BYTES = 256 << 10  # a bigger source is parsed by a worker even in a small refresh
 
 
-def _chunks(
-    paths: list[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
-) -> Iterable[list[str]]:
-    """`paths` in runs of at most CHUNK_FILES files and (but for a single file) CHUNK_BYTES."""
-    chunk: list[str] = []
-    held = 0
-    for path in paths:
-        entry, overlay = entries.get(path), overlays.get(path)
-        size = len(overlay) if overlay is not None else (entry.size_bytes if entry else 0)
-        if chunk and (len(chunk) >= CHUNK_FILES or held + size > CHUNK_BYTES):
-            yield chunk
-            chunk, held = [], 0
-        chunk.append(path)
-        held += size
-    if chunk:
-        yield chunk
-
-
-def _unreadable(exc: OSError | workspace_fs.PathConflict) -> str:
-    """Why a file was not read (read through workspace_fs: never through a symlink that
-    leaves the workspace)."""
-    if isinstance(exc, workspace_fs.PathConflict):
-        return f"unreadable: {exc.reason}"
-    return f"unreadable: {exc.strerror}"
+def parse_all_json(
+    parser: TagParser,
+    work: Sequence[Work],
+    workers: TagWorkers | None,
+    stopping: threading.Event | None = None,
+) -> list[str]:
+    """Each (path, language, source)'s tags as JSON text: by `workers` when given (a refresh
+    of POOL_MIN_FILES files or more; any chunk of it, however few files), else in this thread but
+    for sources over SOLO_BYTES, which a worker started for them parses: tree-sitter's progress
+    callback, where the interpreter changes hands, comes rarely while it recovers from errors
+    (a 1 MB .py buffer of words held the event loop 44-65 ms)."""
+    if workers is not None and work:
+        return workers.parse_json(work)
+    big = [item for item in work if len(item[2]) > SOLO_BYTES]
+    found: Iterator[str] = iter(())
+    if big:
+        with TagWorkers(1, stopping=stopping) as solo:
+            found = iter(solo.parse_json(big))
+    return [
+        next(found) if len(s) > SOLO_BYTES else tags_json(parser.tags(lang, s))
+        for _path, lang, s in work
+    ]

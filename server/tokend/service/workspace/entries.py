@@ -1,0 +1,80 @@
+"""A workspace index's files, kept as plain tuples the garbage collector does not walk.
+
+A FileEntry is an object the cyclic collector tracks: a 100,000-file workspace held 100,000
+of them for its life, and every full pass of the collector walked them all while holding the
+interpreter (107 ms on a loaded 2-core machine; a pass of the middle generation, which the
+entries went through on their way to the oldest, held every connection of the daemon 416 ms:
+issue 22's scale_tree). A tuple of strings and integers is untracked by the collector's next
+pass over it, so the index keeps (size, mtime_ns, content class, estimate, skipped) per path and
+makes a FileEntry when one is read.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping
+
+from tokend.core.fileclass import FileEntry
+from tokend.core.types import ContentClass
+
+Packed = tuple[
+    int, int, int, int, str | None
+]  # size, mtime_ns, class (its place), estimate, skipped
+_CLASSES = tuple(ContentClass)
+_PLACE = {klass: place for place, klass in enumerate(_CLASSES)}
+
+
+def pack(entry: FileEntry) -> Packed:
+    return (
+        entry.size_bytes,
+        entry.mtime_ns,
+        _PLACE[entry.content_class],
+        entry.estimate_tokens,
+        entry.skipped,
+    )
+
+
+def unpack(path: str, packed: Packed) -> FileEntry:
+    size, mtime_ns, place, estimate, skipped = packed
+    return FileEntry(path, size, mtime_ns, _CLASSES[place], estimate, skipped)
+
+
+class Entries(Mapping[str, FileEntry]):
+    """path -> FileEntry over packed entries (a copy the caller owns: the index's own table
+    changes under its lock, this one never)."""
+
+    __slots__ = ("_packed",)
+
+    def __init__(self, packed: dict[str, Packed] | None = None) -> None:
+        self._packed: dict[str, Packed] = {} if packed is None else packed
+
+    def __getitem__(self, path: str) -> FileEntry:
+        return unpack(path, self._packed[path])
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._packed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+
+class Under:
+    """The paths of an index's entries under a prefix, found by bisection (a batch naming
+    many folders does not scan every entry for each; sorted once, when first asked)."""
+
+    def __init__(self, known: Mapping[str, object]) -> None:
+        self._known = known
+        self._sorted: list[str] | None = None
+
+    def paths(self, prefix: str) -> list[str]:
+        if self._sorted is None:
+            self._sorted = sorted(self._known)
+        start = bisect_left(self._sorted, prefix)
+        end = bisect_left(self._sorted, prefix + "\U0010ffff")
+        return self._sorted[start:end]
+
+    def any(self, prefix: str) -> bool:
+        return bool(self.paths(prefix))

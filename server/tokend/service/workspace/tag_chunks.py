@@ -1,0 +1,206 @@
+"""Tagging a workspace's files a chunk at a time (service.workspace.tags): a chunk's cached tags
+and the sources left to parse (`read_chunk`), then its parsed tags kept in the workspace cache
+(`finish_chunk`). A chunk is at most CHUNK_FILES files and CHUNK_BYTES of source, so no more
+than a few chunks' bytes and tags are ever held as objects. The parse runs `Beside` the thread
+that reads the next chunk and hands the graph the one before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tokend.adapters import workspace_fs
+from tokend.adapters.tag_workers import WORKER_DIED
+from tokend.adapters.tags.queries import QUERIES_VERSION
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.fileclass import FileEntry, language_of
+from tokend.core.repomap_tags import FileTags
+
+T = TypeVar("T")
+CHUNK_FILES = 500  # files read and parsed between two cache writes and progress reports ...
+CHUNK_BYTES = 8 << 20  # ... or fewer, once they hold this much source (a chunk of the kernel's
+# register headers held 20,000 definitions a file: a chunk's tags, as objects, are bounded here)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """Where a workspace's tags are read from and kept: its folder, its cache, the largest
+    source read, and each path's reason for having no tags (written here)."""
+
+    root: Path
+    cache: WorkspaceCache
+    errors: dict[str, str]
+    max_bytes: int
+
+
+@dataclass(slots=True)
+class Chunk:
+    """Files being tagged: the tags known so far (None: none, or yet to parse) in path order,
+    what to parse, and what to write to the cache once parsed."""
+
+    paths: list[str]
+    tags: dict[str, FileTags | None] = field(default_factory=dict)
+    work: list[tuple[str, str, bytes]] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)  # path -> its tags' cache key
+    new_hashes: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    reread: bool = False
+
+
+class Beside:
+    """Runs a parse on a thread of its own (`beside(fn, *args)` -> a Future), or, when not
+    `wanted` (no worker processes: the parse is this thread's), in the calling thread."""
+
+    def __init__(self, wanted: bool) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="tokend-tags") if wanted else None
+
+    def __enter__(self) -> Beside:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __call__(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        if self._pool is not None:
+            return self._pool.submit(fn, *args)
+        done: Future[T] = Future()
+        done.set_result(fn(*args))
+        return done
+
+
+def read_chunk(
+    on: Reading, paths: list[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
+) -> Chunk:
+    """What tagging some files takes: their cached tags, and the sources to parse."""
+    root_key = str(on.root)
+    known = on.cache.hashes(root_key, paths)
+    chunk = Chunk(paths)
+    sources: dict[str, tuple[str, str, bytes | None]] = {}  # path -> (language, sha, bytes)
+    for path in paths:
+        entry = entries.get(path)
+        overlay = overlays.get(path)
+        language = entry.language if entry else None
+        if overlay is not None:
+            language = language_of(path)
+        if (
+            language is None
+            or (entry is None and overlay is None)
+            or (entry is not None and entry.skipped and overlay is None)
+        ):
+            chunk.tags[path] = None
+            continue
+        if overlay is not None:
+            unsaved = _unsaved(on, path, overlay, language)
+            if unsaved is None:
+                chunk.tags[path] = None
+            else:
+                sources[path] = unsaved
+            continue
+        assert entry is not None
+        seen = known.get(path)
+        if seen is not None and seen[:2] == (entry.size_bytes, entry.mtime_ns):
+            sources[path] = (language, seen[2], None)
+            continue
+        data = _read(on, path)
+        if data is None:
+            chunk.tags[path] = None
+            continue
+        sha = hashlib.sha256(data).hexdigest()
+        sources[path] = (language, sha, data)
+        chunk.new_hashes[path] = (entry.size_bytes, entry.mtime_ns, sha)
+    chunk.keys = {p: f"v{QUERIES_VERSION}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
+    cached = on.cache.tags(sorted(set(chunk.keys.values())))
+    chunk.reread = bool(chunk.new_hashes) or any(s is not None for _, _, s in sources.values())
+    for path, (language, _sha, source) in sources.items():
+        raw = cached.get(chunk.keys[path])
+        if raw is not None:
+            chunk.tags[path] = FileTags.from_json(raw)
+            continue
+        if source is None:
+            source = _read(on, path)
+            if source is None:
+                chunk.tags[path] = None
+                continue
+        chunk.tags[path] = None  # its place kept: the graph takes the files in this order
+        chunk.work.append((path, language, source))
+    return chunk
+
+
+def _read(on: Reading, path: str) -> bytes | None:
+    """A file's bytes, read through workspace_fs (never through a symlink that leaves the
+    workspace); None, with the reason in `on.errors`, when it cannot be read."""
+    try:
+        return workspace_fs.read_bytes(on.root, path)
+    except (OSError, workspace_fs.PathConflict) as exc:
+        on.errors[path] = _unreadable(exc)
+        return None
+
+
+def _unsaved(
+    on: Reading, path: str, text: str, language: str
+) -> tuple[str, str, bytes | None] | None:
+    """An unsaved buffer's source, None when it is too big to read for the map."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) > on.max_bytes:  # 8 MB of words: 7 s of tree-sitter
+        on.errors[path] = (
+            f"an unsaved buffer of {len(data):,} bytes, over the "
+            f"{on.max_bytes:,}-byte limit: not read for the map"
+        )
+        return None
+    return (language, hashlib.sha256(data).hexdigest(), data)
+
+
+def finish_chunk(
+    on: Reading, chunk: Chunk, parsed: Mapping[str, str]
+) -> tuple[dict[str, FileTags | None], bool]:
+    """The chunk's tags with what was parsed (JSON text, kept in the cache as it is); and
+    whether any file was read anew (its content changed)."""
+    fresh = {}
+    for path, text in parsed.items():
+        tags = chunk.tags[path] = FileTags.from_json(json.loads(text))
+        if tags.error:
+            on.errors[path] = tags.error
+        if not died(tags.error or ""):
+            fresh[chunk.keys[path]] = text
+    if fresh:
+        on.cache.put_tag_texts(fresh)
+    if chunk.new_hashes:
+        on.cache.put_hashes(str(on.root), chunk.new_hashes)
+    return chunk.tags, chunk.reread
+
+
+def chunks(
+    paths: list[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
+) -> Iterable[list[str]]:
+    """`paths` in runs of at most CHUNK_FILES files and (but for a single file) CHUNK_BYTES."""
+    chunk: list[str] = []
+    held = 0
+    for path in paths:
+        entry, overlay = entries.get(path), overlays.get(path)
+        size = len(overlay) if overlay is not None else (entry.size_bytes if entry else 0)
+        if chunk and (len(chunk) >= CHUNK_FILES or held + size > CHUNK_BYTES):
+            yield chunk
+            chunk, held = [], 0
+        chunk.append(path)
+        held += size
+    if chunk:
+        yield chunk
+
+
+def died(error: str) -> bool:
+    """A file's worker process died on it: its empty tags are not kept in the cache."""
+    return error.startswith(WORKER_DIED)
+
+
+def _unreadable(exc: OSError | workspace_fs.PathConflict) -> str:
+    """Why a file was not read (read through workspace_fs: never through a symlink that
+    leaves the workspace)."""
+    if isinstance(exc, workspace_fs.PathConflict):
+        return f"unreadable: {exc.reason}"
+    return f"unreadable: {exc.strerror}"
