@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from tokend.adapters import rendezvous
+from tokend.commands.file_tail import tail_lines
 from tokend.commands.statusline_known import remembered_line
 
 TYPE_CHECKING = False
@@ -78,14 +79,7 @@ def codex_known_line(given: dict[str, Any], now: float) -> str:
 
 def _newest_records(path: str) -> Iterator[dict[str, Any]]:
     """The records in the rollout's last TAIL_BYTES, newest first (none when unreadable)."""
-    try:
-        with open(path, "rb") as stream:
-            size = stream.seek(0, os.SEEK_END)
-            stream.seek(max(0, size - TAIL_BYTES))
-            lines = stream.read().splitlines()
-    except OSError:
-        return
-    for line in reversed(lines):
+    for line in reversed(tail_lines(path, TAIL_BYTES) or []):
         if b'"token_count"' not in line and b'"turn_context"' not in line:
             continue
         try:

@@ -5,11 +5,11 @@ is read here from the end of the transcript file."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tokend.commands.file_tail import tail_lines
 from tokend.core import statusline
 from tokend.core.statusline import SEGMENTS, LastCall, parse_segments, rate_text
 
@@ -40,14 +40,8 @@ def cache_text(path: str, now: float) -> str | None:
 
 def last_call(path: str) -> LastCall | None:
     """The last provider call in the end of the transcript at `path` (None when unreadable)."""
-    try:
-        with open(path, "rb") as stream:
-            size = stream.seek(0, os.SEEK_END)
-            stream.seek(max(0, size - TAIL_BYTES))
-            lines = stream.read().splitlines()
-    except OSError:
-        return None
-    return statusline.last_call(_records(reversed(lines)))
+    lines = tail_lines(path, TAIL_BYTES)
+    return None if lines is None else statusline.last_call(_records(reversed(lines)))
 
 
 def _records(lines: Iterator[bytes]) -> Iterator[dict[str, Any]]:
