@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 
 WAIT_SECONDS = 30.0
 

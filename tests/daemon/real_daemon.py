@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.abuse import live_pids
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
 

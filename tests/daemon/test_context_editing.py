@@ -20,8 +20,8 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.adapters.tokenizers import load_encoding
 from tokend.client.sdk import anthropic_reply
 from tokend.daemon import paths

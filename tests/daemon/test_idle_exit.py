@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.daemon.conftest import FIXTURE_DAEMON, Runtime
-from tests.daemon.lsp_client import ConnectionClosed, LspClient
+from tests.lsp_client import ConnectionClosed, LspClient
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
 IDLE_S = 0.5

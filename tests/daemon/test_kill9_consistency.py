@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import ConnectionClosed, LspClient
+from tests.lsp_client import ConnectionClosed, LspClient
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 

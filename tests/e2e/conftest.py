@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.lsp_client import ProcessClient
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.daemon.real_daemon import real_daemons
-from tests.e2e.rpc import ProcessClient, RpcClient
 from tests.e2e.test_compaction_cancel import (
     PROMPT,
     HangingModel,
@@ -29,6 +28,7 @@ from tests.e2e.test_compaction_cancel import (
     state_of,
     until,
 )
+from tests.lsp_client import ProcessClient, RpcClient
 
 CONTEXT_OVERFLOW = -33003
 SYSTEM = "You are a careful coding agent; keep the public API stable. " * 400  # ~4,800 tokens

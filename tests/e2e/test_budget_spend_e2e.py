@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 
 CONFIG = """
 [context]

@@ -10,7 +10,7 @@ import ctok
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.lsp_client import ProcessClient
 
 V3_FRAME = 7  # count_tokens of a one-message request around its content (v3 family)
 

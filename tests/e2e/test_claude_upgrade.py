@@ -14,7 +14,7 @@ import ctok
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.lsp_client import ProcessClient
 
 BEYOND_CONTENT = 13  # what the gauge shows beyond ctok's content count, one v3 message
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.daemon.real_daemon import real_daemons
-from tests.e2e.rpc import ProcessClient, RpcClient
+from tests.lsp_client import ProcessClient, RpcClient
 from tests.model_servers import GOOD_ANSWER
 
 REQUEST_CANCELLED = -32800

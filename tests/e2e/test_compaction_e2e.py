@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.lsp_client import ProcessClient
 
 FIRST_WORDS = "Rename parse_row to read_row in src/alpha_rows.py and keep the public API intact"
 ERROR_LINE = "FAILED tests/test_alpha_rows.py::test_read_row - AssertionError: 3 != 4"

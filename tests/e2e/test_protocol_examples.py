@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.daemon.real_daemon import real_daemons
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol.md"
 TAG = re.compile(r"<!-- example: ([A-Za-z0-9/-]+) -->\n```json\n(.*?)```\n", re.S)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 
 IN, OUT, READ, WRITE = 3e-6, 15e-6, 0.3e-6, 3.75e-6  # $/token, declared below
 SUMMARY = "The user is porting the parser; tokenizer done, grammar next. Files: src/parse.py."

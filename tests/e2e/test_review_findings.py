@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 from tokend.adapters.tokenizers import load_encoding
 
 O200K = load_encoding("o200k_base")

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIG_SESSION, sessions_dir_or_skip
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
 SESSION_NOT_FOUND = -33001
