@@ -267,12 +267,17 @@ class RpcClient:
     def send_raw(self, payload: bytes) -> None:
         self.writer.write(payload)
 
-    async def request(self, method: str, params: Any = None, timeout: float = 30) -> Any:
-        """The request's result; an error reply raises RpcError."""
+    def begin(self, method: str, params: Any = None) -> tuple[int, asyncio.Future[Any]]:
+        """Send a request without waiting: its id, and the future of its whole reply."""
         msg_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
         self.send_raw(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}))
+        return msg_id, future
+
+    async def request(self, method: str, params: Any = None, timeout: float = 30) -> Any:
+        """The request's result; an error reply raises RpcError."""
+        _, future = self.begin(method, params)
         body = await asyncio.wait_for(future, timeout)
         if "error" in body:
             raise RpcError(body["error"])

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import tokend_env
-from tests.lsp_client import AnswerError, ProcessClient
+from tests.in_process import InProcessClient
+from tests.lsp_client import AnswerError
 from tests.model_servers import GOOD_ANSWER
 
 NARRATIVE = GOOD_ANSWER.format(model="from the editor").strip()
@@ -23,7 +24,7 @@ async def client(tmp_path, isolated_dirs):
     )
     db = tmp_path / "tokend.sqlite3"
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    proc = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    proc = await InProcessClient.start(cwd=tmp_path, env=env)
     await proc.initialize()
     yield proc
     assert await proc.shutdown() == 0

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import tokend_env
-from tests.lsp_client import ProcessClient
+from tests.in_process import InProcessClient
 
 FIRST_WORDS = "Rename parse_row to read_row in src/alpha_rows.py and keep the public API intact"
 ERROR_LINE = "FAILED tests/test_alpha_rows.py::test_read_row - AssertionError: 3 != 4"
@@ -121,8 +121,8 @@ def every_string(value) -> str:
 async def test_summarize_keeps_what_came_before_a_foreign_boundary(tmp_path):
     db = tmp_path / "tokend.sqlite3"
     sid = import_session(tmp_path, db)
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     try:
         await client.initialize()
@@ -150,8 +150,8 @@ async def test_summarize_keeps_what_came_before_a_foreign_boundary(tmp_path):
 async def test_handoff_keeps_what_came_before_a_foreign_boundary(tmp_path):
     db = tmp_path / "tokend.sqlite3"
     sid = import_session(tmp_path, db)
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     try:
         await client.initialize()

@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.daemon.real_daemon import real_daemons
+from tests.in_process import InProcessClient
 from tests.lsp_client import ProcessClient, RpcError
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol.md"
@@ -311,8 +312,8 @@ def _shown(lines: list[str]) -> str:
 @pytest.fixture
 async def server(tmp_path):
     db = tmp_path / "tokend.sqlite3"
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     yield client  # the scenario sends `initialize` itself: its example is the first one
     assert await client.shutdown() == 0
