@@ -14,8 +14,11 @@ have inherited it) and restored when it stops; tests run one after the other in 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -140,3 +143,32 @@ def _restore(restore: dict[str, str | None]) -> None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def tokend_cli(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`tokend ARGS` run by `tokend.cli.main` in this process, as `subprocess.run([python, -m,
+    tokend, *ARGS], cwd=cwd, env=env, input=stdin, capture_output=True, text=True)` would: the
+    folder, the environment, stdin, stdout and stderr are this call's while it runs. What only
+    a process shows (the interpreter's start, the exit status the shell sees) keeps its
+    process tests (tests/e2e/test_cli.py's first tests)."""
+    from tokend.cli import main
+
+    restore = _apply(env) if env is not None else {}
+    before = Path.cwd()
+    streams = sys.stdin, sys.stdout, sys.stderr
+    out, err = io.StringIO(), io.StringIO()
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
+    os.chdir(cwd)
+    try:
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors, --help, --version
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(before)
+        sys.stdin, sys.stdout, sys.stderr = streams
+        _restore(restore)
+    command = [sys.executable, "-m", "tokend", *args]
+    return subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
