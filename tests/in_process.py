@@ -1,14 +1,20 @@
-"""`tokend lsp --standalone` inside the test's process: the wire tier of the test pyramid.
+"""tokend inside the test's process: the wire tier of the test pyramid.
 
-`InProcessClient.start(cwd=..., env=...)` is `ProcessClient.spawn("lsp", "--standalone", ...)`
-without the process: the same `serve_standalone` the process runs once it has parsed its
-arguments (the real app on a real SQLite file, the real handlers, pygls's framing) on a thread,
-over a socket pair instead of stdio pipes; the client is tests/lsp_client.py's. What only a
-process shows (the command line, stdio pipes, the exit status the shell sees, a kill) keeps its
-process tests: tests/e2e/test_standalone_exit.py, test_stdio_server.py, test_pytest_lsp.py.
+- `InProcessClient.start(cwd=..., env=...)` (asyncio) and `Standalone.start(...)` (blocking) are
+  `ProcessClient.spawn("lsp", "--standalone", ...)` without the process: the same
+  `serve_standalone` the process runs once it has parsed its arguments (the real app on a real
+  SQLite file, the real handlers, pygls's framing) on a thread, over a socket pair instead of
+  stdio pipes; the clients are tests/lsp_client.py's.
+- `tokend_cli(*args, cwd=..., env=...)` is `subprocess.run([python, -m, tokend, *args])` without
+  the process: `tokend.cli.main`.
 
-`env` is applied to this process's environment while the server runs (as the process would
-have inherited it) and restored when it stops; tests run one after the other in a worker.
+What only a process shows (the command line, the interpreter's start, stdio pipes, the exit
+status the shell sees, a kill, the daemon's socket and frame reader) keeps its process tests:
+tests/e2e/test_standalone_exit.py, test_stdio_server.py's first test, test_pytest_lsp.py,
+test_lsp_conformance.py, test_cli.py's first test, and tests/daemon/.
+
+`env` is applied to this process's environment while the server (or command) runs, as the
+process would have inherited it, and put back after; tests run one after the other in a worker.
 """
 
 from __future__ import annotations
@@ -23,89 +29,120 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests.lsp_client import RpcClient
+from tests.lsp_client import ConnectionClosed, LspClient, RpcClient
 from tokend.commands.serve import serve_standalone
 
 STOP_SECONDS = 30.0  # for the server's thread to end (app.close bounds its background work)
-_running: list[InProcessClient] = []  # stopped by tests/conftest.py if a test did not
+_running: list[Hosted] = []  # stopped by tests/conftest.py if a test did not
+
+
+class Hosted:
+    """The standalone server on a thread of this process; `sock` is the client's end."""
+
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None, database_url: str | None) -> None:
+        self.restore = _apply(env) if env is not None else {}
+        self.sock, theirs = socket.socketpair()
+        self.outcome: list[BaseException | int] = []
+        self.thread = threading.Thread(
+            target=_serve, args=(Path(cwd), database_url, theirs, self.outcome), daemon=True
+        )
+        self.thread.start()
+        _running.append(self)
+
+    def end_input(self) -> None:
+        """As a closed stdin: the server reads the end of its input."""
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the server has closed its end
+
+    def finish(self) -> int:
+        """The server's exit status, once its thread has ended; the environment put back."""
+        if self in _running:
+            _running.remove(self)
+            _restore(self.restore)
+        assert not self.thread.is_alive(), "the in-process server did not stop"
+        [outcome] = self.outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
 
 class InProcessClient(RpcClient):
+    """The asyncio face (tests/lsp_client.py's RpcClient)."""
+
     def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        sock: socket.socket,
-        thread: threading.Thread,
-        outcome: list[BaseException | int],
-        restore: dict[str, str | None],
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, hosted: Hosted
     ) -> None:
         super().__init__(reader, writer)
-        self._sock = sock
-        self._thread = thread
-        self._outcome = outcome
-        self._restore = restore
+        self.hosted = hosted
 
     @classmethod
     async def start(
         cls, cwd: Path, env: Mapping[str, str] | None = None, database_url: str | None = None
     ) -> InProcessClient:
-        restore = _apply(env) if env is not None else {}
-        ours, theirs = socket.socketpair()
-        outcome: list[BaseException | int] = []
-        thread = threading.Thread(
-            target=_serve, args=(Path(cwd), database_url, theirs, outcome), daemon=True
-        )
-        thread.start()
-        reader, writer = await asyncio.open_unix_connection(sock=ours)
-        client = cls(reader, writer, ours, thread, outcome, restore)
-        _running.append(client)
-        return client
+        hosted = Hosted(cwd, env, database_url)
+        reader, writer = await asyncio.open_unix_connection(sock=hosted.sock)
+        return cls(reader, writer, hosted)
 
     async def shutdown(self) -> int:
         """`shutdown`, `exit`, then the server's exit status (as the process's)."""
         try:
             await self.request("shutdown", None, timeout=10)
             self.notify("exit")
-            await asyncio.to_thread(self._thread.join, STOP_SECONDS)
+            await asyncio.to_thread(self.hosted.thread.join, STOP_SECONDS)
         finally:
             code = await self.stop()
         return code
 
     async def stop(self) -> int:
-        """End the input (as a closed stdin) unless the server has ended; its exit status."""
-        if self._thread.is_alive():
-            _end_input(self)
-            await asyncio.to_thread(self._thread.join, STOP_SECONDS)
-        return self._finish()
+        """End the input unless the server has ended; its exit status."""
+        if self.hosted.thread.is_alive():
+            self.hosted.end_input()
+            await asyncio.to_thread(self.hosted.thread.join, STOP_SECONDS)
+        self._task.cancel()
+        self.writer.close()
+        return self.hosted.finish()
 
-    def _finish(self) -> int:
-        if self in _running:
-            _running.remove(self)
-            self._task.cancel()
-            self.writer.close()
-            _restore(self._restore)
-        assert not self._thread.is_alive(), "the in-process server did not stop"
-        [outcome] = self._outcome
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+
+class Standalone(LspClient):
+    """The blocking face (tests/lsp_client.py's LspClient)."""
+
+    def __init__(self, hosted: Hosted) -> None:
+        super().__init__(hosted.sock.fileno(), hosted.sock.fileno(), hosted.sock)
+        self.hosted = hosted
+
+    @classmethod
+    def start(
+        cls, cwd: Path, env: Mapping[str, str] | None = None, database_url: str | None = None
+    ) -> Standalone:
+        return cls(Hosted(cwd, env, database_url))
+
+    def stop(self) -> int:
+        """`shutdown` and `exit` (when the server still runs), then its exit status."""
+        if self.hosted.thread.is_alive():
+            try:
+                self.request("shutdown", timeout=10)
+                self.notify("exit")
+            except (ConnectionClosed, OSError, TimeoutError):
+                pass  # it is ending: what matters is that it does, below
+            self.hosted.thread.join(STOP_SECONDS)
+        if self.hosted.thread.is_alive():
+            self.hosted.end_input()
+            self.hosted.thread.join(STOP_SECONDS)
+        try:
+            return self.hosted.finish()
+        finally:
+            self.close()
 
 
 def stop_all() -> None:
-    """Stop servers a test left running (it failed before its shutdown)."""
-    for client in list(_running):
-        _end_input(client)
-        client._thread.join(STOP_SECONDS)
-        _running.remove(client)
-        _restore(client._restore)
-
-
-def _end_input(client: InProcessClient) -> None:
-    try:
-        client._sock.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass  # the server has closed its end
+    """Stop servers a test left running (it failed before stopping them)."""
+    for hosted in list(_running):
+        hosted.end_input()
+        hosted.thread.join(STOP_SECONDS)
+        _running.remove(hosted)
+        _restore(hosted.restore)
 
 
 def _serve(
