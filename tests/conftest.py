@@ -10,6 +10,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests import tiers
+from tests.tiers import (  # noqa: F401 (hooks: the time per tier at the end of a run)
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+    pytest_terminal_summary,
+)
+
+tiers.install()
+
 # Shared machines are noisy: a slow example is not a failure. Property tests judge outcomes only.
 settings.register_profile(
     "tokend", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=False

@@ -34,12 +34,14 @@ from tokend.commands.serve import serve_standalone
 
 STOP_SECONDS = 30.0  # for the server's thread to end (app.close bounds its background work)
 _running: list[Hosted] = []  # stopped by tests/conftest.py if a test did not
+STARTS = [0]  # servers and commands run in this process (tests/tiers.py reads it)
 
 
 class Hosted:
     """The standalone server on a thread of this process; `sock` is the client's end."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None, database_url: str | None) -> None:
+        STARTS[0] += 1
         self.restore = _apply(env) if env is not None else {}
         self.sock, theirs = socket.socketpair()
         self.outcome: list[BaseException | int] = []
@@ -192,20 +194,33 @@ def tokend_cli(
     process tests (tests/e2e/test_cli.py's first tests)."""
     from tokend.cli import main
 
+    STARTS[0] += 1
     restore = _apply(env) if env is not None else {}
     before = Path.cwd()
     streams = sys.stdin, sys.stdout, sys.stderr
     out, err = io.StringIO(), io.StringIO()
     sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
     os.chdir(cwd)
-    try:
+    outcome: list[BaseException | int] = []
+
+    def run() -> None:  # on a thread of its own: a command may run an event loop of its own
         try:
-            code = main(list(args))
+            outcome.append(main(list(args)))
         except SystemExit as exc:  # argparse's usage errors, --help, --version
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            outcome.append(exc.code if isinstance(exc.code, int) else int(exc.code is not None))
+        except BaseException as exc:  # what the process would have died of: raised below
+            outcome.append(exc)
+
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
     finally:
         os.chdir(before)
         sys.stdin, sys.stdout, sys.stderr = streams
         _restore(restore)
+    [code] = outcome
+    if isinstance(code, BaseException):
+        raise code
     command = [sys.executable, "-m", "tokend", *args]
     return subprocess.CompletedProcess(command, code, out.getvalue(), err.getvalue())
