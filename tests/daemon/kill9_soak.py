@@ -31,6 +31,7 @@ from tests.lsp_client import ConnectionClosed, LspClient
 
 FULL_TRIALS = 40  # kills in `make bench` (bench/kill9.py), in two chains of 20 side by side
 CHAINS = 2
+START_SECONDS = 180.0  # for a restarted daemon to be ready on a loaded machine (not a figure)
 MODEL = "claude-sonnet-4-5"  # counted by estimate: a restarted daemon loads no vocabulary
 WINDOW = 1_000_000  # no automatic compaction: each change is the client's own
 PLACEHOLDER = "[Old tool result content cleared]"
@@ -66,7 +67,7 @@ class Chain:
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_SECONDS
         while "tokend: ready" not in err.read_text(errors="replace"):
             assert self.daemon.poll() is None and time.monotonic() < deadline, err.read_text()
             time.sleep(0.02)
