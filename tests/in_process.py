@@ -42,6 +42,9 @@ class Hosted:
 
     def __init__(self, cwd: Path, env: Mapping[str, str] | None, database_url: str | None) -> None:
         STARTS[0] += 1
+        if env is not None and any(h.restore for h in _running):
+            changed = {k for k in set(os.environ) | set(env) if os.environ.get(k) != env.get(k)}
+            assert not changed, f"in-process servers at once need one environment; {changed} differ"
         self.restore = _apply(env) if env is not None else {}
         self.sock, theirs = socket.socketpair()
         self.outcome: list[BaseException | int] = []
