@@ -59,7 +59,7 @@ class Hosted:
         try:
             self.sock.shutdown(socket.SHUT_WR)
         except OSError:
-            pass  # the server has closed its end
+            pass  # the server has closed its end, or the client its own (the same end)
 
     def finish(self) -> int:
         """The server's exit status, once its thread has ended; the environment put back."""
@@ -125,7 +125,7 @@ class Standalone(LspClient):
 
     def stop(self) -> int:
         """`shutdown` and `exit` (when the server still runs), then its exit status."""
-        if self.hosted.thread.is_alive():
+        if self.hosted.thread.is_alive() and self.hosted.sock.fileno() != -1:  # not closed
             try:
                 self.request("shutdown", timeout=10)
                 self.notify("exit")
