@@ -36,7 +36,7 @@ def replay_file(path: Path) -> ReplayResult:
     with tempfile.TemporaryDirectory(prefix="tokend-replay-") as folder:
         app = open_app(None, f"sqlite:///{folder}/replay.sqlite3")
         try:
-            app.service.subscribe_every(record)
+            app.service.listeners.subscribe_every(record)
             import_events(app.service, path)
         finally:
             app.close()

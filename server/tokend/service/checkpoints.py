@@ -91,7 +91,7 @@ class Checkpoints:
         workspaces.batch_hooks.append(self.on_batch)
         workspaces.editor_hooks.append(self.on_editor)
         workspaces.released_hooks.append(self.on_released)
-        service.subscribe_every(self.on_snapshot)
+        service.listeners.subscribe_every(self.on_snapshot)
 
     def lock(self, workspace: str) -> threading.RLock:
         return self._locks.setdefault(workspace, threading.RLock())
@@ -286,7 +286,7 @@ class Checkpoints:
 
     def on_snapshot(self, snapshot: BudgetSnapshot) -> None:
         """Mark the messages appended since the last snapshot (on the loop: no I/O here)."""
-        data = self.service.state(snapshot.session_id).data
+        data = self.service.sessions.state(snapshot.session_id).data
         uri = data.info.workspace_uri
         if not uri or not data.messages:
             return

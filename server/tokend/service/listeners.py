@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 
 from tokend.core.snapshot import BudgetSnapshot
+from tokend.service.session_state import Applied, SessionState
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,13 @@ class SnapshotListeners:
 
     def has_listeners(self, session_id: str) -> bool:
         return bool(self._by_session.get(session_id))
+
+    def announce(self, state: SessionState, applied: Applied) -> BudgetSnapshot:
+        """Tell the session's listeners about a change its owner applied (unless the change is a
+        read to the user: the measured context); the snapshot it produced."""
+        if applied.broadcast:
+            self.tell(state.id, applied.snapshot)
+        return applied.snapshot
 
     def tell(self, session_id: str, snapshot: BudgetSnapshot) -> None:
         for listener in [*self._by_session.get(session_id, ()), *self._every]:

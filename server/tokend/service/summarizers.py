@@ -202,12 +202,12 @@ async def model_narrative(
 ) -> Narrative:
     """The first checked narrative the chain's model-backed steps write for `split.head`, or
     none (the extractive summary then stands alone); every step is reported."""
-    config = service.config_for(data.info.workspace_uri).summarizer
+    config = service.models.config_for(data.info.workspace_uri).summarizer
     writers = chain_writers(config, data.id, ask_client, http_writer)
     if not writers:
         return Narrative()
     max_tokens = answer_tokens(target_tokens)
-    counter = service.counter(data.model)
+    counter = service.models.counter(data.model)
 
     def extractive(part: Sequence[Message], budget: int) -> str:
         summarizer = ExtractiveSummarizer(counter.count_texts, max(1, budget // 2))
@@ -228,7 +228,7 @@ async def model_narrative(
             data.message_tokens,
             counter.count_text,
             extractive,
-            service.run,
+            service.workers.run,
             instructions,
         )
         try:
@@ -282,10 +282,12 @@ def write_summary(
     """The summary of `split.head` as a change (run it in a worker thread: it counts); the
     user's words and the artifact index come from `history` (the session's stored messages),
     when given, as far back as the head reaches (core.history_record)."""
-    summarizer = ExtractiveSummarizer(service.counter(data.model).count_texts, user_words_tokens)
+    summarizer = ExtractiveSummarizer(
+        service.models.counter(data.model).count_texts, user_words_tokens
+    )
     record = None if history is None else record_of(history, split.head)
     text, digest = summarizer.summarize(
         split.head, target_tokens, instructions, narrative.text, record
     )
-    change = service.summary_change(data, text, digest, [m.id for m in split.head])
+    change = service.changes.summary_change(data, text, digest, [m.id for m in split.head])
     return WrittenSummary(change, narrative.by, summarizer.dropped, narrative.steps)

@@ -66,7 +66,7 @@ class UsageMonitor:
         self._started = service.clock.now()  # sinks hear of calls made from now on only
         self._seeded = False
         self._seed_lock = threading.Lock()
-        self._unsubscribe = service.subscribe_every(self._on_snapshot)
+        self._unsubscribe = service.listeners.subscribe_every(self._on_snapshot)
 
     def close(self) -> None:
         self._unsubscribe()
@@ -76,7 +76,7 @@ class UsageMonitor:
     def _needs_past(self, workspace: str | None) -> bool:
         """Whether a figure asked of this workspace's sessions counts calls of other sessions
         or of earlier processes (else the session's own snapshot is enough)."""
-        spend = self._service.config_for(workspace).spend
+        spend = self._service.models.config_for(workspace).spend
         return bool(
             self._service.config.spend.user_daily_usd is not None
             or (workspace and spend.workspace_daily_usd is not None)
@@ -121,7 +121,7 @@ class UsageMonitor:
 
     def _on_snapshot(self, snapshot: BudgetSnapshot) -> None:
         try:
-            state = self._service.state(snapshot.session_id)
+            state = self._service.sessions.state(snapshot.session_id)
         except SessionNotFound:
             return
         workspace = state.data.info.workspace_uri
@@ -186,7 +186,7 @@ class UsageMonitor:
 
     def statuses(self, session_id: str) -> list[SpendStatus]:
         """Every configured limit that applies to the session, with what was spent."""
-        state = self._service.state(session_id)
+        state = self._service.sessions.state(session_id)
         return self.statuses_of(state.data.info.workspace_uri, state.snapshot.cost_total_usd)
 
     def snapshot_warnings(self, data: SessionData, snapshot: BudgetSnapshot) -> tuple[str, ...]:
@@ -197,7 +197,7 @@ class UsageMonitor:
     def statuses_of(self, workspace: str | None, session_usd: float) -> list[SpendStatus]:
         """The limits that apply to a session of `workspace` that has spent `session_usd`."""
         user = self._service.config.spend
-        local = self._service.config_for(workspace).spend
+        local = self._service.models.config_for(workspace).spend
         if not self._seeded and self._needs_past(workspace):
             self._seed_once()
         tz = zone(user.timezone)
@@ -225,8 +225,8 @@ class UsageMonitor:
         """Warnings for context/assemble; SpendLimitReached when a limit is reached and the
         session's settings say to refuse."""
         statuses = self.statuses(session_id)
-        workspace = self._service.state(session_id).data.info.workspace_uri
-        if self._service.config_for(workspace).spend.on_limit == "refuse":
+        workspace = self._service.sessions.state(session_id).data.info.workspace_uri
+        if self._service.models.config_for(workspace).spend.on_limit == "refuse":
             for status in statuses:
                 if status.level == "reached":
                     raise SpendLimitReached(

@@ -15,4 +15,4 @@ def register(server: TokendServer) -> None:
     def snapshot(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionIdParams, params)
         ls.watch(p.session_id)
-        return wire.to_wire(to_wire_snapshot(ls.service.snapshot(p.session_id)))
+        return wire.to_wire(to_wire_snapshot(ls.service.sessions.snapshot(p.session_id)))

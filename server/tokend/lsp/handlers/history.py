@@ -18,7 +18,7 @@ def register(server: TokendServer) -> None:
     def messages(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionMessagesParams, params)
         found = history.session_messages(ls.service, p.session_id, p.include_compacted)
-        tokens = ls.service.state(p.session_id).data.message_tokens
+        tokens = ls.service.sessions.state(p.session_id).data.message_tokens
         return {"messages": [to_wire_message(m, tokens.get(m.id)) for m in found]}
 
     @server.feature("session/rewind")
@@ -55,7 +55,7 @@ def register(server: TokendServer) -> None:
         removed = 0
         if p.restore in ("conversation", "both"):
             removed = history.messages_after(ls.service, p.session_id, p.to_message_id)
-        return removed, ls.service.snapshot(p.session_id)
+        return removed, ls.service.sessions.snapshot(p.session_id)
 
     @server.feature("session/fork")
     @rpc
