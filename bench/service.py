@@ -34,7 +34,8 @@ async def _build_session(service, sid: str) -> None:
             service, sid, "user", [TextPart(f"step {i}: look at this and fix the failing test")]
         )
         context += 20
-        service.append(
+        await append_on_loop(
+            service,
             sid,
             "assistant",
             [ToolCallPart(f"call_{i}", "read_file", {"path": f"src/module_{i % 50}.py"})],
