@@ -111,7 +111,7 @@ def test_a_listing_gauge_matches_the_live_snapshot_and_survives_deletion(service
 def test_delete_and_restore_are_changes_the_sessions_listeners_hear(service, db):
     sid = _session(service)
     heard = []
-    service.listeners.subscribe(sid, heard.append)
+    service.listeners.subscribe(sid, lambda event: heard.append(event.snapshot))
     version = service.sessions.snapshot(sid).version
     admin.delete_session(service, sid)
     assert [s.version for s in heard] == [version + 1]  # told, as of any change

@@ -174,7 +174,7 @@ def test_unwatched_sessions_are_dropped_from_memory_and_reload_intact(url, monke
     service = open_service(None, url)
     watched = service.sessions.create_session("gpt-4o").id
     seen = []
-    unsubscribe = service.listeners.subscribe(watched, seen.append)
+    unsubscribe = service.listeners.subscribe(watched, lambda event: seen.append(event.snapshot))
     ids = [service.sessions.create_session("gpt-4o").id for _ in range(6)]
     for sid in ids:
         append(service, sid, "user", [TextPart(f"hello {sid}")])

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from tokend.core.errors import TokendError
 from tokend.core.replay import ReplayCall, ReplayResult, summarize_calls
-from tokend.core.snapshot import BudgetSnapshot
+from tokend.service.listeners import SessionEvent
 
 
 def replay_file(path: Path) -> ReplayResult:
@@ -27,8 +27,8 @@ def replay_file(path: Path) -> ReplayResult:
     calls: list[ReplayCall] = []
     seen: set[str] = set()
 
-    def record(snapshot: BudgetSnapshot) -> None:
-        call = snapshot.last_call
+    def record(event: SessionEvent) -> None:
+        call = event.snapshot.last_call
         if call is not None and call.message_id not in seen:
             seen.add(call.message_id)
             calls.append(ReplayCall(call.predicted_tokens, call.context_tokens))

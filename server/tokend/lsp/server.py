@@ -155,7 +155,7 @@ class TokendServer(LanguageServer):
         if session_id not in self._watching:
             self.service.sessions.state(session_id)
             self._watching[session_id] = self.service.listeners.subscribe(
-                session_id, self._did_change
+                session_id, lambda event: self._did_change(event.snapshot)
             )
 
     def watches(self, session_id: str) -> bool:

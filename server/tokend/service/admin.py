@@ -25,7 +25,8 @@ def delete_session(service: TokendService, session_id: str) -> SessionInfo:
     info = _any_session(service, session_id)
     if info.deleted_at is None:
         state = service.sessions.state(session_id)
-        service.listeners.announce(state, state.apply(Delete(service.clock.now())))
+        delete = Delete(service.clock.now())
+        service.listeners.announce(delete, state.apply(delete))
         info = replace(info, deleted_at=state.data.info.deleted_at)
     forget_session(service, session_id)
     return info
@@ -37,7 +38,7 @@ def restore_session(service: TokendService, session_id: str) -> SessionInfo:
     info = _any_session(service, session_id)
     if info.deleted_at is not None:
         state = service.sessions.state(session_id, deleted=True)
-        service.listeners.announce(state, state.apply(Restore()))
+        service.listeners.announce(Restore(), state.apply(Restore()))
         info = replace(info, deleted_at=None)
     return info
 

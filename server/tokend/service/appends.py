@@ -129,7 +129,7 @@ class Appends:
         if self._calibration.learn(state.data.model.name, counter, applied.evolved):
             self._workers.submit(self._calibration.save)
         self._upgrades.after_append(state, change, counter)
-        snapshot = self._listeners.announce(state, applied)
+        snapshot = self._listeners.announce(change, applied)
         message = change.message
         return AppendResult(message.id, snapshot.version, change.counts.total, snapshot, message)
 

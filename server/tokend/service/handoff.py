@@ -105,7 +105,7 @@ async def _create_child(
         lambda: service.changes.summary_change(state.data, text, digest, [])
     )
     applied = await state.apply_async(change, None, service.workers.submit)
-    snapshot = service.listeners.announce(state, applied)
+    snapshot = service.listeners.announce(change, applied)
     return HandedOff(child, change.message.id, change.tokens, tuple(choices), snapshot)
 
 

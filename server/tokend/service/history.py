@@ -66,7 +66,7 @@ async def rewind(
     removed = _after(service, session_id, to_message_id)
     change = Rewind(to_message_id, removed, service.clock.now())
     applied = await state.apply_async(change, if_version, service.workers.submit)
-    return Rewound(len(removed), service.listeners.announce(state, applied))
+    return Rewound(len(removed), service.listeners.announce(change, applied))
 
 
 def planned_rewind(
@@ -93,7 +93,7 @@ async def complete_rewind(
         return "already rewound"
     change = Rewind(to_message_id, removed, service.clock.now())
     applied = await state.apply_async(change, None, service.workers.submit)
-    service.listeners.announce(state, applied)
+    service.listeners.announce(change, applied)
     return f"rewound ({len(removed)} messages left the live context)"
 
 

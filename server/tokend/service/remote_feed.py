@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 from tokend.core.errors import SessionNotFound
 from tokend.core.ports import Store
-from tokend.service.listeners import SnapshotListeners
+from tokend.core.session_data import SessionData
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.service.listeners import SessionEvent, SnapshotListeners
 from tokend.service.sessions import Sessions
 from tokend.service.workers import Workers
 
@@ -50,6 +52,7 @@ class RemoteFeed:
             state = sessions.loaded(target)
             if state is None:
                 continue  # not loaded here: the next request reads it from the store
+            before = state.data
             try:
                 changed = await state.resync_async(
                     None if session_id is None else version, self._workers.run
@@ -58,4 +61,11 @@ class RemoteFeed:
                 sessions.forget(target)
                 continue
             if changed:
-                self._listeners.tell(target, state.snapshot)
+                self._listeners.tell(_reloaded(before, state.data, state.snapshot))
+
+
+def _reloaded(before: SessionData, data: SessionData, snapshot: BudgetSnapshot) -> SessionEvent:
+    """The event of a session read again after another daemon moved it: what it appended are
+    the live messages this daemon did not hold (no change: the other daemon applied it)."""
+    held = {m.id for m in before.messages}
+    return SessionEvent(None, data, snapshot, tuple(m for m in data.messages if m.id not in held))

@@ -35,5 +35,5 @@ async def grow_reply(
     priced = service.prep.priced_model(data, message.model)  # the model append priced it with
     change = GrowReply(message_id, added, counts, usage, call_cost_usd(priced, usage, whole))
     applied = await state.apply_async(change, None, service.workers.submit)
-    service.listeners.announce(state, applied)
+    service.listeners.announce(change, applied)
     return True

@@ -14,7 +14,7 @@ from tokend.core.ports import Clock
 from tokend.core.session_data import SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import ChatFile, CompactionPart, Message, SessionInfo, StoredPart
-from tokend.service.listeners import SnapshotListeners
+from tokend.service.listeners import SessionEvent, SnapshotListeners
 from tokend.service.models import SessionModels
 from tokend.service.sessions import Sessions, new_id
 from tokend.service.workers import Workers
@@ -64,10 +64,8 @@ class SessionChanges:
         client's own compaction, e.g. an imported Claude Code transcript's, dated `at`)."""
         state = self._sessions.state(session_id)
         data = state.data
-        applied = state.apply(
-            self.summary_change(data, summary, None, [m.id for m in data.messages], at)
-        )
-        return self._listeners.announce(state, applied)
+        change = self.summary_change(data, summary, None, [m.id for m in data.messages], at)
+        return self._listeners.announce(change, state.apply(change))
 
     async def apply_compaction_async(
         self, session_id: str, change: NewWindow | PruneParts
@@ -76,7 +74,7 @@ class SessionChanges:
         (after the summary); VersionConflict when another compaction or a rewind came first."""
         state = self._sessions.state(session_id)
         applied = await state.apply_async(change, None, self._workers.submit)
-        return self._listeners.announce(state, applied)
+        return self._listeners.announce(change, applied)
 
     def prune_change(self, data: SessionData, part_ids: Sequence[str]) -> PruneParts:
         """The change that clears `part_ids` (tool results) to placeholders."""
@@ -98,8 +96,8 @@ class SessionChanges:
         state = self._sessions.state(session_id)
         if dict(state.data.measured) == measured and state.data.measured_exact == exact:
             return
-        applied = state.apply(RecordMeasured(measured, exact))
-        self._listeners.announce(state, applied)
+        change = RecordMeasured(measured, exact)
+        self._listeners.announce(change, state.apply(change))
 
     def update_info(
         self,
@@ -121,5 +119,5 @@ class SessionChanges:
         (figures outside the conversation changed: a chat file edited, the settings)."""
         state = self._sessions.state(session_id)
         snapshot = state.refresh()
-        self._listeners.tell(session_id, snapshot)
+        self._listeners.tell(SessionEvent(None, state.data, snapshot))
         return snapshot
