@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokend.adapters.model_http import HttpWriter
 from tokend.adapters.store import SqlStore, resolve_database_url
 from tokend.core.catalog import Catalog
-from tokend.core.ports import Clock, CountCache, Store
+from tokend.core.ports import Clock, CountCache, HttpWriterFactory, Store
 from tokend.core.settings import TokendConfig
+from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.service.appends import Appends
 from tokend.service.calibration import Calibration
 from tokend.service.count_upgrade import CountUpgrades
@@ -202,6 +204,7 @@ def build_service(
     workspace_catalog: Callable[[str], Catalog] | None = None,
     workspace_config: Callable[[str | None], TokendConfig] | None = None,
     forget_settings: Callable[[str | None], None] | None = None,
+    http_writer: HttpWriterFactory = HttpWriter,
 ) -> TokendService:
     """The session core's parts on `store`, each handed the others it needs (service.service).
     The workspace_* callables give a workspace's catalog and settings (the user's without)."""
@@ -230,7 +233,7 @@ def build_service(
     remote = RemoteFeed(store, sessions, listeners, workers)
     return TokendService(
         store, catalog, config, clock, models, workers, listeners, extras, calibration,
-        upgrades, sessions, prep, appends, changes, remote,
+        upgrades, sessions, prep, appends, changes, remote, http_writer,
     )  # fmt: skip
 
 
@@ -256,7 +259,7 @@ def assemble_app(
     parts = None
     if serving or checkpoint_store is not None or workspace_cache is not None:
         parts = _workspace_parts(service, checkpoint_store, workspace_cache)
-    telemetry = start_telemetry(service.config.telemetry, usage) if serving else None
+    telemetry = start_telemetry(service.config.telemetry, usage, _otel_sink) if serving else None
     return App(service, usage, parts, telemetry)
 
 
@@ -280,3 +283,10 @@ def _workspace_parts(
         config = service.config.checkpoints  # the user's settings: one store per user
         checkpoints = Checkpoints(service, workspaces, checkpoint_store, config)
     return WorkspaceParts(workspaces, Followers(service), checkpoints)
+
+
+def _otel_sink(config: TelemetryConfig, version: str) -> Any:
+    """The OpenTelemetry sink of `config` (ImportError without the `otel` extra installed)."""
+    from tokend.adapters.telemetry import OtelSink
+
+    return OtelSink(config, version)

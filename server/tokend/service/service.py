@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from tokend.core.catalog import Catalog
-from tokend.core.ports import Clock, Store
+from tokend.core.ports import Clock, HttpWriterFactory, Store
 from tokend.core.settings import TokendConfig
 from tokend.service.appends import Appends
 from tokend.service.calibration import Calibration
@@ -56,6 +56,7 @@ class TokendService:
     appends: Appends
     changes: SessionChanges
     remote: RemoteFeed
+    http_writer: HttpWriterFactory  # a summarizer chain's openai / anthropic steps
     # (session id, summarizer step) -> its failures in a row (service.summarizers' breaker)
     summarizer_failures: dict[tuple[str, str], int] = field(default_factory=dict)
 
