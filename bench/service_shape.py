@@ -28,8 +28,11 @@ def append(service: Any, session_id: str, role: str, parts: list[Any], **options
 async def append_on_loop(
     service: Any, session_id: str, role: str, parts: list[Any], **options: Any
 ) -> Any:
-    """As `append`, from a coroutine already on the event loop."""
+    """As `append`, from a coroutine already on the event loop: the path session/append takes
+    on either tree (a tree without the async path: its sync append)."""
     appends = getattr(service, "appends", None)
-    if appends is None:
-        return service.append(session_id, role, parts, **options)
-    return await appends.append(session_id, role, parts, **options)
+    if appends is not None:
+        return await appends.append(session_id, role, parts, **options)
+    if hasattr(service, "append_async"):
+        return await service.append_async(session_id, role, parts, **options)
+    return service.append(session_id, role, parts, **options)
