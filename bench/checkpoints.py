@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.service_shape import append, sessions
+
 FILES = 1_000
 TURNS = 100
 
@@ -94,7 +96,7 @@ def _measure(base: Path) -> str:
     service._listeners._every[-1] = timed_snapshot  # type: ignore[attr-defined]
     app.workspaces.batch_hooks[-1] = timed_batch
     key = root.resolve().as_uri()
-    sid = service.create_session("gpt-4o", workspace_uri=root.as_uri()).id
+    sid = sessions(service).create_session("gpt-4o", workspace_uri=root.as_uri()).id
 
     def wait(what: str, ok: Callable[[], bool]) -> None:
         deadline = time.monotonic() + 120
@@ -104,7 +106,7 @@ def _measure(base: Path) -> str:
             time.sleep(0.01)
 
     started = time.perf_counter()
-    service.append(sid, "user", [TextPart("warm up")])
+    append(service, sid, "user", [TextPart("warm up")])
     wait("the first walk", lambda: cp.walked(key))
     walk_s = time.perf_counter() - started
     first = cp.store.figures()
@@ -117,12 +119,12 @@ def _measure(base: Path) -> str:
         batch_ms.clear()
         before = cp.store.figures()
         seq = max((c.seq for c in cp.store.changes(key)), default=0)
-        service.append(sid, "user", [TextPart("next task")])
-        service.append(sid, "assistant", [ToolCallPart("c", "Bash", {"command": "edit"})])
+        append(service, sid, "user", [TextPart("next task")])
+        append(service, sid, "assistant", [ToolCallPart("c", "Bash", {"command": "edit"})])
         change()
         wait("the batch", lambda: len([c for c in cp.store.changes(key) if c.seq > seq]) >= paths)
-        service.append(sid, "tool", [ToolResultPart("c", "Bash", "ok")])
-        service.append(sid, "assistant", [TextPart("done")])
+        append(service, sid, "tool", [ToolResultPart("c", "Bash", "ok")])
+        append(service, sid, "assistant", [TextPart("done")])
         cp.submit(lambda: None).result()  # the marks are written
         after = cp.store.figures()
         new = [c for c in cp.store.changes(key) if c.seq > seq]

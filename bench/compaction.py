@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import append_race
+from bench.service_shape import models, sessions
 from tokend.adapters.tokenizers import load_encoding
 from tokend.commands.importer import import_events
 from tokend.core.transcript import TranscriptMessage, parse_transcript
@@ -309,7 +310,7 @@ def measure(name: str, folder: Path) -> tuple[Probes, list[Row], list[str]]:
             detail = " ".join(a.detail for a in outcome.actions)
             RECURSION.append(recursion_row(window, server.bodies, detail))
     service, sid = _import(head, folder, f"{name}-newest")
-    data = service.state(sid).data
+    data = sessions(service).state(sid).data
     total = sum(data.message_tokens.values())
     kept, size = [], 0
     for message in reversed(data.messages):
@@ -328,7 +329,7 @@ def measure(name: str, folder: Path) -> tuple[Probes, list[Row], list[str]]:
             e for e in after_boundary if isinstance(e, TranscriptMessage) and e.compact_summary
         )
         said = "\n".join(p.text for p in summary.parts if isinstance(p, TextPart))
-        tokens = service.counter(data.model).count_text(said)
+        tokens = models(service).counter(data.model).count_text(said)
         rows.append(Row(name, "Claude Code", before, tokens, said))
     service.close()
     return found, rows, notes

@@ -257,7 +257,7 @@ def _replay(
         for call in calls[1:]:
             partial.write_text("".join(lines[: call.first_line]))
             if sid is not None:
-                app.service.reload(sid)
+                app.service.sessions.reload(sid)
             sid = import_events(app.service, partial, WINDOW).session_id
             client.request("session/reload", {"sessionId": sid})
             pruned = False

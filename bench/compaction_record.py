@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline import ROOT, baseline_tree
+from bench.service_shape import append, sessions
 
 BEFORE_RECORD_REV = "5c30823"  # main when issue 21's work was last merged with it
 GOAL = "carry on with the same task"
@@ -62,17 +63,17 @@ def measure_tree() -> list[dict[str, Any]]:
                     service, sid = _import("\n".join(lines) + "\n", Path(tmp), tag)
                     # the gauge: without its compaction records the big session is over the
                     # input limit, and context/assemble refuses it until it is compacted
-                    before = service.state(sid).snapshot.used_tokens
+                    before = sessions(service).state(sid).snapshot.used_tokens
                     if method == "summarize":
                         outcome = compact(service, sid, "summarize")
-                        after = service.state(sid).snapshot.used_tokens
+                        after = sessions(service).state(sid).snapshot.used_tokens
                         text = _assembled(service, sid)[1]
                         acted = [a.kind for a in outcome.actions]
                         said = " ".join(a.detail for a in outcome.actions)
                         check = said.split("quality check", 1)[1] if "quality check" in said else ""
                     else:
                         child = asyncio.run(handoff(service, sid, GOAL)).child.id
-                        after = service.state(child).snapshot.used_tokens
+                        after = sessions(service).state(child).snapshot.used_tokens
                         text = _assembled(service, child)[1]
                         acted = ["handoff"]
                         check = ""
@@ -98,12 +99,14 @@ def _turns(service: Any, sid: str, first: int, last: int) -> None:
     from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 
     for i in range(first, last):
-        service.append(sid, "user", [TextPart(f"request {i}: change module {i} " + "please " * 40)])
+        append(
+            service, sid, "user", [TextPart(f"request {i}: change module {i} " + "please " * 40)]
+        )
         edit = {"file_path": f"src/m{i % 300}.py", "old_string": "a", "new_string": "b"}
-        service.append(sid, "assistant", [ToolCallPart(f"c{i}", "Edit", edit)])
+        append(service, sid, "assistant", [ToolCallPart(f"c{i}", "Edit", edit)])
         said = "updated" if i % 50 else f"error: module {i} failed to import"
-        service.append(sid, "user", [ToolResultPart(f"c{i}", "Edit", said)])
-        service.append(sid, "assistant", [TextPart(f"done {i} " + "ok " * 60)])
+        append(service, sid, "user", [ToolResultPart(f"c{i}", "Edit", said)])
+        append(service, sid, "assistant", [TextPart(f"done {i} " + "ok " * 60)])
 
 
 def time_tree() -> dict[str, list[float]]:
@@ -118,7 +121,7 @@ def time_tree() -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(PERF_RUNS):
             service = open_sqlite(Path(tmp) / f"perf-{run}.sqlite3")
-            sid = service.create_session("gpt-4o").id
+            sid = sessions(service).create_session("gpt-4o").id
             _turns(service, sid, 0, 2_500)
             started = time.perf_counter()
             compact(service, sid, "summarize")

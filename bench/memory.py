@@ -129,17 +129,17 @@ def rss():
             return int(line.split()[1]) / 1024
 base = tempfile.mkdtemp()
 service = open_service(None, f"sqlite:///{base}/tokend.sqlite3")
-sid = service.create_session("gpt-4o", context_window=10_000_000).id
+sid = service.sessions.create_session("gpt-4o", context_window=10_000_000).id
 rows = []
 async def main():
-    await service.append_async(sid, "user", [TextPart("warm the tokenizer")])
+    await service.appends.append(sid, "user", [TextPart("warm the tokenizer")])
     gc.collect(); libc.malloc_trim(0)
     before, used0 = rss(), libc.mallinfo2().uordblks
     held = 0
     for n in range(3):
         text = _text(10_000_000) + str(n)
         held += sys.getsizeof(text)
-        await service.append_async(sid, "user", [TextPart(text)])
+        await service.appends.append(sid, "user", [TextPart(text)])
         del text
         gc.collect(); libc.malloc_trim(0)
         rows.append({"rss": rss() - before, "in_use": (libc.mallinfo2().uordblks - used0) / 2**20,

@@ -8,36 +8,44 @@ which is what an agent without cached counts does.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from bench.service_shape import append_on_loop, sessions
+
 MESSAGES = 10_000
 MODEL = "gpt-4o"
 
 
-def _build_session(service, sid: str) -> None:
+async def _build_session(service, sid: str) -> None:
     from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 
     body = (
-        Path(__file__).resolve().parents[1] / "server" / "tokend" / "service" / "service.py"
+        Path(__file__).resolve().parents[1] / "server" / "tokend" / "core" / "catalog.py"
     ).read_text()
     lines = body.splitlines()
     context = 0
     for i in range(MESSAGES // 4):
         chunk = "\n".join(lines[(i * 7) % len(lines) : (i * 7) % len(lines) + 12])
-        service.append(sid, "user", [TextPart(f"step {i}: look at this and fix the failing test")])
+        await append_on_loop(
+            service, sid, "user", [TextPart(f"step {i}: look at this and fix the failing test")]
+        )
         context += 20
-        service.append(
+        await append_on_loop(
+            service,
             sid,
             "assistant",
             [ToolCallPart(f"call_{i}", "read_file", {"path": f"src/module_{i % 50}.py"})],
             usage=Usage(input_tokens=200, output_tokens=30, cache_read_tokens=context),
         )
-        service.append(sid, "tool", [ToolResultPart(f"call_{i}", "read_file", chunk)])
-        service.append(
-            sid, "assistant", [TextPart(f"I changed line {i % 300}; the test passes now.")]
+        await append_on_loop(
+            service, sid, "tool", [ToolResultPart(f"call_{i}", "read_file", chunk)]
+        )
+        await append_on_loop(
+            service, sid, "assistant", [TextPart(f"I changed line {i % 300}; the test passes now.")]
         )
         context += 160
 
@@ -62,17 +70,19 @@ def run() -> str:
 
     with tempfile.TemporaryDirectory() as tmp:
         service = open_service(None, f"sqlite:///{tmp}/bench.sqlite3")
-        sid = service.create_session(MODEL, title="bench", context_window=10_000_000).id
+        sid = sessions(service).create_session(MODEL, title="bench", context_window=10_000_000).id
         started = time.perf_counter()
-        _build_session(service, sid)
+        asyncio.run(_build_session(service, sid))
         append_s = time.perf_counter() - started
-        service.reload(sid)  # the cold path: load 10k messages from SQLite
-        reload_ms = _p50_ms(lambda: service.reload(sid), 3)
-        live = service.state(sid).data
+        sessions(service).reload(sid)  # the cold path: load 10k messages from SQLite
+        reload_ms = _p50_ms(lambda: sessions(service).reload(sid), 3)
+        live = sessions(service).state(sid).data
         inp = AssembleInput(format="openai", system="You are a careful engineer.")
         assemble_context(service, sid, inp)  # warm the render cache once, as a live session is
 
-        snapshot_ms = _p50_ms(lambda: wire.to_wire(to_wire_snapshot(service.snapshot(sid))), 2000)
+        snapshot_ms = _p50_ms(
+            lambda: wire.to_wire(to_wire_snapshot(sessions(service).snapshot(sid))), 2000
+        )
         assemble_ms = _p50_ms(lambda: assemble_context(service, sid, inp), 30)
 
         exact = TiktokenCounter("o200k_base")

@@ -16,6 +16,8 @@ import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
+from bench.service_shape import append
+
 CALLS = 600  # provider replies per set-up
 MODEL = "claude-sonnet-4-5"
 
@@ -34,7 +36,7 @@ def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
     from tokend.adapters.store import SqlStore
     from tokend.core.settings import TokendConfig
     from tokend.core.telemetry_settings import TelemetryConfig
-    from tokend.service.service import TokendService
+    from tokend.service.app import build_service
     from tokend.service.settings import WorkspaceSettings
 
     exporters = ("prometheus", "otlp") if telemetry else ()
@@ -48,7 +50,7 @@ def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
     )
     catalog = WorkspaceSettings().for_workspace(None).catalog
     store = SqlStore.open(f"sqlite:///{folder}/{name}.sqlite3")
-    return TokendService(store, catalog, config)
+    return build_service(store, catalog, config)
 
 
 def _step(service, sid: str, n: int, usage_monitor=None) -> tuple[float, float]:
@@ -56,10 +58,10 @@ def _step(service, sid: str, n: int, usage_monitor=None) -> tuple[float, float]:
     from tokend.core.types import TextPart, Usage
     from tokend.service.assembly import AssembleInput, assemble_context
 
-    service.append(sid, "user", [TextPart(f"step {n}: run the tests")])
+    append(service, sid, "user", [TextPart(f"step {n}: run the tests")])
     usage = Usage(input_tokens=300, output_tokens=40, cache_read_tokens=20_000 + n)
     started = time.perf_counter()
-    service.append(sid, "assistant", [TextPart("All green.")], usage=usage)
+    append(service, sid, "assistant", [TextPart("All green.")], usage=usage)
     appended = time.perf_counter() - started
     started = time.perf_counter()
     assemble_context(service, sid, AssembleInput(system="Be brief."), usage=usage_monitor)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.appending import append
 from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.core.checkpoints import FileChange
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
@@ -48,25 +49,25 @@ class Agent:
     def __init__(self, service: TokendService, checkpoints: Checkpoints, root: Path) -> None:
         self.service, self.checkpoints, self.root = service, checkpoints, root
         self.key = root.resolve().as_uri()
-        self.sid = service.create_session("gpt-4o", workspace_uri=root.as_uri()).id
+        self.sid = service.sessions.create_session("gpt-4o", workspace_uri=root.as_uri()).id
         self._calls = 0
 
     def user(self, text: str) -> str:
-        message, _ = self.service.append(self.sid, "user", [TextPart(text)])
+        message, _ = append(self.service, self.sid, "user", [TextPart(text)])
         wait_for("the first walk", lambda: self.checkpoints.walked(self.key))
         return message.id
 
     def tool(self, name: str, change: Callable[[], None], *paths: str) -> None:
         self._calls += 1
         call = f"call{self._calls}"
-        self.service.append(self.sid, "assistant", [ToolCallPart(call, name, {"paths": paths})])
+        append(self.service, self.sid, "assistant", [ToolCallPart(call, name, {"paths": paths})])
         seq = self.last_seq()
         change()
         self.wait_logged(seq, *paths)
-        self.service.append(self.sid, "tool", [ToolResultPart(call, name, "done")])
+        append(self.service, self.sid, "tool", [ToolResultPart(call, name, "done")])
 
     def reply(self, text: str) -> str:
-        message, _ = self.service.append(self.sid, "assistant", [TextPart(text)])
+        message, _ = append(self.service, self.sid, "assistant", [TextPart(text)])
         return message.id
 
     def changes(self) -> list[FileChange]:

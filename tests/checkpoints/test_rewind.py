@@ -179,7 +179,7 @@ def test_a_rewind_cancelled_while_its_files_are_written_finishes_code_and_conver
     restored, rewound = asyncio.run(scenario())
     assert tree(agent.root) == original
     assert rewound.removed > 0
-    assert agent.service.state(agent.sid).data.messages[-1].id == first
+    assert agent.service.sessions.state(agent.sid).data.messages[-1].id == first
     assert {s.path for s in restored.steps} >= {"src/app.py", "config.toml"}
 
 

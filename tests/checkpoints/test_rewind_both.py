@@ -38,7 +38,7 @@ async def test_a_refused_conversation_part_puts_the_files_back(agent: Agent) -> 
     agent.tool("Edit", edit, "src/util.py", "notes.md")
     agent.reply("renamed")
     left_by_agent = _files(root)
-    version = agent.service.state(agent.sid).data.version
+    version = agent.service.sessions.state(agent.sid).data.version
 
     hold, running = threading.Event(), threading.Event()
 
@@ -51,7 +51,7 @@ async def test_a_refused_conversation_part_puts_the_files_back(agent: Agent) -> 
     rewinding = rewind_both(agent.checkpoints, agent.sid, first, version, force=False)
     task = asyncio.ensure_future(rewinding)
     await asyncio.sleep(0.2)  # checked, its restore queued behind the blocker
-    agent.service.append(agent.sid, "user", [TextPart("one more thing")])  # the race
+    await agent.service.appends.append(agent.sid, "user", [TextPart("one more thing")])  # the race
     hold.set()
     with pytest.raises(VersionConflict):
         await task

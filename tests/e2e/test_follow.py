@@ -41,7 +41,7 @@ def _lines(name: str) -> list[str]:
 def _oracle(tmp_path: Path, name: str) -> dict[str, Any]:
     service = open_service(None, f"sqlite:///{tmp_path}/oracle.sqlite3")
     outcome = import_events(service, session_file(name))
-    s = service.snapshot(outcome.session_id)
+    s = service.sessions.snapshot(outcome.session_id)
     service.close()
     return {"usedTokens": s.used_tokens, "version": s.version, "calls": s.totals.calls}
 

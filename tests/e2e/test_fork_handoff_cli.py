@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.appending import append
 from tests.in_process import tokend_cli
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.daemon.spawn import ENV_DAEMON_CMD
@@ -61,13 +62,13 @@ def seed(home: dict) -> tuple[str, list[str]]:
     (ws / "src" / "app.py").write_text("def main():\n    return 'app'\n")
     (ws / "src" / "util.py").write_text("def helper():\n    return 'util'\n")
     service = open_service(None, home["env"]["TOKEND_DATABASE_URL"])
-    sid = service.create_session("gpt-4o", workspace_uri=ws.resolve().as_uri()).id
-    ids = [service.append(sid, "user", [TextPart("tidy up app.py, keep util.py as is")])[0].id]
+    sid = service.sessions.create_session("gpt-4o", workspace_uri=ws.resolve().as_uri()).id
+    ids = [append(service, sid, "user", [TextPart("tidy up app.py, keep util.py as is")])[0].id]
     for i, (tool, path) in enumerate((("Read", "src/util.py"), ("Edit", "src/app.py"))):
         call = ToolCallPart(f"c{i}", tool, {"file_path": path})
-        ids.append(service.append(sid, "assistant", [call])[0].id)
-        ids.append(service.append(sid, "user", [ToolResultPart(f"c{i}", tool, "ok")])[0].id)
-    ids.append(service.append(sid, "assistant", [TextPart("app.py is tidy.")])[0].id)
+        ids.append(append(service, sid, "assistant", [call])[0].id)
+        ids.append(append(service, sid, "user", [ToolResultPart(f"c{i}", tool, "ok")])[0].id)
+    ids.append(append(service, sid, "assistant", [TextPart("app.py is tidy.")])[0].id)
     service.close()
     return sid, ids
 

@@ -71,7 +71,7 @@ def _oracle(text: str) -> tuple[int, int]:
 def _figures(url: str, session_id: str) -> dict:
     service = open_service(None, url)
     try:
-        snapshot = service.snapshot(session_id)
+        snapshot = service.sessions.snapshot(session_id)
         return {
             "calls": snapshot.totals.calls,
             "outputTokens": snapshot.totals.output_tokens,
@@ -79,7 +79,7 @@ def _figures(url: str, session_id: str) -> dict:
             "model": snapshot.model,
             "contextWindow": snapshot.context_window,
             "compactions": snapshot.compactions,
-            "roles": [m.role for m in service.state(session_id).data.messages],
+            "roles": [m.role for m in service.sessions.state(session_id).data.messages],
         }
     finally:
         service.close()

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from tests.appending import append
 from tokend.core.errors import InvalidParams, SessionNotFound, VersionConflict
 from tokend.core.types import TextPart, Usage
 from tokend.service import admin
@@ -25,10 +26,14 @@ def service(db):
 
 
 def _session(service, workspace="file:///w"):
-    sid = service.create_session("gpt-4o", title="first", workspace_uri=workspace).id
-    service.append(sid, "user", [TextPart("hello " * 50)])
-    service.append(
-        sid, "assistant", [TextPart("hi")], usage=Usage(input_tokens=1_234, output_tokens=2)
+    sid = service.sessions.create_session("gpt-4o", title="first", workspace_uri=workspace).id
+    append(service, sid, "user", [TextPart("hello " * 50)])
+    append(
+        service,
+        sid,
+        "assistant",
+        [TextPart("hi")],
+        usage=Usage(input_tokens=1_234, output_tokens=2),
     )
     return sid
 
@@ -45,7 +50,7 @@ def _rows(db, sid):
 
 def test_delete_hides_the_session_and_keeps_every_message(service, db):
     sid = _session(service)
-    service.snapshot(sid)  # loaded in memory
+    service.sessions.snapshot(sid)  # loaded in memory
     deleted = admin.delete_session(service, sid)
     assert deleted.deleted_at is not None
     assert [s.id for s in admin.list_sessions(service, "file:///w")] == []
@@ -53,19 +58,19 @@ def test_delete_hides_the_session_and_keeps_every_message(service, db):
     messages, deleted_at, _ = _rows(db, sid)
     assert messages == 2 and deleted_at is not None
     with pytest.raises(SessionNotFound):  # not served from memory any more
-        service.snapshot(sid)
+        service.sessions.snapshot(sid)
     again = admin.delete_session(service, sid)  # deleting twice keeps the first time
     assert again.deleted_at == deleted.deleted_at
 
 
 def test_restore_brings_back_the_same_session(service, db):
     sid = _session(service)
-    before = service.snapshot(sid).used_tokens
+    before = service.sessions.snapshot(sid).used_tokens
     admin.delete_session(service, sid)
     restored = admin.restore_session(service, sid)
     assert restored.deleted_at is None
     assert [s.id for s in admin.list_sessions(service, "file:///w")] == [sid]
-    assert service.snapshot(sid).used_tokens == before == 1_234 + 2
+    assert service.sessions.snapshot(sid).used_tokens == before == 1_234 + 2
     assert _rows(db, sid)[:2] == (2, None)
 
 
@@ -92,7 +97,7 @@ def test_unknown_ids_are_session_not_found(service):
 
 def test_a_listing_gauge_matches_the_live_snapshot_and_survives_deletion(service):
     sid = _session(service)
-    live = service.snapshot(sid)
+    live = service.sessions.snapshot(sid)
     info = admin.list_sessions(service, "file:///w")[0]
     gauge = admin.session_gauge(service, info)
     assert gauge is not None
@@ -106,8 +111,8 @@ def test_a_listing_gauge_matches_the_live_snapshot_and_survives_deletion(service
 def test_delete_and_restore_are_changes_the_sessions_listeners_hear(service, db):
     sid = _session(service)
     heard = []
-    service.subscribe(sid, heard.append)
-    version = service.snapshot(sid).version
+    service.listeners.subscribe(sid, lambda event: heard.append(event.snapshot))
+    version = service.sessions.snapshot(sid).version
     admin.delete_session(service, sid)
     assert [s.version for s in heard] == [version + 1]  # told, as of any change
     with sqlite3.connect(db) as conn:  # the store moved with it, in the same transaction
@@ -119,8 +124,8 @@ def test_delete_and_restore_are_changes_the_sessions_listeners_hear(service, db)
     assert len(heard) == 1
     admin.restore_session(service, sid)
     assert [s.version for s in heard] == [version + 1, version + 2]
-    assert service.snapshot(sid).version == version + 2
+    assert service.sessions.snapshot(sid).version == version + 2
     assert _rows(db, sid)[:2] == (2, None)
     # A change the client based on the version before the delete is refused.
     with pytest.raises(VersionConflict):
-        service.append(sid, "user", [TextPart("stale")], if_version=version)
+        append(service, sid, "user", [TextPart("stale")], if_version=version)

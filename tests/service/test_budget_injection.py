@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.adapters.tokenizers import load_encoding
 from tokend.core.budget_injection import ContextConfig
@@ -16,6 +17,7 @@ from tokend.core.config import merge_config
 from tokend.core.errors import InvalidParams
 from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
+from tokend.service.app import build_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
@@ -33,21 +35,22 @@ SYSTEM = "You are a careful engineer. Read before you edit."
 def make_service(tmp_path, config: TokendConfig | None = None) -> TokendService:
     catalog = WorkspaceSettings().for_workspace(None).catalog
     store = SqlStore.open(f"sqlite:///{tmp_path}/t.sqlite3")
-    return TokendService(store, catalog, config or TokendConfig())
+    return build_service(store, catalog, config or TokendConfig())
 
 
 def tool_session(service: TokendService, model: str, turns: int = 3) -> str:
     """A session whose request ends with a tool result (the turn in progress)."""
-    sid = service.create_session(model).id
+    sid = service.sessions.create_session(model).id
     for i in range(turns):
-        service.append(sid, "user", [TextPart(f"step {i}: check the build log")])
-        service.append(
+        append(service, sid, "user", [TextPart(f"step {i}: check the build log")])
+        append(
+            service,
             sid,
             "assistant",
             [ToolCallPart(f"c{i}", "bash", {"cmd": f"make {i}"})],
             usage=Usage(input_tokens=5, output_tokens=40, cache_read_tokens=12_000 + i),
         )
-        service.append(sid, "tool", [ToolResultPart(f"c{i}", "bash", f"make: step {i} ok\n" * 40)])
+        append(service, sid, "tool", [ToolResultPart(f"c{i}", "bash", f"make: step {i} ok\n" * 40)])
     return sid
 
 
@@ -85,7 +88,7 @@ def test_native_model_gets_the_trained_tags_after_its_tool_results(tmp_path):
     service = make_service(tmp_path, config)
     sid = tool_session(service, "claude-sonnet-4-5")
     assembly = assemble_context(service, sid, AssembleInput(format="anthropic", system=SYSTEM))
-    snap = service.snapshot(sid)
+    snap = service.sessions.snapshot(sid)
     last = assembly.messages[-1]
     assert last["role"] == "user"
     kinds = [b["type"] for b in last["content"]]
@@ -110,7 +113,7 @@ def test_non_native_model_gets_one_note_with_the_compaction_point(tmp_path):
     service = make_service(tmp_path, config)
     sid = tool_session(service, "claude-opus-4-5")
     assembly = assemble_context(service, sid, AssembleInput(format="anthropic", system=SYSTEM))
-    snap = service.snapshot(sid)
+    snap = service.sessions.snapshot(sid)
     text = assembly.messages[-1]["content"][-1]["text"]
     assert "<budget:" not in text and "<system_warning>" not in text
     assert f"{snap.used_tokens:,} of {snap.context_window:,} tokens used" in text

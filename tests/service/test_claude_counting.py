@@ -78,7 +78,7 @@ def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     text = python_files(1)[0]
     service = open_service(None, url)
     model = service.catalog.get("claude-opus-4-6")
-    counted = service.counter(model).count_text(text)
+    counted = service.models.counter(model).count_text(text)
     assert counted == ClaudeCounter("claude-v3").count(text)
     service.close()
 
@@ -87,7 +87,9 @@ def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(ClaudeCounter, "count", recount)
     reopened = open_service(None, url)
-    assert reopened.counter(model).count_text(text) == counted  # from the store's count cache
+    assert (
+        reopened.models.counter(model).count_text(text) == counted
+    )  # from the store's count cache
     reopened.close()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.appending import append
 from tokend.core.types import (
     ImagePart,
     ReasoningPart,
@@ -28,26 +29,28 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAh
 
 def _build(service, sid: str) -> None:
     for i in range(12):
-        service.append(sid, "user", [TextPart(f"step {i}: naïve ✓ make the test pass")])
+        append(service, sid, "user", [TextPart(f"step {i}: naïve ✓ make the test pass")])
         parts = [ReasoningPart("thinking it over"), ToolCallPart(f"c{i}", "Bash", {"n": i})]
         usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=900 + 300 * i)
-        service.append(sid, "assistant", parts, usage=usage, model="gpt-4o")
+        append(service, sid, "assistant", parts, usage=usage, model="gpt-4o")
         result = ToolResultPart(f"c{i}", "Bash", OUTPUT.replace("{}", str(i)))
-        service.append(sid, "tool", [result])
-    service.append(sid, "user", [TextPart("this one"), ImagePart("image/png", PNG)])
-    data = service.state(sid).data
+        append(service, sid, "tool", [result])
+    append(service, sid, "user", [TextPart("this one"), ImagePart("image/png", PNG)])
+    data = service.sessions.state(sid).data
     results = [sp.id for m in data.messages for sp in m.parts if m.role == "tool"]
-    service.state(sid).apply(service.prune_change(data, results[:4]))  # placeholders
+    service.sessions.state(sid).apply(
+        service.changes.prune_change(data, results[:4])
+    )  # placeholders
 
 
 def test_a_cold_read_of_the_bodies_counts_nothing(tmp_path: Path, monkeypatch) -> None:
     service = open_service(None, f"sqlite:///{tmp_path / 'cold.sqlite3'}")
     try:
-        sid = service.create_session("gpt-4o", context_window=1_000_000).id
+        sid = service.sessions.create_session("gpt-4o", context_window=1_000_000).id
         _build(service, sid)
-        service.state(sid).data.messages[0]  # noqa: B018  # counted while live: read them all
-        service.forget(sid)  # as a restarted daemon
-        state = service.state(sid)
+        service.sessions.state(sid).data.messages[0]  # noqa: B018  # counted while live: read them all
+        service.sessions.forget(sid)  # as a restarted daemon
+        state = service.sessions.state(sid)
         with monkeypatch.context() as patch:
             counted: list[str] = []
 
@@ -60,7 +63,9 @@ def test_a_cold_read_of_the_bodies_counts_nothing(tmp_path: Path, monkeypatch) -
         assert not counted
         info = service.store.get_session(sid)
         model = service.models.model_info(info)
-        whole = load_session_data(service.store, info, model, service.counter(model), lazy=False)
+        whole = load_session_data(
+            service.store, info, model, service.models.counter(model), lazy=False
+        )
         assert messages == list(whole[0].messages)
         assert tokens == dict(whole[0].message_tokens)
     finally:
@@ -70,14 +75,14 @@ def test_a_cold_read_of_the_bodies_counts_nothing(tmp_path: Path, monkeypatch) -
 def test_a_part_without_a_stored_count_is_counted_as_before(tmp_path: Path) -> None:
     service = open_service(None, f"sqlite:///{tmp_path / 'gap.sqlite3'}")
     try:
-        sid = service.create_session("gpt-4o", context_window=1_000_000).id
+        sid = service.sessions.create_session("gpt-4o", context_window=1_000_000).id
         _build(service, sid)
-        data = service.state(sid).data
+        data = service.sessions.state(sid).data
         expected = dict(data.message_tokens)
         part = data.messages[3].parts[0]
         service.store.set_part_tokens({part.id: None})  # a count the store lost
-        service.forget(sid)
-        state = service.state(sid)
+        service.sessions.forget(sid)
+        state = service.sessions.state(sid)
         assert service.store.load_messages(sid)[3].parts[0].tokens is None
         assert dict(state.data.message_tokens) == expected
         assert service.store.load_messages(sid)[3].parts[0].tokens == part.tokens  # saved again

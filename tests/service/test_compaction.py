@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from tests.appending import append
 from tokend.adapters.tokenizers import load_encoding
 from tokend.core.render import SUMMARY_HEADER
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
@@ -35,8 +36,8 @@ def _chat(service, sid, turns, words=300, start=0):
     for i in range(start, start + turns):
         said = f"request {i}: please rename the helper in module {i} " + "and keep it tidy " * words
         typed.append(said)
-        service.append(sid, "user", [TextPart(said)])
-        service.append(sid, "assistant", [TextPart(f"done {i}. " + "explanation " * words * 4)])
+        append(service, sid, "user", [TextPart(said)])
+        append(service, sid, "assistant", [TextPart(f"done {i}. " + "explanation " * words * 4)])
     return typed
 
 
@@ -47,14 +48,14 @@ def _rows(db, sql, *args):
 
 def test_a_chat_only_session_over_the_threshold_compacts(db):
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     typed = _chat(service, sid, 48)
-    before = service.snapshot(sid)
+    before = service.sessions.snapshot(sid)
     assert before.used_tokens >= before.autocompact_threshold  # the old dead end
     outcome = compact(service, sid, "auto")
     kinds = [a.kind for a in outcome.actions]
     assert kinds == ["skip", "summarize"]  # nothing to prune: the summary tier acts
-    after = service.snapshot(sid)
+    after = service.sessions.snapshot(sid)
     assert after.used_tokens < after.autocompact_threshold and after.compactions == 1
     assert outcome.actions[1].tokens_freed == before.used_tokens - after.used_tokens
     # Nothing deleted: every message is in the store; the summarized ones are marked.
@@ -88,26 +89,29 @@ def test_a_chat_only_session_over_the_threshold_compacts(db):
     service.close()
 
     reopened = open_service(None, f"sqlite:///{db}")
-    again = reopened.snapshot(sid)
+    again = reopened.sessions.snapshot(sid)
     assert (again.used_tokens, again.version) == (after.used_tokens, after.version)
-    assert [m.id for m in reopened.state(sid).data.messages][0] == summary_id
+    assert [m.id for m in reopened.sessions.state(sid).data.messages][0] == summary_id
     reopened.close()
 
 
 def test_a_second_compaction_merges_the_first_summary(db):
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     first_words = _chat(service, sid, 30, words=100)
-    service.append(sid, "assistant", [ToolCallPart("c1", "Edit", {"file_path": "src/early.py"})])
-    service.append(
-        sid, "tool", [ToolResultPart("c1", "Edit", "The file src/early.py has been updated.")]
+    append(service, sid, "assistant", [ToolCallPart("c1", "Edit", {"file_path": "src/early.py"})])
+    append(
+        service,
+        sid,
+        "tool",
+        [ToolResultPart("c1", "Edit", "The file src/early.py has been updated.")],
     )
     compact(service, sid, "summarize")
     _chat(service, sid, 30, words=100, start=100)
     outcome = compact(service, sid, "summarize")
     action = outcome.actions[0]
     assert action.kind == "summarize" and "previous summary merged" in action.detail
-    summary = service.state(sid).data.messages[0].parts[0].part.summary
+    summary = service.sessions.state(sid).data.messages[0].parts[0].part.summary
     assert "src/early.py: edited" in summary  # the artifact index outlives the first summary
     assert first_words[0][:60] in summary  # the first request stays the objective
     assert summary.count(SUMMARY_HEADER) == 0  # the old summary was merged, not quoted
@@ -116,22 +120,22 @@ def test_a_second_compaction_merges_the_first_summary(db):
 
 def test_a_compaction_that_frees_under_5_percent_is_refused_and_writes_nothing(db):
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
-    service.append(sid, "user", [TextPart("hi")])
-    service.append(sid, "assistant", [TextPart("hello")])
-    service.append(sid, "user", [TextPart("the long one " * 3000)])
-    version = service.snapshot(sid).version
+    sid = service.sessions.create_session("gpt-4o").id
+    append(service, sid, "user", [TextPart("hi")])
+    append(service, sid, "assistant", [TextPart("hello")])
+    append(service, sid, "user", [TextPart("the long one " * 3000)])
+    version = service.sessions.snapshot(sid).version
     outcome = compact(service, sid, "summarize")
     assert [a.kind for a in outcome.actions] == ["skip"]
     assert "under the 5% minimum" in outcome.actions[0].detail
-    assert service.snapshot(sid).version == version
+    assert service.sessions.snapshot(sid).version == version
     assert _rows(db, "SELECT count(*) FROM messages")[0][0] == 3
     service.close()
 
 
 def test_appends_made_while_a_summary_is_written_come_after_it(db, monkeypatch):
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _chat(service, sid, 40)
     writing, appended = threading.Event(), threading.Event()
     real = summarizers.write_summary
@@ -164,13 +168,13 @@ def test_appends_made_while_a_summary_is_written_come_after_it(db, monkeypatch):
 
     late, outcome = asyncio.run(race())
     assert outcome.actions[0].kind == "summarize"
-    live = [m.id for m in service.state(sid).data.messages]
+    live = [m.id for m in service.sessions.state(sid).data.messages]
     assert live[-20:] == late  # all of them, once, in order, after the summary and its tail
     stored = _rows(db, "SELECT id FROM messages WHERE compacted_at IS NULL ORDER BY seq")
     assert [r[0] for r in stored][-21:-1] == late and len(set(live)) == len(live)
     service.close()
     reopened = open_service(None, f"sqlite:///{db}")
-    assert [m.id for m in reopened.state(sid).data.messages] == live
+    assert [m.id for m in reopened.sessions.state(sid).data.messages] == live
     reopened.close()
 
 
@@ -179,9 +183,12 @@ def test_compaction_auto_false_is_honoured_and_a_manual_compaction_still_runs(db
     config.mkdir(parents=True)
     (config / "config.toml").write_text("[compaction]\nauto = false\n")
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _chat(service, sid, 46)
-    assert service.snapshot(sid).used_tokens < service.snapshot(sid).autocompact_threshold
+    assert (
+        service.sessions.snapshot(sid).used_tokens
+        < service.sessions.snapshot(sid).autocompact_threshold
+    )
 
     async def append_over():
         said = [TextPart("one more thing " * 300)]
@@ -198,9 +205,12 @@ def test_compaction_auto_false_is_honoured_and_a_manual_compaction_still_runs(db
 
 def test_compaction_auto_fires_on_append_at_the_threshold(db):
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _chat(service, sid, 46)
-    assert service.snapshot(sid).used_tokens < service.snapshot(sid).autocompact_threshold
+    assert (
+        service.sessions.snapshot(sid).used_tokens
+        < service.sessions.snapshot(sid).autocompact_threshold
+    )
 
     async def append_over():
         said = [TextPart("one more thing " * 300)]
@@ -211,22 +221,25 @@ def test_compaction_auto_fires_on_append_at_the_threshold(db):
     outcome = asyncio.run(append_over())
     assert outcome.auto is not None and outcome.snapshot.compactions == 1
     assert outcome.snapshot.used_tokens < outcome.snapshot.autocompact_threshold
-    assert service.state(sid).data.messages[-1].id == outcome.message_id
+    assert service.sessions.state(sid).data.messages[-1].id == outcome.message_id
     service.close()
 
 
 def test_full_keeps_only_the_turn_in_progress(db):
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _chat(service, sid, 10)
-    service.append(sid, "user", [TextPart("now run the tests")])
-    service.append(sid, "assistant", [ToolCallPart("t1", "Bash", {"command": "pytest -q"})])
-    service.append(
-        sid, "tool", [ToolResultPart("t1", "Bash", "Exit code 1\nE   AssertionError: 2 != 3", True)]
+    append(service, sid, "user", [TextPart("now run the tests")])
+    append(service, sid, "assistant", [ToolCallPart("t1", "Bash", {"command": "pytest -q"})])
+    append(
+        service,
+        sid,
+        "tool",
+        [ToolResultPart("t1", "Bash", "Exit code 1\nE   AssertionError: 2 != 3", True)],
     )
     outcome = compact(service, sid, "full")
     assert outcome.actions[0].kind == "full"
-    live = service.state(sid).data.messages
+    live = service.sessions.state(sid).data.messages
     assert len(live) == 3 and live[0].summary  # the summary, the call and its result
     summary = live[0].parts[0].part.summary
     assert "`pytest -q` → exit 1" not in summary  # the call is kept verbatim, not summarized
@@ -236,11 +249,11 @@ def test_full_keeps_only_the_turn_in_progress(db):
 
 def test_a_usage_anchored_gauge_is_recounted_after_a_summary(db):
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _chat(service, sid, 20)
-    service.append(sid, "assistant", [TextPart("ok")], usage=Usage(100_000, 10))
-    assert not service.snapshot(sid).estimated
+    append(service, sid, "assistant", [TextPart("ok")], usage=Usage(100_000, 10))
+    assert not service.sessions.snapshot(sid).estimated
     compact(service, sid, "summarize")
-    after = service.snapshot(sid)
+    after = service.sessions.snapshot(sid)
     assert after.estimated and after.totals.calls == 1  # lifetime totals keep the call
     service.close()

@@ -42,13 +42,13 @@ def service(tmp_path: Path) -> TokendService:
 async def test_a_big_message_is_estimated_then_counted_exactly_in_order(
     service: TokendService, tmp_path: Path
 ) -> None:
-    sid = service.create_session("claude-opus-4-6").id
+    sid = service.sessions.create_session("claude-opus-4-6").id
     text = big_text(120_000)
     exact = claude_v3(text) + FRAME
-    big = await service.append_async(sid, "user", [TextPart(text)])
-    state = service.state(sid)  # the count's task has not run yet: nothing awaited since
+    big = await service.appends.append(sid, "user", [TextPart(text)])
+    state = service.sessions.state(sid)  # the count's task has not run yet: nothing awaited since
     assert big.tokens != exact and [b.basis for b in state.snapshot.breakdown] == ["estimate"]
-    small = await service.append_async(sid, "user", [TextPart("and the totals per user?")])
+    small = await service.appends.append(sid, "user", [TextPart("and the totals per user?")])
     assert big.version < small.version
     await service.upgrades.drain()
     assert state.data.message_tokens[big.message_id] == exact
@@ -58,11 +58,11 @@ async def test_a_big_message_is_estimated_then_counted_exactly_in_order(
     service.close()
     reopened = open_service(None, f"sqlite:///{tmp_path / 'tokend.sqlite3'}")
     try:
-        again = reopened.state(sid).data
+        again = reopened.sessions.state(sid).data
         assert again.message_tokens[big.message_id] == exact
         parts = next(m for m in again.messages if m.id == big.message_id).parts
         assert parts[0].tokens == exact - FRAME
-        assert reopened.snapshot(sid).used_tokens == used
+        assert reopened.sessions.snapshot(sid).used_tokens == used
     finally:
         reopened.close()
 
@@ -70,10 +70,10 @@ async def test_a_big_message_is_estimated_then_counted_exactly_in_order(
 async def test_a_message_rewound_before_its_count_lands_is_left_alone(
     service: TokendService,
 ) -> None:
-    sid = service.create_session("claude-opus-4-6").id
-    first = await service.append_async(sid, "user", [TextPart("read the log")])
-    big = await service.append_async(sid, "user", [TextPart(big_text(120_000))])
-    state = service.state(sid)
+    sid = service.sessions.create_session("claude-opus-4-6").id
+    first = await service.appends.append(sid, "user", [TextPart("read the log")])
+    big = await service.appends.append(sid, "user", [TextPart(big_text(120_000))])
+    state = service.sessions.state(sid)
     state.apply(Rewind(first.message_id, (big.message_id,), datetime.now(UTC)))
     version, used = state.data.version, state.snapshot.used_tokens
     await service.upgrades.drain()
@@ -84,14 +84,14 @@ async def test_a_message_rewound_before_its_count_lands_is_left_alone(
 async def test_a_result_pruned_before_its_count_lands_keeps_its_placeholder(
     service: TokendService,
 ) -> None:
-    sid = service.create_session("claude-opus-4-6").id
+    sid = service.sessions.create_session("claude-opus-4-6").id
     call = ToolCallPart("toolu_1", "Read", {"file_path": "big.log"})  # Read: not gated
-    await service.append_async(sid, "assistant", [call])
+    await service.appends.append(sid, "assistant", [call])
     result = ToolResultPart("toolu_1", "Read", big_text(120_000))
-    big = await service.append_async(sid, "tool", [result])
-    state = service.state(sid)
+    big = await service.appends.append(sid, "tool", [result])
+    state = service.sessions.state(sid)
     message = next(m for m in state.data.messages if m.id == big.message_id)
-    placeholder = FRAME + service.counter(state.data.model).pruned_tokens()
+    placeholder = FRAME + service.models.counter(state.data.model).pruned_tokens()
     pruned = PruneParts(
         frozenset({message.parts[0].id}), datetime.now(UTC), {big.message_id: placeholder}
     )
@@ -105,12 +105,12 @@ async def test_a_result_pruned_before_its_count_lands_keeps_its_placeholder(
 async def test_a_count_landing_after_a_provider_call_leaves_the_gauge_on_the_call(
     service: TokendService,
 ) -> None:
-    sid = service.create_session("claude-opus-4-6").id
+    sid = service.sessions.create_session("claude-opus-4-6").id
     text = big_text(120_000)
-    big = await service.append_async(sid, "user", [TextPart(text)])
+    big = await service.appends.append(sid, "user", [TextPart(text)])
     usage = Usage(input_tokens=31_000, output_tokens=12)
-    await service.append_async(sid, "assistant", [TextPart("It is a sales log.")], usage=usage)
-    state = service.state(sid)
+    await service.appends.append(sid, "assistant", [TextPart("It is a sales log.")], usage=usage)
+    state = service.sessions.state(sid)
     used = state.snapshot.used_tokens
     await service.upgrades.drain()
     exact = claude_v3(text) + FRAME
@@ -124,25 +124,25 @@ async def test_the_estimate_learns_from_the_exact_counts_that_land(tmp_path: Pat
     exact = claude_v3(second) + FRAME
     cold_service = open_service(None, f"sqlite:///{tmp_path / 'cold.sqlite3'}")
     try:
-        sid = cold_service.create_session("claude-opus-4-6").id
-        cold = (await cold_service.append_async(sid, "user", [TextPart(second)])).tokens
+        sid = cold_service.sessions.create_session("claude-opus-4-6").id
+        cold = (await cold_service.appends.append(sid, "user", [TextPart(second)])).tokens
         await cold_service.upgrades.drain()
     finally:
         cold_service.close()
     service = open_service(None, url)
     try:
-        sid = service.create_session("claude-opus-4-6").id
-        await service.append_async(sid, "user", [TextPart(first)])
+        sid = service.sessions.create_session("claude-opus-4-6").id
+        await service.appends.append(sid, "user", [TextPart(first)])
         await service.upgrades.drain()
-        learnt = (await service.append_async(sid, "user", [TextPart(second)])).tokens
+        learnt = (await service.appends.append(sid, "user", [TextPart(second)])).tokens
         await service.upgrades.drain()
     finally:
         service.close()
     assert abs(learnt - exact) < 0.8 * abs(cold - exact), (cold, learnt, exact)
     reopened = open_service(None, url)  # what was learnt is kept with the calibration
     try:
-        sid = reopened.create_session("claude-opus-4-6").id
-        again = (await reopened.append_async(sid, "user", [TextPart(second)])).tokens
+        sid = reopened.sessions.create_session("claude-opus-4-6").id
+        again = (await reopened.appends.append(sid, "user", [TextPart(second)])).tokens
         await reopened.upgrades.drain()
     finally:
         reopened.close()
@@ -155,14 +155,14 @@ async def test_a_service_closed_before_a_count_lands_stores_it_as_it_closes(
     url = f"sqlite:///{tmp_path / 'tokend.sqlite3'}"
     text = big_text(120_000)
     service = open_service(None, url)
-    sid = service.create_session("claude-opus-4-6").id
-    big = await service.append_async(sid, "user", [TextPart(text)])
+    sid = service.sessions.create_session("claude-opus-4-6").id
+    big = await service.appends.append(sid, "user", [TextPart(text)])
     assert big.tokens != claude_v3(text) + FRAME
     service.close()  # at once: the count's task has not run
     reopened = open_service(None, url)
     try:
-        data = reopened.state(sid).data
+        data = reopened.sessions.state(sid).data
         assert data.message_tokens[big.message_id] == claude_v3(text) + FRAME
-        assert [b.basis for b in reopened.snapshot(sid).breakdown] == ["exact"]
+        assert [b.basis for b in reopened.sessions.snapshot(sid).breakdown] == ["exact"]
     finally:
         reopened.close()

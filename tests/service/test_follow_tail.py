@@ -26,8 +26,8 @@ def _lines(name: str) -> list[str]:
 def _figures(service, session_id: str) -> dict:
     """What following and importing must agree on (not the version: a reply followed while it
     streams grows by changes of its own, each a version)."""
-    snapshot = service.snapshot(session_id)
-    messages = service.state(session_id).data.messages
+    snapshot = service.sessions.snapshot(session_id)
+    messages = service.sessions.state(session_id).data.messages
     return {
         "usedTokens": snapshot.used_tokens,
         "totals": snapshot.totals,
@@ -66,7 +66,7 @@ def test_following_record_by_record_matches_importing_the_finished_file(tmp_path
     asyncio.run(_follow(tail, path, lines, step))
     assert tail.error is None and tail.session_id is not None
     assert _figures(service, tail.session_id) == _imported(tmp_path, name)
-    last = service.snapshot(tail.session_id).last_call
+    last = service.sessions.snapshot(tail.session_id).last_call
     assert last is not None and _usage(last) == _last_usage(lines)  # the provider's own figures
     service.close()
 
@@ -91,7 +91,10 @@ def _last_usage(lines: list[str]) -> tuple[int, int, int, int]:
 
 
 def _parts(service, session_id: str) -> list:
-    return [(m.role, [sp.part for sp in m.parts]) for m in service.state(session_id).data.messages]
+    return [
+        (m.role, [sp.part for sp in m.parts])
+        for m in service.sessions.state(session_id).data.messages
+    ]
 
 
 def test_a_restarted_follower_resumes_and_import_after_it_adds_nothing(tmp_path):
@@ -147,7 +150,7 @@ def test_a_reply_is_imported_as_it_streams_and_grows_into_the_imported_message(t
     async def scenario() -> None:
         await _follow(tail, path, lines[: cut + 1], len(lines))
         assert tail.messages == 2  # the prompt, and the reply as far as it was written
-        last = service.snapshot(tail.session_id).last_call
+        last = service.sessions.snapshot(tail.session_id).last_call
         assert last is not None and _usage(last) == _last_usage(lines[: cut + 1])
         await _follow(tail, path, lines[cut + 1 :], len(lines))
 
@@ -155,7 +158,7 @@ def test_a_reply_is_imported_as_it_streams_and_grows_into_the_imported_message(t
     assert tail.session_id is not None
     parts = [
         sp.part
-        for m in service.state(tail.session_id).data.messages
+        for m in service.sessions.state(tail.session_id).data.messages
         for sp in m.parts
         if m.role == "assistant"
     ]
@@ -163,7 +166,7 @@ def test_a_reply_is_imported_as_it_streams_and_grows_into_the_imported_message(t
     outcome = import_events(imported, session_file("short.jsonl"))
     whole = [
         sp.part
-        for m in imported.state(outcome.session_id).data.messages
+        for m in imported.sessions.state(outcome.session_id).data.messages
         for sp in m.parts
         if m.role == "assistant"
     ]
@@ -184,8 +187,8 @@ def test_a_codex_rollout_followed_line_by_line_takes_codex_figures(tmp_path):
     tail = TranscriptTail(service, "codex", path)
     asyncio.run(_follow(tail, path, [json.dumps(record) for record in ROLLOUT], 1))
     assert tail.error is None and tail.session_id is not None
-    snapshot = service.snapshot(tail.session_id)
-    info = service.state(tail.session_id).data.info
+    snapshot = service.sessions.snapshot(tail.session_id)
+    info = service.sessions.state(tail.session_id).data.info
     assert (info.model, info.workspace_uri) == ("gpt-5-codex", "file:///work/app")
     assert snapshot.context_window == 272_000  # Codex's model_context_window
     last = CALL_2["input_tokens"] + CALL_2["output_tokens"] - CALL_2["reasoning_output_tokens"]

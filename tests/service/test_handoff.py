@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from tests.appending import append
 from tokend.adapters.tokenizers import load_encoding
 from tokend.core.errors import InvalidParams
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
@@ -31,13 +32,13 @@ def project(tmp_path):
 
 def _touch(service, sid, i, tool, path, *, failed=False):
     call = ToolCallPart(f"c{i}", tool, {"file_path": path})
-    service.append(sid, "assistant", [call])
-    service.append(sid, "user", [ToolResultPart(f"c{i}", tool, "ok", is_error=failed)])
+    append(service, sid, "assistant", [call])
+    append(service, sid, "user", [ToolResultPart(f"c{i}", tool, "ok", is_error=failed)])
 
 
 def _session(service, project):
-    sid = service.create_session("gpt-4o", workspace_uri=project.as_uri()).id
-    service.append(sid, "user", [TextPart("refactor the parser; never touch the public API")])
+    sid = service.sessions.create_session("gpt-4o", workspace_uri=project.as_uri()).id
+    append(service, sid, "user", [TextPart("refactor the parser; never touch the public API")])
     touches = [
         ("Read", "src/a.py"),
         ("Edit", "src/b.py"),
@@ -53,9 +54,9 @@ def _session(service, project):
         _touch(service, sid, i, tool, path)
     _touch(service, sid, 50, "Edit", "src/e.py", failed=True)  # a failed edit is no touch
     call = ToolCallPart("rm", "Bash", {"command": "rm src/c.py"})  # c.py: deleted last
-    service.append(sid, "assistant", [call])
-    service.append(sid, "user", [ToolResultPart("rm", "Bash", "")])
-    service.append(sid, "assistant", [TextPart("The parser is half refactored.")])
+    append(service, sid, "assistant", [call])
+    append(service, sid, "user", [ToolResultPart("rm", "Bash", "")])
+    append(service, sid, "assistant", [TextPart("The parser is half refactored.")])
     return sid
 
 
@@ -63,7 +64,7 @@ def test_the_child_starts_with_the_context_and_the_most_recent_files(tmp_path, p
     db = tmp_path / "db.sqlite3"
     service = open_service(None, f"sqlite:///{db}")
     sid = _session(service, project)
-    parent_before = service.snapshot(sid)
+    parent_before = service.sessions.snapshot(sid)
     done = asyncio.run(handoff(service, sid, "write the tests for b.py"))
     listed = [(f.path, f.included, f.reason) for f in done.files]
     absolute_a = str(project / "src" / "a.py")
@@ -78,7 +79,7 @@ def test_the_child_starts_with_the_context_and_the_most_recent_files(tmp_path, p
         ("src/blob.bin", False, "binary"),
         ("src/huge.py", False, "over the 25,000-token budget"),
     ]  # src/a.py, read first under its relative name, is the same file: given once
-    first = service.state(done.child.id).data.messages
+    first = service.sessions.state(done.child.id).data.messages
     assert len(first) == 1 and first[0].summary and first[0].role == "system"
     text = first[0].parts[0].part.summary  # type: ignore[union-attr]
     for name in ("b", "d", "a"):
@@ -91,7 +92,7 @@ def test_the_child_starts_with_the_context_and_the_most_recent_files(tmp_path, p
     assert shown <= 25_000 and text.count("def a():") == 20
     assert done.child.parent_id == sid and done.snapshot.version >= 1
     # The parent is unchanged; the child is in the store with one message.
-    assert service.snapshot(sid).version == parent_before.version
+    assert service.sessions.snapshot(sid).version == parent_before.version
     with sqlite3.connect(db) as connection:
         rows = connection.execute(
             "SELECT count(*) FROM messages WHERE session_id = ?", (done.child.id,)
@@ -113,7 +114,7 @@ def test_the_file_budgets_are_configurable(tmp_path, project):
 
 def test_a_session_without_a_workspace_lists_its_files_and_reads_none(tmp_path, project):
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _touch(service, sid, 1, "Read", str(project / "src" / "a.py"))
     done = asyncio.run(handoff(service, sid, "go on"))
     assert [(f.included, f.reason) for f in done.files] == [

@@ -1,4 +1,4 @@
-"""One gauge for a session wherever it is listed: `session/list` (service.session_gauges) and
+"""One gauge for a session wherever it is listed: `session/list` (service.sessions.session_gauges) and
 `tokend sessions` (admin.session_gauge) show the same figures, and they are the session's own.
 
 The store is one the tokend before migration 0005 made (tests/store/data), with each stored
@@ -29,7 +29,9 @@ def test_both_listings_show_the_sessions_own_estimated_flag(tmp_path: Path) -> N
         conn.execute("UPDATE sessions SET extra = json_remove(extra, '$.gauge.estimated')")
     service = open_service(None, f"sqlite:///{path}")
     try:
-        listed = {info.id: (info, gauge) for info, gauge in service.session_gauges(WORKSPACE)}
+        listed = {
+            info.id: (info, gauge) for info, gauge in service.sessions.session_gauges(WORKSPACE)
+        }
         seen = set()
         for name, entry in reported.items():
             if name == "deleted":

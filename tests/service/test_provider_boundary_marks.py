@@ -11,9 +11,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from tests.appending import append
 from tokend.adapters.store.sql_store import SqlStore
 from tokend.core.settings import TokendConfig
 from tokend.core.types import CompactionPart, Iteration, TextPart, Usage
+from tokend.service.app import build_service
 from tokend.service.history import session_messages
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
@@ -21,29 +23,31 @@ from tokend.service.settings import WorkspaceSettings
 
 def service_on(db: Path) -> TokendService:
     catalog = WorkspaceSettings().for_workspace(None).catalog
-    return TokendService(SqlStore.open(f"sqlite:///{db}"), catalog, TokendConfig())
+    return build_service(SqlStore.open(f"sqlite:///{db}"), catalog, TokendConfig())
 
 
 def gauge(service: TokendService, sid: str) -> tuple[object, ...]:
-    s = service.state(sid).snapshot
+    s = service.sessions.state(sid).snapshot
     return (s.used_tokens, s.estimated, s.compactions, s.totals, s.cost_total_usd, s.version)
 
 
 def session_with_a_boundary(service: TokendService) -> tuple[str, list[str], list[str]]:
     """(session, ids before the boundary, the boundary and what follows it)."""
-    sid = service.create_session("claude-sonnet-4-6").id
+    sid = service.sessions.create_session("claude-sonnet-4-6").id
     before = [
-        service.append(sid, "user", [TextPart("port the parser, keep src/parse.py's API")]),
-        service.append(
+        append(service, sid, "user", [TextPart("port the parser, keep src/parse.py's API")]),
+        append(
+            service,
             sid,
             "assistant",
             [TextPart("working on it " * 50)],
             usage=Usage(input_tokens=900, output_tokens=300, cache_write_tokens=2_000),
         ),
-        service.append(sid, "user", [TextPart("go on")]),
+        append(service, sid, "user", [TextPart("go on")]),
     ]
     iterations = (Iteration("compaction", 180_000, 3_500), Iteration("message", 4_200, 400))
-    boundary = service.append(
+    boundary = append(
+        service,
         sid,
         "assistant",
         [
@@ -54,7 +58,7 @@ def session_with_a_boundary(service: TokendService) -> tuple[str, list[str], lis
         ],
         usage=Usage(input_tokens=4_200, output_tokens=400),
     )
-    after = service.append(sid, "user", [TextPart("and the docs too")])
+    after = append(service, sid, "user", [TextPart("and the docs too")])
     return sid, [m.id for m, _ in before], [boundary[0].id, after[0].id]
 
 
@@ -70,7 +74,7 @@ def test_the_boundary_marks_what_it_retires_and_a_restart_gives_the_same_gauge(t
     db = tmp_path / "t.sqlite3"
     live = service_on(db)
     sid, retired, kept = session_with_a_boundary(live)
-    boundary_time = live.state(sid).data.messages[0].created_at
+    boundary_time = live.sessions.state(sid).data.messages[0].created_at
     expected_gauge = gauge(live, sid)
 
     fresh = SqlStore.open(f"sqlite:///{db}")
@@ -110,7 +114,7 @@ def test_a_session_stored_before_the_marks_is_marked_when_loaded(tmp_path):
 
     restarted = service_on(db)
     assert gauge(restarted, sid) == expected_gauge
-    assert [m.id for m in restarted.state(sid).data.messages] == kept
+    assert [m.id for m in restarted.sessions.state(sid).data.messages] == kept
     stored = marks(db, sid)
     assert {i: stored[i][0] for i in retired} == dict.fromkeys(retired, kept[0])
     assert all(stored[i] == (None, None) for i in kept)

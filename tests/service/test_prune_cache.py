@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.core.budget import CompactionConfig
 from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
+from tokend.service.app import build_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 from tokend.service.service import TokendService
@@ -31,23 +33,23 @@ class Clock:
 def session(tmp_path, clock: Clock, one_hour: bool) -> tuple[TokendService, str]:
     catalog = WorkspaceSettings().for_workspace(None).catalog
     store = SqlStore.open(f"sqlite:///{tmp_path}/prune.sqlite3")
-    service = TokendService(store, catalog, TokendConfig(), clock=clock)
-    sid = service.create_session("claude-sonnet-4-6").id
+    service = build_service(store, catalog, TokendConfig(), clock=clock)
+    sid = service.sessions.create_session("claude-sonnet-4-6").id
 
     def usage(read: int, written: int) -> Usage:  # about what the calls would report
         return Usage(10, 50, 0, read, written, written if one_hour else 0)
 
-    service.append(sid, "user", [TextPart("read every log and tell me what broke")])
+    append(service, sid, "user", [TextPart("read every log and tell me what broke")])
     for i in range(10):
         call = ToolCallPart(f"c{i}", "Read", {"file_path": f"logs/day_{i}.log"})
-        service.append(sid, "assistant", [call], usage=usage(i * 12_600, 12_600))
+        append(service, sid, "assistant", [call], usage=usage(i * 12_600, 12_600))
         log = "".join(
             f"day {i} line {n}: worker {n % 7} restarted after a timeout\n" for n in range(900)
         )
-        service.append(sid, "user", [ToolResultPart(f"c{i}", "Read", log)])
+        append(service, sid, "user", [ToolResultPart(f"c{i}", "Read", log)])
     for turn in ("and the metrics?", "and the alerts?"):
-        service.append(sid, "user", [TextPart(turn)])
-        service.append(sid, "assistant", [TextPart("looking")], usage=usage(126_000, 100))
+        append(service, sid, "user", [TextPart(turn)])
+        append(service, sid, "assistant", [TextPart("looking")], usage=usage(126_000, 100))
     return service, sid
 
 
@@ -97,27 +99,29 @@ def test_one_hour_entries_are_still_warm_after_ten_minutes(tmp_path):
     service.close()
 
 
-def chatty_session(tmp_path, clock: Clock, window: int | None = None) -> tuple[TokendService, str]:
+def chatty_session(
+    tmp_path, clock: Clock, window: int | None = None, config: TokendConfig | None = None
+) -> tuple[TokendService, str]:
     """Two old 14k-token logs, then 38k of newer tool output and a long talk after them, the
     cache warm: clearing the two logs frees ~29k tokens and rewrites ~240k."""
     catalog = WorkspaceSettings().for_workspace(None).catalog
     store = SqlStore.open(f"sqlite:///{tmp_path}/chatty.sqlite3")
-    service = TokendService(store, catalog, TokendConfig(), clock=clock)
-    sid = service.create_session("claude-sonnet-4-6", context_window=window).id
-    service.append(sid, "user", [TextPart("read the logs")])
+    service = build_service(store, catalog, config or TokendConfig(), clock=clock)
+    sid = service.sessions.create_session("claude-sonnet-4-6", context_window=window).id
+    append(service, sid, "user", [TextPart("read the logs")])
     read = 0
     for i, lines in enumerate((900, 900, 2_400)):
         call = ToolCallPart(f"c{i}", "Read", {"file_path": f"logs/day_{i}.log"})
-        service.append(sid, "assistant", [call], usage=Usage(10, 50, 0, read, 13_000))
+        append(service, sid, "assistant", [call], usage=Usage(10, 50, 0, read, 13_000))
         read += 13_000
         log = "".join(f"day {i} line {n}: worker {n % 7} restarted\n" for n in range(lines))
-        service.append(sid, "user", [ToolResultPart(f"c{i}", "Read", log)])
+        append(service, sid, "user", [ToolResultPart(f"c{i}", "Read", log)])
     talk = " ".join(
         f"finding {n}: the retry loop in worker {n % 7} backs off" for n in range(8_000)
     )
     for turn in ("what did you find?", "and the alerts?"):
-        service.append(sid, "user", [TextPart(turn)])
-        service.append(sid, "assistant", [TextPart(talk)], usage=Usage(10, 50, 0, read, 100))
+        append(service, sid, "user", [TextPart(turn)])
+        append(service, sid, "assistant", [TextPart(talk)], usage=Usage(10, 50, 0, read, 100))
     return service, sid
 
 
@@ -139,8 +143,8 @@ def test_a_warm_cache_waits_for_a_batch_that_pays_and_an_expired_one_prunes(tmp_
 
 def test_the_eager_policy_prunes_a_warm_cache_as_opencode_does(tmp_path):
     clock = Clock(T0)
-    service, sid = chatty_session(tmp_path, clock)
-    service.config = TokendConfig(compaction=CompactionConfig(prune_policy="eager"))
+    eager = TokendConfig(compaction=CompactionConfig(prune_policy="eager"))
+    service, sid = chatty_session(tmp_path, clock, config=eager)
     clock.at = T0 + timedelta(seconds=60)
     [action] = compact(service, sid, "prune").actions
     assert action.kind == "prune", action
@@ -152,7 +156,7 @@ def test_at_the_threshold_a_warm_cache_does_not_hold_a_prune_back(tmp_path):
     """The other way out is a summary, which rewrites the whole cache: the prune goes first."""
     clock = Clock(T0)
     service, sid = chatty_session(tmp_path, clock, window=180_000)
-    snapshot = service.snapshot(sid)
+    snapshot = service.sessions.snapshot(sid)
     assert snapshot.used_tokens >= snapshot.autocompact_threshold
     clock.at = T0 + timedelta(seconds=60)
     [action] = compact(service, sid, "prune").actions

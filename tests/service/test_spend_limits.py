@@ -9,13 +9,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.core.errors import SpendLimitReached
 from tokend.core.settings import TokendConfig
 from tokend.core.spend import SpendConfig
 from tokend.core.types import TextPart, Usage
 from tokend.core.usage_stats import RateConfig
-from tokend.service.app import App, assemble_app
+from tokend.service.app import App, assemble_app, build_service
 from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
@@ -40,7 +41,7 @@ def make(tmp_path, clock: Clock, spend: SpendConfig, rate: RateConfig | None = N
     catalog = WorkspaceSettings().for_workspace(None).catalog
     config = TokendConfig(spend=spend, rate=rate or RateConfig())
     store = SqlStore.open(f"sqlite:///{tmp_path}/spend.sqlite3")
-    return assemble_app(TokendService(store, catalog, config, clock=clock))
+    return assemble_app(build_service(store, catalog, config, clock=clock))
 
 
 def assembled_for(app: App, sid: str):
@@ -49,8 +50,8 @@ def assembled_for(app: App, sid: str):
 
 
 def call(service: TokendService, sid: str, usage: Usage = CALL) -> None:
-    service.append(sid, "user", [TextPart("go on")])
-    service.append(sid, "assistant", [TextPart("done")], usage=usage)
+    append(service, sid, "user", [TextPart("go on")])
+    append(service, sid, "assistant", [TextPart("done")], usage=usage)
 
 
 def test_a_workspace_limit_warns_at_80_percent_then_refuses(tmp_path):
@@ -60,10 +61,10 @@ def test_a_workspace_limit_warns_at_80_percent_then_refuses(tmp_path):
     service, monitor = app.service, app.usage
     heard = []
     monitor.subscribe_notices(lambda sid, status: heard.append((sid, status.level, status.scope)))
-    first = service.create_session("claude-sonnet-4-5", workspace_uri=WS).id
-    second = service.create_session("claude-sonnet-4-5", workspace_uri=WS).id
+    first = service.sessions.create_session("claude-sonnet-4-5", workspace_uri=WS).id
+    second = service.sessions.create_session("claude-sonnet-4-5", workspace_uri=WS).id
     call(service, first)
-    assert service.snapshot(first).cost_total_usd == pytest.approx(CALL_USD)
+    assert service.sessions.snapshot(first).cost_total_usd == pytest.approx(CALL_USD)
     assert monitor.warnings(first) == ()
     call(service, second)  # $0.90 in the workspace today: 90% of the limit
     assert monitor.warnings(first) == (
@@ -89,7 +90,7 @@ def test_warn_is_the_default_at_100_percent(tmp_path):
     clock = Clock(datetime(2026, 3, 10, 15, 0, tzinfo=UTC))
     app = make(tmp_path, clock, SpendConfig(session_usd=0.5))
     service = app.service
-    sid = service.create_session("claude-sonnet-4-5").id
+    sid = service.sessions.create_session("claude-sonnet-4-5").id
     call(service, sid)
     call(service, sid)
     assembled = assembled_for(app, sid)  # not refused
@@ -105,7 +106,7 @@ def test_per_day_limits_roll_over_at_the_zones_midnight(tmp_path):
     spend = SpendConfig(user_daily_usd=1.0, on_limit="refuse", timezone="America/New_York")
     app = make(tmp_path, clock, spend)
     service = app.service
-    sid = service.create_session("claude-sonnet-4-5", workspace_uri=WS).id
+    sid = service.sessions.create_session("claude-sonnet-4-5", workspace_uri=WS).id
     for _ in range(3):
         call(service, sid)
     with pytest.raises(SpendLimitReached) as refused:
@@ -125,12 +126,12 @@ def test_day_totals_survive_a_restart(tmp_path):
     spend = SpendConfig(user_daily_usd=1.0, timezone="UTC")
     app = make(tmp_path, clock, spend)
     service = app.service
-    sid = service.create_session("claude-sonnet-4-5").id
+    sid = service.sessions.create_session("claude-sonnet-4-5").id
     call(service, sid)
     call(service, sid)
     service.close()
     reopened = make(tmp_path, clock, spend)
-    assert reopened.service.snapshot(sid).cost_total_usd == pytest.approx(2 * CALL_USD)
+    assert reopened.service.sessions.snapshot(sid).cost_total_usd == pytest.approx(2 * CALL_USD)
     assert reopened.usage.statuses(sid)[0].spent_usd == pytest.approx(2 * CALL_USD)
 
 
@@ -139,8 +140,8 @@ def test_rate_headroom_slides_over_60_seconds_across_sessions(tmp_path):
     clock = Clock(start)
     app = make(tmp_path, clock, SpendConfig(), RateConfig(tpm_limit=300_000))
     service, monitor = app.service, app.usage
-    a = service.create_session("claude-sonnet-4-5").id
-    b = service.create_session("gpt-4o").id
+    a = service.sessions.create_session("claude-sonnet-4-5").id
+    b = service.sessions.create_session("gpt-4o").id
     call(service, a, Usage(input_tokens=1_000, output_tokens=500, cache_read_tokens=50_000))
     clock.at = start + timedelta(seconds=30)
     call(service, b, Usage(input_tokens=20_000, output_tokens=2_000))

@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 
+from tests.appending import append
 from tests.model_servers import GOOD_ANSWER, ModelServer
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
@@ -45,19 +46,19 @@ def _work(service, sid, turns=12):
         typed.append(said)
         path = f"src/parser/rule_{i}.py"
         files.append(path)
-        service.append(sid, "user", [TextPart(said)])
+        append(service, sid, "user", [TextPart(said)])
         call = ToolCallPart(
             f"e{i}", "Edit", {"file_path": path, "old_string": "a", "new_string": "b"}
         )
-        service.append(sid, "assistant", [TextPart("editing " * 500), call])
-        service.append(sid, "user", [ToolResultPart(f"e{i}", "Edit", "updated")])
+        append(service, sid, "assistant", [TextPart("editing " * 500), call])
+        append(service, sid, "user", [ToolResultPart(f"e{i}", "Edit", "updated")])
         run = ToolCallPart(f"b{i}", "Bash", {"command": f"pytest tests/test_rule_{i}.py"})
-        service.append(sid, "assistant", [run])
+        append(service, sid, "assistant", [run])
         output = f"{error}\nExit code 1" if i == turns - 1 else "1 passed\nExit code 0"
-        service.append(
-            sid, "user", [ToolResultPart(f"b{i}", "Bash", output, is_error=i == turns - 1)]
+        append(
+            service, sid, "user", [ToolResultPart(f"b{i}", "Bash", output, is_error=i == turns - 1)]
         )
-        service.append(sid, "assistant", [TextPart(f"rule {i} ported. " + "details " * 800)])
+        append(service, sid, "assistant", [TextPart(f"rule {i} ported. " + "details " * 800)])
     return typed, files, error
 
 
@@ -80,7 +81,7 @@ def test_a_failing_small_model_falls_back_to_the_primary_and_the_index_stays_mec
         openai_api_key_env=KEY_ENV,
     )
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     typed, files, error = _work(service, sid)
     outcome = compact(service, sid, "full")
     action = outcome.actions[-1]
@@ -121,7 +122,7 @@ def test_slow_and_garbage_answers_fall_back_to_extractive_and_nothing_is_lost(
     )
     db = tmp_path / "db.sqlite3"
     service = open_service(None, f"sqlite:///{db}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     typed, files, error = _work(service, sid)
     outcome = compact(service, sid, "full")
     action = outcome.actions[-1]
@@ -153,7 +154,7 @@ def test_slow_and_garbage_answers_fall_back_to_extractive_and_nothing_is_lost(
 def test_the_default_chain_calls_no_model_and_reports_nothing_new(tmp_path, servers):
     openai, anthropic = servers
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _work(service, sid)
     action = compact(service, sid, "full").actions[-1]
     assert action.kind == "full" and "summarizers tried" not in action.detail
@@ -164,7 +165,7 @@ def test_the_default_chain_calls_no_model_and_reports_nothing_new(tmp_path, serv
 def test_a_chain_step_without_its_settings_is_skipped_and_said(tmp_path, isolated_dirs):
     _configure(isolated_dirs, chain=["client", "openai", "extractive"], openai_model="m")
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     _work(service, sid)
     action = compact(service, sid, "full").actions[-1]
     assert action.detail.endswith(

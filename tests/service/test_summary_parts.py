@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from tests.appending import append
 from tests.model_servers import ModelServer
 from tokend.adapters.tokenizers import load_encoding  # tiktoken's, on the packaged vocabulary
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
@@ -48,7 +49,7 @@ def work(service, sid: str, turns: int) -> list[str]:
     """Turns that read, edit, create and delete files and run commands; the paths touched."""
     touched = []
     for i in range(turns):
-        service.append(sid, "user", [TextPart(f"step {i}: port rule {i}, no new dependency")])
+        append(service, sid, "user", [TextPart(f"step {i}: port rule {i}, no new dependency")])
         read, edit, new = f"src/rules/r{i}.py", f"src/core/c{i}.py", f"tests/test_r{i}.py"
         calls = [
             ToolCallPart(f"r{i}", "Read", {"file_path": read}),
@@ -58,14 +59,14 @@ def work(service, sid: str, turns: int) -> list[str]:
             ToolCallPart(f"w{i}", "Write", {"file_path": new, "content": "def test(): pass\n"}),
         ]
         touched += [read, edit, new]
-        service.append(sid, "assistant", [TextPart("looking at the rule. " * 60), *calls])
+        append(service, sid, "assistant", [TextPart("looking at the rule. " * 60), *calls])
         results = [
             ToolResultPart(f"r{i}", "Read", "def rule():\n    return 1\n" * 30),
             ToolResultPart(f"e{i}", "Edit", "updated"),
             ToolResultPart(f"w{i}", "Write", "created"),
         ]
-        service.append(sid, "tool", results)
-        service.append(sid, "assistant", [TextPart(f"rule {i} ported. " + "because " * 300)])
+        append(service, sid, "tool", results)
+        append(service, sid, "assistant", [TextPart(f"rule {i} ported. " + "because " * 300)])
     return touched
 
 
@@ -86,7 +87,7 @@ def compacted(tmp_path, isolated_dirs, server, window: int):
     service, the session, the paths its turns touched, and the compaction's action."""
     configure(isolated_dirs, server.base_url, window)
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     touched = work(service, sid, turns=24)
     [action] = compact(service, sid, "full").actions
     assert action.kind == "full", action.detail

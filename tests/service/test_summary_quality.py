@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from tests.appending import append
 from tests.model_servers import GOOD_ANSWER, ModelServer
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
@@ -43,9 +44,9 @@ def _failing_runs(service, sid, runs: int) -> list[str]:
     """`runs` failing commands, each with its own exact error line; returns the lines."""
     errors = []
     for i in range(runs):
-        service.append(sid, "user", [TextPart(f"try build {i} again")])
+        append(service, sid, "user", [TextPart(f"try build {i} again")])
         call = ToolCallPart(f"b{i}", "Bash", {"command": f"make target_{i}"})
-        service.append(sid, "assistant", [call])
+        append(service, sid, "assistant", [call])
         error = (
             f"error: target_{i} failed: undefined reference to `symbol_{i}' in object "
             f"build/obj_{i}.o while linking the release binary for platform variant {i}; "
@@ -53,8 +54,8 @@ def _failing_runs(service, sid, runs: int) -> list[str]:
         )
         errors.append(error)
         result = ToolResultPart(f"b{i}", "Bash", f"{error}\nExit code 2", is_error=True)
-        service.append(sid, "user", [result])
-        service.append(sid, "assistant", [TextPart(f"build {i} failed. " + "noted " * 300)])
+        append(service, sid, "user", [result])
+        append(service, sid, "assistant", [TextPart(f"build {i} failed. " + "noted " * 300)])
     return errors
 
 
@@ -62,7 +63,7 @@ def _run(tmp_path, isolated_dirs, server, monkeypatch, model: str):
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     _configure(isolated_dirs, server.base_url, model)
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     errors = _failing_runs(service, sid, 60)
     outcome = compact(service, sid, "full")
     action = outcome.actions[-1]
@@ -103,8 +104,8 @@ def test_after_three_failures_in_a_row_a_summarizer_is_not_called_again(
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     _configure(isolated_dirs, server.base_url, "fail-500")
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
-    other = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
+    other = service.sessions.create_session("gpt-4o").id
     details = []
     for _ in range(4):
         _failing_runs(service, sid, 15)
@@ -128,7 +129,7 @@ def test_a_summary_refused_by_the_check_counts_as_a_failure(
     monkeypatch.setenv(KEY_ENV, "sk-test-not-a-real-key")
     _configure(isolated_dirs, server.base_url, "long-writer")
     service = open_service(None, f"sqlite:///{tmp_path / 'db.sqlite3'}")
-    sid = service.create_session("gpt-4o").id
+    sid = service.sessions.create_session("gpt-4o").id
     details = []
     for _ in range(4):
         _failing_runs(service, sid, 60)

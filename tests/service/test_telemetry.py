@@ -14,11 +14,12 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 
+from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.core.settings import TokendConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
-from tokend.service.app import assemble_app
+from tokend.service.app import assemble_app, build_service
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
 
@@ -45,14 +46,14 @@ COST = (
 def make(tmp_path, telemetry: TelemetryConfig) -> TokendService:
     catalog = WorkspaceSettings().for_workspace(None).catalog
     store = SqlStore.open(f"sqlite:///{tmp_path}/otel.sqlite3")
-    return TokendService(store, catalog, TokendConfig(telemetry=telemetry))
+    return build_service(store, catalog, TokendConfig(telemetry=telemetry))
 
 
 def run_session(service: TokendService) -> str:
-    sid = service.create_session("claude-sonnet-4-5", workspace_uri=WS).id
+    sid = service.sessions.create_session("claude-sonnet-4-5", workspace_uri=WS).id
     for usage in CALLS:
-        service.append(sid, "user", [TextPart("next step")])
-        service.append(sid, "assistant", [TextPart("done")], usage=usage)
+        append(service, sid, "user", [TextPart("next step")])
+        append(service, sid, "assistant", [TextPart("done")], usage=usage)
     return sid
 
 

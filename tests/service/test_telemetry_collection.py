@@ -11,12 +11,12 @@ import urllib.request
 import pytest
 
 import tokend.adapters.telemetry as otel
+from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.core.settings import TokendConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
-from tokend.service.app import assemble_app
-from tokend.service.service import TokendService
+from tokend.service.app import assemble_app, build_service
 from tokend.service.settings import WorkspaceSettings
 
 CALLS = 5
@@ -39,16 +39,16 @@ def test_prediction_errors_reach_a_scrape(tmp_path, monkeypatch, pending):
     catalog = WorkspaceSettings().for_workspace(None).catalog
     store = SqlStore.open(f"sqlite:///{tmp_path}/otel.sqlite3")
     config = TelemetryConfig(exporters=("prometheus",), prometheus_listen="127.0.0.1:0")
-    service = TokendService(store, catalog, TokendConfig(telemetry=config))
+    service = build_service(store, catalog, TokendConfig(telemetry=config))
     app = assemble_app(service, serving=True)  # telemetry starts as in the daemon
     sink = app.telemetry
     errors = []
     try:
-        sid = service.create_session("claude-sonnet-4-5").id
+        sid = service.sessions.create_session("claude-sonnet-4-5").id
         for n in range(CALLS):
-            service.append(sid, "user", [TextPart(f"step {n}: " + "run the tests " * 20)])
+            append(service, sid, "user", [TextPart(f"step {n}: " + "run the tests " * 20)])
             usage = Usage(input_tokens=400 + 150 * n, output_tokens=30, cache_read_tokens=9_000)
-            _, snapshot = service.append(sid, "assistant", [TextPart("ok")], usage=usage)
+            _, snapshot = append(service, sid, "assistant", [TextPart("ok")], usage=usage)
             if snapshot.last_call is not None and snapshot.last_call.error_pct is not None:
                 errors.append(snapshot.last_call.error_pct)
         first = scrape(sink.prometheus_port)

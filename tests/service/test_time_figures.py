@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.core.settings import TokendConfig
 from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart, ToolResultPart, Usage
-from tokend.service.service import TokendService, new_id
+from tokend.service.app import build_service
+from tokend.service.service import TokendService
+from tokend.service.sessions import new_id
 from tokend.service.settings import WorkspaceSettings
 
 T0 = datetime(2026, 1, 5, 10, 0, 0, tzinfo=UTC)
@@ -29,13 +32,13 @@ class StepClock:
 
 def open_service(path, clock: StepClock) -> TokendService:
     catalog = WorkspaceSettings().for_workspace(None).catalog
-    return TokendService(SqlStore.open(f"sqlite:///{path}"), catalog, TokendConfig(), clock=clock)
+    return build_service(SqlStore.open(f"sqlite:///{path}"), catalog, TokendConfig(), clock=clock)
 
 
 def edit_turn(service: TokendService, sid: str, call_id: str, tool: str, args: dict, ok: bool):
-    service.append(sid, "assistant", [ToolCallPart(call_id, tool, args)], usage=USAGE, model=None)
-    service.append(
-        sid, "tool", [ToolResultPart(call_id, tool, "done" if ok else "no match", not ok)]
+    append(service, sid, "assistant", [ToolCallPart(call_id, tool, args)], usage=USAGE, model=None)
+    append(
+        service, sid, "tool", [ToolResultPart(call_id, tool, "done" if ok else "no match", not ok)]
     )
 
 
@@ -43,8 +46,8 @@ def test_time_and_lines_as_appended_and_after_a_reload_across_a_boundary(tmp_pat
     clock = StepClock()
     db = tmp_path / "times.sqlite3"
     service = open_service(db, clock)
-    sid = service.create_session("claude-sonnet-4-5").id
-    service.append(sid, "user", [TextPart("fix the parser")])
+    sid = service.sessions.create_session("claude-sonnet-4-5").id
+    append(service, sid, "user", [TextPart("fix the parser")])
     clock.advance(2.5)
     # old a/b/c -> new a/B/c/d: b became B (1 removed, 1 added), d added: +2 -1
     edit_turn(
@@ -58,13 +61,13 @@ def test_time_and_lines_as_appended_and_after_a_reload_across_a_boundary(tmp_pat
     clock.advance(3)
     # three lines written, but the tool failed: not counted
     edit_turn(service, sid, "t2", "Write", {"file_path": "q.py", "content": "x\ny\nz\n"}, ok=False)
-    snapshot = service.snapshot(sid)
+    snapshot = service.sessions.snapshot(sid)
     assert (snapshot.times.lines_added, snapshot.times.lines_removed) == (2, 1)
     assert snapshot.times.wall_duration_ms == 5_500
     assert snapshot.times.api_duration_ms is None  # no reply said when its request started
 
     clock.advance(10)
-    service.append_boundary(sid, "The parser was fixed in p.py.")
+    service.changes.append_boundary(sid, "The parser was fixed in p.py.")
     clock.advance(1.25)
     # MultiEdit: p -> q/r (+2 -1), then two new lines inserted after "k" (+2)
     edits = [
@@ -72,7 +75,7 @@ def test_time_and_lines_as_appended_and_after_a_reload_across_a_boundary(tmp_pat
         {"old_string": "k", "new_string": "k\nl\nm"},
     ]
     edit_turn(service, sid, "t3", "MultiEdit", {"file_path": "p.py", "edits": edits}, ok=True)
-    live = service.snapshot(sid).times
+    live = service.sessions.snapshot(sid).times
     assert (live.lines_added, live.lines_removed) == (2 + 2 + 2, 1 + 1)
     assert live.wall_duration_ms == 5_500 + 10_000 + 1_250
     service.close()
@@ -95,7 +98,7 @@ def test_time_and_lines_as_appended_and_after_a_reload_across_a_boundary(tmp_pat
     )
     store.close()
 
-    reloaded = open_service(db, clock).snapshot(sid).times
+    reloaded = open_service(db, clock).sessions.snapshot(sid).times
     assert (reloaded.lines_added, reloaded.lines_removed) == (6, 2)
     assert reloaded.wall_duration_ms == 5_500 + 10_000 + 1_250 + 4_000
     assert reloaded.api_duration_ms == 1_200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.appending import append
 from tokend.core.types import ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
 
@@ -13,11 +14,14 @@ def test_a_workspace_lowers_the_gate_and_exempts_its_own_read_tool(tmp_path):
         '[tool_output]\nsingle_result_chars = 1000\npreview_chars = 100\nexempt_tools = ["cat"]\n'
     )
     service = open_service(None, f"sqlite:///{tmp_path}/s.sqlite3")
-    sid = service.create_session("gpt-4o", workspace_uri=ws.as_uri()).id
-    service.append(sid, "assistant", [ToolCallPart("a", "bash", {}), ToolCallPart("b", "cat", {})])
+    sid = service.sessions.create_session("gpt-4o", workspace_uri=ws.as_uri()).id
+    append(service, sid, "assistant", [ToolCallPart("a", "bash", {}), ToolCallPart("b", "cat", {})])
     output = "x" * 5000
-    service.append(
-        sid, "tool", [ToolResultPart("a", "bash", output), ToolResultPart("b", "cat", output)]
+    append(
+        service,
+        sid,
+        "tool",
+        [ToolResultPart("a", "bash", output), ToolResultPart("b", "cat", output)],
     )
     stored = service.store.load_all_messages(sid)[-1].parts
     bash, cat = stored[0].part, stored[1].part

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.appending import append
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import open_app
 from tokend.service.settings import WorkspaceSettings
@@ -29,13 +30,17 @@ def test_the_workspace_settings_agree_with_what_the_daemon_applies(
     uri = workspace.as_uri()
     app = open_app(None, f"sqlite:///{tmp_path}/s.sqlite3")  # the usage monitor, as the daemon's
     service = app.service
-    sid = service.create_session("gpt-4o", workspace_uri=uri).id
-    service.append(sid, "user", [TextPart("hi")])
-    _, snap = service.append(
-        sid, "assistant", [TextPart("hello")], usage=Usage(input_tokens=1200, output_tokens=300)
+    sid = service.sessions.create_session("gpt-4o", workspace_uri=uri).id
+    append(service, sid, "user", [TextPart("hi")])
+    _, snap = append(
+        service,
+        sid,
+        "assistant",
+        [TextPart("hello")],
+        usage=Usage(input_tokens=1200, output_tokens=300),
     )
     assert snap.rate is None  # the daemon's rate limit is the user's: none configured
-    applied = service.config_for(uri)
+    applied = service.models.config_for(uri)
     assert applied.rate.tpm_limit is None
     assert (applied.spend.user_daily_usd, applied.spend.timezone) == (None, "local")
     assert applied.idle_timeout_s == 60

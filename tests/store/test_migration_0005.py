@@ -143,7 +143,7 @@ def test_the_figures_leave_extra_for_typed_columns_value_for_value(old_store: st
 def test_the_migrated_store_lists_and_loads_what_that_tokend_reported(old_store: str) -> None:
     service = open_service(None, old_store)
     try:
-        listed = {info.id: gauge for info, gauge in service.session_gauges(WORKSPACE)}
+        listed = {info.id: gauge for info, gauge in service.sessions.session_gauges(WORKSPACE)}
         for name, entry in REPORTED.items():
             if name == "deleted":
                 info = service.store.get_session_including_deleted(entry["id"])
@@ -156,7 +156,7 @@ def test_the_migrated_store_lists_and_loads_what_that_tokend_reported(old_store:
         for name, entry in REPORTED.items():
             if "snapshot" not in entry:
                 continue
-            s = service.snapshot(entry["id"])
+            s = service.sessions.snapshot(entry["id"])
             shown = {
                 "usedTokens": s.used_tokens,
                 "estimated": s.estimated,
@@ -165,7 +165,7 @@ def test_the_migrated_store_lists_and_loads_what_that_tokend_reported(old_store:
                 "contextWindow": s.context_window,
             }
             assert shown == entry["snapshot"], name
-        info = service.state(REPORTED["anchored"]["id"]).data.info
+        info = service.sessions.state(REPORTED["anchored"]["id"]).data.info
         assert [(f.path, f.read_only) for f in info.chat_files] == [
             ("src/parser.py", False),
             ("README.md", True),

@@ -1,5 +1,5 @@
 """One summarizer model behind an OpenAI-compatible `/chat/completions` or an Anthropic
-`/v1/messages` endpoint, on httpx (service.summarizers' `ModelWriter` seam).
+`/v1/messages` endpoint, on httpx (core.ports' `ModelWriter` seam).
 
 Each `write` is one POST on a client of its own, on the event loop: nothing waits in a thread.
 Cancelled (a compaction cancelled), the request's connection is closed at once, so the provider

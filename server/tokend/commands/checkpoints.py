@@ -31,7 +31,7 @@ def _ask(
         with client:
             return client.request(method, params)
     with local_app(database_url, CheckpointStore()) as app:
-        app.service.state(params["sessionId"])  # SessionNotFound for an unknown id
+        app.service.sessions.state(params["sessionId"])  # SessionNotFound for an unknown id
         return locally(app.checkpoints)
 
 

@@ -48,5 +48,5 @@ def run_fork(args: argparse.Namespace, out: TextIO) -> int:
 def fork_locally(service: TokendService, session_id: str, at_message_id: str | None) -> Any:
     """What session/fork answers, computed on the store."""
     child, copied = fork(service, session_id, at_message_id)
-    version = service.snapshot(child.id).version
+    version = service.sessions.snapshot(child.id).version
     return {"sessionId": child.id, "parentId": session_id, "messages": copied, "version": version}

@@ -123,7 +123,7 @@ def import_claude_code(
         outcome = import_events(
             app.service, path, context_window, uri, skip_bad_lines=skip_bad_lines
         )
-        snapshot = app.service.snapshot(outcome.session_id)
+        snapshot = app.service.sessions.snapshot(outcome.session_id)
     finally:
         app.close()
     if not outcome.created and (outcome.messages or outcome.compactions):

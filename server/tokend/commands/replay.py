@@ -15,7 +15,7 @@ from typing import TextIO
 
 from tokend.core.errors import TokendError
 from tokend.core.replay import ReplayCall, ReplayResult, summarize_calls
-from tokend.core.snapshot import BudgetSnapshot
+from tokend.service.listeners import SessionEvent
 
 
 def replay_file(path: Path) -> ReplayResult:
@@ -27,8 +27,8 @@ def replay_file(path: Path) -> ReplayResult:
     calls: list[ReplayCall] = []
     seen: set[str] = set()
 
-    def record(snapshot: BudgetSnapshot) -> None:
-        call = snapshot.last_call
+    def record(event: SessionEvent) -> None:
+        call = event.snapshot.last_call
         if call is not None and call.message_id not in seen:
             seen.add(call.message_id)
             calls.append(ReplayCall(call.predicted_tokens, call.context_tokens))
@@ -36,7 +36,7 @@ def replay_file(path: Path) -> ReplayResult:
     with tempfile.TemporaryDirectory(prefix="tokend-replay-") as folder:
         app = open_app(None, f"sqlite:///{folder}/replay.sqlite3")
         try:
-            app.service.subscribe_every(record)
+            app.service.listeners.subscribe_every(record)
             import_events(app.service, path)
         finally:
             app.close()

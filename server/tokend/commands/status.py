@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def active_session_id(service: TokendService, workspace: Path) -> str:
-    sessions = service.list_sessions(workspace.resolve().as_uri())
+    sessions = service.sessions.list_sessions(workspace.resolve().as_uri())
     if not sessions:
         raise _no_session(workspace)
     return sessions[0].id
@@ -83,7 +83,7 @@ def _local_snapshot(args: argparse.Namespace) -> tuple[dict[str, Any], str | Non
 
     with local_service(args.database_url) as service:  # a read: saves no calibration
         session_id = args.session or active_session_id(service, Path.cwd())
-        snapshot = service.snapshot(session_id)
+        snapshot = service.sessions.snapshot(session_id)
         info = service.store.get_session(session_id)
     result: dict[str, Any] = wire.to_wire(to_wire_snapshot(snapshot))
     return result, info.workspace_uri if info is not None else None

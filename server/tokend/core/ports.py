@@ -164,3 +164,27 @@ class Store(Protocol):
     def list_deleted_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         """Soft-deleted sessions, most recently deleted first; all workspaces when None."""
         ...
+
+
+class ModelWriter(Protocol):
+    """Writes the narrative for a prompt, or raises SummaryFailed. Runs on the event loop
+    (never blocking it, never in the service's workers): service.summarizers' model-backed steps."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None:
+        """The catalog name of the model writing (its window bounds a request); None when
+        unknown (the client)."""
+
+    async def write(self, prompt: str, max_tokens: int) -> str: ...
+
+
+class HttpWriterFactory(Protocol):
+    """Builds the writer of one model of an `openai` / `anthropic` chain step (production:
+    adapters.model_http.HttpWriter, on httpx, handed over by the composition root)."""
+
+    def __call__(
+        self, provider: str, base_url: str, model: str, key_env: str, timeout_s: float
+    ) -> ModelWriter: ...

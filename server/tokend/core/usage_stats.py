@@ -29,6 +29,7 @@ class Call:
     at: datetime
     cost_usd: float
     usage: Usage
+    message_id: str = ""  # the message that reported it
 
 
 RATE_WINDOW = timedelta(seconds=60)

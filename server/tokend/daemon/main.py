@@ -183,7 +183,7 @@ def serve_forever(args: argparse.Namespace) -> int:
 
     def ready(addresses: list[str]) -> None:
         # Called on the running loop: from now on, other daemons' changes reach our editors.
-        stop = service.listen_remote(asyncio.get_running_loop())
+        stop = service.remote.listen(asyncio.get_running_loop())
         if stop is not None:
             stop_feed.append(stop)
         if is_detached():  # stderr is the crash file: it stays empty unless the daemon dies

@@ -87,7 +87,7 @@ class TokendServer(LanguageServer):
 
         A connection follows one session: the one it followed before is let go (no more
         budget/didChange for it) unless the connection used it itself (`watch`)."""
-        snapshot = self.service.snapshot(session_id)  # raises SessionNotFound
+        snapshot = self.service.sessions.snapshot(session_id)  # raises SessionNotFound
         before = self.attached_session
         if before is not None and before != session_id and before not in self._used:
             self.unwatch(before)
@@ -111,7 +111,11 @@ class TokendServer(LanguageServer):
             return
         session_id = wanted
         if wanted == "active":
-            sessions = self.service.list_sessions(self.workspace_uri) if self.workspace_uri else []
+            sessions = (
+                self.service.sessions.list_sessions(self.workspace_uri)
+                if self.workspace_uri
+                else []
+            )
             if not sessions:
                 return
             session_id = sessions[0].id
@@ -149,8 +153,10 @@ class TokendServer(LanguageServer):
         if self.ended:  # attach() too: nothing is watched again once the connection has ended
             raise RuntimeError("the connection has ended")
         if session_id not in self._watching:
-            self.service.state(session_id)
-            self._watching[session_id] = self.service.subscribe(session_id, self._did_change)
+            self.service.sessions.state(session_id)
+            self._watching[session_id] = self.service.listeners.subscribe(
+                session_id, lambda event: self._did_change(event.snapshot)
+            )
 
     def watches(self, session_id: str) -> bool:
         """Whether this connection receives the session's budget/didChange."""

@@ -24,8 +24,9 @@ def delete_session(service: TokendService, session_id: str) -> SessionInfo:
     deleted session keeps the first deleted_at."""
     info = _any_session(service, session_id)
     if info.deleted_at is None:
-        state = service.state(session_id)
-        service.announce(state, state.apply(Delete(service.clock.now())))
+        state = service.sessions.state(session_id)
+        delete = Delete(service.clock.now())
+        service.listeners.announce(delete, state.apply(delete))
         info = replace(info, deleted_at=state.data.info.deleted_at)
     forget_session(service, session_id)
     return info
@@ -36,8 +37,8 @@ def restore_session(service: TokendService, session_id: str) -> SessionInfo:
     session that is not deleted is returned as is."""
     info = _any_session(service, session_id)
     if info.deleted_at is not None:
-        state = service.state(session_id, deleted=True)
-        service.announce(state, state.apply(Restore()))
+        state = service.sessions.state(session_id, deleted=True)
+        service.listeners.announce(Restore(), state.apply(Restore()))
         info = replace(info, deleted_at=None)
     return info
 
@@ -53,7 +54,7 @@ def rename_session(service: TokendService, session_id: str, title: str) -> Sessi
             f"session {session_id} is deleted: restore it first (session/restore, "
             f"`tokend sessions restore {session_id}`)"
         )
-    return service.update_info(session_id, title=title)
+    return service.changes.update_info(session_id, title=title)
 
 
 def list_sessions(
@@ -63,24 +64,24 @@ def list_sessions(
     the soft-deleted ones instead, most recently deleted first."""
     if deleted:
         return service.store.list_deleted_sessions(workspace_uri)
-    return service.list_sessions(workspace_uri)
+    return service.sessions.list_sessions(workspace_uri)
 
 
 def session_gauge(service: TokendService, info: SessionInfo) -> SessionGauge | None:
-    """The gauge a listing shows (service.listed_gauge); None for a deleted session without
+    """The gauge a listing shows (service.sessions.listed_gauge); None for a deleted session without
     stored figures."""
-    return service.listed_gauge(info)
+    return service.sessions.listed_gauge(info)
 
 
 def reload_session(service: TokendService, session_id: str) -> BudgetSnapshot:
     """Read the session again from the store (after another process changed it there)."""
     forget_session(service, session_id)
-    return service.snapshot(session_id)
+    return service.sessions.snapshot(session_id)
 
 
 def forget_session(service: TokendService, session_id: str) -> None:
     """Drop the session's in-memory state (it reloads from the store on its next request)."""
-    service.forget(session_id)
+    service.sessions.forget(session_id)
 
 
 def _any_session(service: TokendService, session_id: str) -> SessionInfo:

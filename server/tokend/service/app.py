@@ -20,15 +20,33 @@ after its wait is named in the log; being a daemon thread it cannot hold up the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokend.adapters.model_http import HttpWriter
 from tokend.adapters.store import SqlStore, resolve_database_url
-from tokend.service.service import TokendService
+from tokend.core.catalog import Catalog
+from tokend.core.ports import Clock, CountCache, HttpWriterFactory, Store
+from tokend.core.settings import TokendConfig
+from tokend.core.telemetry_settings import TelemetryConfig
+from tokend.service.appends import Appends
+from tokend.service.calibration import Calibration
+from tokend.service.count_upgrade import CountUpgrades
+from tokend.service.listeners import SnapshotListeners
+from tokend.service.message_prep import MessagePrep
+from tokend.service.models import SessionModels
+from tokend.service.remote_feed import RemoteFeed
+from tokend.service.service import SystemClock, TokendService
+from tokend.service.session_changes import SessionChanges
+from tokend.service.session_loader import SessionLoader
+from tokend.service.sessions import Sessions
 from tokend.service.settings import WarningsHook, WorkspaceSettings
+from tokend.service.snapshot_extras import SnapshotExtras
 from tokend.service.telemetry import start_telemetry, stop_telemetry
 from tokend.service.usage import UsageMonitor
+from tokend.service.workers import Workers
 
 if TYPE_CHECKING:
     from tokend.adapters.checkpoint_store import CheckpointStore
@@ -165,7 +183,7 @@ def open_service(
         for warning in base.warnings:
             log.warning("config: %s", warning)
     store = SqlStore.open(resolve_database_url(database_url or base.config.database_url))
-    return TokendService(
+    return build_service(
         store,
         base.catalog,
         base.config,
@@ -174,6 +192,49 @@ def open_service(
         workspace_config=lambda uri: settings.for_workspace(uri or base_uri).config,
         forget_settings=lambda uri: settings.forget(uri or base_uri),
     )
+
+
+def build_service(
+    store: Store,
+    catalog: Catalog,
+    config: TokendConfig,
+    *,
+    cache: CountCache | None = None,
+    clock: Clock | None = None,
+    workspace_catalog: Callable[[str], Catalog] | None = None,
+    workspace_config: Callable[[str | None], TokendConfig] | None = None,
+    forget_settings: Callable[[str | None], None] | None = None,
+    http_writer: HttpWriterFactory = HttpWriter,
+) -> TokendService:
+    """The session core's parts on `store`, each handed the others it needs (service.service).
+    The workspace_* callables give a workspace's catalog and settings (the user's without)."""
+    clock = clock or SystemClock()
+    calibration = Calibration(store)
+    models = SessionModels(
+        catalog,
+        config,
+        calibration.calibrator,
+        cache,
+        workspace_catalog=workspace_catalog,
+        workspace_config=workspace_config,
+        forget_settings=forget_settings,
+    )
+    workers = Workers()
+    listeners = SnapshotListeners()
+    extras = SnapshotExtras()
+    upgrades = CountUpgrades(
+        workers.run, workers.submit, listeners.announce, calibration.calibrator
+    )
+    loader = SessionLoader(store, models, extras, upgrades)
+    sessions = Sessions(store, models, loader, listeners, clock)
+    prep = MessagePrep(models, clock)
+    appends = Appends(store, sessions, models, prep, workers, listeners, calibration, upgrades)
+    changes = SessionChanges(sessions, models, listeners, workers, clock)
+    remote = RemoteFeed(store, sessions, listeners, workers)
+    return TokendService(
+        store, catalog, config, clock, models, workers, listeners, extras, calibration,
+        upgrades, sessions, prep, appends, changes, remote, http_writer,
+    )  # fmt: skip
 
 
 def assemble_app(
@@ -189,14 +250,16 @@ def assemble_app(
     workspace parts for a serving app or one given a checkpoint store or a workspace cache
     (kept in the user's workspace cache unless one is given); telemetry when serving."""
     usage = UsageMonitor(service)
-    service.add_snapshot_warnings(usage.snapshot_warnings)
-    service.set_rate_source(usage.snapshot_rate)
+    service.extras.add_warnings(usage.snapshot_warnings)
+    service.extras.set_rate_source(usage.snapshot_rate)
+    for state in service.sessions.loaded_states():  # loaded before: rebuilt with them
+        state.refresh()
     if serving:
         usage.load_past()  # before the first request; a command reads it only if it must
     parts = None
     if serving or checkpoint_store is not None or workspace_cache is not None:
         parts = _workspace_parts(service, checkpoint_store, workspace_cache)
-    telemetry = start_telemetry(service.config.telemetry, usage) if serving else None
+    telemetry = start_telemetry(service.config.telemetry, usage, _otel_sink) if serving else None
     return App(service, usage, parts, telemetry)
 
 
@@ -220,3 +283,10 @@ def _workspace_parts(
         config = service.config.checkpoints  # the user's settings: one store per user
         checkpoints = Checkpoints(service, workspaces, checkpoint_store, config)
     return WorkspaceParts(workspaces, Followers(service), checkpoints)
+
+
+def _otel_sink(config: TelemetryConfig, version: str) -> Any:
+    """The OpenTelemetry sink of `config` (ImportError without the `otel` extra installed)."""
+    from tokend.adapters.telemetry import OtelSink
+
+    return OtelSink(config, version)

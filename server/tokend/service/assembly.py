@@ -60,7 +60,7 @@ def assemble_context(
     inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
     state, spend_warnings = _admit(service, session_id, inp, usage)
     built = _build(service, workspaces, state, inp, spend_warnings)
-    service.set_measured(session_id, built.measured, built.exact)
+    service.changes.set_measured(session_id, built.measured, built.exact)
     # After set_measured: the figures told to the model are the gauge's as the client sees it.
     budgeted = _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
     return _with_edits(service, session_id, inp, budgeted)
@@ -81,11 +81,13 @@ async def assemble_context_async(
     A cancel while the worker builds answers RequestCancelled and records nothing."""
     inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
     state, spend_warnings = _admit(service, session_id, inp, usage)
-    built = await service.run(lambda: _build(service, workspaces, state, inp, spend_warnings))
+    built = await service.workers.run(
+        lambda: _build(service, workspaces, state, inp, spend_warnings)
+    )
     data = state.data
     if dict(data.measured) != built.measured or data.measured_exact != built.exact:
         change = RecordMeasured(built.measured, built.exact)
-        await state.apply_async(change, None, service.submit)  # a read: nobody is told
+        await state.apply_async(change, None, service.workers.submit)  # a read: nobody is told
     budgeted = _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
     return _with_edits(service, session_id, inp, budgeted)
 
@@ -104,7 +106,7 @@ def _admit(
 ) -> tuple[SessionState, tuple[str, ...]]:
     """The session's owner and the spend warnings, once the request is known to be acceptable
     (cheap checks, on the caller's thread)."""
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     if inp.budget_injection is not None and inp.budget_injection not in INJECTION_MODES:
         raise InvalidParams(
             f"budgetInjection must be one of {', '.join(INJECTION_MODES)}, "
@@ -133,7 +135,7 @@ def _build(
     """The assembly of the session's data as it is now (file reads, repo map, counting)."""
     data = state.data
     inp, workspace_warnings = with_workspace(workspaces, data, inp)
-    counter = service.counter(data.model)
+    counter = service.models.counter(data.model)
     provider = data.model.provider
     count = counter.count_text
 
@@ -153,7 +155,7 @@ def _build(
     tools_tokens = tool_schemas_tokens(list(inp.tools), count, provider) if inp.tools else 0
     request = AssemblyRequest(
         format=inp.format,  # type: ignore[arg-type]  # assemble() refuses unknown formats
-        limit_tokens=service.input_limit(data),
+        limit_tokens=service.models.input_limit(data),
         history=data.messages,
         system=inp.system,
         system_tokens=system_tokens or None,
@@ -197,9 +199,9 @@ def _with_budget(
 ) -> Assembly:
     """The assembly with the model's budget told to it (core.budget_injection), after the
     cached prefix, in a "budget" chunk of its own (0 when off)."""
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     data = state.data
-    config = service.config_for(data.info.workspace_uri)
+    config = service.models.config_for(data.info.workspace_uri)
     task_budget = task_budget_model(data.model.name, inp.format)
     native = data.model.native_budget_injection or task_budget
     mode = resolve_mode(inp.budget_injection, config.context.budget_injection, native)
@@ -219,7 +221,9 @@ def _with_budget(
         if mode == "native"
         else synthetic_text(figures)
     )
-    return inject(assembly, text, service.counter(data.model).count_text, overhead, limit_tokens)
+    return inject(
+        assembly, text, service.models.counter(data.model).count_text, overhead, limit_tokens
+    )
 
 
 def _with_edits(
@@ -227,8 +231,8 @@ def _with_edits(
 ) -> Assembly:
     """The assembly with Anthropic's context editing edits (core.context_editing) when the
     request or the session's settings ask for them, or the warning that says why not."""
-    data = service.state(session_id).data
-    cfg = service.config_for(data.info.workspace_uri).context_editing
+    data = service.sessions.state(session_id).data
+    cfg = service.models.config_for(data.info.workspace_uri).context_editing
     edits = provider_edits(cfg, inp.context_editing, data.model.name, inp.format)
     if edits.warning is not None:
         assembly = replace(assembly, warnings=(*assembly.warnings, edits.warning))

@@ -42,8 +42,8 @@ async def auto_compact_async(
     act (the snapshot then warns that the session is over the threshold). Never silent: the
     caller announces what was done. Cancelled (through `progress`, or the awaiting task's own
     cancel), it writes nothing, unless its changes were already being written."""
-    state = service.state(session_id)
-    if not service.config_for(state.data.info.workspace_uri).compaction.auto:
+    state = service.sessions.state(session_id)
+    if not service.models.config_for(state.data.info.workspace_uri).compaction.auto:
         return None
     if state.snapshot.used_tokens < state.snapshot.autocompact_threshold:
         return None
@@ -116,7 +116,7 @@ async def append_message(
 ) -> AppendOutcome:
     """session/append: the message, then compaction.auto when the gauge passed the threshold
     (`ask_client` reaches the appending connection, for the "client" summarizer)."""
-    appended = await service.append_async(
+    appended = await service.appends.append(
         session_id,
         role,
         parts,

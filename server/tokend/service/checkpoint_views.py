@@ -147,13 +147,13 @@ def turn_diff(checkpoints: Checkpoints, session_id: str, message_id: str, path: 
 
 
 async def list_async(checkpoints: Checkpoints, session_id: str) -> list[TurnView]:
-    checkpoints.service.state(session_id)  # SessionNotFound for an unknown id
+    checkpoints.service.sessions.state(session_id)  # SessionNotFound for an unknown id
     return await on_checkpoint_thread(checkpoints, lambda: list_turns(checkpoints, session_id))
 
 
 def watching(checkpoints: Checkpoints, session_id: str) -> bool:
     """Whether the session's workspace is checkpointed yet (its first walk is saved)."""
-    uri = checkpoints.service.state(session_id).data.info.workspace_uri
+    uri = checkpoints.service.sessions.state(session_id).data.info.workspace_uri
     try:
         return bool(uri) and checkpoints.walked(checkpoints.workspaces.key(uri or ""))
     except InvalidParams:
@@ -163,7 +163,7 @@ def watching(checkpoints: Checkpoints, session_id: str) -> bool:
 async def diff_async(
     checkpoints: Checkpoints, session_id: str, message_id: str, path: str | None
 ) -> str:
-    checkpoints.service.state(session_id)
+    checkpoints.service.sessions.state(session_id)
     return await on_checkpoint_thread(
         checkpoints, lambda: turn_diff(checkpoints, session_id, message_id, path)
     )
@@ -182,7 +182,7 @@ async def rewind_both(
     finishes both (restore_journal). The files are written on the checkpoints' thread, which a
     cancel cannot stop: once they are, a cancel is too late and the rewind runs to its end."""
     service = checkpoints.service
-    service.state(session_id)
+    service.sessions.state(session_id)
     ids = history.planned_rewind(service, session_id, to_message_id, if_version)
     return await run_to_end(
         _files_then_conversation(checkpoints, session_id, to_message_id, if_version, force, ids)
@@ -219,7 +219,7 @@ async def restore_code(
     """The code part of a rewind (session/rewind's restore "code" | "both" calls this):
     see `restore`. Not a dry run, it writes from its start on the checkpoints' thread: a cancel
     is too late and the result is returned."""
-    checkpoints.service.state(session_id)
+    checkpoints.service.sessions.state(session_id)
     work = on_checkpoint_thread(
         checkpoints, lambda: restore(checkpoints, session_id, to_message_id, dry_run, force)
     )

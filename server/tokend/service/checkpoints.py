@@ -37,8 +37,8 @@ from tokend.adapters.checkpoint_store import CheckpointStore, Seen, sha256_bytes
 from tokend.core.checkpoints import CheckpointConfig, FileChange, Origin, TurnMark, pair_moves
 from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.prune import is_user_turn
-from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
+from tokend.service.listeners import SessionEvent
 from tokend.service.service import TokendService
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.registry import Workspaces
@@ -78,7 +78,6 @@ class Checkpoints:
         self._walked: set[str] = set()
         self._turns: dict[str, _Turn] = {}
         self._saves: dict[tuple[str, str], tuple[str, float]] = {}  # (ws, path) -> (sha, at)
-        self._marked: dict[str, set[str]] = {}  # session id -> message ids marked
         self._opened: set[str] = set()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokend-checkpoints")
         # Who hears of the restores settled at start (restore_journal): a connection's server,
@@ -91,7 +90,7 @@ class Checkpoints:
         workspaces.batch_hooks.append(self.on_batch)
         workspaces.editor_hooks.append(self.on_editor)
         workspaces.released_hooks.append(self.on_released)
-        service.subscribe_every(self.on_snapshot)
+        service.listeners.subscribe_every(self.on_change)
 
     def lock(self, workspace: str) -> threading.RLock:
         return self._locks.setdefault(workspace, threading.RLock())
@@ -284,23 +283,14 @@ class Checkpoints:
 
     # -- the sessions' messages -------------------------------------------------------------
 
-    def on_snapshot(self, snapshot: BudgetSnapshot) -> None:
-        """Mark the messages appended since the last snapshot (on the loop: no I/O here)."""
-        data = self.service.state(snapshot.session_id).data
+    def on_change(self, event: SessionEvent) -> None:
+        """Mark the messages a change appended (on the loop: no I/O here)."""
+        data = event.data
         uri = data.info.workspace_uri
-        if not uri or not data.messages:
-            return
-        known = self._marked.setdefault(data.id, set())
-        fresh: list[Message] = []
-        for message in reversed(data.messages):
-            if message.id in known or (fresh and not known):
-                break
-            fresh.append(message)
-        if not fresh:
+        if not uri or not event.appended:
             return
         now = time.time()
-        marks = [_mark(m, now) for m in reversed(fresh)]
-        known.update(m.id for m in fresh)
+        marks = [_mark(m, now) for m in event.appended]
         if uri not in self._opened:
             self._opened.add(uri)
             try:

@@ -89,13 +89,13 @@ async def compact_async(
     written, a cancel comes too late and the outcome is returned."""
     if request.strategy not in STRATEGIES:
         raise InvalidParams(f"strategy must be one of {', '.join(STRATEGIES)}")
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     async with state.compacting:
         before = state.snapshot.used_tokens
         threshold = state.snapshot.autocompact_threshold
         if request.automatic and before < threshold:
             return CompactOutcome(before, before, [], state.snapshot)  # done meanwhile
-        cfg = service.config_for(state.data.info.workspace_uri).compaction
+        cfg = service.models.config_for(state.data.info.workspace_uri).compaction
         tiers = ["prune", "summarize", "full"] if request.strategy == "auto" else [request.strategy]
         if request.strategy == "auto" and not cfg.prune:
             tiers.remove("prune")
@@ -135,7 +135,7 @@ async def _apply(
             actions.append(step.action)
             continue
         try:
-            await service.apply_compaction_async(state.id, step.change)
+            await service.changes.apply_compaction_async(state.id, step.change)
         except VersionConflict as conflict:
             actions.append(CompactAction("skip", 0, 0, f"{step.action.kind}: {conflict.message}"))
             continue
@@ -178,17 +178,17 @@ def _projected(data: SessionData, change: Change) -> int:
 
 
 async def _prune(service: TokendService, data: SessionData, threshold: int) -> Planned:
-    cfg = service.config_for(data.info.workspace_uri).compaction
+    cfg = service.models.config_for(data.info.workspace_uri).compaction
     before = data.used_tokens()[0]
     info = data.model
     rates = rates_for(info.prices, info.price_tiers, before)
     now = service.clock.now()
-    editing = service.config_for(data.info.workspace_uri).context_editing
+    editing = service.models.config_for(data.info.workspace_uri).context_editing
     clears = provider_clears(editing, info.name)  # Anthropic's context editing: it prunes
     plan = session_prune_plan(data, cfg, rates, now, threshold, provider_clears=clears)
     if not plan.part_ids:
         return Planned(CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}"))
-    change = service.prune_change(data, plan.part_ids)
+    change = service.changes.prune_change(data, plan.part_ids)
     after = _projected(data, change)
     refused = _shrink_refused("prune", before, after)
     if refused is not None:
@@ -210,8 +210,8 @@ async def _summarize(
     service: TokendService, data: SessionData, request: CompactRequest, *, full: bool
 ) -> Planned:
     tier = "full" if full else "summarize"
-    limit = service.input_limit(data)
-    budget = service.config_for(data.info.workspace_uri).budget
+    limit = service.models.input_limit(data)
+    budget = service.models.config_for(data.info.workspace_uri).budget
     from_id = None if full else request.from_message_id
     split = split_window(
         data.messages, data.message_tokens, 0 if full else tail_budget_tokens(limit), from_id
@@ -228,7 +228,7 @@ async def _summarize(
     # messages the record leaves out): without one, the live context is the history.
     history: Sequence[Message] = data.messages
     if data.messages and _starts_window(data.messages[0]):
-        history = await service.run(lambda: service.store.load_all_messages(data.id))
+        history = await service.workers.run(lambda: service.store.load_all_messages(data.id))
     written, after, checked = await _written(
         service, data, split, (target, words), request, limit, full, history
     )
@@ -236,7 +236,7 @@ async def _summarize(
     refused = _shrink_refused(tier, before, after)
     if refused is not None:
         return Planned(refused)
-    record = await service.run(lambda: record_of(history, split.head))  # for the detail
+    record = await service.workers.run(lambda: record_of(history, split.head))  # for the detail
     action = CompactAction(
         tier,
         sum(1 for m in split.head if not m.summary),
@@ -285,14 +285,14 @@ async def _written(
 
     attempts = FULL_FIT_ATTEMPTS if full else 1
     while True:
-        written = await service.run(lambda t=target, w=words: write(t, w, narrative))  # type: ignore[misc]
+        written = await service.workers.run(lambda t=target, w=words: write(t, w, narrative))  # type: ignore[misc]
         after = _projected(data, written.change)
         attempts -= 1
         if after <= limit or attempts <= 0:
             break
         target, words = target // 2, words // 2
     plain = Narrative(None, "extractive", narrative.steps)
-    checked = await service.run(
+    checked = await service.workers.run(
         lambda: checked_summary(
             service, data.id, data.model, split, written, words, lambda: write(target, words, plain)
         )

@@ -135,7 +135,7 @@ class CountUpgrades:
             self._pending.pop(message.id, None)
             return
         estimate = self._pending.pop(message.id, (None, None, None, None))[3]
-        self._changed(state, applied)
+        self._changed(upgrade, applied)
         self._learn(state.data.model.name, estimate, counts)
 
     def _learn(self, model: str, estimate: Estimate, exact: PartCounts) -> None:

@@ -27,7 +27,8 @@ from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS, render_summary
 from tokend.core.types import SessionInfo
 from tokend.service.counting import ModelCounter
-from tokend.service.service import TokendService, new_id
+from tokend.service.service import TokendService
+from tokend.service.sessions import new_id
 from tokend.service.turns import run_to_end
 
 MAX_FILE_BYTES = 4_000_000  # a file larger than this is not read (it could not fit anyway)
@@ -46,11 +47,11 @@ async def handoff(service: TokendService, session_id: str, goal: str) -> HandedO
     """The child session for `goal` (see the module docstring)."""
     if not goal.strip():
         raise InvalidParams("goal must say what the new thread is for")
-    data = service.state(session_id).data  # SessionNotFound for an unknown id
-    config = service.config_for(data.info.workspace_uri)
-    counter = service.counter(data.model)
+    data = service.sessions.state(session_id).data  # SessionNotFound for an unknown id
+    config = service.models.config_for(data.info.workspace_uri)
+    counter = service.models.counter(data.model)
     folder = workspace_folder(data.info.workspace_uri) if data.info.workspace_uri else None
-    limit = service.input_limit(data)
+    limit = service.models.input_limit(data)
 
     def build() -> tuple[str, dict[str, Any], list[FileChoice]]:
         every = service.store.load_all_messages(session_id)
@@ -71,7 +72,7 @@ async def handoff(service: TokendService, session_id: str, goal: str) -> HandedO
         text = handoff_text(goal, session_id, rendered.text, files)
         return text, digest_to_json(digest), choices
 
-    text, digest, choices = await service.run(build)
+    text, digest, choices = await service.workers.run(build)
     # The commit point: once the child is being created, a cancel no longer stops it (a child
     # without its first message would be left otherwise); before, nothing was written.
     return await run_to_end(_create_child(service, data.info, goal, text, digest, choices))
@@ -98,11 +99,13 @@ async def _create_child(
         handoff_from=parent.id,
         goal=goal,
     )
-    await service.run(lambda: service.store.create_session(child))
-    state = service.state(child.id)
-    change = await service.run(lambda: service.summary_change(state.data, text, digest, []))
-    applied = await state.apply_async(change, None, service.submit)
-    snapshot = service.announce(state, applied)
+    await service.workers.run(lambda: service.store.create_session(child))
+    state = service.sessions.state(child.id)
+    change = await service.workers.run(
+        lambda: service.changes.summary_change(state.data, text, digest, [])
+    )
+    applied = await state.apply_async(change, None, service.workers.submit)
+    snapshot = service.listeners.announce(change, applied)
     return HandedOff(child, change.message.id, change.tokens, tuple(choices), snapshot)
 
 

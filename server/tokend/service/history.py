@@ -13,7 +13,8 @@ from tokend.core.errors import InvalidParams
 from tokend.core.excerpt import excerpt
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, SessionFigures, SessionInfo
-from tokend.service.service import TokendService, new_id
+from tokend.service.service import TokendService
+from tokend.service.sessions import new_id
 
 MAX_READ_CHARS = 1_000_000  # toolOutput/read returns at most this many characters at once
 
@@ -22,7 +23,7 @@ def session_messages(
     service: TokendService, session_id: str, include_compacted: bool = False
 ) -> list[Message]:
     """The live context (the summary first), or every message ever appended, oldest first."""
-    state = service.state(session_id)  # SessionNotFound for an unknown id
+    state = service.sessions.state(session_id)  # SessionNotFound for an unknown id
     if not include_compacted:
         return list(state.data.messages)
     # A provider's compaction marks what it retired (loading marks older sessions' messages).
@@ -41,7 +42,7 @@ def messages_after(service: TokendService, session_id: str, to_message_id: str) 
 
 
 def _after(service: TokendService, session_id: str, to_message_id: str) -> tuple[str, ...]:
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     ids = [m.id for m in state.data.messages]
     if to_message_id not in ids:
         raise InvalidParams(
@@ -60,12 +61,12 @@ async def rewind(
     service: TokendService, session_id: str, to_message_id: str, if_version: int | None
 ) -> Rewound:
     """Take every message after `to_message_id` out of the live context (kept, marked)."""
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     state.check_version(if_version)
     removed = _after(service, session_id, to_message_id)
     change = Rewind(to_message_id, removed, service.clock.now())
-    applied = await state.apply_async(change, if_version, service.submit)
-    return Rewound(len(removed), service.announce(state, applied))
+    applied = await state.apply_async(change, if_version, service.workers.submit)
+    return Rewound(len(removed), service.listeners.announce(change, applied))
 
 
 def planned_rewind(
@@ -73,7 +74,7 @@ def planned_rewind(
 ) -> tuple[str, ...]:
     """The message ids a rewind would take out, checked as `rewind` checks them (before a
     "both" rewind writes any file)."""
-    service.state(session_id).check_version(if_version)
+    service.sessions.state(session_id).check_version(if_version)
     return _after(service, session_id, to_message_id)
 
 
@@ -82,7 +83,7 @@ async def complete_rewind(
 ) -> str:
     """Finish the conversation part of a "both" rewind a kill interrupted: the messages of
     `ids` still live after `to_message_id` leave the live context. What was done, in words."""
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     live = [m.id for m in state.data.messages]
     if to_message_id not in live:
         return "unchanged (the message it went back to is no longer live)"
@@ -91,8 +92,8 @@ async def complete_rewind(
     if not removed:
         return "already rewound"
     change = Rewind(to_message_id, removed, service.clock.now())
-    applied = await state.apply_async(change, None, service.submit)
-    service.announce(state, applied)
+    applied = await state.apply_async(change, None, service.workers.submit)
+    service.listeners.announce(change, applied)
     return f"rewound ({len(removed)} messages left the live context)"
 
 
@@ -104,7 +105,7 @@ def fork(
 ) -> tuple[SessionInfo, int]:
     """A child session holding the parent's messages up to `at_message_id` (all when None);
     the parent is kept as it is. Returns the child and how many messages it holds."""
-    parent = service.state(session_id).data.info
+    parent = service.sessions.state(session_id).data.info
     now = service.clock.now()
     child = SessionInfo(
         id=new_id(),
@@ -134,7 +135,7 @@ def read_tool_output(
     service: TokendService, session_id: str, ref: str, offset: int, length: int
 ) -> OutputSlice:
     """Characters [offset, offset + length) of a tool output a gate kept whole."""
-    service.state(session_id)  # SessionNotFound for an unknown id
+    service.sessions.state(session_id)  # SessionNotFound for an unknown id
     if length > MAX_READ_CHARS:
         raise InvalidParams(f"length is at most {MAX_READ_CHARS:,} characters; read in slices")
     found = service.store.read_tool_output(session_id, ref, offset, length)

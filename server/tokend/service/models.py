@@ -1,17 +1,21 @@
-"""Which model a session runs on, and the token counter for it.
+"""A session's settings as its workspace gives them: its config, its model, the token counter
+for it, and how many input tokens a request of it may hold.
 
-A workspace's .tokend.toml may declare or override models, so each workspace gets its own
-catalog (built once, on first use); counters are shared by every session of the same model
-and context window.
+A workspace's .tokend.toml may change settings and declare or override models, so each
+workspace gets its own config and catalog (built once, on first use, read again when a config
+file changes); counters are shared by every session of the same model and context window.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from tokend.core.budget import input_room_tokens
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, with_context_window
 from tokend.core.ports import CountCache
+from tokend.core.session_data import SessionData
+from tokend.core.settings import TokendConfig
 from tokend.core.types import SessionInfo
 from tokend.service.counting import ModelCounter
 
@@ -20,15 +24,33 @@ class SessionModels:
     def __init__(
         self,
         catalog: Catalog,
+        config: TokendConfig,
         calibrator: Calibrator,
-        cache: CountCache | None,
-        workspace_catalog: Callable[[str], Catalog] | None,
+        cache: CountCache | None = None,
+        *,
+        workspace_catalog: Callable[[str], Catalog] | None = None,
+        workspace_config: Callable[[str | None], TokendConfig] | None = None,
+        forget_settings: Callable[[str | None], None] | None = None,
     ) -> None:
         self._catalog = catalog
+        self._config = config
         self._calibrator = calibrator
         self._cache = cache
         self._workspace_catalog = workspace_catalog
+        self._workspace_config = workspace_config
+        self._forget_settings = forget_settings
         self._counters: dict[str, ModelCounter] = {}
+
+    def config_for(self, workspace_uri: str | None) -> TokendConfig:
+        """The settings of a workspace (its .tokend.toml over the user's config)."""
+        workspace = self._workspace_config
+        return self._config if workspace is None else workspace(workspace_uri)
+
+    def settings_changed(self, workspace_uri: str | None) -> None:
+        """The client says settings changed: the workspace's files are read again at its next
+        request (not only at the next periodic check)."""
+        if self._forget_settings is not None:
+            self._forget_settings(workspace_uri)
 
     def catalog_for(self, workspace_uri: str | None) -> Catalog:
         """The catalog with the workspace's overrides (the user's when no workspace is known);
@@ -46,9 +68,17 @@ class SessionModels:
         return model
 
     def counter(self, model: ModelInfo) -> ModelCounter:
+        """The token counter of `model` (shared by its sessions)."""
         # Every field that changes counting: a workspace may override the tokenizer or provider.
         key = f"{model.name}@{model.context_window}:{model.tokenizer}:{model.provider}"
         counter = self._counters.get(key)
         if counter is None:
             counter = self._counters[key] = ModelCounter(model, self._cache, self._calibrator)
         return counter
+
+    def input_limit(self, data: SessionData) -> int:
+        """Tokens a request of the session may hold (core.budget.input_room_tokens under its
+        workspace's settings; the safety margin only when its counts are estimates)."""
+        budget = self.config_for(data.info.workspace_uri).budget
+        exact = self.counter(data.model).exact
+        return max(0, input_room_tokens(data.model, budget, exact=exact))

@@ -36,7 +36,7 @@ def _check(
     part = next(sp.part for sp in written.change.message.parts)
     assert isinstance(part, CompactionPart)
     digest = digest_from_json(part.digest) if part.digest is not None else Digest()
-    count = service.counter(model).count_texts
+    count = service.models.counter(model).count_texts
     return check_summary(digest, part.summary, split.tail, count, words)
 
 

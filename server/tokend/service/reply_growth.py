@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from tokend.core.changes import GrowReply
 from tokend.core.pricing import call_cost_usd
 from tokend.core.types import Part, StoredPart, Usage
-from tokend.service.service import TokendService, new_id
+from tokend.service.service import TokendService
+from tokend.service.sessions import new_id
 
 
 async def grow_reply(
@@ -18,19 +19,21 @@ async def grow_reply(
     """Append `parts` to the message `message_id` (a provider call's reply), give its call
     `usage` (priced and counted as an append prices and counts the whole message) and tell
     the session's listeners. False when nothing changed, or the message left the window."""
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     data = state.data
     message = next((m for m in data.messages if m.id == message_id), None)
     if message is None or message.usage is None or (message.usage == usage and not parts):
         return False
     whole = [*(sp.part for sp in message.parts), *parts]
-    counts = await service.run(lambda: service.counter(data.model).count_parts("assistant", whole))
+    counts = await service.workers.run(
+        lambda: service.models.counter(data.model).count_parts("assistant", whole)
+    )
     added = tuple(
         StoredPart(id=new_id(), part=p, tokens=t)
         for p, t in zip(parts, counts.tokens[len(message.parts) :], strict=True)
     )
-    priced = service._priced_model(data, message.model)  # the model append priced it with
+    priced = service.prep.priced_model(data, message.model)  # the model append priced it with
     change = GrowReply(message_id, added, counts, usage, call_cost_usd(priced, usage, whole))
-    applied = await state.apply_async(change, None, service.submit)
-    service.announce(state, applied)
+    applied = await state.apply_async(change, None, service.workers.submit)
+    service.listeners.announce(change, applied)
     return True

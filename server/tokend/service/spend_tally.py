@@ -9,10 +9,13 @@ dollars; tokens.
 from __future__ import annotations
 
 import heapq
+from collections import Counter, deque
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import date, datetime, tzinfo
 
 from tokend.core.spend import day_of
+from tokend.core.types import Usage
 from tokend.core.usage_stats import RATE_WINDOW, Call, call_tokens
 
 
@@ -61,26 +64,37 @@ class RecentCalls:
     window has passed it; O(log n) per call, O(1) to read."""
 
     def __init__(self) -> None:
-        self._window: list[tuple[datetime, int, int]] = []  # heap of (at, order, tokens)
-        self._ahead: list[tuple[datetime, int, int]] = []  # heap: dated after "now" so far
+        # heaps of (at, order, tokens, message id): in the window, and dated after "now" so far
+        self._window: list[tuple[datetime, int, int, str]] = []
+        self._ahead: list[tuple[datetime, int, int, str]] = []
+        self._ids: Counter[str] = Counter()  # the message ids of both heaps' entries
         self._sum = 0
         self._order = 0
 
     def reset(self, calls: Iterable[Call], now: datetime) -> None:
-        self._window, self._ahead, self._sum = [], [], 0
+        self._window, self._ahead, self._ids, self._sum = [], [], Counter(), 0
         for call in calls:
             self.add(call, now)
 
     def add(self, call: Call, now: datetime) -> None:
-        if call.at <= now - RATE_WINDOW:
+        self.add_tokens(call.at, call_tokens(call.usage), call.message_id, now)
+
+    def add_tokens(self, at: datetime, tokens: int, message_id: str, now: datetime) -> None:
+        """`tokens` of the call `message_id` made `at` (a reply's growth: what it grew by)."""
+        if at <= now - RATE_WINDOW:
             return
         self._order += 1
-        entry = (call.at, self._order, call_tokens(call.usage))
-        if call.at > now:
+        entry = (at, self._order, tokens, message_id)
+        self._ids[message_id] += 1
+        if at > now:
             heapq.heappush(self._ahead, entry)
             return
         heapq.heappush(self._window, entry)
-        self._sum += entry[2]
+        self._sum += tokens
+
+    def holds(self, message_id: str) -> bool:
+        """Whether the call `message_id` is counted (in the window, or dated ahead of it)."""
+        return self._ids[message_id] > 0
 
     def tokens(self, now: datetime) -> int:
         """Tokens of the calls in (now - window, now]."""
@@ -90,5 +104,23 @@ class RecentCalls:
             self._sum += entry[2]
         start = now - RATE_WINDOW
         while self._window and self._window[0][0] <= start:
-            self._sum -= heapq.heappop(self._window)[2]
+            _, _, tokens, message_id = heapq.heappop(self._window)
+            self._sum -= tokens
+            self._ids[message_id] -= 1
+            if self._ids[message_id] <= 0:
+                del self._ids[message_id]
         return self._sum
+
+
+def regrow(
+    calls: deque[Call], message_id: str, usage: Usage, cost_usd: float
+) -> tuple[Call, Call] | None:
+    """The call of `message_id` given its final usage and cost in `calls`, oldest first (a reply
+    that grew as it streamed: among the newest, found from the end); (before, after), or None
+    when it is not there (recorded before the two days kept, or never)."""
+    for index in range(len(calls) - 1, -1, -1):
+        was = calls[index]
+        if was.message_id == message_id:
+            calls[index] = replace(was, usage=usage, cost_usd=cost_usd)
+            return was, calls[index]
+    return None

@@ -22,15 +22,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from tokend.adapters.model_http import HttpWriter
 from tokend.core.changes import NewWindow
 from tokend.core.compaction_plan import WindowSplit
 from tokend.core.digest import digest_to_json
 from tokend.core.errors import SummaryFailed
 from tokend.core.history_record import Record, record_digest, record_of
 from tokend.core.model_summary import SummarizerConfig, answer_tokens
+from tokend.core.ports import HttpWriterFactory, ModelWriter
 from tokend.core.session_data import SessionData
 from tokend.core.summary import USER_WORDS_TOKENS, CountMany, digest_of, render_summary
 from tokend.core.types import Message
@@ -49,21 +49,6 @@ __all__ = ["HttpWriterFactory", "ModelWriter", "SummaryFailed"]
 # (until the daemon restarts): Claude Code's and OpenCode's circuit breaker.
 BREAKER_FAILURES = 3
 TRIPPED = f"failed {BREAKER_FAILURES} times in a row in this session"
-
-
-class ModelWriter(Protocol):
-    """Writes the narrative for a prompt, or raises SummaryFailed. Runs on the event loop
-    (never blocking it, never in the service's workers)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def model(self) -> str | None:
-        """The catalog name of the model writing (its window bounds a request); None when
-        unknown (the client)."""
-
-    async def write(self, prompt: str, max_tokens: int) -> str: ...
 
 
 class ExtractiveSummarizer:
@@ -100,15 +85,6 @@ class ExtractiveSummarizer:
 
 
 # -- the model-backed writers --------------------------------------------------------------------
-
-
-class HttpWriterFactory(Protocol):
-    """Builds the writer of one model of an `openai` / `anthropic` chain step (production:
-    adapters.model_http.HttpWriter, on httpx)."""
-
-    def __call__(
-        self, provider: str, base_url: str, model: str, key_env: str, timeout_s: float
-    ) -> ModelWriter: ...
 
 
 class ClientWriter:
@@ -165,7 +141,7 @@ def chain_writers(
     config: SummarizerConfig,
     session_id: str,
     ask_client: AskClient | None,
-    http_writer: HttpWriterFactory = HttpWriter,
+    http_writer: HttpWriterFactory,
 ) -> list[ModelWriter | str]:
     """The chain's model-backed steps before "extractive", each a writer, or a line saying why
     the step cannot run (not configured, no client connection)."""
@@ -198,16 +174,16 @@ async def model_narrative(
     target_tokens: int,
     instructions: str | None,
     ask_client: AskClient | None = None,
-    http_writer: HttpWriterFactory = HttpWriter,
+    http_writer: HttpWriterFactory | None = None,
 ) -> Narrative:
     """The first checked narrative the chain's model-backed steps write for `split.head`, or
     none (the extractive summary then stands alone); every step is reported."""
-    config = service.config_for(data.info.workspace_uri).summarizer
-    writers = chain_writers(config, data.id, ask_client, http_writer)
+    config = service.models.config_for(data.info.workspace_uri).summarizer
+    writers = chain_writers(config, data.id, ask_client, http_writer or service.http_writer)
     if not writers:
         return Narrative()
     max_tokens = answer_tokens(target_tokens)
-    counter = service.counter(data.model)
+    counter = service.models.counter(data.model)
 
     def extractive(part: Sequence[Message], budget: int) -> str:
         summarizer = ExtractiveSummarizer(counter.count_texts, max(1, budget // 2))
@@ -228,7 +204,7 @@ async def model_narrative(
             data.message_tokens,
             counter.count_text,
             extractive,
-            service.run,
+            service.workers.run,
             instructions,
         )
         try:
@@ -282,10 +258,12 @@ def write_summary(
     """The summary of `split.head` as a change (run it in a worker thread: it counts); the
     user's words and the artifact index come from `history` (the session's stored messages),
     when given, as far back as the head reaches (core.history_record)."""
-    summarizer = ExtractiveSummarizer(service.counter(data.model).count_texts, user_words_tokens)
+    summarizer = ExtractiveSummarizer(
+        service.models.counter(data.model).count_texts, user_words_tokens
+    )
     record = None if history is None else record_of(history, split.head)
     text, digest = summarizer.summarize(
         split.head, target_tokens, instructions, narrative.text, record
     )
-    change = service.summary_change(data, text, digest, [m.id for m in split.head])
+    change = service.changes.summary_change(data, text, digest, [m.id for m in split.head])
     return WrittenSummary(change, narrative.by, summarizer.dropped, narrative.steps)

@@ -108,11 +108,11 @@ class TranscriptTail:
         """Read what the file gained and import it at once, a response still being written
         included (its later blocks and its growing usage come with the next syncs), and what a
         failed import left. Returns how many messages were appended."""
-        grew = await self.service.run(self._read_new)
+        grew = await self.service.workers.run(self._read_new)
         if not grew and not self.waiting:
             return 0
         records = list(self.records)
-        events = await self.service.run(lambda: self._parse(records))
+        events = await self.service.workers.run(lambda: self._parse(records))
         before = self.messages + self.compactions
         try:
             await self.importer.apply(records, events)

@@ -6,6 +6,7 @@ tokend runs exactly as before and says once, in the log, how to enable it
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import tokend
@@ -17,12 +18,17 @@ log = logging.getLogger(__name__)
 INSTALL_HINT = "pip install 'tokend[otel]'"
 
 
-def start_telemetry(config: TelemetryConfig, usage: UsageMonitor) -> Any:
+SinkFactory = Callable[[TelemetryConfig, str], Any]
+"""Opens the sink of a config for a tokend version (the composition root's: adapters.telemetry's
+OtelSink); ImportError without the SDK, OSError when it cannot listen."""
+
+
+def start_telemetry(config: TelemetryConfig, usage: UsageMonitor, open_sink: SinkFactory) -> Any:
     """The telemetry sink, listening to `usage` (None when off or unavailable)."""
     if not config.enabled:
         return None
     try:
-        from tokend.adapters.telemetry import OtelSink
+        sink = open_sink(config, tokend.__version__)
     except ImportError as exc:
         log.warning(
             "[telemetry] exporters = %s, but the OpenTelemetry SDK is not installed (%s): %s",
@@ -31,8 +37,6 @@ def start_telemetry(config: TelemetryConfig, usage: UsageMonitor) -> Any:
             INSTALL_HINT,
         )
         return None
-    try:
-        sink = OtelSink(config, tokend.__version__)
     except OSError as exc:  # the Prometheus port is taken, say
         log.warning("telemetry not started: %s", exc)
         return None

@@ -135,7 +135,7 @@ class TranscriptImporter:
             await self._grow_reply(resume, written)
             await self._append_events(resume.events, written)
         finally:  # a failed append leaves the cursor after the last message that made it
-            self.service.update_info(
+            self.service.changes.update_info(
                 self.session_id,
                 transcript_cursor={
                     "source": self.agent,
@@ -171,9 +171,9 @@ class TranscriptImporter:
         """The cursor of the session an earlier import or follower made for this transcript
         (same agent session id, or for a transcript without one, same file); {} for none."""
         if self.session_id is not None:
-            saved = self.service.state(self.session_id).data.info.transcript_cursor
+            saved = self.service.sessions.state(self.session_id).data.info.transcript_cursor
             return dict(saved) if saved is not None else {}
-        for info in self.service.list_sessions(None):
+        for info in self.service.sessions.list_sessions(None):
             saved = info.transcript_cursor
             if saved is None or saved.get("source") != self.agent:
                 continue
@@ -197,7 +197,7 @@ class TranscriptImporter:
             window = min(info.context_window, CLAUDE_CODE_WINDOW)
         if self.workspace_uri is None and origin.cwd and Path(origin.cwd).is_absolute():
             self.workspace_uri = Path(origin.cwd).as_uri()
-        created = self.service.create_session(
+        created = self.service.sessions.create_session(
             info.name,
             title=f"{self.agent}: {self.path.name}",
             workspace_uri=self.workspace_uri,
@@ -218,7 +218,7 @@ class TranscriptImporter:
                 if boundary is not None:
                     at, boundary = boundary.at or event.at, None
                     summary = _text_of(event) if event.compact_summary else PLACEHOLDER
-                    self.service.append_boundary(self.session_id, summary, at)
+                    self.service.changes.append_boundary(self.session_id, summary, at)
                     self.compactions += 1
                     if event.compact_summary:
                         written.uuid, written.parts = event.uuid or written.uuid, None
@@ -241,7 +241,7 @@ class TranscriptImporter:
         assert self.session_id is not None
         appended = None
         try:
-            result = await self.service.append_async(
+            result = await self.service.appends.append(
                 self.session_id,
                 message.role,
                 list(message.parts),

@@ -1,8 +1,9 @@
 """What the daemon's sessions spend and how fast they call: spend limits, rate headroom, and the
 events telemetry counts. One UsageMonitor per app (service/app.py builds it).
 
-It listens to every session's new snapshots and reads the provider calls appended since it
-last looked (newest first, stopping at one it knows), so an append costs it O(new messages).
+It hears every session's changes with the messages each appended, and records their provider
+calls (a reply that grows as a follower imports it takes its final figures), so a change costs
+it O(messages appended), and it never reads a session again.
 The first time a figure needs the past (a workspace or user daily limit, `[rate] tpm_limit`)
 it reads the calls of the sessions updated since yesterday from the store, so
 the per-day totals hold across daemon restarts; a command whose settings need none of them
@@ -16,17 +17,20 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Protocol
 
-from tokend.core.errors import SessionNotFound, SpendLimitReached, StoreError
+from tokend.core.changes import GrowReply
+from tokend.core.errors import SpendLimitReached, StoreError
 from tokend.core.session_data import SessionData
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.spend import Scope, SpendStatus, day_of, spend_statuses, zone
 from tokend.core.types import Message
-from tokend.core.usage_stats import Call, RateHeadroom, call_tokens
+from tokend.core.usage_stats import RATE_WINDOW, Call, RateHeadroom, call_tokens
+from tokend.service.listeners import SessionEvent
 from tokend.service.service import TokendService
-from tokend.service.spend_tally import DayTally, RecentCalls
+from tokend.service.spend_tally import DayTally, RecentCalls, regrow
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +61,6 @@ class UsageMonitor:
         self._calls: deque[Call] = deque()  # oldest first
         self._today = DayTally()  # today's spend, kept as calls are recorded
         self._recent = RecentCalls()  # the last minute's calls (rate headroom)
-        self._known: set[str] = set()  # message ids already recorded
         self._compactions: dict[str, int] = {}
         self._last_error_call: dict[str, str] = {}
         self._announced: set[tuple[str, str, str]] = set()  # (scope, key, level)
@@ -66,7 +69,7 @@ class UsageMonitor:
         self._started = service.clock.now()  # sinks hear of calls made from now on only
         self._seeded = False
         self._seed_lock = threading.Lock()
-        self._unsubscribe = service.subscribe_every(self._on_snapshot)
+        self._unsubscribe = service.listeners.subscribe_every(self._on_change)
 
     def close(self) -> None:
         self._unsubscribe()
@@ -76,7 +79,7 @@ class UsageMonitor:
     def _needs_past(self, workspace: str | None) -> bool:
         """Whether a figure asked of this workspace's sessions counts calls of other sessions
         or of earlier processes (else the session's own snapshot is enough)."""
-        spend = self._service.config_for(workspace).spend
+        spend = self._service.models.config_for(workspace).spend
         return bool(
             self._service.config.spend.user_daily_usd is not None
             or (workspace and spend.workspace_daily_usd is not None)
@@ -111,31 +114,26 @@ class UsageMonitor:
                 log.warning("usage: session %s could not be read: %s", info.id, exc.message)
                 continue
             with self._lock:
+                recorded = {call.message_id for call in self._calls}  # heard since it started
                 for message in messages:
-                    if message.id not in self._known:
+                    if message.id not in recorded:
                         self._record(message, info.workspace_uri, sinks=False)
         with self._lock:  # oldest first again, whatever was recorded before the seed
             self._calls = deque(sorted(self._calls, key=lambda c: c.at))
             self._today.forget()
             self._recent.reset(self._calls, self._service.clock.now())
 
-    def _on_snapshot(self, snapshot: BudgetSnapshot) -> None:
-        try:
-            state = self._service.state(snapshot.session_id)
-        except SessionNotFound:
-            return
-        workspace = state.data.info.workspace_uri
+    def _on_change(self, event: SessionEvent) -> None:
+        snapshot = event.snapshot
+        workspace = event.data.info.workspace_uri
         if not self._seeded and self._needs_past(workspace):
             self._seed_once()
-        new: list[Message] = []
-        for message in reversed(state.data.messages):
-            if message.id in self._known:
-                break
-            new.append(message)
         with self._lock:
             first = snapshot.session_id not in self._compactions
-            for message in reversed(new):
+            for message in event.appended:
                 self._record(message, workspace, sinks=True)
+            if isinstance(event.change, GrowReply):
+                self._regrow(event.change)
             before = self._compactions.get(snapshot.session_id, snapshot.compactions)
             self._compactions[snapshot.session_id] = snapshot.compactions
             self._prune()
@@ -143,7 +141,6 @@ class UsageMonitor:
         self._announce(snapshot.session_id, workspace)
 
     def _record(self, message: Message, workspace: str | None, *, sinks: bool) -> None:
-        self._known.add(message.id)
         if message.usage is None:
             return
         call = Call(
@@ -153,6 +150,7 @@ class UsageMonitor:
             message.completed_at or message.created_at,
             message.cost_usd or 0.0,
             message.usage,
+            message.id,
         )
         self._calls.append(call)
         self._today.add(call)
@@ -161,10 +159,19 @@ class UsageMonitor:
             for sink in self.sinks:
                 sink.record_call(call)
 
+    def _regrow(self, change: GrowReply) -> None:
+        """A reply that grew as a follower imported it: its call takes the final figures."""
+        grown = regrow(self._calls, change.message_id, change.usage, change.cost_usd or 0.0)
+        if grown is not None:
+            was, now = grown
+            self._today.add(replace(now, cost_usd=now.cost_usd - was.cost_usd))
+            tokens = call_tokens(now.usage) - call_tokens(was.usage)
+            self._recent.add_tokens(now.at, tokens, now.message_id, self._service.clock.now())
+
     def _prune(self) -> None:
         horizon = self._service.clock.now() - KEEP
         while self._calls and self._calls[0].at < horizon:
-            self._calls.popleft()  # its id stays known: a later scan must stop at it
+            self._calls.popleft()
 
     def _tell_sinks(
         self, snapshot: BudgetSnapshot, workspace: str | None, first: bool, compactions: int
@@ -186,7 +193,7 @@ class UsageMonitor:
 
     def statuses(self, session_id: str) -> list[SpendStatus]:
         """Every configured limit that applies to the session, with what was spent."""
-        state = self._service.state(session_id)
+        state = self._service.sessions.state(session_id)
         return self.statuses_of(state.data.info.workspace_uri, state.snapshot.cost_total_usd)
 
     def snapshot_warnings(self, data: SessionData, snapshot: BudgetSnapshot) -> tuple[str, ...]:
@@ -197,7 +204,7 @@ class UsageMonitor:
     def statuses_of(self, workspace: str | None, session_usd: float) -> list[SpendStatus]:
         """The limits that apply to a session of `workspace` that has spent `session_usd`."""
         user = self._service.config.spend
-        local = self._service.config_for(workspace).spend
+        local = self._service.models.config_for(workspace).spend
         if not self._seeded and self._needs_past(workspace):
             self._seed_once()
         tz = zone(user.timezone)
@@ -225,8 +232,8 @@ class UsageMonitor:
         """Warnings for context/assemble; SpendLimitReached when a limit is reached and the
         session's settings say to refuse."""
         statuses = self.statuses(session_id)
-        workspace = self._service.state(session_id).data.info.workspace_uri
-        if self._service.config_for(workspace).spend.on_limit == "refuse":
+        workspace = self._service.sessions.state(session_id).data.info.workspace_uri
+        if self._service.models.config_for(workspace).spend.on_limit == "refuse":
             for status in statuses:
                 if status.level == "reached":
                     raise SpendLimitReached(
@@ -271,7 +278,12 @@ class UsageMonitor:
         rate = self.rate()
         newest = next((m for m in reversed(data.messages) if m.usage is not None), None)
         with self._lock:
-            unseen = newest is not None and newest.id not in self._known
+            unseen = (
+                newest is not None
+                and not self._recent.holds(newest.id)
+                and (newest.completed_at or newest.created_at)
+                > self._service.clock.now() - RATE_WINDOW
+            )
         if unseen and newest is not None and newest.usage is not None:
             rate = RateHeadroom(rate.tokens_per_minute + call_tokens(newest.usage), rate.tpm_limit)
         return rate

@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import attrs
 
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
-from tokend.lsp.results import to_wire_session_ref
+from tokend.lsp.handler_table import features, register_features
+from tokend.lsp.results import SessionRefResult, to_wire_session_ref
+from tokend.lsp.server import TokendServer
 from tokend.service import admin
-
-if TYPE_CHECKING:  # the CLI imports the wire types below without loading pygls
-    from tokend.lsp.server import TokendServer
 
 
 @attrs.frozen
@@ -27,30 +24,31 @@ class SessionRenameParams:
     title: str
 
 
+def delete(ls: TokendServer, params: SessionRefParams) -> SessionRefResult:
+    return to_wire_session_ref(admin.delete_session(ls.service, params.session_id))
+
+
+def restore(ls: TokendServer, params: SessionRefParams) -> SessionRefResult:
+    return to_wire_session_ref(admin.restore_session(ls.service, params.session_id))
+
+
+def rename(ls: TokendServer, params: SessionRenameParams) -> SessionRefResult:
+    return to_wire_session_ref(admin.rename_session(ls.service, params.session_id, params.title))
+
+
+def reload(ls: TokendServer, params: SessionRefParams) -> wire.SnapshotWire:
+    return to_wire_snapshot(admin.reload_session(ls.service, params.session_id))
+
+
+FEATURES = features(
+    {
+        "session/delete": delete,
+        "session/restore": restore,
+        "session/rename": rename,
+        "session/reload": reload,
+    }
+)
+
+
 def register(server: TokendServer) -> None:
-    from tokend.lsp.server import rpc
-
-    @server.feature("session/delete")
-    @rpc
-    def delete(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(SessionRefParams, params)
-        return wire.to_wire(to_wire_session_ref(admin.delete_session(ls.service, p.session_id)))
-
-    @server.feature("session/restore")
-    @rpc
-    def restore(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(SessionRefParams, params)
-        return wire.to_wire(to_wire_session_ref(admin.restore_session(ls.service, p.session_id)))
-
-    @server.feature("session/rename")
-    @rpc
-    def rename(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(SessionRenameParams, params)
-        info = admin.rename_session(ls.service, p.session_id, p.title)
-        return wire.to_wire(to_wire_session_ref(info))
-
-    @server.feature("session/reload")
-    @rpc
-    def reload(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(SessionRefParams, params)
-        return wire.to_wire(to_wire_snapshot(admin.reload_session(ls.service, p.session_id)))
+    register_features(server, FEATURES)

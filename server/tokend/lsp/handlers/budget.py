@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
-from tokend.lsp.server import TokendServer, rpc
+from tokend.lsp.handler_table import features, register_features
+from tokend.lsp.server import TokendServer
+
+
+def snapshot(ls: TokendServer, params: wire.SessionIdParams) -> wire.SnapshotWire:
+    ls.watch(params.session_id)
+    return to_wire_snapshot(ls.service.sessions.snapshot(params.session_id))
+
+
+FEATURES = features({"budget/snapshot": snapshot})
 
 
 def register(server: TokendServer) -> None:
-    @server.feature("budget/snapshot")
-    @rpc
-    def snapshot(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionIdParams, params)
-        ls.watch(p.session_id)
-        return wire.to_wire(to_wire_snapshot(ls.service.snapshot(p.session_id)))
+    register_features(server, FEATURES)

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from tokend.lsp import wire
+from tokend.lsp.handler_table import features, register_features
 from tokend.lsp.results import to_wire_interrupted, to_wire_restored, to_wire_turn
+from tokend.lsp.server import TokendServer
 from tokend.service import restore_journal
 from tokend.service.checkpoint_views import diff_async, list_async, restore_code, watching
-
-if TYPE_CHECKING:
-    from tokend.lsp.server import TokendServer
 
 
 @attrs.frozen
@@ -36,8 +35,25 @@ class CheckpointRestoreParams:
     force: bool = False
 
 
+@attrs.frozen
+class CheckpointDiffResult:
+    diff: str  # a unified diff of what the turn changed
+
+
+async def diff(ls: TokendServer, params: CheckpointDiffParams) -> CheckpointDiffResult:
+    p = params
+    return CheckpointDiffResult(
+        await diff_async(ls.app.checkpoints, p.session_id, p.message_id, p.path)
+    )
+
+
+FEATURES = features({"checkpoint/diff": diff})
+
+
 def register(server: TokendServer) -> None:
     from tokend.lsp.server import rpc
+
+    register_features(server, FEATURES)
 
     @server.feature("checkpoint/list")
     @rpc
@@ -51,13 +67,6 @@ def register(server: TokendServer) -> None:
             "turns": [to_wire_turn(t) for t in turns],
             "interrupted": [to_wire_interrupted(i) for i in settled],
         }
-
-    @server.feature("checkpoint/diff")
-    @rpc
-    async def diff(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(CheckpointDiffParams, params)
-        found = await diff_async(ls.app.checkpoints, p.session_id, p.message_id, p.path)
-        return {"diff": found}
 
     @server.feature("checkpoint/restore")
     @rpc

@@ -48,5 +48,5 @@ def register(server: TokendServer) -> None:
                 ls.service, p.session_id, inp, usage=ls.app.usage, workspaces=ls.app.workspaces
             )
             # Beside the loop: the reply's text, joined from the messages' cached JSON.
-            cache = ls.service.state(p.session_id).render_cache
-            return await ls.service.run(lambda: assemble_text(assembly, cache))
+            cache = ls.service.sessions.state(p.session_id).render_cache
+            return await ls.service.workers.run(lambda: assemble_text(assembly, cache))

@@ -28,9 +28,9 @@ def register(server: TokendServer) -> None:
                 "version": s.version,
                 "connections": attached.get(s.session_id, 0),
             }
-            for s in ls.service.loaded_snapshots()
+            for s in ls.service.sessions.loaded_snapshots()
         ]
-        result["workspaces"] = sorted(ls.service.loaded_workspaces())
+        result["workspaces"] = sorted(ls.service.sessions.loaded_workspaces())
         rate = ls.app.usage.rate()
         if rate.tpm_limit is not None:
             result["rate"] = {

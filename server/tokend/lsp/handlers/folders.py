@@ -36,4 +36,4 @@ def register(server: TokendServer) -> None:
         ls: TokendServer, params: types.DidChangeConfigurationParams
     ) -> None:
         for uri in [None, *ls.workspace_folders]:
-            ls.service.settings_changed(uri)
+            ls.service.models.settings_changed(uri)

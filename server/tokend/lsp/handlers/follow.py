@@ -7,18 +7,17 @@ sessions of its own workspace (any, for a client that named none).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from tokend.core.errors import TokendError
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
+from tokend.lsp.handler_table import features, register_features
+from tokend.lsp.server import TokendServer
 from tokend.service.followers import FollowerStatus
 from tokend.service.tail import TailStatus
-
-if TYPE_CHECKING:
-    from tokend.lsp.server import TokendServer
 
 
 @attrs.frozen
@@ -73,29 +72,31 @@ def to_wire_follower(status: FollowerStatus) -> FollowerWire:
     return FollowerWire(status.follower_id, status.agent, status.path, status.folder, transcripts)
 
 
+async def start(ls: TokendServer, params: FollowStartParams) -> FollowerWire:
+    p = params
+    status = await ls.app.followers.start(
+        p.agent, p.path, p.workspace_uri, on_session=_attacher(ls, folder=p.path is None)
+    )
+    return to_wire_follower(status)
+
+
+def stop(ls: TokendServer, params: FollowStopParams) -> FollowerWire:
+    return to_wire_follower(ls.app.followers.stop(params.follower_id))
+
+
+FEATURES = features({"follow/start": start, "follow/stop": stop})
+
+
 def register(server: TokendServer) -> None:
     from tokend.lsp.server import rpc
 
-    @server.feature("follow/start")
-    @rpc
-    async def start(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(FollowStartParams, params)
-        status = await ls.app.followers.start(
-            p.agent, p.path, p.workspace_uri, on_session=_attacher(ls, folder=p.path is None)
-        )
-        return wire.to_wire(to_wire_follower(status))
+    register_features(server, FEATURES)
 
     @server.feature("follow/list")
     @rpc
     def list_followers(ls: TokendServer, params: Any) -> Any:
         followers = ls.app.followers.list()
         return {"followers": wire.to_wire([to_wire_follower(f) for f in followers])}
-
-    @server.feature("follow/stop")
-    @rpc
-    def stop(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(FollowStopParams, params)
-        return wire.to_wire(to_wire_follower(ls.app.followers.stop(p.follower_id)))
 
 
 def _attacher(ls: TokendServer, *, folder: bool) -> Any:

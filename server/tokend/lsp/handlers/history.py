@@ -1,4 +1,5 @@
-"""session/messages, session/rewind, session/fork, toolOutput/read."""
+"""session/messages, session/rewind, session/fork, toolOutput/read (the last two typed handlers:
+lsp.handler_table)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,23 @@ from typing import Any
 
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_message, to_wire_snapshot
+from tokend.lsp.handler_table import features, register_features
 from tokend.lsp.results import to_wire_restored
 from tokend.lsp.server import TokendServer, rpc
+from tokend.lsp.wire_history import SessionForkResult, ToolOutputReadResult
 from tokend.service import history
 from tokend.service.checkpoint_views import restore_code, rewind_both
 
 
 def register(server: TokendServer) -> None:
+    register_features(server, FEATURES)
+
     @server.feature("session/messages")
     @rpc
     def messages(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionMessagesParams, params)
         found = history.session_messages(ls.service, p.session_id, p.include_compacted)
-        tokens = ls.service.state(p.session_id).data.message_tokens
+        tokens = ls.service.sessions.state(p.session_id).data.message_tokens
         return {"messages": [to_wire_message(m, tokens.get(m.id)) for m in found]}
 
     @server.feature("session/rewind")
@@ -55,30 +60,20 @@ def register(server: TokendServer) -> None:
         removed = 0
         if p.restore in ("conversation", "both"):
             removed = history.messages_after(ls.service, p.session_id, p.to_message_id)
-        return removed, ls.service.snapshot(p.session_id)
+        return removed, ls.service.sessions.snapshot(p.session_id)
 
-    @server.feature("session/fork")
-    @rpc
-    def fork(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionForkParams, params)
-        child, copied = history.fork(ls.service, p.session_id, p.at_message_id, p.title)
-        snapshot = ls.attach(child.id)
-        return {
-            "sessionId": child.id,
-            "parentId": p.session_id,
-            "messages": copied,
-            "version": snapshot.version,
-        }
 
-    @server.feature("toolOutput/read")
-    @rpc
-    def read_output(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.ToolOutputReadParams, params)
-        got = history.read_tool_output(ls.service, p.session_id, p.ref, p.offset, p.length)
-        return {
-            "ref": got.ref,
-            "text": got.text,
-            "offset": got.offset,
-            "totalChars": got.total_chars,
-            "eof": got.offset + len(got.text) >= got.total_chars,
-        }
+def fork(ls: TokendServer, params: wire.SessionForkParams) -> SessionForkResult:
+    child, copied = history.fork(ls.service, params.session_id, params.at_message_id, params.title)
+    snapshot = ls.attach(child.id)
+    return SessionForkResult(child.id, params.session_id, copied, snapshot.version)
+
+
+def read_output(ls: TokendServer, params: wire.ToolOutputReadParams) -> ToolOutputReadResult:
+    p = params
+    got = history.read_tool_output(ls.service, p.session_id, p.ref, p.offset, p.length)
+    eof = got.offset + len(got.text) >= got.total_chars
+    return ToolOutputReadResult(got.ref, got.text, got.offset, got.total_chars, eof)
+
+
+FEATURES = features({"session/fork": fork, "toolOutput/read": read_output})

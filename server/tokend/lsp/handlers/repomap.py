@@ -37,7 +37,7 @@ def register(server: TokendServer) -> None:
     async def get(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(RepoMapParams, params)
         service = ls.service
-        data = service.state(p.session_id).data
+        data = service.sessions.state(p.session_id).data
         workspaces = ls.app.workspaces
         index = session_index(workspaces, data)
         await workspaces.ready(index.uri)
@@ -47,7 +47,9 @@ def register(server: TokendServer) -> None:
         if p.focus is not None:
             files = frozenset(index.relative(f) for f in p.focus.files)
             focus = Focus(files, frozenset(p.focus.identifiers), p.focus.text)
-        found = await service.run(lambda: session_map(workspaces, data, p.budget_tokens, focus))
+        found = await service.workers.run(
+            lambda: session_map(workspaces, data, p.budget_tokens, focus)
+        )
         return {
             "text": found.text,
             "tokens": found.tokens,

@@ -43,7 +43,7 @@ def register(server: TokendServer) -> None:
     @rpc
     def create(ls: TokendServer, params: Any) -> Any:
         p = wire.from_wire(wire.SessionCreateParams, params)
-        info = ls.service.create_session(
+        info = ls.service.sessions.create_session(
             p.model, title=p.title, workspace_uri=p.workspace_uri, context_window=p.context_window
         )
         snapshot = ls.attach(info.id)
@@ -91,7 +91,7 @@ def register(server: TokendServer) -> None:
         workspace = None if p.all else (p.workspace_uri or ls.workspace_uri)
         items = [
             to_wire_session_summary(info, gauge)
-            for info, gauge in ls.service.session_gauges(workspace)
+            for info, gauge in ls.service.sessions.session_gauges(workspace)
         ]
         return {"sessions": wire.to_wire(items)}
 

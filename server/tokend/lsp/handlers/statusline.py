@@ -56,7 +56,7 @@ def register(server: TokendServer) -> None:
             raise InvalidParams("given.transcript_path: the transcript Claude Code names")
         if codex and transcript is not None and not isinstance(transcript, str):
             raise InvalidParams("given.transcript_path: a Codex rollout file, or absent")
-        segments = ls.service.config_for(_workspace(p.given)).statusline.segments
+        segments = ls.service.models.config_for(_workspace(p.given)).statusline.segments
         if p.segments is not None:
             try:
                 segments = parse_segments(",".join(p.segments))
@@ -70,7 +70,7 @@ def register(server: TokendServer) -> None:
             return wire.to_wire(StatuslineLineWire(None, "reading", None))
         if followed.session_id is None:
             return wire.to_wire(StatuslineLineWire(None, "waiting", None))
-        snapshot = wire.to_wire(to_wire_snapshot(ls.service.snapshot(followed.session_id)))
+        snapshot = wire.to_wire(to_wire_snapshot(ls.service.sessions.snapshot(followed.session_id)))
         given, last = p.given, None
         if codex:  # Codex's rate limits are in its rollout; its prompt cache is not shown
             records = ls.app.followers.newest_records(followed.path)

@@ -165,10 +165,12 @@ def register(server: TokendServer) -> None:
             return await asyncio.to_thread(_estimates, index, rels)
         service = ls.service
         if p.session_id is not None:
-            model = service.state(p.session_id).data.model
+            model = service.sessions.state(p.session_id).data.model
         else:
             model = service.catalog.get(DEFAULT_COUNT_MODEL)
-        counter = service.counter(model)
+        counter = service.models.counter(model)
         tokenizer = model.tokenizer if counter.exact else None
-        figures = await service.run(lambda: index.figures(rels, counter.count_text, tokenizer))
+        figures = await service.workers.run(
+            lambda: index.figures(rels, counter.count_text, tokenizer)
+        )
         return wire.json_array(map(to_wire_figure, figures))

@@ -47,7 +47,7 @@ async def map_ready(index: WorkspaceIndex) -> None:
 
 
 def budget_for(workspaces: Workspaces, data: SessionData) -> int:
-    config = workspaces.service.config_for(data.info.workspace_uri)
+    config = workspaces.service.models.config_for(data.info.workspace_uri)
     has_chat = any(not ro for _, ro in listed(data))
     return repo_map_target_tokens(data.model, has_chat, config.budget)
 
@@ -66,7 +66,7 @@ def session_map(
     index.check_open()
     budget = budget_tokens if budget_tokens is not None else budget_for(workspaces, data)
     chosen = focus if focus is not None else session_focus(index, data)
-    counter = workspaces.service.counter(data.model)
+    counter = workspaces.service.models.counter(data.model)
     counter_id = data.model.tokenizer if counter.exact else f"estimate:{data.model.name}"
     fitted = index.tags.repo_map(chosen, budget, counter.count_text, counter_id or "")
     basis = "exact" if counter.exact else "estimate"

@@ -1,7 +1,7 @@
 """A session's files (files/add, /drop, /list) and what the workspace puts in its window.
 
 The list lives in the session's `chat_files` ([ChatFile(path, read_only)], paths relative
-to the session's workspace), written through the session's owner (service.update_info). Every
+to the session's workspace), written through the session's owner (service.changes.update_info). Every
 change of the list, and every change on disk or in an editor to a listed file or a memory file,
 re-measures the session's `chatFiles` and `memory` categories (memory files + read-only files)
 and publishes a new snapshot (budget/didChange).
@@ -82,7 +82,7 @@ def gather(
 ) -> SessionWorkspace:
     """Read and count the session's files and memory (file reads: call it off the loop)."""
     index = session_index(workspaces, data)
-    count = workspaces.service.counter(data.model).count_text
+    count = workspaces.service.models.counter(data.model).count_text
     index.buffers.settle([p for p, _ in listed(data)])  # the buffers sent before count
     files = []
     for path, read_only in listed(data):
@@ -100,16 +100,16 @@ def measure(workspaces: Workspaces, session_id: str, gathered: SessionWorkspace)
     """Record the files' and memory's tokens in the session's breakdown and announce it
     (on the event loop)."""
     service = workspaces.service
-    state = service.state(session_id)
+    state = service.sessions.state(session_id)
     measured = dict(state.data.measured)
     for key, tokens in (("chatFiles", gathered.chat_tokens), ("memory", gathered.memory_tokens)):
         if tokens:
             measured[key] = tokens
         else:
             measured.pop(key, None)
-    exact = service.counter(state.data.model).exact
-    service.set_measured(session_id, measured, exact)
-    service.republish(session_id)
+    exact = service.models.counter(state.data.model).exact
+    service.changes.set_measured(session_id, measured, exact)
+    service.changes.republish(session_id)
 
 
 async def change_files(
@@ -121,28 +121,30 @@ async def change_files(
 ) -> SessionWorkspace:
     """Add `paths` (read_only True/False) or drop them (read_only None); the new state."""
     service = workspaces.service
-    data = service.state(session_id).data
+    data = service.sessions.state(session_id).data
     index = session_index(workspaces, data)
     rels = [resolve_inside(index.root, p) for p in paths]
     if read_only is not None:
         await workspaces.settled(index, rels)
-        checked = await service.run(lambda: [index.read(r) for r in rels])
+        checked = await service.workers.run(lambda: [index.read(r) for r in rels])
         for rel, current in zip(rels, checked, strict=True):
             if not current.sha256 and current.reason:
                 raise InvalidParams(f"cannot add {rel}: {current.reason}")
     current_list = [(p, ro) for p, ro in listed(data) if p not in rels]
     if read_only is not None:
         current_list += [(r, read_only) for r in dict.fromkeys(rels)]
-    service.update_info(session_id, chat_files=tuple(ChatFile(p, ro) for p, ro in current_list))
-    data = service.state(session_id).data
-    gathered = await service.run(lambda: gather(workspaces, data))
+    service.changes.update_info(
+        session_id, chat_files=tuple(ChatFile(p, ro) for p, ro in current_list)
+    )
+    data = service.sessions.state(session_id).data
+    gathered = await service.workers.run(lambda: gather(workspaces, data))
     measure(workspaces, session_id, gathered)
     return gathered
 
 
 async def session_workspace(workspaces: Workspaces, session_id: str) -> SessionWorkspace:
-    data = workspaces.service.state(session_id).data
-    return await workspaces.service.run(lambda: gather(workspaces, data))
+    data = workspaces.service.sessions.state(session_id).data
+    return await workspaces.service.workers.run(lambda: gather(workspaces, data))
 
 
 def refresh_sessions(workspaces: Workspaces, index: WorkspaceIndex, paths: set[str]) -> None:
@@ -151,8 +153,8 @@ def refresh_sessions(workspaces: Workspaces, index: WorkspaceIndex, paths: set[s
         p.split("/")[-1] in MEMORY_NAMES or p.startswith(".claude/") for p in paths
     )
     service = workspaces.service
-    for snapshot in service.loaded_snapshots():
-        data = service.state(snapshot.session_id).data
+    for snapshot in service.sessions.loaded_snapshots():
+        data = service.sessions.state(snapshot.session_id).data
         uri = data.info.workspace_uri
         if not uri or workspaces.get(uri) is not index:
             continue

@@ -1,0 +1,35 @@
+"""session/append as production runs it (service.appends.append: counted in a worker thread,
+applied by the session's owner in its turn), for a synchronous test or script."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.types import Message, Part, Role
+from tokend.service.service import TokendService
+
+
+def append(
+    service: TokendService, session_id: str, role: Role, parts: Sequence[Part], **options: Any
+) -> tuple[Message, BudgetSnapshot]:
+    """Append one message on an event loop of its own, once the exact counts it left under way
+    are stored (a big text of a slow tokenizer); the message and the snapshot it produced.
+    Called from a coroutine (a test holding its loop, as the sync twin did), the append runs
+    on a loop in another thread while this one waits."""
+
+    async def appended() -> tuple[Message, BudgetSnapshot]:
+        result = await service.appends.append(session_id, role, parts, **options)
+        await service.upgrades.drain()
+        assert result.message is not None  # a new message, in the live context
+        return result.message, service.sessions.snapshot(session_id)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(appended())
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, appended()).result()
