@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-from tests.daemon.lsp_client import LspClient
 from tests.inotify_recorder import InotifyRecorder
+from tests.lsp_client import LspClient
 
 from bench.baseline import BEFORE_TRUST_REV, ROOT, baseline_tree
 

@@ -57,6 +57,7 @@ SECTIONS = [
     "app_root",
     "scale_session",
     "scale_assemble",
+    "kill9",
 ]
 
 

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests import tiers
+from tests.tiers import (  # noqa: F401 (hooks: the time per tier at the end of a run)
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+    pytest_terminal_summary,
+)
+
+tiers.install()
 
 # Shared machines are noisy: a slow example is not a failure. Property tests judge outcomes only.
 settings.register_profile(
@@ -34,6 +46,15 @@ def isolated_dirs(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.delenv("TOKEND_DATABASE_URL", raising=False)
     return base
+
+
+@pytest.fixture(autouse=True)
+def in_process_servers_stopped(isolated_dirs: Path) -> Iterator[None]:
+    """An in-process `--standalone` a failed test left running is stopped, and the environment
+    it was given put back, before the folders above are (tests/in_process.py)."""
+    yield
+    if (module := sys.modules.get("tests.in_process")) is not None:
+        module.stop_all()
 
 
 def sessions_dir_or_skip() -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient
 from tokend.adapters.checkpoint_store import CheckpointStore
 
 SMALL_FILES = 6_000

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcError
 
 WAIT_SECONDS = 30.0
 
@@ -27,9 +28,7 @@ async def until(what: str, check: Callable[[], Awaitable[bool]]) -> None:
 
 @pytest.fixture
 async def server(tmp_path: Path):
-    client = await ProcessClient.spawn(
-        "lsp",
-        "--standalone",
+    client = await InProcessClient.start(
         cwd=tmp_path,
         env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path}/tokend.sqlite3"),
     )
@@ -38,14 +37,14 @@ async def server(tmp_path: Path):
     assert await client.shutdown() == 0
 
 
-async def append(server: ProcessClient, sid: str, role: str, parts: list[Any]) -> str:
+async def append(server: InProcessClient, sid: str, role: str, parts: list[Any]) -> str:
     result = await server.request(
         "session/append", {"sessionId": sid, "message": {"role": role, "parts": parts}}
     )
     return str(result["messageId"])
 
 
-async def test_an_editor_save_is_the_users_and_a_rewind_keeps_it(server: ProcessClient, tmp_path):
+async def test_an_editor_save_is_the_users_and_a_rewind_keeps_it(server: InProcessClient, tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
     (root / "a.py").write_bytes(b"A = 1\n")
@@ -135,7 +134,7 @@ async def test_an_editor_save_is_the_users_and_a_rewind_keeps_it(server: Process
 
 
 async def test_session_rewind_restores_the_code_and_the_conversation_together(
-    server: ProcessClient, tmp_path
+    server: InProcessClient, tmp_path
 ):
     """session/rewind {restore: "both"}: the files as they were, and the turn out of the live
     context; a dry run first changes nothing."""

@@ -19,8 +19,8 @@ import pytest
 
 from tests.clients.terminal_svg import screen_svg
 from tests.conftest import session_file
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon.paths import socket_path
 
 PLUGIN = Path(__file__).resolve().parents[2] / "clients" / "nvim"

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.abuse import live_pids
-from tests.daemon.lsp_client import LspClient
+from tests.in_process import Standalone
+from tests.lsp_client import LspClient
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
 
@@ -27,6 +28,7 @@ class Daemons:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.in_process: list[Standalone] = []
 
     @property
     def log_dir(self) -> Path:
@@ -52,6 +54,15 @@ class Daemons:
             time.sleep(0.05)
         return stderr_file
 
+    def standalone(self) -> Standalone:
+        """The server without the process, for one connection's test of what the service does:
+        `tokend lsp --standalone`'s in this process (tests/in_process.py), on this runtime's
+        SQLite file. What needs the daemon (several connections, its socket, its frame reader,
+        its log, signals) stays with `serve()`."""
+        client = Standalone.start(self.base)
+        self.in_process.append(client)
+        return client
+
     def editor(self) -> LspClient:
         """`tokend lsp` as an editor runs it: it starts the daemon, detached, if none runs."""
         proc = subprocess.Popen(
@@ -64,6 +75,8 @@ class Daemons:
         return LspClient.process(proc)
 
     def cleanup(self) -> None:
+        for client in self.in_process:
+            client.stop()
         for proc in self.processes:
             if proc.poll() is None:
                 proc.kill()

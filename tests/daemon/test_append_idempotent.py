@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 
 MODEL = "gpt-4o"
 FILES = 1500  # a tree whose map takes a while to rank and fit, not milliseconds

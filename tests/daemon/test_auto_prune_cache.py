@@ -1,5 +1,5 @@
 """Issue 21: the automatic compaction an append starts at the autocompact threshold prunes by the
-prompt cache's economics too (real `tokend serve`, SQLite). With the cache warm, the batch that
+prompt cache's economics too (tokend's server in the test's process, SQLite). With the cache warm, the batch that
 takes the gauge under the threshold and rewrites least is cleared, not every old result: the
 other way out, a summary, would rewrite the whole cache. Oracles: which results `session/messages`
 shows pruned, and the usage figures this test sent."""
@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
-from tokend.daemon import paths
 
 
 def _ok(reply: dict[str, Any]) -> Any:
@@ -39,8 +37,7 @@ def test_the_automatic_prune_at_the_threshold_clears_the_batch_the_warm_cache_pr
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("[compaction]\nprune_protect_tokens = 2000\nprune_minimum_tokens = 500\n")
     with real_daemons(monkeypatch) as daemons:
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("threshold prune")
         created = _ok(
             client.request(

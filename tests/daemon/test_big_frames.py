@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.daemon.abuse import rss_kib
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 MB = 1_000_000

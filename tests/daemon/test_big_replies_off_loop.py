@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient, frame
 from tokend.daemon import paths
 
 EMOJI = 2_600_000  # characters of the big system text (the reply stays under its 32 MiB limit)
@@ -33,37 +31,6 @@ def daemons(monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
         yield running
 
 
-class RawClient:
-    """Frames over the daemon's socket, read into a bytearray (a 31 MB reply in linear time)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(paths.socket_path()))
-        self.buffer = bytearray()
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message, ensure_ascii=False).encode()
-        self.sock.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-
-    def poll(self) -> dict[str, Any] | None:
-        """The next whole message, if one has arrived."""
-        while select.select([self.sock], [], [], 0)[0]:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buffer += chunk
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            return None
-        head = bytes(self.buffer[:end]).decode()
-        length = int(head.split("Content-Length:")[1].split("\r\n")[0])
-        if len(self.buffer) < end + 4 + length:
-            return None
-        body = bytes(self.buffer[end + 4 : end + 4 + length])
-        del self.buffer[: end + 4 + length]
-        return dict(json.loads(body))
-
-
 def test_another_connection_does_not_wait_for_a_big_reply(daemons: Daemons) -> None:
     daemons.serve()
     agent = LspClient.initialized(paths.socket_path(), "agent")
@@ -71,11 +38,12 @@ def test_another_connection_does_not_wait_for_a_big_reply(daemons: Daemons) -> N
     session = agent.result("session/create", created)["sessionId"]
     prober = LspClient.initialized(paths.socket_path(), "prober")
     own = prober.result("session/create", {"model": "gpt-4o"})["sessionId"]
-    big = RawClient()
+    big = LspClient.unix(paths.socket_path())
     big.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
     system = "😀" * EMOJI
     params = {"sessionId": session, "system": system, "format": "anthropic"}
-    big.send({"jsonrpc": "2.0", "id": 2, "method": "context/assemble", "params": params})
+    assemble = {"jsonrpc": "2.0", "id": 2, "method": "context/assemble", "params": params}
+    big.send_raw(frame(json.dumps(assemble, ensure_ascii=False).encode()))  # 4 bytes an emoji
     reply: dict[str, Any] | None = None
     waits: list[float] = []
     deadline = time.monotonic() + 300
@@ -93,7 +61,7 @@ def test_another_connection_does_not_wait_for_a_big_reply(daemons: Daemons) -> N
     # not a tight bound: the machine is shared; what the loop does meanwhile is judged by its
     # turns in tests/lsp/test_big_reply_beside_loop.py, and timed by the fuzz bench).
     assert max(waits) < 1.0
-    big.sock.close()
+    big.close()
     agent.close()
     prober.close()
     assert os.path.exists(paths.socket_path())

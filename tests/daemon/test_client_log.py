@@ -17,8 +17,8 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.test_connections import InProcessDaemon
+from tests.lsp_client import LspClient
 from tokend.daemon.conn import Connection
 from tokend.daemon.main import WORKSPACE_EXTRA, ClientLogHandler
 from tokend.lsp.protocol import TokendProtocol, shared_converter

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import socket
 import weakref
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.lsp_client import LspClient
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.main import DaemonHost
 from tokend.daemon.outbox import Outbox
@@ -57,46 +57,34 @@ class _Daemon:
 
 def _client(sock: socket.socket, root: Path) -> list[dict[str, Any]]:
     """An editor's and an agent's turn on one connection, a refusal among them, then gone."""
+    client = LspClient(sock.fileno(), sock.fileno(), sock)
     replies: list[dict[str, Any]] = []
-    buffer = b""
+
+    def request(method: str, params: Any) -> dict[str, Any]:
+        replies.append(client.request(method, params, timeout=60))
+        return replies[-1]
 
     def send(message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        sock.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-
-    def request(msg_id: int, method: str, params: Any) -> dict[str, Any]:
-        nonlocal buffer
-        send({"id": msg_id, "method": method, "params": params})
-        while True:
-            head, sep, rest = buffer.partition(b"\r\n\r\n")
-            if sep:
-                length = int(head.split(b"Content-Length:")[1].split(b"\r\n")[0])
-                if len(rest) >= length:
-                    message, buffer = json.loads(rest[:length]), rest[length:]
-                    if message.get("id") == msg_id:
-                        replies.append(message)
-                        return dict(message)
-                    continue
-            buffer += sock.recv(1 << 16)
+        client.notify(message["method"], message["params"])
 
     init = {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
-    request(1, "initialize", init)
+    request("initialize", init)
     send({"method": "initialized", "params": {}})
-    created = request(2, "session/create", {"model": "gpt-4o", "workspaceUri": root.as_uri()})
+    created = request("session/create", {"model": "gpt-4o", "workspaceUri": root.as_uri()})
     session = created["result"]["sessionId"]
     text = {"role": "user", "parts": [{"type": "text", "text": "hello"}]}
-    request(3, "session/append", {"sessionId": session, "message": text})
-    request(4, "budget/snapshot", {"sessionId": session})
-    request(5, "context/assemble", {"sessionId": session})
-    request(6, "session/create", {"model": 5})  # refused: InvalidParams
+    request("session/append", {"sessionId": session, "message": text})
+    request("budget/snapshot", {"sessionId": session})
+    request("context/assemble", {"sessionId": session})
+    request("session/create", {"model": 5})  # refused: InvalidParams
     uri = (root / "a.py").as_uri()
     doc = {"uri": uri, "languageId": "python", "version": 1, "text": "x = 1\n"}
     send({"method": "textDocument/didOpen", "params": {"textDocument": doc}})
     edit = {"range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 5}}}
     change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{**edit, "text": "2"}]}
     send({"method": "textDocument/didChange", "params": change})
-    request(7, "workspace/fileTokens", {"workspaceUri": root.as_uri(), "paths": ["a.py"]})
-    sock.close()
+    request("workspace/fileTokens", {"workspaceUri": root.as_uri(), "paths": ["a.py"]})
+    client.close()
     return replies
 
 

@@ -14,7 +14,7 @@ import pytest
 from pygls.lsp.server import LanguageServer
 
 from tests.daemon.fixture import create_fixture_server
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient
 from tokend.daemon.conn import Connection
 from tokend.daemon.dispatch import INTERNAL_ERROR
 from tokend.daemon.endpoints import ListenAddress

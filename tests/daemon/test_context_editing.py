@@ -1,4 +1,4 @@
-"""Issue 21 on the real daemon (`tokend serve` over its socket, SQLite): Anthropic's context
+"""Issue 21 through tokend's server (in the test's process, tests/in_process.py; SQLite): Anthropic's context
 editing and task budgets. The agent here is the test: it asks `context/assemble`, sends what came
 back to a real HTTP server on 127.0.0.1 standing in for Anthropic's Messages API, and appends the
 reply through tokend.client.sdk. Oracles: the request shape Anthropic documents (written out
@@ -20,11 +20,10 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.adapters.tokenizers import load_encoding
 from tokend.client.sdk import anthropic_reply
-from tokend.daemon import paths
 
 # Anthropic's documented shapes (context editing page: the edits and their options; task
 # budgets page: output_config.task_budget). Keys -> the JSON types a value may have.
@@ -222,8 +221,7 @@ def test_assemble_sends_anthropics_edits_with_the_sessions_settings(
         "keep_thinking_turns = 2\n"
     )
     with real_daemons(monkeypatch) as daemons:
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("context editing")
         sid = _session(client, "claude-sonnet-4-6")
         _append(client, sid, {"role": "user", "parts": [{"type": "text", "text": "hello"}]})
@@ -285,8 +283,7 @@ def test_the_gauge_takes_what_the_providers_edits_cleared(monkeypatch: pytest.Mo
     )
     script = [_read(0), _read(1), _read(2), [{"type": "text", "text": "all three restart"}]]
     with real_daemons(monkeypatch) as daemons, stand_in(script) as (api, base):
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("edits figures")
         sid = _session(client, "claude-sonnet-4-6")
         ask = {"type": "text", "text": "why do the workers restart? read the logs"}
@@ -321,12 +318,9 @@ def test_the_gauge_takes_what_the_providers_edits_cleared(monkeypatch: pytest.Mo
         pruned = _ok(client.request("session/compact", {"sessionId": sid, "strategy": "prune"}))
         (action,) = pruned["actions"]
         assert action["kind"] == "skip" and "the provider clears" in action["detail"], action
-        client.close()
-        # a restarted daemon reads the same figures from the store
-        daemons.processes[0].terminate()
-        daemons.processes[0].wait()
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        # a restarted server reads the same figures from the store
+        assert client.stop() == 0
+        client = daemons.standalone()
         assert "result" in client.initialize("after a restart")
         again = _ok(client.request("budget/snapshot", {"sessionId": sid}))
         assert again["lastCall"] == snapshot["lastCall"], (again["lastCall"], snapshot["lastCall"])
@@ -360,8 +354,7 @@ def test_native_budget_goes_in_the_task_budget_and_is_sent_again_after_a_compact
     words = " ".join(f"step {n}: the migration touched table t{n % 40}" for n in range(3_000))
     script = [[{"type": "text", "text": "noted"}], [{"type": "text", "text": "noted again"}]]
     with real_daemons(monkeypatch) as daemons, stand_in(script) as (api, base):
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("task budget")
         sid = _session(client, "claude-opus-4-7")
         for n in range(6):

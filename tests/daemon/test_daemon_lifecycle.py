@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.daemon.abuse import discard_until_closed, malformed_frames, rss_kib
 from tests.daemon.conftest import Runtime
-from tests.daemon.lsp_client import ConnectionClosed, LspClient
+from tests.lsp_client import ConnectionClosed, LspClient
 
 UNAUTHORIZED = -33007
 

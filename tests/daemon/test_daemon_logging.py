@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.abuse import live_pids
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient, frame
 from tokend.daemon import paths
 
 SECRET = "sk-live-4f1c2e9d"
@@ -30,10 +30,6 @@ BAD_APPEND = {"sessionId": "nope", "message": {"role": "user", "parts": f"{SECRE
 def daemons(monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
     with real_daemons(monkeypatch) as running:
         yield running
-
-
-def _frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 def _log_messages(client: LspClient) -> list[dict]:
@@ -47,7 +43,7 @@ def test_a_connections_malformed_frame_is_told_to_that_connection_alone(
     sender, bystander = LspClient.unix(paths.socket_path()), LspClient.unix(paths.socket_path())
     assert "result" in sender.initialize("sender")
     assert "result" in bystander.initialize("bystander")
-    sender.send_raw(_frame(b"{not json"))
+    sender.send_raw(frame(b"{not json"))
     told = sender.read_message(10)
     assert told["method"] == "window/logMessage", told
     assert told["params"]["type"] == 2  # Warning
@@ -113,7 +109,7 @@ def test_a_malformed_body_never_reaches_the_log(daemons: Daemons) -> None:
     client = LspClient.unix(paths.socket_path())
     assert "result" in client.initialize("leaky")
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "params": {"apiKey": SECRET}}).encode()
-    client.send_raw(_frame(body[:-20] + b"\xff\xfe" + body[-20:]))  # not UTF-8
+    client.send_raw(frame(body[:-20] + b"\xff\xfe" + body[-20:]))  # not UTF-8
     assert client.read_message(10)  # the log line (window/logMessage) or the reply
     assert "result" in client.request("daemon/status")
     assert "malformed message" in daemons.log_text()

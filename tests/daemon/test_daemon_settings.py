@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 MODEL = '[models."acme-200k"]\ncontext_window = 200000\nmax_output_tokens = 64000\n'

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.conftest import Runtime
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.core.errors import StoreError
 from tokend.daemon import paths
 

@@ -8,7 +8,7 @@ import stat
 import time
 
 from tests.daemon.conftest import Runtime
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient
 
 
 def _wait_for(predicate, timeout: float = 10.0) -> bool:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from tests.daemon.conftest import Runtime
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient
 
 LOST = 2
 

@@ -1,22 +1,19 @@
-"""A Bash call whose command is one 8 MiB word (a base64 blob) in a session handed off on the real
-daemon: the artifact index (linear now; shlex was quadratic and held a worker for more than 20
+"""A Bash call whose command is one 8 MiB word (a base64 blob) in a session handed off through
+tokend's server (in the test's process, tests/in_process.py): the artifact index (linear now; shlex was quadratic and held a worker for more than 20
 minutes) finds the file the command deleted, and the handoff answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
-from tokend.daemon import paths
 
 
 def test_a_handoff_indexes_an_8_mib_one_word_command(monkeypatch: pytest.MonkeyPatch) -> None:
     blob = "QUJD" * (2 * 1024 * 1024)  # 8 MiB of base64, one word
     command = f"echo {blob} | base64 -d > out.bin && rm -f stale.bin"
     with real_daemons(monkeypatch) as daemons:
-        daemons.serve("--idle-timeout", "0")
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("agent")
         window = {"model": "gpt-4o", "contextWindow": 10_000_000}  # room for the 8 MiB call
         created = client.request("session/create", window)["result"]

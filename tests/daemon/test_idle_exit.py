@@ -8,7 +8,6 @@ had left was lost when the daemon exited under it.
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -19,10 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.daemon.conftest import FIXTURE_DAEMON, Runtime
-from tests.daemon.lsp_client import ConnectionClosed, LspClient
+from tests.lsp_client import ConnectionClosed, LspClient
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
 IDLE_S = 0.5
+# Offsets around an aim, the same in every run (no random timing): -50 to +50 ms in 25 ms steps.
+SPREAD = (-0.05, -0.025, 0.0, 0.025, 0.05)
 
 
 def _fixture_daemon(runtime: Runtime, sock: Path, idle: float) -> subprocess.Popen[bytes]:
@@ -52,7 +53,7 @@ def _clients_at_idle_deadlines(runtime: Runtime, worker: int, attempts: int) -> 
     daemon = _fixture_daemon(runtime, sock, IDLE_S)
     idle_since, aim = time.monotonic(), 0.0
     while len(outcomes) < attempts:
-        wake = idle_since + IDLE_S + aim + random.uniform(-0.01, 0.01)
+        wake = idle_since + IDLE_S + aim + SPREAD[len(outcomes) % len(SPREAD)] / 5
         time.sleep(max(0.0, wake - time.monotonic()))
         try:
             client = LspClient.unix(sock)
@@ -112,7 +113,8 @@ def _editor_at_the_deadline(trial: int) -> tuple[str, int]:
         assert daemon.stderr is not None
         while b"ready" not in (line := daemon.stderr.readline()):
             assert line
-        time.sleep(IDLE_S - 0.15 + random.uniform(-0.05, 0.05))  # ~0.15 s: the forwarder's start
+        # ~0.15 s: the forwarder's start; the trials sweep 50 ms either side of it
+        time.sleep(IDLE_S - 0.15 + SPREAD[trial % len(SPREAD)])
         forwarder = subprocess.Popen(
             [sys.executable, "-m", "tokend.daemon.forwarder"],
             env=env,

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tests.unit.test_document_text import _reference
 from tokend.core.document_text import Edit
 from tokend.daemon import paths

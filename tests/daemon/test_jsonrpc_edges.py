@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient, frame
 from tokend.daemon import paths
 
 INVALID_REQUEST, INVALID_PARAMS, UNAUTHORIZED = -32600, -32602, -33007
@@ -124,7 +124,7 @@ def test_deeply_nested_params_are_refused_before_they_reach_the_session(daemons:
     body = b'{"jsonrpc": "2.0", "id": 99, "method": "session/append", "params": {"sessionId": '
     body += b'"%s", "message": {"role": "assistant", "parts": [{"type": "toolCall", ' % sid.encode()
     body += b'"callId": "c1", "name": "bash", "input": %s}]}}}' % deep
-    client.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    client.send_raw(frame(body))
     while "id" not in (refused := client.read_message()):
         pass
     assert refused["id"] == 99 and refused["error"]["code"] == INVALID_PARAMS, refused

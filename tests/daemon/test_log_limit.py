@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient, frame
 from tokend.daemon import paths
 from tokend.daemon.log_limit import RepeatLimit
 
@@ -47,10 +47,6 @@ def test_two_handlers_sharing_the_limit_decide_once_per_record() -> None:
     assert limit.filter(second) is False and limit.filter(second) is False
 
 
-def _frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
 def test_a_flood_of_malformed_frames_writes_a_few_lines_to_the_real_daemons_log(
     monkeypatch,
 ) -> None:
@@ -59,7 +55,7 @@ def test_a_flood_of_malformed_frames_writes_a_few_lines_to_the_real_daemons_log(
         for _ in range(60):  # each connection's own log would let 3 malformed frames through
             client = LspClient.unix(paths.socket_path())
             assert "result" in client.initialize("flooder")
-            client.send_raw(_frame(b"{not json"))
+            client.send_raw(frame(b"{not json"))
             assert client.read_message(10)["method"] == "window/logMessage"  # it still hears
             client.close()
         good = LspClient.unix(paths.socket_path())

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 

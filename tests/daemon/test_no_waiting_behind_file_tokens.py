@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 FILES = 60_000

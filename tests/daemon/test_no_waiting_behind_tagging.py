@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 PROBE_S = 10.0

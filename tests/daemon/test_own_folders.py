@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tests.inotify_recorder import InotifyRecorder
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 QUIET_SECONDS = 3.0

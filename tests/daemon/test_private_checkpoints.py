@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from bench.baseline import BEFORE_TRUST_REV, ROOT
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 WAIT_SECONDS = 30.0  # how long a condition may take on a loaded machine (not a figure)

@@ -1,4 +1,4 @@
-"""Issue 21 on the real daemon over its socket (SQLite): budget/snapshot reports the prompt
+"""Issue 21 through tokend's server in the test's process (tests/in_process.py, SQLite): budget/snapshot reports the prompt
 cache the last call left, and a prune that would not pay for the warm cache waits. Oracles: the
 usage this test sent, the wall clock around the requests, Anthropic's published prices."""
 
@@ -9,9 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
-from tokend.daemon import paths
+from tests.lsp_client import LspClient
 
 
 def _append(client: LspClient, sid: str, role: str, text: str, usage: dict | None = None) -> dict:
@@ -27,8 +26,7 @@ def test_the_snapshot_says_what_the_prompt_cache_holds_and_for_how_long(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with real_daemons(monkeypatch) as daemons:
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("cache figure")
         sid = client.request("session/create", {"model": "claude-sonnet-4-6"})["result"][
             "sessionId"
@@ -64,8 +62,7 @@ def test_a_one_hour_cache_write_sent_as_documented_is_priced_at_the_one_hour_rat
     `cacheWrite1HTokens` and dropped: the write was priced at the 5-minute rate. Oracle:
     Anthropic's published Claude Sonnet 4.6 prices, $6 per million 1-hour cache-write tokens."""
     with real_daemons(monkeypatch) as daemons:
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("one hour")
         sid = client.request("session/create", {"model": "claude-sonnet-4-6"})["result"][
             "sessionId"
@@ -86,8 +83,7 @@ def test_a_prune_that_would_not_pay_for_the_warm_cache_waits(
     save before the window fills, so nothing is cleared and the skip says why; the messages sent
     stay as they were (what context/assemble builds before and after)."""
     with real_daemons(monkeypatch) as daemons:
-        daemons.serve()
-        client = LspClient.unix(paths.socket_path())
+        client = daemons.standalone()
         assert "result" in client.initialize("prune policy")
         sid = client.request("session/create", {"model": "claude-sonnet-4-6"})["result"][
             "sessionId"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon.paths import socket_path
 
 WAIT = 30.0

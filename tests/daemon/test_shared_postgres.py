@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.adapters.store import SqlStore
 from tokend.daemon import paths
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import ConnectionClosed, LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import ConnectionClosed, LspClient
 
 MODEL = "gpt-4o"
 FILES = 2500  # a tree whose first tags take seconds, not milliseconds

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.daemon import paths
 
 WORKER = b"tokend.adapters.tag_workers"

@@ -6,7 +6,6 @@ Real processes and sockets: `python -m tokend lsp` (the forwarder editors spawn)
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.abuse import discard_until_closed, live_pids, malformed_frames, rss_kib
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient, frame
 from tokend.daemon import paths
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
@@ -197,16 +196,11 @@ def test_idle_daemon_exits_and_removes_its_socket(real: RealRuntime) -> None:
     assert not sock.exists()
 
 
-def _frame(body: dict) -> bytes:
-    data = json.dumps(body).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(data) + data
-
-
 def _bad_tokend_requests() -> list[bytes]:
     """Well-framed JSON-RPC that tokend's handlers must refuse with an error reply."""
 
     def call(method: str, params: object) -> bytes:
-        return _frame({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+        return frame({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 
     return [
         call("session/append", "not an object"),
@@ -233,7 +227,7 @@ def test_a_thousand_bad_frames_on_one_connection_leave_the_others_served(real: R
         bad.connect(str(paths.socket_path()))
         threading.Thread(target=discard_until_closed, args=(bad,), daemon=True).start()
         bad.sendall(
-            _frame(
+            frame(
                 {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}}
             )
         )

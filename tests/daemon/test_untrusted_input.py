@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient, frame
 from tokend.core.errors import InvalidParams, Unauthorized
 from tokend.daemon import paths
 
@@ -42,7 +42,7 @@ def _client(name: str = "careless") -> LspClient:
 
 def _raw_request(client: LspClient, body: bytes, timeout: float = 10.0) -> dict[str, Any]:
     """Send `body` (a request with id "raw") as is; its reply."""
-    client.send_raw(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    client.send_raw(frame(body))
     while True:
         message = client.read_message(timeout)
         if message.get("id") == "raw":
@@ -255,7 +255,7 @@ def test_nesting_is_refused_while_scanning_at_a_bounded_cost(daemons: Daemons) -
     cpu_before = _cpu_seconds(daemons)
     for _ in range(10):
         intruder = LspClient.tcp("127.0.0.1", port)
-        intruder.send_raw(b"Content-Length: %d\r\n\r\n%s" % (len(pre_auth), pre_auth))
+        intruder.send_raw(frame(pre_auth))
         assert intruder.read_message()["error"]["code"] == UNAUTHORIZED
         assert intruder.wait_closed()
         intruder.close()

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.daemon.abuse import rss_kib
 from tests.daemon.conftest import Runtime
-from tests.daemon.lsp_client import LspClient
+from tests.lsp_client import LspClient, frame
 
 UNAUTHORIZED, PARSE_ERROR = -33007, -32700
 REQUEST_TOO_LARGE, REPLY_TOO_LARGE = -33011, -33012
@@ -50,7 +50,7 @@ def test_unauthenticated_60_mb_bodies_leave_the_daemon_flat(runtime: Runtime) ->
     def intrude() -> bool:
         intruder = socket.create_connection(("127.0.0.1", port))
         try:
-            intruder.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            intruder.sendall(frame(body))
         except OSError:
             pass  # refused after the header: the daemon closed on us mid-body
         closed = LspClient(intruder.fileno(), intruder.fileno(), intruder).wait_closed()
@@ -134,7 +134,7 @@ def test_an_id_after_the_params_is_still_found(runtime: Runtime) -> None:
     data = b'{"params": ' + params.encode() + b', "method": "test/echo", "jsonrpc": "2.0", '
     data += b'"id": "late-id"}'  # the id last: found by reading the whole body through
     assert len(data) > 64 * MIB
-    client.send_raw(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    client.send_raw(frame(data))
     refused = client.read_message(timeout=120)
     assert refused["id"] == "late-id" and refused["error"]["code"] == REQUEST_TOO_LARGE
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 
 
 async def test_an_unknown_method_names_the_closest_one(server: ProcessClient):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 
 
 async def test_reply_durations_add_up_to_the_api_time(server: ProcessClient):

@@ -19,16 +19,16 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.daemon.real_daemon import real_daemons
-from tests.e2e.rpc import ProcessClient, RpcClient
 from tests.e2e.test_compaction_cancel import (
     PROMPT,
     HangingModel,
     Peer,
     initialize,
-    start,
     state_of,
     until,
 )
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcClient
 
 CONTEXT_OVERFLOW = -33003
 SYSTEM = "You are a careful coding agent; keep the public API stable. " * 400  # ~4,800 tokens
@@ -95,7 +95,7 @@ async def test_cancel_request_of_an_assemble_stops_its_compaction_and_assembles_
         before = await state_of(client, sid)
 
         params = {"sessionId": sid, "format": "openai", "system": SYSTEM}
-        msg_id, reply = start(client, "context/assemble", params)
+        msg_id, reply = client.begin("context/assemble", params)
         await until(lambda: model.arrived)
         cancelled_at = time.monotonic()
         client.notify("$/cancelRequest", {"id": msg_id})
@@ -130,14 +130,14 @@ async def test_a_progress_cancel_of_an_assembles_compaction_leaves_the_overflow_
     same as without a compaction. A restart shows the session as it was."""
     db = tmp_path / "tokend.sqlite3"
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    client = await InProcessClient.start(cwd=tmp_path, env=env)
     await initialize(client)
     peer = Peer(client)
     sid, _ = await over_the_threshold(client)
     before = await state_of(client, sid)
     big = {"path": "src/big.py", "text": "def f(x):\n    return x + 1\n" * 2_500}
     params = {"sessionId": sid, "format": "openai", "system": SYSTEM, "chatFiles": [big]}
-    _, reply = start(client, "context/assemble", params)
+    _, reply = client.begin("context/assemble", params)
     await until(lambda: model.arrived)
     await until(lambda: peer.progress)
     token = peer.progress[0]["token"]
@@ -153,7 +153,7 @@ async def test_a_progress_cancel_of_an_assembles_compaction_leaves_the_overflow_
     peer.stop()
     assert await client.shutdown() == 0
 
-    again = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    again = await InProcessClient.start(cwd=tmp_path, env=env)
     await initialize(again)
     assert await state_of(again, sid) == before
     assert await again.shutdown() == 0

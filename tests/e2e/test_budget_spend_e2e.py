@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcError
 
 CONFIG = """
 [context]
@@ -33,15 +34,15 @@ async def server(tmp_path):
     config_dir.mkdir(parents=True)
     (config_dir / "config.toml").write_text(CONFIG)
     db = tmp_path / "tokend.sqlite3"
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     await client.initialize()
     yield client
     assert await client.shutdown() == 0
 
 
-async def tool_turn(server: ProcessClient, sid: str, n: int) -> None:
+async def tool_turn(server: InProcessClient, sid: str, n: int) -> None:
     user = {"role": "user", "parts": [{"type": "text", "text": f"run step {n}"}]}
     await server.request("session/append", {"sessionId": sid, "message": user})
     call = {"type": "toolCall", "callId": f"t{n}", "name": "Bash", "input": {"command": "make"}}
@@ -53,7 +54,7 @@ async def tool_turn(server: ProcessClient, sid: str, n: int) -> None:
     )
 
 
-async def test_budget_spend_and_rate_through_the_real_server(server: ProcessClient):
+async def test_budget_spend_and_rate_through_the_real_server(server: InProcessClient):
     sid = (await server.request("session/create", {"model": "claude-sonnet-4-5"}))["sessionId"]
     await server.request("session/attach", {"sessionId": sid})
     await tool_turn(server, sid, 1)  # $0.45 of a $0.50 session limit: 90%

@@ -10,7 +10,7 @@ import ctok
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.in_process import InProcessClient
 
 V3_FRAME = 7  # count_tokens of a one-message request around its content (v3 family)
 
@@ -43,9 +43,7 @@ def tree(tmp_path: Path) -> Path:
 async def server(tmp_path: Path):
     home = tmp_path / "home"
     home.mkdir()
-    client = await ProcessClient.spawn(
-        "lsp",
-        "--standalone",
+    client = await InProcessClient.start(
         cwd=tmp_path,
         env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", HOME=str(home)),
     )
@@ -54,7 +52,9 @@ async def server(tmp_path: Path):
     assert await client.shutdown() == 0
 
 
-async def test_a_claude_session_counts_in_claude_tokens(server: ProcessClient, tree: Path) -> None:
+async def test_a_claude_session_counts_in_claude_tokens(
+    server: InProcessClient, tree: Path
+) -> None:
     uri = tree.as_uri()
     created = await server.request(
         "session/create", {"model": "claude-opus-4-6", "workspaceUri": uri}
@@ -89,7 +89,7 @@ async def test_a_claude_session_counts_in_claude_tokens(server: ProcessClient, t
 CTOK_VERSIONS = {"claude-opus-4-6": "3.0", "claude-opus-4-7": "4.7", "claude-opus-4-8": "4.8"}
 
 
-async def test_each_family_counts_its_own_request_frame(server: ProcessClient) -> None:
+async def test_each_family_counts_its_own_request_frame(server: InProcessClient) -> None:
     # Oracle: ctok's count of the one-message request (content and the family's frame). The
     # gauge adds the measured 20 per message (measured on v3, whose 7-token frame is in it)
     # and each family's frame difference from v3 once: so what it shows beyond the request is

@@ -1,6 +1,7 @@
 """End to end: a big Claude message is answered with its estimate at once and upgraded to its
-exact count when that lands (budget/didChange), through the real `tokend lsp --standalone`
-process on a real SQLite file and on the suite's real PostgreSQL (tests/pg.py); a restart keeps
+exact count when that lands (budget/didChange), through tokend's standalone server (in the
+test's process, tests/in_process.py; the one killed with -9 a real `tokend lsp --standalone`
+process) on a real SQLite file and on the suite's real PostgreSQL (tests/pg.py); a restart keeps
 the exact count. Oracle: ctok's count of the text (one user message: its content plus the 13 the gauge shows beyond it for a one-message v3
 request, as tests/e2e/test_claude_tier.py measures)."""
 
@@ -14,7 +15,8 @@ import ctok
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.in_process import InProcessClient
+from tests.lsp_client import ProcessClient
 
 BEYOND_CONTENT = 13  # what the gauge shows beyond ctok's content count, one v3 message
 
@@ -45,7 +47,18 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'db.sqlite3'}"
 
 
-async def spawn(tmp_path: Path, database: str) -> ProcessClient:
+async def spawn(tmp_path: Path, database: str) -> InProcessClient:
+    """The standalone server in this process (tests/in_process.py)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = tokend_env(TOKEND_DATABASE_URL=database, HOME=str(home))
+    client = await InProcessClient.start(tmp_path, env=env)
+    await client.initialize()
+    return client
+
+
+async def spawn_process(tmp_path: Path, database: str) -> ProcessClient:
+    """The real `tokend lsp --standalone` process, for the test that kills it."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = tokend_env(TOKEND_DATABASE_URL=database, HOME=str(home))
@@ -137,7 +150,7 @@ async def test_a_server_killed_before_the_count_lands_counts_it_off_the_loop_whe
     exact count lands afterwards, counted off the loop, as an append's does."""
     body = big_python(2_000_000)  # a few seconds of exact counting: the kill comes first
     exact = int(ctok.token_count(body, "3.0")) + BEYOND_CONTENT
-    server = await spawn(tmp_path, database)
+    server = await spawn_process(tmp_path, database)
     try:
         sid = (await server.request("session/create", {"model": "claude-opus-4-6"}))["sessionId"]
         message = {"role": "user", "parts": [{"type": "text", "text": body}]}

@@ -1,4 +1,6 @@
-"""The `tokend` command as a user runs it: real processes, real files."""
+"""The `tokend` command as a user runs it, on real files: `tokend.cli.main` in this process
+(tests/in_process.py), and `python -m tokend` as a process for the CLI path's own test and for
+`tokend status`."""
 
 from __future__ import annotations
 
@@ -7,9 +9,20 @@ import subprocess
 import sys
 
 from tests.conftest import BIG_SESSION, sessions_dir_or_skip, tokend_env
+from tests.in_process import tokend_cli
 
 
-def tokend(*args: str, cwd, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+def tokend(*args: str, cwd, **env: str) -> subprocess.CompletedProcess[str]:
+    """`tokend ARGS` run in this process (tests/in_process.py), but `tokend status`, which may
+    start a daemon of its own: a process, as a user runs it."""
+    if args[0] == "status":
+        return tokend_process(*args, cwd=cwd, **env)
+    return tokend_cli(*args, cwd=cwd, env=tokend_env(**env))
+
+
+def tokend_process(
+    *args: str, cwd, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tokend", *args],
         cwd=cwd,
@@ -21,13 +34,14 @@ def tokend(*args: str, cwd, timeout: float = 120, **env: str) -> subprocess.Comp
 
 
 def test_models_show(tmp_path):
-    shown = tokend("models", "show", "gpt-4o", "--json", cwd=tmp_path)
+    """The CLI path's end-to-end test: `python -m tokend` as a process."""
+    shown = tokend_process("models", "show", "gpt-4o", "--json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     figures = json.loads(shown.stdout)
     assert figures["contextWindow"] == 128_000
     assert figures["maxOutputTokens"] == 16_384
     assert figures["tokenizer"] == "o200k_base"
-    table = tokend("models", "show", "claude-opus-4-6", cwd=tmp_path)
+    table = tokend_process("models", "show", "claude-opus-4-6", cwd=tmp_path)
     assert "1,000,000" in table.stdout and "contextWindow" in table.stdout
 
 

@@ -9,8 +9,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.client import AsyncClient, Client
 from tokend.daemon.paths import socket_path
 

@@ -14,8 +14,8 @@ from anthropic.types import Message
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import real_daemons
+from tests.lsp_client import LspClient
 from tokend.client import Client
 from tokend.client.sdk import (
     anthropic_reply,

@@ -1,6 +1,6 @@
 """The "client" summarizer end to end: the real `tokend lsp --standalone` asks the connection
 that requested the compaction `session/summarize`, and a real client on the pipes answers
-(tests/e2e/answering.py). Oracles: the request the client received, the narrative it answered,
+(tests/lsp_client.py's answers). Oracles: the request the client received, the narrative it answered,
 the texts this test appended, what session/messages returns."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.answering import AnswerError, AnsweringClient
+from tests.in_process import InProcessClient
+from tests.lsp_client import AnswerError
 from tests.model_servers import GOOD_ANSWER
 
 NARRATIVE = GOOD_ANSWER.format(model="from the editor").strip()
@@ -23,7 +24,7 @@ async def client(tmp_path, isolated_dirs):
     )
     db = tmp_path / "tokend.sqlite3"
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    proc = await AnsweringClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    proc = await InProcessClient.start(cwd=tmp_path, env=env)
     await proc.initialize()
     yield proc
     assert await proc.shutdown() == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.in_process import InProcessClient
 from tokend.core.catalog import Catalog
 
 DOCUMENTED = {
@@ -27,7 +27,7 @@ DOCUMENTED = {
 }
 
 
-async def snapshot_of(client: ProcessClient, model: str) -> dict[str, object]:
+async def snapshot_of(client: InProcessClient, model: str) -> dict[str, object]:
     created = await client.request("session/create", {"model": model})
     sid = created["sessionId"]
     message = {"role": "user", "parts": [{"type": "text", "text": "hello"}]}
@@ -48,7 +48,7 @@ async def test_the_snapshot_advises_the_providers_own_compaction_where_the_model
     )
     db = tmp_path / "tokend.sqlite3"
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    client = await InProcessClient.start(cwd=tmp_path, env=env)
     await client.initialize()
     expected = {
         **DOCUMENTED,

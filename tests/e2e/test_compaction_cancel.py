@@ -20,7 +20,8 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.daemon.real_daemon import real_daemons
-from tests.e2e.rpc import ProcessClient, RpcClient
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcClient, frame
 from tests.model_servers import GOOD_ANSWER
 
 REQUEST_CANCELLED = -32800
@@ -109,15 +110,6 @@ def model(isolated_dirs: Path):
     server.close()
 
 
-def start(client: RpcClient, method: str, params: Any) -> tuple[int, asyncio.Future[Any]]:
-    """Send a request without waiting: (its id, the future of its reply body)."""
-    msg_id = next(client._ids)
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    client._pending[msg_id] = future
-    client._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-    return msg_id, future
-
-
 async def until(predicate: Any, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -139,7 +131,7 @@ class Peer:
         while True:
             body = await self.client.notifications.get()
             if body.get("method") == "window/workDoneProgress/create":
-                self.client._send({"jsonrpc": "2.0", "id": body["id"], "result": None})
+                self.client.send_raw(frame({"jsonrpc": "2.0", "id": body["id"], "result": None}))
             elif body.get("method") == "$/progress":
                 self.progress.append(body["params"])
             elif body.get("method") == "session/didCompact":
@@ -200,7 +192,7 @@ async def test_cancel_request_stops_a_slow_summary_and_writes_nothing(model, tmp
         before = await state_of(client, sid)
 
         params = {"sessionId": sid, "strategy": "summarize", "workDoneToken": "compact-1"}
-        msg_id, reply = start(client, "session/compact", params)
+        msg_id, reply = client.begin("session/compact", params)
         await until(lambda: model.arrived)
         cancelled_at = time.monotonic()
         client.notify("$/cancelRequest", {"id": msg_id})
@@ -231,13 +223,13 @@ async def test_a_progress_cancel_stops_a_compaction_it_names(model, tmp_path):
     session."""
     db = tmp_path / "tokend.sqlite3"
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    client = await InProcessClient.start(cwd=tmp_path, env=env)
     await initialize(client)
     peer = Peer(client)
     sid = await conversation(client, 10)
     before = await state_of(client, sid)
     params = {"sessionId": sid, "strategy": "full", "workDoneToken": 7}
-    _, reply = start(client, "session/compact", params)
+    _, reply = client.begin("session/compact", params)
     await until(lambda: model.arrived)
     await until(lambda: peer.kinds(7))
     client.notify("window/workDoneProgress/cancel", {"token": 7})
@@ -248,7 +240,7 @@ async def test_a_progress_cancel_stops_a_compaction_it_names(model, tmp_path):
     peer.stop()
     assert await client.shutdown() == 0
 
-    again = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    again = await InProcessClient.start(cwd=tmp_path, env=env)
     await initialize(again)
     assert await state_of(again, sid) == before
     assert await again.shutdown() == 0
@@ -260,7 +252,7 @@ async def test_an_automatic_compaction_is_cancelled_by_its_progress_token(model,
     The next append's automatic compaction runs to its end."""
     db = tmp_path / "tokend.sqlite3"
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    client = await InProcessClient.start(cwd=tmp_path, env=env)
     await initialize(client)
     peer = Peer(client)
     sid = await conversation(client, 0, window=40_000)
@@ -277,7 +269,7 @@ async def test_an_automatic_compaction_is_cancelled_by_its_progress_token(model,
         i += 1
     before = await state_of(client, sid)
     message = {"role": "user", "parts": [{"type": "text", "text": "past the line " * 900}]}
-    _, reply = start(client, "session/append", {"sessionId": sid, "message": message})
+    _, reply = client.begin("session/append", {"sessionId": sid, "message": message})
     await until(lambda: model.arrived)
     await until(lambda: peer.progress)
     token = peer.progress[0]["token"]

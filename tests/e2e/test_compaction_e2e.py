@@ -9,7 +9,8 @@ import sqlite3
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcError
 
 
 @pytest.fixture
@@ -19,8 +20,8 @@ def db(tmp_path):
 
 @pytest.fixture
 async def server(tmp_path, db):
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     await client.initialize()
     yield client

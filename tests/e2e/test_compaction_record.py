@@ -6,12 +6,10 @@ assembles the request; the oracles are the transcript's own strings, written her
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.in_process import InProcessClient, tokend_cli
 
 FIRST_WORDS = "Rename parse_row to read_row in src/alpha_rows.py and keep the public API intact"
 ERROR_LINE = "FAILED tests/test_alpha_rows.py::test_read_row - AssertionError: 3 != 4"
@@ -94,14 +92,10 @@ def transcript() -> Transcript:
 def import_session(tmp_path: Path, db: Path) -> str:
     path = tmp_path / "session.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in transcript().records))
-    done = subprocess.run(
-        [sys.executable, "-m", "tokend", "import", "claude-code", str(path), "--json"],
-        cwd=tmp_path,
-        env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = tokend_cli(
+        "import", "claude-code", str(path), "--json",
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}"),
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)
     assert outcome["compactions"] == 1
@@ -121,8 +115,8 @@ def every_string(value) -> str:
 async def test_summarize_keeps_what_came_before_a_foreign_boundary(tmp_path):
     db = tmp_path / "tokend.sqlite3"
     sid = import_session(tmp_path, db)
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     try:
         await client.initialize()
@@ -150,8 +144,8 @@ async def test_summarize_keeps_what_came_before_a_foreign_boundary(tmp_path):
 async def test_handoff_keeps_what_came_before_a_foreign_boundary(tmp_path):
     db = tmp_path / "tokend.sqlite3"
     sid = import_session(tmp_path, db)
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     try:
         await client.initialize()

@@ -8,12 +8,12 @@ import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import tokend_env
+from tests.in_process import tokend_cli
 from tokend.commands.config import run_config
 from tokend.core.errors import InvalidParams
 
@@ -123,14 +123,7 @@ def test_a_workspace_that_is_not_a_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_cli_runs_it_in_the_current_directory(user_file: Path, workspace: Path) -> None:
-    shown = subprocess.run(
-        [sys.executable, "-m", "tokend", "config", "--json"],
-        cwd=workspace,
-        env=tokend_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = tokend_cli("config", "--json", cwd=workspace, env=tokend_env())
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     assert report["workspace"] == str(workspace)
@@ -207,10 +200,6 @@ def test_a_rejected_value_is_marked_rejected_beside_the_value_in_effect(tmp_path
 
 def _tokend_config(workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`tokend config ARGS --workspace WORKSPACE` as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "tokend", "config", *args, "--workspace", str(workspace)],
-        env=tokend_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=60,
+    return tokend_cli(
+        "config", *args, "--workspace", str(workspace), cwd=workspace, env=tokend_env(**env)
     )

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tests.e2e.test_follow import (  # the same helpers as the inotify-backed tests
     WAIT_SECONDS,
@@ -28,6 +27,7 @@ from tests.e2e.test_follow import (  # the same helpers as the inotify-backed te
     _oracle,
     _until,
 )
+from tests.lsp_client import LspClient
 from tokend.daemon.paths import socket_path
 
 

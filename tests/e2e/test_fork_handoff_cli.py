@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.appending import append
+from tests.in_process import tokend_cli
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 from tokend.service.app import open_service
@@ -45,14 +46,7 @@ def home() -> Iterator[dict]:
 
 
 def tokend(home: dict, *args: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "tokend", *args, "--json"],
-        cwd=home["base"] / "ws",
-        env=home["env"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = tokend_cli(*args, "--json", cwd=home["base"] / "ws", env=home["env"])
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

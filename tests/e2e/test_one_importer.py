@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import session_file
+from tests.in_process import tokend_cli
 from tokend.service.app import open_service
 from tokend.service.tail import TranscriptTail
 
@@ -92,10 +91,9 @@ def _imported(tmp_path: Path, source: Path) -> tuple[dict, dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOKEND_")}
     env.update(HOME=str(home), XDG_RUNTIME_DIR=str(home), XDG_DATA_HOME=str(home))
     url = f"sqlite:///{tmp_path}/imported.sqlite3"
-    done = subprocess.run(
-        [sys.executable, "-m", "tokend", "--database-url", url, "import", "claude-code",
-         str(source), "--skip-bad-lines", "--json"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
+    done = tokend_cli(
+        "--database-url", url, "import", "claude-code", str(source), "--skip-bad-lines", "--json",
+        cwd=tmp_path, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout)

@@ -21,7 +21,8 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.daemon.real_daemon import real_daemons
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import ProcessClient, RpcError
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol.md"
 TAG = re.compile(r"<!-- example: ([A-Za-z0-9/-]+) -->\n```json\n(.*?)```\n", re.S)
@@ -311,8 +312,8 @@ def _shown(lines: list[str]) -> str:
 @pytest.fixture
 async def server(tmp_path):
     db = tmp_path / "tokend.sqlite3"
-    client = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
+    client = await InProcessClient.start(
+        cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
     )
     yield client  # the scenario sends `initialize` itself: its example is the first one
     assert await client.shutdown() == 0

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcError
 
 IN, OUT, READ, WRITE = 3e-6, 15e-6, 0.3e-6, 3.75e-6  # $/token, declared below
 SUMMARY = "The user is porting the parser; tokenizer done, grammar next. Files: src/parse.py."
@@ -48,8 +49,8 @@ def env(tmp_path, isolated_dirs):
     return tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path / 'tokend.sqlite3'}")
 
 
-async def spawn(env, cwd) -> ProcessClient:
-    client = await ProcessClient.spawn("lsp", "--standalone", cwd=cwd, env=env)
+async def spawn(env, cwd) -> InProcessClient:
+    client = await InProcessClient.start(cwd=cwd, env=env)
     await client.initialize()
     return client
 

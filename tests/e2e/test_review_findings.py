@@ -9,7 +9,8 @@ import json
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcError
 from tokend.adapters.tokenizers import load_encoding
 
 O200K = load_encoding("o200k_base")
@@ -23,7 +24,7 @@ def text(t: str) -> dict[str, str]:
     return {"type": "text", "text": t}
 
 
-async def append(server: ProcessClient, sid: str, role: str, *parts, usage=None) -> dict:
+async def append(server: InProcessClient, sid: str, role: str, *parts, usage=None) -> dict:
     message: dict = {"role": role, "parts": list(parts)}
     if usage is not None:
         message["usage"] = usage
@@ -267,7 +268,7 @@ async def test_session_list_answers_from_persisted_gauges(tmp_path):
     was left with."""
     db = tmp_path / "tokend.sqlite3"
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}")
-    first = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    first = await InProcessClient.start(cwd=tmp_path, env=env)
     await first.initialize()
     expected = {}
     for i in range(3):
@@ -277,7 +278,7 @@ async def test_session_list_answers_from_persisted_gauges(tmp_path):
         await append(first, sid, "user", text("hello " * (i + 1)))
         expected[sid] = (await first.request("budget/snapshot", {"sessionId": sid}))["usedTokens"]
     assert await first.shutdown() == 0
-    second = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    second = await InProcessClient.start(cwd=tmp_path, env=env)
     await second.initialize()
     listed = await second.request("session/list", {"workspaceUri": "file:///ws"})
     assert {s["sessionId"]: s["usedTokens"] for s in listed["sessions"]} == expected

@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIG_SESSION, sessions_dir_or_skip
-from tests.daemon.lsp_client import LspClient
+from tests.in_process import tokend_cli
+from tests.lsp_client import LspClient
 from tokend.daemon.spawn import ENV_DAEMON_CMD
 
 SESSION_NOT_FOUND = -33001
@@ -53,14 +54,8 @@ class Home:
         return self.base / "run" / "tokend" / "daemon.sock"
 
     def tokend(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "tokend", *args],
-            cwd=cwd or self.workspace,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        """`tokend ARGS` by `tokend.cli.main` in this process (tests/in_process.py)."""
+        return tokend_cli(*args, cwd=cwd or self.workspace, env=self.env)
 
     def ok(self, *args: str, cwd: Path | None = None) -> str:
         done = self.tokend(*args, cwd=cwd)

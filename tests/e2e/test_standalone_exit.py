@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.lsp_client import frame
+
 FILES = 2500
 
 
@@ -32,8 +34,7 @@ def _tree(root: Path) -> Path:
 
 def _send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
     assert proc.stdin is not None
-    body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.write(frame({"jsonrpc": "2.0", **message}))
     proc.stdin.flush()
 
 

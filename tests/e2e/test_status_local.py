@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.lsp_client import ProcessClient
 
 CONFIG = """
 [spend]

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import session_file
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, real_daemons
+from tests.lsp_client import LspClient
 from tokend.commands.live import gauge_line
 from tokend.daemon.paths import socket_path
 

@@ -1,14 +1,18 @@
-"""End to end: the real `tokend lsp --standalone` process over real pipes, a real SQLite file."""
+"""The standalone server on a real SQLite file: the first test through the real `tokend lsp
+--standalone` process over real pipes, the others through the same server in this process
+(tests/in_process.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import ProcessClient, RpcError
 
 
-async def test_append_usage_and_snapshot_agree(server: ProcessClient):
+async def test_append_usage_and_snapshot_agree(process_server: ProcessClient):
+    server = process_server
     created = await server.request(
         "session/create", {"model": "gpt-4o", "title": "e2e", "workspaceUri": "file:///tmp/ws"}
     )
@@ -214,7 +218,7 @@ async def test_prune_clears_old_tool_output_but_keeps_recent_turns(server: Proce
 async def test_a_new_connection_asking_for_active_follows_the_workspaces_newest_session(tmp_path):
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{tmp_path}/shared.sqlite3")
     workspace = tmp_path.as_uri()
-    first = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    first = await InProcessClient.start(cwd=tmp_path, env=env)
     await first.initialize()
     sid = (await first.request("session/create", {"model": "gpt-4o", "workspaceUri": workspace}))[
         "sessionId"
@@ -224,7 +228,7 @@ async def test_a_new_connection_asking_for_active_follows_the_workspaces_newest_
     )
     assert await first.shutdown() == 0
 
-    second = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    second = await InProcessClient.start(cwd=tmp_path, env=env)
     result = await second.request(
         "initialize",
         {

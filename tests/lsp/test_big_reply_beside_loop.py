@@ -22,6 +22,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from tests.lsp_client import LspClient
 from tokend.daemon.outbox import Outbox
 from tokend.lsp.protocol import TokendProtocol, shared_converter
 
@@ -30,20 +31,8 @@ TEXT = ('😀 naïve "quoted" ' * 120_000)[:2_000_000]  # JSON writes it as ~14 
 
 def _read(sock: socket.socket, count: int) -> list[Any]:
     """`count` messages from `sock`."""
-    data = bytearray()
-    messages: list[Any] = []
-    while len(messages) < count:
-        chunk = sock.recv(1 << 20)
-        assert chunk, "closed early"
-        data += chunk
-        while (end := data.find(b"\r\n\r\n")) >= 0:
-            head = bytes(data[:end]).decode()
-            length = int(head.split("Content-Length:")[1].split("\r\n")[0])
-            if len(data) < end + 4 + length:
-                break
-            messages.append(json.loads(bytes(data[end + 4 : end + 4 + length])))
-            del data[: end + 4 + length]
-    return messages
+    client = LspClient(sock.fileno(), sock.fileno(), sock)
+    return [client.read_message(timeout=120) for _ in range(count)]
 
 
 async def test_the_loop_turns_while_a_big_reply_is_encoded_and_order_is_kept() -> None:

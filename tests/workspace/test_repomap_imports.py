@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient
+from tests.lsp_client import ProcessClient
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache

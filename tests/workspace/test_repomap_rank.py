@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 from tokend.adapters.tokenizers import load_encoding
 
 HUB_USERS = 12

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import tokend_env
-from tests.e2e.rpc import ProcessClient, RpcError
+from tests.lsp_client import ProcessClient, RpcError
 from tokend.adapters.tokenizers import load_encoding
 
 

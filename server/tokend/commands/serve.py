@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 STOP_TIMEOUT_SECONDS = 20.0  # for the daemon's process to end after SIGTERM (it answers what
 # is in flight for up to 10 s, then ends its background work within a few seconds)
@@ -24,20 +24,30 @@ def run_lsp(args: argparse.Namespace) -> int:
 
 
 def _standalone(args: argparse.Namespace) -> int:
-    """The server on stdio until `exit` (or stdin's end); then its background work is ended
-    (bounded) before the process exits: 0 after `shutdown` then `exit` (or a closed stdin), 1
-    for an `exit` without `shutdown` (the LSP specification's codes)."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    return serve_standalone(Path.cwd(), args.database_url)
+
+
+def serve_standalone(
+    workspace: Path,
+    database_url: str | None,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+) -> int:
+    """The server on stdio (or on `stdin`/`stdout`: the tests' in-process standalone) until
+    `exit` (or stdin's end); then its background work is ended (bounded) before the process
+    exits: 0 after `shutdown` then `exit` (or a closed stdin), 1 for an `exit` without
+    `shutdown` (the LSP specification's codes)."""
     from tokend.lsp.server import create_server
     from tokend.service.app import open_app
 
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    app = open_app(Path.cwd(), args.database_url, serving=True)
+    app = open_app(workspace, database_url, serving=True)
     app.check_store()  # damage is logged: on this process's stderr
     server = create_server(app)
     app.start()  # the one client hears of the restores settled at start
     server.serve_workspaces()  # the one client uses what its requests open
     try:
-        server.start_io()
+        server.start_io(stdin, stdout)
     finally:
         app.close()
     exited = getattr(server.protocol, "output_closed", False)
