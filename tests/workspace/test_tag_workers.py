@@ -234,3 +234,33 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
     assert got == [tag_workers.tags_json(tags) for tags in expected]
     assert any(d.name == "start" for d in expected[1].definitions)
     assert in_thread == [len(small), len(small)]  # the big one was not parsed in this thread
+
+
+def test_a_pooled_build_packs_no_file_in_the_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found (issue 22, py-spy on the daemon during the kernel's first map): a third of the
+    build thread was PackedTags.of (a digest and a regular expression per name) and decoding the
+    workers' JSON. The workers pack the tags they parse; the daemon packs none (main: every
+    file), and the map is the one a single process makes (above)."""
+    from tokend.core import repomap_store
+
+    tree = _tree(tmp_path)
+    packed_here: list[int] = []
+    real = repomap_store.PackedTags.of.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type, tags: object) -> object:
+        packed_here.append(1)
+        return real(cls, tags)
+
+    monkeypatch.setattr(repomap_store.PackedTags, "of", classmethod(counted))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index.tags.pool_workers = 2
+    index.build()
+    files = sum(1 for _ in tree.rglob("*.py"))
+    assert files > POOL_MIN_FILES
+    assert len(index.tags._graph.table.paths) == files
+    assert packed_here == []
+    focus = Focus(frozenset(), frozenset({"gen_7"}), "")
+    assert "gen_7" in index.tags.repo_map(focus, 1024, len, "chars").text
+    index.close()

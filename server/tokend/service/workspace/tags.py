@@ -21,7 +21,8 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from tokend.adapters import workspace_fs
-from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work, tags_json
+from tokend.adapters.tag_wire import Parsed, tags_json
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
@@ -91,7 +92,7 @@ class WorkspaceTags:
         with self._workers_for(len(wanted)) as workers, Beside(workers is not None) as beside:
             # The workers parse one chunk while this thread reads the next and hands the graph
             # the one before (issue 22: the kernel's first map waited for both in turn).
-            ahead: tuple[Chunk, Future[dict[str, str]]] | None = None
+            ahead: tuple[Chunk, Future[dict[str, str | Parsed]]] | None = None
             for paths_now in [*chunks(wanted, entries, overlays), None]:
                 self._check_stopping()
                 chunk = None
@@ -102,7 +103,7 @@ class WorkspaceTags:
                 if ahead is not None:
                     tags, reread = finish_chunk(self._reading, ahead[0], parsed)
                     with self._lock:
-                        if self._graph.set_files(tags) or reread:
+                        if self._graph.set_files(tags, ahead[0].packed) or reread:
                             self._forget_maps_showing(set(tags))
                     done += len(tags)
                     if progress is not None:
@@ -133,14 +134,18 @@ class WorkspaceTags:
 
     def _parse(
         self, work: list[tuple[str, str, bytes]], workers: TagWorkers | None
-    ) -> dict[str, str]:
-        """(path, language, source) -> the path's tags as JSON text: by the workers when there
-        are many (decoded by finish_chunk, on the thread that hands them to the graph: the
-        thread waiting for the workers only moves bytes, and takes the interpreter from the
-        event loop no more than it must)."""
+    ) -> dict[str, str | Parsed]:
+        """(path, language, source) -> the path's tags as JSON text, and packed when the
+        workers parsed them (a refresh of many files; decoded by finish_chunk, on the thread
+        that hands them to the graph: the thread waiting for the workers only moves bytes, and
+        takes the interpreter from the event loop no more than it must)."""
         self._check_stopping()
         paths = [path for path, _, _ in work]
-        found = parse_all_json(self._parser, work, workers, self._stopping)
+        found: Sequence[str | Parsed]
+        if workers is not None and work:
+            found = workers.parse_packed(work)
+        else:
+            found = parse_all_json(self._parser, work, None, self._stopping)
         return dict(zip(paths, found, strict=True))
 
     def forget(self) -> None:
