@@ -264,3 +264,44 @@ def test_a_pooled_build_packs_no_file_in_the_daemon(
     focus = Focus(frozenset(), frozenset({"gen_7"}), "")
     assert "gen_7" in index.tags.repo_map(focus, 1024, len, "chars").text
     index.close()
+
+
+def test_saves_of_a_big_file_reuse_one_worker_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found (issue 22): each save of a source over SOLO_BYTES started a worker process of its
+    own (an interpreter and the grammars: 0.3-0.8 s on the shared machine), an edit loop paying
+    it every time. The build and three saves now start one process (main: four), each save's tags are in,
+    and closing the workspace ends the worker."""
+    tree = tmp_path / "big"
+    tree.mkdir()
+    filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(12_000))
+    big = tree / "big.py"
+    started: list[int] = []
+    real = tag_workers._Worker.__init__
+
+    def counted(self: object, *args: object, **kwargs: object) -> None:
+        started.append(1)
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tag_workers._Worker, "__init__", counted)
+    big.write_text(filler)
+    assert big.stat().st_size > workspace_tags.SOLO_BYTES
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index.build()
+    for n in range(3):
+        big.write_text(f"def saved_{n}(port):\n    return port\n\n" + filler)
+        index.apply_changes([big])
+        assert index.tags.defines(f"saved_{n}")
+    pids = [w.proc.pid for w in _solo_processes(index)]
+    assert len(started) == 1  # the first build and the three saves (main: one each, 4)
+    index.close()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # ended and reaped
+
+
+def _solo_processes(index: WorkspaceIndex) -> list[tag_workers._Worker]:
+    solo = getattr(index.tags, "_solo", None)
+    workers = getattr(solo, "_workers", None)
+    return list(workers._workers) if workers is not None else []

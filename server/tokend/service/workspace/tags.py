@@ -29,6 +29,7 @@ from tokend.core.errors import Stopping
 from tokend.core.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
+from tokend.service.workspace.solo_worker import SoloWorker
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -53,6 +54,7 @@ class WorkspaceTags:
         self.root = root
         self.max_bytes = max_bytes  # a bigger unsaved buffer is, like such a file, not mapped
         self._stopping = stopping or threading.Event()  # set: a build in progress gives up
+        self._solo = SoloWorker(self._stopping)  # parses the big files of small refreshes
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self._parser = TagParser()
@@ -145,8 +147,12 @@ class WorkspaceTags:
         if workers is not None and work:
             found = workers.parse_packed(work)
         else:
-            found = parse_all_json(self._parser, work, None, self._stopping)
+            found = parse_all_json(self._parser, work, None, self._solo)
         return dict(zip(paths, found, strict=True))
+
+    def close(self) -> None:
+        """End the worker kept for big files (the workspace closed)."""
+        self._solo.close()
 
     def forget(self) -> None:
         """Drop the graph, the maps and the errors (the workspace was released: see
@@ -217,20 +223,23 @@ def parse_all_json(
     parser: TagParser,
     work: Sequence[Work],
     workers: TagWorkers | None,
-    stopping: threading.Event | None = None,
+    solo: SoloWorker | None = None,
 ) -> list[str]:
     """Each (path, language, source)'s tags as JSON text: by `workers` when given (a refresh
     of POOL_MIN_FILES files or more; any chunk of it, however few files), else in this thread but
-    for sources over SOLO_BYTES, which a worker started for them parses: tree-sitter's progress
-    callback, where the interpreter changes hands, comes rarely while it recovers from errors
-    (a 1 MB .py buffer of words held the event loop 44-65 ms)."""
+    for sources over SOLO_BYTES, which a worker parses (`solo`'s, kept between refreshes; else
+    one started for them): tree-sitter's progress callback, where the interpreter changes
+    hands, comes rarely while it recovers from errors (a 1 MB .py buffer of words held the
+    event loop 44-65 ms)."""
     if workers is not None and work:
         return workers.parse_json(work)
     big = [item for item in work if len(item[2]) > SOLO_BYTES]
     found: Iterator[str] = iter(())
-    if big:
-        with TagWorkers(1, stopping=stopping) as solo:
-            found = iter(solo.parse_json(big))
+    if big and solo is not None:
+        found = iter(solo.parse_json(big))
+    elif big:
+        with TagWorkers(1) as alone:
+            found = iter(alone.parse_json(big))
     return [
         next(found) if len(s) > SOLO_BYTES else tags_json(parser.tags(lang, s))
         for _path, lang, s in work
