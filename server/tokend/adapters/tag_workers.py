@@ -45,6 +45,11 @@ BATCH_BYTES = 1 << 20
 _PARENT_POLL_S = 0.5
 STOP_POLL_S = 0.2
 WORKER_DIED = "the tag worker process died parsing this file"  # not cached: tried again later
+# Workers run this much nicer than the daemon: on a machine whose cores they fill (the kernel's
+# first map: two workers on two cores), the daemon's threads, which answer every connection,
+# are given the CPU first (issue 22: the kernel's first file index took 2.6x longer once every
+# chunk went to the workers, and other connections waited behind them).
+WORKER_NICE = 10
 WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
 # glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
 # one arena. Without, a worker parsing the kernel's C grew to 300 MiB of free heap.
@@ -247,6 +252,10 @@ def _rss_bytes() -> int:
 
 def main() -> None:
     rss_limit = int(sys.argv[1]) if len(sys.argv) > 1 else WORKER_RSS_BYTES
+    try:
+        os.nice(WORKER_NICE)
+    except OSError:  # not allowed here: the worker parses at the daemon's priority
+        pass
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     parser = TagParser()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
