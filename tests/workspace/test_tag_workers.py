@@ -308,10 +308,10 @@ def _solo_processes(index: WorkspaceIndex) -> list[tag_workers._Worker]:
 
 
 def test_workers_yield_the_cpu_to_the_daemon() -> None:
-    """Found (issue 22): with every chunk of the kernel's build parsed by two workers on a
-    2-core machine, the daemon's threads (every connection's requests, the file index's reply)
-    got the CPU no sooner than the workers, and the first file index took 2.6x longer. The
-    workers run nicer than the daemon (main: at its priority)."""
+    """Issue 22: with every chunk of the kernel's build parsed by two workers on a 2-core
+    machine, the daemon's threads (every connection's requests, the file index's reply, the
+    build thread feeding the workers) got the CPU no sooner than the workers. The workers run
+    nicer than the daemon (main: at its priority)."""
     with TagWorkers(2) as workers:
         workers.parse(_source_work()[:4])
         niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in workers.pids()]

@@ -46,9 +46,8 @@ _PARENT_POLL_S = 0.5
 STOP_POLL_S = 0.2
 WORKER_DIED = "the tag worker process died parsing this file"  # not cached: tried again later
 # Workers run this much nicer than the daemon: on a machine whose cores they fill (the kernel's
-# first map: two workers on two cores), the daemon's threads, which answer every connection,
-# are given the CPU first (issue 22: the kernel's first file index took 2.6x longer once every
-# chunk went to the workers, and other connections waited behind them).
+# first map: two workers on two cores), the daemon's threads, which answer every connection and
+# hand the workers their next files, are given the CPU first (issue 22).
 WORKER_NICE = 10
 WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
 # glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
