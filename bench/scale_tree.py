@@ -35,7 +35,7 @@ from bench.baseline import ROOT, baseline_tree
 from bench.daemon import _env, _Processes, _unix_client
 from bench.workspace_memory import make_tree, slow_request
 
-BEFORE_REV = "41dd9a0"  # main before this session's tree work (issue 22; 2c3728f before the first)
+BEFORE_REV = "67ade8c"  # main before this stop's tree work (issue 22; 41dd9a0 and 2c3728f before)
 FILES = int(os.environ.get("BENCH_SCALE_TREE_FILES", "100000"))
 SETTLE_S = 5.0
 WARM_FILES = 2_000  # opened and closed first: the vocabulary, grammars and modules stay

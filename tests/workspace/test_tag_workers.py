@@ -234,3 +234,86 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
     assert got == [tag_workers.tags_json(tags) for tags in expected]
     assert any(d.name == "start" for d in expected[1].definitions)
     assert in_thread == [len(small), len(small)]  # the big one was not parsed in this thread
+
+
+def test_a_pooled_build_packs_no_file_in_the_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found (issue 22, py-spy on the daemon during the kernel's first map): a third of the
+    build thread was PackedTags.of (a digest and a regular expression per name) and decoding the
+    workers' JSON. The workers pack the tags they parse; the daemon packs none (main: every
+    file), and the map is the one a single process makes (above)."""
+    from tokend.core import repomap_store
+
+    tree = _tree(tmp_path)
+    packed_here: list[int] = []
+    real = repomap_store.PackedTags.of.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type, tags: object) -> object:
+        packed_here.append(1)
+        return real(cls, tags)
+
+    monkeypatch.setattr(repomap_store.PackedTags, "of", classmethod(counted))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index.tags.pool_workers = 2
+    index.build()
+    files = sum(1 for _ in tree.rglob("*.py"))
+    assert files > POOL_MIN_FILES
+    assert len(index.tags._graph.table.paths) == files
+    assert packed_here == []
+    focus = Focus(frozenset(), frozenset({"gen_7"}), "")
+    assert "gen_7" in index.tags.repo_map(focus, 1024, len, "chars").text
+    index.close()
+
+
+def test_saves_of_a_big_file_reuse_one_worker_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found (issue 22): each save of a source over SOLO_BYTES started a worker process of its
+    own (an interpreter and the grammars: 0.3-0.8 s on the shared machine), an edit loop paying
+    it every time. The build and three saves now start one process (main: four), each save's tags are in,
+    and closing the workspace ends the worker."""
+    tree = tmp_path / "big"
+    tree.mkdir()
+    filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(12_000))
+    big = tree / "big.py"
+    started: list[int] = []
+    real = tag_workers._Worker.__init__
+
+    def counted(self: object, *args: object, **kwargs: object) -> None:
+        started.append(1)
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tag_workers._Worker, "__init__", counted)
+    big.write_text(filler)
+    assert big.stat().st_size > workspace_tags.SOLO_BYTES
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index.build()
+    for n in range(3):
+        big.write_text(f"def saved_{n}(port):\n    return port\n\n" + filler)
+        index.apply_changes([big])
+        assert index.tags.defines(f"saved_{n}")
+    pids = [w.proc.pid for w in _solo_processes(index)]
+    assert len(started) == 1  # the first build and the three saves (main: one each, 4)
+    index.close()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # ended and reaped
+
+
+def _solo_processes(index: WorkspaceIndex) -> list[tag_workers._Worker]:
+    solo = getattr(index.tags, "_solo", None)
+    workers = getattr(solo, "_workers", None)
+    return list(workers._workers) if workers is not None else []
+
+
+def test_workers_yield_the_cpu_to_the_daemon() -> None:
+    """Issue 22: with every chunk of the kernel's build parsed by two workers on a 2-core
+    machine, the daemon's threads (every connection's requests, the file index's reply, the
+    build thread feeding the workers) got the CPU no sooner than the workers. The workers run
+    nicer than the daemon (main: at its priority)."""
+    with TagWorkers(2) as workers:
+        workers.parse(_source_work()[:4])
+        niceness = [os.getpriority(os.PRIO_PROCESS, pid) for pid in workers.pids()]
+    assert len(niceness) == 2
+    assert min(niceness) >= os.getpriority(os.PRIO_PROCESS, 0) + 5

@@ -12,6 +12,10 @@ the daemon) reading work from its stdin and writing tags to its stdout.
   kill -9) they read end-of-file and exit; a thread in each watches the parent's pid too.
 - Starting workers costs a few hundred milliseconds: callers keep a pool only for a refresh of
   POOL_MIN_FILES files or more (the first build).
+- Each file's tags come back twice over: as the JSON text the workspace cache keeps, and packed
+  for the graph (`Parsed`: its PackedTags and what else the graph reads, its imports, words and
+  error), so the daemon's thread neither decodes the text nor computes a key per name (issue 22:
+  the kernel's first map waited on that thread, a third of it in PackedTags.of).
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import json
 import logging
 import os
 import pickle
-import struct
 import subprocess
 import sys
 import threading
@@ -28,8 +31,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from selectors import EVENT_READ, DefaultSelector
-from typing import IO, Any
 
+from tokend.adapters.tag_wire import Parsed, packed_fields, parsed, recv, send, tags_json, unpacked
 from tokend.adapters.tags import TagParser
 from tokend.core.errors import Stopping
 from tokend.core.repomap_tags import FileTags
@@ -39,10 +42,13 @@ log = logging.getLogger(__name__)
 POOL_MIN_FILES = 200  # files to parse: fewer are parsed in the calling thread (no pool start)
 BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
-_HEADER = struct.Struct("<I")
 _PARENT_POLL_S = 0.5
 STOP_POLL_S = 0.2
 WORKER_DIED = "the tag worker process died parsing this file"  # not cached: tried again later
+# Workers run this much nicer than the daemon: on a machine whose cores they fill (the kernel's
+# first map: two workers on two cores), the daemon's threads, which answer every connection and
+# hand the workers their next files, are given the CPU first (issue 22).
+WORKER_NICE = 10
 WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
 # glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
 # one arena. Without, a worker parsing the kernel's C grew to 300 MiB of free heap.
@@ -54,29 +60,6 @@ Work = tuple[str, str, bytes]  # (path: for the log, language, source)
 
 def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
-
-
-def _send(stream: IO[bytes], value: Any) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
-    stream.flush()
-
-
-def _read_exact(stream: IO[bytes], size: int) -> bytes:
-    """`size` bytes from an unbuffered stream (a buffered one hides bytes from the selector)."""
-    pieces, left = [], size
-    while left:
-        piece = stream.read(left)
-        if not piece:
-            raise EOFError("the stream ended")
-        pieces.append(piece)
-        left -= len(piece)
-    return b"".join(pieces)
-
-
-def _recv(stream: IO[bytes]) -> Any:
-    (size,) = _HEADER.unpack(_read_exact(stream, _HEADER.size))
-    return pickle.loads(_read_exact(stream, size))
 
 
 class _Worker:
@@ -148,7 +131,12 @@ class TagWorkers:
 
     def parse_json(self, work: Sequence[Work]) -> list[str]:
         """`parse`, as JSON text written by the worker (the calling thread moves bytes)."""
-        results: list[str | None] = [None] * len(work)
+        return [text for text, _, _ in self.parse_packed(work)]
+
+    def parse_packed(self, work: Sequence[Work]) -> list[Parsed]:
+        """Each file's tags as JSON text and packed, by the workers (the calling thread moves
+        bytes): the tags but for their definitions and references, which the packing holds."""
+        results: list[Parsed | None] = [None] * len(work)
         pending = _batches(work)
         pending.reverse()  # popped from the end: first batch first
         while len(self._workers) < self.size:
@@ -166,7 +154,7 @@ class TagWorkers:
                 for key, _ in selector.select(STOP_POLL_S):
                     worker = key.data
                     try:
-                        index, raw, retiring = _recv(worker.stdout)
+                        index, raw, packed, retiring = recv(worker.stdout)
                     except (EOFError, OSError, pickle.UnpicklingError):
                         selector.unregister(worker.stdout)
                         replacement = self._crashed(worker, work, results, pending)
@@ -174,7 +162,7 @@ class TagWorkers:
                         busy -= 1
                         busy += self._give(replacement, pending, work)
                         continue
-                    results[index] = raw
+                    results[index] = (raw, *unpacked(packed))
                     worker.batch.remove(index)
                     if retiring:  # its last answer: a fresh worker takes its place
                         selector.unregister(worker.stdout)
@@ -183,7 +171,7 @@ class TagWorkers:
                     if not worker.batch:
                         busy -= 1
                         busy += self._give(worker, pending, work)
-        return [r if r is not None else tags_json(FileTags(error="not parsed")) for r in results]
+        return [r if r is not None else parsed(FileTags(error="not parsed")) for r in results]
 
     def _give(self, worker: _Worker, pending: list[list[int]], work: Sequence[Work]) -> int:
         """Send `worker` the next batch: 1 if it got one, 0 when nothing is left."""
@@ -191,7 +179,7 @@ class TagWorkers:
             return 0
         batch = pending.pop()
         try:
-            _send(worker.stdin, [(i, work[i][1], work[i][2]) for i in batch])
+            send(worker.stdin, [(i, work[i][1], work[i][2]) for i in batch])
         except OSError:  # it died idle: its end-of-file comes next, and the batch goes back
             pending.append(batch)
             return 1
@@ -202,7 +190,7 @@ class TagWorkers:
         self,
         worker: _Worker,
         work: Sequence[Work],
-        results: list[str | None],
+        results: list[Parsed | None],
         pending: list[list[int]],
     ) -> _Worker:
         """A worker died on the first file of its batch not answered: that file gets an
@@ -213,7 +201,7 @@ class TagWorkers:
         if worker.batch:
             culprit, rest = worker.batch[0], worker.batch[1:]
             path, language = work[culprit][:2]
-            results[culprit] = tags_json(FileTags(error=f"{WORKER_DIED} (exit {code}; {language})"))
+            results[culprit] = parsed(FileTags(error=f"{WORKER_DIED} (exit {code}; {language})"))
             log.warning("a tag worker died (exit %s) on %s: it has no tags", code, path)
             if rest:
                 pending.append(rest)
@@ -242,10 +230,6 @@ def _batches(work: Sequence[Work]) -> list[list[int]]:
     return out
 
 
-def tags_json(tags: FileTags) -> str:  # as the workspace cache keeps them
-    return json.dumps(tags.to_json(), separators=(",", ":"))
-
-
 # -- the worker process --------------------------------------------------------------------------
 
 
@@ -267,18 +251,22 @@ def _rss_bytes() -> int:
 
 def main() -> None:
     rss_limit = int(sys.argv[1]) if len(sys.argv) > 1 else WORKER_RSS_BYTES
+    try:
+        os.nice(WORKER_NICE)
+    except OSError:  # not allowed here: the worker parses at the daemon's priority
+        pass
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     parser = TagParser()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            batch = _recv(stdin)
+            batch = recv(stdin)
         except EOFError:
             return
         for n, (index, language, source) in enumerate(batch, 1):
-            raw = tags_json(parser.tags(language, source))
+            tags = parser.tags(language, source)
             retiring = n == len(batch) and _rss_bytes() > rss_limit
-            _send(stdout, (index, raw, retiring))
+            send(stdout, (index, tags_json(tags), packed_fields(tags), retiring))
             if retiring:
                 return
 

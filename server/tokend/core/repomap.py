@@ -83,12 +83,16 @@ class RepoGraph:
     _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
     _doc_lengths: tuple[int, tuple[Array, Array]] | None = None
 
-    def set_files(self, changed: Mapping[str, FileTags | None]) -> bool:
+    def set_files(
+        self, changed: Mapping[str, FileTags | None], given: Mapping[str, PackedTags] = {}
+    ) -> bool:
         """Replace (None: remove) the tags of some files; True when anything changed (what a
-        file says alone changes `version`, not `graph_version`: no row is derived again)."""
+        file says alone changes `version`, not `graph_version`: no row is derived again).
+        `given`: some files' tags packed already (by the tag workers; their `changed` tags may
+        then lack the definitions and references)."""
         packed: dict[str, PackedTags | None] = {}
         for path, tags in changed.items():
-            new = PackedTags.of(tags) if tags is not None else None
+            new = None if tags is None else given.get(path) or PackedTags.of(tags)
             row = self.table.row(path)
             if new is None and row is None:
                 continue

@@ -14,7 +14,8 @@ from collections import Counter
 from typing import Any
 
 from tokend.adapters.tags.queries import QUERIES
-from tokend.core.repomap_tags import Definition, FileTags, line_text, text_words
+from tokend.core.repomap_tags import Definition, FileTags, line_text
+from tokend.core.repomap_text import count_words
 
 log = logging.getLogger(__name__)
 
@@ -121,16 +122,26 @@ class TagParser:
             def_starts.add(node.start_byte)
             text = line_text(lines[row].decode("utf-8", "replace")) if row < len(lines) else ""
             definitions.setdefault((name, row), Definition(name, row, text))
-        references: Counter[str] = Counter()
-        for node in captures.get("ref", ()):
-            if node.start_byte in def_starts or not node.text:
-                continue
-            references[node.text.decode("utf-8", "replace")] += 1
+        references = _references(source, captures.get("ref", ()), def_starts)
         ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
         imports = sorted({spec for node in captures.get("import", ()) for spec in _specs(node)})
-        words = text_words(source.decode("utf-8", "replace"))
-        return FileTags(ordered, dict(sorted(references.items())), imports=tuple(imports),
-                        words=words)  # fmt: skip
+        words = count_words(source)
+        return FileTags(ordered, references, imports=tuple(imports), words=words)
+
+
+def _references(source: bytes, nodes: Any, def_starts: set[int]) -> dict[str, int]:
+    """The `@ref` captures but the definitions' own names, counted (sorted by name): counted
+    as bytes and each distinct one decoded once (the kernel: 30 references a file, the same
+    few names again and again)."""
+    counted = Counter(
+        [source[n.start_byte : n.end_byte] for n in nodes if n.start_byte not in def_starts]
+    )
+    references: dict[str, int] = {}
+    for raw, count in counted.items():
+        if raw:  # (two byte strings may decode alike: invalid UTF-8 becomes U+FFFD)
+            name = raw.decode("utf-8", "replace")
+            references[name] = references.get(name, 0) + count
+    return dict(sorted(references.items()))
 
 
 def _specs(node: Any) -> list[str]:

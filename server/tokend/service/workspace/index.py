@@ -117,6 +117,7 @@ class WorkspaceIndex:
         and wake whoever waits for `ready` or `tags.ready`: they find `closed` and give up."""
         self.stopping.set()
         self.buffers.close()
+        self.tags.close()
         self.ready.set()
         self.tags.ready.set()
 

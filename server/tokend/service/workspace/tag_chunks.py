@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tokend.adapters import workspace_fs
+from tokend.adapters.tag_wire import Parsed
 from tokend.adapters.tag_workers import WORKER_DIED
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.fileclass import FileEntry, language_of
+from tokend.core.repomap_store import PackedTags
 from tokend.core.repomap_tags import FileTags
 
 T = TypeVar("T")
@@ -50,6 +52,7 @@ class Chunk:
     keys: dict[str, str] = field(default_factory=dict)  # path -> its tags' cache key
     new_hashes: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     reread: bool = False
+    packed: dict[str, PackedTags] = field(default_factory=dict)  # by the tag workers
 
 
 class Beside:
@@ -157,13 +160,18 @@ def _unsaved(
 
 
 def finish_chunk(
-    on: Reading, chunk: Chunk, parsed: Mapping[str, str]
+    on: Reading, chunk: Chunk, parsed: Mapping[str, str | Parsed]
 ) -> tuple[dict[str, FileTags | None], bool]:
-    """The chunk's tags with what was parsed (JSON text, kept in the cache as it is); and
+    """The chunk's tags with what was parsed (JSON text, kept in the cache as it is; from the
+    tag workers, packed beside it: `chunk.packed`, and the tags without their names); and
     whether any file was read anew (its content changed)."""
     fresh = {}
-    for path, text in parsed.items():
-        tags = chunk.tags[path] = FileTags.from_json(json.loads(text))
+    for path, got in parsed.items():
+        if isinstance(got, str):
+            text, tags = got, FileTags.from_json(json.loads(got))
+        else:
+            text, tags, chunk.packed[path] = got
+        chunk.tags[path] = tags
         if tags.error:
             on.errors[path] = tags.error
         if not died(tags.error or ""):

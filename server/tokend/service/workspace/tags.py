@@ -21,13 +21,15 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from tokend.adapters import workspace_fs
-from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work, tags_json
+from tokend.adapters.tag_wire import Parsed, tags_json
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
 from tokend.core.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.repomap import Focus, RepoGraph
 from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
+from tokend.service.workspace.solo_worker import SoloWorker
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -52,6 +54,7 @@ class WorkspaceTags:
         self.root = root
         self.max_bytes = max_bytes  # a bigger unsaved buffer is, like such a file, not mapped
         self._stopping = stopping or threading.Event()  # set: a build in progress gives up
+        self._solo = SoloWorker(self._stopping)  # parses the big files of small refreshes
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self._parser = TagParser()
@@ -91,7 +94,7 @@ class WorkspaceTags:
         with self._workers_for(len(wanted)) as workers, Beside(workers is not None) as beside:
             # The workers parse one chunk while this thread reads the next and hands the graph
             # the one before (issue 22: the kernel's first map waited for both in turn).
-            ahead: tuple[Chunk, Future[dict[str, str]]] | None = None
+            ahead: tuple[Chunk, Future[dict[str, str | Parsed]]] | None = None
             for paths_now in [*chunks(wanted, entries, overlays), None]:
                 self._check_stopping()
                 chunk = None
@@ -102,7 +105,7 @@ class WorkspaceTags:
                 if ahead is not None:
                     tags, reread = finish_chunk(self._reading, ahead[0], parsed)
                     with self._lock:
-                        if self._graph.set_files(tags) or reread:
+                        if self._graph.set_files(tags, ahead[0].packed) or reread:
                             self._forget_maps_showing(set(tags))
                     done += len(tags)
                     if progress is not None:
@@ -133,15 +136,23 @@ class WorkspaceTags:
 
     def _parse(
         self, work: list[tuple[str, str, bytes]], workers: TagWorkers | None
-    ) -> dict[str, str]:
-        """(path, language, source) -> the path's tags as JSON text: by the workers when there
-        are many (decoded by finish_chunk, on the thread that hands them to the graph: the
-        thread waiting for the workers only moves bytes, and takes the interpreter from the
-        event loop no more than it must)."""
+    ) -> dict[str, str | Parsed]:
+        """(path, language, source) -> the path's tags as JSON text, and packed when the
+        workers parsed them (a refresh of many files; decoded by finish_chunk, on the thread
+        that hands them to the graph: the thread waiting for the workers only moves bytes, and
+        takes the interpreter from the event loop no more than it must)."""
         self._check_stopping()
         paths = [path for path, _, _ in work]
-        found = parse_all_json(self._parser, work, workers, self._stopping)
+        found: Sequence[str | Parsed]
+        if workers is not None and work:
+            found = workers.parse_packed(work)
+        else:
+            found = parse_all_json(self._parser, work, None, self._solo)
         return dict(zip(paths, found, strict=True))
+
+    def close(self) -> None:
+        """End the worker kept for big files (the workspace closed)."""
+        self._solo.close()
 
     def forget(self) -> None:
         """Drop the graph, the maps and the errors (the workspace was released: see
@@ -212,20 +223,23 @@ def parse_all_json(
     parser: TagParser,
     work: Sequence[Work],
     workers: TagWorkers | None,
-    stopping: threading.Event | None = None,
+    solo: SoloWorker | None = None,
 ) -> list[str]:
     """Each (path, language, source)'s tags as JSON text: by `workers` when given (a refresh
     of POOL_MIN_FILES files or more; any chunk of it, however few files), else in this thread but
-    for sources over SOLO_BYTES, which a worker started for them parses: tree-sitter's progress
-    callback, where the interpreter changes hands, comes rarely while it recovers from errors
-    (a 1 MB .py buffer of words held the event loop 44-65 ms)."""
+    for sources over SOLO_BYTES, which a worker parses (`solo`'s, kept between refreshes; else
+    one started for them): tree-sitter's progress callback, where the interpreter changes
+    hands, comes rarely while it recovers from errors (a 1 MB .py buffer of words held the
+    event loop 44-65 ms)."""
     if workers is not None and work:
         return workers.parse_json(work)
     big = [item for item in work if len(item[2]) > SOLO_BYTES]
     found: Iterator[str] = iter(())
-    if big:
-        with TagWorkers(1, stopping=stopping) as solo:
-            found = iter(solo.parse_json(big))
+    if big and solo is not None:
+        found = iter(solo.parse_json(big))
+    elif big:
+        with TagWorkers(1) as alone:
+            found = iter(alone.parse_json(big))
     return [
         next(found) if len(s) > SOLO_BYTES else tags_json(parser.tags(lang, s))
         for _path, lang, s in work

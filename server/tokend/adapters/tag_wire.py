@@ -1,0 +1,60 @@
+"""What travels between the daemon and a tag worker (adapters.tag_workers): length-prefixed
+pickles on the worker's stdin and stdout; a file's tags as the JSON text the workspace cache
+keeps, and packed for the graph beside it (`Parsed`)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+from typing import IO, Any
+
+from tokend.core.repomap_store import PackedTags
+from tokend.core.repomap_tags import FileTags
+
+_HEADER = struct.Struct("<I")
+Parsed = tuple[str, FileTags, PackedTags]  # the JSON text, the tags but for their names, packed
+
+
+def send(stream: IO[bytes], value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_exact(stream: IO[bytes], size: int) -> bytes:
+    """`size` bytes from an unbuffered stream (a buffered one hides bytes from the selector)."""
+    pieces, left = [], size
+    while left:
+        piece = stream.read(left)
+        if not piece:
+            raise EOFError("the stream ended")
+        pieces.append(piece)
+        left -= len(piece)
+    return b"".join(pieces)
+
+
+def recv(stream: IO[bytes]) -> Any:
+    (size,) = _HEADER.unpack(read_exact(stream, _HEADER.size))
+    return pickle.loads(read_exact(stream, size))
+
+
+def tags_json(tags: FileTags) -> str:  # as the workspace cache keeps them
+    return json.dumps(tags.to_json(), separators=(",", ":"))
+
+
+def parsed(tags: FileTags) -> Parsed:
+    """What a worker gives for a file's `tags`."""
+    return (tags_json(tags), *unpacked(packed_fields(tags)))
+
+
+def packed_fields(tags: FileTags) -> tuple[Any, ...]:
+    """`tags` as a worker sends them beside their text: packed, and what else the graph reads."""
+    p = PackedTags.of(tags)
+    return (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, tags.imports, tags.words, tags.error)
+
+
+def unpacked(sent: tuple[Any, ...]) -> tuple[FileTags, PackedTags]:
+    def_keys, def_lines, ref_keys, ref_counts, imports, words, error = sent
+    light = FileTags(error=error, imports=tuple(imports), words=words)
+    return light, PackedTags(def_keys, def_lines, ref_keys, ref_counts)
