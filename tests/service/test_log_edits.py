@@ -1,0 +1,120 @@
+"""Found (issue 22): a reply that grew (GrowReply, the follower's streamed replies) and a prune
+each built the session's whole message log again, one entry per live message: a cost that grew
+with the session (50,000 entries for one grown reply at 50,000 messages). The log now takes the
+changed messages in place of the old ones (core.message_log.MessageLog.replaced).
+
+Oracles: the entries written to message logs, counted while the change is applied, and the
+session a whole load of the store gives afterwards (load_session_data(lazy=False))."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tokend.core import message_log
+from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
+from tokend.service.app import open_service
+from tokend.service.loading import load_session_data
+from tokend.service.reply_growth import grow_reply
+
+OUTPUT = "src/app.py:3: E501 line too long (121 > 100 characters)\n" * 12
+EXCHANGES = 60  # 180 messages
+
+
+class _Writes:
+    """Entries written to any message log's storage."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = message_log._Entries.add
+
+        def add(entries, message, tokens):
+            self.count += 1
+            real(entries, message, tokens)
+
+        monkeypatch.setattr(message_log._Entries, "add", add)
+
+
+def _build(service, sid: str) -> None:
+    for i in range(EXCHANGES):
+        service.append(sid, "user", [TextPart(f"step {i}: make the test pass")])
+        usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=900 + 30 * i)
+        call = [ToolCallPart(f"c{i}", "Bash", {"n": i})]
+        service.append(sid, "assistant", call, usage=usage, model="gpt-4o")
+        service.append(sid, "tool", [ToolResultPart(f"c{i}", "Bash", OUTPUT)])
+
+
+def _as_stored(service, sid: str) -> None:
+    """The session in memory is the one a whole load of the store gives."""
+    data = service.state(sid).data
+    info = service.store.get_session(sid)
+    model = service.models.model_info(info)
+    whole = load_session_data(service.store, info, model, service.counter(model), lazy=False)[0]
+    assert list(data.messages) == list(whole.messages)
+    assert dict(data.message_tokens) == dict(whole.message_tokens)
+    assert data.log.total_tokens == sum(whole.message_tokens.values())
+    assert data.log.gated == whole.log.gated
+    assert data.prompt_cache == whole.prompt_cache and data.totals == whole.totals
+
+
+def test_a_prune_and_a_grown_reply_write_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = open_service(None, f"sqlite:///{tmp_path / 'edits.sqlite3'}")
+    try:
+        sid = service.create_session("gpt-4o", context_window=1_000_000).id
+        _build(service, sid)
+        writes = _Writes(monkeypatch)
+        data = service.state(sid).data
+        results = [sp.id for m in data.messages for sp in m.parts if m.role == "tool"]
+        service.state(sid).apply(service.prune_change(data, results[3:5]))
+        assert writes.count == 0  # main: 180, the whole log again
+        _as_stored(service, sid)
+
+        reply = data.messages[-2]  # the last call; its result after it
+        usage = Usage(input_tokens=40, output_tokens=90, cache_read_tokens=3_000)
+        writes.count = 0  # the whole load above wrote its own log
+        grown = asyncio.run(grow_reply(service, sid, reply.id, [TextPart("and more")], usage))
+        assert grown and writes.count == 0  # main: 180
+        assert service.state(sid).data.messages[-2].usage == usage
+        _as_stored(service, sid)
+        writes.count = 0
+        service.append(sid, "user", [TextPart("next")])  # appends after the replaced ones
+        assert writes.count == 1
+        _as_stored(service, sid)
+    finally:
+        service.close()
+
+
+def test_many_replacements_keep_each_version_as_it_was() -> None:
+    """Past OVERRIDES_MAX replaced messages the log copies its storage once; every version
+    made on the way still sees its own messages (oracle: plain lists kept beside)."""
+    log = message_log.MessageLog.of((), {})
+    messages = [_message(i, "a") for i in range(40)]
+    for m in messages:
+        log = log.appended(m, 1)
+    versions = [(log, list(messages))]
+    for round_ in range(message_log.OVERRIDES_MAX // 20 + 3):
+        for index in range(0, 40, 2):
+            messages[index] = _message(index, f"r{round_}")
+            log = log.replaced({index: (messages[index], 2 + round_)})
+        log = log.appended(extra := _message(1_000 + round_, "x"), 1)
+        messages.append(extra)
+        versions.append((log, list(messages)))
+    for version, expected in versions:
+        assert list(version.messages) == expected
+        assert list(reversed(version.messages)) == expected[::-1]
+        assert [version.messages[i] for i in range(len(expected))] == expected
+        assert version.total_tokens == sum(version.tokens[m.id] for m in expected)
+        assert version.index_of(expected[-1].id) == len(expected) - 1
+
+
+def _message(i: int, text: str):
+    from datetime import UTC, datetime
+
+    from tokend.core.types import Message, StoredPart
+
+    part = StoredPart(f"p{i}", TextPart(text), 1)
+    return Message(f"m{i}", "s", "user", (part,), datetime(2026, 1, 1, tzinfo=UTC))
