@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from tokend.core.errors import InvalidParams
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
 from tokend.service.loading import load_session_data
+from tokend.service.service import TokendService
 
 OUTPUT = "src/app.py:3: E501 line too long (121 > 100 characters)\n" * 12
 
@@ -49,6 +51,21 @@ def _exchange(service, sid: str, i: int) -> None:
     service.append(sid, "tool", [ToolResultPart(f"c{i}", "Bash", OUTPUT)])
 
 
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[TokendService]:
+    opened = open_service(None, f"sqlite:///{tmp_path / 'lazy.sqlite3'}")
+    yield opened
+    opened.close()
+
+
+def built(service: TokendService, exchanges: int) -> str:
+    """A new session of `exchanges` user turns, calls and results."""
+    sid = service.create_session("gpt-4o", context_window=1_000_000).id
+    for i in range(exchanges):
+        _exchange(service, sid, i)
+    return sid
+
+
 def _whole(service, sid: str):
     info = service.store.get_session(sid)
     model = service.models.model_info(info)
@@ -56,54 +73,42 @@ def _whole(service, sid: str):
 
 
 def test_appends_to_a_lazily_loaded_session_read_no_body(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    service: TokendService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service = open_service(None, f"sqlite:///{tmp_path / 'lazy.sqlite3'}")
-    try:
-        sid = service.create_session("gpt-4o", context_window=1_000_000).id
-        for i in range(5):
-            _exchange(service, sid, i)
-        service.forget(sid)  # as a restarted daemon: nothing of the session in memory
-        reads = _Reads(service.store, monkeypatch)
-        before = service.snapshot(sid)
-        for i in range(5, 8):  # a user turn, a call, its result: the usual appends
-            _exchange(service, sid, i)
-        assert reads.threads == []  # main: one read of every body, at the first append
-        after = service.snapshot(sid)
-        assert after.version == before.version + 9
-        whole = _whole(service, sid)
-        state = service.state(sid).data
-        assert list(state.messages) == list(whole.messages)  # read now, appends after them
-        assert dict(state.message_tokens) == dict(whole.message_tokens)
-        assert after.used_tokens == service.state(sid).snapshot.used_tokens
-    finally:
-        service.close()
+    sid = built(service, 5)
+    service.forget(sid)  # as a restarted daemon: nothing of the session in memory
+    reads = _Reads(service.store, monkeypatch)
+    before = service.snapshot(sid)
+    for i in range(5, 8):  # a user turn, a call, its result: the usual appends
+        _exchange(service, sid, i)
+    assert reads.threads == []  # main: one read of every body, at the first append
+    after = service.snapshot(sid)
+    assert after.version == before.version + 9
+    whole = _whole(service, sid)
+    state = service.state(sid).data
+    assert list(state.messages) == list(whole.messages)  # read now, appends after them
+    assert dict(state.message_tokens) == dict(whole.message_tokens)
+    assert after.used_tokens == service.state(sid).snapshot.used_tokens
 
 
 def test_a_result_for_an_older_call_reads_the_bodies_beside_the_event_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    service: TokendService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service = open_service(None, f"sqlite:///{tmp_path / 'lazy.sqlite3'}")
-    try:
-        sid = service.create_session("gpt-4o", context_window=1_000_000).id
-        for i in range(3):
-            _exchange(service, sid, i)
-        usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=2_000)
-        service.append(sid, "assistant", [ToolCallPart("late", "Bash", {})], usage=usage)
-        service.forget(sid)
-        reads = _Reads(service.store, monkeypatch)
-        loop_thread: list[str] = []
+    sid = built(service, 3)
+    usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=2_000)
+    service.append(sid, "assistant", [ToolCallPart("late", "Bash", {})], usage=usage)
+    service.forget(sid)
+    reads = _Reads(service.store, monkeypatch)
+    loop_thread: list[str] = []
 
-        async def append() -> None:
-            loop_thread.append(threading.current_thread().name)
-            result = ToolResultPart("late", "Bash", OUTPUT)  # its call was stored before
-            await service.append_async(sid, "tool", [result])
-            with pytest.raises(InvalidParams, match="which no toolCall"):
-                await service.append_async(sid, "tool", [ToolResultPart("none", "Bash", "x")])
+    async def append() -> None:
+        loop_thread.append(threading.current_thread().name)
+        result = ToolResultPart("late", "Bash", OUTPUT)  # its call was stored before
+        await service.append_async(sid, "tool", [result])
+        with pytest.raises(InvalidParams, match="which no toolCall"):
+            await service.append_async(sid, "tool", [ToolResultPart("none", "Bash", "x")])
 
-        asyncio.run(append())
-        assert len(reads.threads) == 1  # the bodies, read once
-        assert loop_thread[0] not in reads.threads  # main: read on the event loop
-        assert list(service.state(sid).data.messages) == list(_whole(service, sid).messages)
-    finally:
-        service.close()
+    asyncio.run(append())
+    assert len(reads.threads) == 1  # the bodies, read once
+    assert loop_thread[0] not in reads.threads  # main: read on the event loop
+    assert list(service.state(sid).data.messages) == list(_whole(service, sid).messages)

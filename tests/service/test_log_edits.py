@@ -9,17 +9,19 @@ session a whole load of the store gives afterwards (load_session_data(lazy=False
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.service.test_lazy_appends import built
 from tokend.core import message_log
-from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
+from tokend.core.types import TextPart, Usage
 from tokend.service.app import open_service
 from tokend.service.loading import load_session_data
 from tokend.service.reply_growth import grow_reply
+from tokend.service.service import TokendService
 
-OUTPUT = "src/app.py:3: E501 line too long (121 > 100 characters)\n" * 12
 EXCHANGES = 60  # 180 messages
 
 
@@ -37,13 +39,11 @@ class _Writes:
         monkeypatch.setattr(message_log._Entries, "add", add)
 
 
-def _build(service, sid: str) -> None:
-    for i in range(EXCHANGES):
-        service.append(sid, "user", [TextPart(f"step {i}: make the test pass")])
-        usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=900 + 30 * i)
-        call = [ToolCallPart(f"c{i}", "Bash", {"n": i})]
-        service.append(sid, "assistant", call, usage=usage, model="gpt-4o")
-        service.append(sid, "tool", [ToolResultPart(f"c{i}", "Bash", OUTPUT)])
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[TokendService]:
+    opened = open_service(None, f"sqlite:///{tmp_path / 'edits.sqlite3'}")
+    yield opened
+    opened.close()
 
 
 def _as_stored(service, sid: str) -> None:
@@ -60,32 +60,27 @@ def _as_stored(service, sid: str) -> None:
 
 
 def test_a_prune_and_a_grown_reply_write_only_what_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    service: TokendService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service = open_service(None, f"sqlite:///{tmp_path / 'edits.sqlite3'}")
-    try:
-        sid = service.create_session("gpt-4o", context_window=1_000_000).id
-        _build(service, sid)
-        writes = _Writes(monkeypatch)
-        data = service.state(sid).data
-        results = [sp.id for m in data.messages for sp in m.parts if m.role == "tool"]
-        service.state(sid).apply(service.prune_change(data, results[3:5]))
-        assert writes.count == 0  # main: 180, the whole log again
-        _as_stored(service, sid)
+    sid = built(service, EXCHANGES)
+    writes = _Writes(monkeypatch)
+    data = service.state(sid).data
+    results = [sp.id for m in data.messages for sp in m.parts if m.role == "tool"]
+    service.state(sid).apply(service.prune_change(data, results[3:5]))
+    assert writes.count == 0  # main: 180, the whole log again
+    _as_stored(service, sid)
 
-        reply = data.messages[-2]  # the last call; its result after it
-        usage = Usage(input_tokens=40, output_tokens=90, cache_read_tokens=3_000)
-        writes.count = 0  # the whole load above wrote its own log
-        grown = asyncio.run(grow_reply(service, sid, reply.id, [TextPart("and more")], usage))
-        assert grown and writes.count == 0  # main: 180
-        assert service.state(sid).data.messages[-2].usage == usage
-        _as_stored(service, sid)
-        writes.count = 0
-        service.append(sid, "user", [TextPart("next")])  # appends after the replaced ones
-        assert writes.count == 1
-        _as_stored(service, sid)
-    finally:
-        service.close()
+    reply = data.messages[-2]  # the last call; its result after it
+    usage = Usage(input_tokens=40, output_tokens=90, cache_read_tokens=3_000)
+    writes.count = 0  # the whole load above wrote its own log
+    grown = asyncio.run(grow_reply(service, sid, reply.id, [TextPart("and more")], usage))
+    assert grown and writes.count == 0  # main: 180
+    assert service.state(sid).data.messages[-2].usage == usage
+    _as_stored(service, sid)
+    writes.count = 0
+    service.append(sid, "user", [TextPart("next")])  # appends after the replaced ones
+    assert writes.count == 1
+    _as_stored(service, sid)
 
 
 def test_many_replacements_keep_each_version_as_it_was() -> None:

@@ -78,13 +78,12 @@ class _Entries:
         return self._load is None
 
     def _filled(self) -> _Entries:
-        if self._load is not None:
+        load = self._load
+        if load is not None:  # read without the lock: an append goes on meanwhile
+            read = list(islice(load(), self._stored))
             with self.lock:
-                load = self._load
-                if load is not None:
-                    for message, tokens in islice(load(), self._stored):
-                        self._add(message, tokens)
-                    for message, tokens in self._tail:
+                if self._load is not None:
+                    for message, tokens in (*read, *self._tail):
                         self._add(message, tokens)
                     self._tail, self._load = [], None
         return self
