@@ -113,3 +113,29 @@ def _message(i: int, text: str):
 
     part = StoredPart(f"p{i}", TextPart(text), 1)
     return Message(f"m{i}", "s", "user", (part,), datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def test_a_lazy_log_finds_and_replaces_what_was_appended_since_without_its_bodies() -> None:
+    """An exact count or a grown reply of a message appended after a restart reads no body
+    (it is applied on the event loop); the bodies come when an older message is asked for."""
+    stored = [_message(i, "stored") for i in range(30)]
+    reads: list[int] = []
+
+    def load():
+        reads.append(1)
+        return [(m, 1) for m in stored]
+
+    log = message_log.MessageLog.lazy(30, 30, message_log.GatedTally(), load)
+    for i in (30, 31):
+        log = log.appended(_message(i, "new"), 1)
+    index = log.index_of("m31")
+    assert index == 31 and log.messages[31].id == "m31" and log.tokens["m31"] == 1
+    log = log.replaced({31: (_message(31, "counted exactly"), 5)})
+    assert log.at(31)[1] == 5 and log.total_tokens == 36
+    newest = reversed(log.messages)
+    assert [next(newest).id, next(newest).id] == ["m31", "m30"]
+    assert log.index_of("m3", start=30) is None  # is it at or after m30? (an exact count asks)
+    assert reads == []  # main: no such lookups; the whole log was read to find the message
+    assert log.index_of("m3") == 3 and reads == [1]
+    assert [m.id for m in log.messages] == [f"m{i}" for i in range(32)]
+    assert log.messages[31].parts[0].part == TextPart("counted exactly")

@@ -38,8 +38,8 @@ def upgraded(data: SessionData, change: CountsUpgraded) -> SessionData:
     delta = change.total - data.message_tokens[old.id]
     anchor = data.anchor
     added = data.added
-    anchored_at = None if anchor is None else data.log.index_of(anchor.call.message_id)
-    if anchored_at is None or anchored_at < index:
+    # Added since the last call: its message is not at or after this one (or there is none).
+    if anchor is None or data.log.index_of(anchor.call.message_id, start=index) is None:
         added = replace(added, tokens=added.tokens + delta)
     return replace(
         data,

@@ -14,11 +14,11 @@ Pure: no I/O.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
-from typing import overload
 
+from tokend.core.log_views import LogMessages, LogTokens, Over
 from tokend.core.types import Message, ToolResultPart
 
 Load = Callable[[], Iterable[tuple[Message, int]]]  # a lazy log's messages and their tokens
@@ -49,8 +49,6 @@ class GatedTally:
 # many, the next replacement copies the storage with them in place (amortized: a few entries
 # copied per replaced message, whatever the log's length).
 OVERRIDES_MAX = 256
-
-Over = dict[int, tuple[Message, int]]  # index -> the message (and its tokens) seen there
 
 
 class _Entries:
@@ -91,6 +89,26 @@ class _Entries:
     def tail(self, n: int) -> list[tuple[Message, int]]:
         """What an unfilled storage holds in memory of its first `n` (appended since)."""
         return self._tail[: max(0, n - self._stored)]
+
+    def get(self, index: int) -> tuple[Message, int]:
+        """The entry at `index`: one appended since a lazy load is read without the bodies."""
+        tail, at = self._tail, index - self._stored
+        if self._load is not None and 0 <= at < len(tail):
+            return tail[at]
+        return self.messages[index], self.tokens[index]
+
+    def find(self, message_id: str, n: int, start: int = 0) -> int | None:
+        """Where `message_id` is among entries `start` to `n` (None: not there; a log's ids are
+        its messages' own, one each); the bodies are not read when the entries looked at were
+        all appended since a lazy load."""
+        if self._load is not None:
+            for at, (message, _) in enumerate(self.tail(n)):
+                if message.id == message_id and self._stored + at >= start:
+                    return self._stored + at
+            if start >= self._stored:
+                return None
+        index = self.positions.get(message_id)
+        return index if index is not None and start <= index < n else None
 
     @property
     def messages(self) -> list[Message]:
@@ -194,15 +212,12 @@ class MessageLog:
     def at(self, index: int) -> tuple[Message, int]:
         """The message at `index` (0 <= index < len) and its tokens."""
         got = self._over.get(index)
-        if got is not None:
-            return got
-        entries = self._entries
-        return entries.messages[index], entries.tokens[index]
+        return got if got is not None else self._entries.get(index)
 
-    def index_of(self, message_id: str) -> int | None:
-        """Where the message `message_id` is in this log (None: not in it); O(1)."""
-        index = self._entries.positions.get(message_id)
-        return index if index is not None and index < self._n else None
+    def index_of(self, message_id: str, start: int = 0) -> int | None:
+        """Where the message `message_id` is in this log, from `start` on (None: not there);
+        O(1), or the messages appended since a lazy load when `start` is among them."""
+        return self._entries.find(message_id, self._n, start)
 
     def recent(self) -> Iterator[Message]:
         """Newest first, what is in memory without reading a lazy log's bodies (all of them
@@ -217,82 +232,3 @@ class MessageLog:
         for index in range(self._n):
             copy.add(*self.at(index))
         return copy
-
-
-class LogMessages(Sequence[Message]):
-    """A log version's messages, read-only."""
-
-    __slots__ = ("_entries", "_n", "_over")
-
-    def __init__(self, entries: _Entries, n: int, over: Over) -> None:
-        self._entries, self._n, self._over = entries, n, over
-
-    def __len__(self) -> int:
-        return self._n
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._n)
-            if not self._over:
-                return tuple(self._entries.messages[start:stop:step])
-            return tuple(self[i] for i in range(start, stop, step))
-        if index < 0:
-            index += self._n
-        if not 0 <= index < self._n:
-            raise IndexError("message index out of range")
-        got = self._over.get(index)
-        return got[0] if got is not None else self._entries.messages[index]
-
-    def __iter__(self) -> Iterator[Message]:
-        messages = islice(self._entries.messages, self._n)
-        if not self._over:
-            return messages
-        over = self._over
-        return (over[i][0] if i in over else m for i, m in enumerate(messages))
-
-    def __reversed__(self) -> Iterator[Message]:
-        messages, over = self._entries.messages, self._over
-        for i in range(self._n - 1, -1, -1):
-            got = over.get(i)
-            yield got[0] if got is not None else messages[i]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LogMessages | tuple | list):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"LogMessages({list(self)!r})"
-
-
-class LogTokens(Mapping[str, int]):
-    """A log version's tokens by message id, read-only."""
-
-    __slots__ = ("_entries", "_n", "_over")
-
-    def __init__(self, entries: _Entries, n: int, over: Over) -> None:
-        self._entries, self._n, self._over = entries, n, over
-
-    def __getitem__(self, message_id: str) -> int:
-        index = self._entries.positions.get(message_id)
-        if index is None or index >= self._n:
-            raise KeyError(message_id)
-        got = self._over.get(index)
-        return got[1] if got is not None else self._entries.tokens[index]
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __iter__(self) -> Iterator[str]:
-        return (m.id for m in islice(self._entries.messages, self._n))
-
-    def __repr__(self) -> str:
-        return f"LogTokens({dict(self)!r})"
