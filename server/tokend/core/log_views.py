@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from tokend.core.types import Message
 
@@ -82,9 +82,18 @@ class LogTokens(Mapping[str, int]):
         self._entries, self._n, self._over = entries, n, over
 
     def __getitem__(self, message_id: str) -> int:
+        got = self.get(message_id)
+        if got is None:
+            raise KeyError(message_id)
+        return int(got)
+
+    def get(self, message_id: str, default: Any = None, /) -> Any:
+        if not self._over:
+            found = self._entries.token_of(message_id, self._n)
+            return default if found is None else found
         index = self._entries.find(message_id, self._n)
         if index is None:
-            raise KeyError(message_id)
+            return default
         got = self._over.get(index)
         return (got if got is not None else self._entries.get(index))[1]
 

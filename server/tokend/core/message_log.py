@@ -110,6 +110,14 @@ class _Entries:
         index = self.positions.get(message_id)
         return index if index is not None and start <= index < n else None
 
+    def token_of(self, message_id: str, n: int) -> int | None:
+        """The tokens of `message_id` among the first `n` entries (None: not there)."""
+        if self._load is None:  # the common case, kept short: an assembly asks it per message
+            index = self._positions.get(message_id)
+            return self._tokens[index] if index is not None and index < n else None
+        index = self.find(message_id, n)
+        return None if index is None else self.get(index)[1]
+
     @property
     def messages(self) -> list[Message]:
         return self._filled()._messages
