@@ -6,14 +6,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, Protocol, overload
 
 from tokend.core.types import Message
 
-if TYPE_CHECKING:
-    from tokend.core.message_log import _Entries
-
 Over = dict[int, tuple[Message, int]]  # index -> the message (and its tokens) seen there
+
+
+class Entries(Protocol):
+    """What the views read of a log's shared storage (core.message_log's)."""
+
+    @property
+    def filled(self) -> bool: ...
+
+    @property
+    def messages(self) -> list[Message]: ...
+
+    def get(self, index: int) -> tuple[Message, int]: ...
+
+    def find(self, message_id: str, n: int, start: int = 0) -> int | None: ...
+
+    def token_of(self, message_id: str, n: int) -> int | None: ...
 
 
 class LogMessages(Sequence[Message]):
@@ -21,7 +34,7 @@ class LogMessages(Sequence[Message]):
 
     __slots__ = ("_entries", "_n", "_over")
 
-    def __init__(self, entries: _Entries, n: int, over: Over) -> None:
+    def __init__(self, entries: Entries, n: int, over: Over) -> None:
         self._entries, self._n, self._over = entries, n, over
 
     def __len__(self) -> int:
@@ -78,7 +91,7 @@ class LogTokens(Mapping[str, int]):
 
     __slots__ = ("_entries", "_n", "_over")
 
-    def __init__(self, entries: _Entries, n: int, over: Over) -> None:
+    def __init__(self, entries: Entries, n: int, over: Over) -> None:
         self._entries, self._n, self._over = entries, n, over
 
     def __getitem__(self, message_id: str) -> int:
