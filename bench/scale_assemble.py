@@ -2,8 +2,8 @@
 <= 20 ms p50 at 10,000 live messages warm, <= 300 ms cold after a restart, off the event loop).
 
 Each tree runs in its own `tokend serve` (PYTHONPATH=<tree>/server) on a private unix socket
-and SQLite file, talked to as an editor does; this tree beside main before issue 22's work
-(2c3728f) and beside the main this work branched from (0292bca), in the same run. A session
+and SQLite file, talked to as an editor does; this tree beside the main this work branched
+from (TIP_REV), in the same run. A session
 of short turns (bench/scale_session.short_turns: 20 to 60 words, usage on every assistant
 reply) is appended to each size (16 in flight), then `context/assemble` (openai format, a
 system prompt) is sent 20 times warm. Three figures per call:
@@ -17,12 +17,11 @@ system prompt) is sent 20 times warm. Three figures per call:
 
 Then the daemon is stopped (SIGTERM) and started again on the same store, and the first
 `context/assemble` is timed (round trip): the session is read lazily, its bodies on that first
-assemble, and the tokenizer (o200k) is loaded for it too. The replies before and after the
-restart are compared (the same result). Then another restart, a 2-message session's assemble
-first (it loads the tokenizer), and the long session's first assemble: the session's own cold
-cost.
-The baseline 2c3728f is measured to 5,000 messages only (its appends slow down so that 10,000
-takes minutes more).
+assemble (and, on main, the tokenizer (o200k) loaded for the system prompt's count). Meanwhile
+a second connection asks `budget/snapshot` of the same session in a loop: the event loop must
+answer it while the assemble reads and renders. The replies before and after the restart are
+compared (the same result). Then another restart, a 2-message session's assemble first, and
+the long session's first assemble: the session's own cold cost.
 """
 
 from __future__ import annotations
@@ -39,11 +38,10 @@ from bench.append_order import Daemon
 from bench.baseline import ROOT, baseline_tree
 from bench.scale_session import MODEL, WINDOW, _restart, pipelined, short_turns
 
-BEFORE_REV = "2c3728f"  # main before issue 22's session work
-TIP_REV = "0292bca"  # main as this work branched from it
+TIP_REV = "67ade8c"  # main as this stop's work branched from it
 SIZES = (5_000, 10_000)
-BEFORE_SIZES = (5_000,)
 CALLS = 20
+BESIDE_EVERY_S = 0.02  # the other connection's pace while a cold assemble runs
 
 
 def _frame(client: Any, params: dict[str, Any]) -> tuple[float, float, bytes]:
@@ -82,6 +80,34 @@ def _round_trip(client: Any, params: dict[str, Any]) -> tuple[float, Any]:
     return (time.perf_counter() - began) * 1000, result
 
 
+def _cold_beside(
+    client: Any, editor: Any, params: dict[str, Any]
+) -> tuple[float, Any, list[float]]:
+    """The first `context/assemble` after a restart (ms, its result) and, while it runs, the
+    round trips of another connection's `budget/snapshot` of the same session (ms each), one
+    every BESIDE_EVERY_S: each one but the last was answered before the assemble's reply
+    began."""
+    began = time.perf_counter()
+    request_id = client.start_request("context/assemble", params)
+    beside: list[float] = []
+    while not select.select([client.read_fd], [], [], BESIDE_EVERY_S)[0]:
+        beside.append(_timed_snapshot(editor, params["sessionId"]))
+    while True:
+        reply = client.read()
+        if reply.get("id") == request_id:
+            break
+    took = (time.perf_counter() - began) * 1000
+    if "error" in reply:
+        raise RuntimeError(f"tokend answered an error: {reply['error']}")
+    return took, reply["result"], beside
+
+
+def _timed_snapshot(client: Any, session_id: str) -> float:
+    began = time.perf_counter()
+    client.request("budget/snapshot", {"sessionId": session_id})
+    return (time.perf_counter() - began) * 1000
+
+
 def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
     daemon = Daemon(tree)
     out: dict[str, Any] = {"warm": {}, "errors": 0}
@@ -109,8 +135,9 @@ def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
         pipelined(client, other["sessionId"], short_turns(2))
         client.close()
         _restart(daemon)
-        client = daemon.client("assemble")
-        out["cold_ms"], after = _round_trip(client, params)
+        client, other_client = daemon.client("assemble"), daemon.client("editor")
+        out["cold_ms"], after, out["beside"] = _cold_beside(client, other_client, params)
+        other_client.close()
         out["same_after_restart"] = after == before
         out["cold_at"] = sizes[-1]
         client.close()
@@ -126,12 +153,10 @@ def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
 
 def run() -> str:
     results: dict[str, dict[str, Any]] = {}
-    with baseline_tree(TIP_REV) as tip, baseline_tree(BEFORE_REV) as before:
+    with baseline_tree(TIP_REV) as tip:
         results["this tree"] = measure(ROOT, SIZES)
         if tip is not None:
             results[f"main at {TIP_REV}"] = measure(tip, SIZES)
-        if before is not None:
-            results[f"main at {BEFORE_REV}"] = measure(before, BEFORE_SIZES)
     return _section(results)
 
 
@@ -144,9 +169,10 @@ def _section(results: dict[str, dict[str, Any]]) -> str:
         "reply), of the time to the reply's last byte (read, not parsed) and of the client's "
         "parse alone. Then a restart and the first `context/assemble`; another restart, a "
         "2-message session's assemble (it loads the tokenizer), then the long session's first. "
-        "Beside main before "
-        f"issue 22 ({BEFORE_REV}, to 5,000 messages) and the main this work branched from "
-        f"({TIP_REV}), same run.\n",
+        "While the first assemble after a restart runs, another connection asks "
+        "`budget/snapshot` of the same session every 20 ms: how many were answered before "
+        "the assemble's reply began, and the longest of them. Beside the main this work branched "
+        f"from ({TIP_REV}), same run.\n",
         "| daemon | messages | reply | round trip p50 | to the last byte p50 | client's parse p50 |",
         "|---|---|---|---|---|---|",
     ]
@@ -160,14 +186,17 @@ def _section(results: dict[str, dict[str, Any]]) -> str:
         "",
         "| daemon | first `context/assemble` after a restart | the same reply as before it | "
         "another restart: a 2-message session's assemble first (the tokenizer loaded) | then "
-        "the first assemble of the long session | errors |",
-        "|---|---|---|---|---|---|",
+        "the first assemble of the long session | snapshots answered meanwhile (longest) | "
+        "errors |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, got in results.items():
+        beside = got["beside"][:-1]  # the last one ended after the assemble's reply began
+        longest = f"{max(beside):,.1f} ms" if beside else "-"
         lines.append(
             f"| {name} | {got['cold_ms']:,.0f} ms at {got['cold_at']:,} | "
             f"{got['same_after_restart']} | {got['tokenizer_ms']:,.0f} ms | "
-            f"{got['cold_session_ms']:,.0f} ms | {got['errors']} |"
+            f"{got['cold_session_ms']:,.0f} ms | {len(beside)} ({longest}) | {got['errors']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -163,17 +163,21 @@ class CachedCounter:
         """Tokens of `text`."""
         return self.count_many([text])[0]
 
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Tokens of each text: one persistent-cache read and at most one write for the batch."""
+    def count_many(self, texts: Sequence[str], *, kept: bool = False) -> list[int]:
+        """Tokens of each text: one persistent-cache read and at most one write for the batch.
+        With `kept`, every text's count is kept in the persistent cache whatever its length
+        (texts each request repeats: found there after a restart, no vocabulary loaded)."""
         counts: list[int | None] = [None] * len(texts)
         wanted: dict[str, list[int]] = {}  # key -> positions still unknown
         for i, text in enumerate(texts):
-            if len(text) < SHORT_TEXT_CHARS:
-                counts[i] = self._inner.count(text) if text else 0
+            if not text:
+                counts[i] = 0
+            elif len(text) < SHORT_TEXT_CHARS and not kept:
+                counts[i] = self._inner.count(text)
             else:
                 wanted.setdefault(self.key(text), []).append(i)
         if wanted:
-            floor = getattr(self._inner, "persist_min_chars", PERSIST_MIN_CHARS)
+            floor = 0 if kept else getattr(self._inner, "persist_min_chars", PERSIST_MIN_CHARS)
             durable = {k for k, pos in wanted.items() if len(texts[pos[0]]) >= floor}
             found = self._recall(list(wanted), durable)
             missing = [k for k in wanted if k not in found]

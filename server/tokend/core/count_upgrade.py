@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tokend.core.changes import CountsUpgraded, GrowReply
-from tokend.core.message_log import MessageLog
 from tokend.core.reply_growth import grown
 from tokend.core.session_data import SessionData
 
@@ -25,7 +24,7 @@ def edited(data: SessionData, change: GrowReply | CountsUpgraded) -> SessionData
 def upgraded(data: SessionData, change: CountsUpgraded) -> SessionData:
     """`data` after `change` (the message is no longer pending either way)."""
     pending = data.pending_exact - {change.message_id}
-    index = next((i for i, m in enumerate(data.messages) if m.id == change.message_id), None)
+    index = data.log.index_of(change.message_id)
     old = data.messages[index] if index is not None else None
     if (
         index is None
@@ -39,18 +38,13 @@ def upgraded(data: SessionData, change: CountsUpgraded) -> SessionData:
     delta = change.total - data.message_tokens[old.id]
     anchor = data.anchor
     added = data.added
-    anchored_at = None if anchor is None else _index_of(data, anchor.call.message_id)
-    if anchored_at is None or anchored_at < index:
+    # Added since the last call: its message is not at or after this one (or there is none).
+    if anchor is None or data.log.index_of(anchor.call.message_id, start=index) is None:
         added = replace(added, tokens=added.tokens + delta)
-    messages = (*data.messages[:index], message, *data.messages[index + 1 :])
     return replace(
         data,
-        log=MessageLog.of(messages, {**data.message_tokens, old.id: change.total}),
+        log=data.log.replaced({index: (message, change.total)}),
         added=added,
         pending_exact=pending,
         version=data.version + 1,
     )
-
-
-def _index_of(data: SessionData, message_id: str) -> int | None:
-    return next((i for i, m in enumerate(data.messages) if m.id == message_id), None)

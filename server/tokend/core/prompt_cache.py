@@ -8,7 +8,7 @@ window (a compaction, a rewind, a reply that grew, a whole load). Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from tokend.core.snapshot import PromptCacheFigures
@@ -41,6 +41,26 @@ def last_cache(messages: Sequence[Message]) -> PromptCacheFigures | None:
     for message in messages:
         figure = cache_after(figure, message)
     return figure
+
+
+def newest_cache(newest_first: Iterable[Message]) -> PromptCacheFigures | None:
+    """`last_cache` of a window given newest first: it reads back to the newest call that
+    read or wrote the cache, then on to the newest that wrote it (its lifetime), no further."""
+    head: Usage | None = None
+    at: datetime | None = None
+    ttl = TTL_5M_S
+    for message in newest_first:
+        usage = message.usage
+        if usage is None or not cached(usage):
+            continue
+        if head is None:
+            head, at = usage, done(message)
+        if usage.cache_write_tokens:
+            ttl = TTL_1H_S if usage.cache_write_1h_tokens > 0 else TTL_5M_S
+            break
+    if head is None or at is None:
+        return None
+    return PromptCacheFigures(head.cache_read_tokens + head.cache_write_tokens, ttl, at)
 
 
 def done(message: Message) -> datetime:

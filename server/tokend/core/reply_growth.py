@@ -9,8 +9,7 @@ from dataclasses import replace
 
 from tokend.core.changes import GrowReply
 from tokend.core.errors import InvalidParams
-from tokend.core.message_log import MessageLog
-from tokend.core.prompt_cache import last_cache
+from tokend.core.prompt_cache import newest_cache
 from tokend.core.session_data import Anchor, SessionData, anchor_output, call_figures
 from tokend.core.totals import replace_usage
 from tokend.core.usage_stats import add_message
@@ -19,7 +18,7 @@ from tokend.core.usage_stats import add_message
 def grown(data: SessionData, change: GrowReply) -> SessionData:
     """`data` after `change`. InvalidParams when its message is not in the window or carries
     no provider call."""
-    index = next((i for i, m in enumerate(data.messages) if m.id == change.message_id), None)
+    index = data.log.index_of(change.message_id)
     old = data.messages[index] if index is not None else None
     if index is None or old is None or old.usage is None:
         raise InvalidParams(f"message {change.message_id} is no provider call in the window")
@@ -35,11 +34,11 @@ def grown(data: SessionData, change: GrowReply) -> SessionData:
         call = call_figures(old.id, change.usage, was.predicted_tokens, was.error_pct)
         output = anchor_output(change.usage, counts.total - counts.framing)
         anchor = Anchor(call, output, anchor.delta_tokens, anchor.learn)
-    messages = (*data.messages[:index], message, *data.messages[index + 1 :])
+    log = data.log.replaced({index: (message, counts.total)})
     return replace(
         data,
-        log=MessageLog.of(messages, {**data.message_tokens, old.id: counts.total}),
-        prompt_cache=last_cache(messages),
+        log=log,
+        prompt_cache=newest_cache(reversed(log.messages)),
         version=data.version + 1,
         anchor=anchor,
         totals=replace_usage(data.totals, old.usage, change.usage),

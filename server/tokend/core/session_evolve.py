@@ -176,32 +176,32 @@ def _call(
 
 
 def _prune(data: SessionData, change: PruneParts) -> SessionData:
-    wanted = change.part_ids
-    messages = []
-    tokens = dict(data.message_tokens)
-    anchor = data.anchor
+    """The pruned parts marked, each message's new count in place: it costs the messages
+    pruned, not the window's length (MessageLog.replaced)."""
+    wanted, log, anchor = change.part_ids, data.log, data.anchor
     # Messages up to the anchor's are inside the provider's last figure: their change moves
     # the anchor; later ones were added since, and move what was added.
-    after_anchor = anchor is None
+    anchored_at = -1 if anchor is None else log.index_of(anchor.call.message_id)
+    if anchored_at is None:  # an anchor out of the window: every message is inside its figure
+        anchored_at = len(log.messages)
     delta_anchor = delta_added = 0
-    for message in data.messages:
-        if message.id in change.message_tokens:
-            parts = tuple(
-                replace(sp, compacted_at=change.at)
-                if sp.id in wanted and sp.compacted_at is None
-                else sp
-                for sp in message.parts
-            )
-            message = replace(message, parts=parts)
-            new = change.message_tokens[message.id]
-            if after_anchor:
-                delta_added += new - tokens.get(message.id, 0)
-            else:
-                delta_anchor += new - tokens.get(message.id, 0)
-            tokens[message.id] = new
-        messages.append(message)
-        if anchor is not None and message.id == anchor.call.message_id:
-            after_anchor = True
+    changed: dict[int, tuple[Message, int]] = {}
+    for message_id, new in change.message_tokens.items():
+        index = log.index_of(message_id)
+        if index is None:
+            continue
+        message, old = log.at(index)
+        parts = tuple(
+            replace(sp, compacted_at=change.at)
+            if sp.id in wanted and sp.compacted_at is None
+            else sp
+            for sp in message.parts
+        )
+        changed[index] = (replace(message, parts=parts), new)
+        if index > anchored_at:
+            delta_added += new - old
+        else:
+            delta_anchor += new - old
     added = data.added
     if anchor is not None:
         anchor = replace(anchor, delta_tokens=anchor.delta_tokens + delta_anchor, learn=False)
@@ -209,7 +209,7 @@ def _prune(data: SessionData, change: PruneParts) -> SessionData:
     return replace(
         data,
         info=replace(data.info, compacted_at=change.at),
-        log=MessageLog.of(messages, tokens),
+        log=log.replaced(changed),
         anchor=anchor,
         added=added,
         compactions=data.compactions + 1,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +31,7 @@ from tokend.core.framing import (
 )
 from tokend.core.tool_shapes import tools_for
 from tokend.service.assemble_input import AssembleInput
+from tokend.service.counting import ModelCounter
 from tokend.service.service import TokendService
 from tokend.service.session_state import SessionState
 from tokend.service.usage import UsageMonitor
@@ -137,22 +138,22 @@ def _build(
     inp, workspace_warnings = with_workspace(workspaces, data, inp)
     counter = service.models.counter(data.model)
     provider = data.model.provider
-    count = counter.count_text
+    count, kept = counter.count_text, _kept(counter)  # kept: what every request repeats
 
     def counted(text: str | None) -> CountedText | None:
-        return CountedText(text, count(text)) if text else None
+        return CountedText(text, kept(text)) if text else None
 
     def files(items: Sequence[tuple[str, str]]) -> list[FileText]:
-        return [FileText(p, t, count(file_block_text(p, t))) for p, t in items]
+        return [FileText(p, t, kept(file_block_text(p, t))) for p, t in items]
 
-    examples = [_example(i, e, count) for i, e in enumerate(inp.examples)]
+    examples = [_example(i, e, kept) for i, e in enumerate(inp.examples)]
     read_only, chat = files(inp.read_only_files), files(inp.chat_files)
     repo_map = counted(inp.repo_map)
     overhead = message_overhead("user", provider)  # the same for every role
     # OpenAI sends the system prompt as a message (framed); Anthropic as a separate field.
     system_framing = overhead if inp.format == "openai" else 0
-    system_tokens = count(inp.system) + system_framing if inp.system else 0
-    tools_tokens = tool_schemas_tokens(list(inp.tools), count, provider) if inp.tools else 0
+    system_tokens = kept(inp.system) + system_framing if inp.system else 0
+    tools_tokens = tool_schemas_tokens(list(inp.tools), kept, provider) if inp.tools else 0
     request = AssemblyRequest(
         format=inp.format,  # type: ignore[arg-type]  # assemble() refuses unknown formats
         limit_tokens=service.models.input_limit(data),
@@ -185,8 +186,8 @@ def _build(
         "repoMap": repo_map.tokens or 0 if repo_map else 0,
         "chatFiles": sum(f.tokens or 0 for f in chat),
     }
-    kept = {k: v for k, v in measured.items() if v}
-    return _Built(assembly, kept, counter.exact, request.limit_tokens, overhead)
+    nonzero = {k: v for k, v in measured.items() if v}
+    return _Built(assembly, nonzero, counter.exact, request.limit_tokens, overhead)
 
 
 def _with_budget(
@@ -239,6 +240,12 @@ def _with_edits(
     if edits.context_management is None or edits.beta is None:
         return assembly
     return with_request_field(assembly, "contextManagement", edits.context_management, edits.beta)
+
+
+def _kept(counter: ModelCounter) -> Callable[[str], int]:
+    """Counts whose figures the store keeps whatever the text's length (ModelCounter.count_kept):
+    found there on the first assembly after a restart, with no vocabulary loaded."""
+    return lambda text: counter.count_kept([text])[0]
 
 
 def _example(index: int, raw: Mapping[str, Any], count: Any) -> ExampleTurn:

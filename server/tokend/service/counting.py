@@ -15,7 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from tokend.adapters.claude_tokens import ctok_installed
-from tokend.adapters.tokenizers import counter_for
+from tokend.adapters.tokenizers import CachedCounter, counter_for
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import PartCounts
@@ -203,7 +203,15 @@ class ModelCounter:
         )
 
     def pruned_tokens(self) -> int:
-        return self.count_text(PRUNED_TOOL_RESULT)
+        return self.count_kept([PRUNED_TOOL_RESULT])[0]
+
+    def count_kept(self, texts: Sequence[str]) -> list[int]:
+        """As count_texts, the exact counts kept in the store whatever the texts' length: for
+        what every request repeats (a system prompt, the pruned placeholder), so that the first
+        assembly after a restart finds them there and waits for no vocabulary."""
+        if isinstance(self._exact, CachedCounter):
+            return self._exact.count_many(texts, kept=True)
+        return self.count_texts(texts)
 
     def stored_counts(
         self, role: Role, parts: Sequence[StoredPart], *, for_learning: bool = False

@@ -20,8 +20,11 @@ async def grow_reply(
     `usage` (priced and counted as an append prices and counts the whole message) and tell
     the session's listeners. False when nothing changed, or the message left the window."""
     state = service.sessions.state(session_id)
+    if not state.data.log.filled:  # a lazily loaded session's bodies, read beside the loop
+        await service.workers.run(state.data.log.read)
     data = state.data
-    message = next((m for m in data.messages if m.id == message_id), None)
+    index = data.log.index_of(message_id)
+    message = None if index is None else data.messages[index]
     if message is None or message.usage is None or (message.usage == usage and not parts):
         return False
     whole = [*(sp.part for sp in message.parts), *parts]

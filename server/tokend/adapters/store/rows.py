@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -15,12 +14,11 @@ from ulid import ULID
 
 from tokend.adapters.store import blobs
 from tokend.adapters.store.codec import (
-    part_from_json,
     part_to_json,
-    usage_from_json,
     usage_to_json,
 )
 from tokend.adapters.store.dialect import insert_for
+from tokend.adapters.store.message_read import read_messages
 from tokend.adapters.store.models import (
     Base,
     MessageRow,
@@ -173,7 +171,7 @@ def load_from(
     live: bool = False,
     after_version: int | None = None,
 ) -> list[Message]:
-    """Messages with seq >= from_seq, oldest first, with their parts: exactly two queries.
+    """Messages with seq >= from_seq, oldest first, with their parts: one query.
     With `live`, only the live context: the messages no summary covers and no rewind took out,
     the live summary (there is at most one) first. With `after_version`, only messages whose
     append made a later version."""
@@ -182,57 +180,7 @@ def load_from(
         in_range = (*in_range, MessageRow.version > after_version)
     if live:
         in_range = (*in_range, MessageRow.compacted_at.is_(None))
-    part_rows = session.execute(
-        select(
-            PartRow.message_id,
-            PartRow.id,
-            PartRow.kind,
-            PartRow.data,
-            PartRow.tokens,
-            PartRow.compacted_at,
-        )
-        .join(MessageRow, PartRow.message_id == MessageRow.id)
-        .where(*in_range)
-        .order_by(MessageRow.seq, PartRow.idx)
-    )
-    parts_of: defaultdict[str, list[StoredPart]] = defaultdict(list)
-    for message_id, part_id, kind, data, tokens, compacted_at in part_rows:
-        parts_of[message_id].append(
-            StoredPart(part_id, part_from_json(kind, data), tokens, compacted_at)
-        )
-    message_rows = session.execute(
-        select(
-            MessageRow.id,
-            MessageRow.role,
-            MessageRow.created_at,
-            MessageRow.model,
-            MessageRow.usage,
-            MessageRow.cost_usd,
-            MessageRow.summary,
-            MessageRow.completed_at,
-            MessageRow.compacted_at,
-            MessageRow.compacted_by,
-        )
-        .where(*in_range)
-        .order_by(MessageRow.seq)
-    )
-    messages = [
-        Message(
-            id=row.id,
-            session_id=session_id,
-            role=row.role,
-            parts=tuple(parts_of.get(row.id, ())),
-            created_at=row.created_at,
-            model=row.model,
-            usage=usage_from_json(row.usage),
-            cost_usd=row.cost_usd,
-            summary=row.summary,
-            completed_at=row.completed_at,
-            compacted_at=row.compacted_at,
-            compacted_by=row.compacted_by,
-        )
-        for row in message_rows
-    ]
+    messages = read_messages(session, session_id, in_range)
     if live:
         # The summary stands for what came before its tail: it leads the window.
         summaries = [m for m in messages if m.summary]

@@ -24,6 +24,7 @@ from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.grown_rows import rewrite_message
 from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
+from tokend.adapters.store.message_read import collector_paused
 from tokend.adapters.store.models import (
     CalibrationRow,
     MessageRow,
@@ -321,8 +322,9 @@ class SqlStore:
 
     def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
         """The live context, oldest first: the live summary (if any) first, then every message
-        no summary covers and no rewind took out. Two queries whatever the length."""
-        with self._reading() as session:
+        no summary covers and no rewind took out. Two queries whatever the length (the session,
+        its messages), the collector paused meanwhile."""
+        with collector_paused(), self._reading() as session:
             rows.require_live(session, session_id, deleted_too=including_deleted)
             return rows.load_from(session, session_id, live=True)
 
@@ -340,7 +342,7 @@ class SqlStore:
     def load_all_messages(
         self, session_id: str, *, including_deleted: bool = False
     ) -> list[Message]:
-        with self._reading() as session:
+        with collector_paused(), self._reading() as session:
             rows.require_live(session, session_id, deleted_too=including_deleted)
             return rows.load_from(session, session_id)
 

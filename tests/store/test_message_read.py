@@ -1,0 +1,97 @@
+"""A session's messages are read in one query, their values as the driver gives them
+(adapters/store/message_read.py; issue 22: the first `context/assemble` after a restart reads
+the whole live context, and SQLAlchemy's typed processing of every row was most of it).
+
+Oracles: the messages as they were written, and the statements the database was sent (counted
+with SQLAlchemy's cursor event), on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import replace
+
+from sqlalchemy import event
+
+from tests.store.conftest import at, session_info
+from tokend.adapters.store import SqlStore
+from tokend.core.types import (
+    Message,
+    StoredPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+
+
+def _messages(session_id: str, count: int) -> list[Message]:
+    out = []
+    for i in range(count):
+        if i % 2:
+            parts = (
+                StoredPart(f"p{i}a", TextPart('naïve ✓ "quoted"\n'), tokens=7),
+                StoredPart(f"p{i}b", ToolCallPart(f"c{i}", "Bash", {"n": i, "x": [1, None]})),
+            )
+            usage = Usage(100 + i, 20, reasoning_tokens=5, cache_read_tokens=7 * i)
+            message = Message(
+                f"m{i:03d}", session_id, "assistant", parts, at(i), model="gpt-4o",
+                usage=usage, cost_usd=0.001 * i, completed_at=at(i + 0.5),
+            )  # fmt: skip
+        else:
+            part = ToolResultPart(f"c{i - 1}", "Bash", f"output {i}\n" * 3)
+            message = Message(
+                f"m{i:03d}", session_id, "tool", (StoredPart(f"p{i}", part, 9),), at(i)
+            )
+        out.append(message)
+    return out
+
+
+def test_the_live_context_is_read_in_one_query_as_it_was_written(store: SqlStore) -> None:
+    store.create_session(session_info("s1"))
+    sent = _messages("s1", 40)
+    for message in sent:
+        store.append_message(message)
+    store.mark_parts_compacted(["p4"], at(100))
+    store.set_part_tokens({"p4": 3})
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args) -> None:
+        statements.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        loaded = store.load_messages("s1")
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    reading = [s for s in statements if "FROM messages" in s or "FROM parts" in s]
+    assert len(reading) == 1  # main: two (the parts, then the messages)
+    expected = list(sent)
+    pruned = StoredPart("p4", sent[4].parts[0].part, 3, at(100))
+    expected[4] = replace(sent[4], parts=(pruned,))
+    assert loaded == expected
+    assert all(m.created_at.tzinfo is not None for m in loaded)
+
+
+def test_the_collector_makes_no_pass_while_the_rows_become_messages(store: SqlStore) -> None:
+    """Each pass of the cyclic collector walks every object the daemon holds; a read of a
+    session's rows makes tens of thousands that all stay (oracle: gc.callbacks)."""
+    store.create_session(session_info("s1"))
+    for message in _messages("s1", 600):
+        store.append_message(message)
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        loaded = store.load_messages("s1")
+    finally:
+        gc.callbacks.remove(seen)
+    assert len(loaded) == 600
+    # The youngest generation's pass put off meanwhile may come as the collector is back on;
+    # main: 14 passes while the rows were read.
+    assert len(passes) <= 1 and set(passes) <= {0}, passes
+    assert gc.isenabled()
