@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.appending import append
 from tokend.adapters import tokenizers
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
@@ -30,16 +31,18 @@ def test_the_first_assembly_after_a_restart_loads_no_vocabulary(
     inp = AssembleInput(format="openai", system=SYSTEM, tools=TOOLS, reminder="Run the tests.")
     service = open_service(None, url)
     try:
-        sid = service.create_session("gpt-4o", context_window=1_000_000).id
+        sid = service.sessions.create_session("gpt-4o", context_window=1_000_000).id
         for i in range(4):
-            service.append(sid, "user", [TextPart(f"step {i}: make the test pass")])
+            append(service, sid, "user", [TextPart(f"step {i}: make the test pass")])
             usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=900 + 30 * i)
             call = [ToolCallPart(f"c{i}", "Bash", {"n": i})]
-            service.append(sid, "assistant", call, usage=usage, model="gpt-4o")
-            service.append(sid, "tool", [ToolResultPart(f"c{i}", "Bash", f"ok {i}\n" * 40)])
-        data = service.state(sid).data
+            append(service, sid, "assistant", call, usage=usage, model="gpt-4o")
+            append(service, sid, "tool", [ToolResultPart(f"c{i}", "Bash", f"ok {i}\n" * 40)])
+        data = service.sessions.state(sid).data
         results = [sp.id for m in data.messages for sp in m.parts if m.role == "tool"]
-        service.state(sid).apply(service.prune_change(data, results[:2]))  # placeholders
+        service.sessions.state(sid).apply(
+            service.changes.prune_change(data, results[:2])
+        )  # placeholders
         before = assemble_context(service, sid, inp)
     finally:
         service.close()
@@ -57,7 +60,7 @@ def test_the_first_assembly_after_a_restart_loads_no_vocabulary(
         assert loads == []  # main: ["o200k_base"], for the system prompt's count
         assert after.messages == before.messages and after.total_tokens == before.total_tokens
         assert after.chunks == before.chunks
-        service.append(sid, "user", [TextPart("the next step")])  # counting still works
+        append(service, sid, "user", [TextPart("the next step")])  # counting still works
         assert set(loads) == {"o200k_base"}
     finally:
         service.close()

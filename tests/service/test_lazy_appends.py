@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.appending import append
 from tokend.core.errors import InvalidParams
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
@@ -45,10 +46,10 @@ class _Reads:
 
 def _exchange(service, sid: str, i: int) -> None:
     usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=900 + 30 * i)
-    service.append(sid, "user", [TextPart(f"step {i}: make the test pass")])
+    append(service, sid, "user", [TextPart(f"step {i}: make the test pass")])
     call = [ToolCallPart(f"c{i}", "Bash", {"n": i})]
-    service.append(sid, "assistant", call, usage=usage, model="gpt-4o")
-    service.append(sid, "tool", [ToolResultPart(f"c{i}", "Bash", OUTPUT)])
+    append(service, sid, "assistant", call, usage=usage, model="gpt-4o")
+    append(service, sid, "tool", [ToolResultPart(f"c{i}", "Bash", OUTPUT)])
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ def service(tmp_path: Path) -> Iterator[TokendService]:
 
 def built(service: TokendService, exchanges: int) -> str:
     """A new session of `exchanges` user turns, calls and results."""
-    sid = service.create_session("gpt-4o", context_window=1_000_000).id
+    sid = service.sessions.create_session("gpt-4o", context_window=1_000_000).id
     for i in range(exchanges):
         _exchange(service, sid, i)
     return sid
@@ -69,26 +70,28 @@ def built(service: TokendService, exchanges: int) -> str:
 def _whole(service, sid: str):
     info = service.store.get_session(sid)
     model = service.models.model_info(info)
-    return load_session_data(service.store, info, model, service.counter(model), lazy=False)[0]
+    return load_session_data(service.store, info, model, service.models.counter(model), lazy=False)[
+        0
+    ]
 
 
 def test_appends_to_a_lazily_loaded_session_read_no_body(
     service: TokendService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sid = built(service, 5)
-    service.forget(sid)  # as a restarted daemon: nothing of the session in memory
+    service.sessions.forget(sid)  # as a restarted daemon: nothing of the session in memory
     reads = _Reads(service.store, monkeypatch)
-    before = service.snapshot(sid)
+    before = service.sessions.snapshot(sid)
     for i in range(5, 8):  # a user turn, a call, its result: the usual appends
         _exchange(service, sid, i)
     assert reads.threads == []  # main: one read of every body, at the first append
-    after = service.snapshot(sid)
+    after = service.sessions.snapshot(sid)
     assert after.version == before.version + 9
     whole = _whole(service, sid)
-    state = service.state(sid).data
+    state = service.sessions.state(sid).data
     assert list(state.messages) == list(whole.messages)  # read now, appends after them
     assert dict(state.message_tokens) == dict(whole.message_tokens)
-    assert after.used_tokens == service.state(sid).snapshot.used_tokens
+    assert after.used_tokens == service.sessions.state(sid).snapshot.used_tokens
 
 
 def test_a_result_for_an_older_call_reads_the_bodies_beside_the_event_loop(
@@ -96,19 +99,19 @@ def test_a_result_for_an_older_call_reads_the_bodies_beside_the_event_loop(
 ) -> None:
     sid = built(service, 3)
     usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=2_000)
-    service.append(sid, "assistant", [ToolCallPart("late", "Bash", {})], usage=usage)
-    service.forget(sid)
+    append(service, sid, "assistant", [ToolCallPart("late", "Bash", {})], usage=usage)
+    service.sessions.forget(sid)
     reads = _Reads(service.store, monkeypatch)
     loop_thread: list[str] = []
 
-    async def append() -> None:
+    async def append_on_loop() -> None:
         loop_thread.append(threading.current_thread().name)
         result = ToolResultPart("late", "Bash", OUTPUT)  # its call was stored before
-        await service.append_async(sid, "tool", [result])
+        await service.appends.append(sid, "tool", [result])
         with pytest.raises(InvalidParams, match="which no toolCall"):
-            await service.append_async(sid, "tool", [ToolResultPart("none", "Bash", "x")])
+            await service.appends.append(sid, "tool", [ToolResultPart("none", "Bash", "x")])
 
-    asyncio.run(append())
+    asyncio.run(append_on_loop())
     assert len(reads.threads) == 1  # the bodies, read once
     assert loop_thread[0] not in reads.threads  # main: read on the event loop
-    assert list(service.state(sid).data.messages) == list(_whole(service, sid).messages)
+    assert list(service.sessions.state(sid).data.messages) == list(_whole(service, sid).messages)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.appending import append
 from tests.service.test_lazy_appends import built
 from tokend.core import message_log
 from tokend.core.types import TextPart, Usage
@@ -48,10 +49,12 @@ def service(tmp_path: Path) -> Iterator[TokendService]:
 
 def _as_stored(service, sid: str) -> None:
     """The session in memory is the one a whole load of the store gives."""
-    data = service.state(sid).data
+    data = service.sessions.state(sid).data
     info = service.store.get_session(sid)
     model = service.models.model_info(info)
-    whole = load_session_data(service.store, info, model, service.counter(model), lazy=False)[0]
+    whole = load_session_data(
+        service.store, info, model, service.models.counter(model), lazy=False
+    )[0]
     assert list(data.messages) == list(whole.messages)
     assert dict(data.message_tokens) == dict(whole.message_tokens)
     assert data.log.total_tokens == sum(whole.message_tokens.values())
@@ -64,9 +67,9 @@ def test_a_prune_and_a_grown_reply_write_only_what_changed(
 ) -> None:
     sid = built(service, EXCHANGES)
     writes = _Writes(monkeypatch)
-    data = service.state(sid).data
+    data = service.sessions.state(sid).data
     results = [sp.id for m in data.messages for sp in m.parts if m.role == "tool"]
-    service.state(sid).apply(service.prune_change(data, results[3:5]))
+    service.sessions.state(sid).apply(service.changes.prune_change(data, results[3:5]))
     assert writes.count == 0  # main: 180, the whole log again
     _as_stored(service, sid)
 
@@ -75,10 +78,10 @@ def test_a_prune_and_a_grown_reply_write_only_what_changed(
     writes.count = 0  # the whole load above wrote its own log
     grown = asyncio.run(grow_reply(service, sid, reply.id, [TextPart("and more")], usage))
     assert grown and writes.count == 0  # main: 180
-    assert service.state(sid).data.messages[-2].usage == usage
+    assert service.sessions.state(sid).data.messages[-2].usage == usage
     _as_stored(service, sid)
     writes.count = 0
-    service.append(sid, "user", [TextPart("next")])  # appends after the replaced ones
+    append(service, sid, "user", [TextPart("next")])  # appends after the replaced ones
     assert writes.count == 1
     _as_stored(service, sid)
 
