@@ -173,6 +173,7 @@ def open_service(
         workspace_catalog=lambda uri: settings.for_workspace(uri or base_uri).catalog,
         workspace_config=lambda uri: settings.for_workspace(uri or base_uri).config,
         forget_settings=lambda uri: settings.forget(uri or base_uri),
+        settings_key=lambda uri: settings.stamps(uri or base_uri),
     )
 
 

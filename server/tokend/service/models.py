@@ -9,11 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tokend.core.budget import (
+    BudgetConfig,
+    input_room_tokens,
+    output_reserve_tokens,
+    safety_margin_tokens,
+)
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import Catalog, ModelInfo, with_context_window
+from tokend.core.errors import InvalidParams
 from tokend.core.ports import CountCache
 from tokend.core.types import SessionInfo
 from tokend.service.counting import ModelCounter
+
+MAX_TOKEN_COUNT = 2**31 - 1  # no token figure on the wire may exceed this (protocol.md)
+
+
+def check_window(model: ModelInfo, window: int, budget: BudgetConfig) -> None:
+    """A session's window must leave room for input once the reply is reserved."""
+    if window <= 0 or window > MAX_TOKEN_COUNT:
+        raise InvalidParams(f"contextWindow must be a positive number of tokens, not {window}")
+    sized = with_context_window(model, window)
+    reserve = output_reserve_tokens(sized, budget)
+    margin = safety_margin_tokens(sized, budget)
+    if input_room_tokens(sized, budget) <= 0:
+        raise InvalidParams(
+            f"contextWindow {window:,} leaves no room for input: {model.name} keeps "
+            f"{reserve:,} tokens for its reply and {margin:,} as a safety margin; use a "
+            "larger window, or lower budget.output_reserve_cap"
+        )
 
 
 class SessionModels:

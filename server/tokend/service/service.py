@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 from ulid import ULID
 
-from tokend.core.budget import input_room_tokens, output_reserve_tokens, safety_margin_tokens
+from tokend.core.budget import input_room_tokens
 from tokend.core.calibration import Calibrator
-from tokend.core.catalog import Catalog, ModelInfo, with_context_window
+from tokend.core.catalog import Catalog, ModelInfo
 from tokend.core.changes import (
     AppendMessage,
     MarkRetired,
@@ -63,12 +63,11 @@ from tokend.service.counting import ModelCounter
 from tokend.service.listeners import Listener, SnapshotListeners
 from tokend.service.loading import load_session_data
 from tokend.service.message_checks import check_answers, check_message, check_message_id
-from tokend.service.models import SessionModels
-from tokend.service.session_state import Applied, SessionState, gauge_of
+from tokend.service.models import SessionModels, check_window
+from tokend.service.session_state import Applied, SessionState, first_figures, gauge_of
 from tokend.service.turns import Turn
 
 MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
-MAX_TOKEN_COUNT = 2**31 - 1  # no token figure on the wire may exceed this (protocol.md)
 
 T = TypeVar("T")
 
@@ -94,6 +93,7 @@ class TokendService:
         workspace_catalog: Callable[[str], Catalog] | None = None,
         workspace_config: Callable[[str | None], TokendConfig] | None = None,
         forget_settings: Callable[[str | None], None] | None = None,
+        settings_key: Callable[[str | None], list[Any] | None] | None = None,
     ) -> None:
         self.store = store
         self.catalog = catalog
@@ -101,6 +101,7 @@ class TokendService:
         self.clock: Clock = clock or SystemClock()
         self._workspace_config = workspace_config
         self._forget_settings = forget_settings
+        self._settings_key = settings_key  # core.statusline_row: what the row's line was read under
         # Loaded sessions, least recently used first; unwatched ones beyond the limit are dropped.
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self._listeners = SnapshotListeners()
@@ -139,7 +140,7 @@ class TokendService:
         # An unknown model raises UnknownModel, which names the two ways to declare it.
         info = self.models.catalog_for(workspace_uri).get(model)
         if context_window is not None:
-            self._check_window(info, context_window, workspace_uri)
+            check_window(info, context_window, self.config_for(workspace_uri).budget)
         now = self.clock.now()
         session = SessionInfo(
             id=new_id(),
@@ -150,23 +151,10 @@ class TokendService:
             workspace_uri=workspace_uri,
             context_window=context_window,
         )
+        key = self._settings_key
+        session = first_figures(session, self.models.model_info(session), self.config_for, key)
         self.store.create_session(session)
         return session
-
-    def _check_window(self, model: ModelInfo, window: int, workspace_uri: str | None) -> None:
-        """A session's window must leave room for input once the reply is reserved."""
-        if window <= 0 or window > MAX_TOKEN_COUNT:
-            raise InvalidParams(f"contextWindow must be a positive number of tokens, not {window}")
-        budget = self.config_for(workspace_uri).budget
-        sized = with_context_window(model, window)
-        reserve = output_reserve_tokens(sized, budget)
-        margin = safety_margin_tokens(sized, budget)
-        if input_room_tokens(sized, budget) <= 0:
-            raise InvalidParams(
-                f"contextWindow {window:,} leaves no room for input: {model.name} keeps "
-                f"{reserve:,} tokens for its reply and {margin:,} as a safety margin; use a "
-                "larger window, or lower budget.output_reserve_cap"
-            )
 
     def state(self, session_id: str, *, deleted: bool = False) -> SessionState:
         """The owner of a session, loading it when needed (a soft-deleted one too with
@@ -201,6 +189,7 @@ class TokendService:
             lambda: self.config_for(workspace),
             self._decorate,
             reload=lambda: self._catch_up(session_id),
+            settings_key=None if (key := self._settings_key) is None else lambda: key(workspace),
         )
         if retired is not None:  # a repair of an older store, written by the session's owner
             state.apply(retired)
