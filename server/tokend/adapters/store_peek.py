@@ -1,8 +1,9 @@
-"""One look at a SQLite store without SQLAlchemy: which session `tokend status` would show, and
-at which version, for a command that must answer within milliseconds with no daemon running.
+"""One look at a SQLite store without SQLAlchemy: which session `tokend status` would show, at
+which version, with its workspace and gauge state (commands/status_row.py prints the line from
+it), for a command that must answer within milliseconds with no daemon running.
 
 Importing SQLAlchemy and opening the store cost a cold `tokend status` hundreds of milliseconds;
-the standard library's sqlite3 reads the two columns it needs in about one. It only reads (one
+the standard library's sqlite3 reads the columns it needs in about one. It only reads (one
 SELECT on the sessions table, whose `version` every change of a session moves in the change's
 own transaction: store/sql_store.py), and anything unexpected (a store that is not a SQLite
 file, no file, a schema it does not know, a locked file) answers None: the caller then opens

@@ -5,9 +5,10 @@ for a shell prompt or tmux that runs it at every refresh.
 Requests are written at once where they can be: initialize, initialized and budget/snapshot
 with --session (one round trip); else session/list (the cwd's sessions) first, then
 budget/snapshot (and follow/list for `--format claude-code`). What it prints is what the full
-path (commands/status.py) prints for the same options. With no daemon, the line printed last
-time is printed when the store says its session has not changed since (commands/status_cold.py).
-Anything else — other options, no daemon, an error the daemon answers — is left to the full
+path (commands/status.py) prints for the same options. With no daemon, the line or claude-code's
+JSON comes from the session row (commands/status_row.py; else the line printed last time, when
+the store says its session has not changed since: commands/status_cold.py), and the daemon is
+started in the background (commands/status_start.py). Anything else — other options, no daemon, an error the daemon answers — is left to the full
 path (None), which says it as before.
 """
 
