@@ -7,7 +7,8 @@ row answers when all of these hold, and then prints what reading the store whole
 - the store is a SQLite file (a PostgreSQL URL, `?` options or `:memory:` read it whole);
 - the row has a gauge state the whole read would load the session from without counting a
   message again (core.gauge_state: its FORMAT, the row's version, no estimate waiting for its
-  exact count), and a status block of this version and shape (rows written before it have none);
+  exact count), and a status block of this version and shape (rows an older tokend wrote, and a
+  fork's or a handoff's before its first change, have none: the line kept may answer then);
 - the config files are the ones the full read would use (the user's config.toml, and the
   .tokend.toml of the session's workspace, else of the current folder) and unchanged since;
 - the format is the line or claude-code (its `transcript_path` is null, as the full read with
