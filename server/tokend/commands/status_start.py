@@ -73,7 +73,7 @@ def start_daemon() -> int | None:
         os.pwrite(marker, b"started\n", 0)
         os.utime(marker)
         return _spawn(os.path.join(folder, rendezvous.DEFAULT_SOCKET))
-    except OSError:
+    except (OSError, NotImplementedError):  # NotImplementedError: no POSIX_SPAWN_SETSID here
         return None
     finally:
         os.close(marker)  # releases the flock
