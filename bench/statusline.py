@@ -13,8 +13,9 @@ writes and reuses its bytecode cache, as an installed tokend's (pip compiles it 
   was never followed;
 - **cold, no daemon**: nothing runs; the call is timed, and so is the time until a refresh
   (every 300 ms, as Claude Code refreshes at most) shows tokend's own figure;
-- **ccusage**: ccusage's statusline (npm, its native binary), warm, on the same transcripts and
-  the same stdin; installed into bench/out/ccusage on the first run;
+- **ccusage**: ccusage's statusline (npm, its native binary), on the same transcripts and the
+  same stdin, warm (its own cache answers) and cold (that cache removed before each call: the
+  transcript read and priced again); installed into bench/out/ccusage on the first run;
 - **status**: `tokend status` (the line) and `tokend status --json` of the followed session,
   warm, interleaved (the light path when a daemon answers, beside the baseline's full CLI);
 - **follow latency**: a transcript written record by record while a connection listens: from
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,9 +56,11 @@ from bench.statusline_parts import (
 )
 
 
-def _ccusage(tree: _Tree) -> tuple[list[float], list[float], str] | str:
-    """ccusage's statusline on the same stdin and transcripts (each call after one of the
-    floor's), or why it could not run."""
+def _ccusage(tree: _Tree) -> dict[str, object] | str:
+    """ccusage's statusline on the same stdin and transcripts, warm and cold (each call after
+    one of the floor's), or why it could not run. Warm: its own cache (a file per session under
+    $TMPDIR/ccusage-semaphore holding the last line and the transcript's mtime) answers; cold:
+    that cache removed before each call, so the transcript is read and priced again."""
     folder = ROOT / "bench" / "out" / "ccusage"
     binary = folder / "node_modules" / ".bin" / "ccusage"
     if not binary.exists():
@@ -70,14 +74,22 @@ def _ccusage(tree: _Tree) -> tuple[list[float], list[float], str] | str:
             return f"npm could not install {CCUSAGE}: {done.stderr.strip()[-200:]}"
     stdin = tree.stdin(tree.projects / BIG)
     args = [str(binary), "statusline", "--offline"]
-    first = subprocess.run(args, input=stdin, capture_output=True, text=True, env=tree.env)
+    cache = tree.home / "ccusage-tmp"
+    env = {**tree.env, "TMPDIR": str(cache)}
+    cache.mkdir(exist_ok=True)
+    first = subprocess.run(args, input=stdin, capture_output=True, text=True, env=env)
     if first.returncode != 0:
         return f"ccusage failed: {first.stderr.strip()[-200:]}"
-    times, floor = [], []
-    for _ in range(WARM_CALLS):
-        floor.append(_floor())
-        times += _times(args, 1, stdin, tree.env)
-    return times, floor, first.stdout.strip()
+    figures: dict[str, object] = {"line": first.stdout.strip()}
+    for kind, calls in (("warm", WARM_CALLS), ("cold", WARM_CALLS)):
+        times, floor = [], []
+        for _ in range(calls):
+            if kind == "cold":
+                shutil.rmtree(cache / "ccusage-semaphore", ignore_errors=True)
+            floor.append(_floor())
+            times += _times(args, 1, stdin, env)
+        figures[kind], figures[f"{kind}_floor"] = times, floor
+    return figures
 
 
 @contextlib.contextmanager
@@ -146,8 +158,8 @@ def run() -> str:
         rows.append(
             _row("warm, `python -m tokend statusline`, baseline", theirs["warm"], theirs["floor"])
         )
-    if isinstance(peer, tuple):
-        rows.append(_row("warm, ccusage statusline (native)", peer[0], peer[1]))
+    if isinstance(peer, dict):
+        rows.append(_row("warm, ccusage statusline (native)", peer["warm"], peer["warm_floor"]))
     rows += [
         _row("warm, `tokend status`, this work", mine["status"], mine["status_floor"]),
         _row("warm, `tokend status --json`, this work", mine["status_json"], mine["status_floor"]),
@@ -172,6 +184,10 @@ def run() -> str:
             _row("cold, new transcript, baseline", theirs["new"], theirs["new_floor"]),
             _row("cold, no daemon, baseline", theirs["cold"], theirs["cold_floor"]),
         ]
+    if isinstance(peer, dict):
+        rows.append(
+            _row("cold, ccusage statusline (its cache removed)", peer["cold"], peer["cold_floor"])
+        )
     rows += statusline_codex.rows(codex, _row)
     rows += [
         "",
@@ -200,7 +216,7 @@ def run() -> str:
         "",
         f"Lines (colour codes left out): this work `{_plain(mine['line'])}`"
         + (f"; baseline `{_plain(theirs['line'])}`" if theirs is not None else "")
-        + (f"; ccusage `{peer[2]}`." if isinstance(peer, tuple) else f". ccusage: {peer}.")
+        + (f"; ccusage `{peer['line']}`." if isinstance(peer, dict) else f". ccusage: {peer}.")
         + f" Codex, this work: `{_plain(codex['line'])}`.",
         "",
         f"`tokend status --session ID` (same session): this work `{mine['status_line']}`"

@@ -45,6 +45,8 @@ def isolated_dirs(
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.delenv("TOKEND_DATABASE_URL", raising=False)
+    # A cold `tokend status` starts a daemon in the background: only the tests of that start do.
+    monkeypatch.setenv("TOKEND_START_DAEMON", "0")
     return base
 
 

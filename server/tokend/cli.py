@@ -41,17 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     stop = sub.add_parser("stop", help="stop the running daemon")
     stop.add_argument("--name", default=None, help="a separately named daemon")
 
-    status = sub.add_parser("status", help="a one-line gauge of the active session")
-    status.add_argument("--json", action="store_true")
-    status.add_argument("--session", help="a session id (default: the workspace's active session)")
-    status.add_argument("--daemon", action="store_true", help="the daemon's status instead")
-    status.add_argument(
-        "--format",
-        choices=["line", "json", "claude-code"],
-        default="line",
-        help="line (default), json (the Snapshot), or claude-code (its statusLine JSON shape)",
-    )
+    from tokend.commands.status_args import add_status_parser
 
+    add_status_parser(sub)
     from tokend.commands.live_args import add_live_parsers
 
     add_live_parsers(sub)

@@ -9,26 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import session_file
+from tests.e2e.status_calls import tokend
 from tokend.adapters.store_peek import session_version, store_file
-
-
-def _tokend(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "tokend", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.mark.parametrize("where", ["default", "config", "environment over config"])
@@ -44,7 +31,7 @@ def test_the_file_tokend_opens_and_the_session_it_shows(
         config.write_text(f'database_url = "sqlite:///{configured}"\n')
     if where == "environment over config":
         monkeypatch.setenv("TOKEND_DATABASE_URL", f"sqlite:///{from_env}")
-    _tokend(project, "import", "claude-code", str(session_file("short.jsonl")), "--workspace", ".")
+    tokend(project, "import", "claude-code", str(session_file("short.jsonl")), "--workspace", ".")
     expected = {
         "default": Path(os.environ["XDG_DATA_HOME"]) / "tokend" / "tokend.sqlite3",
         "config": configured,
@@ -53,7 +40,7 @@ def test_the_file_tokend_opens_and_the_session_it_shows(
     written = {*tmp_path.rglob("*.sqlite3"), *Path(os.environ["XDG_DATA_HOME"]).rglob("*.sqlite3")}
     assert written == {expected}, written
     assert store_file() == str(expected)
-    shown = json.loads(_tokend(project, "status", "--json"))
+    shown = json.loads(tokend(project, "status", "--json"))
     uri = project.resolve().as_uri()
     assert session_version(str(expected), None, uri) == (shown["sessionId"], shown["version"])
     assert session_version(str(expected), shown["sessionId"], "") == (

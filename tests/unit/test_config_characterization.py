@@ -88,9 +88,11 @@ KEYS: list[tuple[str, str, Any, Any, Any]] = [
     ("handoff", "max_files", 5, "5", -1),
     ("handoff", "file_tokens", 1000, 1000.0, -1),
     ("statusline", "segments", ["cost", "model"], "cost", ["speed"]),
+    ("status", "start_daemon", False, "no", 0),
 ]
 # What a workspace's file may not set (it is warned and ignored): whole tables, or one key.
 USER_ONLY = {
+    "status",
     "telemetry",
     "summarizer",
     "checkpoints",

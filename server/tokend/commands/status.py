@@ -2,9 +2,11 @@
 
 Both ask the running daemon when one answers: it has the sessions loaded, so the answer takes
 a few milliseconds (fit for a shell prompt or a tmux status line), and it is the very snapshot
-the editors show. With no daemon they read the store directly, which loads the session (a second
-or two); the line `tokend status` printed is kept, and printed at once by the next call with no
-daemon while the store holds that session unchanged (commands/status_cold.py). Either way the figures are the wire Snapshot of protocol.md, printed by commands.live.
+the editors show. With no daemon, `tokend status` prints the line (or claude-code's JSON) from the
+session row at once (commands/status_row.py, through commands/status_quick.py); otherwise (and
+`tokend context`, `--json`) the store is read directly, which loads the session (a second or
+two), and the line printed is kept for a row that cannot answer (commands/status_cold.py).
+Either way the figures are the wire Snapshot of protocol.md, printed by commands.live.
 Heavy modules (the store, the service) are imported only on that slow path.
 """
 

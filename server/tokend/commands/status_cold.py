@@ -10,8 +10,9 @@ store would print. Otherwise (nothing kept, a newer session in the folder, a ses
 a store that is not a SQLite file, another format) the store is read as before
 (commands/status.py), and its line is kept.
 
-No daemon is started: a shell prompt would start one at every prompt once the daemon had exited
-for idleness, and the store answers for itself.
+The session row answers first (commands/status_row.py); the kept line is asked only for a row
+an older tokend wrote, with no status block: unlike the row, it cannot tell that a config file
+changed since.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ for a shell prompt or tmux that runs it at every refresh.
 Requests are written at once where they can be: initialize, initialized and budget/snapshot
 with --session (one round trip); else session/list (the cwd's sessions) first, then
 budget/snapshot (and follow/list for `--format claude-code`). What it prints is what the full
-path (commands/status.py) prints for the same options. With no daemon, the line printed last
-time is printed when the store says its session has not changed since (commands/status_cold.py).
-Anything else — other options, no daemon, an error the daemon answers — is left to the full
+path (commands/status.py) prints for the same options. With no daemon, the line or claude-code's
+JSON comes from the session row (commands/status_row.py; else the line printed last time, when
+the store says its session has not changed since: commands/status_cold.py), and the daemon is
+started in the background (commands/status_start.py). Anything else — other options, no daemon, an error the daemon answers — is left to the full
 path (None), which says it as before.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 
 from tokend.adapters import rendezvous
-from tokend.commands.status_text import claude_code_status, gauge_line
+from tokend.commands.status_text import claude_code_status, folder_path, folder_uri, gauge_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
 REPLY_SECONDS = 10.0
 FORMATS = ("line", "json", "claude-code")
-_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
 
 
 class _Unanswered(Exception):
@@ -52,8 +52,8 @@ def quick_status(argv: Sequence[str], out: TextIO) -> int | None:
     fmt, session_id = options
     try:
         sock = rendezvous.quick_connect(REPLY_SECONDS)
-    except (FileNotFoundError, ConnectionRefusedError):  # no daemon: the line kept, if current
-        return _kept(fmt, session_id, out)
+    except (FileNotFoundError, ConnectionRefusedError):  # no daemon: the row, else the line kept
+        return _cold(fmt, session_id, out)
     except (OSError, rendezvous.UnsafePathError):
         return None  # a problem the full path explains
     try:
@@ -66,23 +66,26 @@ def quick_status(argv: Sequence[str], out: TextIO) -> int | None:
     return 0
 
 
-def _kept(fmt: str, session_id: str | None, out: TextIO) -> int | None:
-    """The line kept from the last call, when the store holds its session unchanged."""
-    if fmt != "line":
-        return None
-    from tokend.commands.status_cold import kept_line
+def _cold(fmt: str, session_id: str | None, out: TextIO) -> int | None:
+    """With no daemon: what the session row says (commands/status_row.py), else the line kept
+    from the last call while the store holds its session unchanged (commands/status_cold.py);
+    then the daemon is started in the background (commands/status_start.py), whether this
+    answered or the full path reads the store."""
+    from tokend.commands.status_row import row_status
+    from tokend.commands.status_start import start_daemon
 
     cwd = os.path.realpath(os.getcwd())
-    line = kept_line(session_id, cwd, folder_uri(cwd))
-    if line is None:
-        return None
-    out.write(line + "\n")
-    return 0
+    uri = folder_uri(cwd)
+    text, kept = row_status(fmt, session_id, uri)
+    if text is None and kept and fmt == "line":
+        from tokend.commands.status_cold import kept_line
 
-
-def folder_uri(path: str) -> str:
-    """file:// URI of an absolute path, escaped as pathlib's as_uri escapes it."""
-    return "file://" + "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in os.fsencode(path))
+        text = kept_line(session_id, cwd, uri)
+    if text is not None:
+        out.write(text + "\n")
+        out.flush()
+    start_daemon()
+    return None if text is None else 0
 
 
 def _options(argv: Sequence[str]) -> tuple[str, str | None] | None:
@@ -181,7 +184,7 @@ def _status(connection: _Connection, fmt: str, session_id: str | None) -> str:
         None,
     )
     status = claude_code_status(
-        snapshot, cwd=os.getcwd(), project_dir=_folder(workspace), transcript_path=transcript
+        snapshot, cwd=os.getcwd(), project_dir=folder_path(workspace), transcript_path=transcript
     )
     return rendezvous.dumps(status)
 
@@ -195,25 +198,3 @@ def _text(fmt: str, snapshot: dict[str, Any], session_id: str | None, cwd: str) 
     line = gauge_line(snapshot)
     keep_line(session_id, cwd, snapshot, line)
     return line
-
-
-def _folder(uri: str | None) -> str | None:
-    """A file URI's path, its %XX escapes decoded (urllib's unquote, without urllib)."""
-    if not uri or not uri.startswith("file://"):
-        return None
-    path = uri[len("file://") :].partition("?")[0].partition("#")[0]
-    if path and path[0] != "/":  # file://host/path
-        path = "/" + path.partition("/")[2]
-    raw, i = bytearray(), 0
-    while i < len(path):
-        if path[i] == "%" and _hex(path[i + 1 : i + 3]):
-            raw.append(int(path[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            raw += path[i].encode()
-            i += 1
-    return raw.decode("utf-8", "replace")
-
-
-def _hex(text: str) -> bool:
-    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)

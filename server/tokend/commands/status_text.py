@@ -5,9 +5,13 @@ the quick path of `tokend status` (commands/status_quick.py) prints them as the 
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
 
 
 def gauge_line(s: dict[str, Any]) -> str:
@@ -69,3 +73,30 @@ def claude_code_status(
             "autocompactThreshold": s["autocompactThreshold"],
         },
     }
+
+
+def folder_uri(path: str) -> str:
+    """file:// URI of an absolute path, escaped as pathlib's as_uri escapes it."""
+    return "file://" + "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in os.fsencode(path))
+
+
+def folder_path(uri: str | None) -> str | None:
+    """A file URI's path, its %XX escapes decoded (urllib's unquote, without urllib)."""
+    if not uri or not uri.startswith("file://"):
+        return None
+    path = uri[len("file://") :].partition("?")[0].partition("#")[0]
+    if path and path[0] != "/":  # file://host/path
+        path = "/" + path.partition("/")[2]
+    raw, i = bytearray(), 0
+    while i < len(path):
+        if path[i] == "%" and _hex(path[i + 1 : i + 3]):
+            raw.append(int(path[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw += path[i].encode()
+            i += 1
+    return raw.decode("utf-8", "replace")
+
+
+def _hex(text: str) -> bool:
+    return len(text) == 2 and all(c in "0123456789abcdefABCDEF" for c in text)

@@ -19,6 +19,7 @@ Keys (TOML):
     [summarizer]  # SummarizerConfig fields (user config only), see tokend.core.model_summary
     [handoff]     # HandoffConfig fields (max_files, file_tokens), see tokend.core.handoff
     [statusline]  # segments = ["model", "context", ...], see tokend.core.statusline_settings
+    [status]      # start_daemon = true (user config only), see tokend.core.statusline_settings
     [models."NAME"]  # catalog overrides, see tokend.core.catalog.OVERRIDE_KEYS
 """
 
@@ -44,7 +45,7 @@ from tokend.core.gates import GateConfig
 from tokend.core.handoff import HandoffConfig
 from tokend.core.model_summary import SummarizerConfig
 from tokend.core.spend import SpendConfig
-from tokend.core.statusline_settings import StatuslineConfig
+from tokend.core.statusline_settings import StatusConfig, StatuslineConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.usage_stats import RateConfig
 
@@ -94,6 +95,9 @@ class TokendConfig:
     ] = SummarizerConfig()
     handoff: HandoffConfig = HandoffConfig()
     statusline: StatuslineConfig = StatuslineConfig()
+    status: Annotated[StatusConfig, UserOnly("the daemon's, one for every workspace")] = (
+        StatusConfig()
+    )
 
 
 def room_problems(info: ModelInfo, config: TokendConfig) -> list[str]:

@@ -1,5 +1,7 @@
 """`[statusline]`: what `tokend statusline` shows when the command names no segments (the daemon
-renders the line, so the command never reads the config: core.statusline)."""
+renders the line, so the command never reads the config: core.statusline). `[status]`: whether
+`tokend status` starts the daemon in the background when it finds none (commands/status_start.py
+reads the key from the user's file itself, without these modules)."""
 
 from __future__ import annotations
 
@@ -18,3 +20,8 @@ _SEGMENT_NAMES = Check(
 @dataclass(frozen=True, slots=True)
 class StatuslineConfig:
     segments: Annotated[tuple[str, ...], _SEGMENT_NAMES] = SEGMENTS
+
+
+@dataclass(frozen=True, slots=True)
+class StatusConfig:
+    start_daemon: bool = True

@@ -191,6 +191,7 @@ def open_service(
         workspace_catalog=lambda uri: settings.for_workspace(uri or base_uri).catalog,
         workspace_config=lambda uri: settings.for_workspace(uri or base_uri).config,
         forget_settings=lambda uri: settings.forget(uri or base_uri),
+        settings_key=lambda uri: settings.stamps(uri or base_uri),
     )
 
 
@@ -204,6 +205,7 @@ def build_service(
     workspace_catalog: Callable[[str], Catalog] | None = None,
     workspace_config: Callable[[str | None], TokendConfig] | None = None,
     forget_settings: Callable[[str | None], None] | None = None,
+    settings_key: Callable[[str | None], list[Any] | None] | None = None,
     http_writer: HttpWriterFactory = HttpWriter,
 ) -> TokendService:
     """The session core's parts on `store`, each handed the others it needs (service.service).
@@ -218,6 +220,7 @@ def build_service(
         workspace_catalog=workspace_catalog,
         workspace_config=workspace_config,
         forget_settings=forget_settings,
+        settings_key=settings_key,
     )
     workers = Workers()
     listeners = SnapshotListeners()

@@ -9,6 +9,7 @@ file changes); counters are shared by every session of the same model and contex
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from tokend.core.budget import input_room_tokens
 from tokend.core.calibration import Calibrator
@@ -31,6 +32,7 @@ class SessionModels:
         workspace_catalog: Callable[[str], Catalog] | None = None,
         workspace_config: Callable[[str | None], TokendConfig] | None = None,
         forget_settings: Callable[[str | None], None] | None = None,
+        settings_key: Callable[[str | None], list[Any] | None] | None = None,
     ) -> None:
         self._catalog = catalog
         self._config = config
@@ -39,6 +41,7 @@ class SessionModels:
         self._workspace_catalog = workspace_catalog
         self._workspace_config = workspace_config
         self._forget_settings = forget_settings
+        self._settings_key = settings_key  # core.statusline_row: what the row's line was read under
         self._counters: dict[str, ModelCounter] = {}
 
     def config_for(self, workspace_uri: str | None) -> TokendConfig:
@@ -51,6 +54,12 @@ class SessionModels:
         request (not only at the next periodic check)."""
         if self._forget_settings is not None:
             self._forget_settings(workspace_uri)
+
+    def settings_stamps(self, workspace_uri: str | None) -> list[Any] | None:
+        """The config files a workspace's settings were read from, stamped (core.statusline_row:
+        what a session row's line was read under); None without settings files to stamp."""
+        key = self._settings_key
+        return None if key is None else key(workspace_uri)
 
     def catalog_for(self, workspace_uri: str | None) -> Catalog:
         """The catalog with the workspace's overrides (the user's when no workspace is known);

@@ -40,6 +40,7 @@ class SessionLoader:
             lambda: models.config_for(workspace),
             self._extras.decorate,
             reload=lambda: self._catch_up(state),
+            settings_key=lambda: models.settings_stamps(workspace),
         )
         if retired is not None:  # a repair of an older store, written by the session's owner
             state.apply(retired)

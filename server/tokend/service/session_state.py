@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from tokend.core.catalog import ModelInfo
 from tokend.core.changes import (
     Change,
     MarkRetired,
@@ -26,13 +27,16 @@ from tokend.core.commit import SessionCommit
 from tokend.core.errors import ChangedElsewhere, VersionConflict
 from tokend.core.gauge import gauge_snapshot
 from tokend.core.gauge_state import gauge_state_json
+from tokend.core.message_log import MessageLog
 from tokend.core.ports import Store
 from tokend.core.render_cache import RenderCache
 from tokend.core.session_data import SessionData
 from tokend.core.session_evolve import Evolved, evolve
 from tokend.core.settings import TokendConfig
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge
+from tokend.core.statusline_row import KEY as STATUS_KEY
+from tokend.core.statusline_row import status_row
+from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge, SessionInfo
 from tokend.service.change_commit import change_commit
 from tokend.service.turns import Submit, Turn, Turns, committed
 
@@ -57,8 +61,10 @@ class SessionState:
         config: Callable[[], TokendConfig],
         decorate: Decorate | None = None,
         reload: Reload | None = None,
+        settings_key: Callable[[], list[Any] | None] | None = None,
     ) -> None:
         self._data = data
+        self._settings_key = settings_key  # the config files `config` was read from, stamped
         self._reload = reload
         self._store = store
         self._config = config
@@ -191,9 +197,11 @@ class SessionState:
         """The next data and snapshot, and the commit that stores them."""
         before = self._data
         evolved = evolve(before, change)
+        # Before the gauge reads the config: a reload in between leaves the key older, never newer.
+        settings = self._settings_key() if self._settings_key is not None else None
         snapshot = self._gauge(evolved.data)
         rewinds = before.info.figures.rewinds + isinstance(change, Rewind)  # a reload counts them
-        figures = session_figures(evolved.data, snapshot, rewinds)
+        figures = session_figures(evolved.data, snapshot, rewinds, settings)
         data = replace(evolved.data, info=replace(evolved.data.info, figures=figures))
         commit = change_commit(before, data, change, figures)
         broadcast = not isinstance(change, RecordMeasured | UpdateInfo | MarkRetired)
@@ -208,11 +216,20 @@ class SessionState:
         return applied
 
 
-def session_figures(data: SessionData, snapshot: BudgetSnapshot, rewinds: int) -> SessionFigures:
+def session_figures(
+    data: SessionData,
+    snapshot: BudgetSnapshot,
+    rewinds: int,
+    settings: list[Any] | None = None,
+) -> SessionFigures:
     """What the session row keeps after a change: what a reload needs that messages do not
     hold (compactions, rewinds, measured context, the estimate errors, a prune's delta on the
-    anchor) and, for listings, the gauge's figures."""
+    anchor) and, for listings, the gauge's figures; with `settings` (the config files' stamps),
+    what `tokend status` prints with no daemon (core.statusline_row)."""
     anchor = data.anchor
+    state = gauge_state_json(data)
+    if settings is not None:
+        state[STATUS_KEY] = status_row(snapshot, settings)
     return SessionFigures(
         compactions=data.compactions,
         rewinds=rewinds,
@@ -223,8 +240,27 @@ def session_figures(data: SessionData, snapshot: BudgetSnapshot, rewinds: int) -
         if anchor is None
         else AnchorDelta(anchor.call.message_id, anchor.delta_tokens),
         gauge=gauge_of(snapshot),
-        state=gauge_state_json(data),
+        state=state,
     )
+
+
+def first_figures(
+    info: SessionInfo,
+    model: ModelInfo,
+    config_for: Callable[[str | None], TokendConfig],
+    settings_key: Callable[[str | None], list[Any] | None] | None,
+) -> SessionInfo:
+    """A new session's row before its first change: with a settings key (the config files'
+    stamps, taken before the config is read: a reload in between leaves it older), the gauge
+    state of a session with no message and what `tokend status` prints for it
+    (core.statusline_row); as it is without one."""
+    settings = settings_key(info.workspace_uri) if settings_key is not None else None
+    if settings is None:
+        return info
+    data = SessionData(info=info, model=model, log=MessageLog.of((), {}), version=info.version)
+    state = gauge_state_json(data)
+    state[STATUS_KEY] = status_row(gauge_snapshot(data, config_for(info.workspace_uri)), settings)
+    return replace(info, figures=SessionFigures(state=state))
 
 
 def gauge_of(snapshot: BudgetSnapshot) -> SessionGauge:

@@ -19,7 +19,7 @@ from tokend.core.types import SessionGauge, SessionInfo
 from tokend.service.listeners import SnapshotListeners
 from tokend.service.models import SessionModels
 from tokend.service.session_loader import SessionLoader
-from tokend.service.session_state import SessionState, gauge_of
+from tokend.service.session_state import SessionState, first_figures, gauge_of
 
 MAX_LOADED_SESSIONS = 64  # unwatched sessions kept in memory beyond this are reloaded on demand
 MAX_TOKEN_COUNT = 2**31 - 1  # no token figure on the wire may exceed this (protocol.md)
@@ -66,6 +66,10 @@ class Sessions:
             title=title,
             workspace_uri=workspace_uri,
             context_window=context_window,
+        )
+        models = self._models
+        session = first_figures(
+            session, models.model_info(session), models.config_for, models.settings_stamps
         )
         self._store.create_session(session)
         return session

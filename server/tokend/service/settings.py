@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tokend.adapters.catalog_source import LitellmEntries, load_catalog
 from tokend.adapters.config_files import (
@@ -131,6 +132,16 @@ class WorkspaceSettings:
         if new and self.on_warnings is not None:
             self.on_warnings(workspace_uri, new)
         return settings
+
+    def stamps(self, workspace_uri: str | None) -> list[Any] | None:
+        """The files the workspace's cached settings were read from, as [path, stamp or None]
+        pairs (user file first), without looking at them again; None when none is cached.
+        A session row keeps them beside its line (core.statusline_row)."""
+        with self._lock:
+            cached = self._cache.get(workspace_uri)
+        if cached is None:
+            return None
+        return [[str(s.path), s.stamp and list(s.stamp)] for s in cached.settings.sources]
 
     def forget(self, workspace_uri: str | None) -> None:
         """Drop a workspace's cached settings (the next request reads its files)."""
