@@ -184,6 +184,41 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
     assert [p for p in paths if p != "app/core/utils.py"][0] == "app/net/pace.py"
 
 
+async def test_what_the_focus_says_outranks_the_hub_it_leans_on(server: ProcessClient, tree: Path):
+    """The file that says what the focus file says (docstrings, comments) comes first, ahead
+    of the hub every other file leans on (the graph's best, which the focus does not use):
+    the graph's rank no longer outweighs what files say."""
+    (tree / "app" / "jobs").mkdir()
+    (tree / "app" / "jobs" / "uploader.py").write_text(
+        '"""Sends uploads in chunks, throttled under the bandwidth ceiling."""\n\n\n'
+        "def send_chunks(job):\n    # the throttle waits once the ceiling is reached\n"
+        "    return job\n"
+    )
+    (tree / "app" / "net" / "pace.py").write_text(
+        '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
+        "def pace(sender):\n    # throttle between packets\n    return sender\n"
+    )
+    got = await ask_map(server, tree, files=["app/jobs/uploader.py"])
+    assert got["files"][0]["path"] == "app/net/pace.py"
+
+
+async def test_a_file_focus_finds_the_file_that_calls_it(server: ProcessClient, tree: Path):
+    """Twelve shapes in the focus's folder define `area` as it does; the one file that imports
+    the focus and calls it (another folder, no word of it rare) comes first: the graph's edge
+    into the focus is evidence the folder and the shared name are not."""
+    (tree / "shapes").mkdir()
+    (tree / "report").mkdir()
+    (tree / "shapes" / "__init__.py").write_text("")
+    (tree / "shapes" / "circle.py").write_text("def area(r):\n    return 3 * r * r\n")
+    for i in range(12):
+        (tree / "shapes" / f"shape_{i}.py").write_text(f"def area(x):\n    return x * {i}\n")
+    (tree / "report" / "summary.py").write_text(
+        "from shapes.circle import area\n\n\ndef total(r):\n    return area(r)\n"
+    )
+    got = await ask_map(server, tree, files=["shapes/circle.py"])
+    assert got["files"][0]["path"] == "report/summary.py"
+
+
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
     """BM25's membership test (buckets of low bits, then a search), a block at a time, gives
     np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""
