@@ -167,8 +167,9 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
     server: ProcessClient, tree: Path
 ):
     """The focus file and the file that belongs with it share no name, no folder and no
-    import, only what they say (docstrings, comments): that file comes first but for the hub
-    every file leans on (the graph's best)."""
+    import, only what they say (docstrings, comments): that file comes first, ahead of the hub
+    every other file leans on (the graph's best, which the focus does not use): the graph's
+    rank no longer outweighs what files say."""
     (tree / "app" / "jobs").mkdir()
     (tree / "app" / "jobs" / "uploader.py").write_text(
         '"""Sends uploads in chunks, throttled under the bandwidth ceiling."""\n\n\n'
@@ -181,25 +182,7 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
     )
     got = await ask_map(server, tree, files=["app/jobs/uploader.py"])
     paths = [f["path"] for f in got["files"]]
-    assert [p for p in paths if p != "app/core/utils.py"][0] == "app/net/pace.py"
-
-
-async def test_what_the_focus_says_outranks_the_hub_it_leans_on(server: ProcessClient, tree: Path):
-    """The file that says what the focus file says (docstrings, comments) comes first, ahead
-    of the hub every other file leans on (the graph's best, which the focus does not use):
-    the graph's rank no longer outweighs what files say."""
-    (tree / "app" / "jobs").mkdir()
-    (tree / "app" / "jobs" / "uploader.py").write_text(
-        '"""Sends uploads in chunks, throttled under the bandwidth ceiling."""\n\n\n'
-        "def send_chunks(job):\n    # the throttle waits once the ceiling is reached\n"
-        "    return job\n"
-    )
-    (tree / "app" / "net" / "pace.py").write_text(
-        '"""Keeps uploads under the bandwidth ceiling the user configured."""\n\n\n'
-        "def pace(sender):\n    # throttle between packets\n    return sender\n"
-    )
-    got = await ask_map(server, tree, files=["app/jobs/uploader.py"])
-    assert got["files"][0]["path"] == "app/net/pace.py"
+    assert paths[0] == "app/net/pace.py"
 
 
 async def test_a_file_focus_finds_the_file_that_calls_it(server: ProcessClient, tree: Path):
