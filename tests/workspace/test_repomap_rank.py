@@ -202,6 +202,46 @@ async def test_a_file_focus_finds_the_file_that_calls_it(server: ProcessClient, 
     assert got["files"][0]["path"] == "report/summary.py"
 
 
+async def test_fitting_a_map_writes_no_trial_to_the_count_cache(tmp_path: Path):
+    """A map of 2,048 tokens is fitted by counting a dozen trial maps, each a text of kilobytes
+    nobody counts again: none of them lands in the store's count cache (the SQLite file, read
+    here), and the map is still within budget by o200k's count."""
+    root = tmp_path / "big"
+    for i in range(300):
+        folder = root / f"pkg_{i % 12}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"module_{i}.py").write_text(
+            f"def compute_value_{i}(first_argument, second_argument):\n    return {i}\n\n\n"
+            f"class Handler{i}:\n    def handle_request_{i}(self, request):\n"
+            f"        return compute_value_{(i + 1) % 300}(request, {i})\n"
+        )
+    db = tmp_path / "tokend.sqlite3"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home))
+    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    await client.initialize()
+    try:
+        sid = (await client.request("session/create",
+                                    {"model": "gpt-4o", "workspaceUri": root.as_uri()}))["sessionId"]  # fmt: skip
+        before = _cached_counts(db)
+        got = await client.request("repoMap/get", {
+            "sessionId": sid, "budgetTokens": 2048,
+            "focus": {"files": ["pkg_3/module_3.py"], "identifiers": []}})  # fmt: skip
+        assert got["tokens"] == o200k(got["text"]) <= 2048
+        assert len(got["text"]) > 4096  # long enough that a counted text would be kept
+        assert _cached_counts(db) == before
+    finally:
+        assert await client.shutdown() == 0
+
+
+def _cached_counts(db: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM token_cache").fetchone()[0])
+
+
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):
     """BM25's membership test (buckets of low bits, then a search), a block at a time, gives
     np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""
