@@ -5,7 +5,9 @@ Trees: bench.repomap_eval's (REPOMAP_FOCUS_REPOS, default vite 1,569 source file
 1,449, at their pins). Per tree and daemon (this branch's, then main's before this work,
 BEFORE_REV, in a temporary worktree; a fresh data dir each, one daemon after the other): one
 client asks `workspace/fileTokens`, a session of the tree, the first `repoMap/get` (4,096
-tokens; it waits for the tags), the same map again; then FOCUSES new file focuses (source
+tokens; it waits for the tags), then waits until the daemon is idle (its background work after
+the first map, such as the file figures' exact counts, would share the interpreter with the
+maps), the same map again; then FOCUSES new file focuses (source
 files drawn with a fixed seed; each one's map asked for the first time) and the eval's task
 texts as text focuses (TEXTS of them). Seconds of each request from the client's side; medians
 and the slowest.
@@ -34,6 +36,24 @@ FOCUSES = 20
 TEXTS = 10
 BUDGET = 4096
 REPOS = ("vitejs/vite", "python/mypy")
+SETTLE_S = 180.0
+IDLE_SHARE = 0.05
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _settle(pid: int) -> float:
+    """Seconds until the daemon has used under IDLE_SHARE of a core for 2 s in a row (its
+    background work after the first map: the file figures' exact counts), at most SETTLE_S."""
+    started, quiet, last = time.perf_counter(), 0, _cpu_s(pid)
+    while quiet < 2 and time.perf_counter() - started < SETTLE_S:
+        time.sleep(1.0)
+        now = _cpu_s(pid)
+        quiet, last = (quiet + 1 if now - last < IDLE_SHARE else 0), now
+    return time.perf_counter() - started
 
 
 def _one_daemon(server: Path, tree: Path, files: list[str], texts: list[str]) -> dict[str, Any]:
@@ -43,7 +63,7 @@ def _one_daemon(server: Path, tree: Path, files: list[str], texts: list[str]) ->
     procs = _Processes(base, env)
     f: dict[str, Any] = {}
     try:
-        procs.daemon(sock)
+        daemon = procs.daemon(sock)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(str(sock))
         client = _Client(conn.fileno(), conn.fileno(), conn)
@@ -56,6 +76,7 @@ def _one_daemon(server: Path, tree: Path, files: list[str], texts: list[str]) ->
         _, created = s.request("session/create", {"model": "gpt-4o", "workspaceUri": uri})
         params = {"sessionId": created["sessionId"], "budgetTokens": BUDGET}
         f["first_s"] = s.request("repoMap/get", params)[0]
+        f["settle_s"] = _settle(daemon.pid)
         f["again"] = [s.request("repoMap/get", params)[0] for _ in range(3)]
         f["focus"] = [
             s.request("repoMap/get", {**params, "focus": {"files": [p], "identifiers": []}})[0]
@@ -90,9 +111,9 @@ def run() -> str:
         "text focuses (the eval's commit messages), ms (slowest in brackets), this branch beside "
         f"main at {BEFORE_REV} in the same run, one daemon after the other. Load average at "
         f"the start: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min).\n",
-        "| tree | source files | daemon | first map s | same map ms | new file focus ms | "
-        "text focus ms |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        "| tree | source files | daemon | first map s | idle after s | same map ms | "
+        "new file focus ms | text focus ms |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for repo in repos:
         tree = data.tree(repo)
@@ -106,6 +127,7 @@ def run() -> str:
                 sides[f"main {BEFORE_REV}"] = _one_daemon(before / "server", tree, files, texts)
         for name, f in sides.items():
             lines.append(f"| {repo} | {len(source):,} | {name} | {f['first_s']:.1f} | "
+                         f"{f['settle_s']:.0f} | "
                          f"{_ms(f['again'])} | {_ms(f['focus'])} | {_ms(f['text'])} |")  # fmt: skip
     load = os.getloadavg()
     lines.append(f"\nLoad average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}.")
