@@ -12,8 +12,9 @@ updated in place is the graph a new process builds, bit for bit.
 
 Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
 defining a focus identifier and, for a task's text alone, its best lexical hits share the
-restart mass (with a small uniform floor); solved exactly (core.repomap_solve). That rank is
-one signal of the file rank (core.repomap_rank fuses it with BM25 and folder nearness). The
+restart mass (with a small uniform floor); solved exactly (core.repomap_solve). The file rank
+(core.repomap_rank) fuses BM25, folder nearness and the graph's edges to and from the focus;
+that rank breaks its ties (and is the rank for a focus of identifiers alone). The
 map's definitions follow the file rank: a focus identifier's first, then each file's best
 PER_FILE, files in rank order, then the rest; within a file a definition weighs the rank that
 flows to its name along references; ties fall to position (path, line, name key). Scores are
