@@ -17,7 +17,8 @@ rank, and a file's score is the sum over signals of weight / (K + its rank) for 
 have evidence for it (FILE_FUSION for a focus with files, TEXT_FUSION for a task's text alone).
 The graph's rank is not fused there (weight 0: bench.repomap_fit measured it, on the tuning
 repositories only, as lowering recall beside `near`); it breaks ties, the files no signal has
-evidence for among them; for a focus of identifiers alone it is the only signal. Fixed orders throughout: the same files, the same scores.
+evidence for among them; for a focus of identifiers alone it is the only signal (NAME_FUSION).
+Fixed orders throughout: the same files, the same scores.
 """
 
 from __future__ import annotations
