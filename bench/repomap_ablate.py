@@ -9,7 +9,9 @@ graph, lexical, folder (the fused signals), resolve (references sent to the defi
 imports reach), imports (a file's edges to the modules it imports), specific (compound names
 weigh more), words (a task's text read against what each file says, not only its names and
 path), seed (a task's best lexical hits personalize the graph's rank), file_words (what a focus
-file says read against what each file says). REPOMAP_EVAL_REPOS picks repositories, as for
+file says read against what each file says), near (the graph's edges to and from the focus).
+`without graph` leaves out the graph's import resolution and edges and its rank as the
+tie-breaker (the fused PageRank has weight 0 since the fourth pass). REPOMAP_EVAL_REPOS picks repositories, as for
 repomap_eval.
 """
 

@@ -37,9 +37,7 @@ from bench.ranking import shown_files
 from bench.repomap import _aider_python, _env, _litellm_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REV = (
-    "41dd9a0"  # main before issue 24's third pass (a task's text read against what files say)
-)
+BEFORE_REV = "67ade8c"  # main before issue 24's fourth pass (the fusion fitted on tuning trees)
 KS = (1, 3, 5, 10)
 BUDGETS = (1024, 4096)
 KINDS = ("file", "task")

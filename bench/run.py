@@ -38,6 +38,8 @@ SECTIONS = [
     "ranking",
     "repomap_eval",
     "repomap_ablate",
+    "repomap_fit",
+    "repomap_focus",
     "repomap_pagerank",
     "abuse",
     "shared_db",

@@ -167,8 +167,9 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
     server: ProcessClient, tree: Path
 ):
     """The focus file and the file that belongs with it share no name, no folder and no
-    import, only what they say (docstrings, comments): that file comes first but for the hub
-    every file leans on (the graph's best)."""
+    import, only what they say (docstrings, comments): that file comes first, ahead of the hub
+    every other file leans on (the graph's best, which the focus does not use): the graph's
+    rank no longer outweighs what files say."""
     (tree / "app" / "jobs").mkdir()
     (tree / "app" / "jobs" / "uploader.py").write_text(
         '"""Sends uploads in chunks, throttled under the bandwidth ceiling."""\n\n\n'
@@ -181,7 +182,64 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
     )
     got = await ask_map(server, tree, files=["app/jobs/uploader.py"])
     paths = [f["path"] for f in got["files"]]
-    assert [p for p in paths if p != "app/core/utils.py"][0] == "app/net/pace.py"
+    assert paths[0] == "app/net/pace.py"
+
+
+async def test_a_file_focus_finds_the_file_that_calls_it(server: ProcessClient, tree: Path):
+    """Twelve shapes in the focus's folder define `area` as it does; the one file that imports
+    the focus and calls it (another folder, no word of it rare) comes first: the graph's edge
+    into the focus is evidence the folder and the shared name are not."""
+    (tree / "shapes").mkdir()
+    (tree / "report").mkdir()
+    (tree / "shapes" / "__init__.py").write_text("")
+    (tree / "shapes" / "circle.py").write_text("def area(r):\n    return 3 * r * r\n")
+    for i in range(12):
+        (tree / "shapes" / f"shape_{i}.py").write_text(f"def area(x):\n    return x * {i}\n")
+    (tree / "report" / "summary.py").write_text(
+        "from shapes.circle import area\n\n\ndef total(r):\n    return area(r)\n"
+    )
+    got = await ask_map(server, tree, files=["shapes/circle.py"])
+    assert got["files"][0]["path"] == "report/summary.py"
+
+
+async def test_fitting_a_map_writes_no_trial_to_the_count_cache(tmp_path: Path):
+    """A map of 2,048 tokens is fitted by counting a dozen trial maps, each a text of kilobytes
+    nobody counts again: none of them lands in the store's count cache (the SQLite file, read
+    here), and the map is still within budget by o200k's count."""
+    root = tmp_path / "big"
+    for i in range(300):
+        folder = root / f"pkg_{i % 12}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"module_{i}.py").write_text(
+            f"def compute_value_{i}(first_argument, second_argument):\n    return {i}\n\n\n"
+            f"class Handler{i}:\n    def handle_request_{i}(self, request):\n"
+            f"        return compute_value_{(i + 1) % 300}(request, {i})\n"
+        )
+    db = tmp_path / "tokend.sqlite3"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home))
+    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    await client.initialize()
+    try:
+        sid = (await client.request("session/create",
+                                    {"model": "gpt-4o", "workspaceUri": root.as_uri()}))["sessionId"]  # fmt: skip
+        before = _cached_counts(db)
+        got = await client.request("repoMap/get", {
+            "sessionId": sid, "budgetTokens": 2048,
+            "focus": {"files": ["pkg_3/module_3.py"], "identifiers": []}})  # fmt: skip
+        assert got["tokens"] == o200k(got["text"]) <= 2048
+        assert len(got["text"]) > 4096  # long enough that a counted text would be kept
+        assert _cached_counts(db) == before
+    finally:
+        assert await client.shutdown() == 0
+
+
+def _cached_counts(db: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM token_cache").fetchone()[0])
 
 
 def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch):

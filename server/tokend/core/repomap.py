@@ -12,8 +12,9 @@ updated in place is the graph a new process builds, bit for bit.
 
 Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
 defining a focus identifier and, for a task's text alone, its best lexical hits share the
-restart mass (with a small uniform floor); solved exactly (core.repomap_solve). That rank is
-one signal of the file rank (core.repomap_rank fuses it with BM25 and folder nearness). The
+restart mass (with a small uniform floor); solved exactly (core.repomap_solve). The file rank
+(core.repomap_rank) fuses BM25, folder nearness and the graph's edges to and from the focus;
+that rank breaks its ties (and is the rank for a focus of identifiers alone). The
 map's definitions follow the file rank: a focus identifier's first, then each file's best
 PER_FILE, files in rank order, then the rest; within a file a definition weighs the rank that
 flows to its name along references; ties fall to position (path, line, name key). Scores are
@@ -190,11 +191,15 @@ class RepoGraph:
         """Every file but the focus files, most relevant first, with its score."""
         if not self.table.paths:
             return []
-        score = self._scored(focus)[1]
-        return [(self.table.paths[r], float(score[r])) for r in self._file_order(focus, score)]
+        graph_rank, score = self._scored(focus)
+        order = self._file_order(focus, score, graph_rank)
+        return [(self.table.paths[r], float(score[r])) for r in order]
 
-    def _file_order(self, focus: Focus, score: Array) -> Array:
-        order = np.lexsort((np.arange(len(score)), -score))
+    def _file_order(self, focus: Focus, score: Array, graph_rank: Array) -> Array:
+        """By fused score; ties (the files no signal speaks for among them) by the graph's
+        rank, then by row."""
+        ties = np.round(graph_rank, RANK_DECIMALS) if self.signals.graph else np.zeros(len(score))
+        order = np.lexsort((np.arange(len(score)), -ties, -score))
         return order[~np.isin(order, self._focus_rows(focus))]
 
     def _scored(self, focus: Focus) -> tuple[Array, Array]:
@@ -213,7 +218,12 @@ class RepoGraph:
             scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
         if on.folder:
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
-        fused = signals_of.fused(scores, len(t.paths), text_only=text_only)
+        if on.near:
+            e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
+            near = signals_of.near(e.offsets, e.targets, e.weights, around)
+            scores["near"] = np.round(near, RANK_DECIMALS)
+        fusion = signals_of.fusion_for(bool(focus_rows), bool(focus.text))
+        fused = signals_of.fused(scores, len(t.paths), fusion)
         return graph_rank, np.round(fused, RANK_DECIMALS)
 
     def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
@@ -248,7 +258,7 @@ class RepoGraph:
             return [], {}
         t = self.table
         graph_rank, score = self._scored(focus)
-        order = self._file_order(focus, score)
+        order = self._file_order(focus, score, graph_rank)
         edges, focus_rows = self.edges(), self._focus_rows(focus)
         files, lines = chosen_definitions(
             t, edges, graph_rank, order, focus.identifiers, focus_rows, limit

@@ -10,9 +10,15 @@ Signals, each giving every file a score (0: no evidence):
   lot.
 - `folder`: how near a file is to the focus files in the folder tree (the same folder, then
   the parent's ...).
-Fusion is by reciprocal rank (FUSE_K): each signal ranks the files by its score, ties sharing
-the better rank, and a file's score is the sum over signals of weight / (FUSE_K + its rank) for
-signals that have evidence for it. Fixed orders throughout: the same files, the same scores.
+- `near`: the graph's edges between the focus files (a text focus: its best lexical hits, by
+  share) and each file, out and in: what the focus refers to, imports, or is referred to by.
+Fusion is by reciprocal rank: each signal ranks the files by its score, ties sharing the better
+rank, and a file's score is the sum over signals of weight / (K + its rank) for signals that
+have evidence for it (FILE_FUSION for a focus with files, TEXT_FUSION for a task's text alone).
+The graph's rank is not fused there (weight 0: bench.repomap_fit measured it, on the tuning
+repositories only, as lowering recall beside `near`); it breaks ties, the files no signal has
+evidence for among them; for a focus of identifiers alone it is the only signal (NAME_FUSION).
+Fixed orders throughout: the same files, the same scores.
 """
 
 from __future__ import annotations
@@ -28,12 +34,31 @@ from tokend.core.repomap_keys import name_key, sub_words, word_key
 from tokend.core.repomap_store import KEY, TagTable
 from tokend.core.repomap_words import WordTable
 
-FUSE_K = 8.0
 K1, B = 1.2, 0.75
 BUCKETS = 1 << 20  # of the membership sieve (_member)
 SIEVE_BLOCK = 1 << 18  # values sieved at once
-WEIGHTS = {"graph": 1.0, "lexical": 1.0, "folder": 0.5}
-TEXT_GRAPH_WEIGHT = 0.25  # the graph's weight when the focus is a task's text, not files
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """The weight of each fused signal and the reciprocal rank's K."""
+
+    weights: dict[str, float]
+    k: float
+
+
+# chosen by bench.repomap_fit on the tuning repositories (mypy, excalidraw, cli) alone: the best
+# mean recall at 1, 3, 5 and 10 files over a grid of weights and K
+FILE_FUSION = Fusion({"lexical": 1.0, "folder": 0.25, "near": 0.5}, 60.0)
+TEXT_FUSION = Fusion({"lexical": 1.0, "near": 0.25}, 16.0)
+NAME_FUSION = Fusion({"graph": 1.0}, 60.0)  # identifiers alone: the graph's rank is all there is
+
+
+def fusion_for(files: bool, text: bool) -> Fusion:
+    """A focus with files, a task's text alone, or neither (identifiers, or nothing)."""
+    return FILE_FUSION if files else TEXT_FUSION if text else NAME_FUSION
+
+
 SEEDS = 5  # a text focus: the best lexical hits that personalize the graph's rank
 SEED_WEIGHT = 300.0  # their restart mass (shared by lexical score) against 1.0 spread over all
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -64,6 +89,7 @@ class Signals:
     words: bool = True
     seed: bool = True
     file_words: bool = True  # a file focus: what the focus files say, against what files say
+    near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
 
 
 def text_words(text: str) -> list[str]:
@@ -244,11 +270,30 @@ def ranks(score: Array) -> Array:
     return np.searchsorted(-ordered, -score, side="left") + 1
 
 
-def fused(scores: dict[str, Array], n: int, *, text_only: bool = False) -> Array:
-    """Reciprocal-rank fusion of the signals' scores (a signal adds nothing where it is 0)."""
+def near(offsets: Array, targets: Array, weights: Array, focus: dict[int, float]) -> Array:
+    """Each file's edge weight to and from the `focus` rows (row -> share), in CSR arrays (a
+    row's weights over its total, core.repomap_edges): out-edges of the focus rows, in-edges
+    from every row; summed in row order."""
+    n = len(offsets) - 1
+    score = np.zeros(n)
+    share = np.zeros(n)
+    for row, part in sorted(focus.items()):
+        share[row] = part
+        lo, hi = int(offsets[row]), int(offsets[row + 1])
+        np.add.at(score, targets[lo:hi], part * weights[lo:hi])
+    into = np.flatnonzero(share[targets] > 0)  # edges into a focus row
+    if len(into):
+        sources = np.searchsorted(offsets, into, side="right") - 1
+        np.add.at(score, sources, share[targets[into]] * weights[into])
+    return score
+
+
+def fused(scores: dict[str, Array], n: int, fusion: Fusion = FILE_FUSION) -> Array:
+    """Reciprocal-rank fusion of the signals' scores (a signal adds nothing where it is 0; one
+    the fusion gives no weight adds nothing)."""
     total = np.zeros(n)
     for name in sorted(scores):
-        score = scores[name]
-        weight = TEXT_GRAPH_WEIGHT if text_only and name == "graph" else WEIGHTS[name]
-        total += np.where(score > 0, weight / (FUSE_K + ranks(score)), 0.0)
+        weight, score = fusion.weights.get(name, 0.0), scores[name]
+        if weight:
+            total += np.where(score > 0, weight / (fusion.k + ranks(score)), 0.0)
     return total

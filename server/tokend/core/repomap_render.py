@@ -75,33 +75,28 @@ def fit_map(
     """The most relevant definitions of `ranked` rendered within `budget_tokens` as `count`
     counts them; empty when not even one fits."""
     counted: dict[int, int] = {}
+    seen: dict[tuple[str, int], str] = {}
+
+    def line_of(path: str, line: int) -> str:  # each line read once per fit
+        key = (path, line)
+        if key not in seen:
+            seen[key] = text_of(path, line)
+        return seen[key]
 
     def tokens_of(n: int) -> int:
         if n not in counted:
-            counted[n] = count(render_map(ranked[:n], text_of)) if n else 0
+            counted[n] = count(render_map(ranked[:n], line_of)) if n else 0
         return counted[n]
 
-    low, high = 0, len(ranked)
-    probe = GALLOP_START  # gallop up first: a long candidate list is not rendered (nor its
-    while probe < high:  # files read) when a short prefix already fills the budget
-        if tokens_of(probe) > budget_tokens:
-            high = probe - 1
-            break
-        low, probe = probe, probe * 2
-    while low < high:
-        mid = (low + high + 1) // 2
-        if tokens_of(mid) <= budget_tokens:
-            low = mid
-        else:
-            high = mid - 1
+    low = _longest_within(len(ranked), budget_tokens, tokens_of)
     chosen = list(ranked[:low])
-    text = render_map(chosen, text_of)
+    text = render_map(chosen, line_of)
     tokens = tokens_of(low)
     misses = 0
     for extra in ranked[low + 1 : low + 1 + EXTRA_CANDIDATES]:
         if misses >= MAX_MISSES:
             break
-        trial = render_map([*chosen, extra], text_of)
+        trial = render_map([*chosen, extra], line_of)
         trial_tokens = count(trial)
         if trial_tokens <= budget_tokens:
             chosen.append(extra)
@@ -111,8 +106,40 @@ def fit_map(
             misses += 1
     while chosen and tokens > budget_tokens:  # a count that shrank as text grew: stay under
         chosen.pop()
-        text = render_map(chosen, text_of)
+        text = render_map(chosen, line_of)
         tokens = count(text) if chosen else 0
     if not chosen:
         return FittedMap("", 0, (), 0)
     return FittedMap(text, tokens, tuple(sorted({c.path for c in chosen})), len(chosen))
+
+
+def _longest_within(n: int, budget: int, tokens_of: Callable[[int], int]) -> int:
+    """The longest prefix (0..n) whose count is within `budget`, the count growing with the
+    prefix: the first probe GALLOP_START, then where the counts known so far put the budget
+    (tokens taken as growing in step with the prefix), at most twice the longest prefix known
+    to fit until one is over (no long prefix rendered, nor its files read, when a short one
+    fills the budget); then between the two, every other probe halving the bracket (never
+    more probes than twice a binary search's)."""
+    low, high = 0, n  # tokens_of(low) <= budget; the answer is in [low, high]
+    probe, above, step = min(GALLOP_START, n), None, 0
+    while low < high:
+        got = tokens_of(probe)
+        if got <= budget:
+            low = probe
+        else:
+            high, above = probe - 1, (probe, got)
+        if low >= high:
+            break
+        base = tokens_of(low)
+        if above is None:  # no prefix known to be over: gallop (at most doubling)
+            guess = min(2 * low, low * budget // base) if low and base else 2 * max(low, 1)
+        else:
+            step += 1
+            if step % 2 == 0:  # halving: the bracket shrinks whatever the counts do
+                guess = (low + high + 1) // 2
+            elif above[1] > base:  # between the two known counts
+                guess = low + (budget - base) * (above[0] - low) // (above[1] - base)
+            else:
+                guess = (low + high + 1) // 2
+        probe = max(low + 1, min(high, guess))
+    return low

@@ -10,13 +10,18 @@ that the repository defines.
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tokend.adapters import blas
 from tokend.core.budget import repo_map_target_tokens
+from tokend.core.catalog import ModelInfo
+from tokend.core.ports import TokenCounter
 from tokend.core.render import part_text
 from tokend.core.repomap import Focus, identifiers_in
 from tokend.core.session_data import SessionData
+from tokend.service.counting import ModelCounter, exact_counter
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.registry import Workspaces
 from tokend.service.workspace.session_files import listed, session_index
@@ -68,6 +73,29 @@ def session_map(
     chosen = focus if focus is not None else session_focus(index, data)
     counter = workspaces.service.models.counter(data.model)
     counter_id = data.model.tokenizer if counter.exact else f"estimate:{data.model.name}"
-    fitted = index.tags.repo_map(chosen, budget, counter.count_text, counter_id or "")
+    count = map_count(counter, data.model)
+    fitted = index.tags.repo_map(chosen, budget, count, counter_id or "")
     basis = "exact" if counter.exact else "estimate"
     return RepoMap(fitted.text, fitted.tokens, fitted.ranked, basis, budget)
+
+
+_map_counters: dict[str, TokenCounter] = {}
+_map_counters_lock = threading.Lock()
+
+
+def map_count(counter: ModelCounter, model: ModelInfo) -> Callable[[str], int]:
+    """What a map is fitted with: the model's exact counter without the persistent count cache
+    (fitting counts a dozen or more trial maps, each a new text near the budget, that nobody
+    counts again: writing each to the store took longer than counting it), else the session's
+    estimate. The same counts either way."""
+    tokenizer = model.tokenizer
+    if not counter.exact or tokenizer is None:
+        return counter.count_text
+    with _map_counters_lock:
+        found = _map_counters.get(tokenizer)
+        if found is None:
+            made = exact_counter(model, None)
+            if made is None:
+                return counter.count_text
+            found = _map_counters[tokenizer] = made
+    return found.count

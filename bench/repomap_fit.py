@@ -1,0 +1,193 @@
+"""Which fusion of the file rank's signals ranks best, chosen on the tuning repositories only
+(bench.repomap_eval_data's `tuning` role), then measured once on the held-out ones.
+
+Each signal's score of every file is worked out once per query (in process, the tree's tags
+from bench/out/eval's ablate caches): `lexical` (BM25 of names and path words, and what files
+say), `graph` (personalized PageRank), `folder` (nearness in the folder tree), `near` (the
+reference graph's edges between the focus files and each file, both ways). Then every
+candidate fusion (core.repomap_rank.fused's reciprocal-rank fusion with other weights and K)
+is scored on those arrays: recall at k of the ranked files, no map rendered. The candidate
+with the best mean over the tuning repositories and k = 1, 3, 5, 10 (no held-out figure read)
+is printed first; REPOMAP_FIT_HELD=1 adds the held-out rows of the chosen and current ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import repomap_eval_data as data
+from bench.repomap_eval import KS, _jobs
+
+Array = Any
+
+
+def _near(graph: Any, focus: dict[int, float]) -> Array:
+    from tokend.core.repomap_rank import near
+
+    edges = graph.edges()
+    return near(edges.offsets, edges.targets, edges.weights, focus)
+
+
+def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[int], bool]:
+    from tokend.core import repomap_rank as signals_of
+    from tokend.core.repomap import Focus, identifiers_in
+    from tokend.core.repomap_choice import RANK_DECIMALS
+
+    if job["kind"] == "file":
+        focus = Focus(frozenset(job["files"]))
+    else:
+        focus = Focus(frozenset(), identifiers_in(job["text"], graph.defines), job["text"])
+    rows = sorted(graph._focus_rows(focus))
+    text_only = bool(focus.text) and not rows
+    lexical = graph._lexical(rows, focus.text, text_only)
+    seeds = signals_of.seeds(lexical, signals_of.SEEDS) if text_only else {}
+    rank = graph._pagerank(graph._prepared(), focus, seeds)
+    out = {"lexical": lexical, "graph": np.round(rank, RANK_DECIMALS),
+           "folder": signals_of.folder(graph._paths_terms(), rows)}  # fmt: skip
+    if rows:
+        out["near"] = np.round(_near(graph, dict.fromkeys(rows, 1.0)), RANK_DECIMALS)
+    elif seeds:
+        out["near"] = np.round(_near(graph, seeds), RANK_DECIMALS)
+    kept = graph.signals
+    graph.signals = replace(kept, words=False, file_words=False)
+    try:
+        out["names"] = graph._lexical(rows, focus.text, text_only)
+    finally:
+        graph.signals = kept
+    return out, rows, text_only
+
+
+def fuse(scores: dict[str, Array], weights: dict[str, float], k: float) -> Array:
+    """core.repomap_rank.fused with these weights and K; K < 0: each score over its best."""
+    from tokend.core.repomap_rank import Fusion, fused
+
+    n = len(next(iter(scores.values())))
+    if k >= 0:
+        return np.round(fused(scores, n, Fusion(weights, k)), 12)
+    total = np.zeros(n)
+    for name in sorted(scores):
+        top = float(scores[name].max())
+        if weights.get(name) and top > 0:
+            total += weights[name] * scores[name] / top
+    return np.round(total, 12)
+
+
+def recalls(cases: list[tuple[dict[str, Array], list[int], list[int]]], weights: dict[str, float],
+            k: float) -> list[float]:  # fmt: skip
+    got: dict[int, list[float]] = {x: [] for x in KS}
+    for scores, rows, targets in cases:
+        total = fuse(scores, weights, k)
+        order = np.lexsort((np.arange(len(total)), -scores["graph"], -total))  # as core's
+        order = order[~np.isin(order, rows)]
+        for x in KS:
+            got[x].append(len(set(order[:x].tolist()) & set(targets)) / len(targets))
+    return [statistics.mean(got[x]) for x in KS]
+
+
+def cases_of(repo: str) -> dict[str, list[tuple[dict[str, Array], list[int], list[int]]]]:
+    from tokend.adapters import blas
+    from tokend.adapters.file_index import walk
+    from tokend.adapters.ignore_rules import IgnoreRules
+    from tokend.adapters.workspace_cache import WorkspaceCache
+    from tokend.service.workspace.index import WorkspaceIndex
+
+    blas.single_threaded()
+    tree = data.tree(repo)
+    walked = [e.path for e in walk(tree, IgnoreRules(tree)) if not e.skipped]
+    files = sorted(f for f in walked if data._is_source(f))
+    jobs = _jobs(tree, data.queries(repo, set(files)), files)
+    cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)))
+    index.build()
+    graph = index.tags._graph
+    out: dict[str, list[Any]] = {"file": [], "task": []}
+    for j in jobs:
+        scores, rows, _ = components(graph, j)
+        targets = [r for p in j["targets"] if (r := graph.table.row(p)) is not None]
+        out[j["kind"]].append((scores, rows, targets))
+    return out
+
+
+def candidates(kind: str) -> list[tuple[dict[str, float], float]]:
+    """The grid: BM25's weight 1, the others' 0 .. 1 (the folder's only with focus files,
+    `names`: the names-only BM25 as a signal of its own), K 4 .. 60, or -1: each score over
+    its best, summed (not reciprocal ranks)."""
+    grid = [0.0, 0.25, 0.5, 1.0]
+    out = []
+    for g, f, nr, nm, k in itertools.product(grid, grid if kind == "file" else [0.0], grid,
+                                             [0.0, 0.25, 0.5], (4.0, 8.0, 16.0, 30.0, 60.0, -1.0)):  # fmt: skip
+        out.append(({"lexical": 1.0, "graph": g, "folder": f, "near": nr, "names": nm}, k))
+    return out
+
+
+def _label(weights: dict[str, float], k: float) -> str:
+    parts = ", ".join(f"{n} {w:g}" for n, w in sorted(weights.items()) if w)
+    return f"{parts}; " + ("linear" if k < 0 else f"K {k:g}")
+
+
+def _row(name: str, got: list[float]) -> str:
+    return f"| {name} | " + " | ".join(f"{g:.3f}" for g in got) + " |"
+
+
+def run() -> str:
+    from tokend.core.repomap_rank import FILE_FUSION, TEXT_FUSION
+
+    tuning = [r for r, (_, role) in data.REPOS.items() if role == "tuning"]
+    held = [r for r, (_, role) in data.REPOS.items() if role == "held-out"]
+    want_held = os.environ.get("REPOMAP_FIT_HELD") == "1"
+    cases = {r: cases_of(r) for r in tuning + (held if want_held else [])}
+    before = {"file": ({"lexical": 1.0, "graph": 1.0, "folder": 0.5}, 8.0),
+              "task": ({"lexical": 1.0, "graph": 0.25, "folder": 0.5}, 8.0)}  # fmt: skip
+    now = {
+        "file": (FILE_FUSION.weights, FILE_FUSION.k),
+        "task": (TEXT_FUSION.weights, TEXT_FUSION.k),
+    }
+    lines = [
+        "### repomap_fit: the fusion's weights, chosen on the tuning repositories\n",
+        f"Tuning: {', '.join(f'{r} {data.REPOS[r][0][:7]}' for r in tuning)}; recall at "
+        "1 / 3 / 5 / 10 of the ranked files (bench.repomap_eval's queries), mean over the tuning "
+        f"repositories; {len(candidates('file'))} file and {len(candidates('task'))} task "
+        "candidates; the best 5 by the mean of the four, then `before` (main's fusion: "
+        "the graph's PageRank 1 beside BM25 1 and the folder 0.5 for files, 0.25 for a text; K 8) "
+        "and `now` (core.repomap_rank's), per tuning repository"
+        + (
+            " and, REPOMAP_FIT_HELD=1, per held-out one (read after the choice)."
+            if want_held
+            else "."
+        )
+        + "\n",
+    ]
+    for kind in ("file", "task"):
+        scored = []
+        for weights, k in candidates(kind):
+            per = [recalls(cases[r][kind], weights, k) for r in tuning]
+            mean = [statistics.mean(p[i] for p in per) for i in range(len(KS))]
+            scored.append((statistics.mean(mean), mean, weights, k))
+        scored.sort(key=lambda s: -s[0])
+        lines += [
+            f"\n**{kind} queries**\n",
+            "| fusion | R@1 | R@3 | R@5 | R@10 |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for _, mean, weights, k in scored[:5]:
+            lines.append(_row(_label(weights, k), mean))
+        for name, (weights, k) in (("before", before[kind]), ("now", now[kind])):
+            per = [recalls(cases[r][kind], weights, k) for r in tuning]
+            lines.append(_row(f"{name}: {_label(weights, k)}, tuning mean",
+                              [statistics.mean(p[i] for p in per) for i in range(len(KS))]))  # fmt: skip
+            for r in tuning + (held if want_held else []):
+                lines.append(_row(f"{name}: {r}", recalls(cases[r][kind], weights, k)))
+        print("\n".join(lines), file=sys.stderr)
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(run())

@@ -1,0 +1,137 @@
+"""The file rank's fusion (core.repomap_rank): `near` (the graph's edges to and from the focus)
+against a dense adjacency matrix worked out here; reciprocal-rank fusion's properties; the same
+rank whatever order the files came in, and after any sequence of changes with imports, as a
+graph built at once from the final files."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.core import repomap_rank
+from tokend.core.repomap import Focus, RepoGraph
+from tokend.core.repomap_tags import Definition, FileTags
+
+PATHS = ["a.py", "b.py", "pkg/__init__.py", "pkg/c.py", "pkg/d.py", "e.py"]
+NAMES = ["alpha", "beta", "render_frame", "delta", "_gamma"]
+IMPORTS = ["pkg", "pkg.c", ".d", "a", "b"]
+WORDS = ["upload", "bandwidth", "ceiling", "frame"]
+
+tags_strategy = st.builds(
+    lambda defs, refs, imports, words: FileTags(
+        tuple(Definition(n, line, "") for line, n in enumerate(defs)),
+        dict(refs),
+        imports=tuple(imports),
+        words=words,
+    ),
+    st.lists(st.sampled_from(NAMES), max_size=3),
+    st.lists(st.tuples(st.sampled_from(NAMES), st.integers(1, 5)), max_size=4),
+    st.lists(st.sampled_from(IMPORTS), max_size=2, unique=True),
+    st.dictionaries(st.sampled_from(WORDS), st.integers(1, 9), max_size=3),
+)
+focus_strategy = st.builds(
+    lambda files, text: Focus(frozenset(files), frozenset(), text),
+    st.lists(st.sampled_from(PATHS), max_size=2, unique=True),
+    st.sampled_from(["", "the upload frame", "bandwidth ceiling"]),
+)
+
+
+def _dense(offsets: np.ndarray, targets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    n = len(offsets) - 1
+    matrix = np.zeros((n, n))
+    for row in range(n):
+        for at in range(offsets[row], offsets[row + 1]):
+            matrix[row, targets[at]] += weights[at]
+    return matrix
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    files=st.dictionaries(st.sampled_from(PATHS), tags_strategy, min_size=2),
+    shares=st.dictionaries(st.integers(0, 5), st.floats(0.05, 1.0), min_size=1, max_size=3),
+)
+def test_near_sums_the_edges_out_of_and_into_the_focus(
+    files: dict[str, FileTags], shares: dict[int, float]
+):
+    graph = RepoGraph()
+    graph.set_files(files)
+    edges = graph.edges()
+    n = len(graph.paths)
+    focus = {r % n: s for r, s in shares.items()}
+    matrix = _dense(edges.offsets, edges.targets, edges.weights)
+    share = np.zeros(n)
+    for row, part in focus.items():
+        share[row] = part
+    expected = share @ matrix + matrix @ share  # out of each focus row, into each
+    got = repomap_rank.near(edges.offsets, edges.targets, edges.weights, focus)
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_a_signal_the_fusion_does_not_weigh_adds_nothing():
+    rng = np.random.default_rng(3)
+    lexical, near = rng.random(40), rng.random(40)
+    graph = rng.random(40)
+    with_graph = repomap_rank.fused({"lexical": lexical, "near": near, "graph": graph}, 40)
+    without = repomap_rank.fused({"lexical": lexical, "near": near}, 40)
+    assert np.array_equal(with_graph, without)  # the graph's rank breaks ties only
+
+
+@settings(max_examples=100, deadline=None)
+@given(scores=st.lists(st.floats(0.0, 10.0), min_size=3, max_size=30), pick=st.integers(0, 29))
+def test_more_evidence_never_moves_a_file_down(scores: list[float], pick: int):
+    """Raising one file's lexical score never lowers its fused score, nor lifts any other
+    file's above it that was below."""
+    lexical = np.array(scores)
+    near = np.linspace(1.0, 0.0, len(scores))
+    i = pick % len(scores)
+    before = repomap_rank.fused({"lexical": lexical, "near": near}, len(scores))
+    raised = lexical.copy()
+    raised[i] += 1.0
+    after = repomap_rank.fused({"lexical": raised, "near": near}, len(scores))
+    assert after[i] >= before[i]
+    assert not np.any((before < before[i]) & (after > after[i]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    files=st.dictionaries(st.sampled_from(PATHS), tags_strategy, min_size=1), focus=focus_strategy
+)
+def test_the_rank_does_not_hang_on_the_order_files_came_in(
+    files: dict[str, FileTags], focus: Focus
+):
+    one, other = RepoGraph(), RepoGraph()
+    one.set_files(files)
+    for path in sorted(files, reverse=True):  # one at a time, the other way round
+        other.set_files({path: files[path]})
+    assert one.rank_files(focus) == other.rank_files(focus)
+    assert one.rank(focus, limit=20) == other.rank(focus, limit=20)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    steps=st.lists(
+        st.dictionaries(st.sampled_from(PATHS), st.one_of(st.none(), tags_strategy)),
+        min_size=1,
+        max_size=5,
+    ),
+    focus=focus_strategy,
+)
+def test_any_sequence_of_changes_with_imports_ranks_as_a_fresh_graph(
+    steps: list[dict[str, FileTags | None]], focus: Focus
+):
+    """Files with imports (a package's `__init__.py` re-exporting) come, change and go, a rank
+    asked after each batch; the fused rank, `near` included, is the fresh graph's."""
+    graph, final = RepoGraph(), {}
+    for step in steps:
+        graph.set_files(step)
+        graph.rank_files(focus)
+        for path, tags in step.items():
+            if tags is None:
+                final.pop(path, None)
+            else:
+                final[path] = tags
+    fresh = RepoGraph()
+    fresh.set_files(dict(sorted(final.items(), reverse=True)))
+    assert graph.rank_files(focus) == fresh.rank_files(focus)
+    assert graph.rank(focus, limit=30) == fresh.rank(focus, limit=30)
