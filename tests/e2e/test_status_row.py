@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.lsp_client import LspClient
 from tests.daemon.real_daemon import Daemons, live_pids, real_daemons
 from tests.e2e.status_calls import tokend_imports
+from tests.lsp_client import LspClient
 from tokend.daemon.paths import socket_path
 
 WAIT_SECONDS = 120.0
