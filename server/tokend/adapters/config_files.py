@@ -16,23 +16,24 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
-import platformdirs
-
+from tokend.adapters.config_paths import (
+    WORKSPACE_CONFIG_NAME,
+    FileStamp,
+    file_stamp,
+    user_config_file,
+)
 from tokend.core.config import ConfigLayer, MergedConfig, merge_layers
 from tokend.core.settings import TokendConfig
 
-WORKSPACE_CONFIG_NAME = ".tokend.toml"
 DATABASE_URL_ENV = "TOKEND_DATABASE_URL"
 
 LayerName = Literal["user", "workspace"]
-FileStamp = tuple[int, int, int]
-"""(st_mtime_ns, st_size, st_ino): changes when a file is written or replaced."""
 
 
 def user_config_path() -> Path:
     """config.toml in the platform's user config folder for "tokend" (~/.config/tokend on Linux,
     or $XDG_CONFIG_HOME/tokend when that is set)."""
-    return Path(platformdirs.user_config_dir("tokend")) / "config.toml"
+    return Path(user_config_file())
 
 
 def workspace_config_path(workspace: Path) -> Path:
@@ -43,15 +44,6 @@ def workspace_folder(uri: str) -> Path | None:
     """The folder of a file:// workspace URI (None for other schemes)."""
     parsed = urlparse(uri)
     return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
-
-
-def file_stamp(path: Path) -> FileStamp | None:
-    """The file's stamp (one os.stat), None when it does not exist or cannot be looked at."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:

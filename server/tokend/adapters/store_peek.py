@@ -51,17 +51,12 @@ def _configured_url() -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def user_config_path() -> str:
-    """config.toml in the user config folder, as adapters/config_files.py finds it."""
-    import platformdirs
-
-    return os.path.join(platformdirs.user_config_dir("tokend"), "config.toml")
-
-
 def user_config() -> dict[str, Any]:
     """The user's config document ({} when absent or unreadable: the settings then use their
     defaults, as here), read once per process and file."""
-    path = user_config_path()
+    from tokend.adapters.config_paths import user_config_file
+
+    path = user_config_file()
     document = _USER_CONFIG.get(path)
     if document is None:
         import tomllib

@@ -26,7 +26,6 @@ from tokend.adapters import rendezvous
 from tokend.commands.status_text import claude_code_status, folder_path, gauge_line
 
 GAUGE_STATE_FORMAT = 2  # core.gauge_state.FORMAT (a unit test keeps them equal)
-WORKSPACE_CONFIG = ".tokend.toml"  # adapters/config_files.py's WORKSPACE_CONFIG_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -83,24 +82,21 @@ def _same_settings(recorded: Any, workspace_uri: str) -> bool:
     """The files the row's figures were computed under are those the whole read would use
     (service/settings.py: the user's config.toml, then the workspace's .tokend.toml), each as
     it was then (stamp: mtime in ns, size, inode; None: absent)."""
-    from tokend.adapters.store_peek import user_config_path
+    from tokend.adapters.config_paths import WORKSPACE_CONFIG_NAME, file_stamp, user_config_file
 
-    paths = [os.path.abspath(user_config_path())]
+    paths = [os.path.abspath(user_config_file())]
     folder = folder_path(workspace_uri)
     if folder is not None:
-        paths.append(os.path.join(folder, WORKSPACE_CONFIG))
+        paths.append(os.path.join(folder, WORKSPACE_CONFIG_NAME))
     if not isinstance(recorded, list) or not all(
         isinstance(r, list) and len(r) == 2 for r in recorded
     ):
         return False
     if [r[0] for r in recorded] != paths:
         return False
-    return all(_stamp(path) == stamp for path, stamp in recorded)
+    return all(_listed(file_stamp(path)) == stamp for path, stamp in recorded)
 
 
-def _stamp(path: str) -> list[int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return [info.st_mtime_ns, info.st_size, info.st_ino]
+def _listed(stamp: tuple[int, ...] | None) -> list[int] | None:
+    """A stamp as the row keeps it (JSON: a list)."""
+    return None if stamp is None else list(stamp)

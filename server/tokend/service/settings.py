@@ -31,14 +31,13 @@ from tokend.adapters.catalog_source import LitellmEntries, load_catalog
 from tokend.adapters.config_files import (
     ConfigFile,
     ConfigSource,
-    FileStamp,
-    file_stamp,
     merge_files,
     read_config_file,
     user_config_path,
     workspace_config_path,
     workspace_folder,
 )
+from tokend.adapters.config_paths import FileStamp, file_stamp
 from tokend.core.catalog import Catalog
 from tokend.core.settings import TokendConfig, room_problems
 
