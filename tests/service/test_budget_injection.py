@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
 from tokend.adapters.tokenizers import load_encoding
 from tokend.core.budget_injection import ContextConfig
@@ -18,7 +19,6 @@ from tokend.core.errors import InvalidParams
 from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import build_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings
 

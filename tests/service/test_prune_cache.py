@@ -8,12 +8,12 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
 from tokend.core.budget import CompactionConfig
 from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import build_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 from tokend.service.service import TokendService
 from tokend.service.settings import WorkspaceSettings

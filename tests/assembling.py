@@ -1,0 +1,32 @@
+"""context/assemble as production runs it (service.assembly.assemble_context_async: built in the
+service's worker threads, the measured figures applied by the session's owner), for a
+synchronous test or script."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from tokend.core.assemble import Assembly
+from tokend.service.assembly import AssembleInput, assemble_context_async
+from tokend.service.service import TokendService
+
+__all__ = ["AssembleInput", "assemble_context"]
+
+
+def assemble_context(
+    service: TokendService, session_id: str, inp: AssembleInput, **options: Any
+) -> Assembly:
+    """The assembly `context/assemble` answers, run on an event loop of its own (from a
+    coroutine, on a loop in another thread while this one waits)."""
+
+    async def assembled() -> Assembly:
+        return await assemble_context_async(service, session_id, inp, **options)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(assembled())
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, assembled()).result()
