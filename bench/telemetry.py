@@ -34,10 +34,10 @@ class _Receiver(BaseHTTPRequestHandler):
 
 def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
     from tokend.adapters.store import SqlStore
+    from tokend.adapters.workspace_settings import WorkspaceSettings
     from tokend.core.settings import TokendConfig
     from tokend.core.telemetry_settings import TelemetryConfig
     from tokend.service.app import build_service
-    from tokend.service.settings import WorkspaceSettings
 
     exporters = ("prometheus", "otlp") if telemetry else ()
     config = TokendConfig(

@@ -12,6 +12,7 @@ import pytest
 from tests.appending import append
 from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
+from tokend.adapters.workspace_settings import WorkspaceSettings
 from tokend.core.errors import SpendLimitReached
 from tokend.core.settings import TokendConfig
 from tokend.core.spend import SpendConfig
@@ -19,7 +20,6 @@ from tokend.core.types import TextPart, Usage
 from tokend.core.usage_stats import RateConfig
 from tokend.service.app import App, assemble_app, build_service
 from tokend.service.service import TokendService
-from tokend.service.settings import WorkspaceSettings
 
 NEW_YORK = ZoneInfo("America/New_York")
 WS = "file:///home/me/project"
