@@ -4,10 +4,9 @@ synchronous test or script."""
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from tests.appending import run_on_own_loop
 from tokend.core.assemble import Assembly
 from tokend.service.assembly import AssembleInput, assemble_context_async
 from tokend.service.service import TokendService
@@ -24,9 +23,4 @@ def assemble_context(
     async def assembled() -> Assembly:
         return await assemble_context_async(service, session_id, inp, **options)
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(assembled())
-    with ThreadPoolExecutor(max_workers=1) as thread:
-        return thread.submit(asyncio.run, assembled()).result()
+    return run_on_own_loop(assembled())
