@@ -269,8 +269,9 @@ class Followers:
         return running
 
     async def _run(self, running: _Running) -> None:
-        """Sync the tail whenever it is poked or the poll comes round."""
-        while True:
+        """Sync the tail when poked or polled while a follower names it (a stop landing in a
+        commit is dropped there, service.turns.committed: the loop itself must end)."""
+        while running.followers:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(running.poked.wait(), self.poll_seconds)
             running.poked.clear()
