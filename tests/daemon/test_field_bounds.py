@@ -1,4 +1,5 @@
-"""Fields that have no business being megabytes are bounded on the real `tokend serve`.
+"""Fields that have no business being megabytes are bounded: on the real `tokend serve` for
+the big bodies its frame reader takes as they arrive, in the test's process for the rest.
 
 Found (issue 17's fuzz): an 8 MB session `title`, handoff `goal`, `model`, path or id was taken,
 copied, encoded and stored on the event loop (the good connection waited 0.2-0.9 s per case), and
@@ -31,8 +32,16 @@ def daemons(monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemons]:
         yield running
 
 
-def _client() -> LspClient:
-    client = LspClient.unix(paths.socket_path())
+def _client(daemons: Daemons, *, big_frames: bool) -> LspClient:
+    """The real `tokend serve` where the daemon's own frame reader is tested (bodies over its
+    4 MiB, read as they arrive); else `tokend lsp --standalone`'s server in the test's process
+    (tests/in_process.py): the same handlers check the same bounds on a body parsed whole."""
+    client: LspClient
+    if big_frames:
+        daemons.serve()
+        client = LspClient.unix(paths.socket_path())
+    else:
+        client = daemons.standalone()
     assert "result" in client.initialize("bounds")
     return client
 
@@ -41,8 +50,7 @@ def _client() -> LspClient:
 def test_overlong_titles_goals_models_ids_and_paths_are_refused(
     daemons: Daemons, tmp_path: Path, chars: int
 ) -> None:
-    daemons.serve()
-    client = _client()
+    client = _client(daemons, big_frames=chars == BIG)
     created = client.request("session/create", {"model": "gpt-4o", "title": "kept"})
     session_id = created["result"]["sessionId"]
     long = "t" * chars
@@ -69,8 +77,7 @@ def test_overlong_titles_goals_models_ids_and_paths_are_refused(
 
 
 def test_bounds_leave_free_form_json_and_long_texts_alone(daemons: Daemons) -> None:
-    daemons.serve()
-    client = _client()
+    client = _client(daemons, big_frames=False)
     title = "a title of exactly the bound " + "x" * (1_024 - 29)
     created = client.request("session/create", {"model": "gpt-4o", "title": title})
     session_id = created["result"]["sessionId"]

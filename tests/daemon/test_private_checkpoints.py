@@ -1,6 +1,9 @@
-"""The workspace cache and the checkpoint store are private whatever the umask, on the real
-`tokend serve`: their folders 0700, their files (SQLite files with -wal/-shm, loose blobs) 0600;
-what an older tokend left readable is narrowed at start, and its saved states still restore.
+"""The workspace cache and the checkpoint store are private whatever the umask: their folders
+0700, their files (SQLite files with -wal/-shm, loose blobs) 0600; what an older tokend left
+readable is narrowed at start, and its saved states still restore.
+The server is `tokend lsp --standalone`'s in the test's process (tests/in_process.py, through
+Daemons.standalone): the same app builds both stores as in `tokend serve`, under this process's
+umask; the daemon's own files keep their process test (test_private_files.py's first).
 
 Found (issue 17): `workspace-cache.sqlite3` and the checkpoint store (index and blobs) were 0644
 files in 0755 folders, protected only by the data folder's 0700. Oracle: the modes on disk, and
@@ -26,7 +29,6 @@ from bench.baseline import BEFORE_TRUST_REV, ROOT
 
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tests.lsp_client import LspClient
-from tokend.daemon import paths
 
 WAIT_SECONDS = 30.0  # how long a condition may take on a loaded machine (not a figure)
 
@@ -111,8 +113,7 @@ def test_the_workspace_cache_and_checkpoint_store_are_private(daemons: Daemons) 
     root.mkdir()
     (root / "notes.md").write_text("# Notes\n")
     (root / "big.bin").write_bytes(os.urandom(200_000))  # a loose blob: does not compress
-    daemons.serve()
-    client = LspClient.unix(paths.socket_path())
+    client = daemons.standalone()
     client.initialize("agent")
     _session_watching(client, root)
 
@@ -175,8 +176,7 @@ def test_an_older_tokends_readable_store_is_narrowed_and_its_states_still_restor
     store.close()
     cache.close()
 
-    daemons.serve()
-    client = LspClient.unix(paths.socket_path())
+    client = daemons.standalone()
     client.initialize("agent")
     sid, first = _session_watching(client, root)
     call = {"type": "toolCall", "callId": "c1", "name": "Write", "input": {"path": "notes.md"}}

@@ -1,5 +1,6 @@
 """The conversation database is private whatever the umask: data dir 0700, the SQLite file and
-its -wal/-shm files 0600, on the real `tokend serve`.
+its -wal/-shm files 0600, on the real `tokend serve` (the default data folder); the other cases on
+the same server in the test's process (tests/in_process.py).
 
 Found: the SQLite file was 0644 in a 0755 folder; as another uid the probe read a stored tool
 output holding a key.
@@ -36,10 +37,16 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def _store_a_secret(daemons: Daemons) -> None:
-    """A session with a tool result, written while the daemon runs (the -wal/-shm exist)."""
-    daemons.serve()
-    client = LspClient.unix(paths.socket_path())
+def _store_a_secret(daemons: Daemons, *, in_process: bool = False) -> None:
+    """A session with a tool result, written while the server runs (the -wal/-shm exist): the
+    real `tokend serve`, or (`in_process`) `tokend lsp --standalone`'s server in this process
+    (tests/in_process.py), which opens the store through the same code under this umask."""
+    client: LspClient
+    if in_process:
+        client = daemons.standalone()
+    else:
+        daemons.serve()
+        client = LspClient.unix(paths.socket_path())
     client.initialize("agent")
     sid = client.request("session/create", {"model": "gpt-4o"})["result"]["sessionId"]
     call = {"type": "toolCall", "callId": "c1", "name": "bash", "input": {"cmd": "env"}}
@@ -83,7 +90,7 @@ def test_files_an_older_tokend_left_readable_are_made_private(
     assert _mode(database) == 0o644 and _mode(data_dir) == 0o755
     monkeypatch.delenv("TOKEND_DATABASE_URL")
     monkeypatch.setenv("XDG_DATA_HOME", str(daemons.base / "data"))
-    _store_a_secret(daemons)
+    _store_a_secret(daemons, in_process=True)
     assert _mode(data_dir) == 0o700
     assert set(_database_files(database).values()) == {0o600}
 
@@ -93,7 +100,7 @@ def test_a_database_in_a_folder_of_the_users_choosing_is_private_too(daemons: Da
     left alone, the files are made 0600."""
     folder = daemons.base
     os.chmod(folder, 0o755)
-    _store_a_secret(daemons)
+    _store_a_secret(daemons, in_process=True)
     assert _mode(folder) == 0o755
     files = _database_files(folder / "tokend.sqlite3")
     assert files == {

@@ -1,6 +1,5 @@
 """The `tokend` command as a user runs it, on real files: `tokend.cli.main` in this process
-(tests/in_process.py), and `python -m tokend` as a process for the CLI path's own test and for
-`tokend status`."""
+(tests/in_process.py), and `python -m tokend` as a process for the CLI path's own test."""
 
 from __future__ import annotations
 
@@ -13,10 +12,9 @@ from tests.in_process import tokend_cli
 
 
 def tokend(*args: str, cwd, **env: str) -> subprocess.CompletedProcess[str]:
-    """`tokend ARGS` run in this process (tests/in_process.py), but `tokend status`, which may
-    start a daemon of its own: a process, as a user runs it."""
-    if args[0] == "status":
-        return tokend_process(*args, cwd=cwd, **env)
+    """`tokend ARGS` run in this process (tests/in_process.py). `tokend status` too: the
+    background start of a daemon it may make is off in every test (TOKEND_START_DAEMON=0,
+    tests/conftest.py), and that start keeps its process tests (tests/e2e/test_status_start.py)."""
     return tokend_cli(*args, cwd=cwd, env=tokend_env(**env))
 
 

@@ -1,17 +1,16 @@
 """`tokend status` with no daemon answers the snapshot the server answers: the same spend
 warnings and rate headroom (found: the command built a service without the usage monitor, so
-its snapshot had neither). Real `tokend lsp --standalone`, real `tokend status`, one SQLite file."""
+its snapshot had neither). `tokend lsp --standalone`'s server and `tokend status` (tokend.cli.main)
+in the test's process (tests/in_process.py), one SQLite file."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import tokend_env
-from tests.lsp_client import ProcessClient
+from tests.in_process import InProcessClient, tokend_cli
 
 CONFIG = """
 [spend]
@@ -30,9 +29,7 @@ async def test_status_without_a_daemon_has_the_servers_spend_warnings_and_rate(t
     config_dir.mkdir(parents=True)
     (config_dir / "config.toml").write_text(CONFIG)
     url = f"sqlite:///{tmp_path / 'tokend.sqlite3'}"
-    server = await ProcessClient.spawn(
-        "lsp", "--standalone", cwd=tmp_path, env=tokend_env(TOKEND_DATABASE_URL=url)
-    )
+    server = await InProcessClient.start(tmp_path, env=tokend_env(TOKEND_DATABASE_URL=url))
     await server.initialize()
     sid = (await server.request("session/create", {"model": "claude-sonnet-4-5"}))["sessionId"]
     user = {"role": "user", "parts": [{"type": "text", "text": "run the tests"}]}
@@ -42,14 +39,8 @@ async def test_status_without_a_daemon_has_the_servers_spend_warnings_and_rate(t
     served = await server.request("budget/snapshot", {"sessionId": sid})
     assert await server.shutdown() == 0
 
-    done = subprocess.run(
-        [sys.executable, "-m", "tokend", "--database-url", url, "status", "--json"]
-        + ["--session", sid],
-        cwd=tmp_path,
-        env=tokend_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = tokend_cli(
+        "--database-url", url, "status", "--json", "--session", sid, cwd=tmp_path, env=tokend_env()
     )
     assert done.returncode == 0, done.stderr
     local = json.loads(done.stdout)

@@ -1,8 +1,8 @@
 """A reference goes to the definition its file's imports reach, not to every file defining the
-name: `repoMap/get` through the real `tokend lsp --standalone` on a real folder where two files
-define the same name and the focus imports one of them (directly, or through a package's
-`__init__.py` that re-exports it); the tags record what a file imports; a graph updated in
-place when an imported file comes is the graph a fresh build makes."""
+name: `repoMap/get` through `tokend lsp --standalone`'s server in the test's process on a real
+folder where two files define the same name and the focus imports one of them (directly, or
+through a package's `__init__.py` that re-exports it); the tags record what a file imports; a
+graph updated in place when an imported file comes is the graph a fresh build makes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.lsp_client import ProcessClient
+from tests.in_process import InProcessClient
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -52,11 +52,8 @@ async def server(tmp_path: Path):
     db = tmp_path / "tokend.sqlite3"
     home = tmp_path / "home"
     home.mkdir()
-    client = await ProcessClient.spawn(
-        "lsp",
-        "--standalone",
-        cwd=tmp_path,
-        env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home)),
+    client = await InProcessClient.start(
+        tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home))
     )
     await client.initialize()
     yield client
@@ -64,7 +61,7 @@ async def server(tmp_path: Path):
 
 
 async def test_a_reference_goes_to_the_definition_its_import_reaches(
-    server: ProcessClient, tree: Path
+    server: InProcessClient, tree: Path
 ):
     sid = (
         await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})

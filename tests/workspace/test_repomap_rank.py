@@ -1,6 +1,7 @@
-"""The repo map ranks files, and says how: `repoMap/get` through the real `tokend lsp
---standalone` process on a real folder, judged against a tree built so the right answer is known
-(the file that shares the focus's rare names and folder; the file a task's words describe)."""
+"""The repo map ranks files, and says how: `repoMap/get` through `tokend lsp --standalone`'s
+server in the test's process (tests/in_process.py) on a real folder, judged against a tree
+built so the right answer is known (the file that shares the focus's rare names and folder;
+the file a task's words describe)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import tokend_env
-from tests.lsp_client import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcError
 from tokend.adapters.tokenizers import load_encoding
 
 HUB_USERS = 12
@@ -60,11 +62,8 @@ async def server(tmp_path: Path):
     db = tmp_path / "tokend.sqlite3"
     home = tmp_path / "home"
     home.mkdir()
-    client = await ProcessClient.spawn(
-        "lsp",
-        "--standalone",
-        cwd=tmp_path,
-        env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home)),
+    client = await InProcessClient.start(
+        tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home))
     )
     await client.initialize()
     yield client
@@ -76,7 +75,7 @@ def heads(text: str) -> list[str]:
     return [line[:-1] for line in text.splitlines() if line.endswith(":") and line[0] != "│"]
 
 
-async def ask_map(server: ProcessClient, tree: Path, **focus: object) -> dict:
+async def ask_map(server: InProcessClient, tree: Path, **focus: object) -> dict:
     """A 400-token map of the tree for `focus` (files, identifiers, text), on a new session;
     never over budget by o200k's count of the text it returns."""
     sid = (
@@ -90,7 +89,7 @@ async def ask_map(server: ProcessClient, tree: Path, **focus: object) -> dict:
     return got
 
 
-async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree: Path):
+async def test_files_come_in_rank_order_with_scores(server: InProcessClient, tree: Path):
     sid = (
         await server.request("session/create", {"model": "gpt-4o", "workspaceUri": tree.as_uri()})
     )["sessionId"]
@@ -131,7 +130,7 @@ async def test_files_come_in_rank_order_with_scores(server: ProcessClient, tree:
 
 
 async def test_a_task_text_reaches_what_files_use_and_lends_the_graph(
-    server: ProcessClient, tree: Path
+    server: InProcessClient, tree: Path
 ):
     """A task's words that a file has only in the names it calls (`recv_into_buffer`, an
     external library's) find that file; and the file it leans on (`decode_frame`'s definer,
@@ -151,7 +150,7 @@ async def test_a_task_text_reaches_what_files_use_and_lends_the_graph(
 
 
 async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
-    server: ProcessClient, tree: Path
+    server: InProcessClient, tree: Path
 ):
     """A task's words that a file has only in its docstring and comments (no name, no path
     holds them) find that file first."""
@@ -164,7 +163,7 @@ async def test_a_task_text_reaches_what_a_file_says_in_its_comments(
 
 
 async def test_a_file_focus_finds_the_file_that_says_what_it_says(
-    server: ProcessClient, tree: Path
+    server: InProcessClient, tree: Path
 ):
     """The focus file and the file that belongs with it share no name, no folder and no
     import, only what they say (docstrings, comments): that file comes first, ahead of the hub
@@ -185,7 +184,7 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
     assert paths[0] == "app/net/pace.py"
 
 
-async def test_a_file_focus_finds_the_file_that_calls_it(server: ProcessClient, tree: Path):
+async def test_a_file_focus_finds_the_file_that_calls_it(server: InProcessClient, tree: Path):
     """Twelve shapes in the focus's folder define `area` as it does; the one file that imports
     the focus and calls it (another folder, no word of it rare) comes first: the graph's edge
     into the focus is evidence the folder and the shared name are not."""
@@ -219,7 +218,7 @@ async def test_fitting_a_map_writes_no_trial_to_the_count_cache(tmp_path: Path):
     home = tmp_path / "home"
     home.mkdir()
     env = tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home))
-    client = await ProcessClient.spawn("lsp", "--standalone", cwd=tmp_path, env=env)
+    client = await InProcessClient.start(tmp_path, env=env)
     await client.initialize()
     try:
         sid = (await client.request("session/create",

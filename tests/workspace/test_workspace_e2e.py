@@ -1,4 +1,5 @@
-"""End to end: the real `tokend lsp --standalone` process, a real folder, real watchdog events."""
+"""End to end in the test's process: `tokend lsp --standalone`'s server (tests/in_process.py),
+a real folder, real watchdog events."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import tokend_env
-from tests.lsp_client import ProcessClient, RpcError
+from tests.in_process import InProcessClient
+from tests.lsp_client import RpcError
 from tokend.adapters.tokenizers import load_encoding
 
 
@@ -44,18 +46,15 @@ async def server(tmp_path: Path):
     db = tmp_path / "tokend.sqlite3"
     home = tmp_path / "home"
     home.mkdir()
-    client = await ProcessClient.spawn(
-        "lsp",
-        "--standalone",
-        cwd=tmp_path,
-        env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home)),
+    client = await InProcessClient.start(
+        tmp_path, env=tokend_env(TOKEND_DATABASE_URL=f"sqlite:///{db}", HOME=str(home))
     )
     await client.initialize()
     yield client
     assert await client.shutdown() == 0
 
 
-async def notification_for(client: ProcessClient, path: str) -> dict[str, Any]:
+async def notification_for(client: InProcessClient, path: str) -> dict[str, Any]:
     while True:
         params = await client.next_notification("workspace/didChangeFileTokens", timeout=10)
         found = [f for f in params["files"] if f["path"] == path]
@@ -63,7 +62,7 @@ async def notification_for(client: ProcessClient, path: str) -> dict[str, Any]:
             return found[0]
 
 
-async def test_file_tokens_honour_ignores_and_refuse_binaries(server: ProcessClient, tree: Path):
+async def test_file_tokens_honour_ignores_and_refuse_binaries(server: InProcessClient, tree: Path):
     uri = tree.as_uri()
     files = await server.request("workspace/fileTokens", {"workspaceUri": uri})
     by_path = {f["path"]: f for f in files}
@@ -90,7 +89,7 @@ async def test_file_tokens_honour_ignores_and_refuse_binaries(server: ProcessCli
     assert refused.value.code == -32602 and "outside the workspace" in refused.value.message
 
 
-async def test_a_save_and_an_unsaved_buffer_move_the_figures(server: ProcessClient, tree: Path):
+async def test_a_save_and_an_unsaved_buffer_move_the_figures(server: InProcessClient, tree: Path):
     uri = tree.as_uri()
     await server.request("workspace/fileTokens", {"workspaceUri": uri})
     views = tree / "pkg" / "views.py"
@@ -122,7 +121,7 @@ async def test_a_save_and_an_unsaved_buffer_move_the_figures(server: ProcessClie
     assert closed["dirty"] is False and closed["bytes"] == len(grown.encode())
 
 
-async def test_session_files_memory_and_map_reach_assembly(server: ProcessClient, tree: Path):
+async def test_session_files_memory_and_map_reach_assembly(server: InProcessClient, tree: Path):
     uri = tree.as_uri()
     sid = (await server.request("session/create", {"model": "gpt-4o", "workspaceUri": uri}))[
         "sessionId"
