@@ -93,9 +93,14 @@ def _walk(roots: list[Path], suffixes: tuple[str, ...]) -> Iterator[Path]:
 
 def _read_texts(paths: list[Path], limit: int, rng: random.Random) -> list[str]:
     """Up to `limit` distinct UTF-8 texts of acceptable size, sampled at random."""
+    return [text for _path, text in _draw(paths, limit, rng)]
+
+
+def _draw(paths: list[Path], limit: int, rng: random.Random) -> list[tuple[Path, str]]:
+    """Up to `limit` distinct UTF-8 files of acceptable size, sampled at random, with their text."""
     paths = sorted(paths)
     rng.shuffle(paths)
-    texts: list[str] = []
+    drawn: list[tuple[Path, str]] = []
     seen: set[int] = set()
     for path in paths:
         try:
@@ -108,10 +113,10 @@ def _read_texts(paths: list[Path], limit: int, rng: random.Random) -> list[str]:
         if hash(text) in seen:
             continue
         seen.add(hash(text))
-        texts.append(text)
-        if len(texts) >= limit:
+        drawn.append((path, text))
+        if len(drawn) >= limit:
             break
-    return texts
+    return drawn
 
 
 def _cjk_texts() -> list[str]:

@@ -10,7 +10,6 @@ bench/estimator.py draws from, another draw than the fit).
 from __future__ import annotations
 
 import base64
-import random
 import statistics
 import sysconfig
 from importlib.metadata import metadata
@@ -95,12 +94,19 @@ def test_the_cold_estimate_is_near_claudes_count(
     assert _error(family, texts[source]) <= LIMITS[source]
 
 
-def _bench_python() -> list[str]:
-    """The Python files bench/claude.py measures the estimate on (its draw of the installed
-    site-packages, fixed by the lock): the fit (bench/claude_fit.py) excludes them."""
-    from bench.estimator import SEED, _read_texts, _walk, site_packages
+HELD_OUT = Path(__file__).parent / "data" / "claude_held_out_python.txt"
 
-    return _read_texts(list(_walk(site_packages(), (".py",))), 40, random.Random(SEED))
+
+def _bench_python() -> list[str]:
+    """The Python files bench/claude.py measured the estimate on when the fit (bench/claude_fit.py)
+    left them out: its draw of the installed site-packages with the lock's packages alone, pinned
+    by path, so a package installed beside them (a pytest plugin) does not change the sample."""
+    roots = [Path(p) for p in sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})]
+    names = [n for n in HELD_OUT.read_text(encoding="utf-8").splitlines() if not n.startswith("#")]
+    found = [next((r / n for r in roots if (r / n).is_file()), None) for n in names]
+    missing = [n for n, p in zip(names, found, strict=True) if p is None]
+    assert not missing, f"held-out files gone (the lock changed?): {missing[:3]}"
+    return [p.read_text(encoding="utf-8") for p in found if p is not None]
 
 
 @pytest.mark.parametrize("family", sorted(VERSION))
