@@ -14,8 +14,11 @@ run: bootstrap
 lsp: bootstrap
 	@$(BIN)/tokend lsp
 
+# Two workers (pytest-xdist) for all but the tests that bound a wait in wall time, which run alone
+# afterwards (the `serial` marker, tests/conftest.py SERIAL). `pytest` alone runs everything in one process.
 test: bootstrap
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "not serial"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m serial
 
 lint: bootstrap
 	$(BIN)/ruff check server tests bench

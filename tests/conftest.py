@@ -27,6 +27,32 @@ settings.register_profile(
 settings.load_profile("tokend")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+SERIAL = (
+    "tests/checkpoints/test_blob_kill9.py",
+    "tests/daemon/test_big_replies_off_loop.py",
+    "tests/daemon/test_idle_exit.py",
+    "tests/daemon/test_incremental_edits.py",
+    "tests/daemon/test_kill9_consistency.py",
+    "tests/daemon/test_no_waiting_behind_a_big_buffer.py",
+    "tests/daemon/test_no_waiting_behind_file_tokens.py",
+    "tests/daemon/test_no_waiting_behind_tagging.py",
+    "tests/e2e/test_follow.py",
+    "tests/e2e/test_follow_growth.py",
+    "tests/e2e/test_follow_without_inotify.py",
+    "tests/workspace/test_file_index.py",
+    "tests/workspace/test_tag_workers.py",
+)
+"""Modules that bound a wait, a batch or an idle period in wall time, or kill a daemon and wait for
+the next: `make test` runs them alone after the rest, which runs on two workers (pytest-xdist), so
+no other test's processes share the cores while they measure."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.path)).relative_to(ROOT).as_posix() in SERIAL:
+            item.add_marker(pytest.mark.serial)
+
 SESSIONS_DIR = ROOT.parent / "shared" / "data" / "claude-code-sessions"
 BIG_SESSION = SESSIONS_DIR / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 
