@@ -53,6 +53,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if Path(str(item.path)).relative_to(ROOT).as_posix() in SERIAL:
             item.add_marker(pytest.mark.serial)
 
+
 SESSIONS_DIR = ROOT.parent / "shared" / "data" / "claude-code-sessions"
 BIG_SESSION = SESSIONS_DIR / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
 
