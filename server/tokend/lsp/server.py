@@ -63,7 +63,7 @@ class TokendServer(LanguageServer):
         self._used: set[str] = set()  # sessions this connection appended to, compacted, asked of
         self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
-        self.documents = OpenDocuments()  # this connection's open documents (handlers/documents)
+        self.documents = OpenDocuments()  # this connection's open documents (lsp/documents.py)
 
     def serve_workspaces(self) -> None:
         """Call in the connection's own task: the workspaces its requests open count it as

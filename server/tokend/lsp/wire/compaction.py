@@ -1,5 +1,6 @@
-"""The compaction feature on the wire (protocol.md): session/compact and the session/didCompact
-notification. Figures in tokens."""
+"""The compaction feature on the wire (protocol.md): session/compact, the session/didCompact
+notification and session/summarize (the server's request to a client that summarizes with its
+own model). Figures in tokens."""
 
 from __future__ import annotations
 
@@ -46,3 +47,12 @@ class SessionDidCompactParams:
     after: int
     automatic: bool
     actions: list[CompactActionWire]
+
+
+@attrs.frozen
+class SessionSummarizeParams:
+    """session/summarize, from the server to the client: it answers {summary}."""
+
+    session_id: str
+    prompt: str
+    max_tokens: int
