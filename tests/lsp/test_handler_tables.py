@@ -66,7 +66,7 @@ def _wire_result(tp: Any) -> bool:
 
 def test_every_method_is_answered_by_a_top_level_handler_typed_without_any() -> None:
     registered = _registered()
-    assert len(registered) == 39  # 30 requests, 6 notifications, the lifecycle's 3
+    assert len(registered) >= 39  # today 30 requests, 6 notifications, the lifecycle's 3
     for method, handler in registered.items():
         module = inspect.getmodule(handler)
         assert module is not None, method
@@ -83,7 +83,7 @@ def test_every_method_is_answered_by_a_top_level_handler_typed_without_any() -> 
 
 def test_every_typed_handler_takes_a_wire_class_and_answers_one() -> None:
     tables = [m.FEATURES for m in handlers.modules() if hasattr(m, "FEATURES")]
-    assert sum(len(t) for t in tables) == 30
+    assert sum(len(t) for t in tables) >= 30  # every request tokend answers today
     for table in tables:
         for method, feature in table.items():
             handler = inspect.unwrap(feature).__wrapped_handler__
