@@ -49,6 +49,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.assembling import AssembleInput, assemble_context
+
 from bench import append_race
 from bench.service_shape import models, sessions
 from tokend.adapters.tokenizers import load_encoding
@@ -56,7 +58,6 @@ from tokend.commands.importer import import_events
 from tokend.core.transcript import TranscriptMessage, parse_transcript
 from tokend.core.types import TextPart
 from tokend.core.wire_formats import render_message
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 
 SESSIONS_DIR = (

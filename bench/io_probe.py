@@ -188,6 +188,17 @@ async def _until(done: Any, timeout: float = 10.0) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def _followers(followers: Any, service: Any) -> Any:
+    """The followers of `service`, handed their watch as the app does (a tree before the
+    composition root handed it in builds its own)."""
+    try:
+        from tokend.adapters.watch import PathWatch
+
+        return followers(service, watch=PathWatch)
+    except TypeError:
+        return followers(service)
+
+
 async def follow(session_file: Path) -> dict[str, Any]:
     from tokend.service.app import open_service
     from tokend.service.followers import Followers
@@ -199,7 +210,7 @@ async def follow(session_file: Path) -> dict[str, Any]:
         project = base / "claude" / "projects" / "-bench-app"
         project.mkdir(parents=True)
         service = open_service(None, f"sqlite:///{base}/follow.sqlite3")
-        followers = Followers(service)
+        followers = _followers(Followers, service)
         path = base / "transcript.jsonl"
         path.write_text("\n".join(lines[:2]) + "\n")
         try:

@@ -34,10 +34,10 @@ class _Receiver(BaseHTTPRequestHandler):
 
 def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
     from tokend.adapters.store import SqlStore
+    from tokend.adapters.workspace_settings import WorkspaceSettings
     from tokend.core.settings import TokendConfig
     from tokend.core.telemetry_settings import TelemetryConfig
     from tokend.service.app import build_service
-    from tokend.service.settings import WorkspaceSettings
 
     exporters = ("prometheus", "otlp") if telemetry else ()
     config = TokendConfig(
@@ -55,8 +55,9 @@ def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
 
 def _step(service, sid: str, n: int, usage_monitor=None) -> tuple[float, float]:
     """One turn: a user message, the provider's reply (timed), an assembly (timed); seconds."""
+    from tests.assembling import AssembleInput, assemble_context
+
     from tokend.core.types import TextPart, Usage
-    from tokend.service.assembly import AssembleInput, assemble_context
 
     append(service, sid, "user", [TextPart(f"step {n}: run the tests")])
     usage = Usage(input_tokens=300, output_tokens=40, cache_read_tokens=20_000 + n)

@@ -4,13 +4,15 @@ applied by the session's owner in its turn), for a synchronous test or script.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.types import Message, Part, Role
 from tokend.service.service import TokendService
+
+T = TypeVar("T")
 
 
 def append(
@@ -27,9 +29,15 @@ def append(
         assert result.message is not None  # a new message, in the live context
         return result.message, service.sessions.snapshot(session_id)
 
+    return run_on_own_loop(appended())
+
+
+def run_on_own_loop(work: Coroutine[Any, Any, T]) -> T:
+    """`work` run on an event loop of its own; from a coroutine (a test holding its loop), on
+    a loop in another thread while this one waits."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(appended())
+        return asyncio.run(work)
     with ThreadPoolExecutor(max_workers=1) as thread:
-        return thread.submit(asyncio.run, appended()).result()
+        return thread.submit(asyncio.run, work).result()

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from tokend.adapters.claude_tokens import ClaudeCounter
-from tokend.adapters.tokenizers import CachedCounter, load_encoding
+from tokend.adapters.tokenizers import CachedCounter, ExactTokenizers, load_encoding
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
@@ -129,7 +129,9 @@ def test_a_text_over_one_piece_counts_as_ctoks_whole(family: str, texts: dict[st
     assert len(text) > CHUNK_CHARS
     exact = _ctok(text, family)
     model = _model("claude-test", family)
-    counter = ModelCounter(model, None, Calibrator(DEFAULT_CHARS_PER_TOKEN))
+    counter = ModelCounter(
+        model, None, Calibrator(DEFAULT_CHARS_PER_TOKEN), tokenizers=ExactTokenizers()
+    )
     assert counter.count_long(text) == (exact, True)
     again = CachedCounter(ClaudeCounter(family))
     assert sum(again.count_pieces(text)) == sum(again.count_pieces(text)) == exact

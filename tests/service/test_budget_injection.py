@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
 from tokend.adapters.tokenizers import load_encoding
+from tokend.adapters.workspace_settings import WorkspaceSettings
 from tokend.core.budget_injection import ContextConfig
 from tokend.core.config import merge_config
 from tokend.core.errors import InvalidParams
 from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import build_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.service import TokendService
-from tokend.service.settings import WorkspaceSettings
 
 TOOLS = [
     {

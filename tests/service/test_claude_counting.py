@@ -10,12 +10,19 @@ from pathlib import Path
 import pytest
 
 from tokend.adapters.claude_tokens import ClaudeCounter
+from tokend.adapters.tokenizers import ExactTokenizers
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
-from tokend.service import counting
 from tokend.service.app import open_service
 from tokend.service.counting import ModelCounter
+
+
+class WithoutCtok(ExactTokenizers):
+    """This process's tokenizers as on a machine without ctok (handed in as the app does)."""
+
+    def has_claude_families(self) -> bool:
+        return False
 
 
 def claude(name: str, tokenizer: str | None) -> ModelInfo:
@@ -23,7 +30,9 @@ def claude(name: str, tokenizer: str | None) -> ModelInfo:
 
 
 def test_a_claude_family_counts_exactly() -> None:
-    counter = ModelCounter(claude("claude-opus-4-7", "claude-v4.7"), None, Calibrator())
+    counter = ModelCounter(
+        claude("claude-opus-4-7", "claude-v4.7"), None, Calibrator(), tokenizers=ExactTokenizers()
+    )
     assert counter.exact
     assert counter.count_text("the") == 1  # count_tokens("the") on claude-opus-4-7: 12 = 11 + 1
 
@@ -33,8 +42,8 @@ def test_an_unknown_family_falls_back_to_the_estimate_and_says_so_once(
 ) -> None:
     model = claude("claude-mythos-preview-b", None)
     with caplog.at_level(logging.WARNING, logger="tokend.service.counting"):
-        first = ModelCounter(model, None, Calibrator())
-        ModelCounter(model, None, Calibrator())
+        first = ModelCounter(model, None, Calibrator(), tokenizers=ExactTokenizers())
+        ModelCounter(model, None, Calibrator(), tokenizers=ExactTokenizers())
     assert not first.exact and first.count_text("hello there") > 0
     said = [r.getMessage() for r in caplog.records if "claude-mythos-preview-b" in r.getMessage()]
     assert len(said) == 1
@@ -42,11 +51,12 @@ def test_an_unknown_family_falls_back_to_the_estimate_and_says_so_once(
 
 
 def test_without_ctok_a_family_falls_back_to_the_estimate_and_says_how_to_fix_it(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setattr(counting, "ctok_installed", lambda: False)
     with caplog.at_level(logging.WARNING, logger="tokend.service.counting"):
-        counter = ModelCounter(claude("claude-sonnet-4-5-x", "claude-v3"), None, Calibrator())
+        counter = ModelCounter(
+            claude("claude-sonnet-4-5-x", "claude-v3"), None, Calibrator(), tokenizers=WithoutCtok()
+        )
     assert not counter.exact
     (said,) = [r.getMessage() for r in caplog.records]
     assert "needs the ctok package" in said and "--ignore-requires-python" in said
@@ -60,11 +70,12 @@ def python_files(n: int) -> list[str]:
 
 @pytest.mark.parametrize("family", ["claude-v3", "claude-v4.7"])
 def test_without_an_exact_count_a_family_is_estimated_in_its_own_tokens(
-    family: str, monkeypatch: pytest.MonkeyPatch
+    family: str,
 ) -> None:
-    monkeypatch.setattr(counting, "ctok_installed", lambda: False)
     calibrator = Calibrator(DEFAULT_CHARS_PER_TOKEN)  # as the service builds it
-    estimated = ModelCounter(claude(f"claude-test-{family}", family), None, calibrator)
+    estimated = ModelCounter(
+        claude(f"claude-test-{family}", family), None, calibrator, tokenizers=WithoutCtok()
+    )
     exact = ClaudeCounter(family)
     texts = python_files(25)
     errors = [abs(estimated.count_text(t) / exact.count(t) - 1) for t in texts]
@@ -93,13 +104,12 @@ def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     reopened.close()
 
 
-def test_without_ctok_a_claude_model_is_estimated_with_its_familys_weights(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_without_ctok_a_claude_model_is_estimated_with_its_familys_weights() -> None:
     from tokend.core.estimate_families import family_estimate_tokens
 
-    monkeypatch.setattr(counting, "ctok_installed", lambda: False)
-    counter = ModelCounter(claude("claude-opus-4-7", "claude-v4.7"), None, Calibrator())
+    counter = ModelCounter(
+        claude("claude-opus-4-7", "claude-v4.7"), None, Calibrator(), tokenizers=WithoutCtok()
+    )
     assert not counter.exact
     for text in python_files(3):
         assert counter.count_text(text) == family_estimate_tokens(text, "claude-v4.7")

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters import tokenizers
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
-from tokend.service.assembly import AssembleInput, assemble_context
 
 SYSTEM = "You are a careful engineer."
 TOOLS = [{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}]

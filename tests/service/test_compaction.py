@@ -11,12 +11,12 @@ import threading
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.tokenizers import load_encoding
 from tokend.core.render import SUMMARY_HEADER
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service import summarizers
 from tokend.service.app import open_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.auto_compaction import append_message
 from tokend.service.compaction import (
     CompactRequest,

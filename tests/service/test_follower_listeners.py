@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from tests.conftest import session_file
+from tokend.adapters.watch import PathWatch
 from tokend.service.app import open_service
 from tokend.service.followers import Followers
 from tokend.service.tail import TailStatus
@@ -33,7 +34,7 @@ def test_a_follower_calls_a_gone_listener_once_and_then_forgets_it(tmp_path: Pat
         return True
 
     async def refreshes() -> None:
-        followers = Followers(service)
+        followers = Followers(service, watch=PathWatch)
         try:
             first = await followers.start("claude-code", str(transcript), on_session=live)
             assert first.transcripts[0].caught_up

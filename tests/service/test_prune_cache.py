@@ -8,15 +8,15 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
+from tokend.adapters.workspace_settings import WorkspaceSettings
 from tokend.core.budget import CompactionConfig
 from tokend.core.settings import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import build_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 from tokend.service.service import TokendService
-from tokend.service.settings import WorkspaceSettings
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 READ, WRITE_5M, WRITE_1H = 0.30 / 1e6, 3.75 / 1e6, 6.0 / 1e6

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.tokenizers import load_encoding as exact_encoding
 from tokend.core.errors import MessageTooLarge, SessionNotFound, UnknownModel, VersionConflict
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tokend.adapters.catalog_source import LitellmEntries
+from tokend.adapters.workspace_settings import Settings, WorkspaceSettings
 from tokend.core.budget import autocompact_threshold
 from tokend.core.errors import UnknownModel
-from tokend.service.settings import Settings, WorkspaceSettings
 
 # One litellm-shaped entry: the tests never depend on the installed litellm's figures.
 CLAUDE = {

@@ -10,16 +10,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
+from tokend.adapters.workspace_settings import WorkspaceSettings
 from tokend.core.errors import SpendLimitReached
 from tokend.core.settings import TokendConfig
 from tokend.core.spend import SpendConfig
 from tokend.core.types import TextPart, Usage
 from tokend.core.usage_stats import RateConfig
 from tokend.service.app import App, assemble_app, build_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.service import TokendService
-from tokend.service.settings import WorkspaceSettings
 
 NEW_YORK = ZoneInfo("America/New_York")
 WS = "file:///home/me/project"

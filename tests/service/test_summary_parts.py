@@ -14,11 +14,11 @@ import json
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tests.model_servers import ModelServer
 from tokend.adapters.tokenizers import load_encoding  # tiktoken's, on the packaged vocabulary
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 
 MODEL = "tiny-summarizer"

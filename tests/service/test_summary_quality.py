@@ -11,10 +11,10 @@ import json
 import pytest
 
 from tests.appending import append
+from tests.assembling import AssembleInput, assemble_context
 from tests.model_servers import GOOD_ANSWER, ModelServer
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
-from tokend.service.assembly import AssembleInput, assemble_context
 from tokend.service.compaction import compact
 
 KEY_ENV = "TOKEND_TEST_SUMMARY_KEY"

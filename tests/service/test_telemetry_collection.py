@@ -13,11 +13,11 @@ import pytest
 import tokend.adapters.telemetry as otel
 from tests.appending import append
 from tokend.adapters.store import SqlStore
+from tokend.adapters.workspace_settings import WorkspaceSettings
 from tokend.core.settings import TokendConfig
 from tokend.core.telemetry_settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import assemble_app, build_service
-from tokend.service.settings import WorkspaceSettings
 
 CALLS = 5
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.appending import append
+from tokend.adapters.workspace_settings import WorkspaceSettings
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import open_app
-from tokend.service.settings import WorkspaceSettings
 
 WORKSPACE_FILE = """idle_timeout_s = 5
 [rate]

@@ -21,7 +21,6 @@ retention and the blobs nothing refers to any more.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
@@ -37,6 +36,7 @@ from tokend.adapters import checkpoint_blobs
 from tokend.adapters.store.engine import make_sqlite_files_private
 from tokend.adapters.store.url import default_data_dir, make_folder_private
 from tokend.core.checkpoints import FileChange, Origin, TurnMark
+from tokend.core.workspace_files import JournaledRestore, Seen, sha256_bytes
 
 _IN_BATCH = 500  # paths per SELECT ... IN (...)
 _SCHEMA = """
@@ -63,37 +63,6 @@ CREATE TABLE IF NOT EXISTS blobs (
 
 def default_checkpoint_dir() -> Path:
     return make_folder_private(default_data_dir()) / "checkpoints"
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """A file as last seen: its hash, size, mtime, and whether its bytes are saved."""
-
-    sha: str
-    size: int
-    mtime_ns: int
-    kept: bool
-    mode: int | None = None  # permission bits (None: not recorded)
-
-
-@dataclass(frozen=True, slots=True)
-class JournaledRestore:
-    """A row of the restore journal (`plan`, `conversation`, `outcome`: JSON text)."""
-
-    id: int
-    workspace: str
-    session_id: str
-    to_message_id: str
-    started_at: float
-    plan: str
-    conversation: str | None
-    state: str  # running | done | undone | interrupted
-    outcome: str | None
-    pid: int | None  # the process that ran it
 
 
 @dataclass(frozen=True, slots=True)

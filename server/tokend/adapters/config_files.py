@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urlparse
 
 from tokend.adapters.config_paths import (
     WORKSPACE_CONFIG_NAME,
@@ -38,12 +37,6 @@ def user_config_path() -> Path:
 
 def workspace_config_path(workspace: Path) -> Path:
     return workspace / WORKSPACE_CONFIG_NAME
-
-
-def workspace_folder(uri: str) -> Path | None:
-    """The folder of a file:// workspace URI (None for other schemes)."""
-    parsed = urlparse(uri)
-    return Path(unquote(parsed.path)) if parsed.scheme == "file" else None
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tokend.adapters.claude_tokens import ClaudeCounter
+from tokend.adapters.claude_tokens import ClaudeCounter, ctok_installed
 from tokend.adapters.packaged_data import VOCABULARIES as VOCABULARIES  # re-exported
 from tokend.adapters.vocabularies import find_vocabulary as find_vocabulary  # re-exported
 from tokend.adapters.vocabularies import vocabulary_search_dirs as vocabulary_search_dirs
@@ -240,12 +240,24 @@ class CachedCounter:
                 log.warning("count cache write failed: %s", exc)
 
 
+class ExactTokenizers:
+    """The exact tokenizers of this process (service.ports.ExactCounters): tiktoken's
+    vocabularies and, with ctok installed, the Claude families; each counter cached."""
+
+    def has_claude_families(self) -> bool:
+        return ctok_installed()
+
+    def counter(self, tokenizer: str, cache: CountCache | None) -> CachedCounter:
+        """`tokenizer`'s counter; TokenizerUnavailable for an unknown name."""
+        if tokenizer in CLAUDE_FAMILIES:
+            return CachedCounter(ClaudeCounter(tokenizer), cache)
+        return CachedCounter(TiktokenCounter(tokenizer), cache)
+
+
 def counter_for(tokenizer: str | None, cache: CountCache | None = None) -> TokenCounter:
     """The counter for a catalog tokenizer: "o200k_base"/"cl100k_base" -> cached tiktoken (exact),
     a Claude family ("claude-v3", ...) -> cached ctok (exact, adapters.claude_tokens), None -> the
     estimate. An unknown name raises TokenizerUnavailable."""
     if tokenizer is None:
         return EstimateCounter()
-    if tokenizer in CLAUDE_FAMILIES:
-        return CachedCounter(ClaudeCounter(tokenizer), cache)
-    return CachedCounter(TiktokenCounter(tokenizer), cache)
+    return ExactTokenizers().counter(tokenizer, cache)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tokend.adapters.own_folders import OwnPaths
@@ -114,3 +114,26 @@ class FolderWatcher:
         for thread in threads:
             if thread.ident is not None and thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))
+
+
+class TimedFolderWatcher(FolderWatcher):
+    """A FolderWatcher that also remembers when each pending path was first seen, so a batch
+    handed over late (debounced) still says when its changes happened (wall-clock seconds)."""
+
+    def __init__(
+        self,
+        root: Path,
+        on_batch: Callable[[frozenset[Path], Mapping[Path, float]], None],
+        on_notice: Callable[[str], None],
+        own: OwnPaths | None = None,
+    ) -> None:
+        self.first_seen: dict[Path, float] = {}
+        super().__init__(root, lambda paths: on_batch(paths, self._times_of(paths)), on_notice, own)
+
+    def _add(self, path: Path) -> None:
+        self.first_seen.setdefault(path, time.time())
+        super()._add(path)
+
+    def _times_of(self, batch: frozenset[Path]) -> dict[Path, float]:
+        now = time.time()
+        return {path: self.first_seen.pop(path, now) for path in batch}

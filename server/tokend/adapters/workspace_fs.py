@@ -29,26 +29,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from tokend.core.workspace_files import FolderMissing as FolderMissing  # re-exported
+from tokend.core.workspace_files import OpenedFile
+from tokend.core.workspace_files import PathConflict as PathConflict  # re-exported
+from tokend.core.workspace_files import PathOutside as PathOutside  # re-exported
+
 TEMP_SUFFIX = ".tokend-restore"
 MAX_SYMLINKS = 40  # as the kernel's own limit: more is a loop
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class PathConflict(Exception):
-    """`path` cannot be written or deleted safely now (`reason` says why, for the user)."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-class PathOutside(PathConflict):
-    """`path` now leads outside the workspace (through a symlink): not read."""
-
-
-class FolderMissing(PathConflict):
-    """A folder on `path`'s way does not exist (so neither does the file)."""
 
 
 def temporary_name(name: str) -> str:
@@ -276,7 +264,7 @@ def read_bytes(
         return read_opened(opened, limit)
 
 
-def read_opened(opened: Opened, limit: int | None = None) -> bytes:
+def read_opened(opened: OpenedFile, limit: int | None = None) -> bytes:
     """The bytes of an opened file from where it stands (at most `limit` + 1, when given)."""
     chunks, left = [], (limit + 1 if limit is not None else None)
     while left is None or left > 0:

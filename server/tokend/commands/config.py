@@ -18,11 +18,11 @@ from typing import Any, TextIO
 import platformdirs
 from rich.text import Text
 
+from tokend.adapters.workspace_settings import Settings, WorkspaceSettings
 from tokend.commands.output import Column, say, write_json, write_table
 from tokend.core.config import model_key
 from tokend.core.errors import InvalidParams
 from tokend.core.settings import TokendConfig
-from tokend.service.settings import Settings, WorkspaceSettings
 
 ORIGIN_NAMES = {
     "user": "user config",

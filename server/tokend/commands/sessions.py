@@ -16,12 +16,12 @@ from typing import Any, TextIO
 
 from rich.text import Text
 
-from tokend.adapters.config_files import workspace_folder
 from tokend.commands.local import local_app
 from tokend.commands.output import Cell, Column, percent_style, plural, say, write_json, write_table
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import SessionNotFound, TokendError
 from tokend.core.types import SessionInfo
+from tokend.core.workspace_files import workspace_folder
 from tokend.lsp import wire
 from tokend.lsp.results import to_wire_session_ref
 from tokend.service import admin

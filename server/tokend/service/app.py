@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokend.adapters import workspace_fs
 from tokend.adapters.model_http import HttpWriter
 from tokend.adapters.store import SqlStore, resolve_database_url
+from tokend.adapters.tokenizers import ExactTokenizers
+from tokend.adapters.workspace_settings import WarningsHook, WorkspaceSettings
 from tokend.core.catalog import Catalog
 from tokend.core.ports import Clock, CountCache, HttpWriterFactory, Store
 from tokend.core.settings import TokendConfig
@@ -37,12 +40,12 @@ from tokend.service.count_upgrade import CountUpgrades
 from tokend.service.listeners import SnapshotListeners
 from tokend.service.message_prep import MessagePrep
 from tokend.service.models import SessionModels
+from tokend.service.ports import ExactCounters, WorkspaceFiles
 from tokend.service.remote_feed import RemoteFeed
 from tokend.service.service import SystemClock, TokendService
 from tokend.service.session_changes import SessionChanges
 from tokend.service.session_loader import SessionLoader
 from tokend.service.sessions import Sessions
-from tokend.service.settings import WarningsHook, WorkspaceSettings
 from tokend.service.snapshot_extras import SnapshotExtras
 from tokend.service.telemetry import start_telemetry, stop_telemetry
 from tokend.service.usage import UsageMonitor
@@ -51,20 +54,12 @@ from tokend.service.workers import Workers
 if TYPE_CHECKING:
     from tokend.adapters.checkpoint_store import CheckpointStore
     from tokend.adapters.workspace_cache import WorkspaceCache
+    from tokend.service.app_workspaces import WorkspaceParts
     from tokend.service.checkpoints import Checkpoints
     from tokend.service.followers import Followers
     from tokend.service.workspace.registry import Workspaces
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False)
-class WorkspaceParts:
-    """What works on workspace folders: their indexes, the transcripts followed, checkpoints."""
-
-    workspaces: Workspaces
-    followers: Followers
-    checkpoints: Checkpoints | None  # a serving app's, or `tokend checkpoints`'
 
 
 @dataclass(eq=False)
@@ -207,16 +202,20 @@ def build_service(
     forget_settings: Callable[[str | None], None] | None = None,
     settings_key: Callable[[str | None], list[Any] | None] | None = None,
     http_writer: HttpWriterFactory = HttpWriter,
+    files: WorkspaceFiles = workspace_fs,
+    tokenizers: ExactCounters | None = None,
 ) -> TokendService:
     """The session core's parts on `store`, each handed the others it needs (service.service).
     The workspace_* callables give a workspace's catalog and settings (the user's without)."""
     clock = clock or SystemClock()
+    tokenizers = tokenizers or ExactTokenizers()
     calibration = Calibration(store)
     models = SessionModels(
         catalog,
         config,
         calibration.calibrator,
         cache,
+        tokenizers=tokenizers,
         workspace_catalog=workspace_catalog,
         workspace_config=workspace_config,
         forget_settings=forget_settings,
@@ -236,7 +235,7 @@ def build_service(
     remote = RemoteFeed(store, sessions, listeners, workers)
     return TokendService(
         store, catalog, config, clock, models, workers, listeners, extras, calibration,
-        upgrades, sessions, prep, appends, changes, remote, http_writer,
+        upgrades, sessions, prep, appends, changes, remote, http_writer, files,
     )  # fmt: skip
 
 
@@ -261,31 +260,11 @@ def assemble_app(
         usage.load_past()  # before the first request; a command reads it only if it must
     parts = None
     if serving or checkpoint_store is not None or workspace_cache is not None:
-        parts = _workspace_parts(service, checkpoint_store, workspace_cache)
+        from tokend.service.app_workspaces import workspace_parts
+
+        parts = workspace_parts(service, checkpoint_store, workspace_cache)
     telemetry = start_telemetry(service.config.telemetry, usage, _otel_sink) if serving else None
     return App(service, usage, parts, telemetry)
-
-
-def _workspace_parts(
-    service: TokendService,
-    checkpoint_store: CheckpointStore | None,
-    workspace_cache: WorkspaceCache | None,
-) -> WorkspaceParts:
-    from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
-    from tokend.service.checkpoints import Checkpoints
-    from tokend.service.followers import Followers
-    from tokend.service.workspace import session_files
-    from tokend.service.workspace.registry import Workspaces
-
-    workspaces = Workspaces(service, workspace_cache or WorkspaceCache(default_cache_path()))
-    workspaces.session_hooks.append(
-        lambda index, paths: session_files.refresh_sessions(workspaces, index, paths)
-    )
-    checkpoints = None
-    if checkpoint_store is not None:
-        config = service.config.checkpoints  # the user's settings: one store per user
-        checkpoints = Checkpoints(service, workspaces, checkpoint_store, config)
-    return WorkspaceParts(workspaces, Followers(service), checkpoints)
 
 
 def _otel_sink(config: TelemetryConfig, version: str) -> Any:

@@ -39,32 +39,7 @@ from tokend.service.workspace.registry import Workspaces
 from tokend.service.workspace.window import with_workspace
 
 # AssembleInput lives in assemble_input.py
-__all__ = ["AssembleInput", "assemble_context", "assemble_context_async"]
-
-
-def assemble_context(
-    service: TokendService,
-    session_id: str,
-    inp: AssembleInput,
-    *,
-    usage: UsageMonitor | None = None,
-    workspaces: Workspaces | None = None,
-) -> Assembly:
-    """The next request of the session (a read: the session's version does not move), built on
-    the calling thread: the service's tests and the CLI. The daemon uses assemble_context_async.
-
-    `usage` (the app's) refuses a session over its spend limit and warns near it; without it
-    nothing is checked. What the client leaves out comes from the session's workspace when
-    `workspaces` has it open: memory files and read-only files (readOnlyFiles), chat files
-    (chatFiles), and the repo map once the workspace's index is ready (see
-    service/workspace/window.py)."""
-    inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
-    state, spend_warnings = _admit(service, session_id, inp, usage)
-    built = _build(service, workspaces, state, inp, spend_warnings)
-    service.changes.set_measured(session_id, built.measured, built.exact)
-    # After set_measured: the figures told to the model are the gauge's as the client sees it.
-    budgeted = _with_budget(service, session_id, inp, built.assembly, built.limit, built.overhead)
-    return _with_edits(service, session_id, inp, budgeted)
+__all__ = ["AssembleInput", "assemble_context_async"]
 
 
 async def assemble_context_async(
@@ -75,11 +50,18 @@ async def assemble_context_async(
     usage: UsageMonitor | None = None,
     workspaces: Workspaces | None = None,
 ) -> Assembly:
-    """As assemble_context, with the work off the event loop: the workspace's files, the repo
-    map, the counting and the assembly run in the service's worker threads (on the session's
-    data as it was when the request began), the measured figures are written there too
-    (SessionState.apply_async); only the checks and the budget's short text stay on the loop.
-    A cancel while the worker builds answers RequestCancelled and records nothing."""
+    """The next request of the session (a read: the session's version does not move), with
+    the work off the event loop: the workspace's files, the repo map, the counting and the
+    assembly run in the service's worker threads (on the session's data as it was when the
+    request began), the measured figures are written there too (SessionState.apply_async);
+    only the checks and the budget's short text stay on the loop. A cancel while the worker
+    builds answers RequestCancelled and records nothing.
+
+    `usage` (the app's) refuses a session over its spend limit and warns near it; without it
+    nothing is checked. What the client leaves out comes from the session's workspace when
+    `workspaces` has it open: memory files and read-only files (readOnlyFiles), chat files
+    (chatFiles), and the repo map once the workspace's index is ready (see
+    service/workspace/window.py)."""
     inp = replace(inp, tools=tools_for(inp.format, inp.tools))  # the format's shape, or refused
     state, spend_warnings = _admit(service, session_id, inp, usage)
     built = await service.workers.run(
@@ -96,7 +78,7 @@ async def assemble_context_async(
 @dataclass(frozen=True)
 class _Built:
     assembly: Assembly
-    measured: dict[str, int]  # the non-zero measured figures, for set_measured
+    measured: dict[str, int]  # the non-zero measured figures (RecordMeasured)
     exact: bool
     limit: int
     overhead: int

@@ -3,7 +3,7 @@
 Runs on the checkpoint thread, holding the workspace's checkpoint lock while it reads, decides
 and writes, so a watcher batch sees its writes only once the baseline already says them.
 
-Every write and delete goes through adapters.workspace_fs: the path is walked from the workspace
+Every write and delete goes through the checkpointer's WorkspaceFiles (adapters.workspace_fs): the path is walked from the workspace
 root without following a symlink, at the moment of writing; a path that now passes through one
 is not touched and the step comes back `kept` with the reason. A restored file gets the mode
 its checkpoint recorded (the current file's, or the umask's default, for states recorded before
@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokend.adapters import workspace_fs
-from tokend.adapters.checkpoint_store import Seen, sha256_bytes
 from tokend.core.checkpoints import Action, FileChange, RestoreStep, plan_restore
 from tokend.core.errors import InvalidParams
+from tokend.core.workspace_files import PathConflict, Seen, sha256_bytes
 from tokend.service.checkpoints import Checkpoints
+from tokend.service.ports import WorkspaceFiles
 from tokend.service.workspace.registry import folder_of
 
 SYMLINK_NOTE = "tokend never writes through a symlink"
@@ -72,7 +72,7 @@ def restore(
             points[0], marks, changes, current, dirty, checkpoints.store.has_blob, force
         )
         if dry_run:
-            steps = tuple(_as_it_would_go(root, s) for s in plan.steps)
+            steps = tuple(_as_it_would_go(checkpoints.files, root, s) for s in plan.steps)
             return Restored(to_message_id, True, steps, plan.outside)
         journal = checkpoints.store.begin_restore(
             ws,
@@ -104,19 +104,19 @@ def undo(checkpoints: Checkpoints, session_id: str, restored: Restored) -> None:
         )
         back.append(RestoreStep(step.path, action, step.current, step.target))
     with checkpoints.lock(ws):
-        here = [s for s in back if disk_sha(root, s.path) == s.current]
+        here = [s for s in back if disk_sha(checkpoints.files, root, s.path) == s.current]
         apply_steps(checkpoints, ws, root, here)
         if restored.journal_id is not None:
             checkpoints.store.end_restore(restored.journal_id, "undone")
 
 
-def _as_it_would_go(root: Path, step: RestoreStep) -> RestoreStep:
+def _as_it_would_go(files: WorkspaceFiles, root: Path, step: RestoreStep) -> RestoreStep:
     """A dry run's step: kept when the write or delete would be refused now."""
     if step.action not in ("write", "create", "delete"):
         return step
     try:
-        workspace_fs.probe(root, step.path)
-    except workspace_fs.PathConflict as exc:
+        files.probe(root, step.path)
+    except PathConflict as exc:
         reason = f"not restored: {exc.reason} ({SYMLINK_NOTE})"
         return RestoreStep(step.path, "kept", step.target, step.current, reason)
     return step
@@ -128,13 +128,13 @@ def _current(checkpoints: Checkpoints, root: Path, rel: str, save: bool) -> str 
     if save:
         state, _ = checkpoints.capture(root, rel, None)
         return state.sha if state else None
-    return disk_sha(root, rel)
+    return disk_sha(checkpoints.files, root, rel)
 
 
-def disk_sha(root: Path, rel: str) -> str | None:
+def disk_sha(files: WorkspaceFiles, root: Path, rel: str) -> str | None:
     try:
-        return sha256_bytes(workspace_fs.read_bytes(root, rel, follow_inside=False))
-    except (OSError, workspace_fs.PathConflict):
+        return sha256_bytes(files.read_bytes(root, rel, follow_inside=False))
+    except (OSError, PathConflict):
         return None
 
 
@@ -159,10 +159,10 @@ def apply_steps(
             continue
         try:
             seen[step.path] = _carry_out(checkpoints, root, step)
-        except (OSError, workspace_fs.PathConflict) as exc:
+        except (OSError, PathConflict) as exc:
             reason = (
                 f"not restored: {exc.reason} ({SYMLINK_NOTE})"
-                if isinstance(exc, workspace_fs.PathConflict)
+                if isinstance(exc, PathConflict)
                 else str(exc)
             )
             outcome[i] = RestoreStep(step.path, "kept", step.target, step.current, reason)
@@ -178,21 +178,23 @@ def apply_steps(
 
 def _carry_out(checkpoints: Checkpoints, root: Path, step: RestoreStep) -> Seen | None:
     if step.target is None:
-        workspace_fs.delete(root, step.path)
+        checkpoints.files.delete(root, step.path)
         return None
     data = checkpoints.store.blob(step.target)
     if data is None:
         raise OSError(f"the saved state {step.target[:12]} is missing")
-    mode = step.mode if step.mode is not None else _existing_mode(root, step.path)
-    st = workspace_fs.write_atomic(root, step.path, data, mode)
+    mode = (
+        step.mode if step.mode is not None else _existing_mode(checkpoints.files, root, step.path)
+    )
+    st = checkpoints.files.write_atomic(root, step.path, data, mode)
     return Seen(step.target, len(data), st.st_mtime_ns, True, mode)
 
 
-def _existing_mode(root: Path, rel: str) -> int:
+def _existing_mode(files: WorkspaceFiles, root: Path, rel: str) -> int:
     """For a state recorded before modes were: the file's mode now, else the umask's default."""
     try:
-        found = workspace_fs.stat_file(root, rel, follow_inside=False)
-    except (OSError, workspace_fs.PathConflict):
+        found = files.stat_file(root, rel, follow_inside=False)
+    except (OSError, PathConflict):
         found = None
     return found.st_mode & 0o777 if found is not None else 0o666 & ~_umask()
 

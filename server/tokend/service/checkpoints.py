@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tokend.adapters import workspace_fs
-from tokend.adapters.checkpoint_store import CheckpointStore, Seen, sha256_bytes
 from tokend.core.checkpoints import CheckpointConfig, FileChange, Origin, TurnMark, pair_moves
 from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.prune import is_user_turn
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
+from tokend.core.workspace_files import OpenedFile, PathConflict, Seen, sha256_bytes
 from tokend.service.listeners import SessionEvent
+from tokend.service.ports import CheckpointIndex, WorkspaceFiles
 from tokend.service.service import TokendService
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.registry import Workspaces
@@ -67,12 +67,15 @@ class Checkpoints:
         self,
         service: TokendService,
         workspaces: Workspaces,
-        store: CheckpointStore,
+        store: CheckpointIndex,
         config: CheckpointConfig | None = None,
+        *,
+        files: WorkspaceFiles,
     ) -> None:
         self.service = service
         self.workspaces = workspaces
         self.store = store
+        self.files = files  # every read and write of a workspace's files (restores too)
         self.config = config or CheckpointConfig()
         self._locks: dict[str, threading.RLock] = {}
         self._walked: set[str] = set()
@@ -151,7 +154,7 @@ class Checkpoints:
         None when it is not a regular file. `turn` counts the bytes against the turn's cap;
         `fast` compresses for speed (the first walk)."""
         try:
-            with workspace_fs.open_file(root, rel, follow_inside=False) as opened:
+            with self.files.open_file(root, rel, follow_inside=False) as opened:
                 st = opened.st
                 if not stat.S_ISREG(st.st_mode):
                     return None, None
@@ -161,8 +164,8 @@ class Checkpoints:
                     note = f"{st.st_size:,} bytes, over the {cap:,}-byte per-file cap: not saved"
                     sha = _hash_opened(opened)
                     return Seen(sha, st.st_size, st.st_mtime_ns, False, mode), note
-                data = workspace_fs.read_opened(opened)
-        except (OSError, workspace_fs.PathConflict):
+                data = self.files.read_opened(opened)
+        except (OSError, PathConflict):
             return None, None  # gone, or a symlink now on its way: not a file of the workspace
         if turn is not None and turn.saved + len(data) > self.config.max_turn_bytes:
             sha = sha256_bytes(data)
@@ -376,7 +379,7 @@ def _yield_the_cpu() -> None:
         pass
 
 
-def _hash_opened(opened: workspace_fs.Opened) -> str:
+def _hash_opened(opened: OpenedFile) -> str:
     digest = hashlib.sha256()
     for block in iter(lambda: os.read(opened.fd, 1 << 20), b""):
         digest.update(block)

@@ -14,8 +14,6 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 
-from tokend.adapters.claude_tokens import ctok_installed
-from tokend.adapters.tokenizers import CachedCounter, counter_for
 from tokend.core.calibration import Calibrator
 from tokend.core.catalog import ModelInfo
 from tokend.core.changes import PartCounts
@@ -28,6 +26,7 @@ from tokend.core.render import PRUNED_TOOL_RESULT, part_content_hint, part_text
 from tokend.core.text_chunks import CHUNK_CHARS, count_chunks
 from tokend.core.types import ContentClass, ImagePart, Part, ReasoningPart, Role, StoredPart
 from tokend.core.wire_formats import WireFormat, default_format, part_is_sent
+from tokend.service.ports import ExactCounters, KeptCounter
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +42,14 @@ def _say_once(model: str, message: str) -> None:
     log.warning(message)
 
 
-def exact_counter(model: ModelInfo, cache: CountCache | None) -> TokenCounter | None:
+def exact_counter(
+    model: ModelInfo, cache: CountCache | None, tokenizers: ExactCounters
+) -> KeptCounter | None:
     """The exact counter of `model`'s tokenizer; None (the estimate) when it has none. A Claude
     model whose tokenizer family is unknown, or a Claude family without ctok installed, falls back
     to the estimate and says so once."""
     tokenizer = model.tokenizer
-    if tokenizer in CLAUDE_FAMILIES and not ctok_installed():
+    if tokenizer in CLAUDE_FAMILIES and not tokenizers.has_claude_families():
         _say_once(
             model.name,
             f"{model.name}: counted by the estimate: the {tokenizer} tokenizer needs the ctok "
@@ -65,17 +66,25 @@ def exact_counter(model: ModelInfo, cache: CountCache | None) -> TokenCounter | 
                 f'set [models."{model.name}"] tokenizer to one of {families} to count it exactly',
             )
         return None
-    return counter_for(tokenizer, cache=cache)
+    return tokenizers.counter(tokenizer, cache)
 
 
 class ModelCounter:
     """Counts parts and texts the way `model` sees them (thread-safe: workers count too)."""
 
-    def __init__(self, model: ModelInfo, cache: CountCache | None, calibrator: Calibrator) -> None:
+    def __init__(
+        self,
+        model: ModelInfo,
+        cache: CountCache | None,
+        calibrator: Calibrator,
+        *,
+        tokenizers: ExactCounters,
+    ) -> None:
         self.model = model
         self.format: WireFormat = default_format(model.provider)
         self._calibrator = calibrator
-        self._exact: TokenCounter | None = exact_counter(model, cache)
+        self._tokenizers = tokenizers
+        self._exact: KeptCounter | None = exact_counter(model, cache, tokenizers)
         family_priors = family_chars_per_token(model.tokenizer)
         self._family = model.tokenizer if family_priors is not None else None
         if family_priors is not None:  # estimated in the family's tokens (also estimate_first)
@@ -90,6 +99,10 @@ class ModelCounter:
         """Counted exactly by a Claude family (ctok's rules: ~1 s per MB, not tiktoken's ~20x
         faster): a big text is worth estimating first."""
         return self._exact is not None and self._family is not None
+
+    def uncached(self) -> TokenCounter | None:
+        """The model's exact counter without the persistent count cache (None: estimated)."""
+        return exact_counter(self.model, None, self._tokenizers) if self.exact else None
 
     def estimate_first(self) -> ModelCounter:
         """This model's counter by its family's estimate alone: a big text's first figure while
@@ -209,7 +222,7 @@ class ModelCounter:
         """As count_texts, the exact counts kept in the store whatever the texts' length: for
         what every request repeats (a system prompt, the pruned placeholder), so that the first
         assembly after a restart finds them there and waits for no vocabulary."""
-        if isinstance(self._exact, CachedCounter):
+        if self._exact is not None:
             return self._exact.count_many(texts, kept=True)
         return self.count_texts(texts)
 

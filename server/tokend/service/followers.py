@@ -3,7 +3,7 @@
 A follower follows either one transcript file, or an agent's whole sessions folder: then every
 transcript that appears or grows there after the follower started (and the newest one already
 there) is followed too, each into its own session, so a new agent session is picked up without
-a command. The daemon's watchdog adapter (adapters.watch) reports changes, polling the folder
+a command. The watch the app hands in (service.ports.WatchFactory: adapters.watch) reports changes, polling the folder
 when inotify cannot watch it; a slow poll of each tail catches what it misses (network file
 systems). What the agent wrote is imported at once, a reply still streaming included (see
 core/transcript_tail.py).
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokend.adapters.watch import PathWatch
 from tokend.core.errors import InvalidParams
+from tokend.service.ports import PathWatch, WatchFactory
 from tokend.service.service import TokendService
 from tokend.service.tail import AGENTS, Agent, TailStatus, TranscriptTail
 from tokend.service.transcript_files import agent_folder, is_transcript, latest_transcript
@@ -88,9 +88,11 @@ class Followers:
         self,
         service: TokendService,
         *,
+        watch: WatchFactory,
         poll_seconds: float = POLL_SECONDS,
     ) -> None:
         self.service = service
+        self._watch_factory = watch  # production: adapters.watch.PathWatch, from the app
         self.poll_seconds = poll_seconds
         self._followers: dict[str, _Follower] = {}
         self._running: dict[Path, _Running] = {}
@@ -228,7 +230,7 @@ class Followers:
         def notice(text: str) -> None:
             log.warning("following %s: %s", follower.path, text)
 
-        watch = PathWatch(folder, written, notice, recursive=follower.folder)
+        watch = self._watch_factory(folder, written, notice, recursive=follower.folder)
         watch.start()
         return watch
 
@@ -267,8 +269,9 @@ class Followers:
         return running
 
     async def _run(self, running: _Running) -> None:
-        """Sync the tail whenever it is poked or the poll comes round."""
-        while True:
+        """Sync the tail when poked or polled while a follower names it (a stop landing in a
+        commit is dropped there, service.turns.committed: the loop itself must end)."""
+        while running.followers:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(running.poked.wait(), self.poll_seconds)
             running.poked.clear()

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokend.adapters import workspace_fs
-from tokend.adapters.config_files import workspace_folder
 from tokend.core.budget import history_summary_target_tokens
 from tokend.core.digest import digest_to_json
 from tokend.core.errors import InvalidParams
@@ -26,7 +24,9 @@ from tokend.core.history_record import record_digest, record_of
 from tokend.core.snapshot import BudgetSnapshot
 from tokend.core.summary import USER_WORDS_TOKENS, render_summary
 from tokend.core.types import SessionInfo
+from tokend.core.workspace_files import PathConflict, PathOutside, workspace_folder
 from tokend.service.counting import ModelCounter
+from tokend.service.ports import WorkspaceFiles
 from tokend.service.service import TokendService
 from tokend.service.sessions import new_id
 from tokend.service.turns import run_to_end
@@ -59,7 +59,9 @@ async def handoff(service: TokendService, session_id: str, goal: str) -> HandedO
         texts: dict[str, str] = {}
         budget = config.handoff.file_tokens
         ranked = ranked_files(trail, goal)
-        choices = choose_files(_candidates(ranked, folder, counter, budget, texts), config.handoff)
+        choices = choose_files(
+            _candidates(service.files, ranked, folder, counter, budget, texts), config.handoff
+        )
         digest = record_digest(record_of(every, data.messages))
         rendered = render_summary(
             digest,
@@ -110,6 +112,7 @@ async def _create_child(
 
 
 def _candidates(
+    files: WorkspaceFiles,
     paths: Sequence[str],
     folder: Path | None,
     counter: ModelCounter,
@@ -127,7 +130,7 @@ def _candidates(
         if target in seen:
             continue
         seen.add(target)
-        text, problem = _read(folder, path)
+        text, problem = _read(files, folder, path)
         if text is None:
             yield path, None, problem
             continue
@@ -137,17 +140,17 @@ def _candidates(
         yield path, tokens, None
 
 
-def _read(folder: Path, path: str) -> tuple[str | None, str | None]:
+def _read(files: WorkspaceFiles, folder: Path, path: str) -> tuple[str | None, str | None]:
     """The file's text, or why it cannot be given: outside the workspace, missing, binary."""
     root = folder.resolve()
     target = (root / path).resolve()
     if not target.is_relative_to(root):
         return None, "outside the workspace folder"
-    try:  # read through workspace_fs: a folder swapped for a symlink since is not followed out
-        raw = workspace_fs.read_bytes(root, target.relative_to(root).as_posix(), MAX_FILE_BYTES)
-    except workspace_fs.PathOutside:
+    try:  # read without leaving the root: a folder swapped for a symlink is not followed out
+        raw = files.read_bytes(root, target.relative_to(root).as_posix(), MAX_FILE_BYTES)
+    except PathOutside:
         return None, "outside the workspace folder"
-    except (OSError, workspace_fs.PathConflict):
+    except (OSError, PathConflict):
         return None, "not on disk now"
     if len(raw) > MAX_FILE_BYTES:
         return None, f"over {MAX_FILE_BYTES:,} bytes"

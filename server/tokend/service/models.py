@@ -19,6 +19,7 @@ from tokend.core.session_data import SessionData
 from tokend.core.settings import TokendConfig
 from tokend.core.types import SessionInfo
 from tokend.service.counting import ModelCounter
+from tokend.service.ports import ExactCounters
 
 
 class SessionModels:
@@ -29,6 +30,7 @@ class SessionModels:
         calibrator: Calibrator,
         cache: CountCache | None = None,
         *,
+        tokenizers: ExactCounters,
         workspace_catalog: Callable[[str], Catalog] | None = None,
         workspace_config: Callable[[str | None], TokendConfig] | None = None,
         forget_settings: Callable[[str | None], None] | None = None,
@@ -38,6 +40,7 @@ class SessionModels:
         self._config = config
         self._calibrator = calibrator
         self._cache = cache
+        self._tokenizers = tokenizers  # the exact ones this process has (the app's)
         self._workspace_catalog = workspace_catalog
         self._workspace_config = workspace_config
         self._forget_settings = forget_settings
@@ -82,7 +85,9 @@ class SessionModels:
         key = f"{model.name}@{model.context_window}:{model.tokenizer}:{model.provider}"
         counter = self._counters.get(key)
         if counter is None:
-            counter = self._counters[key] = ModelCounter(model, self._cache, self._calibrator)
+            counter = self._counters[key] = ModelCounter(
+                model, self._cache, self._calibrator, tokenizers=self._tokenizers
+            )
         return counter
 
     def input_limit(self, data: SessionData) -> int:

@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tokend.adapters import workspace_fs
-from tokend.adapters.checkpoint_store import JournaledRestore, Seen
 from tokend.core.checkpoints import FileChange, RestoreStep
 from tokend.core.errors import TokendError
+from tokend.core.workspace_files import JournaledRestore, Seen
 from tokend.service import history
 from tokend.service.checkpoint_restore import apply_steps, decode_plan, disk_sha
 from tokend.service.checkpoints import Checkpoints
+from tokend.service.ports import WorkspaceFiles
 from tokend.service.workspace.registry import folder_of
 
 log = logging.getLogger(__name__)
@@ -97,18 +97,18 @@ def _still_running(pid: int | None) -> bool:
 
 
 def _settle_files(checkpoints: Checkpoints, row: JournaledRestore) -> dict[str, Any]:
-    root = folder_of(row.workspace)
+    root, files = folder_of(row.workspace), checkpoints.files
     plan = decode_plan(row.plan)
     finished: list[RestoreStep] = []
     already: dict[str, Seen | None] = {}
     kept: list[dict[str, str]] = []
     with checkpoints.lock(row.workspace):
-        removed = sum(workspace_fs.remove_temporary(root, s.path) for s in plan)
+        removed = sum(files.remove_temporary(root, s.path) for s in plan)
         todo = []
         for step in plan:
-            now = disk_sha(root, step.path)
+            now = disk_sha(files, root, step.path)
             if now == step.target:
-                already[step.path] = _seen(root, step)
+                already[step.path] = _seen(files, root, step)
             elif now == step.current:
                 todo.append(step)
             else:
@@ -136,10 +136,10 @@ def _settle_files(checkpoints: Checkpoints, row: JournaledRestore) -> dict[str, 
     }
 
 
-def _seen(root: Any, step: RestoreStep) -> Seen | None:
+def _seen(files: WorkspaceFiles, root: Any, step: RestoreStep) -> Seen | None:
     if step.target is None:
         return None
-    found = workspace_fs.stat_file(root, step.path, follow_inside=False)
+    found = files.stat_file(root, step.path, follow_inside=False)
     if found is None:
         return None
     return Seen(step.target, found.st_size, found.st_mtime_ns, True, found.st_mode & 0o777)

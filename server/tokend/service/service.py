@@ -10,7 +10,8 @@ needs; a caller takes the part it works with:
 - `listeners`: who hears of a session's changes (service.listeners), `extras` what every
   snapshot carries from outside the conversation (service.snapshot_extras);
 - `calibration`, `upgrades`: what estimates learn, and the exact counts made later;
-- `workers`: the threads beside the event loop; `remote`: other daemons' changes.
+- `workers`: the threads beside the event loop; `remote`: other daemons' changes;
+- `http_writer`, `files`: the adapters the root handed in (service.ports, core.ports).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tokend.service.count_upgrade import CountUpgrades
 from tokend.service.listeners import SnapshotListeners
 from tokend.service.message_prep import MessagePrep
 from tokend.service.models import SessionModels
+from tokend.service.ports import WorkspaceFiles
 from tokend.service.remote_feed import RemoteFeed
 from tokend.service.session_changes import SessionChanges
 from tokend.service.sessions import Sessions
@@ -57,6 +59,7 @@ class TokendService:
     changes: SessionChanges
     remote: RemoteFeed
     http_writer: HttpWriterFactory  # a summarizer chain's openai / anthropic steps
+    files: WorkspaceFiles  # a workspace's files, read and written without leaving it
     # (session id, summarizer step) -> its failures in a row (service.summarizers' breaker)
     summarizer_failures: dict[tuple[str, str], int] = field(default_factory=dict)
 

@@ -21,16 +21,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 
-from tokend.adapters.watcher import FolderWatcher
 from tokend.core.errors import InvalidParams
 from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.ports import FolderWatch
 
 log = logging.getLogger(__name__)
 
 CLOSE_SECONDS = 3.0  # for a closed workspace's threads to end (they check a flag between files)
 
 Parts = tuple[
-    WorkspaceIndex, FolderWatcher | None, ThreadPoolExecutor | None, threading.Thread | None
+    WorkspaceIndex, FolderWatch | None, ThreadPoolExecutor | None, threading.Thread | None
 ]
 
 
@@ -78,7 +78,7 @@ class Releasing:
     Workspaces, whose tables it shares)."""
 
     _indexes: dict[str, WorkspaceIndex]
-    _watchers: dict[str, FolderWatcher]
+    _watchers: dict[str, FolderWatch]
     _hook_workers: dict[str, ThreadPoolExecutor]
     _builders: dict[str, threading.Thread]
     _listeners: dict[str, list[Callable[..., None]]]

@@ -7,7 +7,7 @@ workspace/didChangeFileTokens) and to the sessions whose files or memory changed
 snapshot, budget/didChange).
 
 tokend's own folders inside a workspace (its data folder, when the workspace is the home
-folder) are found once when the workspace opens (adapters.own_folders) and left out by its
+folder) are found once when the workspace opens (the app's `open_index`) and left out by its
 walk, its watcher, its checkpoints and its map.
 Each workspace counts its users (`WorkspaceUser`: a connection; the lsp layer sets the one
 being served in `serving`): `open` adds the user being served, `let_go` removes one, and a
@@ -23,21 +23,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from tokend.adapters.own_folders import OwnPaths, sqlite_file_of
-from tokend.adapters.watcher import FolderWatcher
-from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
 from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.excerpt import excerpt
 from tokend.service.service import TokendService
 from tokend.service.workspace.closing import CLOSE_SECONDS, Releasing, WorkspaceUser, serving
 from tokend.service.workspace.figures import FileFigure
 from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.ports import FolderWatch, OpenIndex, WatchFolder
 
 log = logging.getLogger(__name__)
 
@@ -48,29 +45,6 @@ Notice = Callable[[str], None]
 BatchHook = Callable[[WorkspaceIndex, frozenset[Path], Mapping[Path, float]], None]
 # (index, path, the buffer's text or None, "open" | "change" | "save" | "close"), on the loop
 EditorHook = Callable[[WorkspaceIndex, str, str | None, str], None]
-
-
-class TimedFolderWatcher(FolderWatcher):
-    """A FolderWatcher that also remembers when each pending path was first seen, so a batch
-    handed over late (debounced) still says when its changes happened (wall-clock seconds)."""
-
-    def __init__(
-        self,
-        root: Path,
-        on_batch: Callable[[frozenset[Path], Mapping[Path, float]], None],
-        on_notice: Callable[[str], None],
-        own: OwnPaths | None = None,
-    ) -> None:
-        self.first_seen: dict[Path, float] = {}
-        super().__init__(root, lambda paths: on_batch(paths, self._times_of(paths)), on_notice, own)
-
-    def _add(self, path: Path) -> None:
-        self.first_seen.setdefault(path, time.time())
-        super()._add(path)
-
-    def _times_of(self, batch: frozenset[Path]) -> dict[Path, float]:
-        now = time.time()
-        return {path: self.first_seen.pop(path, now) for path in batch}
 
 
 def folder_of(uri: str) -> Path:
@@ -85,12 +59,22 @@ def folder_of(uri: str) -> Path:
 
 
 class Workspaces(Releasing):
-    def __init__(self, service: TokendService, cache: WorkspaceCache | None = None) -> None:
+    def __init__(
+        self,
+        service: TokendService,
+        *,
+        open_index: OpenIndex,
+        watch: WatchFolder,
+        prepare_rank: Callable[[], None] = lambda: None,
+    ) -> None:
         super().__init__()
         self.service = service
-        self.cache = cache or WorkspaceCache(default_cache_path())
+        self._open_index = open_index  # the app's: on its workspace cache (service/app.py)
+        self._watch = watch
+        # Before a repo map's rank (the app's: BLAS kept to one thread, adapters.blas)
+        self.prepare_rank = prepare_rank
         self._indexes: dict[str, WorkspaceIndex] = {}
-        self._watchers: dict[str, FolderWatcher] = {}
+        self._watchers: dict[str, FolderWatch] = {}
         self._listeners: dict[str, list[FiguresListener]] = {}
         self._notices: dict[str, list[Notice]] = {}
         self._hook_workers: dict[str, ThreadPoolExecutor] = {}
@@ -141,8 +125,7 @@ class Workspaces(Releasing):
             if index is not None:
                 return index
             root = folder_of(uri).resolve()
-            own = OwnPaths.inside(root, sqlite_file_of(self.service.store), self.own_folders)
-            index = WorkspaceIndex(key, root, self.cache, own)
+            index = self._open_index(key, root, self.own_folders)
             index.buffer_applied = lambda rel, figures: self._on_loop(self.announce)(
                 index, {rel}, figures
             )
@@ -157,11 +140,10 @@ class Workspaces(Releasing):
         tell = self._on_loop(progress) if progress else None
         if tell:
             tell("begin", f"indexing {index.root.name}")
-        watcher = TimedFolderWatcher(
-            index.root,
+        watcher = self._watch(
+            index,
             lambda paths, times: self._on_batch(index, paths, times),
             lambda notice: self._notice(index, notice),
-            index.rules.own,
         )
         try:
             watcher.start()  # before the walk: nothing changed during it is missed

@@ -14,14 +14,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tokend.adapters import blas
 from tokend.core.budget import repo_map_target_tokens
 from tokend.core.catalog import ModelInfo
 from tokend.core.ports import TokenCounter
 from tokend.core.render import part_text
 from tokend.core.repomap import Focus, identifiers_in
 from tokend.core.session_data import SessionData
-from tokend.service.counting import ModelCounter, exact_counter
+from tokend.service.counting import ModelCounter
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.registry import Workspaces
 from tokend.service.workspace.session_files import listed, session_index
@@ -65,7 +64,7 @@ def session_map(
 ) -> RepoMap:
     """The session's map (slow the first time for a focus: call it off the event loop; it
     waits for the first build's tags)."""
-    blas.single_threaded()  # the rank's solve on a large tree (adapters.blas says why)
+    workspaces.prepare_rank()  # the rank's solve on a large tree (the app's: adapters.blas)
     index = session_index(workspaces, data)
     index.tags.ready.wait()
     index.check_open()
@@ -94,7 +93,7 @@ def map_count(counter: ModelCounter, model: ModelInfo) -> Callable[[str], int]:
     with _map_counters_lock:
         found = _map_counters.get(tokenizer)
         if found is None:
-            made = exact_counter(model, None)
+            made = counter.uncached()
             if made is None:
                 return counter.count_text
             found = _map_counters[tokenizer] = made

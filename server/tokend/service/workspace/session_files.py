@@ -14,7 +14,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokend.adapters.file_index import resolve_inside
 from tokend.core.context_inputs import file_block_text
 from tokend.core.errors import InvalidParams
 from tokend.core.memory import DEFAULT_MEMORY_CAP_TOKENS, MemoryChunk, build_chunk
@@ -123,7 +122,7 @@ async def change_files(
     service = workspaces.service
     data = service.sessions.state(session_id).data
     index = session_index(workspaces, data)
-    rels = [resolve_inside(index.root, p) for p in paths]
+    rels = [index.relative(p) for p in paths]
     if read_only is not None:
         await workspaces.settled(index, rels)
         checked = await service.workers.run(lambda: [index.read(r) for r in rels])

@@ -1,5 +1,6 @@
 """Settings per workspace: the user's config.toml under the workspace's .tokend.toml, kept
-current while the daemon runs.
+current while the daemon runs. Files read and stamped: an adapter, which the composition root
+(service/app.py) hands to the session core as the callables service.models takes.
 
 `WorkspaceSettings.for_workspace(uri)` answers from a cache. At most once per `recheck_seconds`
 per workspace it stats the two files, and reads them again when either one's stamp (mtime,
@@ -35,11 +36,11 @@ from tokend.adapters.config_files import (
     read_config_file,
     user_config_path,
     workspace_config_path,
-    workspace_folder,
 )
 from tokend.adapters.config_paths import FileStamp, file_stamp
 from tokend.core.catalog import Catalog
 from tokend.core.settings import TokendConfig, room_problems
+from tokend.core.workspace_files import workspace_folder
 
 RECHECK_SECONDS = 1.0
 

@@ -1,0 +1,68 @@
+"""The composition root's second half (service/app.py's): the parts that work on workspace
+folders, built when an app serves or opens folders, each handed the adapters it works through:
+the workspaces (their indexes on the workspace cache, tokend's own folders left out, watchers,
+BLAS kept to one thread for the repo map's rank), the followers (their watches) and the
+checkpointer (its store, the workspace's files)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokend.adapters import blas
+from tokend.adapters.checkpoint_store import CheckpointStore
+from tokend.adapters.own_folders import OwnPaths, sqlite_file_of
+from tokend.adapters.watch import PathWatch
+from tokend.adapters.watcher import TimedFolderWatcher
+from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
+from tokend.service.checkpoints import Checkpoints
+from tokend.service.followers import Followers
+from tokend.service.service import TokendService
+from tokend.service.workspace import session_files
+from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.ports import FolderWatch, OnBatch
+from tokend.service.workspace.registry import Workspaces
+
+
+@dataclass(eq=False)
+class WorkspaceParts:
+    """What works on workspace folders: their indexes, the transcripts followed, checkpoints."""
+
+    workspaces: Workspaces
+    followers: Followers
+    checkpoints: Checkpoints | None  # a serving app's, or `tokend checkpoints`'
+
+
+def workspace_parts(
+    service: TokendService,
+    checkpoint_store: CheckpointStore | None,
+    workspace_cache: WorkspaceCache | None,
+) -> WorkspaceParts:
+    """The workspaces (each folder's index on `workspace_cache`, else the user's; its watcher;
+    the session files kept fresh), the followers and, given a `checkpoint_store`, the
+    checkpointer, each handed the adapters it works through."""
+    cache = workspace_cache or WorkspaceCache(default_cache_path())
+
+    def open_index(key: str, root: Path, own_folders: Sequence[Path]) -> WorkspaceIndex:
+        own = OwnPaths.inside(root, sqlite_file_of(service.store), own_folders)
+        return WorkspaceIndex(key, root, cache, own)
+
+    def watch(
+        index: WorkspaceIndex, on_batch: OnBatch, on_notice: Callable[[str], None]
+    ) -> FolderWatch:
+        return TimedFolderWatcher(index.root, on_batch, on_notice, index.rules.own)
+
+    workspaces = Workspaces(
+        service, open_index=open_index, watch=watch, prepare_rank=blas.single_threaded
+    )
+    workspaces.session_hooks.append(
+        lambda index, paths: session_files.refresh_sessions(workspaces, index, paths)
+    )
+    checkpoints = None
+    if checkpoint_store is not None:
+        config = service.config.checkpoints  # the user's settings: one store per user
+        checkpoints = Checkpoints(
+            service, workspaces, checkpoint_store, config, files=service.files
+        )
+    return WorkspaceParts(workspaces, Followers(service, watch=PathWatch), checkpoints)

@@ -1,0 +1,42 @@
+"""The seams of the workspaces (service.workspace.registry): how an index is opened on a folder
+and how the folder is watched. The composition root (service/app.py) hands in the adapters'
+(adapters.workspace_cache, adapters.own_folders, adapters.watcher); a test hands in fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from tokend.service.workspace.index import WorkspaceIndex
+
+# (the paths changed, when each was first seen: wall-clock seconds), on the watch's thread
+OnBatch = Callable[[frozenset[Path], Mapping[Path, float]], None]
+
+
+class FolderWatch(Protocol):
+    """A workspace folder's watcher: batches of changed paths from its own thread."""
+
+    def start(self) -> None:
+        """Watch from now on; OSError when the folder cannot be watched."""
+        ...
+
+    def stop(self) -> None: ...
+
+    def join(self, timeout: float) -> None: ...
+
+
+class WatchFolder(Protocol):
+    """Builds the watcher of `index`'s folder (its own paths left out), calling `on_batch` with
+    each batch and `on_notice` with what the user should know (a folder polled)."""
+
+    def __call__(
+        self, index: WorkspaceIndex, on_batch: OnBatch, on_notice: Callable[[str], None]
+    ) -> FolderWatch: ...
+
+
+class OpenIndex(Protocol):
+    """The index of the workspace `key` on folder `root`, leaving out tokend's own folders
+    (its data, state, cache and runtime folders, the store's file) and `own_folders`."""
+
+    def __call__(self, key: str, root: Path, own_folders: Sequence[Path]) -> WorkspaceIndex: ...
