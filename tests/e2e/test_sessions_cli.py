@@ -404,3 +404,23 @@ def test_colour_on_a_terminal_only_and_never_with_no_color(home: Home) -> None:
     assert "\x1b[" in coloured and "1 session in" in coloured
     plain = _on_a_terminal(home, "sessions", NO_COLOR="1")
     assert "\x1b[" not in plain and "1 session in" in plain
+
+
+def test_compact_without_a_daemon_prints_what_session_compact_answers(home: Home) -> None:
+    """protocol.md: an action's `messageId` is sent only for a summary. Computed on the store,
+    `tokend compact --json` printed `"messageId": null` for every action and lost the summary's
+    id; the oracle is the summary message on disk."""
+    _prune_eagerly(home)
+    ws = str(home.workspace)
+    sid = home.json("import", "claude-code", str(transcript(BIG_SESSION.name)), "--workspace", ws)[
+        "sessionId"
+    ]
+    pruned = home.json("compact", sid)
+    assert [a["kind"] for a in pruned["actions"]] == ["prune"]
+    assert "messageId" not in pruned["actions"][0]
+    summarized = home.json("compact", sid)  # nothing left to prune: the next tier summarizes
+    [summary] = [a for a in summarized["actions"] if "messageId" in a]
+    with sqlite3.connect(home.db) as conn:
+        query = "SELECT id FROM messages WHERE session_id = ? AND summary = 1 ORDER BY seq"
+        stored = [row[0] for row in conn.execute(query, (sid,))]
+    assert stored[-1] == summary["messageId"]  # the newest summary (the transcript had its own)

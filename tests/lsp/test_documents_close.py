@@ -1,14 +1,14 @@
 """The documents' close callback of a connection that never sent `initialize` (its server was
 built by an earlier message; pygls has no workspace for it). Found by a heap walk of the daemon
 after the fuzz: it raised RuntimeError, and since it runs first among the connection's close
-callbacks (lsp/handlers/documents.py registers it as the server is built), the others
+callbacks (lsp/handlers/workspace.py's `connect` registers it as the server is built), the others
 (unwatch_all, leave_workspaces) did not run."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tokend.lsp.handlers.documents import close_all
+from tokend.lsp.documents import close_all
 from tokend.service.workspace.documents import OpenDocuments
 
 

@@ -22,7 +22,8 @@ from pygls.lsp.server import LanguageServer
 from tests.lsp.test_protocol import Capture
 from tokend.lsp.protocol import TokendProtocol, shared_converter
 from tokend.lsp.server import rpc
-from tokend.lsp.wire import SessionCreateParams, from_wire
+from tokend.lsp.wire import from_wire
+from tokend.lsp.wire.session import SessionCreateParams
 
 BIG = "the quick brown fox " * 50_000
 

@@ -8,6 +8,8 @@ from tokend.core.errors import InvalidParams
 from tokend.core.types import ImagePart, ReasoningPart, ToolCallPart, ToolResultPart
 from tokend.lsp import wire
 from tokend.lsp.convert import from_wire_part, from_wire_role, from_wire_usage
+from tokend.lsp.wire.message import UsageParams
+from tokend.lsp.wire.session import SessionCreateParams
 
 
 def test_each_part_kind_converts():
@@ -51,18 +53,18 @@ def test_roles_and_usage_are_checked():
     with pytest.raises(InvalidParams, match="robot"):
         from_wire_role("robot")
     with pytest.raises(InvalidParams, match="negative"):
-        from_wire_usage(wire.UsageParams(input_tokens=5, output_tokens=-1))
+        from_wire_usage(UsageParams(input_tokens=5, output_tokens=-1))
     with pytest.raises(InvalidParams, match="reasoningTokens"):
-        from_wire_usage(wire.UsageParams(input_tokens=5, output_tokens=1, reasoning_tokens=2))
-    usage = from_wire_usage(wire.UsageParams(3, 41, 0, 11515, 13835))
+        from_wire_usage(UsageParams(input_tokens=5, output_tokens=1, reasoning_tokens=2))
+    usage = from_wire_usage(UsageParams(3, 41, 0, 11515, 13835))
     assert usage is not None and usage.context_tokens == 3 + 11515 + 13835
 
 
 def test_params_errors_name_the_field():
     with pytest.raises(InvalidParams) as error:
-        wire.from_wire(wire.SessionCreateParams, {"model": "gpt-4o", "contextWindow": "big"})
+        wire.from_wire(SessionCreateParams, {"model": "gpt-4o", "contextWindow": "big"})
     assert "contextWindow" in error.value.message
     with pytest.raises(InvalidParams, match="model"):
-        wire.from_wire(wire.SessionCreateParams, {})
+        wire.from_wire(SessionCreateParams, {})
     with pytest.raises(InvalidParams, match="must be an object"):
         wire.from_wire(wire.SessionIdParams, [1])

@@ -16,6 +16,7 @@ from tokend.commands.local import local_app
 from tokend.commands.output import Cell, Column, plural, say, write_json, write_table
 from tokend.commands.rpc_client import DaemonClient
 from tokend.lsp.results import to_wire_interrupted, to_wire_restored, to_wire_turn
+from tokend.lsp.wire import to_wire
 from tokend.service import restore_journal
 from tokend.service.checkpoint_restore import SYMLINK_NOTE
 from tokend.service.checkpoint_views import list_turns, restore, turn_diff
@@ -52,8 +53,10 @@ def run_checkpoints(args: argparse.Namespace, out: TextIO) -> int:
         "checkpoint/list",
         {"sessionId": sid},
         lambda c: {
-            "turns": [to_wire_turn(t) for t in list_turns(c, sid)],
-            "interrupted": [to_wire_interrupted(i) for i in restore_journal.interrupted(c, sid)],
+            "turns": [to_wire(to_wire_turn(t)) for t in list_turns(c, sid)],
+            "interrupted": [
+                to_wire(to_wire_interrupted(i)) for i in restore_journal.interrupted(c, sid)
+            ],
         },
     )
     if args.json:
@@ -89,7 +92,7 @@ def run_rewind(args: argparse.Namespace, out: TextIO) -> int:
 
     def locally(checkpoints: Checkpoints) -> Any:
         done = checkpoints.submit(lambda: restore(checkpoints, sid, to, args.dry_run, args.force))
-        return to_wire_restored(done.result())
+        return to_wire(to_wire_restored(done.result()))
 
     result = _ask(args.database_url, "checkpoint/restore", params, locally)
     if args.json:

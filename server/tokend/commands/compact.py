@@ -12,8 +12,8 @@ from typing import Any, TextIO
 from tokend.commands.output import percent_style, plural, say, write_json
 from tokend.commands.sessions import change_session, local_service
 from tokend.commands.status import active_session_id
-from tokend.lsp import wire
-from tokend.lsp.convert import to_wire_snapshot
+from tokend.lsp.results import to_wire_compact_result
+from tokend.lsp.wire import to_wire
 from tokend.service.compaction import compact
 from tokend.service.service import TokendService
 
@@ -39,11 +39,7 @@ def run_compact(args: argparse.Namespace, out: TextIO) -> int:
 def compact_locally(service: TokendService, session_id: str) -> Any:
     """What session/compact answers, computed on the store: {before, after, actions, snapshot}."""
     outcome = compact(service, session_id, "auto")
-    actions = [
-        wire.CompactActionWire(a.kind, a.parts, a.tokens_freed, a.detail) for a in outcome.actions
-    ]
-    snapshot = to_wire_snapshot(outcome.snapshot)
-    return wire.to_wire(wire.CompactResult(outcome.before, outcome.after, actions, snapshot))
+    return to_wire(to_wire_compact_result(outcome))
 
 
 def _report(out: TextIO, session_id: str, result: dict[str, Any]) -> None:

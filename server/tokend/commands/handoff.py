@@ -14,6 +14,7 @@ from tokend.commands.fork import session_or_active
 from tokend.commands.output import plural, say, write_json
 from tokend.commands.sessions import change_session
 from tokend.lsp.results import to_wire_handoff
+from tokend.lsp.wire import to_wire
 from tokend.service.handoff import handoff
 from tokend.service.service import TokendService
 
@@ -42,4 +43,4 @@ def run_handoff(args: argparse.Namespace, out: TextIO) -> int:
 
 def handoff_locally(service: TokendService, session_id: str, goal: str) -> Any:
     """What session/handoff answers, computed on the store."""
-    return to_wire_handoff(asyncio.run(handoff(service, session_id, goal)))
+    return to_wire(to_wire_handoff(asyncio.run(handoff(service, session_id, goal))))

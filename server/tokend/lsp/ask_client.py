@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from tokend.lsp.server import TokendServer
+from tokend.lsp.wire import to_wire
+from tokend.lsp.wire.compaction import SessionSummarizeParams
 from tokend.service.summarizers import AskClient
 
 SUMMARIZE = "session/summarize"
@@ -19,7 +21,7 @@ def ask_client(ls: TokendServer) -> AskClient:
     """Send session/summarize on this connection; the awaitable resolves to the answer."""
 
     async def ask(session_id: str, prompt: str, max_tokens: int) -> Any:
-        params = {"sessionId": session_id, "prompt": prompt, "maxTokens": max_tokens}
+        params = to_wire(SessionSummarizeParams(session_id, prompt, max_tokens))
         return plain(await ls.protocol.send_request_async(SUMMARIZE, params))
 
     return ask

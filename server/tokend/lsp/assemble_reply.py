@@ -1,56 +1,49 @@
-"""The `context/assemble` result as JSON text, joined from the render cache's text of each
-message a warm session already wrote (core.render_cache.RenderCache.json_text): a reply of
-10,000 messages costs their join, not encoding 2.6 MB of objects again. The text is what
-`json.dumps(result)` writes (the connection sends it as it is: lsp.wire.JsonText)."""
+"""The `context/assemble` result (lsp/wire/assembly.py) as JSON text, joined from the render
+cache's text of each message a warm session already wrote (core.render_cache.RenderCache
+.json_text): a reply of 10,000 messages costs their join, not encoding 2.6 MB of objects again.
+The text is what `json.dumps(to_wire(result))` writes (the connection sends it as it is:
+lsp.wire.JsonText)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tokend.core.assemble import Assembly
 from tokend.core.render_cache import RenderCache
-from tokend.lsp.wire import JsonText
+from tokend.lsp.wire import JsonText, to_wire
+from tokend.lsp.wire.assembly import AssembleResult, CacheBreakpointWire, ChunkWire
 
 
-def assemble_result(assembly: Assembly) -> dict[str, Any]:
-    """The result as objects (protocol.md, context/assemble), its keys in the order sent."""
-    result: dict[str, Any] = {
-        "messages": list(assembly.messages),
-        "totalTokens": assembly.total_tokens,
-        "chunks": [{"name": n, "tokens": t} for n, t in assembly.chunks],
-        "cacheBreakpoints": [
-            {"chunk": b.chunk, "messageIndex": b.message_index} for b in assembly.cache_breakpoints
-        ],
-        "warnings": list(assembly.warnings),
-    }
-    if assembly.system is not None:
-        result["system"] = list(assembly.system)
-    if assembly.tools:
-        result["tools"] = list(assembly.tools)
-    for key, value in assembly.extras:  # contextManagement, outputConfig
-        result[key] = value
-    if assembly.betas:
-        result["betas"] = list(assembly.betas)
-    return result
+def to_wire_assembly(assembly: Assembly, *, messages: bool = True) -> AssembleResult:
+    """The result (protocol.md, context/assemble); its messages left out unless `messages`."""
+    return AssembleResult(
+        list(assembly.messages) if messages else [],
+        assembly.total_tokens,
+        [ChunkWire(n, t) for n, t in assembly.chunks],
+        [CacheBreakpointWire(b.chunk, b.message_index) for b in assembly.cache_breakpoints],
+        list(assembly.warnings),
+        system=list(assembly.system) if assembly.system is not None else None,
+        tools=list(assembly.tools) or None,
+        request_fields=dict(assembly.extras),  # contextManagement, outputConfig
+        betas=list(assembly.betas) or None,
+    )
 
 
-def assemble_text(assembly: Assembly, cache: RenderCache) -> JsonText | dict[str, Any]:
+def assemble_text(assembly: Assembly, cache: RenderCache) -> JsonText | AssembleResult:
     """The result as `json.dumps` writes it, each message's text from `cache` where it holds
-    it (call it beside the loop). A result holding NaN or Infinity is given back as objects,
-    for the connection to refuse as it refuses any such reply."""
-    result = assemble_result(assembly)
+    it (call it beside the loop). A result holding NaN or Infinity is given back as the wire
+    class, for the connection to refuse as it refuses any such reply."""
     pieces = ["{"]
     try:
-        for key, value in result.items():
+        for key, value in to_wire(to_wire_assembly(assembly, messages=False)).items():
             if len(pieces) > 1:
                 pieces.append(", ")
             pieces.append(json.dumps(key) + ": ")
             if key == "messages":
-                pieces.append(cache.join_json(value))
+                pieces.append(cache.join_json(assembly.messages))
             else:
                 pieces.append(json.dumps(value, allow_nan=False))
     except ValueError:
-        return result
+        return to_wire_assembly(assembly)
     pieces.append("}")
     return JsonText("".join(pieces))

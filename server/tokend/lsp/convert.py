@@ -28,10 +28,9 @@ from tokend.core.types import (
     ToolResultPart,
     Usage,
 )
-from tokend.core.types import Message as DomainMessage
-from tokend.lsp import wire
-from tokend.lsp.wire_cache import to_wire_prompt_cache
-from tokend.lsp.wire_usage import cleared_figures
+from tokend.lsp.wire import budget, session
+from tokend.lsp.wire.budget import to_wire_prompt_cache
+from tokend.lsp.wire.message import UsageParams, cleared_figures
 
 PART_TYPES = ("text", "reasoning", "toolCall", "toolResult", "image", "file", "compaction")
 COMPACTION_PROVIDERS = ("anthropic", "openai")
@@ -120,7 +119,7 @@ def _from_wire_compaction(raw: dict[str, Any], index: int) -> CompactionPart:
     )
 
 
-def with_iterations(role: str, parts: list[Part], usage: wire.UsageParams | None) -> list[Part]:
+def with_iterations(role: str, parts: list[Part], usage: UsageParams | None) -> list[Part]:
     """The parts of one appended message, its provider compaction (at most one, on an assistant
     message) carrying `usage.iterations`. Iterations without a compaction iteration describe
     the call the top-level figures already give; one with a compaction needs the part."""
@@ -174,7 +173,7 @@ def from_wire_role(role: str) -> Role:
     return role
 
 
-def from_wire_usage(usage: wire.UsageParams | None) -> Usage | None:
+def from_wire_usage(usage: UsageParams | None) -> Usage | None:
     if usage is None:
         return None
     values = {
@@ -205,11 +204,11 @@ def from_wire_usage(usage: wire.UsageParams | None) -> Usage | None:
     )
 
 
-def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
+def to_wire_snapshot(s: BudgetSnapshot) -> budget.SnapshotWire:
     """All figures in tokens except usedPercentage (0-100, of contextWindow), cost (USD) and
     time (milliseconds, lines)."""
     call = s.last_call
-    return wire.SnapshotWire(
+    return budget.SnapshotWire(
         session_id=s.session_id,
         model=s.model,
         context_window=s.context_window,
@@ -218,13 +217,13 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
         used_percentage=s.used_percentage,
         remaining_tokens=s.remaining_tokens,
         estimated=s.estimated,
-        breakdown=[wire.BreakdownWire(b.category, b.tokens, b.basis) for b in s.breakdown],
+        breakdown=[budget.BreakdownWire(b.category, b.tokens, b.basis) for b in s.breakdown],
         autocompact_threshold=s.autocompact_threshold,
         compactions=s.compactions,
         compact_with=s.compact_with,
-        cost=wire.CostWire(s.cost_total_usd, dict(s.cost_by_model)),
-        totals=wire.TotalsWire(*astuple(s.totals)),  # the same fields in the same order
-        time=wire.TimeWire(
+        cost=budget.CostWire(s.cost_total_usd, dict(s.cost_by_model)),
+        totals=budget.TotalsWire(*astuple(s.totals)),  # the same fields in the same order
+        time=budget.TimeWire(
             s.times.wall_duration_ms,
             s.times.api_duration_ms,
             s.times.lines_added,
@@ -232,7 +231,7 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
         ),
         last_call=None
         if call is None
-        else wire.LastCallWire(
+        else budget.LastCallWire(
             call.message_id,
             call.input_tokens,
             call.output_tokens,
@@ -252,11 +251,11 @@ def to_wire_snapshot(s: BudgetSnapshot) -> wire.SnapshotWire:
     )
 
 
-def _to_wire_rate(s: BudgetSnapshot) -> wire.RateWire | None:
+def _to_wire_rate(s: BudgetSnapshot) -> budget.RateWire | None:
     rate = s.rate
     if rate is None or rate.tpm_limit is None:
         return None
-    return wire.RateWire(
+    return budget.RateWire(
         rate.tokens_per_minute,
         rate.tpm_limit,
         rate.headroom_tokens or 0,
@@ -264,8 +263,8 @@ def _to_wire_rate(s: BudgetSnapshot) -> wire.RateWire | None:
     )
 
 
-def to_wire_session_summary(info: SessionInfo, gauge: SessionGauge) -> wire.SessionSummaryWire:
-    return wire.SessionSummaryWire(
+def to_wire_session_summary(info: SessionInfo, gauge: SessionGauge) -> session.SessionSummaryWire:
+    return session.SessionSummaryWire(
         session_id=info.id,
         model=info.model,
         title=info.title,
@@ -279,72 +278,8 @@ def to_wire_session_summary(info: SessionInfo, gauge: SessionGauge) -> wire.Sess
     )
 
 
-def to_wire_part(part: Part) -> dict[str, Any]:
-    """A stored part as protocol.md's Part (a summary as {type: "summary", text}; a gated
-    tool result's `output` is what the model sees, with {gate, ref, originalChars})."""
-    match part:
-        case TextPart(text=text):
-            return {"type": "text", "text": text}
-        case ReasoningPart(text=text, provider_metadata=meta):
-            out: dict[str, Any] = {"type": "reasoning", "text": text}
-            if meta is not None:
-                out["providerMetadata"] = meta
-            return out
-        case ToolCallPart(call_id=call_id, name=name, input=value):
-            return {"type": "toolCall", "callId": call_id, "name": name, "input": value}
-        case ToolResultPart():
-            out = {
-                "type": "toolResult",
-                "callId": part.call_id,
-                "name": part.name,
-                "output": part.output,
-                "isError": part.is_error,
-            }
-            if part.gate is not None:
-                out.update(gate=part.gate, ref=part.ref, originalChars=part.original_chars)
-            return out
-        case ImagePart(media_type=media_type, data_base64=data):
-            out = {"type": "image", "mediaType": media_type}
-            if data is not None:
-                out["dataBase64"] = data
-            return out
-        case FilePart(path=path):
-            return {"type": "file", "path": path}
-        case CompactionPart(provider=str(provider)):
-            out = {"type": "compaction", "provider": provider}
-            fields = {"summary": part.summary, "opaque": part.opaque, "id": part.item_id}
-            out.update((k, v) for k, v in fields.items() if v)
-            return out
-        case CompactionPart(summary=summary):
-            return {"type": "summary", "text": summary}
-    raise TypeError(f"not a part: {part!r}")
-
-
-def to_wire_message(message: DomainMessage, tokens: int | None) -> dict[str, Any]:
-    """One message of session/messages; `tokens` as the live context counts it (None when
-    the message is out of it). Times are ISO 8601 UTC."""
-    out: dict[str, Any] = {
-        "messageId": message.id,
-        "role": message.role,
-        "kind": "summary" if message.summary else "message",
-        "parts": [
-            {**to_wire_part(sp.part), **({"pruned": True} if sp.compacted_at else {})}
-            for sp in message.parts
-        ],
-        "createdAt": message.created_at.isoformat(),
-        "tokens": tokens,
-        "live": message.compacted_at is None,
-    }
-    if message.compacted_at is not None:
-        out["compactedAt"] = message.compacted_at.isoformat()
-        out["compactedBy"] = message.compacted_by
-    if message.model is not None:
-        out["model"] = message.model
-    return out
-
-
-def to_wire_gated(gated: GatedOutput) -> wire.GatedOutputWire:
-    return wire.GatedOutputWire(
+def to_wire_gated(gated: GatedOutput) -> session.GatedOutputWire:
+    return session.GatedOutputWire(
         gated.part_index,
         gated.call_id,
         gated.name,

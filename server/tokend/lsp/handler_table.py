@@ -1,11 +1,15 @@
 """Typed handlers: a JSON-RPC method's handler is a top-level function
-`(ls: TokendServer, params: wire.X) -> wire.Y` (or a coroutine function), listed in its feature
-module's table (lsp/handlers/<feature>.py: `FEATURES`).
+`(ls: TokendServer, params: wire.<feature>.X) -> wire.<feature>.Y` (or a coroutine function),
+listed in its feature module's table (lsp/handlers/<feature>.py: `FEATURES`). LSP's own
+notifications (textDocument/didOpen, ...) are top-level functions taking lsprotocol's types,
+listed in `NOTIFICATIONS`: pygls structures those.
 
 `typed(handler)` is what pygls calls, built once per process: it structures the params into the
 handler's own params type in one step (wire.from_wire: a wrong JSON type is refused there, with
-the documented -32602 and the path of each problem), calls the handler, unstructures its result
-to camelCase JSON (wire.to_wire), and turns a domain error into its JSON-RPC error (rpc)."""
+the documented -32602 and the path of each problem; a params class may add what protocol.md
+says of the raw params in a static `check_raw`), calls the handler, unstructures its result to
+camelCase JSON (wire.to_wire: the one converter), and turns a domain error into its JSON-RPC
+error (rpc)."""
 
 from __future__ import annotations
 
@@ -23,19 +27,26 @@ Feature = Callable[[TokendServer, Any], Any]
 def typed(handler: Callable[[TokendServer, Any], Any]) -> Feature:
     """The feature pygls calls for `handler` (see the module docstring)."""
     params_type = typing.get_type_hints(handler, localns={"TokendServer": TokendServer})["params"]
+    check_raw: Callable[[Any], None] = getattr(params_type, "check_raw", lambda _: None)
+
+    def structure(params: Any) -> Any:
+        if params_type is wire.NoParams:  # whatever is sent (nvim's empty table is `[]`)
+            return wire.NoParams()
+        check_raw(params)
+        return wire.from_wire(params_type, params)
 
     if inspect.iscoroutinefunction(handler):
         run: Callable[[TokendServer, Any], Awaitable[Any]] = handler
 
         async def feature_async(ls: TokendServer, params: Any) -> Any:
-            return wire.to_wire(await run(ls, wire.from_wire(params_type, params)))
+            return wire.to_wire(await run(ls, structure(params)))
 
         feature_async.__name__ = feature_async.__qualname__ = handler.__name__
         feature_async.__wrapped_handler__ = handler  # type: ignore[attr-defined]
         return rpc(feature_async)
 
     def feature(ls: TokendServer, params: Any) -> Any:
-        return wire.to_wire(handler(ls, wire.from_wire(params_type, params)))
+        return wire.to_wire(handler(ls, structure(params)))
 
     feature.__name__ = feature.__qualname__ = handler.__name__
     feature.__wrapped_handler__ = handler  # type: ignore[attr-defined]
@@ -45,8 +56,3 @@ def typed(handler: Callable[[TokendServer, Any], Any]) -> Feature:
 def features(table: Mapping[str, Callable[[TokendServer, Any], Any]]) -> dict[str, Feature]:
     """A feature module's table of typed handlers, by method, ready to register."""
     return {method: typed(handler) for method, handler in table.items()}
-
-
-def register_features(server: TokendServer, table: Mapping[str, Feature]) -> None:
-    for method, feature in table.items():
-        server.feature(method)(feature)

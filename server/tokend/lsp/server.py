@@ -21,11 +21,12 @@ from pygls.lsp.server import LanguageServer
 import tokend
 from tokend.core.errors import TokendError
 from tokend.core.snapshot import BudgetSnapshot
-from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.host import ServerHost, StandaloneHost
 from tokend.lsp.notices import hear_settled_restores, hear_spend_notices
 from tokend.lsp.protocol import TokendProtocol, shared_converter
+from tokend.lsp.wire import to_wire
+from tokend.lsp.wire.budget import BudgetDidChangeParams
 from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser, serving
 from tokend.service.workspace.documents import OpenDocuments
@@ -62,7 +63,7 @@ class TokendServer(LanguageServer):
         self._used: set[str] = set()  # sessions this connection appended to, compacted, asked of
         self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
-        self.documents = OpenDocuments()  # this connection's open documents (handlers/documents)
+        self.documents = OpenDocuments()  # this connection's open documents (lsp/documents.py)
 
     def serve_workspaces(self) -> None:
         """Call in the connection's own task: the workspaces its requests open count it as
@@ -176,8 +177,8 @@ class TokendServer(LanguageServer):
 
     def release(self) -> None:
         """The connection is gone and its requests answered: let go of what ties this server in
-        reference cycles (its protocol and feature table point back at it; every handler is
-        registered as a closure or partial over it), so that it is freed at once, by reference
+        reference cycles (its protocol and feature table point back at it, and so do the
+        callbacks it registered), so that it is freed at once, by reference
         counts, rather than at the collector's next full pass, which the daemon makes rare
         (daemon/process.py): closed connections' servers waited there, ~700 objects each."""
         self.unwatch_all()
@@ -192,11 +193,8 @@ class TokendServer(LanguageServer):
         protocol._server = None  # type: ignore[assignment]  # (pygls: to run or report a handler)
 
     def _did_change(self, snapshot: BudgetSnapshot) -> None:
-        params = {
-            "sessionId": snapshot.session_id,
-            "snapshot": wire.to_wire(to_wire_snapshot(snapshot)),
-        }
-        self.protocol.notify(BUDGET_DID_CHANGE, params)
+        change = BudgetDidChangeParams(snapshot.session_id, to_wire_snapshot(snapshot))
+        self.protocol.notify(BUDGET_DID_CHANGE, to_wire(change))
 
 
 _signatures: dict[tuple[CodeType, CodeType], inspect.Signature] = {}
@@ -255,29 +253,44 @@ def rpc(handler: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def initialize(ls: TokendServer, params: types.InitializeParams) -> None:
+    ls.client_name = params.client_info.name if params.client_info else None
+    options = params.initialization_options
+    ls.initialization_options = options if isinstance(options, dict) else {}
+    ls.workspace_folders = _workspace_folders(params)
+    ls.workspace_uri = ls.workspace_folders[0] if ls.workspace_folders else None
+
+
+def initialized(ls: TokendServer, params: types.InitializedParams) -> None:
+    ls.attach_initial_session()
+    ls.open_workspace()
+
+
+def shutdown(ls: TokendServer, params: None) -> None:
+    ls.unwatch_all()
+
+
+LIFECYCLE: dict[str, Callable[..., None]] = {
+    types.INITIALIZE: initialize,
+    types.INITIALIZED: initialized,
+    types.SHUTDOWN: shutdown,
+}
+
+
 def create_server(app: App, host: ServerHost | None = None) -> TokendServer:
+    """A server for one connection: the lifecycle handlers, then every feature module's tables
+    (lsp/handlers/<feature>.py: FEATURES, NOTIFICATIONS) and what it hears of the connection
+    (`connect`)."""
     server = TokendServer(app, host or StandaloneHost())
     logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every body at INFO
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: TokendServer, params: types.InitializeParams) -> None:
-        ls.client_name = params.client_info.name if params.client_info else None
-        options = params.initialization_options
-        ls.initialization_options = options if isinstance(options, dict) else {}
-        ls.workspace_folders = _workspace_folders(params)
-        ls.workspace_uri = ls.workspace_folders[0] if ls.workspace_folders else None
-
-    @server.feature(types.INITIALIZED)
-    def initialized(ls: TokendServer, params: types.InitializedParams) -> None:
-        ls.attach_initial_session()
-        ls.open_workspace()
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: TokendServer, *args: Any) -> None:
-        ls.unwatch_all()
-
+    for method, handler in LIFECYCLE.items():
+        server.feature(method)(handler)
     for module in _handler_modules():
-        module.register(server)
+        for table in (getattr(module, "FEATURES", {}), getattr(module, "NOTIFICATIONS", {})):
+            for method, feature in table.items():
+                server.feature(method)(feature)
+        if (connect := getattr(module, "connect", None)) is not None:
+            connect(server)
     hear_spend_notices(server, app.usage)
     if app.optional_checkpoints is not None:
         hear_settled_restores(server, app.optional_checkpoints)

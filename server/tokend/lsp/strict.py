@@ -6,7 +6,7 @@
   as items. Registered on both converters (tokend's wire types and lsprotocol's), the hook
   refuses anything but a JSON array in one step, and stops at an array's first bad item.
 - `strict_lsp_values(converter)`: lsprotocol's types take values as sent, and objects only
-  where objects are due, as tokend's own wire types do (wire.py).
+  where objects are due, as tokend's own wire types do (lsp/wire/).
 - `untrusted_problem(params)`: one walk over the parsed params for what JSON or the store
   cannot carry: nesting deeper than MAX_PARAMS_DEPTH, NaN/Infinity (Python's json reads them,
   RFC 8259 has no such numbers, and node cannot parse them back), and lone UTF-16 surrogates

@@ -1,6 +1,9 @@
-"""One module per method group; each has `register(server)` adding its features.
+"""One module per feature (the names of core/ and service/: session, budget, compaction,
+assembly, workspace, ...); each has a `FEATURES` table of typed top-level handlers by method
+(lsp/handler_table.py), and may have `NOTIFICATIONS` (LSP notifications, lsprotocol's types) and
+`connect(server)` (what the feature hears of the connection itself, e.g. its close).
 
-`modules()` finds them all, so a new method group is one new file here, nothing else to edit.
+`modules()` finds them all, so a new feature is one new file here, nothing else to edit.
 """
 
 from __future__ import annotations

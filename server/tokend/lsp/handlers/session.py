@@ -1,18 +1,12 @@
-"""session/create, session/append, session/list, session/attach, session/detach, session/compact."""
+"""The session feature: session/create, /append, /list, /attach, /detach, /messages, /rewind,
+/fork, /handoff, /delete, /restore, /rename (soft delete: nothing leaves the store), /reload
+(read a session again after another process wrote it, e.g. `tokend import`) and toolOutput/read.
+(session/compact is the compaction feature's: handlers/compaction.py.)"""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import logging
-from collections.abc import Callable
-from typing import Any
-
-from lsprotocol import types
-from lsprotocol.types import ProgressToken
-
 from tokend.core.errors import InvalidParams
-from tokend.lsp import wire
+from tokend.core.snapshot import BudgetSnapshot
 from tokend.lsp.ask_client import ask_client
 from tokend.lsp.convert import (
     from_wire_part,
@@ -23,199 +17,185 @@ from tokend.lsp.convert import (
     to_wire_snapshot,
     with_iterations,
 )
-from tokend.lsp.server import TokendServer, rpc
-from tokend.service.auto_compaction import AutoProgress, append_message
-from tokend.service.compaction import (
-    CompactAction,
-    CompactOutcome,
-    CompactRequest,
-    compact_async,
+from tokend.lsp.handler_table import features
+from tokend.lsp.handlers.compaction import announce_compaction
+from tokend.lsp.progress import auto_progress
+from tokend.lsp.results import to_wire_handoff, to_wire_restored, to_wire_session_ref
+from tokend.lsp.server import TokendServer
+from tokend.lsp.wire import SessionIdParams
+from tokend.lsp.wire.budget import SnapshotWire
+from tokend.lsp.wire.message import to_wire_message
+from tokend.lsp.wire.session import (
+    SessionAppendParams,
+    SessionAppendResult,
+    SessionCreateParams,
+    SessionCreateResult,
+    SessionForkParams,
+    SessionForkResult,
+    SessionHandoffParams,
+    SessionHandoffResult,
+    SessionListParams,
+    SessionListResult,
+    SessionMessagesParams,
+    SessionMessagesResult,
+    SessionRefResult,
+    SessionRenameParams,
+    SessionRewindParams,
+    SessionRewindResult,
+    ToolOutputReadParams,
+    ToolOutputReadResult,
 )
-
-log = logging.getLogger(__name__)
-
-CREATE_WAIT_S = 5.0  # how long an automatic compaction waits for the client to accept a token
-_tokens = itertools.count(1)
-
-
-def register(server: TokendServer) -> None:
-    @server.feature("session/create")
-    @rpc
-    def create(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionCreateParams, params)
-        info = ls.service.sessions.create_session(
-            p.model, title=p.title, workspace_uri=p.workspace_uri, context_window=p.context_window
-        )
-        snapshot = ls.attach(info.id)
-        return wire.to_wire(wire.SessionCreateResult(info.id, snapshot.version))
-
-    @server.feature("session/append")
-    @rpc
-    async def append(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionAppendParams, params)
-        role = from_wire_role(p.message.role)
-        parts = [from_wire_part(raw, i) for i, raw in enumerate(p.message.parts)]
-        parts = with_iterations(role, parts, p.message.usage)
-        usage = from_wire_usage(p.message.usage)
-        ls.watch(p.session_id)
-        with ls.host.busy():
-            outcome = await append_message(
-                ls.service,
-                p.session_id,
-                role,
-                parts,
-                usage=usage,
-                model=p.message.model,
-                if_version=p.if_version,
-                ask_client=ask_client(ls),
-                duration_ms=p.message.duration_ms,
-                progress=auto_progress(ls),
-                message_id=p.message.id,
-            )
-        if outcome.auto is not None:
-            announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
-        result = wire.to_wire(
-            wire.SessionAppendResult(outcome.message_id, outcome.version, outcome.tokens)
-        )
-        if outcome.gated:  # never silent: what the model will see instead of the whole output
-            result["gated"] = wire.to_wire([to_wire_gated(g) for g in outcome.gated])
-        return result
-
-    @server.feature("session/list")
-    @rpc
-    def list_sessions(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionListParams, params)
-        if p.all and p.workspace_uri is not None:
-            raise InvalidParams("session/list takes workspaceUri or all, not both")
-        # Scoped: the connection's workspace unless the caller names one or asks for all.
-        workspace = None if p.all else (p.workspace_uri or ls.workspace_uri)
-        items = [
-            to_wire_session_summary(info, gauge)
-            for info, gauge in ls.service.sessions.session_gauges(workspace)
-        ]
-        return {"sessions": wire.to_wire(items)}
-
-    @server.feature("session/attach")
-    @rpc
-    def attach(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionIdParams, params)
-        return wire.to_wire(to_wire_snapshot(ls.attach(p.session_id)))
-
-    @server.feature("session/detach")
-    @rpc
-    def detach(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionIdParams, params)
-        ls.detach(p.session_id)
-        return None
-
-    @server.feature("session/compact")
-    @rpc
-    async def compact_session(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(wire.SessionCompactParams, params)
-        if (refused := ls.app.followers.compaction_refused(p.session_id)) is not None:
-            raise InvalidParams(refused)  # the agent's context: the gauge must not move
-        ls.watch(p.session_id)
-        token = p.work_done_token
-        if token is not None and not isinstance(token, int | str):
-            raise InvalidParams("workDoneToken must be an integer or a string")
-        request = CompactRequest(
-            p.strategy, p.from_message_id, p.instructions, ask_client=ask_client(ls)
-        )
-        task = asyncio.current_task()
-        if token is not None and task is not None:
-            begin_cancellable(ls, token, "tokend: compacting the session", task.cancel)
-        done = "failed"
-        try:
-            with ls.host.busy():
-                result = await compact_async(ls.service, p.session_id, request)
-            done = f"{result.before:,} -> {result.after:,} tokens"
-        except asyncio.CancelledError:
-            done = "cancelled: nothing written"
-            raise  # pygls answers RequestCancelled (-32800)
-        finally:
-            if token is not None:
-                end_progress(ls, token, done)
-        announce_compaction(ls, p.session_id, result, everyone=False)
-        snapshot = to_wire_snapshot(result.snapshot)
-        return {
-            "before": result.before,
-            "after": result.after,
-            "actions": [_action(a) for a in result.actions],
-            "snapshot": wire.to_wire(snapshot),
-        }
+from tokend.service import admin, history
+from tokend.service.auto_compaction import append_message
+from tokend.service.checkpoint_views import restore_code, rewind_both
+from tokend.service.handoff import handoff as hand_off
 
 
-def _action(action: CompactAction) -> dict[str, Any]:
-    """A compaction action on the wire (tokensFreed in tokens; messageId only for a summary)."""
-    out: dict[str, Any] = wire.to_wire(
-        wire.CompactActionWire(action.kind, action.parts, action.tokens_freed, action.detail)
+def create(ls: TokendServer, params: SessionCreateParams) -> SessionCreateResult:
+    p = params
+    info = ls.service.sessions.create_session(
+        p.model, title=p.title, workspace_uri=p.workspace_uri, context_window=p.context_window
     )
-    out.pop("messageId")
-    if action.message_id is not None:
-        out["messageId"] = action.message_id
-    return out
+    return SessionCreateResult(info.id, ls.attach(info.id).version)
 
 
-def announce_compaction(
-    ls: TokendServer, session_id: str, result: CompactOutcome, *, everyone: bool
-) -> None:
-    """session/didCompact to the session's other connections (and this one for an automatic one)."""
-    params = {
-        "sessionId": session_id,
-        "before": result.before,
-        "after": result.after,
-        "automatic": everyone,
-        "actions": [_action(a) for a in result.actions],
+async def append(ls: TokendServer, params: SessionAppendParams) -> SessionAppendResult:
+    p, message = params, params.message
+    role = from_wire_role(message.role)
+    parts = [from_wire_part(raw, i) for i, raw in enumerate(message.parts)]
+    parts = with_iterations(role, parts, message.usage)
+    ls.watch(p.session_id)
+    with ls.host.busy():
+        outcome = await append_message(
+            ls.service,
+            p.session_id,
+            role,
+            parts,
+            usage=from_wire_usage(message.usage),
+            model=message.model,
+            if_version=p.if_version,
+            ask_client=ask_client(ls),
+            duration_ms=message.duration_ms,
+            progress=auto_progress(ls),
+            message_id=message.id,
+        )
+    if outcome.auto is not None:
+        announce_compaction(ls, p.session_id, outcome.auto, everyone=True)
+    # never silent: what the model will see instead of the whole output
+    gated = [to_wire_gated(g) for g in outcome.gated] or None
+    return SessionAppendResult(outcome.message_id, outcome.version, outcome.tokens, gated=gated)
+
+
+def list_sessions(ls: TokendServer, params: SessionListParams) -> SessionListResult:
+    if params.all and params.workspace_uri is not None:
+        raise InvalidParams("session/list takes workspaceUri or all, not both")
+    # Scoped: the connection's workspace unless the caller names one or asks for all.
+    workspace = None if params.all else (params.workspace_uri or ls.workspace_uri)
+    gauges = ls.service.sessions.session_gauges(workspace)
+    return SessionListResult([to_wire_session_summary(info, gauge) for info, gauge in gauges])
+
+
+def attach(ls: TokendServer, params: SessionIdParams) -> SnapshotWire:
+    return to_wire_snapshot(ls.attach(params.session_id))
+
+
+def detach(ls: TokendServer, params: SessionIdParams) -> None:
+    ls.detach(params.session_id)
+
+
+def messages(ls: TokendServer, params: SessionMessagesParams) -> SessionMessagesResult:
+    found = history.session_messages(ls.service, params.session_id, params.include_compacted)
+    tokens = ls.service.sessions.state(params.session_id).data.message_tokens
+    return SessionMessagesResult([to_wire_message(m, tokens.get(m.id)) for m in found])
+
+
+async def rewind(ls: TokendServer, params: SessionRewindParams) -> SessionRewindResult:
+    p = params
+    ls.watch(p.session_id)
+    code = None
+    with ls.host.busy():
+        if p.restore == "both" and not p.dry_run:  # all or nothing: see rewind_both
+            restored, done = await rewind_both(
+                ls.app.checkpoints, p.session_id, p.to_message_id, p.if_version, p.force
+            )
+            code = to_wire_restored(restored)
+            removed, snapshot = done.removed, done.snapshot
+        else:
+            if p.restore in ("code", "both"):  # the files first: a refusal is listed
+                restored = await restore_code(
+                    ls.app.checkpoints, p.session_id, p.to_message_id, p.dry_run, p.force
+                )
+                code = to_wire_restored(restored)
+            removed, snapshot = await _rewind_conversation(ls, p)
+    return SessionRewindResult(
+        code=code, removed=removed, version=snapshot.version, snapshot=to_wire_snapshot(snapshot)
+    )
+
+
+async def _rewind_conversation(
+    ls: TokendServer, p: SessionRewindParams
+) -> tuple[int, BudgetSnapshot]:
+    if p.restore == "conversation" and not p.dry_run:
+        done = await history.rewind(ls.service, p.session_id, p.to_message_id, p.if_version)
+        return done.removed, done.snapshot
+    removed = 0
+    if p.restore in ("conversation", "both"):
+        removed = history.messages_after(ls.service, p.session_id, p.to_message_id)
+    return removed, ls.service.sessions.snapshot(p.session_id)
+
+
+def fork(ls: TokendServer, params: SessionForkParams) -> SessionForkResult:
+    child, copied = history.fork(ls.service, params.session_id, params.at_message_id, params.title)
+    snapshot = ls.attach(child.id)
+    return SessionForkResult(child.id, params.session_id, copied, snapshot.version)
+
+
+async def handoff(ls: TokendServer, params: SessionHandoffParams) -> SessionHandoffResult:
+    """A new child session for a goal, starting from the parent's context."""
+    with ls.host.busy():
+        done = await hand_off(ls.service, params.session_id, params.goal)
+    ls.attach(done.child.id)
+    return to_wire_handoff(done)
+
+
+def delete(ls: TokendServer, params: SessionIdParams) -> SessionRefResult:
+    return to_wire_session_ref(admin.delete_session(ls.service, params.session_id))
+
+
+def restore(ls: TokendServer, params: SessionIdParams) -> SessionRefResult:
+    return to_wire_session_ref(admin.restore_session(ls.service, params.session_id))
+
+
+def rename(ls: TokendServer, params: SessionRenameParams) -> SessionRefResult:
+    return to_wire_session_ref(admin.rename_session(ls.service, params.session_id, params.title))
+
+
+def reload(ls: TokendServer, params: SessionIdParams) -> SnapshotWire:
+    return to_wire_snapshot(admin.reload_session(ls.service, params.session_id))
+
+
+def read_output(ls: TokendServer, params: ToolOutputReadParams) -> ToolOutputReadResult:
+    p = params
+    got = history.read_tool_output(ls.service, p.session_id, p.ref, p.offset, p.length)
+    eof = got.offset + len(got.text) >= got.total_chars
+    return ToolOutputReadResult(got.ref, got.text, got.offset, got.total_chars, eof)
+
+
+FEATURES = features(
+    {
+        "session/create": create,
+        "session/append": append,
+        "session/list": list_sessions,
+        "session/attach": attach,
+        "session/detach": detach,
+        "session/messages": messages,
+        "session/rewind": rewind,
+        "session/fork": fork,
+        "session/handoff": handoff,
+        "session/delete": delete,
+        "session/restore": restore,
+        "session/rename": rename,
+        "session/reload": reload,
+        "toolOutput/read": read_output,
     }
-    ls.host.notify_others("session/didCompact", params, session_id)
-    if everyone:
-        ls.protocol.notify("session/didCompact", params)
-
-
-def begin_cancellable(
-    ls: TokendServer, token: ProgressToken, title: str, cancel: Callable[[], object]
-) -> None:
-    """$/progress begin with `cancellable: true`; window/workDoneProgress/cancel of `token`
-    calls `cancel` (pygls cancels the token's future; its callback does the rest)."""
-    progress = ls.work_done_progress
-    progress.tokens.pop(token, None)  # a token a client uses again starts afresh
-    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True))
-    progress.tokens[token].add_done_callback(lambda f: cancel() if f.cancelled() else None)
-
-
-def end_progress(ls: TokendServer, token: ProgressToken, message: str) -> None:
-    ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-    ls.work_done_progress.tokens.pop(token, None)
-
-
-class _AutoProgress:
-    """An automatic compaction's $/progress on the connection whose append started it: a
-    token the server creates (window/workDoneProgress/create), a cancellable begin, an end."""
-
-    def __init__(self, ls: TokendServer) -> None:
-        self._ls = ls
-        self._token: str | None = None
-
-    async def begin(self, cancel: Callable[[], object]) -> None:
-        token = f"tokend-compact-{next(_tokens)}"
-        try:
-            created = self._ls.work_done_progress.create_async(token)
-            _ = await asyncio.wait_for(created, CREATE_WAIT_S)
-        except Exception as error:  # the client refused or did not answer: no progress
-            log.info("no progress for an automatic compaction: %r", error)
-            return
-        self._token = token
-        begin_cancellable(self._ls, token, "tokend: compacting the session (automatic)", cancel)
-
-    def end(self, message: str) -> None:
-        if self._token is not None:
-            end_progress(self._ls, self._token, message)
-
-
-def auto_progress(ls: TokendServer) -> AutoProgress | None:
-    """Progress for an automatic compaction, when the client handles work-done progress."""
-    caps = ls.client_capabilities
-    window = caps.window if caps is not None else None
-    if window is None or not window.work_done_progress:
-        return None
-    return _AutoProgress(ls)
+)

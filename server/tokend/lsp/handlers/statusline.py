@@ -1,4 +1,4 @@
-"""statusline/line: Claude Code's status line in one request.
+"""The statusline feature: statusline/line: Claude Code's status line in one request.
 
 `tokend statusline` runs once per refresh of Claude Code's status line: it forwards the JSON
 Claude Code gave it and prints the line this returns. Following the transcript (idempotent),
@@ -13,72 +13,50 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from tokend.core import codex_status
 from tokend.core.errors import InvalidParams
 from tokend.core.statusline import last_call, parse_segments, render
-from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
+from tokend.lsp.handler_table import features
+from tokend.lsp.server import TokendServer
+from tokend.lsp.wire import to_wire
+from tokend.lsp.wire.statusline import StatuslineLineResult, StatuslineParams
 
 if TYPE_CHECKING:
-    from tokend.lsp.server import TokendServer
     from tokend.service.tail import TailStatus
 
 FIRST_ANSWER_SECONDS = 0.1  # what a first read of a transcript is given before the answer
 
 
-@attrs.frozen
-class StatuslineParams:
-    given: dict[str, Any]
-    segments: list[str] | None = None
-    colour: bool = False
-    agent: str = "claude-code"  # or "codex": given.transcript_path a rollout, or none (the newest)
-
-
-@attrs.frozen
-class StatuslineLineWire:
-    line: str | None  # null unless state is "current"
-    state: str  # "current" | "reading" (a first read, partial figures) | "waiting" (no reply)
-    session_id: str | None
-
-
-def register(server: TokendServer) -> None:
-    from tokend.lsp.server import rpc
-
-    @server.feature("statusline/line")
-    @rpc
-    async def line(ls: TokendServer, params: Any) -> Any:
-        p = _params(params)
-        transcript = p.given.get("transcript_path")
-        codex = p.agent == "codex"
-        if not codex and (not isinstance(transcript, str) or not transcript):
-            raise InvalidParams("given.transcript_path: the transcript Claude Code names")
-        if codex and transcript is not None and not isinstance(transcript, str):
-            raise InvalidParams("given.transcript_path: a Codex rollout file, or absent")
-        segments = ls.service.models.config_for(_workspace(p.given)).statusline.segments
-        if p.segments is not None:
-            try:
-                segments = parse_segments(",".join(p.segments))
-            except ValueError as exc:
-                raise InvalidParams(f"segments: {exc}") from None
-        follower = await ls.app.followers.start(
-            p.agent, transcript or None, wait=FIRST_ANSWER_SECONDS
-        )
-        followed = _newest(follower.transcripts)
-        if followed is None or not followed.caught_up:
-            return wire.to_wire(StatuslineLineWire(None, "reading", None))
-        if followed.session_id is None:
-            return wire.to_wire(StatuslineLineWire(None, "waiting", None))
-        snapshot = wire.to_wire(to_wire_snapshot(ls.service.sessions.snapshot(followed.session_id)))
-        given, last = p.given, None
-        if codex:  # Codex's rate limits are in its rollout; its prompt cache is not shown
-            records = ls.app.followers.newest_records(followed.path)
-            given = {**given, "rate_limits": codex_status.rate_limits(records)}
-        else:
-            last = last_call(ls.app.followers.newest_records(followed.path))
-        text = render(snapshot, given, segments, colour=p.colour, now=time.time(), last=last)
-        return wire.to_wire(StatuslineLineWire(text, "current", followed.session_id))
+async def line(ls: TokendServer, params: StatuslineParams) -> StatuslineLineResult:
+    p = params
+    transcript = p.given.get("transcript_path")
+    codex = p.agent == "codex"
+    if not codex and (not isinstance(transcript, str) or not transcript):
+        raise InvalidParams("given.transcript_path: the transcript Claude Code names")
+    if codex and transcript is not None and not isinstance(transcript, str):
+        raise InvalidParams("given.transcript_path: a Codex rollout file, or absent")
+    segments = ls.service.models.config_for(_workspace(p.given)).statusline.segments
+    if p.segments is not None:
+        try:
+            segments = parse_segments(",".join(p.segments))
+        except ValueError as exc:
+            raise InvalidParams(f"segments: {exc}") from None
+    follower = await ls.app.followers.start(p.agent, transcript or None, wait=FIRST_ANSWER_SECONDS)
+    followed = _newest(follower.transcripts)
+    if followed is None or not followed.caught_up:
+        return StatuslineLineResult(None, "reading", None)
+    if followed.session_id is None:
+        return StatuslineLineResult(None, "waiting", None)
+    snapshot = to_wire(to_wire_snapshot(ls.service.sessions.snapshot(followed.session_id)))
+    given, last = p.given, None
+    if codex:  # Codex's rate limits are in its rollout; its prompt cache is not shown
+        records = ls.app.followers.newest_records(followed.path)
+        given = {**given, "rate_limits": codex_status.rate_limits(records)}
+    else:
+        last = last_call(ls.app.followers.newest_records(followed.path))
+    text = render(snapshot, given, segments, colour=p.colour, now=time.time(), last=last)
+    return StatuslineLineResult(text, "current", followed.session_id)
 
 
 def _newest(transcripts: tuple[TailStatus, ...]) -> TailStatus | None:
@@ -106,10 +84,4 @@ def _workspace(given: dict[str, Any]) -> str | None:
     return Path(folder).as_uri()
 
 
-def _params(params: Any) -> StatuslineParams:
-    raw = params if isinstance(params, dict) else None
-    if raw is not None and not isinstance(raw.get("given"), dict):
-        raise InvalidParams("given: must be the JSON object Claude Code passes on stdin")
-    if raw is not None and raw.get("agent", "claude-code") not in ("claude-code", "codex"):
-        raise InvalidParams("agent: claude-code (the default) or codex")
-    return wire.from_wire(StatuslineParams, params)
+FEATURES = features({"statusline/line": line})

@@ -1,176 +1,144 @@
-"""workspace/fileTokens, and workspace/didChangeFileTokens to the connections that asked."""
+"""The workspace feature: files/add, /drop, /list (the files a session sends, with what each
+costs), workspace/fileTokens (and workspace/didChangeFileTokens to the connections that asked),
+workspace/didChangeWorkspaceFolders, and an editor's documents (textDocument/didOpen,
+/didChange, /didSave, /didClose: lsp/documents.py).
+
+A client may name several workspace folders (initialize's workspaceFolders, then added and
+removed ones): each is its own workspace, opened (indexed, watched) as it is named, and an
+editor's documents go to the workspace whose folder holds them. A removed folder stops being
+this connection's, and its workspace is released once nobody else uses it."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
+import functools
 import logging
-from collections.abc import Callable
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
 
-import attrs
 from lsprotocol import types
 
-from tokend.lsp import wire
-from tokend.service.workspace.figures import FileFigure
+from tokend.lsp import documents
+from tokend.lsp.file_figures import figure_json, follow, to_wire_listing
+from tokend.lsp.handler_table import features
+from tokend.lsp.progress import progress_of
+from tokend.lsp.server import TokendServer
+from tokend.lsp.wire import JsonText, json_array
+from tokend.lsp.wire.workspace import (
+    FilesChangeParams,
+    FilesListing,
+    FilesListParams,
+    FileTokensParams,
+)
+from tokend.service.workspace.documents import FLUSH_AFTER
 from tokend.service.workspace.index import WorkspaceIndex
-from tokend.service.workspace.registry import Progress, Workspaces
-
-if TYPE_CHECKING:
-    from tokend.lsp.server import TokendServer
+from tokend.service.workspace.session_files import change_files, session_workspace
 
 log = logging.getLogger(__name__)
 
-DID_CHANGE_FILE_TOKENS = "workspace/didChangeFileTokens"
 DEFAULT_COUNT_MODEL = "gpt-4o"  # o200k_base: exact counts when no session names a model
-_tokens = itertools.count(1)
 
 
-@attrs.frozen
-class FileTokensParams:
-    workspace_uri: str
-    paths: list[str] | None = None
-    exact: bool = False
-    session_id: str | None = None
+async def add(ls: TokendServer, params: FilesChangeParams) -> FilesListing:
+    ls.watch(params.session_id)
+    workspaces, p = ls.app.workspaces, params
+    return to_wire_listing(
+        await change_files(workspaces, p.session_id, p.paths, read_only=p.read_only)
+    )
 
 
-def to_wire_figure(figure: FileFigure) -> dict[str, Any]:
-    """One file's figure: `bytes` on disk (or of the unsaved text), `tokens` of its text."""
-    out: dict[str, Any] = {
-        "path": figure.path,
-        "bytes": figure.size_bytes,
-        "tokens": figure.tokens,
-        "basis": figure.basis,
-        "dirty": figure.dirty,
-    }
-    if figure.reason:
-        out["reason"] = figure.reason
-    return out
+async def drop(ls: TokendServer, params: FilesChangeParams) -> FilesListing:
+    ls.watch(params.session_id)
+    workspaces, p = ls.app.workspaces, params
+    return to_wire_listing(await change_files(workspaces, p.session_id, p.paths, read_only=None))
 
 
-def _estimates(index: WorkspaceIndex, rels: list[str] | None) -> wire.JsonText:
+async def list_files(ls: TokendServer, params: FilesListParams) -> FilesListing:
+    return to_wire_listing(await session_workspace(ls.app.workspaces, params.session_id))
+
+
+async def file_tokens(ls: TokendServer, params: FileTokensParams) -> JsonText:
+    """A JSON array of FileFigureWire, written one figure at a time (100,000 of them)."""
+    p, workspaces = params, ls.app.workspaces
+    follow(ls, workspaces, p.workspace_uri)
+    index = await workspaces.ready(p.workspace_uri, progress_of(ls))
+    rels = None if p.paths is None else [index.relative(x) for x in p.paths]
+    await workspaces.settled(index, rels)  # the buffers sent before this request count
+    if not p.exact:  # off the loop: 100,000 figures and their JSON held it 1.4 s (issue 22)
+        return await asyncio.to_thread(_estimates, index, rels)
+    service = ls.service
+    if p.session_id is not None:
+        model = service.sessions.state(p.session_id).data.model
+    else:
+        model = service.catalog.get(DEFAULT_COUNT_MODEL)
+    counter = service.models.counter(model)
+    tokenizer = model.tokenizer if counter.exact else None
+    figures = await service.workers.run(lambda: index.figures(rels, counter.count_text, tokenizer))
+    return json_array(map(figure_json, figures))
+
+
+def _estimates(index: WorkspaceIndex, rels: list[str] | None) -> JsonText:
     """The estimated figures of `rels` (every file when None) as a JSON array (a thread's work:
     100,000 of them take a second)."""
-    return wire.json_array(map(to_wire_figure, index.each_figure(rels, None, None)))
+    return json_array(map(figure_json, index.each_figure(rels, None, None)))
 
 
-def follow(ls: TokendServer, workspaces: Workspaces, uri: str) -> None:
-    """Send this connection workspace/didChangeFileTokens for the workspace from now on."""
-    key = workspaces.key(uri)
-    followed: set[str] = ls.__dict__.setdefault("_tokend_workspaces", set())
-    if key in followed:
+def did_change_folders(ls: TokendServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    removed = {folder.uri for folder in params.event.removed}
+    folders = [uri for uri in ls.workspace_folders if uri not in removed]
+    added = [f.uri for f in params.event.added if f.uri not in folders]
+    ls.workspace_folders = folders + list(dict.fromkeys(added))
+    ls.workspace_uri = ls.workspace_folders[0] if ls.workspace_folders else None
+    for uri in added:
+        ls.open_folder(uri)
+    for uri in removed:  # released once nobody else uses it
+        ls.leave_workspaces(uri)
+
+
+def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
+    document = params.text_document
+    ls.documents.open(document.uri, document.text, documents.encoding(ls))
+    documents.set_overlay(ls, document.uri, document.text, "open")
+
+
+def did_change(ls: TokendServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    document = ls.documents.get(uri)
+    if document is None:
+        log.info("didChange of a document that is not open: ignored")
         return
-    followed.add(key)
-    subscribed: list[Callable[[], None]] = []  # emptied once unsubscribed: no cycle is left
-
-    def stop() -> None:
-        while subscribed:
-            subscribed.pop()()
-
-    def send(workspace_uri: str, figures: list[FileFigure]) -> None:
-        files = [to_wire_figure(f) for f in figures]
-        try:
-            if ls.protocol.writer is None:  # the connection is gone
-                raise ConnectionError
-            ls.protocol.notify(
-                DID_CHANGE_FILE_TOKENS, {"workspaceUri": workspace_uri, "files": files}
-            )
-        except (ConnectionError, OSError):
-            stop()
-
-    def notice(message: str) -> None:
-        ls.window_log_message(
-            types.LogMessageParams(types.MessageType.Warning, f"tokend: {message}")
-        )
-
-    subscribed.append(workspaces.subscribe(uri, send, notice))
-    ls.host.on_close(stop)  # else the workspace's listeners keep the closed connection's server
+    pending = document.change(map(documents.as_edit, params.content_changes))
+    if pending > FLUSH_AFTER:  # nobody took the text for a while: bring it up to date
+        _ = asyncio.get_running_loop().run_in_executor(None, document.flush)
+    documents.set_overlay(ls, uri, document.text, "change")
 
 
-class _IndexProgress:
-    """An index build's $/progress on one token, created only when a build begins: `begin` is
-    sent once the client answered window/workDoneProgress/create, reports and the end after
-    it; if the client refused the token (an error answer), nothing is sent on it."""
-
-    def __init__(self, ls: TokendServer) -> None:
-        self._ls = ls
-        self._token: str | None = None
-        self._pending: list[tuple[str, str]] | None = []  # None once created (or refused)
-        self._refused = False
-
-    def tell(self, kind: str, message: str) -> None:
-        """One step of the build (on the event loop)."""
-        if self._refused:
-            return
-        if self._pending is not None:
-            self._pending.append((kind, message))
-            if self._token is None:
-                self._create()
-            return
-        self._send(kind, message)
-
-    def _create(self) -> None:
-        self._token = token = f"tokend-index-{next(_tokens)}"
-        params = types.WorkDoneProgressCreateParams(token=token)
-        answer = self._ls.protocol.send_request(types.WINDOW_WORK_DONE_PROGRESS_CREATE, params)
-        answer.add_done_callback(self._created)
-
-    def _created(self, answer: Future[Any]) -> None:
-        error = None if answer.cancelled() else answer.exception()
-        pending, self._pending = self._pending or [], None
-        if answer.cancelled() or error is not None:
-            self._refused = True
-            log.info("no progress for indexing: the client refused its token (%s)", error)
-            return
-        for kind, message in pending:
-            self._send(kind, message)
-
-    def _send(self, kind: str, message: str) -> None:
-        token, progress = self._token, self._ls.work_done_progress
-        assert token is not None
-        if kind == "begin":
-            progress.begin(token, types.WorkDoneProgressBegin(title="tokend", message=message))
-        elif kind == "report":
-            progress.report(token, types.WorkDoneProgressReport(message=message))
-        else:
-            progress.end(token, types.WorkDoneProgressEnd(message=message))
-            progress.tokens.pop(token, None)
+def did_save(ls: TokendServer, params: types.DidSaveTextDocumentParams) -> None:
+    document = ls.documents.get(params.text_document.uri)
+    saved = params.text or (document.text() if document is not None else None)
+    documents.set_overlay(ls, params.text_document.uri, None, "save", saved)
 
 
-def progress_of(ls: TokendServer) -> Progress | None:
-    """$/progress for an index build, when the client said it handles work-done progress. The
-    token is created when a build begins, so a request that finds its workspace indexed (or
-    being indexed for another request) creates none."""
-    caps = ls.client_capabilities
-    window = caps.window if caps is not None else None
-    if window is None or not window.work_done_progress:
-        return None
-    return _IndexProgress(ls).tell
+def did_close(ls: TokendServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.documents.close(params.text_document.uri)
+    documents.set_overlay(ls, params.text_document.uri, None, "close")
 
 
-def register(server: TokendServer) -> None:
-    from tokend.lsp.server import rpc
+FEATURES = features(
+    {
+        "files/add": add,
+        "files/drop": drop,
+        "files/list": list_files,
+        "workspace/fileTokens": file_tokens,
+    }
+)
+NOTIFICATIONS = {
+    types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS: did_change_folders,
+    types.TEXT_DOCUMENT_DID_OPEN: did_open,
+    types.TEXT_DOCUMENT_DID_CHANGE: did_change,
+    types.TEXT_DOCUMENT_DID_SAVE: did_save,
+    types.TEXT_DOCUMENT_DID_CLOSE: did_close,
+}
 
-    @server.feature("workspace/fileTokens")
-    @rpc
-    async def file_tokens(ls: TokendServer, params: Any) -> Any:
-        p = wire.from_wire(FileTokensParams, params)
-        workspaces = ls.app.workspaces
-        follow(ls, workspaces, p.workspace_uri)
-        index = await workspaces.ready(p.workspace_uri, progress_of(ls))
-        rels = None if p.paths is None else [index.relative(x) for x in p.paths]
-        await workspaces.settled(index, rels)  # the buffers sent before this request count
-        if not p.exact:  # off the loop: 100,000 figures and their JSON held it 1.4 s (issue 22)
-            return await asyncio.to_thread(_estimates, index, rels)
-        service = ls.service
-        if p.session_id is not None:
-            model = service.sessions.state(p.session_id).data.model
-        else:
-            model = service.catalog.get(DEFAULT_COUNT_MODEL)
-        counter = service.models.counter(model)
-        tokenizer = model.tokenizer if counter.exact else None
-        figures = await service.workers.run(
-            lambda: index.figures(rels, counter.count_text, tokenizer)
-        )
-        return wire.json_array(map(to_wire_figure, figures))
+
+def connect(server: TokendServer) -> None:
+    """A connection that goes away closes its open documents (lsp/documents.py)."""
+    server.host.on_close(functools.partial(documents.closing, server))

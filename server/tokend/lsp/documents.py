@@ -1,4 +1,5 @@
-"""textDocument/didOpen, /didChange, /didClose, /didSave: an editor's unsaved text counts.
+"""An editor's open documents, for the workspace feature's textDocument/didOpen, /didChange,
+/didClose, /didSave (handlers/workspace.py): an editor's unsaved text counts.
 
 Each connection keeps its open documents (`ls.documents`, service.workspace.documents; pygls
 keeps no copy): a didChange's edits are only recorded on the loop and applied beside it, in
@@ -15,8 +16,6 @@ is no longer held (issue 17's fuzz: an 8 MB buffer stayed after its connection h
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +25,6 @@ from lsprotocol import types
 
 from tokend.core.document_text import Edit
 from tokend.service.workspace.buffers import Text
-from tokend.service.workspace.documents import FLUSH_AFTER
 
 if TYPE_CHECKING:
     from tokend.lsp.server import TokendServer
@@ -49,7 +47,9 @@ def _folder_holding(folders: list[str], path: Path) -> str | None:
     return max(holding)[1] if holding else None
 
 
-def _set(ls: TokendServer, uri: str, text: Text, kind: str, buffer: str | None = None) -> None:
+def set_overlay(
+    ls: TokendServer, uri: str, text: Text, kind: str, buffer: str | None = None
+) -> None:
     """Set (or drop) the overlay of `uri` (`text`: the text, or how to get it); tell the editor
     hooks what happened (`kind`) with the buffer's text when it is at hand (`buffer`, else
     `text` if a string): a save's bytes on disk are the user's."""
@@ -86,7 +86,7 @@ def close_all(ls: TokendServer) -> None:
         ls.documents.close(uri)
 
 
-def _closing(ls: TokendServer) -> None:
+def closing(ls: TokendServer) -> None:
     """close_all, never raising into the connection's other close callbacks."""
     try:
         close_all(ls)
@@ -94,47 +94,14 @@ def _closing(ls: TokendServer) -> None:
         log.exception("closing the documents of a connection that went away failed")
 
 
-def register(server: TokendServer) -> None:
-    server.host.on_close(functools.partial(_closing, server))
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: TokendServer, params: types.DidOpenTextDocumentParams) -> None:
-        document = params.text_document
-        ls.documents.open(document.uri, document.text, _encoding(ls))
-        _set(ls, document.uri, document.text, "open")
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: TokendServer, params: types.DidChangeTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        document = ls.documents.get(uri)
-        if document is None:
-            log.info("didChange of a document that is not open: ignored")
-            return
-        pending = document.change(map(_edit, params.content_changes))
-        if pending > FLUSH_AFTER:  # nobody took the text for a while: bring it up to date
-            _ = asyncio.get_running_loop().run_in_executor(None, document.flush)
-        _set(ls, uri, document.text, "change")
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: TokendServer, params: types.DidSaveTextDocumentParams) -> None:
-        document = ls.documents.get(params.text_document.uri)
-        saved = params.text or (document.text() if document is not None else None)
-        _set(ls, params.text_document.uri, None, "save", saved)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: TokendServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.documents.close(params.text_document.uri)
-        _set(ls, params.text_document.uri, None, "close")
-
-
-def _encoding(ls: TokendServer) -> str:
+def encoding(ls: TokendServer) -> str:
     """The position encoding negotiated at initialize: "utf-16" (LSP's default), "utf-8" or
     "utf-32"."""
     encoding = ls.workspace.position_encoding
     return str(getattr(encoding, "value", encoding) or "utf-16")
 
 
-def _edit(change: types.TextDocumentContentChangeEvent) -> Edit:
+def as_edit(change: types.TextDocumentContentChangeEvent) -> Edit:
     """An LSP content change as an edit: a range's (line, character) positions, or none (the
     whole text)."""
     if isinstance(change, types.TextDocumentContentChangePartial):

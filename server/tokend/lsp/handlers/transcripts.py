@@ -1,4 +1,5 @@
-"""follow/start, follow/list, follow/stop: the daemon tails agents' transcripts into sessions.
+"""The transcripts feature: follow/start, follow/list, follow/stop: the daemon tails agents'
+transcripts into sessions.
 
 The connection that starts a follower follows (is attached to) the transcript's session as soon
 as it exists, so `budget/didChange` brings it the live gauge; for a followed folder, only the
@@ -7,51 +8,23 @@ sessions of its own workspace (any, for a client that named none).
 
 from __future__ import annotations
 
-from typing import Any
-
-import attrs
+from collections.abc import Callable
 
 from tokend.core.errors import TokendError
-from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
-from tokend.lsp.handler_table import features, register_features
-from tokend.lsp.server import TokendServer
+from tokend.lsp.handler_table import features
+from tokend.lsp.server import BUDGET_DID_CHANGE, TokendServer
+from tokend.lsp.wire import NoParams, to_wire
+from tokend.lsp.wire.budget import BudgetDidChangeParams
+from tokend.lsp.wire.transcripts import (
+    FollowedTranscriptWire,
+    FollowerWire,
+    FollowListResult,
+    FollowStartParams,
+    FollowStopParams,
+)
 from tokend.service.followers import FollowerStatus
 from tokend.service.tail import TailStatus
-
-
-@attrs.frozen
-class FollowStartParams:
-    agent: str
-    path: str | None = None
-    workspace_uri: str | None = None
-
-
-@attrs.frozen
-class FollowStopParams:
-    follower_id: str
-
-
-@attrs.frozen
-class FollowedTranscriptWire:
-    path: str
-    session_id: str | None
-    workspace_uri: str | None
-    records: int
-    messages: int
-    calls: int
-    compactions: int
-    error: str | None
-    caught_up: bool
-
-
-@attrs.frozen
-class FollowerWire:
-    follower_id: str
-    agent: str
-    path: str
-    folder: bool
-    transcripts: list[FollowedTranscriptWire]
 
 
 def to_wire_follower(status: FollowerStatus) -> FollowerWire:
@@ -80,28 +53,15 @@ async def start(ls: TokendServer, params: FollowStartParams) -> FollowerWire:
     return to_wire_follower(status)
 
 
+def list_followers(ls: TokendServer, params: NoParams) -> FollowListResult:
+    return FollowListResult([to_wire_follower(f) for f in ls.app.followers.list()])
+
+
 def stop(ls: TokendServer, params: FollowStopParams) -> FollowerWire:
     return to_wire_follower(ls.app.followers.stop(params.follower_id))
 
 
-FEATURES = features({"follow/start": start, "follow/stop": stop})
-
-
-def register(server: TokendServer) -> None:
-    from tokend.lsp.server import rpc
-
-    register_features(server, FEATURES)
-
-    @server.feature("follow/list")
-    @rpc
-    def list_followers(ls: TokendServer, params: Any) -> Any:
-        followers = ls.app.followers.list()
-        return {"followers": wire.to_wire([to_wire_follower(f) for f in followers])}
-
-
-def _attacher(ls: TokendServer, *, folder: bool) -> Any:
-    from tokend.lsp.server import BUDGET_DID_CHANGE
-
+def _attacher(ls: TokendServer, *, folder: bool) -> Callable[[str, TailStatus], bool]:
     """Attach `ls` to a followed transcript's session once it is known (and tell it the
     gauge); for a folder, only sessions of the connection's workspace."""
 
@@ -115,8 +75,8 @@ def _attacher(ls: TokendServer, *, folder: bool) -> Any:
             return True
         try:
             snapshot = ls.attach(transcript.session_id)
-            change = {"sessionId": snapshot.session_id, "snapshot": to_wire_snapshot(snapshot)}
-            ls.protocol.notify(BUDGET_DID_CHANGE, wire.to_wire(change))
+            change = BudgetDidChangeParams(snapshot.session_id, to_wire_snapshot(snapshot))
+            ls.protocol.notify(BUDGET_DID_CHANGE, to_wire(change))
         except TokendError:
             return True  # the session went; a later one may come
         except (RuntimeError, AttributeError):
@@ -124,3 +84,6 @@ def _attacher(ls: TokendServer, *, folder: bool) -> Any:
         return True
 
     return attach
+
+
+FEATURES = features({"follow/start": start, "follow/list": list_followers, "follow/stop": stop})
