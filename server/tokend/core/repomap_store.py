@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap_keys import name_key, sub_words, word_key
+from tokend.core.repomap_keys import name_key, packed_keys, sub_words, word_key
 from tokend.core.repomap_tags import FileTags
 
 __all__ = ["name_key", "sub_words", "word_key"]  # (their home: core.repomap_keys)
@@ -54,16 +54,7 @@ class PackedTags:
         """The references include the words of the definitions' names (`word_key`), which no
         file defines: they carry no edge, only the words BM25 matches a task's text with (what
         the file says is kept apart: core.repomap_words)."""
-        pairs = sorted({(d.line, name_key(d.name)) for d in tags.definitions})
-        refs: dict[int, int] = {}
-        for name, count in tags.references.items():
-            key = name_key(name)
-            refs[key] = refs.get(key, 0) + int(count)
-        for d in tags.definitions:
-            for word in sub_words(d.name):
-                key = word_key(word)
-                refs[key] = refs.get(key, 0) + 1
-        ordered = sorted(refs.items())
+        pairs, ordered = packed_keys(((d.line, d.name) for d in tags.definitions), tags.references)
         return cls(
             np.array([k for _, k in pairs], dtype=KEY),
             np.array([li for li, _ in pairs], dtype=np.int32),
