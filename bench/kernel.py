@@ -42,7 +42,7 @@ from typing import Any
 
 from bench.baseline import baseline_tree
 from bench.daemon import _Client, _env, _Processes, _rss_mib
-from bench.scale_tree import _family_rss_mib
+from bench.scale_tree import family_rss_parts
 
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path(os.environ.get("KERNEL_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
@@ -187,16 +187,19 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
     peak, peak_daemon = [0.0], [0.0]
     phase = ["start"]  # what the client was doing (the peak's phase is reported)
     stop = threading.Event()
-    f: dict[str, Any] = {"peak_phase": ""}
+    f: dict[str, Any] = {"peak_phase": "", "phase_peaks": {}}
     try:
         daemon = procs.daemon(sock)
 
         def sample() -> None:
             while not stop.wait(0.2):
-                peak_daemon[0] = max(peak_daemon[0], _rss_mib(daemon.pid))
-                rss = _family_rss_mib(daemon.pid)  # with its tag workers
+                own, children = family_rss_parts(daemon.pid)  # and its tag workers
+                peak_daemon[0] = max(peak_daemon[0], own)
+                rss = own + sum(children)
                 if rss > peak[0]:
                     peak[0], f["peak_phase"] = rss, phase[0]
+                if rss > f["phase_peaks"].get(phase[0], (0.0,))[0]:  # where the peak goes
+                    f["phase_peaks"][phase[0]] = (rss, own, sorted(children, reverse=True))
 
         threading.Thread(target=sample, daemon=True).start()
         f["rss_start"] = _rss_mib(daemon.pid)
@@ -310,6 +313,14 @@ def _rates_row(r: dict[str, float]) -> str:
     )
 
 
+def _phase_peaks(r: dict[str, Any]) -> str:
+    """Each phase's highest sample: the sum, the daemon's own and each child's (tag workers)."""
+    return "; ".join(
+        f"{phase} {rss:.0f} ({' + '.join(f'{x:.0f}' for x in [own, *children])})"
+        for phase, (rss, own, children) in r.get("phase_peaks", {}).items()
+    )
+
+
 def _median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -375,6 +386,8 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
         f"during; the daemon alone) | {f['peak']:.0f} ({f['peak_phase']}; "
         f"{f['peak_daemon']:.0f}) | {was('peak', '{:.0f}')}{peak_phase_before} | "
         f"{goal(f['peak'] <= 500 / 1.048576, '<= 500 MB')} |",
+        f"| RSS peak of each phase, MiB: the sum (the daemon + each child) | "
+        f"{_phase_peaks(f)} | {_phase_peaks(b) if b else 'not run'} | |",
         "",
         f"Map tokens: {f['map_tokens']:,} of {BUDGET:,}. Last progress report: "
         f'"{f["last_report"]}". The map requests and changes run while the checkpointer\'s '
