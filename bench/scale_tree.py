@@ -41,6 +41,7 @@ FILES = int(os.environ.get("BENCH_SCALE_TREE_FILES", "100000"))
 SETTLE_S = 5.0
 WARM_FILES = 2_000  # opened and closed first: the vocabulary, grammars and modules stay
 GOAL_WAIT_MS = 50.0
+LONGEST_SHOWN = 5  # the longest waits of each phase, with when they came
 REPLY_LIMIT_S = 900.0
 
 
@@ -147,6 +148,11 @@ def measure(server_dir: Path, tree: Path, warm: Path) -> dict[str, Any]:
         r["map_s"] = got["mapped"] - got["indexed"]
         r["walk"] = [ms for at, ms in samples if got["start"] <= at < got["indexed"]]
         r["map"] = [ms for at, ms in samples if got["indexed"] <= at < got["mapped"]]
+        r["longest"] = {  # when the longest waits came: seconds into their phase
+            phase: sorted(((ms, at - got[since]) for at, ms in samples
+                           if got[since] <= at < got[until]), reverse=True)[:LONGEST_SHOWN]
+            for phase, since, until in (("walk", "start", "indexed"), ("map", "indexed", "mapped"))
+        }  # fmt: skip
         time.sleep(SETTLE_S)
         r["rss_closed"] = _family_rss_mib(daemon.pid)
         r["peak"] = peak[0]
@@ -228,6 +234,10 @@ def _section(runs: list[tuple[str, dict[str, Any]]], size: int, walk_s: float) -
                 f"| {name} | {phase} | {r[took]:.1f} | {_waits(r[key])} | "
                 f"{'met' if met else '**missed**'} |"
             )
+    for name, r in runs:
+        for phase, waits in r.get("longest", {}).items():
+            shown = ", ".join(f"{ms:.0f} ms at {at:.1f} s" for ms, at in waits)
+            lines.append(f"\n{name}, {phase}: the longest waits, when they came: {shown}.")
     lines += [
         "",
         "| daemon | RSS MiB: after a 2,000-file tree | after the index | open (mapped) | peak | 5 s after close | "
