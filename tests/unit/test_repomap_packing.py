@@ -59,6 +59,10 @@ def _register_header(block: int, count: int) -> FileTags:
 def test_a_register_header_packs_as_the_keys_are_defined():
     tags = _register_header(0, 200)
     assert _packed(tags) == _expected(tags)
+    p = PackedTags.of(tags)
+    assert [a.dtype.name for a in (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts)] == [
+        "uint64", "int32", "uint64", "int32"
+    ]  # fmt: skip
 
 
 PIECE = st.sampled_from([*"aAzZ_09é", "HTTP", "Server", "reg", "\udcff", "__"])

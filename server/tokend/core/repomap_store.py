@@ -54,13 +54,18 @@ class PackedTags:
         """The references include the words of the definitions' names (`word_key`), which no
         file defines: they carry no edge, only the words BM25 matches a task's text with (what
         the file says is kept apart: core.repomap_words)."""
-        pairs, ordered = packed_keys(((d.line, d.name) for d in tags.definitions), tags.references)
-        return cls(
-            np.array([k for _, k in pairs], dtype=KEY),
-            np.array([li for li, _ in pairs], dtype=np.int32),
-            np.array([k for k, _ in ordered], dtype=KEY),
-            np.array([c for _, c in ordered], dtype=np.int32),
+        lines, keys, refs = packed_keys(
+            ((d.line, d.name) for d in tags.definitions), tags.references
         )
+        def_lines, def_keys = np.array(lines, dtype=np.int32), np.array(keys, dtype=KEY)
+        order = np.lexsort((def_keys, def_lines))  # by (line, key), each pair once
+        def_lines, def_keys = def_lines[order], def_keys[order]
+        fresh = np.ones(len(order), dtype=bool)
+        fresh[1:] = (def_lines[1:] != def_lines[:-1]) | (def_keys[1:] != def_keys[:-1])
+        ref_keys = np.fromiter(refs.keys(), dtype=KEY, count=len(refs))
+        ref_counts = np.fromiter(refs.values(), dtype=np.int32, count=len(refs))
+        by_key = np.argsort(ref_keys)  # (keys are unique: any sort gives one order)
+        return cls(def_keys[fresh], def_lines[fresh], ref_keys[by_key], ref_counts[by_key])
 
 
 def rows_of(offsets: Array) -> Array:
