@@ -22,9 +22,8 @@ from tokend.service.workspace.tags import WorkspaceTags
 PATHS = 12_000
 
 
-def test_a_refresh_sorts_its_paths_a_piece_at_a_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _sorts_counted(monkeypatch: pytest.MonkeyPatch, *modules: object) -> list[int]:
+    """The length of every sorted() call the modules make, from now on."""
     sizes: list[int] = []
 
     def counted(items, **kwargs):  # type: ignore[no-untyped-def]
@@ -32,8 +31,15 @@ def test_a_refresh_sorts_its_paths_a_piece_at_a_time(
         sizes.append(len(done))
         return done
 
-    for module in (tags, tag_chunks):
+    for module in modules:
         monkeypatch.setattr(module, "sorted", counted, raising=False)
+    return sizes
+
+
+def test_a_refresh_sorts_its_paths_a_piece_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes = _sorts_counted(monkeypatch, tags, tag_chunks)
     handed: list[str] = []
     workspace = WorkspaceTags(tmp_path, WorkspaceCache(None))
     real = RepoGraph.set_files
@@ -54,16 +60,7 @@ def test_the_figures_of_a_big_tree_are_sorted_a_piece_at_a_time(
 ) -> None:
     """`workspace/fileTokens` for every file: the reply's paths in order, never sorted in one
     call on the thread that writes the reply (py-spy: 55 ms for 100,000 paths)."""
-
-    sizes: list[int] = []
-
-    def counted(items, **kwargs):  # type: ignore[no-untyped-def]
-        done = builtins.sorted(items, **kwargs)
-        sizes.append(len(done))
-        return done
-
-    for module in (index_module, tag_chunks):
-        monkeypatch.setattr(module, "sorted", counted, raising=False)
+    sizes = _sorts_counted(monkeypatch, index_module, tag_chunks)
     index = WorkspaceIndex(tmp_path.as_uri(), tmp_path, WorkspaceCache(None))
     paths = [f"pkg{i % 97}/mod{i}.py" for i in range(PATHS)]
     index._entries = {p: pack(FileEntry(p, 10, 1, "code", 3)) for p in paths}
