@@ -22,17 +22,22 @@ in the same run: a bare os.walk + stat of the tree (no ignore rules, no reads). 
 run: its RepoMap takes 30-45 minutes on this tree (aider #3912). `python -m bench.kernel`
 prints the section; KERNEL_BEFORE=0 skips the daemon before (it needs 2.5 GB and minutes);
 KERNEL_TOGETHER=1 starts both daemons at once (on a shared machine, each sees the same load);
-KERNEL_BEFORE_REV names the daemon before.
+KERNEL_BEFORE_REV names the daemon before. After each daemon, its code's tag workers tag the same
+CPU_FILES random .c and .h files in a fresh interpreter: their CPU seconds (what the first map
+waits for) and the RSS peak of each phase, split per process, are reported beside the baseline's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import select
 import shutil
 import socket
 import statistics
+import subprocess
+import sys
 import tarfile
 import tempfile
 import threading
@@ -42,7 +47,7 @@ from typing import Any
 
 from bench.baseline import baseline_tree
 from bench.daemon import _Client, _env, _Processes, _rss_mib
-from bench.scale_tree import _family_rss_mib
+from bench.scale_tree import family_rss_parts
 
 ROOT = Path(__file__).resolve().parents[1]
 TARBALL = Path(os.environ.get("KERNEL_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
@@ -178,6 +183,36 @@ def parse_rates(tree: Path, files: int = PARSE_FILES) -> dict[str, float]:
     return {"files": len(work), "one_s": one_s, "pool_s": pool_s, "workers": size}
 
 
+CPU_FILES = 3000  # random .c and .h files whose tag workers' CPU is measured, per daemon's code
+_CPU_SCRIPT = """
+import json, os, random, resource, sys, time
+from tokend.adapters.tag_workers import TagWorkers
+tree, count = sys.argv[1], int(sys.argv[2])
+paths = sorted(os.path.join(d, n) for d, _, names in os.walk(tree) for n in names
+               if n.endswith((".c", ".h")))
+random.Random(22).shuffle(paths)
+work = [(p, "c", open(p, "rb").read()) for p in paths[:count]]
+started = time.perf_counter()
+with TagWorkers(2) as workers:
+    workers.parse_packed(work)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"files": len(work), "mb": sum(len(w[2]) for w in work) / 1e6,
+                  "cpu_s": used.ru_utime + used.ru_stime, "wall_s": time.perf_counter() - started}))
+"""
+
+
+def worker_cpu(server: Path, tree: Path, files: int = CPU_FILES) -> dict[str, float]:
+    """The CPU seconds 2 tag workers of `server`'s code spend on the same random .c and .h files
+    of the tree, packing included (what the daemon's first map waits for): a fresh interpreter
+    per side, its workers' user + system time once they ended."""
+    env = {**os.environ, "PYTHONPATH": str(server)}
+    done = subprocess.run(
+        [sys.executable, "-c", _CPU_SCRIPT, str(tree), str(files)],
+        env=env, capture_output=True, text=True, check=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+    return dict(json.loads(done.stdout))
+
+
 def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
     """Every figure of one daemon (its code from `server`) on the tree, cold."""
     base = Path(tempfile.mkdtemp(prefix="tkkn-"))
@@ -187,16 +222,19 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
     peak, peak_daemon = [0.0], [0.0]
     phase = ["start"]  # what the client was doing (the peak's phase is reported)
     stop = threading.Event()
-    f: dict[str, Any] = {"peak_phase": ""}
+    f: dict[str, Any] = {"peak_phase": "", "phase_peaks": {}}
     try:
         daemon = procs.daemon(sock)
 
         def sample() -> None:
             while not stop.wait(0.2):
-                peak_daemon[0] = max(peak_daemon[0], _rss_mib(daemon.pid))
-                rss = _family_rss_mib(daemon.pid)  # with its tag workers
+                own, children = family_rss_parts(daemon.pid)  # and its tag workers
+                peak_daemon[0] = max(peak_daemon[0], own)
+                rss = own + sum(children)
                 if rss > peak[0]:
                     peak[0], f["peak_phase"] = rss, phase[0]
+                if rss > f["phase_peaks"].get(phase[0], (0.0,))[0]:  # where the peak goes
+                    f["phase_peaks"][phase[0]] = (rss, own, sorted(children, reverse=True))
 
         threading.Thread(target=sample, daemon=True).start()
         f["rss_start"] = _rss_mib(daemon.pid)
@@ -275,11 +313,13 @@ def run() -> str:
         ours, before = _together(tree)
         return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
     ours = _one_daemon(ROOT / "server", tree)
+    ours["workers"] = worker_cpu(ROOT / "server", tree)
     before = None
     if os.environ.get("KERNEL_BEFORE", "1") != "0":
         with baseline_tree(BEFORE_REV) as before_tree:  # with the catalog and vocabularies
             if before_tree is not None:
                 before = _one_daemon(before_tree / "server", tree)
+                before["workers"] = worker_cpu(before_tree / "server", tree)
     return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
 
 
@@ -310,6 +350,14 @@ def _rates_row(r: dict[str, float]) -> str:
     )
 
 
+def _phase_peaks(r: dict[str, Any]) -> str:
+    """Each phase's highest sample: the sum, the daemon's own and each child's (tag workers)."""
+    return "; ".join(
+        f"{phase} {rss:.0f} ({' + '.join(f'{x:.0f}' for x in [own, *children])})"
+        for phase, (rss, own, children) in r.get("phase_peaks", {}).items()
+    )
+
+
 def _median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -334,6 +382,14 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
             text += f" ({lost} of {len(r['notes'])} changes never arrived: maps from before them)"
         return text
 
+    w = f.get("workers")  # (not measured when both daemons run together)
+    cpu_row = (
+        f"| tag workers' CPU over the same {w['files']:,} random .c/.h files ({w['mb']:.1f} MB; "
+        f"2 workers, packing included), s | {w['cpu_s']:.1f} | "
+        f"{was('workers', '{:.1f}', lambda x: x['cpu_s'])} | |"
+        if w
+        else "| tag workers' CPU | not measured | | |"
+    )
     rows = [
         "### kernel: Debian's linux-source-6.1 through the real daemon (bench/kernel.py)\n",
         f"Each daemon cold (no cached tags), on the same tree, one after the other. Baseline "
@@ -375,6 +431,9 @@ def _section(f: dict[str, Any], b: dict[str, Any] | None, walk_s: float, walk_fi
         f"during; the daemon alone) | {f['peak']:.0f} ({f['peak_phase']}; "
         f"{f['peak_daemon']:.0f}) | {was('peak', '{:.0f}')}{peak_phase_before} | "
         f"{goal(f['peak'] <= 500 / 1.048576, '<= 500 MB')} |",
+        cpu_row,
+        f"| RSS peak of each phase, MiB: the sum (the daemon + each child) | "
+        f"{_phase_peaks(f)} | {_phase_peaks(b) if b else 'not run'} | |",
         "",
         f"Map tokens: {f['map_tokens']:,} of {BUDGET:,}. Last progress report: "
         f'"{f["last_report"]}". The map requests and changes run while the checkpointer\'s '

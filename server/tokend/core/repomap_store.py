@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap_keys import name_key, sub_words, word_key
+from tokend.core.repomap_keys import name_key, packed_keys, sub_words, word_key
 from tokend.core.repomap_tags import FileTags
 
 __all__ = ["name_key", "sub_words", "word_key"]  # (their home: core.repomap_keys)
@@ -54,22 +54,18 @@ class PackedTags:
         """The references include the words of the definitions' names (`word_key`), which no
         file defines: they carry no edge, only the words BM25 matches a task's text with (what
         the file says is kept apart: core.repomap_words)."""
-        pairs = sorted({(d.line, name_key(d.name)) for d in tags.definitions})
-        refs: dict[int, int] = {}
-        for name, count in tags.references.items():
-            key = name_key(name)
-            refs[key] = refs.get(key, 0) + int(count)
-        for d in tags.definitions:
-            for word in sub_words(d.name):
-                key = word_key(word)
-                refs[key] = refs.get(key, 0) + 1
-        ordered = sorted(refs.items())
-        return cls(
-            np.array([k for _, k in pairs], dtype=KEY),
-            np.array([li for li, _ in pairs], dtype=np.int32),
-            np.array([k for k, _ in ordered], dtype=KEY),
-            np.array([c for _, c in ordered], dtype=np.int32),
+        lines, keys, refs = packed_keys(
+            ((d.line, d.name) for d in tags.definitions), tags.references
         )
+        def_lines, def_keys = np.array(lines, dtype=np.int32), np.array(keys, dtype=KEY)
+        order = np.lexsort((def_keys, def_lines))  # by (line, key), each pair once
+        def_lines, def_keys = def_lines[order], def_keys[order]
+        fresh = np.ones(len(order), dtype=bool)
+        fresh[1:] = (def_lines[1:] != def_lines[:-1]) | (def_keys[1:] != def_keys[:-1])
+        ref_keys = np.fromiter(refs.keys(), dtype=KEY, count=len(refs))
+        ref_counts = np.fromiter(refs.values(), dtype=np.int32, count=len(refs))
+        by_key = np.argsort(ref_keys)  # (keys are unique: any sort gives one order)
+        return cls(def_keys[fresh], def_lines[fresh], ref_keys[by_key], ref_counts[by_key])
 
 
 def rows_of(offsets: Array) -> Array:

@@ -30,6 +30,7 @@ from tokend.core.fileclass import (
 from tokend.service.workspace.buffers import BufferQueue
 from tokend.service.workspace.entries import Entries, Packed, Under, pack
 from tokend.service.workspace.figures import Basis, FileFigure, FileText
+from tokend.service.workspace.tag_chunks import in_order
 from tokend.service.workspace.tags import WorkspaceTags
 
 log = logging.getLogger(__name__)
@@ -280,7 +281,8 @@ class WorkspaceIndex:
         """`figures`, one at a time (a reply of 100,000 figures holds none of them at once)."""
         entries = self.entries()
         overlays = self.overlays()
-        wanted = sorted(set(entries) | set(overlays)) if paths is None else list(paths)
+        every = set(entries) | set(overlays)  # (sorted a piece at a time: tag_chunks.in_order)
+        wanted = in_order(every) if paths is None else list(paths)
         for rel in wanted:
             entry, overlay = entries.get(rel), overlays.get(rel)
             if entry is None and overlay is None:

@@ -8,6 +8,7 @@ that reads the next chunk and hands the graph the one before.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +26,7 @@ from tokend.core.repomap_store import PackedTags
 from tokend.core.repomap_tags import FileTags
 
 T = TypeVar("T")
+SORT_PIECE = 4096  # paths sorted in one call (in_order)
 CHUNK_FILES = 500  # files read and parsed between two cache writes and progress reports ...
 CHUNK_BYTES = 8 << 20  # ... or fewer, once they hold this much source (a chunk of the kernel's
 # register headers held 20,000 definitions a file: a chunk's tags, as objects, are bounded here)
@@ -199,6 +201,15 @@ def chunks(
         held += size
     if chunk:
         yield chunk
+
+
+def in_order(paths: Iterable[str]) -> list[str]:
+    """`paths` sorted, SORT_PIECE at a time and then merged: sorted() of a 100,000-file tree's
+    paths is one call that holds the interpreter (75 ms, every other connection waiting: issue
+    22's py-spy of the daemon); heapq.merge is Python, which hands the interpreter on."""
+    given = list(paths)
+    pieces = [sorted(given[i : i + SORT_PIECE]) for i in range(0, len(given), SORT_PIECE)]
+    return pieces[0] if len(pieces) == 1 else list(heapq.merge(*pieces))
 
 
 def died(error: str) -> bool:

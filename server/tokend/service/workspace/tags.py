@@ -36,6 +36,7 @@ from tokend.service.workspace.tag_chunks import (
     Reading,
     chunks,
     finish_chunk,
+    in_order,
     read_chunk,
 )
 
@@ -89,7 +90,7 @@ class WorkspaceTags:
         """Re-tag `paths` and hand the graph each chunk of files as it is read and parsed,
         so no more than a chunk's bytes and tags are held at once (the kernel: 800 MB of C).
         With `whole`, files the graph has and `paths` does not are removed."""
-        wanted = sorted(paths)
+        wanted = in_order(paths)
         done = 0
         with self._workers_for(len(wanted)) as workers, Beside(workers is not None) as beside:
             # The workers parse one chunk while this thread reads the next and hands the graph

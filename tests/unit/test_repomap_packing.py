@@ -1,0 +1,103 @@
+"""A file's packed tags (core.repomap_store.PackedTags.of, core.repomap_keys.packed_keys) are
+what the keys' definition gives, written here again from it: a name's key is 62 bits of its
+BLAKE2b digest, bit 1 set for a compound of two words or more, bit 0 for a leading underscore; a
+word's is the key of "\\0" + word. And each distinct name and word of a file is digested once,
+a word's key remembered for the files after it (issue 22: the kernel's register headers name
+the same words hundreds of times a file; main digested every occurrence)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.core import repomap_keys
+from tokend.core.repomap_store import PackedTags
+from tokend.core.repomap_tags import Definition, FileTags
+
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def _key(name: str) -> int:
+    words = [w for w in _WORDS.findall(name) if len(w) >= 3]
+    raw = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    bits = int.from_bytes(raw, "little") & ~3
+    return bits | (2 if len(words) >= 2 else 0) | (1 if name.startswith("_") else 0)
+
+
+def _expected(tags: FileTags) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    defs = sorted({(d.line, _key(d.name)) for d in tags.definitions})
+    refs: dict[int, int] = {}
+    for name, count in tags.references.items():
+        refs[_key(name)] = refs.get(_key(name), 0) + count
+    for d in tags.definitions:
+        for word in _WORDS.findall(d.name):
+            if len(word) >= 3:
+                key = _key("\0" + word.lower())
+                refs[key] = refs.get(key, 0) + 1
+    return defs, sorted(refs.items())
+
+
+def _packed(tags: FileTags) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    p = PackedTags.of(tags)
+    defs = list(zip(p.def_lines.tolist(), p.def_keys.tolist(), strict=True))
+    return defs, list(zip(p.ref_keys.tolist(), p.ref_counts.tolist(), strict=True))
+
+
+def _register_header(block: int, count: int) -> FileTags:
+    """A kernel register header's definitions: the same few words in every name."""
+    numbers = [f"{i // 10}_{i % 10}" for i in range(count)]  # (a number of 3 digits is a word)
+    names = [f"mmGC_CNTL{block}_{n}__SHIFT" for n in numbers]
+    names += [f"GC_CNTL_{n}__ENABLE_MASK" for n in numbers]
+    defs = tuple(Definition(name, line, "") for line, name in enumerate(names))
+    defs += (Definition("GC_CNTL_0_0__ENABLE_MASK", len(names), ""),)  # defined twice
+    return FileTags(defs, {"u32": 3, "_dev_priv": 1, "GC_CNTL_0_1__ENABLE_MASK": 2})
+
+
+def test_a_register_header_packs_as_the_keys_are_defined():
+    tags = _register_header(0, 200)
+    assert _packed(tags) == _expected(tags)
+    p = PackedTags.of(tags)
+    assert [a.dtype.name for a in (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts)] == [
+        "uint64", "int32", "uint64", "int32"
+    ]  # fmt: skip
+
+
+PIECE = st.sampled_from([*"aAzZ_09é", "HTTP", "Server", "reg", "\udcff", "__"])
+NAME = st.lists(PIECE, max_size=6).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(NAME, max_size=12), st.dictionaries(NAME, st.integers(1, 9), max_size=8))
+def test_any_tags_pack_as_the_keys_are_defined(names: list[str], references: dict[str, int]):
+    defs = tuple(Definition(n, i % 5, "") for i, n in enumerate(names) if n)
+    tags = FileTags(defs, {n: c for n, c in references.items() if n})
+    assert _packed(tags) == _expected(tags)
+
+
+class _CountingDigests:
+    """hashlib for core.repomap_keys, counting the BLAKE2b digests it makes."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def blake2b(self, data: bytes, digest_size: int) -> object:
+        self.calls += 1
+        return hashlib.blake2b(data, digest_size=digest_size)
+
+
+def test_each_distinct_name_and_word_is_digested_once(monkeypatch):
+    """401 definitions of 400 names saying 4 distinct words 1,003 times, and 3 references (one
+    of a name defined): 400 names, 2 references and the 4 words digested (main: 1,407); a
+    second header saying the same words digests only its names and references (main: 1,407
+    again)."""
+    counting = _CountingDigests()
+    monkeypatch.setattr(repomap_keys, "hashlib", counting)
+    monkeypatch.setattr(repomap_keys, "_word_keys", {}, raising=False)
+    PackedTags.of(_register_header(0, 200))
+    assert counting.calls == 400 + 2 + 4  # (GC_CNTL_0_1__ENABLE_MASK is a name)
+    counting.calls = 0
+    PackedTags.of(_register_header(1, 200))
+    assert counting.calls == 400 + 2
