@@ -171,12 +171,13 @@ def _mean(cases: dict[str, Any], repos: list[str], kind: str, weights: dict[str,
 
 
 def _best(cases: dict[str, Any], repos: list[str], kind: str,
-          grid: list[tuple[dict[str, float], float]], count: int) -> list[str]:  # fmt: skip
+          grid: list[tuple[dict[str, float], float]], count: int) -> list[Any]:  # fmt: skip
+    """The `count` best of the grid by the mean: (row, weights, K) each."""
     scored = []
-    for weights, k in grid:
+    for i, (weights, k) in enumerate(grid):
         mean = _mean(cases, repos, kind, weights, k)
-        scored.append((-statistics.mean(mean), _label(weights, k), mean))
-    return [_row(label, mean) for _, label, mean in sorted(scored)[:count]]
+        scored.append((-statistics.mean(mean), i, _row(_label(weights, k), mean)))
+    return [(row, *grid[i]) for _, i, row in sorted(scored)[:count]]
 
 
 def run() -> str:
@@ -198,7 +199,8 @@ def run() -> str:
         f"{len(candidates('file'))} file and {len(candidates('task'))} task candidates of "
         "core's signals by the mean of the four; the best 3 with `whole` (BM25 over each "
         "file's whole text, as the BM25 baseline: core keeps no index of it); `before` (main's "
-        "fusion before this fit) and `now` (core.repomap_rank's), per tuning repository"
+        "fusion before this fit), `now` (core.repomap_rank's) and the best with `whole`, per "
+        "tuning repository"
         + (
             " and, REPOMAP_FIT_HELD=1, per held-out one (read after the choice)."
             if want_held
@@ -210,9 +212,11 @@ def run() -> str:
         lines += [f"\n**{kind} queries**\n", "| fusion | R@1 | R@3 | R@5 | R@10 |",
                   "|---|---:|---:|---:|---:|"]  # fmt: skip
         lines += [_row(n, _mean(cases, tuning, kind, w, k)) for n, w, k in alone(kind)]
-        lines += _best(cases, tuning, kind, candidates(kind), 5)
-        lines += _best(cases, tuning, kind, whole_candidates(kind), 3)
-        for name, (weights, k) in (("before", before[kind]), ("now", now[kind])):
+        lines += [row for row, *_ in _best(cases, tuning, kind, candidates(kind), 5)]
+        wholes = _best(cases, tuning, kind, whole_candidates(kind), 3)
+        lines += [row for row, *_ in wholes]
+        sides = {"before": before[kind], "now": now[kind], "best with whole": wholes[0][1:]}
+        for name, (weights, k) in sides.items():
             lines.append(_row(f"{name}: {_label(weights, k)}, tuning mean",
                               _mean(cases, tuning, kind, weights, k)))  # fmt: skip
             for r in tuning + (held if want_held else []):
