@@ -34,6 +34,9 @@ REPOS: dict[str, tuple[str, str]] = {
     "python/mypy": ("8b3e7d8b9f63543374e53d1c389ea443dd65bc46", "tuning"),
     "excalidraw/excalidraw": ("4872083c044491b6d5c96ae134a75464f96d6831", "tuning"),
     "cli/cli": ("44ee17760709bedf1cad7e452e61751489b81a33", "tuning"),
+    "sphinx-doc/sphinx": ("e44a40eb2f810558ccd9da1425421270ccb81351", "tuning"),
+    "prometheus/prometheus": ("d15adb9ad7e5d9fbde3a9a8f30200593a5a14d86", "tuning"),
+    "vuejs/core": ("e2bede96134f757aad5c5b33ac9be055022dbfc8", "tuning"),
     "pydantic/pydantic": ("2151025aa51263f3016502b00010b78e4481eaa1", "held-out"),
     "gohugoio/hugo": ("7b5199fdeff7d7682e9f979f468d55bc7b67b934", "held-out"),
     "vitejs/vite": ("a98c8d95d552c6fa98ab66fb810f5b39ad5abf49", "held-out"),
@@ -284,17 +287,20 @@ class BM25:
         n = len(self.docs)
         self.idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
 
-    def ranking(self, query: str, exclude: str | None = None) -> list[str]:
+    def scores(self, query: str) -> list[float]:
+        """Each file's score (in `files` order) against the query's words (each once)."""
         terms = sorted({w.lower() for w in _WORD.findall(query)})
-        scores = []
-        for f, d in zip(self.files, self.docs, strict=True):
-            if f == exclude:
-                continue
+        out = []
+        for d in self.docs:
             length = sum(d.values())
             s = 0.0
             for t in terms:
                 tf = d.get(t, 0)
                 if tf:
                     s += self.idf[t] * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / self.avg))
-            scores.append((-s, f))
-        return [f for _, f in sorted(scores)]
+            out.append(s)
+        return out
+
+    def ranking(self, query: str, exclude: str | None = None) -> list[str]:
+        scored = zip(self.scores(query), self.files, strict=True)
+        return [f for _, f in sorted((-s, f) for s, f in scored if f != exclude)]

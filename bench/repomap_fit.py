@@ -4,11 +4,13 @@
 Each signal's score of every file is worked out once per query (in process, the tree's tags
 from bench/out/eval's ablate caches): `lexical` (BM25 of names and path words, and what files
 say), `graph` (personalized PageRank), `folder` (nearness in the folder tree), `near` (the
-reference graph's edges between the focus files and each file, both ways). Then every
-candidate fusion (core.repomap_rank.fused's reciprocal-rank fusion with other weights and K)
+reference graph's edges between the focus files and each file, both ways), and `whole` (the
+BM25 baseline's score over each file's whole text: measured as a signal core does not keep).
+Then every candidate fusion (core.repomap_rank.fused's reciprocal-rank fusion with other weights and K)
 is scored on those arrays: recall at k of the ranked files, no map rendered. The candidate
 with the best mean over the tuning repositories and k = 1, 3, 5, 10 (no held-out figure read)
 is printed first; REPOMAP_FIT_HELD=1 adds the held-out rows of the chosen and current ones.
+Tuning: two repositories each of Python, TypeScript and Go (bench.repomap_eval_data).
 """
 
 from __future__ import annotations
@@ -108,9 +110,16 @@ def cases_of(repo: str) -> dict[str, list[tuple[dict[str, Array], list[int], lis
     index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)))
     index.build()
     graph = index.tags._graph
+    whole = data.BM25(tree, files)  # the BM25 baseline's, over each file's whole text
+    at = np.array([graph.table.row(f) for f in files], dtype=object)
     out: dict[str, list[Any]] = {"file": [], "task": []}
     for j in jobs:
         scores, rows, _ = components(graph, j)
+        asked = (tree / j["files"][0]).read_text("utf-8", "replace") if j["files"] else j["text"]
+        scores["whole"] = np.zeros(len(graph.table.paths))
+        for row, score in zip(at, whole.scores(asked), strict=True):
+            if row is not None:
+                scores["whole"][row] = score
         targets = [r for p in j["targets"] if (r := graph.table.row(p)) is not None]
         out[j["kind"]].append((scores, rows, targets))
     return out
@@ -121,11 +130,29 @@ def candidates(kind: str) -> list[tuple[dict[str, float], float]]:
     `names`: the names-only BM25 as a signal of its own), K 4 .. 60, or -1: each score over
     its best, summed (not reciprocal ranks)."""
     grid = [0.0, 0.25, 0.5, 1.0]
+    folders = [0.0, 0.1, 0.25, 0.5, 1.0] if kind == "file" else [0.0]
     out = []
-    for g, f, nr, nm, k in itertools.product(grid, grid if kind == "file" else [0.0], grid,
-                                             [0.0, 0.25, 0.5], (4.0, 8.0, 16.0, 30.0, 60.0, -1.0)):  # fmt: skip
+    for g, f, nr, nm, k in itertools.product(grid, folders, grid, [0.0, 0.25, 0.5],
+                                             (4.0, 8.0, 16.0, 30.0, 60.0, -1.0)):  # fmt: skip
         out.append(({"lexical": 1.0, "graph": g, "folder": f, "near": nr, "names": nm}, k))
     return out
+
+
+def whole_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
+    """With `whole` (BM25 over each file's whole text, the baseline's; core keeps no such
+    index): its weight 0.25 .. 1 beside BM25 of names 0.5 or 1, the edges and the folder."""
+    out = []
+    for w, lx, nr, f, k in itertools.product((0.25, 0.5, 1.0), (0.5, 1.0), (0.25, 0.5, 1.0),
+                                             (0.0, 0.1, 0.25) if kind == "file" else (0.0,),
+                                             (8.0, 16.0, 30.0, -1.0)):  # fmt: skip
+        out.append(({"whole": w, "lexical": lx, "near": nr, "folder": f}, k))
+    return out
+
+
+def alone(kind: str) -> list[tuple[str, dict[str, float], float]]:
+    """Each signal ranked alone (ties: the graph's rank, as core's)."""
+    names = ["lexical", "whole", "near", "graph", "names"] + (["folder"] if kind == "file" else [])
+    return [(f"{n} alone", {n: 1.0}, 60.0) for n in names]
 
 
 def _label(weights: dict[str, float], k: float) -> str:
@@ -137,6 +164,22 @@ def _row(name: str, got: list[float]) -> str:
     return f"| {name} | " + " | ".join(f"{g:.3f}" for g in got) + " |"
 
 
+def _mean(cases: dict[str, Any], repos: list[str], kind: str, weights: dict[str, float],
+          k: float) -> list[float]:  # fmt: skip
+    per = [recalls(cases[r][kind], weights, k) for r in repos]
+    return [statistics.mean(p[i] for p in per) for i in range(len(KS))]
+
+
+def _best(cases: dict[str, Any], repos: list[str], kind: str,
+          grid: list[tuple[dict[str, float], float]], count: int) -> list[Any]:  # fmt: skip
+    """The `count` best of the grid by the mean: (row, weights, K) each."""
+    scored = []
+    for i, (weights, k) in enumerate(grid):
+        mean = _mean(cases, repos, kind, weights, k)
+        scored.append((-statistics.mean(mean), i, _row(_label(weights, k), mean)))
+    return [(row, *grid[i]) for _, i, row in sorted(scored)[:count]]
+
+
 def run() -> str:
     from tokend.core.repomap_rank import FILE_FUSION, TEXT_FUSION
 
@@ -144,45 +187,38 @@ def run() -> str:
     held = [r for r, (_, role) in data.REPOS.items() if role == "held-out"]
     want_held = os.environ.get("REPOMAP_FIT_HELD") == "1"
     cases = {r: cases_of(r) for r in tuning + (held if want_held else [])}
-    before = {"file": ({"lexical": 1.0, "graph": 1.0, "folder": 0.5}, 8.0),
-              "task": ({"lexical": 1.0, "graph": 0.25, "folder": 0.5}, 8.0)}  # fmt: skip
-    now = {
-        "file": (FILE_FUSION.weights, FILE_FUSION.k),
-        "task": (TEXT_FUSION.weights, TEXT_FUSION.k),
-    }
+    before = {"file": ({"lexical": 1.0, "folder": 0.25, "near": 0.5}, 60.0),
+              "task": ({"lexical": 1.0, "near": 0.25}, 16.0)}  # fmt: skip
+    now = {"file": (FILE_FUSION.weights, FILE_FUSION.k),
+           "task": (TEXT_FUSION.weights, TEXT_FUSION.k)}  # fmt: skip
     lines = [
         "### repomap_fit: the fusion's weights, chosen on the tuning repositories\n",
         f"Tuning: {', '.join(f'{r} {data.REPOS[r][0][:7]}' for r in tuning)}; recall at "
         "1 / 3 / 5 / 10 of the ranked files (bench.repomap_eval's queries), mean over the tuning "
-        f"repositories; {len(candidates('file'))} file and {len(candidates('task'))} task "
-        "candidates; the best 5 by the mean of the four, then `before` (main's fusion: "
-        "the graph's PageRank 1 beside BM25 1 and the folder 0.5 for files, 0.25 for a text; K 8) "
-        "and `now` (core.repomap_rank's), per tuning repository"
+        "repositories. Rows: each signal ranked alone; the best 5 of "
+        f"{len(candidates('file'))} file and {len(candidates('task'))} task candidates of "
+        "core's signals by the mean of the four; the best 3 with `whole` (BM25 over each "
+        "file's whole text, as the BM25 baseline: core keeps no index of it); `before` (main's "
+        "fusion before this fit), `now` (core.repomap_rank's) and the best with `whole`, per "
+        "tuning repository"
         + (
             " and, REPOMAP_FIT_HELD=1, per held-out one (read after the choice)."
             if want_held
             else "."
-        )
+        )  # fmt: skip
         + "\n",
     ]
     for kind in ("file", "task"):
-        scored = []
-        for weights, k in candidates(kind):
-            per = [recalls(cases[r][kind], weights, k) for r in tuning]
-            mean = [statistics.mean(p[i] for p in per) for i in range(len(KS))]
-            scored.append((statistics.mean(mean), mean, weights, k))
-        scored.sort(key=lambda s: -s[0])
-        lines += [
-            f"\n**{kind} queries**\n",
-            "| fusion | R@1 | R@3 | R@5 | R@10 |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        for _, mean, weights, k in scored[:5]:
-            lines.append(_row(_label(weights, k), mean))
-        for name, (weights, k) in (("before", before[kind]), ("now", now[kind])):
-            per = [recalls(cases[r][kind], weights, k) for r in tuning]
+        lines += [f"\n**{kind} queries**\n", "| fusion | R@1 | R@3 | R@5 | R@10 |",
+                  "|---|---:|---:|---:|---:|"]  # fmt: skip
+        lines += [_row(n, _mean(cases, tuning, kind, w, k)) for n, w, k in alone(kind)]
+        lines += [row for row, *_ in _best(cases, tuning, kind, candidates(kind), 5)]
+        wholes = _best(cases, tuning, kind, whole_candidates(kind), 3)
+        lines += [row for row, *_ in wholes]
+        sides = {"before": before[kind], "now": now[kind], "best with whole": wholes[0][1:]}
+        for name, (weights, k) in sides.items():
             lines.append(_row(f"{name}: {_label(weights, k)}, tuning mean",
-                              [statistics.mean(p[i] for p in per) for i in range(len(KS))]))  # fmt: skip
+                              _mean(cases, tuning, kind, weights, k)))  # fmt: skip
             for r in tuning + (held if want_held else []):
                 lines.append(_row(f"{name}: {r}", recalls(cases[r][kind], weights, k)))
         print("\n".join(lines), file=sys.stderr)

@@ -201,6 +201,42 @@ async def test_a_file_focus_finds_the_file_that_calls_it(server: InProcessClient
     assert got["files"][0]["path"] == "report/summary.py"
 
 
+async def test_a_file_focus_ranks_shared_names_above_its_own_folder(
+    server: ProcessClient, tree: Path
+):
+    """A report in another folder calls three of the focus's helpers, a sibling one of them;
+    neither is linked to the focus. The report comes first of the two: the folder tree no
+    longer weighs in a file focus's rank (bench.repomap_fit: on six tuning repositories its
+    best weight was 0), where it pulled the sibling ahead before."""
+    (tree / "lib").mkdir()
+    (tree / "billing").mkdir()
+    (tree / "reports").mkdir()
+    (tree / "lib" / "money.py").write_text(
+        "".join(f"def {n}(x):\n    return x\n\n\n" for n in
+                ("tax_rate_for", "currency_round", "line_subtotal", "format_amount"))
+    )  # fmt: skip
+    (tree / "billing" / "invoice.py").write_text(
+        "from lib.money import currency_round, format_amount, line_subtotal, tax_rate_for\n\n\n"
+        "def render_invoice(lines):\n"
+        "    total = currency_round(sum(line_subtotal(x) * tax_rate_for(x) for x in lines))\n"
+        "    return format_amount(total)\n"
+    )
+    (tree / "reports" / "quarterly.py").write_text(
+        "from lib.money import currency_round, line_subtotal, tax_rate_for\n\n\n"
+        "def quarter_total(rows):\n"
+        "    return currency_round(sum(line_subtotal(r) * tax_rate_for(r) for r in rows))\n"
+    )
+    (tree / "billing" / "reminder.py").write_text(
+        "from lib.money import format_amount\n\n\ndef remind(due):\n    return format_amount(due)\n"
+    )
+    for i in range(8):
+        (tree / "billing" / f"step_{i}.py").write_text(f"def step_{i}():\n    return {i}\n")
+    got = await ask_map(server, tree, files=["billing/invoice.py"])
+    paths = [f["path"] for f in got["files"]]
+    assert paths[0] == "lib/money.py"  # what the focus imports and calls
+    assert paths.index("reports/quarterly.py") < paths.index("billing/reminder.py")
+
+
 async def test_fitting_a_map_writes_no_trial_to_the_count_cache(tmp_path: Path):
     """A map of 2,048 tokens is fitted by counting a dozen trial maps, each a text of kilobytes
     nobody counts again: none of them lands in the store's count cache (the SQLite file, read

@@ -216,13 +216,13 @@ class RepoGraph:
         graph_rank = self._pagerank(self._prepared(), focus, seeds)
         if on.graph:
             scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
-        if on.folder:
+        fusion = signals_of.fusion_for(bool(focus_rows), bool(focus.text))
+        if on.folder and fusion.weights.get("folder"):  # a signal weighed 0 adds nothing
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
         if on.near:
             e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
             near = signals_of.near(e.offsets, e.targets, e.weights, around)
             scores["near"] = np.round(near, RANK_DECIMALS)
-        fusion = signals_of.fusion_for(bool(focus_rows), bool(focus.text))
         fused = signals_of.fused(scores, len(t.paths), fusion)
         return graph_rank, np.round(fused, RANK_DECIMALS)
 
