@@ -202,7 +202,7 @@ async def test_a_file_focus_finds_the_file_that_calls_it(server: InProcessClient
 
 
 async def test_a_file_focus_ranks_shared_names_above_its_own_folder(
-    server: ProcessClient, tree: Path
+    server: InProcessClient, tree: Path
 ):
     """A report in another folder calls three of the focus's helpers, a sibling one of them;
     neither is linked to the focus. The report comes first of the two: the folder tree no
