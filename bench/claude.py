@@ -44,8 +44,8 @@ from bench.stall import _answered, _frame, _percentile
 from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.adapters.claude_tokens import _model as claude_model
 from tokend.adapters.tokenizers import CachedCounter, load_encoding
-from tokend.core.estimate import estimate_tokens
-from tokend.core.estimate_families import family_chars_per_token, family_estimate_tokens
+from tokend.core.counting.estimate import estimate_tokens
+from tokend.core.counting.estimate_families import family_chars_per_token, family_estimate_tokens
 
 BEFORE_CLAUDE_REV = "9f76291"  # main before the Claude tier
 MAIN_REV = "2c3728f"  # main with the Claude tier counted by ctok itself (before tokend's own path)

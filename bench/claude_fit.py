@@ -1,4 +1,4 @@
-"""The fit behind core.estimate_families' CODE weights (issue 20): run it to fit them again.
+"""The fit behind core.counting.estimate_families' CODE weights (issue 20): run it to fit them again.
 
     .venv/bin/python -m bench.claude_fit
 
@@ -31,8 +31,8 @@ from bench.estimator import (
     site_packages,
 )
 from tokend.adapters.claude_tokens import ClaudeCounter
-from tokend.core.estimate import classify
-from tokend.core.estimate_families import (
+from tokend.core.counting.estimate import classify
+from tokend.core.counting.estimate_families import (
     FAMILY_FEATURES,
     FAMILY_WEIGHTS,
     family_estimate_tokens,

@@ -55,10 +55,10 @@ from bench import append_race
 from bench.service_shape import models, sessions
 from tokend.adapters.tokenizers import load_encoding
 from tokend.commands.importer import import_events
-from tokend.core.transcript import TranscriptMessage, parse_transcript
+from tokend.core.assembly.wire_formats import render_message
+from tokend.core.transcripts.events import TranscriptMessage, parse_transcript
 from tokend.core.types import TextPart
-from tokend.core.wire_formats import render_message
-from tokend.service.compaction import compact
+from tokend.service.compaction.tiers import compact
 
 SESSIONS_DIR = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "claude-code-sessions"

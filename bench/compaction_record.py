@@ -50,8 +50,8 @@ def variants(name: str) -> list[tuple[str, list[str]]]:
 def measure_tree() -> list[dict[str, Any]]:
     """This process's tree: every session, variant and method (run with PYTHONPATH set)."""
     from bench.compaction import SESSIONS, _assembled, _import, probes, share
-    from tokend.service.compaction import compact
-    from tokend.service.handoff import handoff
+    from tokend.service.compaction.tiers import compact
+    from tokend.service.session.handoff import handoff
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,7 +115,7 @@ def time_tree() -> dict[str, list[float]]:
     import time
 
     from bench.compaction import open_sqlite
-    from tokend.service.compaction import compact
+    from tokend.service.compaction.tiers import compact
 
     first, second = [], []
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tokend.adapters.tokenizers import load_encoding
-from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN, classify, estimate_tokens
+from tokend.core.counting.estimate import DEFAULT_CHARS_PER_TOKEN, classify, estimate_tokens
 from tokend.core.types import ContentClass
 
 MIN_FILE_BYTES = 200

@@ -41,7 +41,7 @@ def _writer_class() -> Any:
     try:
         from tokend.adapters.model_http import HttpWriter
     except ImportError:  # before the adapter: the urllib writer inside the service
-        from tokend.service.summarizers import HttpWriter  # type: ignore[attr-defined,no-redef]
+        from tokend.service.compaction.summarizers import HttpWriter  # type: ignore[attr-defined,no-redef]
     return HttpWriter
 
 
@@ -201,7 +201,7 @@ def _followers(followers: Any, service: Any) -> Any:
 
 async def follow(session_file: Path) -> dict[str, Any]:
     from tokend.service.app import open_service
-    from tokend.service.followers import Followers
+    from tokend.service.transcripts.followers import Followers
 
     lines = [line for line in session_file.read_text().splitlines() if line.strip()]
     with tempfile.TemporaryDirectory() as tmp:

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from tokend.commands.replay import replay_file
-from tokend.core.accounting import EstimateError, summarize_abs_errors
-from tokend.core.replay import PLAIN_RULES, PlainEstimator, replay
-from tokend.core.transcript import parse_transcript
+from tokend.core.transcripts.events import parse_transcript
+from tokend.core.transcripts.replay import PLAIN_RULES, PlainEstimator, replay
+from tokend.core.usage.accounting import EstimateError, summarize_abs_errors
 
 SESSIONS_DIR = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "claude-code-sessions"

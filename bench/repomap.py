@@ -92,7 +92,7 @@ from pathlib import Path
 job = json.load(sys.stdin)
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.repomap import Focus
+from tokend.core.repomap.graph import Focus
 from tokend.service.workspace.index import WorkspaceIndex
 enc = load_encoding("o200k_base")
 count = lambda t: len(enc.encode_ordinary(t))
@@ -147,7 +147,7 @@ def run() -> str:
     from tokend.adapters.file_index import walk
     from tokend.adapters.ignore_rules import IgnoreRules
     from tokend.adapters.tokenizers import load_encoding
-    from tokend.core.fileclass import language_of
+    from tokend.core.workspace.fileclass import language_of
 
     enc = load_encoding("o200k_base")
     aider = _aider_python()

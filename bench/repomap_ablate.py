@@ -4,7 +4,7 @@ rendered, so the six fit in minutes where repomap_eval's REPOMAP_EVAL_ABLATE=1 r
 a query and side. In one process per run: the tree's tags are parsed once (a cache under
 bench/out/eval), then `RepoGraph.use` switches the signals and the rows are derived again.
 
-Rows: `all` (the map's rank), then `without X` for each field of core.repomap_rank.Signals:
+Rows: `all` (the map's rank), then `without X` for each field of core.repomap.rank.Signals:
 graph, lexical, folder (the fused signals), resolve (references sent to the definers a file's
 imports reach), imports (a file's edges to the modules it imports), specific (compound names
 weigh more), words (a task's text read against what each file says, not only its names and
@@ -28,7 +28,7 @@ from bench.repomap_eval import KS, _jobs
 
 
 def _recalls(graph: Any, jobs: list[dict[str, Any]], kind: str) -> list[float]:
-    from tokend.core.repomap import Focus, identifiers_in
+    from tokend.core.repomap.graph import Focus, identifiers_in
 
     got: dict[int, list[float]] = {k: [] for k in KS}
     for j in jobs:
@@ -49,7 +49,7 @@ def evaluate(repo: str) -> tuple[list[tuple[str, str, list[float]]], int, int]:
     from tokend.adapters.file_index import walk
     from tokend.adapters.ignore_rules import IgnoreRules
     from tokend.adapters.workspace_cache import WorkspaceCache
-    from tokend.core.repomap_rank import Signals
+    from tokend.core.repomap.rank import Signals
     from tokend.service.workspace.index import WorkspaceIndex
 
     blas.single_threaded()

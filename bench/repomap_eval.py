@@ -190,7 +190,7 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
                    for i, r in enumerate(now["results"])]  # fmt: skip
         table[name] = _score(results, jobs, count)
     if ablate:
-        from tokend.core.repomap import Signals
+        from tokend.core.repomap.graph import Signals
 
         with tempfile.TemporaryDirectory(prefix="tokend-eval-ablate-") as scratch:
             cache = Path(scratch) / "cache.sqlite3"  # the tree's tags parsed once for these runs

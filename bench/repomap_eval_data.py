@@ -132,7 +132,7 @@ def queries(repo: str, source_files: set[str]) -> list[Query]:
 
 
 def _is_source(path: str) -> bool:
-    from tokend.core.fileclass import language_of
+    from tokend.core.workspace.fileclass import language_of
 
     return language_of(path) is not None
 

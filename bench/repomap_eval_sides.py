@@ -60,8 +60,8 @@ from pathlib import Path
 job = json.load(sys.stdin)
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.repomap import Focus, identifiers_in
-from tokend.core.repomap_render import RankedDefinition, fit_map
+from tokend.core.repomap.graph import Focus, identifiers_in
+from tokend.core.repomap.render import RankedDefinition, fit_map
 from tokend.service.workspace.index import WorkspaceIndex
 try:  # as the daemon's map requests do (a tree from before it has no such module)
     from tokend.adapters import blas
@@ -78,7 +78,7 @@ built = time.perf_counter() - started
 tags = index.tags
 graph = tags._graph
 if job.get("signals") is not None:
-    import tokend.core.repomap as rm
+    import tokend.core.repomap.graph as rm
     if hasattr(graph, "use"):
         graph.use(rm.Signals(**job["signals"]))
     else:

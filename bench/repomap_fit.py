@@ -6,7 +6,7 @@ from bench/out/eval's ablate caches): `lexical` (BM25 of names and path words, a
 say), `graph` (personalized PageRank), `folder` (nearness in the folder tree), `near` (the
 reference graph's edges between the focus files and each file, both ways), and `whole` (the
 BM25 baseline's score over each file's whole text: measured as a signal core does not keep).
-Then every candidate fusion (core.repomap_rank.fused's reciprocal-rank fusion with other weights and K)
+Then every candidate fusion (core.repomap.rank.fused's reciprocal-rank fusion with other weights and K)
 is scored on those arrays: recall at k of the ranked files, no map rendered. The candidate
 with the best mean over the tuning repositories and k = 1, 3, 5, 10 (no held-out figure read)
 is printed first; REPOMAP_FIT_HELD=1 adds the held-out rows of the chosen and current ones.
@@ -32,16 +32,16 @@ Array = Any
 
 
 def _near(graph: Any, focus: dict[int, float]) -> Array:
-    from tokend.core.repomap_rank import near
+    from tokend.core.repomap.rank import near
 
     edges = graph.edges()
     return near(edges.offsets, edges.targets, edges.weights, focus)
 
 
 def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[int], bool]:
-    from tokend.core import repomap_rank as signals_of
-    from tokend.core.repomap import Focus, identifiers_in
-    from tokend.core.repomap_choice import RANK_DECIMALS
+    from tokend.core.repomap import rank as signals_of
+    from tokend.core.repomap.choice import RANK_DECIMALS
+    from tokend.core.repomap.graph import Focus, identifiers_in
 
     if job["kind"] == "file":
         focus = Focus(frozenset(job["files"]))
@@ -68,8 +68,8 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
 
 
 def fuse(scores: dict[str, Array], weights: dict[str, float], k: float) -> Array:
-    """core.repomap_rank.fused with these weights and K; K < 0: each score over its best."""
-    from tokend.core.repomap_rank import Fusion, fused
+    """core.repomap.rank.fused with these weights and K; K < 0: each score over its best."""
+    from tokend.core.repomap.rank import Fusion, fused
 
     n = len(next(iter(scores.values())))
     if k >= 0:
@@ -181,7 +181,7 @@ def _best(cases: dict[str, Any], repos: list[str], kind: str,
 
 
 def run() -> str:
-    from tokend.core.repomap_rank import FILE_FUSION, TEXT_FUSION
+    from tokend.core.repomap.rank import FILE_FUSION, TEXT_FUSION
 
     tuning = [r for r, (_, role) in data.REPOS.items() if role == "tuning"]
     held = [r for r, (_, role) in data.REPOS.items() if role == "held-out"]
@@ -199,7 +199,7 @@ def run() -> str:
         f"{len(candidates('file'))} file and {len(candidates('task'))} task candidates of "
         "core's signals by the mean of the four; the best 3 with `whole` (BM25 over each "
         "file's whole text, as the BM25 baseline: core keeps no index of it); `before` (main's "
-        "fusion before this fit), `now` (core.repomap_rank's) and the best with `whole`, per "
+        "fusion before this fit), `now` (core.repomap.rank's) and the best with `whole`, per "
         "tuning repository"
         + (
             " and, REPOMAP_FIT_HELD=1, per held-out one (read after the choice)."

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from bench import repomap_eval_data as data
-from tokend.core import repomap_solve
+from tokend.core.repomap import solve as repomap_solve
 
 FOCUSES = 20
 BUDGETS = (1024, 4096)
@@ -53,8 +53,8 @@ def _measure(repo: str) -> dict[str, Any]:
     from tokend.adapters.ignore_rules import IgnoreRules
     from tokend.adapters.tokenizers import load_encoding
     from tokend.adapters.workspace_cache import WorkspaceCache
-    from tokend.core import repomap
-    from tokend.core.repomap import Focus
+    from tokend.core.repomap import graph as repomap
+    from tokend.core.repomap.graph import Focus
     from tokend.service.workspace.index import WorkspaceIndex
 
     enc = load_encoding("o200k_base")

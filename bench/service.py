@@ -24,7 +24,7 @@ async def _build_session(service, sid: str) -> None:
     from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 
     body = (
-        Path(__file__).resolve().parents[1] / "server" / "tokend" / "core" / "catalog.py"
+        Path(__file__).resolve().parents[1] / "server" / "tokend" / "core" / "models" / "catalog.py"
     ).read_text()
     lines = body.splitlines()
     context = 0
@@ -61,12 +61,12 @@ def _p50_ms(fn, repeat: int) -> float:
 
 def run() -> str:
     from tokend.adapters.tokenizers import TiktokenCounter
-    from tokend.core.render import part_text
-    from tokend.core.wire_formats import render_message
+    from tokend.core.assembly.wire_formats import render_message
+    from tokend.core.counting.render import part_text
     from tokend.lsp import wire
     from tokend.lsp.convert import to_wire_snapshot
     from tokend.service.app import open_service
-    from tokend.service.assembly import AssembleInput, assemble_context_async
+    from tokend.service.assembly.assemble import AssembleInput, assemble_context_async
 
     with tempfile.TemporaryDirectory() as tmp:
         service = open_service(None, f"sqlite:///{tmp}/bench.sqlite3")

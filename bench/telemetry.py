@@ -35,8 +35,8 @@ class _Receiver(BaseHTTPRequestHandler):
 def _service(folder: Path, name: str, telemetry: bool, otlp_port: int = 0):
     from tokend.adapters.store import SqlStore
     from tokend.adapters.workspace_settings import WorkspaceSettings
-    from tokend.core.settings import TokendConfig
-    from tokend.core.telemetry_settings import TelemetryConfig
+    from tokend.core.settings.tables import TokendConfig
+    from tokend.core.telemetry.settings import TelemetryConfig
     from tokend.service.app import build_service
 
     exporters = ("prometheus", "otlp") if telemetry else ()

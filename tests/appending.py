@@ -1,4 +1,4 @@
-"""session/append as production runs it (service.appends.append: counted in a worker thread,
+"""session/append as production runs it (service.session.appends.append: counted in a worker thread,
 applied by the session's owner in its turn), for a synchronous test or script."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.types import Message, Part, Role
 from tokend.service.service import TokendService
 

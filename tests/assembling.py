@@ -1,4 +1,4 @@
-"""context/assemble as production runs it (service.assembly.assemble_context_async: built in the
+"""context/assemble as production runs it (service.assembly.assemble.assemble_context_async: built in the
 service's worker threads, the measured figures applied by the session's owner), for a
 synchronous test or script."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.appending import run_on_own_loop
-from tokend.core.assemble import Assembly
-from tokend.service.assembly import AssembleInput, assemble_context_async
+from tokend.core.assembly.assemble import Assembly
+from tokend.service.assembly.assemble import AssembleInput, assemble_context_async
 from tokend.service.service import TokendService
 
 __all__ = ["AssembleInput", "assemble_context"]

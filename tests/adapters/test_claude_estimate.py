@@ -19,7 +19,7 @@ import ctok
 import pytest
 
 from tests.conftest import ROOT
-from tokend.core.estimate_families import family_estimate_tokens
+from tokend.core.counting.estimate_families import family_estimate_tokens
 
 PINNED_MARKDOWN = (
     "annotated-types",
@@ -43,7 +43,7 @@ VERSION = {"claude-v3": ("3.0", 7), "claude-v4.7": ("4.7", 11), "claude-v4.8": (
 def _texts() -> dict[str, list[str]]:
     markdown = [str(metadata(name).get_payload()) for name in PINNED_MARKDOWN]
     python = [
-        p.read_text(encoding="utf-8") for p in sorted((ROOT / "server/tokend/core").glob("*.py"))
+        p.read_text(encoding="utf-8") for p in sorted((ROOT / "server/tokend/core").rglob("*.py"))
     ]
     site = Path(sysconfig.get_paths()["platlib"])
     binaries = sorted(p for p in site.rglob("*.so") if p.stat().st_size > 60_000)[:12]

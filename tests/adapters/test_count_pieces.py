@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 from tests.conftest import ROOT
 from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.adapters.tokenizers import CachedCounter, ExactTokenizers, load_encoding
-from tokend.core.calibration import Calibrator
-from tokend.core.catalog import ModelInfo
-from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
+from tokend.core.counting.calibration import Calibrator
+from tokend.core.counting.estimate import DEFAULT_CHARS_PER_TOKEN
+from tokend.core.models.catalog import ModelInfo
 from tokend.core.text_chunks import CHUNK_CHARS, count_chunks
-from tokend.service.counting import ModelCounter
+from tokend.service.counting.counter import ModelCounter
 
 VERSION = {"claude-v3": ("3.0", 7), "claude-v4.7": ("4.7", 11), "claude-v4.8": ("4.8", 6)}
 SITE = Path(sysconfig.get_paths()["purelib"])

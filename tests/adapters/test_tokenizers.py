@@ -21,9 +21,9 @@ from tokend.adapters.tokenizers import (
     load_encoding,
     vocabulary_search_dirs,
 )
+from tokend.core.counting.estimate import EstimateCounter, estimate_tokens
+from tokend.core.counting.framing import tool_schemas_tokens
 from tokend.core.errors import TokenizerUnavailable
-from tokend.core.estimate import EstimateCounter, estimate_tokens
-from tokend.core.framing import tool_schemas_tokens
 
 SERVER = Path(__file__).resolve().parents[2] / "server" / "tokend"
 O200K = VOCABULARIES["o200k_base"]

@@ -10,10 +10,10 @@ import pytest
 
 from tests.appending import append
 from tokend.adapters.checkpoint_store import CheckpointStore
-from tokend.core.checkpoints import FileChange
+from tokend.core.checkpoints.turns import FileChange
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import App, assemble_app, open_service
-from tokend.service.checkpoints import Checkpoints
+from tokend.service.checkpoints.recorder import Checkpoints
 from tokend.service.service import TokendService
 
 WAIT_SECONDS = 30.0  # how long a condition may take on a loaded machine (not a figure)

@@ -1,8 +1,8 @@
-"""core.checkpoints: which turn a change belongs to, and what a rewind writes (pure)."""
+"""core.checkpoints.turns: which turn a change belongs to, and what a rewind writes (pure)."""
 
 from __future__ import annotations
 
-from tokend.core.checkpoints import (
+from tokend.core.checkpoints.turns import (
     FileChange,
     TurnMark,
     assign,

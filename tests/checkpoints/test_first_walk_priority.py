@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tokend.service.checkpoints import BACKGROUND_NICE, _yield_the_cpu
+from tokend.service.checkpoints.recorder import BACKGROUND_NICE, _yield_the_cpu
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")

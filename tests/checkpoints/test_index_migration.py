@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from tokend.adapters.checkpoint_store import CheckpointStore, Seen
-from tokend.core.checkpoints import FileChange
+from tokend.core.checkpoints.turns import FileChange
 
 OLD_SCHEMA = """
 CREATE TABLE baseline (

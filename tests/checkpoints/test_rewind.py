@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.checkpoints.conftest import Agent
-from tokend.service import checkpoint_views
-from tokend.service.checkpoint_views import list_turns, restore, turn_diff
+from tokend.service.checkpoints import views as checkpoint_views
+from tokend.service.checkpoints.views import list_turns, restore, turn_diff
 
 
 def tree(root: Path) -> dict[str, bytes]:

@@ -16,7 +16,7 @@ import pytest
 from tests.checkpoints.conftest import Agent
 from tokend.core.errors import VersionConflict
 from tokend.core.types import TextPart
-from tokend.service.checkpoint_views import rewind_both
+from tokend.service.checkpoints.views import rewind_both
 
 
 def _files(root: Path) -> dict[str, bytes]:

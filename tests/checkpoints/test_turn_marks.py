@@ -13,10 +13,10 @@ from pathlib import Path
 
 from tests.appending import append
 from tests.checkpoints.conftest import Agent, wait_for
-from tokend.core.checkpoints import turns_of
+from tokend.core.checkpoints.turns import turns_of
 from tokend.core.types import TextPart
 from tokend.service.app import open_service
-from tokend.service.checkpoint_views import list_turns, restore
+from tokend.service.checkpoints.views import list_turns, restore
 
 
 def test_a_compaction_after_the_turn_leaves_the_users_later_edit_outside(agent: Agent):

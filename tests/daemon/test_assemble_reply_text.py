@@ -1,6 +1,6 @@
 """`context/assemble`'s reply is joined from each message's JSON text kept in the session's
 render cache (lsp/assemble_reply.py), and a restarted daemon reads a session's bodies with the
-counts the store keeps (service/loading.py). Neither may change a byte of what a client gets.
+counts the store keeps (service/session/loading.py). Neither may change a byte of what a client gets.
 
 The real `tokend serve` of this tree on a private socket and SQLite file (bench/scale_session's
 daemon), its replies read as the raw bytes of their frames. Oracles: the stdlib's own writing of

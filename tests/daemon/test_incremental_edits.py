@@ -5,7 +5,7 @@ the whole text into lines every time: 249 ms an edit of an 8.7 MB buffer, every 
 the daemon waiting; and it split lines where LSP does not (form feed, U+2028 and the other
 separators str.splitlines knows) and put a position past a line's end one character short, so
 the text it kept was not the editor's. Now the edits are recorded on the loop and applied, in
-the order sent, beside it, to a text kept in pieces (core/document_text.py).
+the order sent, beside it, to a text kept in pieces (core/workspace/document_text.py).
 
 The real `tokend serve`, a real file, an editor connection that opens it and edits it, an agent
 connection whose session holds it as a chat file: what `context/assemble` sends is the text the
@@ -25,7 +25,7 @@ import pytest
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tests.lsp_client import LspClient
 from tests.unit.test_document_text import _reference
-from tokend.core.document_text import Edit
+from tokend.core.workspace.document_text import Edit
 from tokend.daemon import paths
 
 WORDS = ["alpha", " ", "\n", "\r\n", "\r", "é", "😀", "\u2028", "\x0c", "beta\tgamma", ""]

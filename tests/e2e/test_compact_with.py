@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import tokend_env
 from tests.in_process import InProcessClient
-from tokend.core.catalog import Catalog
+from tokend.core.models.catalog import Catalog
 
 DOCUMENTED = {
     "claude-opus-4-6": "provider",  # the compaction API's first models

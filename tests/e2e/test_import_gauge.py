@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.conftest import BIG_SESSION, sessions_dir_or_skip
 from tokend.commands.importer import import_events
-from tokend.core.accounting import summarize_abs_errors
+from tokend.core.usage.accounting import summarize_abs_errors
 from tokend.service.app import open_service
 
 

@@ -3,7 +3,7 @@
 Each shared Claude Code transcript, whole and spoiled (a record cut in half in the middle, the
 file truncated inside a record, an assistant record written twice, a `[1m]` model), is imported
 with the real `tokend import claude-code` command and followed by the follower the daemon runs
-(service.tail over the service the daemon builds), fed as Claude Code writes: a few records at a
+(service.transcripts.tail over the service the daemon builds), fed as Claude Code writes: a few records at a
 time. The oracle is the transcript's own records, read with json here: one provider call per
 (message.id, requestId) of the non-sidechain assistant records, its output tokens those of the
 last record of the group.
@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import session_file
 from tests.in_process import tokend_cli
 from tokend.service.app import open_service
-from tokend.service.tail import TranscriptTail
+from tokend.service.transcripts.tail import TranscriptTail
 
 NAMES = ["short.jsonl", "tool_heavy.jsonl", "258c7280-ae70-4798-800f-63464d01a85d.jsonl"]
 

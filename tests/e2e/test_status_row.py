@@ -23,7 +23,7 @@ from tests.lsp_client import LspClient
 from tokend.daemon.paths import socket_path
 
 WAIT_SECONDS = 120.0
-HEAVY = ("sqlalchemy", "tiktoken", "pygls", "tokend.service", "tokend.core.catalog")
+HEAVY = ("sqlalchemy", "tiktoken", "pygls", "tokend.service", "tokend.core.models.catalog")
 CONFIG = '[summarizer]\nchain = ["extractive"]\n\n[spend]\nsession_usd = 0.5\n'
 # Oracle: Anthropic's published Claude Sonnet 4.5 prices ($3 / $15 per million tokens): 100,000
 # in and 10,000 out cost $0.45, 90% of the $0.50 session limit (a spend warning in the snapshot).

@@ -82,7 +82,7 @@ def test_small_is_looked_at_only_so_far() -> None:
 @settings(max_examples=120, deadline=None)
 @given(value=json_values)
 def test_compact_unicode_pieces_are_what_json_dumps_writes(value: Any) -> None:
-    """As tool inputs are rendered for counting (core/render.py's to_json_text)."""
+    """As tool inputs are rendered for counting (core/counting/render.py's to_json_text)."""
     with pytest.MonkeyPatch.context() as patch:
         _make_pieces_tiny(patch)
         expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"))

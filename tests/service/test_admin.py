@@ -9,8 +9,8 @@ import pytest
 from tests.appending import append
 from tokend.core.errors import InvalidParams, SessionNotFound, VersionConflict
 from tokend.core.types import TextPart, Usage
-from tokend.service import admin
 from tokend.service.app import open_service
+from tokend.service.session import admin
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_settings import WorkspaceSettings
-from tokend.core.budget_injection import ContextConfig
-from tokend.core.config import merge_config
+from tokend.core.assembly.budget_injection import ContextConfig
 from tokend.core.errors import InvalidParams
-from tokend.core.settings import TokendConfig
+from tokend.core.settings.config import merge_config
+from tokend.core.settings.tables import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import build_service
 from tokend.service.service import TokendService
@@ -197,7 +197,7 @@ def test_the_native_flag_comes_from_the_catalog_and_config_overrides_it():
         "claude-opus-4-5": False,
         "gpt-4o": False,
     }
-    from tokend.core.catalog import Catalog
+    from tokend.core.models.catalog import Catalog
 
     overridden = Catalog(
         {}, [{"my-model": {"context_window": 100_000, "native_budget_injection": True}}]

@@ -11,11 +11,11 @@ import pytest
 
 from tokend.adapters.claude_tokens import ClaudeCounter
 from tokend.adapters.tokenizers import ExactTokenizers
-from tokend.core.calibration import Calibrator
-from tokend.core.catalog import ModelInfo
-from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
+from tokend.core.counting.calibration import Calibrator
+from tokend.core.counting.estimate import DEFAULT_CHARS_PER_TOKEN, estimate_tokens
+from tokend.core.models.catalog import ModelInfo
 from tokend.service.app import open_service
-from tokend.service.counting import ModelCounter
+from tokend.service.counting.counter import ModelCounter
 
 
 class WithoutCtok(ExactTokenizers):
@@ -41,7 +41,7 @@ def test_an_unknown_family_falls_back_to_the_estimate_and_says_so_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     model = claude("claude-mythos-preview-b", None)
-    with caplog.at_level(logging.WARNING, logger="tokend.service.counting"):
+    with caplog.at_level(logging.WARNING, logger="tokend.service.counting.counter"):
         first = ModelCounter(model, None, Calibrator(), tokenizers=ExactTokenizers())
         ModelCounter(model, None, Calibrator(), tokenizers=ExactTokenizers())
     assert not first.exact and first.count_text("hello there") > 0
@@ -53,7 +53,7 @@ def test_an_unknown_family_falls_back_to_the_estimate_and_says_so_once(
 def test_without_ctok_a_family_falls_back_to_the_estimate_and_says_how_to_fix_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="tokend.service.counting"):
+    with caplog.at_level(logging.WARNING, logger="tokend.service.counting.counter"):
         counter = ModelCounter(
             claude("claude-sonnet-4-5-x", "claude-v3"), None, Calibrator(), tokenizers=WithoutCtok()
         )
@@ -105,7 +105,7 @@ def test_a_restart_recounts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_without_ctok_a_claude_model_is_estimated_with_its_familys_weights() -> None:
-    from tokend.core.estimate_families import family_estimate_tokens
+    from tokend.core.counting.estimate_families import family_estimate_tokens
 
     counter = ModelCounter(
         claude("claude-opus-4-7", "claude-v4.7"), None, Calibrator(), tokenizers=WithoutCtok()

@@ -20,8 +20,8 @@ from tokend.core.types import (
     Usage,
 )
 from tokend.service.app import open_service
-from tokend.service.counting import ModelCounter
-from tokend.service.loading import load_session_data
+from tokend.service.counting.counter import ModelCounter
+from tokend.service.session.loading import load_session_data
 
 OUTPUT = "FAILED tests/test_x.py::test_{} AssertionError: expected 3 got 4\n" * 20
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

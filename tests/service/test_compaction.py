@@ -13,12 +13,12 @@ import pytest
 from tests.appending import append
 from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.tokenizers import load_encoding
-from tokend.core.render import SUMMARY_HEADER
+from tokend.core.counting.render import SUMMARY_HEADER
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
-from tokend.service import summarizers
 from tokend.service.app import open_service
-from tokend.service.auto_compaction import append_message
-from tokend.service.compaction import (
+from tokend.service.compaction import summarizers
+from tokend.service.compaction.auto_compaction import append_message
+from tokend.service.compaction.tiers import (
     CompactRequest,
     compact,
     compact_async,
@@ -145,7 +145,7 @@ def test_appends_made_while_a_summary_is_written_come_after_it(db, monkeypatch):
         assert appended.wait(30)  # the summary is being written while others append
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("tokend.service.compaction.write_summary", slow_summary)
+    monkeypatch.setattr("tokend.service.compaction.tiers.write_summary", slow_summary)
 
     async def race():
         task = asyncio.create_task(compact_async(service, sid, CompactRequest("summarize")))

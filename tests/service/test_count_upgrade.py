@@ -11,7 +11,7 @@ from pathlib import Path
 import ctok
 import pytest
 
-from tokend.core.changes import PruneParts, Rewind
+from tokend.core.session.changes import PruneParts, Rewind
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
 from tokend.service.service import TokendService

@@ -12,13 +12,13 @@ import pytest
 from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.adapters.workspace_settings import WorkspaceSettings
-from tokend.core.settings import TokendConfig
-from tokend.core.spend import SpendConfig
+from tokend.core.settings.tables import TokendConfig
 from tokend.core.types import TextPart, Usage
-from tokend.core.usage_stats import RateConfig
+from tokend.core.usage.spend import SpendConfig
+from tokend.core.usage.stats import RateConfig
 from tokend.service.app import App, assemble_app, build_service
-from tokend.service.listeners import SessionEvent
-from tokend.service.reply_growth import grow_reply
+from tokend.service.session.listeners import SessionEvent
+from tokend.service.session.reply_growth import grow_reply
 
 WS = "file:///home/me/project"
 # Oracle: Anthropic's published Claude Sonnet 4.5 prices, $3 and $15 per million tokens.

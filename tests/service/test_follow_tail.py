@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import BIG_SESSION, session_file
 from tokend.commands.importer import import_events
 from tokend.service.app import open_service
-from tokend.service.tail import TranscriptTail
+from tokend.service.transcripts.tail import TranscriptTail
 
 
 def _lines(name: str) -> list[str]:

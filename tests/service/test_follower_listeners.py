@@ -12,8 +12,8 @@ from pathlib import Path
 from tests.conftest import session_file
 from tokend.adapters.watch import PathWatch
 from tokend.service.app import open_service
-from tokend.service.followers import Followers
-from tokend.service.tail import TailStatus
+from tokend.service.transcripts.followers import Followers
+from tokend.service.transcripts.tail import TailStatus
 
 REFRESHES = 50
 

@@ -12,7 +12,7 @@ from typing import Any
 from tests.conftest import session_file
 from tokend.adapters.watch import PathWatch
 from tokend.service.app import open_service
-from tokend.service.followers import Followers
+from tokend.service.transcripts.followers import Followers
 
 POLL_SECONDS = 0.05  # the follower's poll: a task still running would sync many times
 WAIT_SECONDS = 30.0  # how long a commit may take to start on a loaded machine (not a figure)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conftest import session_file
 from tokend.service.app import open_service
-from tokend.service.followers import Followers
+from tokend.service.transcripts.followers import Followers
 
 WAIT_SECONDS = 30.0  # how long an import may take on a loaded machine (not a figure)
 

@@ -15,7 +15,7 @@ from tokend.adapters.tokenizers import load_encoding
 from tokend.core.errors import InvalidParams
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
-from tokend.service.handoff import handoff
+from tokend.service.session.handoff import handoff
 
 
 @pytest.fixture

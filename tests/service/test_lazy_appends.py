@@ -1,5 +1,5 @@
 """Found (issue 22): after a restart, the first append to a session loaded from its row alone
-(core.gauge_state) read every message body of its live context, on the daemon's event loop (the
+(core.session.gauge_state) read every message body of its live context, on the daemon's event loop (the
 append's change is computed there): at 50,000 messages the loop stopped for the whole read, and
 every other connection with it. An append now adds after the bodies without reading them; a
 toolResult whose call is not among the messages appended since has them read in the append's
@@ -21,8 +21,8 @@ from tests.appending import append
 from tokend.core.errors import InvalidParams
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
-from tokend.service.loading import load_session_data
 from tokend.service.service import TokendService
+from tokend.service.session.loading import load_session_data
 
 OUTPUT = "src/app.py:3: E501 line too long (121 > 100 characters)\n" * 12
 

@@ -1,4 +1,4 @@
-"""A session loaded from its row alone (core.gauge_state; message bodies read when first needed)
+"""A session loaded from its row alone (core.session.gauge_state; message bodies read when first needed)
 is the session its owner had: the same snapshot, and once read, the same messages and counts as
 a whole load. The oracles: the snapshot the live owner published before it was dropped, and the
 messages a whole load of the store gives (load_session_data(lazy=False))."""
@@ -12,8 +12,8 @@ from pathlib import Path
 from tests.appending import append
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
-from tokend.service.history import rewind
-from tokend.service.loading import load_session_data
+from tokend.service.session.history import rewind
+from tokend.service.session.loading import load_session_data
 
 OUTPUT = "tests/test_x.py::test_{} FAILED AssertionError: expected 3 got 4\n" * 30
 

@@ -1,4 +1,4 @@
-"""One gauge for a session wherever it is listed: `session/list` (service.sessions.session_gauges) and
+"""One gauge for a session wherever it is listed: `session/list` (service.session.sessions.session_gauges) and
 `tokend sessions` (admin.session_gauge) show the same figures, and they are the session's own.
 
 The store is one the tokend before migration 0005 made (tests/store/data), with each stored
@@ -14,8 +14,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from tokend.service import admin
 from tokend.service.app import open_service
+from tokend.service.session import admin
 
 DATA = Path(__file__).parents[1] / "store" / "data"
 WORKSPACE = "file:///home/dev/project"

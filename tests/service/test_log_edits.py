@@ -1,7 +1,7 @@
 """Found (issue 22): a reply that grew (GrowReply, the follower's streamed replies) and a prune
 each built the session's whole message log again, one entry per live message: a cost that grew
 with the session (50,000 entries for one grown reply at 50,000 messages). The log now takes the
-changed messages in place of the old ones (core.message_log.MessageLog.replaced).
+changed messages in place of the old ones (core.session.message_log.MessageLog.replaced).
 
 Oracles: the entries written to message logs, counted while the change is applied, and the
 session a whole load of the store gives afterwards (load_session_data(lazy=False))."""
@@ -16,12 +16,12 @@ import pytest
 
 from tests.appending import append
 from tests.service.test_lazy_appends import built
-from tokend.core import message_log
+from tokend.core.session import message_log
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import open_service
-from tokend.service.loading import load_session_data
-from tokend.service.reply_growth import grow_reply
 from tokend.service.service import TokendService
+from tokend.service.session.loading import load_session_data
+from tokend.service.session.reply_growth import grow_reply
 
 EXCHANGES = 60  # 180 messages
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from tests.appending import append
 from tokend.adapters.store.sql_store import SqlStore
 from tokend.adapters.workspace_settings import WorkspaceSettings
-from tokend.core.settings import TokendConfig
+from tokend.core.settings.tables import TokendConfig
 from tokend.core.types import CompactionPart, Iteration, TextPart, Usage
 from tokend.service.app import build_service
-from tokend.service.history import session_messages
 from tokend.service.service import TokendService
+from tokend.service.session.history import session_messages
 
 
 def service_on(db: Path) -> TokendService:

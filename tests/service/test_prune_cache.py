@@ -11,11 +11,11 @@ from tests.appending import append
 from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
 from tokend.adapters.workspace_settings import WorkspaceSettings
-from tokend.core.budget import CompactionConfig
-from tokend.core.settings import TokendConfig
+from tokend.core.budget.limits import CompactionConfig
+from tokend.core.settings.tables import TokendConfig
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import build_service
-from tokend.service.compaction import compact
+from tokend.service.compaction.tiers import compact
 from tokend.service.service import TokendService
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

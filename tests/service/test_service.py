@@ -10,7 +10,7 @@ from tokend.adapters.tokenizers import load_encoding as exact_encoding
 from tokend.core.errors import MessageTooLarge, SessionNotFound, UnknownModel, VersionConflict
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import open_service
-from tokend.service.compaction import compact
+from tokend.service.compaction.tiers import compact
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def test_over_the_threshold_with_nothing_to_prune_the_snapshot_warns(url):
 
 
 def test_unwatched_sessions_are_dropped_from_memory_and_reload_intact(url, monkeypatch):
-    import tokend.service.sessions as service_module
+    import tokend.service.session.sessions as service_module
 
     monkeypatch.setattr(service_module, "MAX_LOADED_SESSIONS", 3)
     service = open_service(None, url)

@@ -11,7 +11,7 @@ import pytest
 
 from tokend.adapters.catalog_source import LitellmEntries
 from tokend.adapters.workspace_settings import Settings, WorkspaceSettings
-from tokend.core.budget import autocompact_threshold
+from tokend.core.budget.limits import autocompact_threshold
 from tokend.core.errors import UnknownModel
 
 # One litellm-shaped entry: the tests never depend on the installed litellm's figures.

@@ -14,10 +14,10 @@ from tests.assembling import AssembleInput, assemble_context
 from tokend.adapters.store import SqlStore
 from tokend.adapters.workspace_settings import WorkspaceSettings
 from tokend.core.errors import SpendLimitReached
-from tokend.core.settings import TokendConfig
-from tokend.core.spend import SpendConfig
+from tokend.core.settings.tables import TokendConfig
 from tokend.core.types import TextPart, Usage
-from tokend.core.usage_stats import RateConfig
+from tokend.core.usage.spend import SpendConfig
+from tokend.core.usage.stats import RateConfig
 from tokend.service.app import App, assemble_app, build_service
 from tokend.service.service import TokendService
 

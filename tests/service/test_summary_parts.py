@@ -19,7 +19,7 @@ from tests.model_servers import ModelServer
 from tokend.adapters.tokenizers import load_encoding  # tiktoken's, on the packaged vocabulary
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
-from tokend.service.compaction import compact
+from tokend.service.compaction.tiers import compact
 
 MODEL = "tiny-summarizer"
 

@@ -15,7 +15,7 @@ from tests.assembling import AssembleInput, assemble_context
 from tests.model_servers import GOOD_ANSWER, ModelServer
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart
 from tokend.service.app import open_service
-from tokend.service.compaction import compact
+from tokend.service.compaction.tiers import compact
 
 KEY_ENV = "TOKEND_TEST_SUMMARY_KEY"
 

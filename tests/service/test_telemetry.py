@@ -17,8 +17,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.adapters.workspace_settings import WorkspaceSettings
-from tokend.core.settings import TokendConfig
-from tokend.core.telemetry_settings import TelemetryConfig
+from tokend.core.settings.tables import TokendConfig
+from tokend.core.telemetry.settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import assemble_app, build_service
 from tokend.service.service import TokendService

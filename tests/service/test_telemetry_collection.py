@@ -14,8 +14,8 @@ import tokend.adapters.telemetry as otel
 from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.adapters.workspace_settings import WorkspaceSettings
-from tokend.core.settings import TokendConfig
-from tokend.core.telemetry_settings import TelemetryConfig
+from tokend.core.settings.tables import TokendConfig
+from tokend.core.telemetry.settings import TelemetryConfig
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import assemble_app, build_service
 

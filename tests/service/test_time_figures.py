@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from tests.appending import append
 from tokend.adapters.store import SqlStore
 from tokend.adapters.workspace_settings import WorkspaceSettings
-from tokend.core.settings import TokendConfig
+from tokend.core.settings.tables import TokendConfig
 from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart, ToolResultPart, Usage
 from tokend.service.app import build_service
 from tokend.service.service import TokendService
-from tokend.service.sessions import new_id
+from tokend.service.session.sessions import new_id
 
 T0 = datetime(2026, 1, 5, 10, 0, 0, tzinfo=UTC)
 USAGE = Usage(input_tokens=1_000, output_tokens=50, cache_read_tokens=10_000)

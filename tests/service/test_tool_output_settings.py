@@ -32,8 +32,8 @@ def test_a_workspace_lowers_the_gate_and_exempts_its_own_read_tool(tmp_path):
 
 
 def test_a_bad_value_is_reported_and_the_default_kept(tmp_path):
-    from tokend.core.config import merge_config
-    from tokend.core.settings import TokendConfig
+    from tokend.core.settings.config import merge_config
+    from tokend.core.settings.tables import TokendConfig
 
     config, warnings = merge_config(
         TokendConfig(), {}, {"tool_output": {"single_result_chars": "big"}}

@@ -1,4 +1,4 @@
-"""service.turns: a session's appends are applied in the order their turns were taken, whatever
+"""service.session.turns: a session's appends are applied in the order their turns were taken, whatever
 order their slow parts finish in; a turn that ends early never lets a later one overtake an
 earlier one; a cancel reaching a write its thread has started is dropped and its result
 returned, one reaching a queued write takes it off the queue."""
@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tokend.service.turns import Turns, committed, run_to_end
+from tokend.service.session.turns import Turns, committed, run_to_end
 
 
 def test_turns_apply_in_the_order_taken_whatever_order_the_work_finishes_in():

@@ -22,8 +22,8 @@ from alembic import command
 from tokend.adapters.store import SqlStore
 from tokend.adapters.store.engine import alembic_config, create_store_engine
 from tokend.adapters.store.url import sqlite_url
-from tokend.service import admin
 from tokend.service.app import open_service
+from tokend.service.session import admin
 
 DATA = Path(__file__).parent / "data"
 WORKSPACE = "file:///home/dev/project"

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.core.accounting import (
+from tokend.core.types import Usage
+from tokend.core.usage.accounting import (
     ErrorLog,
     EstimateError,
     predict_next_input,
     summarize_abs_errors,
 )
-from tokend.core.types import Usage
 
 tokens = st.integers(min_value=0, max_value=2_000_000)
 

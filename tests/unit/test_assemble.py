@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.assemble import CHUNKS, AssemblyRequest, assemble
-from tokend.core.context_inputs import CountedText, ExampleTurn, FileText
+from tokend.core.assembly.assemble import CHUNKS, AssemblyRequest, assemble
+from tokend.core.assembly.context_inputs import CountedText, ExampleTurn, FileText
+from tokend.core.assembly.render_cache import RenderCache
+from tokend.core.assembly.wire_formats import WIRE_FORMATS
+from tokend.core.counting.render import PRUNED_TOOL_RESULT
 from tokend.core.errors import ContextOverflow, InvalidParams
-from tokend.core.render import PRUNED_TOOL_RESULT
-from tokend.core.render_cache import RenderCache
 from tokend.core.types import StoredPart, TextPart, ToolCallPart, ToolResultPart
-from tokend.core.wire_formats import WIRE_FORMATS
 
 from .test_wire_formats import PRUNED_AT, histories, msg, shape_problems
 

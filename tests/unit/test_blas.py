@@ -12,7 +12,7 @@ SCRIPT = """
 import json
 import numpy, scipy.sparse.linalg
 from threadpoolctl import threadpool_info
-import tokend.service.workspace.repomap  # the map's module: importing it limits nothing yet
+import tokend.service.repomap.session_map  # the map's module: importing it limits nothing yet
 before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 from tokend.adapters import blas
 blas.single_threaded()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.core.budget import (
+from tokend.core.budget.limits import (
     BudgetConfig,
     CompactionConfig,
     autocompact_threshold,
@@ -14,7 +14,7 @@ from tokend.core.budget import (
     output_reserve_tokens,
     repo_map_target_tokens,
 )
-from tokend.core.catalog import ModelInfo
+from tokend.core.models.catalog import ModelInfo
 
 GPT_4O = ModelInfo("gpt-4o", "openai", context_window=128_000, max_output_tokens=16_384)
 GPT_4 = ModelInfo("gpt-4", "openai", context_window=8192, max_output_tokens=4096)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.calibration import (
+from tokend.core.counting.calibration import (
     MAX_CHARS_PER_TOKEN,
     MAX_CORRECTION,
     MIN_CHARS_PER_TOKEN,
@@ -145,8 +145,8 @@ def test_damaged_state_degrades_to_bounded_values(state) -> None:
 
 
 def test_an_implausible_sample_is_refused_not_learnt():
-    from tokend.core.calibration import Calibrator
-    from tokend.core.estimate import DEFAULT_CHARS_PER_TOKEN
+    from tokend.core.counting.calibration import Calibrator
+    from tokend.core.counting.estimate import DEFAULT_CHARS_PER_TOKEN
     from tokend.core.types import ContentClass
 
     calibrator = Calibrator(DEFAULT_CHARS_PER_TOKEN)

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from tokend.adapters.catalog_source import LitellmEntries, load_catalog
 from tokend.adapters.tokenizers import VOCABULARIES
-from tokend.core.catalog import (
+from tokend.core.errors import InvalidParams, UnknownModel
+from tokend.core.models.catalog import (
     ENCODINGS,
     Catalog,
     ModelInfo,
@@ -18,10 +19,9 @@ from tokend.core.catalog import (
     tokenizer_for,
     with_context_window,
 )
-from tokend.core.errors import InvalidParams, UnknownModel
-from tokend.core.model_names import CLAUDE_FAMILIES
-from tokend.core.pricing import cost_usd
+from tokend.core.models.names import CLAUDE_FAMILIES
 from tokend.core.types import Usage
+from tokend.core.usage.pricing import cost_usd
 
 
 @pytest.fixture(scope="module")
@@ -309,7 +309,7 @@ def test_more_output_never_costs_less(counts: tuple[int, int, int, int], extra_o
 def test_a_model_name_over_256_characters_names_no_model_and_gets_no_suggestions() -> None:
     """An 8 MB `model` cost session/create 3 s on the event loop: each "provider/" segment
     was another spelling to try, and difflib compared it with every catalog name."""
-    from tokend.core.model_names import ModelNames
+    from tokend.core.models.names import ModelNames
 
     names = ModelNames()
     names.add("gpt-4o", "openai")

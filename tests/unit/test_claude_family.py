@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tokend.adapters.catalog_source import load_catalog
-from tokend.core.model_names import claude_family
+from tokend.core.models.names import claude_family
 
 
 @pytest.mark.parametrize(

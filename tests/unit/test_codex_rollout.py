@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tokend.core.codex_rollout import parse_rollout, rollout_origin
-from tokend.core.transcript import CompactionBoundary, ProviderCall, TranscriptMessage
+from tokend.core.transcripts.codex_rollout import parse_rollout, rollout_origin
+from tokend.core.transcripts.events import CompactionBoundary, ProviderCall, TranscriptMessage
 from tokend.core.types import ReasoningPart, TextPart, ToolCallPart, ToolResultPart, Usage
 
 T = "2025-10-01T10:00:00.000Z"

@@ -1,11 +1,11 @@
-"""Codex's own figures from a rollout's newest token_count (core/codex_status.py), in the
+"""Codex's own figures from a rollout's newest token_count (core/statusline/codex_status.py), in the
 shapes Codex has written: rate limits with `resets_at`, and older ones with
 `resets_in_seconds` from the record's time."""
 
 from __future__ import annotations
 
-from tokend.core import codex_status
-from tokend.core.statusline import rate_text
+from tokend.core.statusline import codex_status
+from tokend.core.statusline.segments import rate_text
 
 WRITTEN = "2026-11-26T10:00:00.000Z"
 AT = 1795687200.0  # WRITTEN in epoch seconds

@@ -7,11 +7,11 @@ from dataclasses import fields
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.core.budget import BudgetConfig, CompactionConfig
-from tokend.core.catalog import ModelInfo
-from tokend.core.config import ConfigLayer, merge_config, merge_layers
+from tokend.core.budget.limits import BudgetConfig, CompactionConfig
 from tokend.core.config_rules import field_types
-from tokend.core.settings import TokendConfig, room_problems
+from tokend.core.models.catalog import ModelInfo
+from tokend.core.settings.config import ConfigLayer, merge_config, merge_layers
+from tokend.core.settings.tables import TokendConfig, room_problems
 
 
 def test_empty_layers_give_the_documented_defaults() -> None:
@@ -256,14 +256,17 @@ def test_a_value_applied_is_the_value_given_never_a_conversion(user: dict) -> No
 
 
 def test_the_merge_and_the_rules_import_no_feature() -> None:
-    """core/config.py (the merge) and core/config_rules.py (the rules) know no table: each
-    feature's dataclass carries its own rules. On main core/config.py imported eight features
+    """core/settings/config.py (the merge) and core/config_rules.py (the rules) know no table: each
+    feature's dataclass carries its own rules. On main core/settings/config.py imported eight features
     for their check tables."""
     import ast
     from pathlib import Path
 
     core = Path(__file__).resolve().parents[2] / "server" / "tokend" / "core"
-    for name, allowed in (("config.py", {"tokend.core.config_rules"}), ("config_rules.py", set())):
+    for name, allowed in (
+        ("settings/config.py", {"tokend.core.config_rules"}),
+        ("config_rules.py", set()),
+    ):
         tree = ast.parse((core / name).read_text())
         imported = {
             node.module

@@ -1,11 +1,15 @@
-"""core.context_editing and core.provider_features: the edits as Anthropic documents them
+"""core.assembly.context_editing and core.models.provider_features: the edits as Anthropic documents them
 (the expected objects are written out from its context editing page, not built by the code),
 the models it lists, and the warnings when an edit is not sent."""
 
 from __future__ import annotations
 
-from tokend.core.context_editing import ContextEditingConfig, provider_clears, provider_edits
-from tokend.core.provider_features import CONTEXT_EDITING, TASK_BUDGETS
+from tokend.core.assembly.context_editing import (
+    ContextEditingConfig,
+    provider_clears,
+    provider_edits,
+)
+from tokend.core.models.provider_features import CONTEXT_EDITING, TASK_BUDGETS
 
 
 def test_the_defaults_are_anthropics() -> None:

@@ -1,4 +1,4 @@
-"""core.count_upgrade: an exact count replacing a big message's estimate moves what was added
+"""core.session.count_upgrade: an exact count replacing a big message's estimate moves what was added
 since the last provider call, or nothing the gauge shows when that call came after it; a
 message no longer in the window is left alone. Figures are given (no counter runs): the
 expected gauge is the provider's figure plus what the test added by hand."""
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tokend.core.catalog import ModelInfo
-from tokend.core.changes import AppendMessage, CountsUpgraded, PartCounts
-from tokend.core.message_log import MessageLog
-from tokend.core.session_data import SessionData
-from tokend.core.session_evolve import evolve
+from tokend.core.models.catalog import ModelInfo
+from tokend.core.session.changes import AppendMessage, CountsUpgraded, PartCounts
+from tokend.core.session.data import SessionData
+from tokend.core.session.evolve import evolve
+from tokend.core.session.message_log import MessageLog
 from tokend.core.types import Message, SessionInfo, StoredPart, TextPart, Usage
 
 AT = datetime(2026, 11, 26, tzinfo=UTC)

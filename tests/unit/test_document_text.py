@@ -1,4 +1,4 @@
-"""DocumentText applies LSP edits as one string would (core/document_text.py).
+"""DocumentText applies LSP edits as one string would (core/workspace/document_text.py).
 
 The oracle is written here, independently: the text as one string, lines split at "\\n", "\\r\\n"
 and "\\r" only, a position's character converted by encoding the line's prefix."""
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core import document_text
-from tokend.core.document_text import DocumentText, Edit
+from tokend.core.workspace import document_text
+from tokend.core.workspace.document_text import DocumentText, Edit
 
 BREAKS = re.compile(r"\r\n|\r|\n")
 ENCODINGS = ("utf-16", "utf-8", "utf-32")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.estimate import (
+from tokend.core.counting.estimate import (
     DEFAULT_CHARS_PER_TOKEN,
     IMAGE_TOKENS,
     EstimateCounter,
@@ -66,7 +66,7 @@ def test_features_are_counts_never_negative(text: str) -> None:
 
 
 def test_learned_ratios_scale_the_estimate_of_their_class_only() -> None:
-    code = (SERVER / "core" / "estimate.py").read_text()
+    code = (SERVER / "core" / "counting" / "estimate.py").read_text()
     base = estimate_tokens(code, ContentClass.CODE)
     half = {ContentClass.CODE: DEFAULT_CHARS_PER_TOKEN[ContentClass.CODE] / 2}
     assert estimate_tokens(code, ContentClass.CODE, half) == pytest.approx(2 * base, rel=0.01)

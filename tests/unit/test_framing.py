@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.core.framing import (
+from tokend.core.counting.framing import (
     ANTHROPIC_TOOL_PROMPT_AUTO,
     ANTHROPIC_TOOL_PROMPT_FORCED,
     REPLY_PRIMING,
@@ -114,7 +114,7 @@ def test_claude_request_frames_are_ctoks() -> None:
     # ctok's published measurements: the frame of each family's one-message request.
     from ctok.main import _family, _model
 
-    from tokend.core.framing import CLAUDE_REQUEST_FRAMES, claude_frame_delta
+    from tokend.core.counting.framing import CLAUDE_REQUEST_FRAMES, claude_frame_delta
 
     versions = {"claude-v3": "3.0", "claude-v4.7": "4.7", "claude-v4.8": "4.8"}
     assert {f: _model(_family(v)).message_overhead for f, v in versions.items()} == (

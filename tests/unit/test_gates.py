@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from tokend.core.gates import GateConfig, gate_parts
+from tokend.core.session.gates import GateConfig, gate_parts
 from tokend.core.types import TextPart, ToolResultPart
 
 

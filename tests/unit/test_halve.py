@@ -1,4 +1,4 @@
-"""core.compaction_plan.halve, the cut of aider's recursive summary: properties over any run of
+"""core.compaction.plan.halve, the cut of aider's recursive summary: properties over any run of
 messages and token counts. Oracles: the input itself (order, concatenation) and sums of the
 counts the test drew."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.core.compaction_plan import halve
+from tokend.core.compaction.plan import halve
 from tokend.core.types import CompactionPart, Message, StoredPart, TextPart
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""core.history_record: what a summary stands for is read from the whole stored history, across
+"""core.compaction.history_record: what a summary stands for is read from the whole stored history, across
 foreign boundaries, earlier summaries, prunes and forks; never from a summary's text."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from itertools import count
 from typing import Any
 
 from tokend.core.artifacts import error_strings
-from tokend.core.digest import Digest, digest_to_json
-from tokend.core.history_record import record_digest, record_of
-from tokend.core.summary import render_summary
+from tokend.core.compaction.digest import Digest, digest_to_json
+from tokend.core.compaction.history_record import record_digest, record_of
+from tokend.core.compaction.summary import render_summary
 from tokend.core.types import (
     CompactionPart,
     Message,

@@ -1,4 +1,4 @@
-"""core.message_log: versions of the live context share storage, yet each stays what it was.
+"""core.session.message_log: versions of the live context share storage, yet each stays what it was.
 
 The oracle is a plain tuple and dict built beside the log, step by step."""
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.core.message_log import MessageLog
+from tokend.core.session.message_log import MessageLog
 from tokend.core.types import Message, StoredPart, TextPart, ToolResultPart
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,13 +1,13 @@
-"""core.model_summary: what a model is asked, which answers are refused, the [summarizer] and
+"""core.compaction.model_summary: what a model is asked, which answers are refused, the [summarizer] and
 [handoff] settings. Oracles: hand-written answers and TOML documents."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tokend.core.config import merge_config
-from tokend.core.model_summary import SummarizerConfig, answer_problem, build_prompt
-from tokend.core.settings import TokendConfig
+from tokend.core.compaction.model_summary import SummarizerConfig, answer_problem, build_prompt
+from tokend.core.settings.config import merge_config
+from tokend.core.settings.tables import TokendConfig
 from tokend.core.types import Message, StoredPart, TextPart
 
 GOOD = "## Objective\nA.\n## Decisions\nB.\n## Work state\nC.\n## Next step\nD.\n"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from tokend.adapters.catalog_source import LitellmEntries
-from tokend.core.catalog import Catalog, PriceTier, TokenPrices
-from tokend.core.pricing import cost_usd
+from tokend.core.models.catalog import Catalog, PriceTier, TokenPrices
 from tokend.core.types import Usage
+from tokend.core.usage.pricing import cost_usd
 
 
 @pytest.fixture(scope="module")

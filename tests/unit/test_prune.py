@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.prune import PruneConfig, plan_prune
+from tokend.core.compaction.prune import PruneConfig, plan_prune
 from tokend.core.types import (
     CompactionPart,
     Message,
@@ -118,7 +118,7 @@ def test_default_config_is_opencodes_constants():
 
 def protected_ids(history: list[Message]) -> set[str]:
     """Part ids in the last two user turns, the rule as protocol.md states it, written here from
-    the roles and part kinds (not with core.prune's helpers, the code under test): a user turn
+    the roles and part kinds (not with core.compaction.prune's helpers, the code under test): a user turn
     starts at a message the user typed (role "user", not a summary, no "toolResult" part) and
     runs to the next one. With fewer than two user turns everything is recent."""
     starts = [

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tokend.core.prices import TokenPrices
-from tokend.core.prune import PruneConfig, plan_prune
-from tokend.core.prune_policy import (
+from tokend.core.compaction.prune import PruneConfig, plan_prune
+from tokend.core.compaction.prune_policy import (
     CacheEconomics,
     Window,
     cache_economics,
     plan_cached_prune,
     plan_threshold_prune,
 )
+from tokend.core.models.prices import TokenPrices
 from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart, ToolResultPart, Usage
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tokend.core.transcript import TranscriptMessage, parse_transcript
+from tokend.core.assembly.wire_formats import render_message
+from tokend.core.transcripts.events import TranscriptMessage, parse_transcript
 from tokend.core.types import Message, StoredPart
-from tokend.core.wire_formats import render_message
 
 
 def test_an_imported_redacted_thinking_block_goes_back_to_anthropic_as_sent():

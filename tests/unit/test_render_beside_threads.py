@@ -1,4 +1,4 @@
-"""A big tool input is rendered for counting a piece at a time (core/render.py's to_json_text
+"""A big tool input is rendered for counting a piece at a time (core/counting/render.py's to_json_text
 over core/json_text.py): a worker thread that counts an 8 MB command no longer holds the
 interpreter from the event loop for the whole render.
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tokend.core import json_text
-from tokend.core.render import part_text
+from tokend.core.counting.render import part_text
 from tokend.core.types import ToolCallPart
 
 COMMAND = ("grep -rn 'naïve' src/ && echo 😀 done; " * 250_000)[: 8 << 20]

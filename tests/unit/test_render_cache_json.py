@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tokend.core.render_cache import RenderCache
+from tokend.core.assembly.render_cache import RenderCache
 from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

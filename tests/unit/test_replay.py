@@ -8,13 +8,13 @@ from pathlib import Path
 
 from tests.conftest import session_file as _session_path
 from tokend.commands.replay import replay_file, run_replay
-from tokend.core.replay import PLAIN_RULES, PlainEstimator, replay
-from tokend.core.transcript import (
+from tokend.core.transcripts.events import (
     CompactionBoundary,
     ProviderCall,
     TranscriptMessage,
     parse_transcript,
 )
+from tokend.core.transcripts.replay import PLAIN_RULES, PlainEstimator, replay
 from tokend.core.types import ReasoningPart, TextPart, ToolResultPart, Usage
 
 

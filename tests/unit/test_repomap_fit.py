@@ -1,4 +1,4 @@
-"""Fitting a map to a budget (core.repomap_render): the prefix search finds what a scan from
+"""Fitting a map to a budget (core.repomap.render): the prefix search finds what a scan from
 the start finds, for any count that grows with the prefix, with few counts; a fitted map reads
 each line once."""
 
@@ -9,7 +9,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.repomap_render import RankedDefinition, _longest_within, fit_map
+from tokend.core.repomap.render import RankedDefinition, _longest_within, fit_map
 
 
 @settings(max_examples=300, deadline=None)

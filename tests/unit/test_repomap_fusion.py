@@ -1,4 +1,4 @@
-"""The file rank's fusion (core.repomap_rank): `near` (the graph's edges to and from the focus)
+"""The file rank's fusion (core.repomap.rank): `near` (the graph's edges to and from the focus)
 against a dense adjacency matrix worked out here; reciprocal-rank fusion's properties; the same
 rank whatever order the files came in, and after any sequence of changes with imports, as a
 graph built at once from the final files."""
@@ -9,9 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core import repomap_rank
-from tokend.core.repomap import Focus, RepoGraph
-from tokend.core.repomap_tags import Definition, FileTags
+from tokend.core.repomap import rank as repomap_rank
+from tokend.core.repomap.graph import Focus, RepoGraph
+from tokend.core.repomap.tags import Definition, FileTags
 
 PATHS = ["a.py", "b.py", "pkg/__init__.py", "pkg/c.py", "pkg/d.py", "e.py"]
 NAMES = ["alpha", "beta", "render_frame", "delta", "_gamma"]

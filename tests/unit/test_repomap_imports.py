@@ -1,9 +1,9 @@
-"""Which files an import names (core.repomap_imports), on a listing of paths written so each
+"""Which files an import names (core.repomap.imports), on a listing of paths written so each
 rule has one right answer and a tempting wrong one."""
 
 from __future__ import annotations
 
-from tokend.core.repomap_imports import file_key, imported, path_index, reach, reached, spec_key
+from tokend.core.repomap.imports import file_key, imported, path_index, reach, reached, spec_key
 
 PATHS = [
     "src/pkg/__init__.py",

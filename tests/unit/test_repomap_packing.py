@@ -1,4 +1,4 @@
-"""A file's packed tags (core.repomap_store.PackedTags.of, core.repomap_keys.packed_keys) are
+"""A file's packed tags (core.repomap.store.PackedTags.of, core.repomap.keys.packed_keys) are
 what the keys' definition gives, written here again from it: a name's key is 62 bits of its
 BLAKE2b digest, bit 1 set for a compound of two words or more, bit 0 for a leading underscore; a
 word's is the key of "\\0" + word. And each distinct name and word of a file is digested once,
@@ -13,9 +13,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core import repomap_keys
-from tokend.core.repomap_store import PackedTags
-from tokend.core.repomap_tags import Definition, FileTags
+from tokend.core.repomap import keys as repomap_keys
+from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.tags import Definition, FileTags
 
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
@@ -78,7 +78,7 @@ def test_any_tags_pack_as_the_keys_are_defined(names: list[str], references: dic
 
 
 class _CountingDigests:
-    """hashlib for core.repomap_keys, counting the BLAKE2b digests it makes."""
+    """hashlib for core.repomap.keys, counting the BLAKE2b digests it makes."""
 
     def __init__(self) -> None:
         self.calls = 0

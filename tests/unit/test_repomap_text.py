@@ -1,5 +1,5 @@
-"""The tag workers' count of what a file says (core.repomap_text.count_words) is the repo map's
-definition of it (core.repomap_tags.text_words), word for word and count for count, on any bytes:
+"""The tag workers' count of what a file says (core.repomap.text.count_words) is the repo map's
+definition of it (core.repomap.tags.text_words), word for word and count for count, on any bytes:
 identifiers in one case or mixed, digits, underscores, invalid UTF-8, and more words than kept."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.repomap_tags import WORDS_MAX, text_words
-from tokend.core.repomap_text import count_words
+from tokend.core.repomap.tags import WORDS_MAX, text_words
+from tokend.core.repomap.text import count_words
 
 C_SOURCE = b"""/* SPDX: GPL-2.0 */
 #define NETIF_F_HW_CSUM 0x1F2345
@@ -47,7 +47,7 @@ def test_any_text_counts_the_same(pieces: list[str]):
 
 
 class _CountingSplits:
-    """core.repomap_keys's regular expression, counting the identifiers it splits."""
+    """core.repomap.keys's regular expression, counting the identifiers it splits."""
 
     def __init__(self, pattern: object) -> None:
         self.pattern, self.calls = pattern, 0
@@ -61,7 +61,7 @@ def test_the_parser_splits_only_mixed_case_identifiers_by_regex(monkeypatch):
     """A C file's words: of its 28 distinct identifiers, only the 14 mixing cases or letters and
     digits (reg32, parseHTTPConfig_v2, x10, ...) go through the regular expression (main: 28)."""
     from tokend.adapters.tags import TagParser
-    from tokend.core import repomap_keys
+    from tokend.core.repomap import keys as repomap_keys
 
     counting = _CountingSplits(repomap_keys._SUB_WORD)
     monkeypatch.setattr(repomap_keys, "_SUB_WORD", counting)

@@ -1,4 +1,4 @@
-"""What a file says, as the repo map's BM25 reads it (core.repomap_tags.text_words): the words
+"""What a file says, as the repo map's BM25 reads it (core.repomap.tags.text_words): the words
 of every identifier-like token of its text, comments and strings included, counted, the most
 frequent kept; carried in the cached tags (JSON) and kept as the graph's words of that file."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokend.core.repomap import RepoGraph
-from tokend.core.repomap_keys import name_key, word_key
-from tokend.core.repomap_store import PackedTags
-from tokend.core.repomap_tags import WORDS_MAX, Definition, FileTags, text_words
+from tokend.core.repomap.graph import RepoGraph
+from tokend.core.repomap.keys import name_key, word_key
+from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.tags import WORDS_MAX, Definition, FileTags, text_words
 
 
 def test_words_of_code_comments_and_strings_with_counts():

@@ -1,4 +1,4 @@
-"""What each file says, kept for a task's text (core.repomap_words): one vocabulary per graph,
+"""What each file says, kept for a task's text (core.repomap.words): one vocabulary per graph,
 each file's words as ids and counts in flat arrays, not as a dictionary of strings per file;
 the graph's reference table does not grow with them; an edit that changes only what a file
 says moves the text's rank without deriving the graph's rows again (a graph changed in place
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokend.core import repomap_words
-from tokend.core.repomap import Focus, RepoGraph
-from tokend.core.repomap_tags import WORDS_MAX, Definition, FileTags, text_words
+from tokend.core.repomap import words as repomap_words
+from tokend.core.repomap.graph import Focus, RepoGraph
+from tokend.core.repomap.tags import WORDS_MAX, Definition, FileTags, text_words
 
 VOCABULARY = [f"w{i:04d}x" for i in range(3000)]
 

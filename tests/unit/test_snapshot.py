@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tokend.core.snapshot import MEASURED_CATEGORIES, breakdown, used_percentage
+from tokend.core.budget.snapshot import MEASURED_CATEGORIES, breakdown, used_percentage
 
 tokens = st.integers(min_value=0, max_value=2_000_000)
 measured_figures = st.fixed_dictionaries({c: tokens for c in MEASURED_CATEGORIES})

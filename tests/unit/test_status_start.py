@@ -1,6 +1,6 @@
 """Whether a cold `tokend status` starts the daemon: TOKEND_START_DAEMON, else the user config's
 `[status] start_daemon` (a value the settings refuse leaves it on, as the settings do). Oracle:
-what `tokend config` says is in effect for the same file (core.config's merge of it)."""
+what `tokend config` says is in effect for the same file (core.settings.config's merge of it)."""
 
 from __future__ import annotations
 

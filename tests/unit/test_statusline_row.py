@@ -1,6 +1,6 @@
-"""The status block a session row keeps (core.statusline_row) gives back the wire Snapshot's
+"""The status block a session row keeps (core.statusline.row) gives back the wire Snapshot's
 figures that `tokend status` prints. Oracle: the daemon's own wire conversion of the same
-snapshot (lsp.convert.to_wire_snapshot), and core.gauge_state's FORMAT for the light reader."""
+snapshot (lsp.convert.to_wire_snapshot), and core.session.gauge_state's FORMAT for the light reader."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 
 from tokend.commands import status_row as row_reader
 from tokend.commands.status_text import claude_code_status, gauge_line
-from tokend.core import gauge_state
-from tokend.core.snapshot import BudgetSnapshot, CallFigures, Totals
-from tokend.core.statusline_row import snapshot_of_row, status_row
-from tokend.core.usage_stats import TimeFigures
+from tokend.core.budget.snapshot import BudgetSnapshot, CallFigures, Totals
+from tokend.core.session import gauge_state
+from tokend.core.statusline.row import snapshot_of_row, status_row
+from tokend.core.usage.stats import TimeFigures
 from tokend.lsp import wire
 from tokend.lsp.convert import to_wire_snapshot
 

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tokend.core.artifacts import extract_artifacts
-from tokend.core.compaction_plan import can_start_tail, split_window, tail_budget_tokens
-from tokend.core.digest import digest_to_json
-from tokend.core.summary import digest_of, render_summary
+from tokend.core.compaction.digest import digest_to_json
+from tokend.core.compaction.plan import can_start_tail, split_window, tail_budget_tokens
+from tokend.core.compaction.summary import digest_of, render_summary
 from tokend.core.types import (
     CompactionPart,
     Message,

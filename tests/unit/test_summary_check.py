@@ -1,4 +1,4 @@
-"""core.summary_check: what must survive is looked for verbatim in the summary and the kept tail;
+"""core.compaction.summary_check: what must survive is looked for verbatim in the summary and the kept tail;
 a pruned part's text is not what the model sees. Budgets are counted in words (an oracle that
 shares nothing with a tokenizer)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tokend.core.artifacts import FileTouch
-from tokend.core.digest import Digest
-from tokend.core.summary_check import check_summary
+from tokend.core.compaction.digest import Digest
+from tokend.core.compaction.summary_check import check_summary
 from tokend.core.types import Message, StoredPart, TextPart, ToolResultPart
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

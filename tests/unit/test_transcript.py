@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.conftest import session_file
-from tokend.core.transcript import (
+from tokend.core.transcripts.events import (
     CompactionBoundary,
     ProviderCall,
     TranscriptMessage,

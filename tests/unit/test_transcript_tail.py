@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from tests.conftest import BIG_SESSION, session_file
-from tokend.core.transcript import ProviderCall, TranscriptMessage, parse_transcript
-from tokend.core.transcript_tail import resume_after
+from tokend.core.transcripts.events import ProviderCall, TranscriptMessage, parse_transcript
+from tokend.core.transcripts.tail import resume_after
 
 
 def _records(name: str) -> list[dict]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tokend.core.types import Message, StoredPart, TextPart, ToolCallPart, ToolResultPart, Usage
-from tokend.core.usage_stats import edit_lines, time_figures
+from tokend.core.usage.stats import edit_lines, time_figures
 
 T0 = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 

@@ -10,7 +10,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokend.core.render import PRUNED_TOOL_RESULT, SUMMARY_HEADER
+from tokend.core.assembly.wire_formats import (
+    WIRE_FORMATS,
+    WireFormat,
+    WireMessage,
+    render_message,
+    split_system_blocks,
+)
+from tokend.core.assembly.wire_join import CONVERSATION_START, UNANSWERED_TOOL_CALL, Joiner
+from tokend.core.counting.render import PRUNED_TOOL_RESULT, SUMMARY_HEADER
 from tokend.core.types import (
     CompactionPart,
     FilePart,
@@ -23,14 +31,6 @@ from tokend.core.types import (
     ToolCallPart,
     ToolResultPart,
 )
-from tokend.core.wire_formats import (
-    WIRE_FORMATS,
-    WireFormat,
-    WireMessage,
-    render_message,
-    split_system_blocks,
-)
-from tokend.core.wire_join import CONVERSATION_START, UNANSWERED_TOOL_CALL, Joiner
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 PRUNED_AT = datetime(2025, 1, 2, tzinfo=UTC)

@@ -14,15 +14,16 @@ from hypothesis import strategies as st
 
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core import repomap, repomap_edges
-from tokend.core.repomap import Focus
-from tokend.core.repomap_tags import Definition, FileTags
+from tokend.core.repomap import edges as repomap_edges
+from tokend.core.repomap import graph as repomap
+from tokend.core.repomap.graph import Focus
+from tokend.core.repomap.tags import Definition, FileTags
 from tokend.service.workspace.index import WorkspaceIndex
 
 SOURCE = Path(__file__).resolve().parents[2] / "server" / "tokend"
 FOCUSES = [
     Focus(),
-    Focus(frozenset({"core/budget.py"})),
+    Focus(frozenset({"core/budget/limits.py"})),
     Focus(identifiers=frozenset({"fit_map", "walk"})),
     Focus(frozenset({"service/service.py"}), frozenset({"SessionState"})),
 ]
@@ -62,16 +63,16 @@ def test_edits_in_place_give_the_maps_of_a_fresh_build(
         lambda table, rows, *links: derived.append(len(rows)) or real(table, rows, *links),
     )
 
-    budget = tree / "core" / "budget.py"
+    budget = tree / "core" / "budget" / "limits.py"
     budget.write_text(budget.read_text().replace("def repo_map_target_tokens", "def map_target"))
     helper = tree / "core" / "brand_new.py"
     helper.write_text(
-        "from tokend.core.budget import map_target\n\ndef use_it():\n    return map_target\n"
+        "from tokend.core.budget.limits import map_target\n\ndef use_it():\n    return map_target\n"
     )
-    (tree / "core" / "gates.py").unlink()
-    render = tree / "core" / "repomap_render.py"
+    (tree / "core" / "session" / "gates.py").unlink()
+    render = tree / "core" / "repomap" / "render.py"
     render.write_text("# a comment only\n" + render.read_text())
-    for path in (budget, helper, tree / "core" / "gates.py", render):
+    for path in (budget, helper, tree / "core" / "session" / "gates.py", render):
         index.apply_changes([path])  # one watcher batch each, as saves come
         after = maps(index)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tokend.adapters.ignore_rules import Layer, is_ignored
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.repomap import Focus
+from tokend.core.repomap.graph import Focus
 from tokend.service.workspace import tag_chunks as tags_module
 from tokend.service.workspace.index import WorkspaceIndex
 
@@ -106,8 +106,9 @@ def test_a_failed_tag_build_does_not_leave_map_requests_waiting(tmp_path: Path):
 def test_a_graph_too_large_to_factor_ranks_as_the_factored_one(monkeypatch: pytest.MonkeyPatch):
     """Past DIRECT_MAX_FILES the rank is solved iteratively: the same maps as SciPy's LU."""
     from tokend.adapters.tags import TagParser
-    from tokend.core import repomap, repomap_solve
-    from tokend.core.repomap_render import fit_map
+    from tokend.core.repomap import graph as repomap
+    from tokend.core.repomap import solve as repomap_solve
+    from tokend.core.repomap.render import fit_map
 
     source = Path(__file__).resolve().parents[2] / "server" / "tokend"
     parser = TagParser()

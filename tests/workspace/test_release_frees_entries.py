@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tokend.core.repomap import RepoGraph
+from tokend.core.repomap.graph import RepoGraph
 from tokend.service.app import App, open_app
 from tokend.service.workspace.closing import WorkspaceUser
 from tokend.service.workspace.index import WorkspaceIndex

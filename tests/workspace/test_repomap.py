@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.fileclass import language_of
-from tokend.core.repomap import Focus, RepoGraph
-from tokend.core.repomap_render import fit_map
-from tokend.core.repomap_tags import FileTags
+from tokend.core.repomap.graph import Focus, RepoGraph
+from tokend.core.repomap.render import fit_map
+from tokend.core.repomap.tags import FileTags
+from tokend.core.workspace.fileclass import language_of
 from tokend.service.workspace.index import WorkspaceIndex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +77,7 @@ def test_focus_brings_the_focused_symbols_first():
     fitted = fit_map(
         GRAPH.rank(Focus(identifiers=frozenset({"fit_map"})), limit=400), 300, o200k, line_of
     )
-    assert "server/tokend/core/repomap_render.py:" in fitted.text and "def fit_map(" in fitted.text
+    assert "server/tokend/core/repomap/render.py:" in fitted.text and "def fit_map(" in fitted.text
 
 
 def test_tags_cover_every_required_language():
@@ -104,8 +104,8 @@ def test_tags_cover_every_required_language():
 def _map_in_a_new_process(seed: str) -> str:
     script = (
         "import json,sys;from tests.workspace.test_repomap import GRAPH,o200k,line_of;"
-        "from tokend.core.repomap import Focus;from tokend.core.repomap_render import fit_map;"
-        "f=Focus(frozenset(['server/tokend/core/budget.py']),frozenset(['assemble']));"
+        "from tokend.core.repomap.graph import Focus;from tokend.core.repomap.render import fit_map;"
+        "f=Focus(frozenset(['server/tokend/core/budget/limits.py']),frozenset(['assemble']));"
         "print(json.dumps(fit_map(GRAPH.rank(f,limit=2200),2048,o200k,line_of).text))"
     )
     env = dict(os.environ, PYTHONHASHSEED=seed)
@@ -138,14 +138,14 @@ def test_a_changed_file_is_parsed_alone_and_a_restart_parses_nothing(tmp_path: P
 
     index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(cache_path))
     index.build()
-    python_files = len(list((root / "core").glob("*.py")))
+    python_files = len(list((root / "core").rglob("*.py")))
     assert tag_rows() == python_files
     before = index.tags.repo_map(Focus(), 1024, o200k, "o200k_base")
 
-    edited = root / "core" / "budget.py"
+    edited = root / "core" / "budget" / "limits.py"
     edited.write_text(edited.read_text() + "\n\ndef brand_new_helper(x):\n    return x\n")
     changed = index.apply_changes([edited])
-    assert changed == {"core/budget.py"} and tag_rows() == python_files + 1
+    assert changed == {"core/budget/limits.py"} and tag_rows() == python_files + 1
     assert (
         index.tags.repo_map(
             Focus(identifiers=frozenset({"brand_new_helper"})), 1024, o200k, "o200k_base"

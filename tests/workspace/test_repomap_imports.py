@@ -15,7 +15,7 @@ from tests.in_process import InProcessClient
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.repomap import Focus
+from tokend.core.repomap.graph import Focus
 from tokend.service.workspace.index import WorkspaceIndex
 
 PAGE = (

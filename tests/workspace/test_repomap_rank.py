@@ -282,7 +282,7 @@ def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch)
     np.isin's answers: keys (uint64) and groups (int32, with -1 for no group)."""
     import numpy as np
 
-    from tokend.core import repomap_rank
+    from tokend.core.repomap import rank as repomap_rank
 
     monkeypatch.setattr(repomap_rank, "SIEVE_BLOCK", 1000)  # many blocks, cut anywhere
     rng = np.random.default_rng(7)
@@ -299,7 +299,7 @@ def test_fitting_a_map_reads_about_the_files_it_shows():
     """4,000 candidates, one definition per file (the kernel's case): fitting 1,024 tokens
     reads the lines of about twice the files the map shows (plus the few tried after), not
     half the candidates as a plain bisection did."""
-    from tokend.core.repomap_render import EXTRA_CANDIDATES, RankedDefinition, fit_map
+    from tokend.core.repomap.render import EXTRA_CANDIDATES, RankedDefinition, fit_map
 
     ranked = [RankedDefinition(f"drivers/part_{i:04d}.c", 0) for i in range(4000)]
     read: set[str] = set()

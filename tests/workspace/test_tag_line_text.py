@@ -1,5 +1,5 @@
 """A file's tags keep no line text (issue 22): the map reads the lines it shows from the file
-(core.repomap_render), so the text a tag worker decoded, cut, sent and the workspace cache
+(core.repomap.render), so the text a tag worker decoded, cut, sent and the workspace cache
 stored for every definition was never read; in the kernel's register headers it was half of
 the tags' JSON. The map shows the same lines as before."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tokend.adapters.tag_workers import TagWorkers
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.repomap import Focus
+from tokend.core.repomap.graph import Focus
 from tokend.service.workspace.index import WorkspaceIndex
 
 HEADER = (

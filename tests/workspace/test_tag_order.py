@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.fileclass import FileEntry
-from tokend.core.repomap import RepoGraph
+from tokend.core.repomap.graph import RepoGraph
+from tokend.core.workspace.fileclass import FileEntry
 from tokend.service.workspace import index as index_module
 from tokend.service.workspace import tag_chunks, tags
 from tokend.service.workspace.entries import pack

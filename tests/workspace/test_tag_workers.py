@@ -18,7 +18,7 @@ from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
-from tokend.core.repomap import Focus
+from tokend.core.repomap.graph import Focus
 from tokend.service.workspace import tags as workspace_tags
 from tokend.service.workspace.index import WorkspaceIndex
 
@@ -243,7 +243,7 @@ def test_a_pooled_build_packs_no_file_in_the_daemon(
     build thread was PackedTags.of (a digest and a regular expression per name) and decoding the
     workers' JSON. The workers pack the tags they parse; the daemon packs none (main: every
     file), and the map is the one a single process makes (above)."""
-    from tokend.core import repomap_store
+    from tokend.core.repomap import store as repomap_store
 
     tree = _tree(tmp_path)
     packed_here: list[int] = []

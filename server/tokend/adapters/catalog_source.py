@@ -15,8 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 from tokend.adapters.packaged_data import CATALOG_FILE, VOCABULARIES, packaged_catalog
-from tokend.core.catalog import Catalog
-from tokend.core.model_names import CLAUDE_FAMILIES
+from tokend.core.models.catalog import Catalog
+from tokend.core.models.names import CLAUDE_FAMILIES
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ sessions and workspaces), packed in the index or, when big, a loose file `blobs/
 (adapters.checkpoint_blobs); `index.sqlite3` holds
 
 - `baseline`: (workspace, path) -> the hash of the file as last seen, its size and mtime;
-- `changes`: the workspace's log of file changes (core.checkpoints.FileChange);
-- `marks`: when each session message was appended (core.checkpoints.TurnMark);
+- `changes`: the workspace's log of file changes (core.checkpoints.turns.FileChange);
+- `marks`: when each session message was appended (core.checkpoints.turns.TurnMark);
 - `blobs`: each saved state's size raw and stored (and its packed bytes);
 - `restores`: the journal of restores (which checkpoint, the planned steps), written before a
   restore's first write and closed after its last, so a restart finds one killed midway.
@@ -35,8 +35,8 @@ from typing import Any
 from tokend.adapters import checkpoint_blobs
 from tokend.adapters.store.engine import make_sqlite_files_private
 from tokend.adapters.store.url import default_data_dir, make_folder_private
-from tokend.core.checkpoints import FileChange, Origin, TurnMark
-from tokend.core.workspace_files import JournaledRestore, Seen, sha256_bytes
+from tokend.core.checkpoints.turns import FileChange, Origin, TurnMark
+from tokend.core.workspace.files import JournaledRestore, Seen, sha256_bytes
 
 _IN_BATCH = 500  # paths per SELECT ... IN (...)
 _SCHEMA = """

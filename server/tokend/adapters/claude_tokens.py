@@ -1,7 +1,7 @@
 """The Claude tier: Claude's token counts offline, through ctok.
 
 Anthropic publishes no tokenizer. ctok (PyPI, MIT) reconstructs the counts of Anthropic's
-`count_tokens` from a measured vocabulary for three families (core.model_names.CLAUDE_FAMILIES)
+`count_tokens` from a measured vocabulary for three families (core.models.names.CLAUDE_FAMILIES)
 and agrees exactly on its held-out sets. tokend depends on it rather than re-deriving its ~700
 lines of measured normalization rules (case markers, word boundaries, byte fallback): a second
 copy of those facts would drift from the one that is checked against Anthropic, and would be no
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from tokend.core.errors import TokenizerUnavailable
-from tokend.core.model_names import CLAUDE_FAMILIES
+from tokend.core.models.names import CLAUDE_FAMILIES
 from tokend.core.text_chunks import CHUNK_CHARS
 
 log = logging.getLogger(__name__)

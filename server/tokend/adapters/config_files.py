@@ -3,7 +3,7 @@
 The user's file is config.toml in the platform's user config folder for "tokend":
 $XDG_CONFIG_HOME/tokend/config.toml, else ~/.config/tokend/config.toml, on Linux. The
 workspace's is .tokend.toml at the workspace folder's root. How the layers merge is in
-tokend.core.config (the settings: tokend.core.settings); service/settings.py keeps them per workspace and re-reads them on change.
+tokend.core.settings.config (the settings: tokend.core.settings.tables); service/settings/workspace_settings.py keeps them per workspace and re-reads them on change.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from tokend.adapters.config_paths import (
     file_stamp,
     user_config_file,
 )
-from tokend.core.config import ConfigLayer, MergedConfig, merge_layers
-from tokend.core.settings import TokendConfig
+from tokend.core.settings.config import ConfigLayer, MergedConfig, merge_layers
+from tokend.core.settings.tables import TokendConfig
 
 DATABASE_URL_ENV = "TOKEND_DATABASE_URL"
 

@@ -1,5 +1,5 @@
 """Where the settings files are and how a file's stamp is taken, in one place for the settings
-(adapters/config_files.py, service/settings.py) and for the cold `tokend status`, which compares
+(adapters/config_files.py, service/settings/workspace_settings.py) and for the cold `tokend status`, which compares
 the stamps a session row was written under with the files as they are now
 (commands/status_row.py). Standard library only: the cold status must not import the config
 schema (cattrs) to find one path."""

@@ -1,5 +1,5 @@
 """Reading a workspace folder from disk: the walk that honours ignore files, one file's entry,
-and a file's text, each refusing what core.fileclass's rules refuse.
+and a file's text, each refusing what core.workspace.fileclass's rules refuse.
 
 Nothing here raises for one bad file: it becomes an entry with a `skipped` reason. Paths given
 by clients go through `resolve_inside`, which refuses what would leave the root (`..`, absolute
@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from tokend.adapters import workspace_fs
 from tokend.adapters.ignore_rules import IgnoreRules, is_ignored
 from tokend.core.errors import InvalidParams
-from tokend.core.fileclass import (
+from tokend.core.workspace.fileclass import (
     BINARY_REASON,
     BINARY_SNIFF_BYTES,
     DEFAULT_MAX_FILE_BYTES,
@@ -126,7 +126,7 @@ class FileRead:
 
 
 def read_file(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileRead:
-    """The text of a workspace file under the rules of core.fileclass, read through
+    """The text of a workspace file under the rules of core.workspace.fileclass, read through
     workspace_fs at this moment: a path that now leads outside the workspace (a folder swapped
     for a symlink since it was checked) is OUTSIDE_REASON, not read."""
     try:

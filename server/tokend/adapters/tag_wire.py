@@ -9,8 +9,8 @@ import pickle
 import struct
 from typing import IO, Any
 
-from tokend.core.repomap_store import PackedTags
-from tokend.core.repomap_tags import FileTags
+from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.tags import FileTags
 
 _HEADER = struct.Struct("<I")
 Parsed = tuple[str, FileTags, PackedTags]  # the JSON text, the tags but for their names, packed

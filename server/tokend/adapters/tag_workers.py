@@ -35,7 +35,7 @@ from selectors import EVENT_READ, DefaultSelector
 from tokend.adapters.tag_wire import Parsed, packed_fields, parsed, recv, send, tags_json, unpacked
 from tokend.adapters.tags import TagParser
 from tokend.core.errors import Stopping
-from tokend.core.repomap_tags import FileTags
+from tokend.core.repomap.tags import FileTags
 
 log = logging.getLogger(__name__)
 

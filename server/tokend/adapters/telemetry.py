@@ -37,8 +37,8 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, start_http_server
 
-from tokend.core.telemetry_settings import TelemetryConfig, parse_listen
-from tokend.core.usage_stats import Call
+from tokend.core.telemetry.settings import TelemetryConfig, parse_listen
+from tokend.core.usage.stats import Call
 
 _ATTRIBUTES = ("session.id", "workspace", "model", "type")  # a key's values, in this order
 _NAMES = {

@@ -25,9 +25,9 @@ from tokend.adapters.claude_tokens import ClaudeCounter, ctok_installed
 from tokend.adapters.packaged_data import VOCABULARIES as VOCABULARIES  # re-exported
 from tokend.adapters.vocabularies import find_vocabulary as find_vocabulary  # re-exported
 from tokend.adapters.vocabularies import vocabulary_search_dirs as vocabulary_search_dirs
+from tokend.core.counting.estimate import EstimateCounter
 from tokend.core.errors import TokenizerUnavailable
-from tokend.core.estimate import EstimateCounter
-from tokend.core.model_names import CLAUDE_FAMILIES
+from tokend.core.models.names import CLAUDE_FAMILIES
 from tokend.core.ports import CountCache, TokenCounter
 from tokend.core.text_chunks import count_chunks
 

@@ -1,6 +1,6 @@
 """One folder watched with watchdog, and polled where inotify cannot watch it: the one watchdog
 adapter of the daemon (workspaces: adapters.watcher batches what it reports; followed agent
-transcripts: service.followers).
+transcripts: service.transcripts.followers).
 
 `PathWatch(root, on_path, on_notice, own, recursive)` calls `on_path(path)`, on watchdog's thread
 or the poller's, for every path a create / modify / delete / move under `root` touches (both ends

@@ -38,9 +38,9 @@ from tokend.adapters.config_files import (
     workspace_config_path,
 )
 from tokend.adapters.config_paths import FileStamp, file_stamp
-from tokend.core.catalog import Catalog
-from tokend.core.settings import TokendConfig, room_problems
-from tokend.core.workspace_files import workspace_folder
+from tokend.core.models.catalog import Catalog
+from tokend.core.settings.tables import TokendConfig, room_problems
+from tokend.core.workspace.files import workspace_folder
 
 RECHECK_SECONDS = 1.0
 
@@ -136,7 +136,7 @@ class WorkspaceSettings:
     def stamps(self, workspace_uri: str | None) -> list[Any] | None:
         """The files the workspace's cached settings were read from, as [path, stamp or None]
         pairs (user file first), without looking at them again; None when none is cached.
-        A session row keeps them beside its line (core.statusline_row)."""
+        A session row keeps them beside its line (core.statusline.row)."""
         with self._lock:
             cached = self._cache.get(workspace_uri)
         if cached is None:

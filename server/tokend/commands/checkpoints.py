@@ -17,10 +17,10 @@ from tokend.commands.output import Cell, Column, plural, say, write_json, write_
 from tokend.commands.rpc_client import DaemonClient
 from tokend.lsp.results import to_wire_interrupted, to_wire_restored, to_wire_turn
 from tokend.lsp.wire import to_wire
-from tokend.service import restore_journal
-from tokend.service.checkpoint_restore import SYMLINK_NOTE
-from tokend.service.checkpoint_views import list_turns, restore, turn_diff
-from tokend.service.checkpoints import Checkpoints
+from tokend.service.checkpoints import restore_journal
+from tokend.service.checkpoints.recorder import Checkpoints
+from tokend.service.checkpoints.restore import SYMLINK_NOTE
+from tokend.service.checkpoints.views import list_turns, restore, turn_diff
 
 
 def _ask(

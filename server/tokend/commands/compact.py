@@ -14,7 +14,7 @@ from tokend.commands.sessions import change_session, local_service
 from tokend.commands.status import active_session_id
 from tokend.lsp.results import to_wire_compact_result
 from tokend.lsp.wire import to_wire
-from tokend.service.compaction import compact
+from tokend.service.compaction.tiers import compact
 from tokend.service.service import TokendService
 
 

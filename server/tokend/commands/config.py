@@ -20,9 +20,9 @@ from rich.text import Text
 
 from tokend.adapters.workspace_settings import Settings, WorkspaceSettings
 from tokend.commands.output import Column, say, write_json, write_table
-from tokend.core.config import model_key
 from tokend.core.errors import InvalidParams
-from tokend.core.settings import TokendConfig
+from tokend.core.settings.config import model_key
+from tokend.core.settings.tables import TokendConfig
 
 ORIGIN_NAMES = {
     "user": "user config",

@@ -20,7 +20,7 @@ from tokend.core.errors import InvalidParams
 
 
 def run_follow(args: argparse.Namespace, out: TextIO) -> int:
-    from tokend.service.followers import agent_folder, latest_transcript
+    from tokend.service.transcripts.followers import agent_folder, latest_transcript
 
     agent = args.agent
     path: Path | None = args.file

@@ -13,8 +13,8 @@ from typing import Any, TextIO
 from tokend.commands.output import plural, say, write_json
 from tokend.commands.sessions import change_session, local_service
 from tokend.commands.status import active_session_id
-from tokend.service.history import fork
 from tokend.service.service import TokendService
+from tokend.service.session.history import fork
 
 
 def session_or_active(args: argparse.Namespace) -> str:

@@ -15,8 +15,8 @@ from tokend.commands.output import plural, say, write_json
 from tokend.commands.sessions import change_session
 from tokend.lsp.results import to_wire_handoff
 from tokend.lsp.wire import to_wire
-from tokend.service.handoff import handoff
 from tokend.service.service import TokendService
+from tokend.service.session.handoff import handoff
 
 
 def run_handoff(args: argparse.Namespace, out: TextIO) -> int:

@@ -1,6 +1,6 @@
 """`tokend import claude-code FILE [--workspace DIR]`: a Claude Code JSONL transcript into a session.
 
-The importing itself is service/transcript_import.py's, the follower's too: the session belongs to
+The importing itself is service/transcripts/importer.py's, the follower's too: the session belongs to
 the transcript's workspace (its records' `cwd`, as a file:// URI, unless --workspace says
 otherwise); importing a transcript again appends only what it gained since; a line that is not
 JSON is skipped and reported.
@@ -16,10 +16,10 @@ from typing import TextIO
 from tokend.commands.output import counted, plural, say, write_json
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import InvalidParams, TokendError
-from tokend.core.transcript import ProviderCall
+from tokend.core.transcripts.events import ProviderCall
 from tokend.service.app import open_app
 from tokend.service.service import TokendService
-from tokend.service.transcript_import import (
+from tokend.service.transcripts.importer import (
     Records,
     TranscriptImporter,
     parse_events,

@@ -14,7 +14,7 @@ from typing import Any, Self
 from tokend.commands.rpc_client import DaemonClient
 from tokend.commands.status_text import claude_code_status, gauge_line
 from tokend.core.errors import TokendError
-from tokend.core.statusline import short_gauge, short_tokens
+from tokend.core.statusline.segments import short_gauge, short_tokens
 
 BUDGET_DID_CHANGE = "budget/didChange"
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tokend.core.statusline import SEGMENTS
+from tokend.core.statusline.segments import SEGMENTS
 
 AGENTS = ("claude-code", "codex")
 

@@ -10,9 +10,9 @@ from typing import Any, TextIO
 from tokend.adapters.catalog_source import load_catalog
 from tokend.adapters.config_files import read_user_config, read_workspace_config
 from tokend.commands.output import Column, say, write_json, write_table
-from tokend.core.budget import autocompact_threshold
-from tokend.core.catalog import Catalog, ModelInfo, PriceTier, TokenPrices
-from tokend.core.settings import TokendConfig
+from tokend.core.budget.limits import autocompact_threshold
+from tokend.core.models.catalog import Catalog, ModelInfo, PriceTier, TokenPrices
+from tokend.core.settings.tables import TokendConfig
 
 PER_MTOK = 1_000_000  # prices are dollars per token; tables show dollars per million tokens
 _GLOB_CHARS = frozenset("*?[")

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TextIO
 
 from tokend.core.errors import TokendError
-from tokend.core.replay import ReplayCall, ReplayResult, summarize_calls
-from tokend.service.listeners import SessionEvent
+from tokend.core.transcripts.replay import ReplayCall, ReplayResult, summarize_calls
+from tokend.service.session.listeners import SessionEvent
 
 
 def replay_file(path: Path) -> ReplayResult:

@@ -21,11 +21,11 @@ from tokend.commands.output import Cell, Column, percent_style, plural, say, wri
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import SessionNotFound, TokendError
 from tokend.core.types import SessionInfo
-from tokend.core.workspace_files import workspace_folder
+from tokend.core.workspace.files import workspace_folder
 from tokend.lsp import wire
 from tokend.lsp.results import to_wire_session_ref
-from tokend.service import admin
 from tokend.service.service import TokendService
+from tokend.service.session import admin
 
 
 @contextmanager

@@ -2,11 +2,11 @@
 session row, read with sqlite3 alone (adapters/store_peek.py), in milliseconds.
 
 Every change of a session writes, in its own transaction, what the line prints into the row's
-gauge state (core.statusline_row), with the config files its figures were computed under. The
+gauge state (core.statusline.row), with the config files its figures were computed under. The
 row answers when all of these hold, and then prints what reading the store whole prints:
 - the store is a SQLite file (a PostgreSQL URL, `?` options or `:memory:` read it whole);
 - the row has a gauge state the whole read would load the session from without counting a
-  message again (core.gauge_state: its FORMAT, the row's version, no estimate waiting for its
+  message again (core.session.gauge_state: its FORMAT, the row's version, no estimate waiting for its
   exact count), and a status block of this version and shape (rows an older tokend wrote, and a
   fork's or a handoff's before its first change, have none: the line kept may answer then);
 - the config files are the ones the full read would use (the user's config.toml, and the
@@ -25,7 +25,7 @@ import os
 from tokend.adapters import rendezvous
 from tokend.commands.status_text import claude_code_status, folder_path, gauge_line
 
-GAUGE_STATE_FORMAT = 2  # core.gauge_state.FORMAT (a unit test keeps them equal)
+GAUGE_STATE_FORMAT = 2  # core.session.gauge_state.FORMAT (a unit test keeps them equal)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def row_status(fmt: str, session_id: str | None, uri: str) -> tuple[str | None, 
     if fmt not in ("line", "claude-code"):
         return None, False
     from tokend.adapters.store_peek import session_row, store_file
-    from tokend.core.statusline_row import KEY, has_block, snapshot_of_row
+    from tokend.core.statusline.row import KEY, has_block, snapshot_of_row
 
     path = store_file()
     row = None if path is None else session_row(path, session_id, uri)
@@ -68,7 +68,7 @@ def row_status(fmt: str, session_id: str | None, uri: str) -> tuple[str | None, 
 
 
 def _loads_lazily(state: Any, version: int) -> bool:
-    """The whole read loads the session from this state (service/loading.py, GaugeState.of):
+    """The whole read loads the session from this state (service/session/loading.py, GaugeState.of):
     the gauge it prints is the one the state was written with."""
     return (
         isinstance(state, dict)
@@ -80,7 +80,7 @@ def _loads_lazily(state: Any, version: int) -> bool:
 
 def _same_settings(recorded: Any, workspace_uri: str) -> bool:
     """The files the row's figures were computed under are those the whole read would use
-    (service/settings.py: the user's config.toml, then the workspace's .tokend.toml), each as
+    (service/settings/workspace_settings.py: the user's config.toml, then the workspace's .tokend.toml), each as
     it was then (stamp: mtime in ns, size, inode; None: absent)."""
     from tokend.adapters.config_paths import WORKSPACE_CONFIG_NAME, file_stamp, user_config_file
 

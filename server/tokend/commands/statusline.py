@@ -9,7 +9,7 @@ there (idempotent) and renders tokend's gauge of that session:
     claude-opus-4-6 · 86k/200k · 43% · compacts at 168k · $1.23 · 5h 42% ↻2h10m · cache 3m
 
 so the status line, the editors and the compaction decision show one number (the segments:
-core/statusline.py; `--segments` picks and orders them).
+core/statusline/segments.py; `--segments` picks and orders them).
 
 It is never the slow part of a prompt and never blank:
 - warm (the daemon follows the transcript): one round trip on the unix socket (initialize,
@@ -118,7 +118,7 @@ def _arguments(argv: Sequence[str]) -> tuple[str, str | None, tuple[str, ...] | 
         args = ["--segments", args[0].split("=", 1)[1], *args[1:]]
     if len(args) != 2 or args[0] != "--segments":
         raise ValueError(f"unknown arguments {' '.join(args)!r}: see `tokend statusline --help`")
-    from tokend.core.statusline import parse_segments
+    from tokend.core.statusline.segments import parse_segments
 
     return agent, rollout, parse_segments(args[1])
 

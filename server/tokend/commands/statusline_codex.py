@@ -61,8 +61,8 @@ def newest_rollout(folder: str) -> str | None:
 def codex_known_line(given: dict[str, Any], now: float) -> str:
     """The line from Codex's own figures in the rollout's end, else the last line printed for
     the session, else `tokend: starting`."""
-    from tokend.core import codex_status
-    from tokend.core.statusline import rate_text, short_tokens
+    from tokend.core.statusline import codex_status
+    from tokend.core.statusline.segments import rate_text, short_tokens
 
     path = given.get("transcript_path") or newest_rollout(sessions_folder())
     records = list(_newest_records(path)) if path else []

@@ -21,7 +21,7 @@ _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234
 def known_line(given: dict[str, Any], fallback: str = "tokend: starting") -> str:
     """The line from what Claude Code passed on stdin (its own figures, marked as such), else
     the last line tokend printed for the session, else `fallback`."""
-    from tokend.core.statusline import short_tokens
+    from tokend.core.statusline.segments import short_tokens
 
     window = given.get("context_window")
     model = given.get("model")

@@ -1,5 +1,5 @@
 """The status line rendered by the command itself, for a daemon older than `statusline/line`
-(which renders it): the segments are core.statusline's; the cache segment's last provider call
+(which renders it): the segments are core.statusline.segments's; the cache segment's last provider call
 is read here from the end of the transcript file."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tokend.commands.file_tail import tail_lines
-from tokend.core import statusline
-from tokend.core.statusline import SEGMENTS, LastCall, parse_segments, rate_text
+from tokend.core.statusline import segments as statusline
+from tokend.core.statusline.segments import SEGMENTS, LastCall, parse_segments, rate_text
 
 __all__ = ["SEGMENTS", "cache_text", "last_call", "parse_segments", "rate_text", "render"]
 
@@ -33,7 +33,7 @@ def render(
 
 
 def cache_text(path: str, now: float) -> str | None:
-    """`cache 3m`, `cache cold` or None (core.statusline.cache_text) for the transcript at
+    """`cache 3m`, `cache cold` or None (core.statusline.segments.cache_text) for the transcript at
     `path`."""
     return statusline.cache_text(last_call(path), now)
 

@@ -1,4 +1,4 @@
-"""What one session change stores, as data: the owner (service.session_state) builds one
+"""What one session change stores, as data: the owner (service.session.state) builds one
 `SessionCommit` per change and the store (core.ports.Store.commit_change) writes all of it in
 one transaction."""
 

@@ -5,7 +5,7 @@ not say: `Annotated[int, at_least(1)]`, `Annotated[str, Check(valid_timezone, "a
 zone name")]`. `structure(value, type)` is cattrs with hooks that convert nothing (TOML's
 types must already be the field's: `5` is not a string, `true` is not an integer, a string is
 not a list), then the `Check`s; what it raises says what was expected, in a user's words, for
-the warning tokend.core.config writes. The markers `UserOnly`, `FoldCase` and `NamedTables` tell
+the warning tokend.core.settings.config writes. The markers `UserOnly`, `FoldCase` and `NamedTables` tell
 the merge what a workspace may not set, what is case-insensitive, and which table holds named
 tables merged key by key.
 

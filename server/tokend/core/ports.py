@@ -44,7 +44,7 @@ class Summarizer(Protocol):
 
     `summarize` gets the summarized messages (a previous summary first, to be merged, not
     summarized again), the caller's instructions and the target in tokens; it returns the
-    summary text and the structured digest kept with it (core.summary), or raises to let the
+    summary text and the structured digest kept with it (core.compaction.summary), or raises to let the
     caller fall back to the extractive summarizer. It runs in a worker thread."""
 
     @property
@@ -168,7 +168,7 @@ class Store(Protocol):
 
 class ModelWriter(Protocol):
     """Writes the narrative for a prompt, or raises SummaryFailed. Runs on the event loop
-    (never blocking it, never in the service's workers): service.summarizers' model-backed steps."""
+    (never blocking it, never in the service's workers): service.compaction.summarizers' model-backed steps."""
 
     @property
     def name(self) -> str: ...

@@ -47,7 +47,7 @@ class ToolCallPart:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultPart:
-    """A tool's output. When a gate decided at append time (core.gates) that the model sees
+    """A tool's output. When a gate decided at append time (core.session.gates) that the model sees
     less than the whole output, `output` is what the model sees (a preview or a middle-out
     cut), `gate` says how ("preview" | "middleOut"), `ref` names the original kept whole in
     the store (toolOutput/read) and `original_chars` is its length in characters."""
@@ -89,7 +89,7 @@ class Iteration(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class CompactionPart:
     """A compaction summary: `summary` stands for the messages it covers in assembly.
-    `digest` is the structured content it was rendered from (core.digest.Digest as JSON),
+    `digest` is the structured content it was rendered from (core.compaction.digest.Digest as JSON),
     so that the next compaction merges it instead of summarizing a summary.
 
     With `provider` ("anthropic" | "openai") it is the provider's own compaction, in the
@@ -231,7 +231,7 @@ class SessionFigures:
     errors: tuple[EstimateError, ...] = ()
     anchor_delta: AnchorDelta | None = None
     gauge: SessionGauge | None = None  # None: stored before gauges were kept; load it
-    state: Mapping[str, Any] | None = None  # core.gauge_state's JSON (None: load it whole)
+    state: Mapping[str, Any] | None = None  # core.session.gauge_state's JSON (None: load it whole)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +258,7 @@ class SessionInfo:
     version: int = 0  # as stored: the version the session's last change made
     figures: SessionFigures = field(default_factory=SessionFigures)
     chat_files: tuple[ChatFile, ...] = ()  # in the order they were added
-    # The transcript this session imports or follows and how far (service.transcript_import
+    # The transcript this session imports or follows and how far (service.transcripts.importer
     # owns its keys); None for a session no transcript feeds.
     transcript_cursor: Mapping[str, Any] | None = None
     forked_from: str | None = None  # session/fork: the parent's message it was forked at

@@ -2,7 +2,7 @@
 
 `session/summarize` {sessionId, prompt, maxTokens} is a request from the server to the client:
 its agent or editor calls its own model and answers {summary}. The service gets a plain
-callable (service.summarizers.AskClient) and never sees pygls.
+callable (service.compaction.summarizers.AskClient) and never sees pygls.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from tokend.lsp.server import TokendServer
 from tokend.lsp.wire import to_wire
 from tokend.lsp.wire.compaction import SessionSummarizeParams
-from tokend.service.summarizers import AskClient
+from tokend.service.compaction.summarizers import AskClient
 
 SUMMARIZE = "session/summarize"
 

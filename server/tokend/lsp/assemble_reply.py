@@ -1,5 +1,5 @@
 """The `context/assemble` result (lsp/wire/assembly.py) as JSON text, joined from the render
-cache's text of each message a warm session already wrote (core.render_cache.RenderCache
+cache's text of each message a warm session already wrote (core.assembly.render_cache.RenderCache
 .json_text): a reply of 10,000 messages costs their join, not encoding 2.6 MB of objects again.
 The text is what `json.dumps(to_wire(result))` writes (the connection sends it as it is:
 lsp.wire.JsonText)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from tokend.core.assemble import Assembly
-from tokend.core.render_cache import RenderCache
+from tokend.core.assembly.assemble import Assembly
+from tokend.core.assembly.render_cache import RenderCache
 from tokend.lsp.wire import JsonText, to_wire
 from tokend.lsp.wire.assembly import AssembleResult, CacheBreakpointWire, ChunkWire
 

@@ -8,10 +8,10 @@ from dataclasses import astuple, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import InvalidParams
 from tokend.core.excerpt import excerpt
-from tokend.core.gates import GatedOutput
-from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.session.gates import GatedOutput
 from tokend.core.types import (
     ROLES,
     CompactionPart,

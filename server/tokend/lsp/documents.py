@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
-from tokend.core.document_text import Edit
+from tokend.core.workspace.document_text import Edit
 from tokend.service.workspace.buffers import Text
 
 if TYPE_CHECKING:

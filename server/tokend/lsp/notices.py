@@ -11,10 +11,10 @@ from typing import Protocol
 
 from lsprotocol import types
 
-from tokend.core.spend import SpendStatus
-from tokend.service import restore_journal
-from tokend.service.checkpoints import Checkpoints
-from tokend.service.usage import UsageMonitor
+from tokend.core.usage.spend import SpendStatus
+from tokend.service.checkpoints import restore_journal
+from tokend.service.checkpoints.recorder import Checkpoints
+from tokend.service.usage.monitor import UsageMonitor
 
 
 class Listener(Protocol):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from lsprotocol.types import ProgressToken
 
-from tokend.service.auto_compaction import AutoProgress
+from tokend.service.compaction.auto_compaction import AutoProgress
 from tokend.service.workspace.registry import Progress
 
 if TYPE_CHECKING:

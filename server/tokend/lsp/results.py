@@ -21,10 +21,10 @@ from tokend.lsp.wire.compaction import CompactActionWire, CompactResult
 from tokend.lsp.wire.session import HandoffFileWire, SessionHandoffResult, SessionRefResult
 
 if TYPE_CHECKING:  # annotations only: `tokend sessions` must not import the checkpointer
-    from tokend.service.checkpoint_views import FileView, Restored, TurnView
-    from tokend.service.compaction import CompactAction, CompactOutcome
-    from tokend.service.handoff import HandedOff
-    from tokend.service.restore_journal import Interrupted
+    from tokend.service.checkpoints.restore_journal import Interrupted
+    from tokend.service.checkpoints.views import FileView, Restored, TurnView
+    from tokend.service.compaction.tiers import CompactAction, CompactOutcome
+    from tokend.service.session.handoff import HandedOff
 
 
 def _time(at: float | None) -> str | None:

@@ -19,8 +19,8 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 import tokend
+from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import TokendError
-from tokend.core.snapshot import BudgetSnapshot
 from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.host import ServerHost, StandaloneHost
 from tokend.lsp.notices import hear_settled_restores, hear_spend_notices

@@ -30,33 +30,33 @@ from tokend.adapters.model_http import HttpWriter
 from tokend.adapters.store import SqlStore, resolve_database_url
 from tokend.adapters.tokenizers import ExactTokenizers
 from tokend.adapters.workspace_settings import WarningsHook, WorkspaceSettings
-from tokend.core.catalog import Catalog
+from tokend.core.models.catalog import Catalog
 from tokend.core.ports import Clock, CountCache, HttpWriterFactory, Store
-from tokend.core.settings import TokendConfig
-from tokend.core.telemetry_settings import TelemetryConfig
-from tokend.service.appends import Appends
-from tokend.service.calibration import Calibration
-from tokend.service.count_upgrade import CountUpgrades
-from tokend.service.listeners import SnapshotListeners
-from tokend.service.message_prep import MessagePrep
-from tokend.service.models import SessionModels
+from tokend.core.settings.tables import TokendConfig
+from tokend.core.telemetry.settings import TelemetryConfig
+from tokend.service.budget.snapshot_extras import SnapshotExtras
+from tokend.service.counting.calibration import Calibration
+from tokend.service.models.session_models import SessionModels
 from tokend.service.ports import ExactCounters, WorkspaceFiles
-from tokend.service.remote_feed import RemoteFeed
 from tokend.service.service import SystemClock, TokendService
-from tokend.service.session_changes import SessionChanges
-from tokend.service.session_loader import SessionLoader
-from tokend.service.sessions import Sessions
-from tokend.service.snapshot_extras import SnapshotExtras
-from tokend.service.telemetry import start_telemetry, stop_telemetry
-from tokend.service.usage import UsageMonitor
+from tokend.service.session.appends import Appends
+from tokend.service.session.changes import SessionChanges
+from tokend.service.session.count_upgrade import CountUpgrades
+from tokend.service.session.listeners import SnapshotListeners
+from tokend.service.session.loader import SessionLoader
+from tokend.service.session.message_prep import MessagePrep
+from tokend.service.session.remote_feed import RemoteFeed
+from tokend.service.session.sessions import Sessions
+from tokend.service.telemetry.sink import start_telemetry, stop_telemetry
+from tokend.service.usage.monitor import UsageMonitor
 from tokend.service.workers import Workers
 
 if TYPE_CHECKING:
     from tokend.adapters.checkpoint_store import CheckpointStore
     from tokend.adapters.workspace_cache import WorkspaceCache
     from tokend.service.app_workspaces import WorkspaceParts
-    from tokend.service.checkpoints import Checkpoints
-    from tokend.service.followers import Followers
+    from tokend.service.checkpoints.recorder import Checkpoints
+    from tokend.service.transcripts.followers import Followers
     from tokend.service.workspace.registry import Workspaces
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class App:
         the checkpoint thread, first there. Call it on the event loop when there is one (the
         conversation of a "both" rewind is rolled forward on it, and its clients are told)."""
         if self.optional_checkpoints is not None:
-            from tokend.service import restore_journal
+            from tokend.service.checkpoints import restore_journal
 
             restore_journal.start(self.optional_checkpoints)
 

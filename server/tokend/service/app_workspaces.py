@@ -16,9 +16,9 @@ from tokend.adapters.own_folders import OwnPaths, sqlite_file_of
 from tokend.adapters.watch import PathWatch
 from tokend.adapters.watcher import TimedFolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
-from tokend.service.checkpoints import Checkpoints
-from tokend.service.followers import Followers
+from tokend.service.checkpoints.recorder import Checkpoints
 from tokend.service.service import TokendService
+from tokend.service.transcripts.followers import Followers
 from tokend.service.workspace import session_files
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.ports import FolderWatch, OnBatch

@@ -19,9 +19,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
-from tokend.core.checkpoints import FileChange, TurnMark
+from tokend.core.checkpoints.turns import FileChange, TurnMark
 from tokend.core.ports import CountCache, TokenCounter
-from tokend.core.workspace_files import JournaledRestore, OpenedFile, Seen
+from tokend.core.workspace.files import JournaledRestore, OpenedFile, Seen
 
 
 class KeptCounter(TokenCounter, Protocol):
@@ -45,7 +45,7 @@ class ExactCounters(Protocol):
 
 class WorkspaceFiles(Protocol):
     """A workspace's files, every path walked from the root without leaving it: refusals are
-    core.workspace_files' PathConflict (PathOutside: a symlink leads out), absence OSError."""
+    core.workspace.files' PathConflict (PathOutside: a symlink leads out), absence OSError."""
 
     def open_file(
         self, root: Path, rel: str, *, follow_inside: bool = True

@@ -20,7 +20,7 @@ class Workers:
         return await asyncio.get_running_loop().run_in_executor(self._pool, work)
 
     def submit(self, work: Callable[[], T]) -> Future[T]:
-        """`work` queued for the worker threads (a store write: see service.turns)."""
+        """`work` queued for the worker threads (a store write: see service.session.turns)."""
         return self._pool.submit(work)
 
     def shutdown(self) -> None:

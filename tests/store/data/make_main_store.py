@@ -23,8 +23,8 @@ from pathlib import Path
 from tokend.service.factory import build_service
 
 from tokend.core.types import TextPart, ToolCallPart, ToolResultPart, Usage
-from tokend.service import admin, history
-from tokend.service.handoff import handoff
+from tokend.service.session import admin, history
+from tokend.service.session.handoff import handoff
 
 MODEL = "gpt-4o"
 WORKSPACE = "file:///home/dev/project"

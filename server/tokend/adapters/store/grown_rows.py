@@ -1,6 +1,6 @@
 """A stored message that changed after its append, in the change's transaction: a reply that
-grew (core.changes.GrowReply) gets its new parts after its own and takes the new usage, cost
-and count; a message counted exactly (core.changes.CountsUpgraded) takes its parts' counts and
+grew (core.session.changes.GrowReply) gets its new parts after its own and takes the new usage, cost
+and count; a message counted exactly (core.session.changes.CountsUpgraded) takes its parts' counts and
 its count."""
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ class SessionRow(Base):
     gauge_estimated: Mapped[bool | None] = mapped_column(Boolean)
     gauge_version: Mapped[int | None] = mapped_column(BigInteger)
     gauge_model: Mapped[str | None] = mapped_column(Text)
-    # What the gauge needs besides message bodies (core.gauge_state; migration 0006).
+    # What the gauge needs besides message bodies (core.session.gauge_state; migration 0006).
     gauge_state: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON)
     chat_files: Mapped[list[dict[str, Any]] | None] = mapped_column(NullableJSON)
     transcript_cursor: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON)

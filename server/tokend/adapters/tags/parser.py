@@ -14,12 +14,12 @@ from collections import Counter
 from typing import Any
 
 from tokend.adapters.tags.queries import QUERIES
-from tokend.core.repomap_tags import Definition, FileTags
-from tokend.core.repomap_text import count_words
+from tokend.core.repomap.tags import Definition, FileTags
+from tokend.core.repomap.text import count_words
 
 log = logging.getLogger(__name__)
 # A definition's line text is not kept: the map reads its lines from the file when it shows them
-# (core.repomap_render), and the kernel's definitions' lines were half of their cached JSON
+# (core.repomap.render), and the kernel's definitions' lines were half of their cached JSON
 # (issue 22: 25.7 MB of 1,500 files' tags against 11.8 without), decoded, cut, sent and stored.
 NO_LINE_TEXT = ""
 

@@ -5,9 +5,9 @@ Definitions are the names of functions, methods, classes, types, modules and (Py
 module-level assignments; references are calls, member accesses that are called, type names
 and constructors. A `@ref` capture at the same place as a `@def` is the definition's own name
 and is dropped by the parser. `@import` captures what a file imports, as written (a Python
-module, a JavaScript/TypeScript specifier, a Go import path): core.repomap_imports resolves it to
+module, a JavaScript/TypeScript specifier, a Go import path): core.repomap.imports resolves it to
 files. Bump QUERIES_VERSION whenever a query or what a file's tags hold changes: cached tags
-are keyed on it (3, 4: the words of the file's text, core.repomap_tags.text_words).
+are keyed on it (3, 4: the words of the file's text, core.repomap.tags.text_words).
 """
 
 from __future__ import annotations

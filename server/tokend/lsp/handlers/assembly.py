@@ -16,9 +16,9 @@ from tokend.lsp.progress import auto_progress
 from tokend.lsp.server import TokendServer
 from tokend.lsp.wire import JsonText
 from tokend.lsp.wire.assembly import AssembleResult, ContextAssembleParams
-from tokend.service.assemble_input import AssembleInput
-from tokend.service.assembly import assemble_context_async
-from tokend.service.auto_compaction import auto_compact_async
+from tokend.service.assembly.assemble import assemble_context_async
+from tokend.service.assembly.assemble_input import AssembleInput
+from tokend.service.compaction.auto_compaction import auto_compact_async
 
 
 async def assemble(ls: TokendServer, params: ContextAssembleParams) -> JsonText | AssembleResult:

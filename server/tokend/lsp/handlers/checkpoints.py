@@ -14,8 +14,8 @@ from tokend.lsp.wire.checkpoints import (
     CheckpointRestoreParams,
     RestoredWire,
 )
-from tokend.service import restore_journal
-from tokend.service.checkpoint_views import diff_async, list_async, restore_code, watching
+from tokend.service.checkpoints import restore_journal
+from tokend.service.checkpoints.views import diff_async, list_async, restore_code, watching
 
 
 async def list_checkpoints(ls: TokendServer, params: CheckpointListParams) -> CheckpointListResult:

@@ -17,7 +17,7 @@ from tokend.lsp.progress import begin_cancellable, end_progress
 from tokend.lsp.results import to_wire_compact_action, to_wire_compact_result
 from tokend.lsp.server import TokendServer
 from tokend.lsp.wire.compaction import CompactResult, SessionCompactParams, SessionDidCompactParams
-from tokend.service.compaction import CompactOutcome, CompactRequest, compact_async
+from tokend.service.compaction.tiers import CompactOutcome, CompactRequest, compact_async
 
 SESSION_DID_COMPACT = "session/didCompact"
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tokend.core.repomap import Focus
+from tokend.core.repomap.graph import Focus
 from tokend.lsp.handler_table import features
 from tokend.lsp.server import TokendServer
 from tokend.lsp.wire.repomap import RankedFileWire, RepoMapParams, RepoMapResult
-from tokend.service.workspace.repomap import map_ready, session_map
+from tokend.service.repomap.session_map import map_ready, session_map
 from tokend.service.workspace.session_files import session_index
 
 

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
+from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import InvalidParams
-from tokend.core.snapshot import BudgetSnapshot
 from tokend.lsp.ask_client import ask_client
 from tokend.lsp.convert import (
     from_wire_part,
@@ -45,10 +45,10 @@ from tokend.lsp.wire.session import (
     ToolOutputReadParams,
     ToolOutputReadResult,
 )
-from tokend.service import admin, history
-from tokend.service.auto_compaction import append_message
-from tokend.service.checkpoint_views import restore_code, rewind_both
-from tokend.service.handoff import handoff as hand_off
+from tokend.service.checkpoints.views import restore_code, rewind_both
+from tokend.service.compaction.auto_compaction import append_message
+from tokend.service.session import admin, history
+from tokend.service.session.handoff import handoff as hand_off
 
 
 def create(ls: TokendServer, params: SessionCreateParams) -> SessionCreateResult:

@@ -2,7 +2,7 @@
 
 `tokend statusline` runs once per refresh of Claude Code's status line: it forwards the JSON
 Claude Code gave it and prints the line this returns. Following the transcript (idempotent),
-reading the gauge and rendering it (core.statusline) all happen here, so the command makes one
+reading the gauge and rendering it (core.statusline.segments) all happen here, so the command makes one
 round trip and parses one string.
 """
 
@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokend.core import codex_status
 from tokend.core.errors import InvalidParams
-from tokend.core.statusline import last_call, parse_segments, render
+from tokend.core.statusline import codex_status
+from tokend.core.statusline.segments import last_call, parse_segments, render
 from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.handler_table import features
 from tokend.lsp.server import TokendServer
@@ -23,7 +23,7 @@ from tokend.lsp.wire import to_wire
 from tokend.lsp.wire.statusline import StatuslineLineResult, StatuslineParams
 
 if TYPE_CHECKING:
-    from tokend.service.tail import TailStatus
+    from tokend.service.transcripts.tail import TailStatus
 
 FIRST_ANSWER_SECONDS = 0.1  # what a first read of a transcript is given before the answer
 

@@ -23,8 +23,8 @@ from tokend.lsp.wire.transcripts import (
     FollowStartParams,
     FollowStopParams,
 )
-from tokend.service.followers import FollowerStatus
-from tokend.service.tail import TailStatus
+from tokend.service.transcripts.followers import FollowerStatus
+from tokend.service.transcripts.tail import TailStatus
 
 
 def to_wire_follower(status: FollowerStatus) -> FollowerWire:

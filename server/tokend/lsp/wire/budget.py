@@ -8,7 +8,7 @@ from datetime import datetime
 
 import attrs
 
-from tokend.core.snapshot import BudgetSnapshot
+from tokend.core.budget.snapshot import BudgetSnapshot
 
 
 @attrs.frozen

@@ -5,7 +5,7 @@ loop a change is only recorded (`OpenDocument.change`: appended to the document'
 edits); they are applied, in the order sent, by whoever next needs the text (`text()`): the
 workspace's buffer thread (buffers.py, which takes the latest text of each document), or a
 worker when many pile up unread (a document outside every workspace). The text is kept in
-pieces (core.document_text), so that an edit costs its piece, not the whole buffer.
+pieces (core.workspace.document_text), so that an edit costs its piece, not the whole buffer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator
 
-from tokend.core.document_text import DocumentText, Edit
+from tokend.core.workspace.document_text import DocumentText, Edit
 
 FLUSH_AFTER = 256  # pending edits beyond which the text is brought up to date in a worker
 

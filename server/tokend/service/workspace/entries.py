@@ -14,8 +14,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 
-from tokend.core.fileclass import FileEntry
 from tokend.core.types import ContentClass
+from tokend.core.workspace.fileclass import FileEntry
 
 Packed = tuple[
     int, int, int, int, str | None

@@ -20,7 +20,7 @@ from tokend.adapters.ignore_rules import IGNORE_FILES, IgnoreRules
 from tokend.adapters.own_folders import OwnPaths
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
-from tokend.core.fileclass import (
+from tokend.core.workspace.fileclass import (
     DEFAULT_MAX_FILE_BYTES,
     INVALID_UTF8_REASON,
     FileEntry,

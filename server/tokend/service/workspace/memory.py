@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokend.core.fileclass import decode_text
-from tokend.core.memory import (
+from tokend.core.workspace.fileclass import decode_text
+from tokend.core.workspace.memory import (
     AUTO,
     LOCAL,
     MANAGED,

@@ -14,11 +14,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokend.core.context_inputs import file_block_text
+from tokend.core.assembly.context_inputs import file_block_text
 from tokend.core.errors import InvalidParams
-from tokend.core.memory import DEFAULT_MEMORY_CAP_TOKENS, MemoryChunk, build_chunk
-from tokend.core.session_data import SessionData
+from tokend.core.session.data import SessionData
 from tokend.core.types import ChatFile
+from tokend.core.workspace.memory import DEFAULT_MEMORY_CAP_TOKENS, MemoryChunk, build_chunk
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.memory import MemoryRoots, memory_files
 from tokend.service.workspace.registry import Workspaces

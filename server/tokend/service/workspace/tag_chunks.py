@@ -21,9 +21,9 @@ from tokend.adapters.tag_wire import Parsed
 from tokend.adapters.tag_workers import WORKER_DIED
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.adapters.workspace_cache import WorkspaceCache
-from tokend.core.fileclass import FileEntry, language_of
-from tokend.core.repomap_store import PackedTags
-from tokend.core.repomap_tags import FileTags
+from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.tags import FileTags
+from tokend.core.workspace.fileclass import FileEntry, language_of
 
 T = TypeVar("T")
 SORT_PIECE = 4096  # paths sorted in one call (in_order)

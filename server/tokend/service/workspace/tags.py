@@ -2,7 +2,7 @@
 
 Tags are kept by content hash in the workspace cache, and each file's (size, mtime, hash) too,
 so a new process reads no unchanged file and parses nothing it parsed before. A changed file
-is read and parsed alone; the graph re-derives only what depends on it (core.repomap). The
+is read and parsed alone; the graph re-derives only what depends on it (core.repomap.graph). The
 first build hands the graph one chunk of files at a time, so no more than a chunk's tags are
 ever held as objects. The graph keeps no line text: a map's lines are read when it is made
 (the unsaved buffer first, else the file on disk).
@@ -26,9 +26,9 @@ from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
-from tokend.core.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
-from tokend.core.repomap import Focus, RepoGraph
-from tokend.core.repomap_render import EXTRA_CANDIDATES, FittedMap, fit_map
+from tokend.core.repomap.graph import Focus, RepoGraph
+from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map
+from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.service.workspace.solo_worker import SoloWorker
 from tokend.service.workspace.tag_chunks import (
     Beside,

@@ -1,5 +1,5 @@
 """The gauge's state on the session row: what a restarted daemon needs to answer a session's
-snapshot without reading its messages (core.gauge_state: the live messages' count and tokens,
+snapshot without reading its messages (core.session.gauge_state: the live messages' count and tokens,
 the anchor and what was added since, totals, costs, time figures), JSON written by every change
 in its transaction with the version it belongs to. NULL for rows no change has written since:
 those sessions load whole, as before, and get it with their next change.

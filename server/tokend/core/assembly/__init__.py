@@ -1,0 +1,1 @@
+"""What the next provider request holds: context/assemble's rules and shapes."""

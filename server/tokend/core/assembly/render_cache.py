@@ -1,0 +1,126 @@
+"""Rendered wire messages kept per session, so a warm assembly renders only what changed, and
+each one's JSON text once it was written, so a warm reply joins text instead of encoding it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+
+from tokend.core.assembly.wire_formats import WireFormat, WireMessage, render_message
+from tokend.core.types import Message, StoredPart
+
+_Entry = tuple[tuple[StoredPart, ...], tuple[WireMessage, ...]]
+
+
+class RenderCache:
+    """Rendered wire messages by format and message id, re-rendered when the parts change
+    (a pruned part, a streamed one). One per session; the cached output is never mutated.
+
+    `json_text` writes a wire message as `json.dumps` does and keeps that text for the wire
+    messages this cache holds (found by identity: a message the assembly copied or built, a
+    marked block, a merged turn, is written afresh and not kept)."""
+
+    def __init__(self) -> None:
+        self._by_format: dict[str, dict[str, _Entry]] = {}
+        # id(wire) -> (wire, its JSON text or None until written), for every wire held above
+        self._json: dict[int, tuple[WireMessage, str | None]] = {}
+        # The last list joined by join_json: its wire messages (held, so that their ids stay
+        # theirs), their ids, where each one's text ends in the joined text, and that text
+        self._joined: tuple[list[WireMessage], list[int], list[int], str] = ([], [], [], "")
+        self._system: WireMessage | None = None
+
+    def render(self, message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
+        entries = self._by_format.setdefault(fmt, {})
+        hit = entries.get(message.id)
+        if hit is not None and (hit[0] is message.parts or hit[0] == message.parts):
+            return hit[1]
+        return self._store(entries, message, fmt)[1]
+
+    def render_all(self, messages: Iterable[Message], fmt: WireFormat) -> Iterator[WireMessage]:
+        """The wire messages of `messages`, in order (the warm path of a whole history)."""
+        entries = self._by_format.setdefault(fmt, {})
+        get = entries.get
+        for message in messages:
+            hit = get(message.id)
+            if hit is None or (hit[0] is not message.parts and hit[0] != message.parts):
+                hit = self._store(entries, message, fmt)
+            yield from hit[1]
+
+    def system_message(self, text: str) -> WireMessage:
+        """OpenAI's system message for `text`: the same one while the text is the same, so a
+        warm reply's join reuses its text too (never mutated, as the rest)."""
+        held = self._system
+        if held is None or held["content"] != text:
+            held = {"role": "system", "content": text}
+            self._system = held
+        return held
+
+    def json_text(self, wire: WireMessage) -> str:
+        """`wire` as `json.dumps(wire, allow_nan=False)` writes it (ValueError for NaN)."""
+        held = self._json.get(id(wire))
+        if held is not None and held[0] is wire:
+            if held[1] is None:
+                held = (wire, json.dumps(wire, allow_nan=False))
+                self._json[id(wire)] = held
+            return held[1]  # type: ignore[return-value]  # written just above
+        return json.dumps(wire, allow_nan=False)
+
+    def join_json(self, wires: Sequence[WireMessage]) -> str:
+        """`wires` as a JSON array, as `json.dumps(list(wires))` writes it (ValueError for
+        NaN). The text of the last list joined is reused as far as `wires` starts with its very
+        messages (a warm session: the same history, a copied or new message or two after it)."""
+        ids = list(map(id, wires))
+        _, held_ids, ends, text = self._joined
+        same = _common_prefix(ids, held_ids)
+        new_ends = ends[:same]
+        pieces = [text[: new_ends[-1]]] if same else ["["]
+        position = new_ends[-1] if same else 1
+        for fragment in map(self.json_text, wires[same:]):
+            if position > 1:  # after another message
+                pieces.append(", ")
+                position += 2
+            pieces.append(fragment)
+            position += len(fragment)
+            new_ends.append(position)
+        pieces.append("]")
+        joined = "".join(pieces)
+        self._joined = (list(wires), ids, new_ends, joined)
+        return joined
+
+    def _store(self, entries: dict[str, _Entry], message: Message, fmt: WireFormat) -> _Entry:
+        old = entries.get(message.id)
+        if old is not None:
+            for wire in old[1]:
+                self._json.pop(id(wire), None)
+        entry = (message.parts, render_message(message, fmt))
+        entries[message.id] = entry
+        for wire in entry[1]:
+            self._json[id(wire)] = (wire, None)
+        return entry
+
+    def clear(self) -> None:
+        self._by_format.clear()
+        self._json.clear()
+        self._joined = ([], [], [], "")
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self._by_format.values())
+
+
+def system_message(text: str, cache: RenderCache | None) -> WireMessage:
+    """OpenAI's system message for `text`: the cache's while it has one."""
+    return cache.system_message(text) if cache else {"role": "system", "content": text}
+
+
+def _common_prefix(ids: list[int], held: list[int]) -> int:
+    """How many first items `ids` and `held` share (slices compared in C, halving)."""
+    low, high = 0, min(len(ids), len(held))
+    if ids[:high] == held[:high]:
+        return high
+    while high - low > 1:  # ids[:low] == held[:low], ids[:high] != held[:high]
+        middle = (low + high) // 2
+        if ids[:middle] == held[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low

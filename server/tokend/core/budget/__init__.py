@@ -1,0 +1,1 @@
+"""How a model's window is shared out, and the snapshot the gauge reports."""

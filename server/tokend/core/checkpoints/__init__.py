@@ -1,0 +1,1 @@
+"""Checkpoints: which file changes belong to which turn, what a rewind writes."""

@@ -1,0 +1,1 @@
+"""Counting: estimates without a tokenizer, framing, what a tokenizer is shown."""

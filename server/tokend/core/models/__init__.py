@@ -1,0 +1,1 @@
+"""The model catalog: names, windows, prices and what each provider accepts."""

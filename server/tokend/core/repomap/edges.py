@@ -1,0 +1,247 @@
+"""The rows of the repo map's file graph: file r's out-edges, derived from its references and
+who defines those names (core.repomap.graph says why these weights), and from what it imports.
+
+A reference of file r to a name goes to the files defining it; when r's imports reach some of
+those files (core.repomap.imports), to those alone (RESOLVED_WEIGHT: an import says which), and
+then even a name too common to say anything otherwise (over MAX_DEFINERS definers, up to
+MAX_RESOLVED) is kept. A compound name (`parse_config`: the key's second bit) weighs
+SPECIFIC_WEIGHT times a one-word one (`get`, `type`, `dict`: names shared by builtins and half
+the files). A file also links to each module it imports directly (IMPORT_WEIGHT), so a module
+that only re-exports (a package's `__init__.py`, an `index.ts`) has a rank of its own.
+
+A row's terms are summed in the order of its references (by key), then its imports, per target
+(by row), and rounded to 9 decimals: the same whichever rows are derived with it, so rows derived
+again after a change and spliced in (`replaced`) give the table a fresh derivation gives, bit
+for bit. Rows are derived ROWS_PER_CHUNK at a time, which bounds the memory of a full pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tokend.core.repomap.store import TagTable, rows_of, splice_column, splice_offsets
+
+MAX_DEFINERS = 20  # a name with more definers says nothing of where to look
+MAX_RESOLVED = 2000  # ... unless an import picks among them (up to this many looked at)
+RESOLVED_WEIGHT = 4.0
+SPECIFIC_WEIGHT = 4.0
+IMPORT_WEIGHT = 1.0
+ROWS_PER_CHUNK = 4096
+FLOW_BLOCK = 1 << 17  # references weighed at once (bounds the memory of a rank)
+
+Array = Any
+
+
+@dataclass(slots=True)
+class Edges:
+    """The file graph as CSR arrays over the table's rows: weights normalized per row."""
+
+    offsets: Array  # int64, rows + 1
+    targets: Array  # int32
+    weights: Array  # float64, a row's weights over its total
+    totals: Array  # float64 per row: the sum of its (rounded) weights
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """What the rows being derived import: per row, the rows its imports reach (references go
+    to those) and the rows it imports directly (an edge each), ascending; and whether compound
+    names weigh more. The empty default derives rows from references alone."""
+
+    reach: dict[int, Array] = field(default_factory=dict)  # row -> rows (int64)
+    imports: dict[int, tuple[Array, Array]] = field(default_factory=dict)  # row -> (rows, weights)
+    specific: bool = False
+
+
+NO_LINKS = Links()
+
+
+def derive_rows(table: TagTable, rows: Array, links: Links = NO_LINKS) -> Edges:
+    """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time."""
+    definers = table.definers()
+    parts: list[tuple[Array, Array, Array, Array]] = []
+    for start in range(0, len(rows), ROWS_PER_CHUNK):
+        chunk = rows[start : start + ROWS_PER_CHUNK]
+        parts.append(_derive_chunk(table, definers, chunk, links))
+    lengths = [p[0] for p in parts] or [np.zeros(0, dtype=np.int64)]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+
+    def joined(i: int, dtype: Any) -> Array:
+        return np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=dtype)
+
+    return Edges(offsets, joined(1, np.int32), joined(2, np.float64), joined(3, np.float64))
+
+
+def _derive_chunk(
+    table: TagTable, definers_of: tuple[Array, Array, Array], rows: Array, links: Links
+) -> tuple[Array, Array, Array, Array]:
+    """(entries per row, targets, normalized weights, row totals) of some rows. Each row's
+    terms are summed in the order of its references (by key), then its imports, per target
+    (by row): the same whichever rows are derived with it."""
+    starts, ends = table.r_off[rows], table.r_off[rows + 1]
+    counts = ends - starts
+    entry = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+    source = np.repeat(np.arange(len(rows)), counts)
+    ref_keys = table.r_key[entry]
+    groups, group_starts, definer_rows = definers_of
+    group = np.searchsorted(groups, ref_keys)
+    known = group < len(groups)
+    known[known] = groups[group[known]] == ref_keys[known]
+    group[~known] = len(groups)  # no definers: the empty run at the end
+    low = group_starts[group].astype(np.int64)
+    definers = np.where(known, group_starts[np.minimum(group + 1, len(groups))] - low, 0)
+    del group, known
+    reach, codes = _reach_codes(links, rows, len(table.paths))
+    keep = (definers >= 1) & (
+        (definers <= MAX_DEFINERS) | (reach[source] & (definers <= MAX_RESOLVED))
+    )
+    low, definers, source = low[keep], definers[keep], source[keep]
+    keys = ref_keys[keep]
+    scale = np.where(keys & np.uint64(1), 0.1, 1.0)
+    if links.specific:
+        scale *= np.where(keys & np.uint64(2), SPECIFIC_WEIGHT, 1.0)
+    base = scale * np.sqrt(table.r_count[entry[keep]].astype(np.float64))
+    spread = np.repeat(low - np.cumsum(definers) + definers, definers) + np.arange(definers.sum())
+    target = definer_rows[spread]
+    of = np.repeat(np.arange(len(definers)), definers)  # each spread entry's reference
+    source = source[of]
+    code = rows[source].astype(np.int64) * len(table.paths) + target
+    chosen, share = _resolved(codes, code, of, definers)
+    term = (base / share)[of]
+    target, source, term = target[chosen], source[chosen], term[chosen]
+    if links.imports:  # after the references: a pair's import term is summed last
+        target, source, term = _with_imports(links, rows, target, source, term)
+    own = target != rows[source]
+    target, source, term = target[own], source[own], term[own]
+    order = np.lexsort((target, source))  # stable: a pair's terms stay in reference order
+    target, source, term = target[order], source[order], term[order]
+    if len(order):
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = (target[1:] != target[:-1]) | (source[1:] != source[:-1])
+        at = np.flatnonzero(new)
+        summed = np.round(np.add.reduceat(term, at), 9)
+        target, source = target[at], source[at]
+    else:
+        summed = term
+    per_row = np.bincount(source, minlength=len(rows)).astype(np.int64)
+    totals = np.zeros(len(rows))
+    if len(summed):
+        row_at = np.concatenate([[0], np.cumsum(per_row)[:-1]])
+        has = per_row > 0
+        totals[has] = np.add.reduceat(summed, row_at[has])
+    weights = summed / totals[source] if len(summed) else summed
+    return per_row, target.astype(np.int32), weights, totals
+
+
+def _resolved(codes: Array, code: Array, of: Array, definers: Array) -> tuple[Array, Array]:
+    """Which (reference, definer) pairs (`code`: row * n + definer, `of`: the reference) stay,
+    and each reference's share: its definers, or those its file's imports reach (`codes`,
+    sorted), which then weigh RESOLVED_WEIGHT."""
+    if not len(codes):
+        return np.ones(len(of), dtype=bool), definers
+    at = np.minimum(np.searchsorted(codes, code), len(codes) - 1)
+    inside = codes[at] == code
+    hits = np.bincount(of, weights=inside, minlength=len(definers))
+    resolved = hits > 0
+    chosen = np.where(resolved[of], inside, definers[of] <= MAX_DEFINERS)
+    return chosen, np.where(resolved, hits * (1.0 / RESOLVED_WEIGHT), definers)
+
+
+def _with_imports(
+    links: Links, rows: Array, target: Array, source: Array, term: Array
+) -> tuple[Array, Array, Array]:
+    """The terms with an edge to each module a row imports appended."""
+    extra = [(k, links.imports[r]) for k, r in enumerate(rows.tolist()) if r in links.imports]
+    if not extra:
+        return target, source, term
+    return (
+        np.concatenate([target, *(t for _, (t, _w) in extra)]),
+        np.concatenate([source, *(np.full(len(t), k) for k, (t, _w) in extra)]),
+        np.concatenate([term, *(IMPORT_WEIGHT * w for _, (_t, w) in extra)]),
+    )
+
+
+def _reach_codes(links: Links, rows: Array, n: int) -> tuple[Array, Array]:
+    """Which of `rows` have imports that reach files (a flag per row), and the (row, reached)
+    pairs as sorted codes row * n + reached."""
+    flags = np.zeros(len(rows), dtype=bool)
+    found: list[Array] = []
+    for k, row in enumerate(rows.tolist()):
+        reached = links.reach.get(row)
+        if reached is not None and len(reached):
+            flags[k] = True
+            found.append(np.int64(row) * n + reached.astype(np.int64))
+    codes = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    return flags, codes
+
+
+def renumbered(edges: Edges, remap: Array, rows: int) -> Edges:
+    """The rows of the files that stay, renumbered; new files get empty rows; edges to a
+    removed file are dropped (their rows are stale: that file's names left)."""
+    if len(remap) == rows and np.array_equal(remap, np.arange(rows)):
+        return edges
+    old_rows = rows_of(edges.offsets)
+    keep = (remap[old_rows] >= 0) & (remap[edges.targets] >= 0)
+    new_rows = remap[old_rows[keep]]
+    offsets = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(new_rows, minlength=rows), out=offsets[1:])
+    totals = np.zeros(rows)
+    kept = remap >= 0
+    totals[remap[kept]] = edges.totals[kept]
+    targets = remap[edges.targets[keep]].astype(np.int32)
+    return Edges(offsets, targets, edges.weights[keep], totals)
+
+
+def replaced(edges: Edges, rows: Array, fresh: Edges) -> Edges:
+    """`edges` with the given rows (ascending) replaced by those of `fresh`."""
+    runs: list[Any] = []
+    done = 0
+    for k, row in enumerate(rows.tolist()):
+        runs.append((done, row))
+        a, b = fresh.offsets[k], fresh.offsets[k + 1]
+        runs.append((fresh.targets[a:b], fresh.weights[a:b]))
+        done = row + 1
+    runs.append((done, len(edges.totals)))
+    targets = splice_column(edges.offsets, edges.targets, runs, 0)
+    edges.targets = None  # the old column goes before the next new one is made
+    weights = splice_column(edges.offsets, edges.weights, runs, 1)
+    totals = edges.totals.copy()
+    totals[rows] = fresh.totals
+    return Edges(splice_offsets(edges.offsets, runs), targets, weights, totals)
+
+
+def name_flow(t: TagTable, edges: Edges, file_rank: Array, groups: Array | None = None) -> Array:
+    """The rank flowing to each name (by group; only to `groups` when given, 0 elsewhere) along
+    the references that carry flow: file rank x sqrt(occurrences) x the name's scale / the
+    file's total, summed in reference order; worked out a block of references at a time at each
+    rank (kept, the weights would hold 23 MiB on the kernel)."""
+    group_weight = np.zeros(len(t.groups()))
+    starts = t.definers()[1]
+    asked = None
+    if groups is not None:
+        asked = np.zeros(len(group_weight) + 1, dtype=bool)  # the last: no group (-1)
+        asked[groups] = True
+    for start in range(0, len(t.r_key), FLOW_BLOCK):
+        end = min(start + FLOW_BLOCK, len(t.r_key))
+        at = np.arange(start, end)
+        if asked is not None:
+            at = at[asked[t.r_group[start:end]]]
+        rows = np.searchsorted(t.r_off, at, side="right") - 1
+        group = t.r_group[at]
+        definers = np.zeros(len(group), dtype=np.int32)  # of each reference's name
+        known = group >= 0
+        definers[known] = starts[group[known] + 1] - starts[group[known]]
+        keep = (definers >= 1) & (definers <= MAX_DEFINERS) & (edges.totals[rows] > 0)
+        group, at = group[keep], at[keep]
+        scale = np.where(t.r_key[at] & np.uint64(1), 0.1, 1.0)
+        scale /= definers[keep]
+        flow = np.sqrt(t.r_count[at].astype(np.float64))
+        flow *= scale
+        flow /= edges.totals[rows[keep]]
+        flow *= file_rank[rows[keep]]
+        np.add.at(group_weight, group, flow)
+    return group_weight

@@ -1,0 +1,297 @@
+"""The repo map's ranking: which definitions matter most for a focus.
+
+The file graph: file r links to file d when r refers to an identifier d defines. A reference
+to a name with k definers gives each of them sqrt(occurrences) / k (a name with a leading
+underscore: a tenth of that); names with more than MAX_DEFINERS definers (`get`, `__init__`)
+say nothing of where to look and are left out. A file's out-edges (its row) depend on its own
+references and on who defines those names, so a change re-derives the row of that file and,
+when its definitions changed, the rows of the files that refer to those names; every other
+row is kept as it is and the new rows are spliced in. A row's weights are summed in one fixed
+order and rounded to 9 decimals, whether it is derived alone or with all the others: a graph
+updated in place is the graph a new process builds, bit for bit.
+
+Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
+defining a focus identifier and, for a task's text alone, its best lexical hits share the
+restart mass (with a small uniform floor); solved exactly (core.repomap.solve). The file rank
+(core.repomap.rank) fuses BM25, folder nearness and the graph's edges to and from the focus;
+that rank breaks its ties (and is the rank for a focus of identifiers alone). The
+map's definitions follow the file rank: a focus identifier's first, then each file's best
+PER_FILE, files in rank order, then the rest; within a file a definition weighs the rank that
+flows to its name along references; ties fall to position (path, line, name key). Scores are
+rounded to RANK_DECIMALS before sorting, so the order does not hang on the last bits.
+
+The tags are packed (core.repomap.store): names are 64-bit keys, definitions keep their line
+and not its text, which the caller reads when it renders the map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tokend.core.repomap import edges as graph_rows
+from tokend.core.repomap import rank as signals_of
+from tokend.core.repomap.choice import RANK_DECIMALS, chosen_definitions
+from tokend.core.repomap.edges import MAX_DEFINERS, Edges, renumbered, replaced
+from tokend.core.repomap.links import ImportLinks
+from tokend.core.repomap.rank import Signals
+from tokend.core.repomap.rank import identifiers_in as identifiers_in
+from tokend.core.repomap.render import RankedDefinition
+from tokend.core.repomap.solve import solver
+from tokend.core.repomap.store import PackedTags, TagTable, name_key
+from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.words import WordTable, said
+
+FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
+TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
+
+Array = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """What the next request is about: files (workspace-relative paths), identifiers, and the
+    task's text (its words weigh files by BM25)."""
+
+    files: frozenset[str] = frozenset()
+    identifiers: frozenset[str] = frozenset()
+    text: str = ""
+
+
+@dataclass(slots=True)
+class _Ranking:
+    """What every rank of one graph version shares."""
+
+    solve: Callable[[Array], Array]
+
+
+@dataclass(slots=True)
+class RepoGraph:
+    """Tags of every source file and the weighted file graph derived from them."""
+
+    table: TagTable = field(default_factory=TagTable)
+    words: WordTable = field(default_factory=WordTable)  # what each file says (its rows)
+    version: int = 0  # moves at every change
+    graph_version: int = 0  # moves when the names, references or imports change
+    _edges: Edges | None = None  # None: every row is to be derived
+    _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
+    _ranking: tuple[int, _Ranking] | None = None
+    signals: Signals = field(default_factory=Signals)
+    links: ImportLinks = field(default_factory=ImportLinks)
+    _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
+    _doc_lengths: tuple[int, tuple[Array, Array]] | None = None
+
+    def set_files(
+        self, changed: Mapping[str, FileTags | None], given: Mapping[str, PackedTags] = {}
+    ) -> bool:
+        """Replace (None: remove) the tags of some files; True when anything changed (what a
+        file says alone changes `version`, not `graph_version`: no row is derived again).
+        `given`: some files' tags packed already (by the tag workers; their `changed` tags may
+        then lack the definitions and references)."""
+        packed: dict[str, PackedTags | None] = {}
+        for path, tags in changed.items():
+            new = None if tags is None else given.get(path) or PackedTags.of(tags)
+            row = self.table.row(path)
+            if new is None and row is None:
+                continue
+            if new is not None and row is not None and self._same(row, new):
+                if tags is None or self.links.same(path, tags.imports):
+                    continue
+            packed[path] = new
+        spoken = {p: said(t) for p, t in changed.items() if t is not None}
+        words = self.words.changed({p: self.table.row(p) for p in spoken}, spoken)
+        if not packed and not words:
+            return False
+        remap = self._apply(packed, changed) if packed else None
+        rows = {r: w for p, w in words.items() if (r := self.table.row(p)) is not None}
+        self.words.apply(remap, rows, len(self.table.paths))
+        self.version += 1
+        return True
+
+    def _apply(self, packed: Mapping[str, PackedTags | None], changed: Mapping[str, Any]) -> Array:
+        """The table and the graph's rows after `packed`; which old row went where."""
+        before, track = self.table.paths, self._edges is not None and len(packed) <= TRACK_MAX_FILES
+        applied = self.table.apply(packed, track=track)
+        imports = {p: (t.imports if (t := changed[p]) is not None else None) for p in packed}
+        also = self.links.changed(imports, before, self.table.paths)
+        if track and self._edges is not None:
+            self._edges = renumbered(self._edges, applied.remap, len(self.table.paths))
+            stale = set(applied.rows) | set(self._referrers(applied.names).tolist())
+            self._stale.update({self.table.paths[r] for r in stale} | also)
+        else:
+            self._edges, self._stale = None, set()
+        self.graph_version += 1
+        return applied.remap
+
+    def _same(self, row: int, new: PackedTags) -> bool:
+        t = self.table
+        d, r = slice(t.d_off[row], t.d_off[row + 1]), slice(t.r_off[row], t.r_off[row + 1])
+        return (
+            np.array_equal(t.keys_at(d.start, d.stop), new.def_keys)
+            and np.array_equal(t.d_line[d], new.def_lines)
+            and np.array_equal(t.r_key[r], new.ref_keys)
+            and np.array_equal(t.r_count[r], new.ref_counts)
+        )
+
+    def _referrers(self, keys: Array) -> Array:
+        """Rows of the files that refer to any of `keys`."""
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
+        hits = np.flatnonzero(np.isin(self.table.r_key, keys))
+        return np.unique(np.searchsorted(self.table.r_off, hits, side="right") - 1)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    @property
+    def paths(self) -> list[str]:
+        return self.table.paths
+
+    def defines(self, name: str) -> bool:
+        return len(self.table.definer_rows(name_key(name))) > 0
+
+    def definers_of(self, name: str) -> list[str]:
+        return [self.table.paths[r] for r in self.table.definer_rows(name_key(name)).tolist()]
+
+    # -- the graph's rows ----------------------------------------------------------------------
+
+    def edges(self) -> Edges:
+        """This version's rows: kept ones as they are, stale ones derived again."""
+        n = len(self.table.paths)
+        if self._edges is None:
+            rows = np.arange(n, dtype=np.int64)
+            self._edges = graph_rows.derive_rows(self.table, rows, self._links(rows))
+            self._stale = set()
+        elif self._stale:
+            rows = np.array(sorted(r for p in self._stale if (r := self.table.row(p)) is not None))
+            fresh = graph_rows.derive_rows(self.table, rows, self._links(rows))
+            self._edges = replaced(self._edges, rows, fresh)
+            self._stale = set()
+        return self._edges
+
+    def _links(self, rows: Array) -> graph_rows.Links:
+        on = self.signals
+        return self.links.links(self.table.paths, rows, reach=on.graph and on.resolve,
+                                imports=on.graph and on.imports, specific=on.specific)  # fmt: skip
+
+    def use(self, signals: Signals) -> None:
+        """Rank with these signals from now on (the rows are derived again)."""
+        self.signals, self._edges, self._ranking, self._stale = signals, None, None, set()
+
+    # -- ranking --------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Derive this version's rows and solver now (else the next rank does)."""
+        if self.table.paths:
+            self._prepared()
+
+    def rank_files(self, focus: Focus) -> list[tuple[str, float]]:
+        """Every file but the focus files, most relevant first, with its score."""
+        if not self.table.paths:
+            return []
+        graph_rank, score = self._scored(focus)
+        order = self._file_order(focus, score, graph_rank)
+        return [(self.table.paths[r], float(score[r])) for r in order]
+
+    def _file_order(self, focus: Focus, score: Array, graph_rank: Array) -> Array:
+        """By fused score; ties (the files no signal speaks for among them) by the graph's
+        rank, then by row."""
+        ties = np.round(graph_rank, RANK_DECIMALS) if self.signals.graph else np.zeros(len(score))
+        order = np.lexsort((np.arange(len(score)), -ties, -score))
+        return order[~np.isin(order, self._focus_rows(focus))]
+
+    def _scored(self, focus: Focus) -> tuple[Array, Array]:
+        """The graph's rank and the fused file scores (core.repomap.rank), rounded. A text
+        focus without files: its best lexical hits personalize the graph's rank."""
+        t, on = self.table, self.signals
+        focus_rows = sorted(self._focus_rows(focus))
+        text_only = bool(focus.text) and not focus_rows
+        scores: dict[str, Array] = {}
+        if on.lexical:
+            scores["lexical"] = self._lexical(focus_rows, focus.text, text_only)
+        on_text = text_only and on.seed and "lexical" in scores
+        seeds = signals_of.seeds(scores["lexical"], signals_of.SEEDS) if on_text else {}
+        graph_rank = self._pagerank(self._prepared(), focus, seeds)
+        if on.graph:
+            scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
+        fusion = signals_of.fusion_for(bool(focus_rows), bool(focus.text))
+        if on.folder and fusion.weights.get("folder"):  # a signal weighed 0 adds nothing
+            scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
+        if on.near:
+            e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
+            near = signals_of.near(e.offsets, e.targets, e.weights, around)
+            scores["near"] = np.round(near, RANK_DECIMALS)
+        fused = signals_of.fused(scores, len(t.paths), fusion)
+        return graph_rank, np.round(fused, RANK_DECIMALS)
+
+    def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
+        """BM25 of the focus (core.repomap.rank.lexical); a text is read against what files say
+        too, and so is what the focus files say (their words count in their lengths then)."""
+        on, words = self.signals, self.words
+        asked = [words.vocabulary.ids(signals_of.text_words(text))] if text and on.words else []
+        asked += [words.row_ids(r) for r in rows] if on.file_words else []
+        ids = np.unique(np.concatenate(asked)) if asked else None
+        if self._doc_lengths is None or self._doc_lengths[0] != self.version:
+            lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
+            self._doc_lengths = (self.version, lengths)
+        length = self._doc_lengths[1][0 if ids is not None and (text_only or not text) else 1]
+        query = signals_of.query(self.table, rows, text)
+        spoken = (words, ids) if ids is not None else None
+        return signals_of.lexical(self.table, self._paths_terms(), query, length, spoken)
+
+    def _paths_terms(self) -> signals_of.PathTerms:
+        if self._path_terms is None or self._path_terms[0] != self.table.paths:
+            self._path_terms = (self.table.paths, signals_of.path_terms(self.table.paths))
+        return self._path_terms[1]
+
+    def rank(self, focus: Focus, limit: int | None = None) -> list[RankedDefinition]:
+        """The definitions outside the focus files, most relevant first (the first `limit`)."""
+        return self.rank_with_scores(focus, limit)[0]
+
+    def rank_with_scores(
+        self, focus: Focus, limit: int | None = None
+    ) -> tuple[list[RankedDefinition], dict[str, float]]:
+        """`rank`, and the file score of each file the definitions are in."""
+        if not self.table.paths:
+            return [], {}
+        t = self.table
+        graph_rank, score = self._scored(focus)
+        order = self._file_order(focus, score, graph_rank)
+        edges, focus_rows = self.edges(), self._focus_rows(focus)
+        files, lines = chosen_definitions(
+            t, edges, graph_rank, order, focus.identifiers, focus_rows, limit
+        )
+        scores = {t.paths[f]: float(score[f]) for f in set(files)}
+        return [
+            RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)
+        ], scores
+
+    def _focus_rows(self, focus: Focus) -> list[int]:
+        return [r for p in focus.files if (r := self.table.row(p)) is not None]
+
+    def _pagerank(self, c: _Ranking, focus: Focus, seeds: Mapping[int, float]) -> Array:
+        n = len(self.table.paths)
+        restart = np.full(n, 1.0 / n)
+        wanted = {r for p in focus.files if (r := self.table.row(p)) is not None}
+        for name in focus.identifiers:
+            rows = self.table.definer_rows(name_key(name))
+            if len(rows) <= MAX_DEFINERS:
+                wanted.update(rows.tolist())
+        for i in sorted(wanted):
+            restart[i] += FOCUS_WEIGHT / len(wanted)
+        for i, share in sorted(seeds.items()):
+            restart[i] += signals_of.SEED_WEIGHT * share
+        restart /= restart.sum()
+        y = c.solve(restart)
+        return np.asarray(y / y.sum())
+
+    def _prepared(self) -> _Ranking:
+        if self._ranking is not None and self._ranking[0] == self.graph_version:
+            return self._ranking[1]
+        self._ranking = None  # the old version's arrays go before the new ones are made
+        edges, t = self.edges(), self.table
+        ranking = _Ranking(solver(edges.offsets, edges.targets, edges.weights, len(t.paths)))
+        self._ranking = (self.graph_version, ranking)
+        return ranking

@@ -1,0 +1,300 @@
+"""The repo map's file rank: the graph's rank fused with what else says a file belongs with the
+focus (measured by bench.repomap_eval on the co-change of public histories).
+
+Signals, each giving every file a score (0: no evidence):
+- `graph`: personalized PageRank over the reference graph (core.repomap.graph).
+- `lexical`: BM25 (k1 1.2, b 0.75) of each file's names (the names it defines and refers to,
+  and the words of its path) against the focus: the focus files' names, and the words of the
+  task's text. A name many files share is weak evidence (its IDF is low): `get`, `type`,
+  `dict`, a builtin shadowed everywhere weigh next to nothing; a name few files share weighs a
+  lot.
+- `folder`: how near a file is to the focus files in the folder tree (the same folder, then
+  the parent's ...); measured, and weighed 0 by the fit (worked out only when weighed).
+- `near`: the graph's edges between the focus files (a text focus: its best lexical hits, by
+  share) and each file, out and in: what the focus refers to, imports, or is referred to by.
+Fusion is by reciprocal rank: each signal ranks the files by its score, ties sharing the better
+rank, and a file's score is the sum over signals of weight / (K + its rank) for signals that
+have evidence for it (FILE_FUSION for a focus with files, TEXT_FUSION for a task's text alone).
+The graph's rank is not fused there (weight 0: bench.repomap_fit measured it, on the tuning
+repositories only, as lowering recall beside `near`); it breaks ties, the files no signal has
+evidence for among them; for a focus of identifiers alone it is the only signal (NAME_FUSION).
+Fixed orders throughout: the same files, the same scores.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tokend.core.repomap.keys import name_key, sub_words, word_key
+from tokend.core.repomap.store import KEY, TagTable
+from tokend.core.repomap.words import WordTable
+
+K1, B = 1.2, 0.75
+BUCKETS = 1 << 20  # of the membership sieve (_member)
+SIEVE_BLOCK = 1 << 18  # values sieved at once
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """The weight of each fused signal and the reciprocal rank's K."""
+
+    weights: dict[str, float]
+    k: float
+
+
+# chosen by bench.repomap_fit on the six tuning repositories alone (two each of Python,
+# TypeScript, Go): the best mean recall at 1, 3, 5 and 10 files over a grid of weights and K
+# (the folder's best weight there was 0; a text's best K, 4, gained 0.003 only: K stays 16)
+FILE_FUSION = Fusion({"lexical": 1.0, "near": 0.5}, 16.0)
+TEXT_FUSION = Fusion({"lexical": 1.0, "near": 0.25}, 16.0)
+NAME_FUSION = Fusion({"graph": 1.0}, 60.0)  # identifiers alone: the graph's rank is all there is
+
+
+def fusion_for(files: bool, text: bool) -> Fusion:
+    """A focus with files, a task's text alone, or neither (identifiers, or nothing)."""
+    return FILE_FUSION if files else TEXT_FUSION if text else NAME_FUSION
+
+
+SEEDS = 5  # a text focus: the best lexical hits that personalize the graph's rank
+SEED_WEIGHT = 300.0  # their restart mass (shared by lexical score) against 1.0 spread over all
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+Array = Any
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def identifiers_in(text: str, defines: Callable[[str], bool]) -> frozenset[str]:
+    """The words of `text` (3 characters or more) that the repository defines."""
+    return frozenset(w for w in set(_IDENT.findall(text)) if len(w) >= 3 and defines(w))
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """Which signals the file rank fuses (all on: the map's; off: measured without)."""
+
+    graph: bool = True
+    lexical: bool = True
+    folder: bool = True
+    # the graph's own (core.repomap.edges): references resolved through imports, import edges
+    # (re-export modules), compound names weighing more
+    resolve: bool = True
+    imports: bool = True
+    specific: bool = True
+    # a task's text: read against what each file says (core.repomap.words); its best lexical
+    # hits personalizing the graph's rank
+    words: bool = True
+    seed: bool = True
+    file_words: bool = True  # a file focus: what the focus files say, against what files say
+    near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
+
+
+def text_words(text: str) -> list[str]:
+    """The words of a task's text's identifiers (3 characters or more), sorted, unique."""
+    return sorted({w for n in set(_WORD.findall(text)) for w in sub_words(n)})
+
+
+def text_keys(text: str) -> Array:
+    """The keys of a task's text: its identifiers (3 characters or more) and their words (as
+    words of definitions and paths)."""
+    names = set(_WORD.findall(text))
+    keys = {name_key(n) for n in names} | {word_key(w) for w in text_words(text)}
+    return np.unique(np.array(sorted(keys), dtype=KEY))
+
+
+@dataclass(frozen=True, slots=True)
+class PathTerms:
+    """What the file rank reads of the paths (made again only when the paths change)."""
+
+    offsets: Array  # int64: path i's word keys are keys[offsets[i]:offsets[i+1]]
+    keys: Array  # uint64
+    folders: list[tuple[str, ...]]  # the distinct folders, sorted
+    folder_of: Array  # int32: each path's folder, an index into `folders`
+
+
+def path_terms(paths: list[str]) -> PathTerms:
+    """The keys of each path's words (folder and file names; the extension left out), unique
+    per path, and each path's folder."""
+    folder_names = sorted({tuple(p.split("/")[:-1]) for p in paths})
+    index = {f: i for i, f in enumerate(folder_names)}
+    folder_of = np.array([index[tuple(p.split("/")[:-1])] for p in paths], dtype=np.int32)
+    offsets = np.zeros(len(paths) + 1, dtype=np.int64)
+    keys: list[int] = []
+    for i, path in enumerate(paths):
+        stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+        words = sorted({word_key(w) for w in sub_words(stem)})
+        keys.extend(words)
+        offsets[i + 1] = len(keys)
+    return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of)
+
+
+def query(table: TagTable, focus_rows: list[int], text: str) -> Array:
+    """The lexical query of a focus: its files' keys (`file_keys`) and its text's."""
+    keys = [file_keys(table, r) for r in focus_rows]
+    if text:
+        keys.append(text_keys(text))
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=KEY)
+
+
+def file_keys(table: TagTable, row: int) -> Array:
+    """The names a file defines or refers to and its definitions' words (keys, unique)."""
+    refs = table.r_key[table.r_off[row] : table.r_off[row + 1]]
+    defs = table.keys_at(int(table.d_off[row]), int(table.d_off[row + 1]))
+    return np.unique(np.concatenate([refs, defs]))
+
+
+def lengths(table: TagTable, paths: PathTerms, words: Array) -> tuple[Array, Array]:
+    """Each file's BM25 length, with and without the `words` it says (a count a file)."""
+    names = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(paths.offsets)).astype(float)
+    return names + words, names
+
+
+def seeds(score: Array, count: int) -> dict[int, float]:
+    """The `count` best files by lexical score (score > 0), each with its share of their
+    scores; ties fall to the row (fixed)."""
+    best = np.lexsort((np.arange(len(score)), -score))[:count]
+    best = best[score[best] > 0]
+    total = float(score[best].sum())
+    return {int(r): float(score[r]) / total for r in best.tolist()} if total else {}
+
+
+def lexical(
+    table: TagTable,
+    paths: PathTerms,
+    query: Array,
+    length: Array,
+    said: tuple[WordTable, Array] | None = None,
+) -> Array:
+    """BM25 of every file against the query's keys (unique): its references (each counted as
+    often as it occurs), definitions and path words are its terms; `length`: each file's;
+    `said`: what files say (core.repomap.words) and the query's words in it (ids), terms of
+    their own."""
+    n = len(table.paths)
+    score = np.zeros(n)
+    if not n:
+        return score
+    norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
+    rows, keys, tf = _name_terms(table, paths, query)
+    if len(rows):
+        _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
+        term = _bm25(n, df[inverse], tf, norm[rows])
+        np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
+    if said is not None and len(said[1]):
+        words, ids = said
+        df = words.document_counts(ids)
+        for rows, hit, tf in words.hits(ids):  # whole rows a block: each file's sum in one
+            term = _bm25(n, df[hit], tf, norm[rows])
+            order = np.lexsort((term, rows))  # a file's word terms smallest first: the same
+            np.add.at(score, rows[order], term[order])  # sums whatever the ids (by process)
+    return score
+
+
+def _bm25(n: int, df: Array, tf: Array, norm: Array) -> Array:
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    return idf * tf * (K1 + 1) / (tf + norm)
+
+
+def _name_terms(table: TagTable, paths: PathTerms, query: Array) -> tuple[Array, Array, Array]:
+    """Each (file, key) term of the query's keys: its row, key and count, in (row, key) order."""
+    if not len(query):
+        return np.zeros(0, dtype=np.int64), query, np.zeros(0)
+    groups = table.groups()
+    q_groups: Array = np.searchsorted(groups, query)
+    found: Array = q_groups < len(groups)
+    found[found] = groups[q_groups[found]] == query[found]
+    r_hit = np.flatnonzero(_member(table.r_key, query))
+    d_hit = np.flatnonzero(_member(table.d_group, q_groups[found]))
+    p_off, p_key = paths.offsets, paths.keys
+    p_hit = np.flatnonzero(_member(p_key, query))
+    rows = np.concatenate([
+        np.searchsorted(table.r_off, r_hit, side="right") - 1,
+        np.searchsorted(table.d_off, d_hit, side="right") - 1,
+        np.searchsorted(p_off, p_hit, side="right") - 1,
+    ])  # fmt: skip
+    keys = np.concatenate([table.r_key[r_hit], groups[table.d_group[d_hit]], p_key[p_hit]])
+    tf = np.concatenate([table.r_count[r_hit].astype(np.float64),
+                         np.ones(len(d_hit) + len(p_hit))])  # fmt: skip
+    order = np.lexsort((keys, rows))
+    rows, keys, tf = rows[order], keys[order], tf[order]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
+    at = np.flatnonzero(new)
+    tf = np.add.reduceat(tf, at) if len(at) else tf
+    return rows[at], keys[at], tf
+
+
+def _member(values: Array, ascending: Array) -> Array:
+    """values[i] in `ascending` (sorted, small): a bucket table of the query's low bits sifts
+    the values in one pass, and only those in a query bucket are searched (no sort of the
+    kernel's millions of references, as np.isin would make)."""
+    found = np.zeros(len(values), dtype=bool)
+    if not len(ascending) or not len(values):
+        return found
+    buckets = np.zeros(BUCKETS, dtype=bool)
+    buckets[(ascending % BUCKETS).astype(np.intp)] = True
+    for start in range(0, len(values), SIEVE_BLOCK):  # bounded temporaries (the kernel)
+        part = values[start : start + SIEVE_BLOCK]
+        maybe = np.flatnonzero(buckets[(part % BUCKETS).astype(np.intp)])
+        at = np.minimum(np.searchsorted(ascending, part[maybe]), len(ascending) - 1)
+        found[start + maybe] = ascending[at] == part[maybe]
+    return found
+
+
+def folder(paths: PathTerms, focus_rows: list[int]) -> Array:
+    """Nearness in the folder tree to the nearest focus file: 1 / (1 + folders between),
+    worked out once per distinct folder."""
+    homes = [paths.folders[paths.folder_of[r]] for r in focus_rows]
+    if not homes:
+        return np.zeros(len(paths.folder_of))
+    near = np.zeros(len(paths.folders))
+    for i, parts in enumerate(paths.folders):
+        best = None
+        for home in homes:
+            common = 0
+            for a, b in zip(home, parts, strict=False):
+                if a != b:
+                    break
+                common += 1
+            between = len(home) - common + len(parts) - common
+            best = between if best is None else min(best, between)
+        near[i] = 1.0 / (1.0 + (best or 0))
+    return np.asarray(near[paths.folder_of])
+
+
+def ranks(score: Array) -> Array:
+    """Each file's rank by score (1: best; ties share the better rank)."""
+    ordered = np.sort(score)[::-1]
+    return np.searchsorted(-ordered, -score, side="left") + 1
+
+
+def near(offsets: Array, targets: Array, weights: Array, focus: dict[int, float]) -> Array:
+    """Each file's edge weight to and from the `focus` rows (row -> share), in CSR arrays (a
+    row's weights over its total, core.repomap.edges): out-edges of the focus rows, in-edges
+    from every row; summed in row order."""
+    n = len(offsets) - 1
+    score = np.zeros(n)
+    share = np.zeros(n)
+    for row, part in sorted(focus.items()):
+        share[row] = part
+        lo, hi = int(offsets[row]), int(offsets[row + 1])
+        np.add.at(score, targets[lo:hi], part * weights[lo:hi])
+    into = np.flatnonzero(share[targets] > 0)  # edges into a focus row
+    if len(into):
+        sources = np.searchsorted(offsets, into, side="right") - 1
+        np.add.at(score, sources, share[targets[into]] * weights[into])
+    return score
+
+
+def fused(scores: dict[str, Array], n: int, fusion: Fusion = FILE_FUSION) -> Array:
+    """Reciprocal-rank fusion of the signals' scores (a signal adds nothing where it is 0; one
+    the fusion gives no weight adds nothing)."""
+    total = np.zeros(n)
+    for name in sorted(scores):
+        weight, score = fusion.weights.get(name, 0.0), scores[name]
+        if weight:
+            total += np.where(score > 0, weight / (fusion.k + ranks(score)), 0.0)
+    return total

@@ -1,0 +1,370 @@
+"""The repo map's tags of every file, packed into a few flat arrays (the kernel: 2.9 million
+definitions and 2.2 million references, and who defines each of 2.2 million names, in 93 MiB,
+where one object per definition took gigabytes).
+
+A name is kept as its key: 62 bits of its BLAKE2b digest, bit 0 whether it starts with an
+underscore (weighs a tenth), bit 1 whether it is a compound (core.repomap.edges). Keys are the
+same in every process, so ties broken by key are too; two names sharing a key (about one pair in
+a kernel's worth of names per 10^6 trees) would only merge their edges. A definition keeps its
+key (once the groups below are made, its group, which names the key) and 0-based line, not its
+text: the map's text is read from the file when it is shown.
+
+Files are rows in path order. `TagTable.apply` splices the rows of changed files into the
+arrays (a copy of the arrays, never a rebuild of the other rows) and tells what moved: which
+old row became which new one, and which names gained or lost a defining file.
+
+Every defined name is a group (the sorted keys of the defined names); each definition and each
+reference carries its name's group (-1 for a reference to a name nobody defines), and the
+files defining group g are `rows[starts[g]:starts[g+1]]` (ascending): a name's definers are
+found by its group, and no key is kept twice. After a tracked change the definers are spliced
+(the changed files' entries out, theirs in) and the groups renumbered (a gather), not sorted
+or looked up again.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tokend.core.repomap.keys import name_key, packed_keys, sub_words, word_key
+from tokend.core.repomap.tags import FileTags
+
+__all__ = ["name_key", "sub_words", "word_key"]  # (their home: core.repomap.keys)
+
+KEY = np.uint64
+RENUMBER_BLOCK = 1 << 18  # entries renumbered at once (bounds a change's extra memory)
+Array = Any  # a numpy array (numpy's own annotations would not add much here)
+
+
+@dataclass(frozen=True, slots=True)
+class PackedTags:
+    """One file's tags as arrays: definitions by (line, key), references by key."""
+
+    def_keys: Array  # uint64
+    def_lines: Array  # int32
+    ref_keys: Array  # uint64, unique, ascending
+    ref_counts: Array  # int32, occurrences of each
+
+    @classmethod
+    def of(cls, tags: FileTags) -> PackedTags:
+        """The references include the words of the definitions' names (`word_key`), which no
+        file defines: they carry no edge, only the words BM25 matches a task's text with (what
+        the file says is kept apart: core.repomap.words)."""
+        lines, keys, refs = packed_keys(
+            ((d.line, d.name) for d in tags.definitions), tags.references
+        )
+        def_lines, def_keys = np.array(lines, dtype=np.int32), np.array(keys, dtype=KEY)
+        order = np.lexsort((def_keys, def_lines))  # by (line, key), each pair once
+        def_lines, def_keys = def_lines[order], def_keys[order]
+        fresh = np.ones(len(order), dtype=bool)
+        fresh[1:] = (def_lines[1:] != def_lines[:-1]) | (def_keys[1:] != def_keys[:-1])
+        ref_keys = np.fromiter(refs.keys(), dtype=KEY, count=len(refs))
+        ref_counts = np.fromiter(refs.values(), dtype=np.int32, count=len(refs))
+        by_key = np.argsort(ref_keys)  # (keys are unique: any sort gives one order)
+        return cls(def_keys[fresh], def_lines[fresh], ref_keys[by_key], ref_counts[by_key])
+
+
+def rows_of(offsets: Array) -> Array:
+    """The row of every entry of a table whose rows start at `offsets` (length rows + 1)."""
+    return np.repeat(np.arange(len(offsets) - 1, dtype=np.int32), np.diff(offsets))
+
+
+def splice(offsets: Array, columns: Sequence[Array], runs: Sequence[Any]) -> tuple[Any, ...]:
+    """A table of rows (entries of row i: offsets[i]:offsets[i+1] of each column) rebuilt from
+    `runs`, in order: (a, b) takes old rows a..b-1 whole, a tuple of arrays is one new row."""
+    return (
+        splice_offsets(offsets, runs),
+        *(splice_column(offsets, column, runs, i) for i, column in enumerate(columns)),
+    )
+
+
+def splice_offsets(offsets: Array, runs: Sequence[Any]) -> Array:
+    """The row offsets of the table `splice` makes."""
+    lengths: list[Array] = []
+    for run in runs:
+        if isinstance(run[0], (int, np.integer)):
+            a, b = int(run[0]), int(run[1])
+            if b > a:
+                lengths.append(np.diff(offsets[a : b + 1]))
+        else:
+            lengths.append(np.array([len(run[0])], dtype=np.int64))
+    counts = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    new_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_offsets[1:])
+    return new_offsets
+
+
+def splice_column(offsets: Array, column: Array, runs: Sequence[Any], index: int) -> Array:
+    """Column `index` of the table `splice` makes (one column at a time: a caller replacing
+    its columns one by one holds one old column beside its new one, not the whole table)."""
+    parts: list[Array] = []
+    for run in runs:
+        if isinstance(run[0], (int, np.integer)):
+            a, b = int(run[0]), int(run[1])
+            if b > a:
+                parts.append(column[offsets[a] : offsets[b]])
+        else:
+            parts.append(run[index])
+    return np.concatenate(parts) if parts else column[:0]
+
+
+@dataclass(slots=True)
+class Applied:
+    """What one `TagTable.apply` changed."""
+
+    remap: Array  # old row -> new row, -1 for a removed file
+    rows: list[int]  # the new rows of files added or changed
+    names: Array  # keys whose set of defining files changed (uint64, unique)
+
+
+class TagTable:
+    """Definitions and references of every file (rows in path order) and, kept on demand,
+    who defines each name: per group, its files' rows."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.d_off = np.zeros(1, dtype=np.int64)
+        # None while the groups are kept: a definition's key is then groups[d_group]
+        self.d_key: Array | None = np.zeros(0, dtype=KEY)
+        self.d_line = np.zeros(0, dtype=np.int32)
+        self.r_off = np.zeros(1, dtype=np.int64)
+        self.r_key = np.zeros(0, dtype=KEY)
+        self.r_count = np.zeros(0, dtype=np.int32)
+        self.d_group: Array = np.zeros(0, dtype=np.int32)  # None until groups() makes it
+        self.r_group: Array = np.zeros(0, dtype=np.int32)
+        # None until definers() makes them: the defined names' sorted keys, and per group the
+        # start of its definers in `_rows` (one more than the groups)
+        self._groups: Array | None = np.zeros(0, dtype=KEY)
+        self._starts: Array | None = np.zeros(1, dtype=np.int32)
+        self._rows: Array | None = np.zeros(0, dtype=np.int32)
+
+    def groups(self) -> Array:
+        """The defined names' keys, sorted: a name's group is its index here (the definition
+        and reference columns `d_group`, `r_group` hold it)."""
+        groups, _, _ = self.definers()
+        if self.d_group is None or self.r_group is None:
+            assert self.d_key is not None  # the groups were made from it
+            self.d_group = np.searchsorted(groups, self.d_key).astype(np.int32)
+            self.r_group = _group_of(groups, self.r_key)
+            self.d_key = None  # held by the groups from now on
+        return groups
+
+    def keys_at(self, start: int, end: int) -> Array:
+        """The keys of the definitions start:end."""
+        if self.d_key is not None:
+            return self.d_key[start:end]
+        return self.groups()[self.d_group[start:end]]
+
+    def group_of(self, key: int) -> int | None:
+        """The group of the name with `key`; None when no file defines it."""
+        return _index_of(self.groups(), key)
+
+    def row(self, path: str) -> int | None:
+        i = bisect_left(self.paths, path)
+        return i if i < len(self.paths) and self.paths[i] == path else None
+
+    def definers(self) -> tuple[Array, Array, Array]:
+        """(groups, starts, rows): the files defining group g (the name with key groups[g])
+        are rows[starts[g]:starts[g+1]], ascending, each once."""
+        if self._groups is None or self._starts is None or self._rows is None:
+            assert self.d_key is not None  # (it goes only once the groups are made)
+            keys, rows = self.d_key, rows_of(self.d_off)
+            order = np.lexsort((rows, keys))
+            keys, rows = keys[order], rows[order]
+            del order
+            fresh = np.ones(len(keys), dtype=bool)
+            fresh[1:] = (keys[1:] != keys[:-1]) | (rows[1:] != rows[:-1])
+            keys, rows = keys[fresh], rows[fresh]
+            del fresh
+            first = np.ones(len(keys), dtype=bool)
+            first[1:] = keys[1:] != keys[:-1]
+            self._groups = keys[first]
+            self._starts = np.append(np.flatnonzero(first), len(keys)).astype(np.int32)
+            self._rows = rows
+        return self._groups, self._starts, self._rows
+
+    def definer_rows(self, key: int) -> Array:
+        """The rows of the files defining the name with `key` (ascending)."""
+        groups, starts, rows = self.definers()
+        g = _index_of(groups, key)
+        return rows[:0] if g is None else rows[starts[g] : starts[g + 1]]
+
+    def apply(self, changed: Mapping[str, PackedTags | None], *, track: bool) -> Applied:
+        """Replace (None: remove) the tags of some files. With `track`, the definers stay
+        sorted by splicing (a few files) and `names` says whose definers changed; without,
+        they are sorted again when next asked for (the first build, a checkout)."""
+        old_paths, n_old = self.paths, len(self.paths)
+        carry = track and self._rows is not None and self.d_group is not None
+        if not carry and self.d_key is None:  # the groups go: the keys are a column again
+            self.d_key = self.groups()[self.d_group]
+        remap = np.full(n_old, -1, dtype=np.int64)
+        paths: list[str] = []
+        d_runs: list[Any] = []
+        r_runs: list[Any] = []
+        dropped: list[int] = []  # old rows whose definitions leave
+        added: list[tuple[int, Array]] = []  # (new row, its definitions' keys, unique)
+        added_all: list[tuple[int, Array]] = []  # (new row, its definitions' keys)
+        names: list[Array] = []
+        done = 0
+        for path in sorted(changed):
+            new = changed[path]
+            i = bisect_left(old_paths, path)
+            exists = i < n_old and old_paths[i] == path
+            if new is None and not exists:
+                continue
+            if i > done:
+                remap[done:i] = np.arange(len(paths), len(paths) + i - done)
+                paths.extend(old_paths[done:i])
+                d_runs.append((done, i))
+                r_runs.append((done, i))
+            old_keys = np.unique(self.keys_at(self.d_off[i], self.d_off[i + 1])) if exists else None
+            if exists:
+                dropped.append(i)
+                done = i + 1
+            else:
+                done = i
+            if new is not None:
+                if exists:
+                    remap[i] = len(paths)
+                new_keys = np.unique(new.def_keys)
+                added.append((len(paths), new_keys))
+                added_all.append((len(paths), new.def_keys))
+                paths.append(path)
+                if carry:
+                    d_runs.append((new.def_keys, new.def_lines, _unknown(len(new.def_keys))))
+                    r_runs.append((new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))))
+                else:
+                    d_runs.append((new.def_keys, new.def_lines))
+                    r_runs.append((new.ref_keys, new.ref_counts))
+            if track:
+                before = old_keys if old_keys is not None else np.zeros(0, dtype=KEY)
+                after = np.unique(new.def_keys) if new is not None else np.zeros(0, dtype=KEY)
+                names.append(np.setxor1d(before, after, assume_unique=True))
+        if done < n_old:
+            remap[done:] = np.arange(len(paths), len(paths) + n_old - done)
+            paths.extend(old_paths[done:])
+            d_runs.append((done, n_old))
+            r_runs.append((done, n_old))
+        if not carry:  # the groups are made again when asked for: no column of them meanwhile
+            self._groups = self._starts = self._rows = self.d_group = self.r_group = None
+        for prefix, runs in (("d", d_runs), ("r", r_runs)):
+            offsets = getattr(self, f"{prefix}_off")
+            kept = ("key", "line" if prefix == "d" else "count", "group" if carry else "")
+            for i, name in enumerate(kept):  # one column at a time (bounded memory)
+                column = getattr(self, f"{prefix}_{name}", None) if name else None
+                if column is None:  # no such column (the keys of definitions, held by groups)
+                    continue
+                setattr(self, f"{prefix}_{name}", splice_column(offsets, column, runs, i))
+                del column
+            setattr(self, f"{prefix}_off", splice_offsets(offsets, runs))
+        self.paths = paths
+        changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
+        if carry:
+            old_count = len(self.definers()[0])
+            self._regroup(old_count, *self._resplice(remap, dropped, added))
+            groups = self.groups()
+            for row, keys in added_all:  # the new rows' definitions
+                self.d_group[self.d_off[row] : self.d_off[row + 1]] = np.searchsorted(groups, keys)
+        return Applied(remap, [row for row, _ in added], changed_names)
+
+    def _resplice(
+        self, remap: Array, dropped: list[int], added: list[tuple[int, Array]]
+    ) -> tuple[Array, Array, Array]:
+        """The definers without the dropped rows' entries, renumbered, with the added rows'
+        entries put in their sorted places (no sort of the whole; beside the arrays, only a
+        column of counts per group). Tells how the groups moved: the old groups no file
+        defines any more, and the new names (keys) with where each went among the old."""
+        groups, starts, rows = self.definers()
+        self._groups = self._starts = self._rows = None  # the old arrays go as new ones come
+        counts = np.diff(starts)
+        gone = np.zeros(0, dtype=np.int64)  # entries of the dropped rows
+        if dropped:
+            gone = np.flatnonzero(np.isin(rows, np.array(dropped, dtype=np.int32)))
+            np.subtract.at(counts, np.searchsorted(starts, gone, side="right") - 1, 1)
+            rows = np.delete(rows, gone)
+        if not np.array_equal(remap, np.arange(len(remap))):
+            rows = remap.astype(np.int32)[rows]
+        new_names, where = np.zeros(0, dtype=KEY), np.zeros(0, dtype=np.int64)
+        new_counts = np.zeros(0, dtype=np.int64)
+        if added:
+            new_keys = np.concatenate([k for _, k in added])
+            new_rows = np.concatenate([np.full(len(k), r, dtype=np.int32) for r, k in added])
+            order = np.lexsort((new_rows, new_keys))
+            new_keys, new_rows = new_keys[order], new_rows[order]
+            at_group = np.searchsorted(groups, new_keys)
+            known = at_group < len(groups)
+            known[known] = groups[at_group[known]] == new_keys[known]
+            at = starts[at_group].astype(np.int64)  # a new name's entries go where its group
+            at -= np.searchsorted(gone, at)  # will start; less what was dropped before
+            for j in np.flatnonzero(known).tolist():
+                run = rows[at[j] : at[j] + counts[at_group[j]]]
+                at[j] += np.searchsorted(run, new_rows[j])
+            rows = np.insert(rows, at, new_rows)
+            np.add.at(counts, at_group[known], 1)
+            new_names, new_counts = np.unique(new_keys[~known], return_counts=True)
+            where = np.searchsorted(groups, new_names)
+        del starts
+        vanished = np.flatnonzero(counts == 0)  # old groups nobody defines now
+        if len(vanished):
+            groups, counts = np.delete(groups, vanished), np.delete(counts, vanished)
+        if len(new_names):
+            inserted = where - np.searchsorted(vanished, where)
+            groups = np.insert(groups, inserted, new_names)
+            counts = np.insert(counts, inserted, new_counts.astype(counts.dtype))
+        self._groups, self._rows = groups, rows
+        self._starts = np.zeros(len(counts) + 1, dtype=np.int32)
+        np.cumsum(counts, out=self._starts[1:])
+        return vanished, new_names, where
+
+    def _regroup(self, old_count: int, vanished: Array, new_names: Array, where: Array) -> None:
+        """Groups after a tracked change: every group column renumbered by a gather (-1 for a
+        group `vanished`; the new names come in before the old groups at `where`), without a
+        search of the groups; the new rows' entries and the references to the names defined
+        now looked up (the new rows' definitions are the caller's)."""
+        groups = self._groups
+        assert groups is not None and self.d_group is not None and self.r_group is not None
+        if len(vanished) or len(new_names):
+            renumber = np.zeros(old_count + 1, dtype=np.int32)  # old group -> new group
+            np.add.at(renumber, where, 1)
+            np.subtract.at(renumber, vanished + 1, 1)
+            np.cumsum(renumber, out=renumber)
+            renumber = renumber[:old_count]
+            renumber += np.arange(old_count, dtype=np.int32)
+            renumber[vanished] = -1
+            for column in (self.d_group, self.r_group):
+                _renumber(column, renumber)
+            del renumber
+        lookup = self.r_group == -2
+        if len(new_names):
+            lookup |= np.isin(self.r_key, new_names)
+        self.r_group[lookup] = _group_of(groups, self.r_key[lookup])
+
+
+def _index_of(groups: Array, key: int) -> int | None:
+    """The index of `key` in the sorted `groups`; None when it is not there."""
+    g = int(np.searchsorted(groups, np.array(key, dtype=KEY)))
+    return g if g < len(groups) and groups[g] == key else None
+
+
+def _renumber(column: Array, renumber: Array) -> None:
+    """column[i] = renumber[column[i]] where column[i] >= 0, in place, a block at a time."""
+    for start in range(0, len(column), RENUMBER_BLOCK):
+        part = column[start : start + RENUMBER_BLOCK]  # a view: assigned in place
+        known = part >= 0
+        part[known] = renumber[part[known]]
+
+
+def _unknown(n: int) -> Array:  # the group column of a new row: to be looked up (-2)
+    return np.full(n, -2, dtype=np.int32)
+
+
+def _group_of(groups: Array, keys: Array) -> Array:
+    """Each key's group, -1 for a name nobody defines."""
+    at: Array = np.searchsorted(groups, keys)
+    found: Array = at < len(groups)
+    found[found] = groups[at[found]] == keys[found]
+    return np.where(found, at, -1).astype(np.int32)

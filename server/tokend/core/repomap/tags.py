@@ -1,0 +1,75 @@
+"""What the repo map knows of one file: the symbols it defines (with the defining line's text),
+the identifiers it refers to and what it imports. Produced by the tags adapter (tree-sitter), cached by content
+hash as JSON, consumed by core.repomap.graph, which keeps each name as a 64-bit key and not as a
+string (so names are not interned: the interpreter's table of interned strings never shrinks,
+and a kernel's worth of names left it 7 MB bigger for good)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokend.core.repomap.keys import sub_words
+
+LINE_TEXT_CHARS = 160  # a defining line longer than this is cut (with "…")
+WORDS_MAX = 256  # a file's text words kept (the most frequent): bounds the kernel's index
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """`name` is defined at 0-based `line`, whose text (right-stripped, cut) is `text`."""
+
+    name: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileTags:
+    definitions: tuple[Definition, ...] = ()
+    references: Mapping[str, int] = field(default_factory=dict)  # identifier -> occurrences
+    error: str | None = None  # why the file has no tags (a grammar that failed)
+    imports: tuple[str, ...] = ()  # what the file imports, as written (core.repomap.imports)
+    words: Mapping[str, int] = field(default_factory=dict)  # text_words of the file
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "d": [[d.name, d.line, d.text] for d in self.definitions],
+            "r": dict(self.references),
+        }
+        if self.error:
+            out["e"] = self.error
+        if self.imports:
+            out["i"] = list(self.imports)
+        if self.words:
+            out["w"] = dict(self.words)
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> FileTags:
+        definitions = tuple(Definition(str(n), int(li), str(t)) for n, li, t in raw.get("d", ()))
+        references = {str(k): int(v) for k, v in dict(raw.get("r", {})).items()}
+        imports = tuple(str(spec) for spec in raw.get("i", ()))
+        words = dict(raw.get("w", {}))  # our own cache's: copied at C speed, not entry by entry
+        return cls(definitions, references, raw.get("e"), imports, words)
+
+
+def line_text(raw: str) -> str:
+    text = raw.rstrip()
+    return text if len(text) <= LINE_TEXT_CHARS else text[: LINE_TEXT_CHARS - 1] + "…"
+
+
+def text_words(text: str) -> dict[str, int]:
+    """What a file says, as BM25 reads it: the words (core.repomap.keys.sub_words) of every
+    identifier-like token of its text (code, comments, docstrings, strings) with their counts,
+    the WORDS_MAX most frequent (ties: alphabetical), sorted."""
+    counts: Counter[str] = Counter()
+    for token, n in Counter(_IDENT.findall(text)).items():
+        for word in sub_words(token):
+            counts[word] += n
+    kept = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:WORDS_MAX]
+    return dict(sorted(kept))

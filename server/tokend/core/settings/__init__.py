@@ -1,0 +1,1 @@
+"""tokend's settings: the TOML tables of every feature, merged and checked."""

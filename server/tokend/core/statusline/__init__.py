@@ -1,0 +1,1 @@
+"""The status line: its segments, the row `tokend status` shows."""

@@ -1,0 +1,1 @@
+"""Telemetry's settings (pure)."""

@@ -1,0 +1,1 @@
+"""Agent transcripts (Claude Code, Codex) as events, followed and replayed."""

@@ -1,0 +1,1 @@
+"""What provider calls cost and how a session uses the provider."""

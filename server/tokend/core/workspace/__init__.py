@@ -1,0 +1,1 @@
+"""Workspace files: what a file is, editors' buffers, memory files."""

@@ -1,0 +1,1 @@
+"""context/assemble: the next request, built from the session."""

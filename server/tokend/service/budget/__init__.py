@@ -1,0 +1,1 @@
+"""What every budget snapshot carries from outside the conversation."""

@@ -1,0 +1,1 @@
+"""Checkpoints: recording file states, listing, diffing and restoring them."""

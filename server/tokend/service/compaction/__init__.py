@@ -1,0 +1,1 @@
+"""session/compact and compaction.auto: the tiers and the summarizers."""

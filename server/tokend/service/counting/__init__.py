@@ -1,0 +1,1 @@
+"""Counting for one model: exact where a tokenizer exists, else calibrated."""

@@ -1,0 +1,1 @@
+"""A session's model, settings and token counter as its workspace gives them."""

@@ -1,0 +1,1 @@
+"""repoMap/get and the map context/assemble sends."""

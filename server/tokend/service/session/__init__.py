@@ -1,0 +1,1 @@
+"""The loaded sessions, their owner (SessionState) and the use cases on them."""

@@ -1,0 +1,1 @@
+"""Telemetry: the OpenTelemetry sink, when an exporter is named."""

@@ -1,0 +1,1 @@
+"""Agent transcripts followed and imported into sessions."""

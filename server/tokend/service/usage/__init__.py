@@ -1,0 +1,1 @@
+"""The usage monitor: spend limits and rate headroom."""
