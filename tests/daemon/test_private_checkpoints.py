@@ -139,7 +139,12 @@ def _old_checkpoint_store(tmp: Path) -> ModuleType:
     if shown.returncode != 0:
         pytest.fail(f"this clone lacks {BEFORE_TRUST_REV}, the older tokend: {shown.stderr}")
     source = tmp / "old_checkpoint_store.py"
-    source.write_text(shown.stdout)
+    # It imports today's core types, which now live in core's checkpoints package (issue 18's move).
+    moved = shown.stdout.replace(
+        "from tokend.core.checkpoints import", "from tokend.core.checkpoints.turns import"
+    )
+    assert moved != shown.stdout, "the older store no longer imports core.checkpoints' types"
+    source.write_text(moved)
     spec = importlib.util.spec_from_file_location("old_checkpoint_store", source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
