@@ -93,11 +93,12 @@ job = json.load(sys.stdin)
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 enc = load_encoding("o200k_base")
 count = lambda t: len(enc.encode_ordinary(t))
 root = Path(job["root"])
-index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(Path(job["cache"])))
+index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(Path(job["cache"])), index_ports())
 out = []
 built = False
 for call in job["calls"]:

@@ -50,6 +50,7 @@ def evaluate(repo: str) -> tuple[list[tuple[str, str, list[float]]], int, int]:
     from tokend.adapters.ignore_rules import IgnoreRules
     from tokend.adapters.workspace_cache import WorkspaceCache
     from tokend.core.repomap.rank import Signals
+    from tokend.service.app_workspaces import index_ports
     from tokend.service.workspace.index import WorkspaceIndex
 
     blas.single_threaded()
@@ -59,7 +60,7 @@ def evaluate(repo: str) -> tuple[list[tuple[str, str, list[float]]], int, int]:
     queries = data.queries(repo, set(files))
     jobs = _jobs(tree, queries, files)
     cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
     index.build()
     graph = index.tags._graph
     rows = []

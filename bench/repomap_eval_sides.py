@@ -71,7 +71,12 @@ except ImportError:
 enc = load_encoding("o200k_base")
 count = lambda t: len(enc.encode_ordinary(t))
 root = Path(job["root"])
-index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(Path(job["cache"])))
+try:  # the index's adapters, handed in by the composition root (a tree from before: none)
+    from tokend.service.app_workspaces import index_ports
+    ports = (index_ports(),)
+except ImportError:
+    ports = ()
+index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(Path(job["cache"])), *ports)
 started = time.perf_counter()
 index.build()
 built = time.perf_counter() - started

@@ -99,6 +99,7 @@ def cases_of(repo: str) -> dict[str, list[tuple[dict[str, Array], list[int], lis
     from tokend.adapters.file_index import walk
     from tokend.adapters.ignore_rules import IgnoreRules
     from tokend.adapters.workspace_cache import WorkspaceCache
+    from tokend.service.app_workspaces import index_ports
     from tokend.service.workspace.index import WorkspaceIndex
 
     blas.single_threaded()
@@ -107,7 +108,7 @@ def cases_of(repo: str) -> dict[str, list[tuple[dict[str, Array], list[int], lis
     files = sorted(f for f in walked if data._is_source(f))
     jobs = _jobs(tree, data.queries(repo, set(files)), files)
     cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
     index.build()
     graph = index.tags._graph
     whole = data.BM25(tree, files)  # the BM25 baseline's, over each file's whole text

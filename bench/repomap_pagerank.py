@@ -55,6 +55,7 @@ def _measure(repo: str) -> dict[str, Any]:
     from tokend.adapters.workspace_cache import WorkspaceCache
     from tokend.core.repomap import graph as repomap
     from tokend.core.repomap.graph import Focus
+    from tokend.service.app_workspaces import index_ports
     from tokend.service.workspace.index import WorkspaceIndex
 
     enc = load_encoding("o200k_base")
@@ -62,7 +63,9 @@ def _measure(repo: str) -> dict[str, Any]:
     walked = [e.path for e in walk(tree, IgnoreRules(tree)) if not e.skipped]
     files = sorted(f for f in walked if data._is_source(f))
     with tempfile.TemporaryDirectory() as scratch:
-        index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(scratch) / "c.sqlite3"))
+        index = WorkspaceIndex(
+            tree.as_uri(), tree, WorkspaceCache(Path(scratch) / "c.sqlite3"), index_ports()
+        )
         index.build()
         graph = index.tags._graph
         edges, n = graph.edges(), len(graph.paths)

@@ -16,6 +16,7 @@ from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.watcher import BULK_MAX_DELAY_SECONDS, BULK_QUIET_SECONDS, FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import InvalidParams
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 
 
@@ -96,7 +97,7 @@ def test_exact_counts_survive_a_restart(tmp_path: Path):
 
     for _ in range(2):  # a second process: a new index on the same cache file
         cache = WorkspaceCache(tmp_path / "cache.sqlite3")
-        index = WorkspaceIndex(root.as_uri(), root, cache)
+        index = WorkspaceIndex(root.as_uri(), root, cache, index_ports())
         index.build()
         (figure,) = index.figures(["h.py"], count, "o200k_base")
         assert figure.tokens == len(encoding.encode_ordinary(text)) and figure.basis == "exact"
@@ -163,7 +164,7 @@ def test_a_failing_inotify_falls_back_to_polling_and_says_so(
 
 def _watched(root: Path) -> tuple[WorkspaceIndex, FolderWatcher, list[set[str]], threading.Event]:
     """An index of `root` kept by the real watcher: each batch applied as the daemon does."""
-    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(None))
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(None), index_ports())
     index.build()
     changes: list[set[str]] = []
     arrived = threading.Event()

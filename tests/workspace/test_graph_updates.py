@@ -18,6 +18,7 @@ from tokend.core.repomap import edges as repomap_edges
 from tokend.core.repomap import graph as repomap
 from tokend.core.repomap.graph import Focus
 from tokend.core.repomap.tags import Definition, FileTags
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 
 SOURCE = Path(__file__).resolve().parents[2] / "server" / "tokend"
@@ -51,7 +52,9 @@ def tree(tmp_path: Path) -> Path:
 def test_edits_in_place_give_the_maps_of_a_fresh_build(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
+    index = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"), index_ports()
+    )
     index.build()
     before = maps(index)
     files = len(index.tags._graph.paths)
@@ -78,7 +81,9 @@ def test_edits_in_place_give_the_maps_of_a_fresh_build(
 
     assert after != before  # the edits show
     assert derived and max(derived) < files / 2  # rows re-derived: the edits' neighbours only
-    fresh = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"))
+    fresh = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"), index_ports()
+    )
     fresh.build()
     assert maps(fresh) == after
     renamed = index.tags.repo_map(Focus(identifiers=frozenset({"map_target"})), 512, o200k, "o")
@@ -88,7 +93,9 @@ def test_edits_in_place_give_the_maps_of_a_fresh_build(
 def test_a_batch_too_large_to_track_rebuilds_to_the_same_maps(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
+    index = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"), index_ports()
+    )
     index.build()
     maps(index)
     monkeypatch.setattr(repomap, "TRACK_MAX_FILES", 1)  # a checkout: everything again
@@ -96,7 +103,9 @@ def test_a_batch_too_large_to_track_rebuilds_to_the_same_maps(
     for path in edited:
         path.write_text(path.read_text().replace("def ", "def renamed_", 1))
     index.apply_changes(edited)
-    fresh = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"))
+    fresh = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"), index_ports()
+    )
     fresh.build()
     assert maps(index) == maps(fresh)
 
@@ -104,7 +113,9 @@ def test_a_batch_too_large_to_track_rebuilds_to_the_same_maps(
 def test_ranking_a_block_at_a_time_gives_the_same_maps(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
+    index = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"), index_ports()
+    )
     index.build()
     whole = maps(index)
     monkeypatch.setattr(repomap_edges, "FLOW_BLOCK", 37)  # many blocks, cut anywhere

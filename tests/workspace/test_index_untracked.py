@@ -12,6 +12,7 @@ import gc
 from pathlib import Path
 
 from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 
 FILES = 5_000
@@ -30,7 +31,7 @@ def test_an_indexed_workspace_leaves_the_collector_nothing_per_file(tmp_path: Pa
     cache = WorkspaceCache(None)
     gc.collect()
     before = len(gc.get_objects())
-    index = WorkspaceIndex((tmp_path / "ws").as_uri(), tmp_path / "ws", cache)
+    index = WorkspaceIndex((tmp_path / "ws").as_uri(), tmp_path / "ws", cache, index_ports())
     index.build()
     gc.collect()
     held = len(gc.get_objects()) - before

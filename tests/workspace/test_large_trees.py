@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tokend.adapters.ignore_rules import Layer, is_ignored
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace import tag_chunks as tags_module
 from tokend.service.workspace.index import WorkspaceIndex
 
@@ -58,7 +59,9 @@ def test_tags_are_read_a_chunk_at_a_time_with_progress(
     root = _tree(tmp_path, 5)
     monkeypatch.setattr(tags_module, "CHUNK_FILES", 2)
     reports: list[str] = []
-    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"))
+    index = WorkspaceIndex(
+        root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
+    )
     index.build(reports.append)
     assert [r for r in reports if "symbols" in r] == [
         "5 files; symbols of 2 of 5 read",
@@ -72,7 +75,9 @@ def test_tags_are_read_a_chunk_at_a_time_with_progress(
 
 def test_figures_are_ready_before_the_tags_and_a_change_meanwhile_is_tagged(tmp_path: Path):
     root = _tree(tmp_path, 3)
-    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"))
+    index = WorkspaceIndex(
+        root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
+    )
     seen: dict[str, bool] = {}
     real_refresh = index.tags.refresh
 
@@ -92,7 +97,9 @@ def test_figures_are_ready_before_the_tags_and_a_change_meanwhile_is_tagged(tmp_
 
 def test_a_failed_tag_build_does_not_leave_map_requests_waiting(tmp_path: Path):
     root = _tree(tmp_path, 2)
-    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"))
+    index = WorkspaceIndex(
+        root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
+    )
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a grammar blew up")

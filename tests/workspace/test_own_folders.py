@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tokend.adapters.own_folders import OwnPaths
+from tokend.adapters.own_folders import OwnPaths, own_paths_inside
 from tokend.adapters.watcher import FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 
 
@@ -60,7 +61,7 @@ def tokends(root: Path, paths: list[Path]) -> list[Path]:
 
 
 def own_of(home: Path) -> OwnPaths:
-    return OwnPaths.inside(home.resolve(), home / "db/sessions.sqlite3")
+    return own_paths_inside(home.resolve(), home / "db/sessions.sqlite3")
 
 
 def test_the_own_folders_are_found_through_symlinks_env_and_the_database_url(home: Path):
@@ -75,15 +76,15 @@ def test_the_own_folders_are_found_through_symlinks_env_and_the_database_url(hom
         "db/sessions.sqlite3-journal",
     }
     # a workspace inside the data folder is tokend's own throughout
-    inside = OwnPaths.inside((home / ".local/share/tokend/checkpoints").resolve())
+    inside = own_paths_inside((home / ".local/share/tokend/checkpoints").resolve())
     assert inside.rels == ("",) and inside.owns("blobs/ab/abcd")
     # a workspace elsewhere has none
-    assert not OwnPaths.inside((home / "src").resolve())
+    assert not own_paths_inside((home / "src").resolve())
 
 
 def test_the_index_walks_past_the_own_folders(home: Path):
     root = home.resolve()
-    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(None), own_of(home))
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(None), index_ports(), own_of(home))
     index.build()
     assert set(index.entries()) == {"src/pkg/app.py", "notes.md", "db/other.txt"}
     (home / ".local/share/tokend/checkpoints/blobs/ab/ef01").write_bytes(b"new blob")

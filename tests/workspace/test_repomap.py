@@ -20,6 +20,7 @@ from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.render import fit_map
 from tokend.core.repomap.tags import FileTags
 from tokend.core.workspace.fileclass import language_of
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,7 +137,7 @@ def test_a_changed_file_is_parsed_alone_and_a_restart_parses_nothing(tmp_path: P
         cache.close()
         return int(rows)
 
-    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(cache_path))
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(cache_path), index_ports())
     index.build()
     python_files = len(list((root / "core").rglob("*.py")))
     assert tag_rows() == python_files
@@ -153,10 +154,12 @@ def test_a_changed_file_is_parsed_alone_and_a_restart_parses_nothing(tmp_path: P
         != before.text
     )
 
-    restarted = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(cache_path))
+    restarted = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(cache_path), index_ports())
     parsed: list[str] = []
-    original = restarted.tags._parser.tags
-    restarted.tags._parser.tags = lambda lang, src: parsed.append(lang) or original(lang, src)  # type: ignore[method-assign]
+    original = restarted.tags._tagging.parser.tags
+    restarted.tags._tagging.parser.tags = lambda lang, src: (
+        parsed.append(lang) or original(lang, src)
+    )  # type: ignore[method-assign]
     restarted.build()
     assert parsed == []
     again = restarted.tags.repo_map(

@@ -16,6 +16,7 @@ from tokend.adapters.tags import TagParser
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 
 PAGE = (
@@ -103,12 +104,16 @@ def test_an_imported_file_that_comes_later_ranks_as_in_a_fresh_build(tree: Path,
     right = tree / "lib" / "z_right.py"
     kept = right.read_text()
     right.unlink()
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"))
+    index = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "a.sqlite3"), index_ports()
+    )
     index.build()
     maps(index)  # the rows are derived
     right.write_text(kept)
     index.apply_changes([right])
-    fresh = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"))
+    fresh = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "b.sqlite3"), index_ports()
+    )
     fresh.build()
     assert maps(index) == maps(fresh)
     ranked = [p for p, _ in index.tags._graph.rank_files(Focus(frozenset({"app/page.py"})))]

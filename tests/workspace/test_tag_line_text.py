@@ -11,6 +11,7 @@ from pathlib import Path
 from tokend.adapters.tag_workers import TagWorkers
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 
 HEADER = (
@@ -38,7 +39,7 @@ def test_the_map_shows_the_lines_from_the_file(tmp_path: Path) -> None:
     tree.mkdir()
     (tree / "gc.h").write_text(HEADER)
     (tree / "gc.c").write_text('#include "gc.h"\nint main(void) { return gc_enable(1); }\n')
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
     index.build()
     shown = index.tags.repo_map(Focus(frozenset({"gc.c"}), frozenset(), ""), 4096, len, "chars")
     index.close()

@@ -13,6 +13,7 @@ import pytest
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import RepoGraph
 from tokend.core.workspace.fileclass import FileEntry
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace import index as index_module
 from tokend.service.workspace import tag_chunks, tags
 from tokend.service.workspace.entries import pack
@@ -41,7 +42,7 @@ def test_a_refresh_sorts_its_paths_a_piece_at_a_time(
 ) -> None:
     sizes = _sorts_counted(monkeypatch, tags, tag_chunks)
     handed: list[str] = []
-    workspace = WorkspaceTags(tmp_path, WorkspaceCache(None))
+    workspace = WorkspaceTags(tmp_path, WorkspaceCache(None), index_ports())
     real = RepoGraph.set_files
 
     def kept(graph, files, *args, **kwargs):  # type: ignore[no-untyped-def]
@@ -61,7 +62,7 @@ def test_the_figures_of_a_big_tree_are_sorted_a_piece_at_a_time(
     """`workspace/fileTokens` for every file: the reply's paths in order, never sorted in one
     call on the thread that writes the reply (py-spy: 55 ms for 100,000 paths)."""
     sizes = _sorts_counted(monkeypatch, index_module, tag_chunks)
-    index = WorkspaceIndex(tmp_path.as_uri(), tmp_path, WorkspaceCache(None))
+    index = WorkspaceIndex(tmp_path.as_uri(), tmp_path, WorkspaceCache(None), index_ports())
     paths = [f"pkg{i % 97}/mod{i}.py" for i in range(PATHS)]
     index._entries = {p: pack(FileEntry(p, 10, 1, "code", 3)) for p in paths}
     shown = [figure.path for figure in index.each_figure(None, None, None)]

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tokend.adapters import tag_workers
+from tokend.adapters import tag_parsing, tag_workers
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
 from tokend.core.repomap.graph import Focus
+from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace import tags as workspace_tags
 from tokend.service.workspace.index import WorkspaceIndex
 
@@ -63,21 +64,21 @@ def _tree(tmp_path: Path) -> Path:
 
 
 def _map(tree: Path, cache: Path, workers: int) -> tuple[str, dict[str, str], int]:
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(cache))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(cache), index_ports())
     index.tags.pool_workers = workers
     started = []
-    real = workspace_tags.TagWorkers
+    real = tag_parsing.TagWorkers
 
     class Counted(real):  # type: ignore[misc, valid-type]
         def __init__(self, size: int | None = None, **options: object) -> None:
             started.append(size)
             super().__init__(size, **options)
 
-    workspace_tags.TagWorkers = Counted  # type: ignore[misc]
+    tag_parsing.TagWorkers = Counted  # type: ignore[misc]
     try:
         index.build()
     finally:
-        workspace_tags.TagWorkers = real  # type: ignore[misc]
+        tag_parsing.TagWorkers = real  # type: ignore[misc]
     count = len  # characters: the same counter on both sides
     text = ""
     for focus in (
@@ -113,16 +114,16 @@ def test_every_chunk_of_a_big_refresh_goes_to_the_workers(
         chunking = workspace_tags  # type: ignore[misc]
     monkeypatch.setattr(chunking, "CHUNK_FILES", POOL_MIN_FILES // 4)  # as a byte-bound chunk
     tree = _tree(tmp_path)
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
     index.tags.pool_workers = 2
     in_thread: list[str] = []
-    real = index.tags._parser.tags
+    real = index.tags._tagging.parser.tags
 
     def counted(language: str, source: bytes) -> object:
         in_thread.append(language)
         return real(language, source)
 
-    index.tags._parser.tags = counted  # type: ignore[method-assign, assignment]
+    index.tags._tagging.parser.tags = counted  # type: ignore[method-assign, assignment]
     index.build()
     files = sum(1 for _ in tree.rglob("*.py"))
     assert files > POOL_MIN_FILES
@@ -141,8 +142,10 @@ def test_a_small_tree_starts_no_worker(tmp_path: Path, monkeypatch: pytest.Monke
     def refuse(*args: object) -> None:
         raise AssertionError("a pool was started for 20 files")
 
-    monkeypatch.setattr(workspace_tags, "TagWorkers", refuse)
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(tmp_path / "c.sqlite3"))
+    monkeypatch.setattr(tag_parsing, "TagWorkers", refuse)
+    index = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
+    )
     index.build()
     focus = Focus(frozenset(), frozenset({"small_3"}), "")
     assert "small_3" in index.tags.repo_map(focus, 1024, len, "chars").text
@@ -218,7 +221,7 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
     changes hands, comes rarely while it recovers from errors). A source over SOLO_BYTES goes to
     a worker process even for a refresh of one file; the tags are the ones the thread gives."""
     words = b"the quick brown fox jumps over the lazy dog 0123456789 "
-    big = (words * (workspace_tags.SOLO_BYTES // len(words) + 2))[: workspace_tags.SOLO_BYTES + 100]
+    big = (words * (tag_parsing.SOLO_BYTES // len(words) + 2))[: tag_parsing.SOLO_BYTES + 100]
     big = b"def start(port):\n    return port\n\n" + big
     small = b"def stop():\n    return 1\n"
     work = [("a.py", "python", small), ("big.py", "python", big), ("b.py", "python", small)]
@@ -230,7 +233,7 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
             in_thread.append(len(source))
             return super().tags(language, source)
 
-    got = workspace_tags.parse_all_json(Watched(), work, None)
+    got = tag_parsing.parse_all_json(Watched(), work, None)
     assert got == [tag_workers.tags_json(tags) for tags in expected]
     assert any(d.name == "start" for d in expected[1].definitions)
     assert in_thread == [len(small), len(small)]  # the big one was not parsed in this thread
@@ -254,7 +257,7 @@ def test_a_pooled_build_packs_no_file_in_the_daemon(
         return real(cls, tags)
 
     monkeypatch.setattr(repomap_store.PackedTags, "of", classmethod(counted))
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
     index.tags.pool_workers = 2
     index.build()
     files = sum(1 for _ in tree.rglob("*.py"))
@@ -286,8 +289,8 @@ def test_saves_of_a_big_file_reuse_one_worker_process(
 
     monkeypatch.setattr(tag_workers._Worker, "__init__", counted)
     big.write_text(filler)
-    assert big.stat().st_size > workspace_tags.SOLO_BYTES
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None))
+    assert big.stat().st_size > tag_parsing.SOLO_BYTES
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
     index.build()
     for n in range(3):
         big.write_text(f"def saved_{n}(port):\n    return port\n\n" + filler)
@@ -302,7 +305,7 @@ def test_saves_of_a_big_file_reuse_one_worker_process(
 
 
 def _solo_processes(index: WorkspaceIndex) -> list[tag_workers._Worker]:
-    solo = getattr(index.tags, "_solo", None)
+    solo = index.tags._tagging.solo  # type: ignore[attr-defined]
     workers = getattr(solo, "_workers", None)
     return list(workers._workers) if workers is not None else []
 

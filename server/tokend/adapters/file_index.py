@@ -11,18 +11,18 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tokend.adapters import workspace_fs
 from tokend.adapters.ignore_rules import IgnoreRules, is_ignored
+from tokend.adapters.own_folders import OwnPaths
 from tokend.core.errors import InvalidParams
 from tokend.core.workspace.fileclass import (
     BINARY_REASON,
     BINARY_SNIFF_BYTES,
     DEFAULT_MAX_FILE_BYTES,
-    Decoded,
     FileEntry,
+    FileRead,
     content_class_of,
     decode_text,
     estimate_file_tokens,
@@ -116,15 +116,6 @@ def _entry(
     return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, estimate)
 
 
-@dataclass(frozen=True, slots=True)
-class FileRead:
-    """A file's bytes and text, or why it has none (`skipped`)."""
-
-    data: bytes
-    decoded: Decoded | None
-    skipped: str | None
-
-
 def read_file(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileRead:
     """The text of a workspace file under the rules of core.workspace.fileclass, read through
     workspace_fs at this moment: a path that now leads outside the workspace (a folder swapped
@@ -204,3 +195,36 @@ def list_folder(
         if found is not None:
             files.append(found)
     return files, subfolders
+
+
+class FolderTree:
+    """One workspace folder's files as its index reads them (the port
+    service.workspace.tree_ports.FileTree): the functions above on `root`, under its ignore
+    rules (`rules`, which leave out tokend's own folders `own`)."""
+
+    def __init__(self, root: Path, own: OwnPaths | None = None) -> None:
+        self.root = root
+        self.rules = IgnoreRules(root, own)
+
+    def walk(
+        self,
+        *,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        progress: Callable[[int], None] | None = None,
+        start: str = "",
+    ) -> Iterator[FileEntry]:
+        return walk(self.root, self.rules, max_bytes=max_bytes, progress=progress, start=start)
+
+    def list_folder(
+        self, folder: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+    ) -> tuple[list[FileEntry], list[str]]:
+        return list_folder(self.root, self.rules, folder, max_bytes=max_bytes)
+
+    def file_entry(self, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileEntry | None:
+        return file_entry(self.root, rel, max_bytes)
+
+    def read_file(self, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileRead:
+        return read_file(self.root, rel, max_bytes)
+
+    def resolve_inside(self, path: str) -> str:
+        return resolve_inside(self.root, path)

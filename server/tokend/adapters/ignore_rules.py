@@ -163,6 +163,11 @@ class IgnoreRules:
         else:
             self._folders.pop(folder_rel, None)
 
+    def holds_rules(self, rel: str) -> bool:
+        """Whether `rel` is a file the rules are read from (an ignore file, .git/info/exclude):
+        once it changed, `forget` them."""
+        return rel.split("/")[-1] in IGNORE_FILES or rel == ".git/info/exclude"
+
     def layers_for(self, folder_rel: str) -> list[Layer]:
         """The layers that judge the entries of `folder_rel` ("" for the root)."""
         layers = list(self._root_layers)

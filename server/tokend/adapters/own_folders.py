@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
 from tokend.adapters import rendezvous
+from tokend.core.workspace.own_paths import OwnPaths as OwnPaths  # re-exported
 
 APP = rendezvous.APP
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")  # beside a SQLite file while it is open
@@ -68,55 +68,19 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-@dataclass(frozen=True, slots=True)
-class OwnPaths:
-    """tokend's own paths inside one workspace root, relative to it (posix). "" stands for
-    the whole root (the workspace is itself inside one of tokend's folders)."""
-
-    root: Path
-    rels: tuple[str, ...]
-
-    @classmethod
-    def inside(
-        cls,
-        root: Path,
-        database: str | os.PathLike[str] | None = None,
-        extra: Iterable[Path] = (),
-    ) -> OwnPaths:
-        """tokend's folders (and `database`'s files, and `extra`) that lie inside `root`,
-        compared as real paths. `root` should be real already (the workspace's key)."""
-        real_root = _real(root)
-        rels: set[str] = set()
-        for own in (*tokend_folders(), *sqlite_files(database), *extra):
-            real = _real(own)
-            if real == real_root or real_root.is_relative_to(real):
-                return cls(root, ("",))  # the workspace is inside tokend's own folder
-            if real.is_relative_to(real_root):
-                rels.add(real.relative_to(real_root).as_posix())
-        return cls(root, tuple(sorted(rels)))
-
-    def __bool__(self) -> bool:
-        return bool(self.rels)
-
-    def owns(self, rel: str) -> bool:
-        """Whether the root-relative posix path `rel` is one of tokend's own or under one."""
-        for own in self.rels:
-            if not own or rel == own or rel.startswith(own + "/"):
-                return True
-        return False
-
-    def owns_path(self, path: str | bytes | os.PathLike[str]) -> bool:
-        """`owns` for an absolute path under the root, as a watcher names it."""
-        if not self.rels:
-            return False
-        text = os.fsdecode(path)
-        root = os.fspath(self.root)
-        if text == root:
-            return self.owns("")
-        if not text.startswith(root.rstrip("/") + "/"):
-            return False
-        return self.owns(text[len(root.rstrip("/")) + 1 :])
-
-    def folders(self) -> list[Path]:
-        """The absolute paths of tokend's own paths in the root."""
-        return [self.root / rel if rel else self.root for rel in self.rels]
+def own_paths_inside(
+    root: Path,
+    database: str | os.PathLike[str] | None = None,
+    extra: Iterable[Path] = (),
+) -> OwnPaths:
+    """tokend's folders (and `database`'s files, and `extra`) that lie inside `root`,
+    compared as real paths. `root` should be real already (the workspace's key)."""
+    real_root = _real(root)
+    rels: set[str] = set()
+    for own in (*tokend_folders(), *sqlite_files(database), *extra):
+        real = _real(own)
+        if real == real_root or real_root.is_relative_to(real):
+            return OwnPaths(root, ("",))  # the workspace is inside tokend's own folder
+        if real.is_relative_to(real_root):
+            rels.add(real.relative_to(real_root).as_posix())
+    return OwnPaths(root, tuple(sorted(rels)))

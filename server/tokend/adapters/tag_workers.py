@@ -35,7 +35,7 @@ from selectors import EVENT_READ, DefaultSelector
 from tokend.adapters.tag_wire import Parsed, packed_fields, parsed, recv, send, tags_json, unpacked
 from tokend.adapters.tags import TagParser
 from tokend.core.errors import Stopping
-from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.tags import WORKER_DIED, FileTags
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
 _PARENT_POLL_S = 0.5
 STOP_POLL_S = 0.2
-WORKER_DIED = "the tag worker process died parsing this file"  # not cached: tried again later
 # Workers run this much nicer than the daemon: on a machine whose cores they fill (the kernel's
 # first map: two workers on two cores), the daemon's threads, which answer every connection and
 # hand the workers their next files, are given the CPU first (issue 22).

@@ -1,6 +1,7 @@
 """The composition root's second half (service/app.py's): the parts that work on workspace
 folders, built when an app serves or opens folders, each handed the adapters it works through:
-the workspaces (their indexes on the workspace cache, tokend's own folders left out, watchers,
+the workspaces (their indexes on the workspace cache, each reading its folder's files and
+parsing their tags through `index_ports()`, tokend's own folders left out, watchers,
 BLAS kept to one thread for the repo map's rank), the followers (their watches) and the
 checkpointer (its store, the workspace's files)."""
 
@@ -10,9 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokend.adapters import blas
+from tokend.adapters import blas, workspace_fs
 from tokend.adapters.checkpoint_store import CheckpointStore
-from tokend.adapters.own_folders import OwnPaths, sqlite_file_of
+from tokend.adapters.file_index import FolderTree
+from tokend.adapters.own_folders import own_paths_inside, sqlite_file_of
+from tokend.adapters.tag_parsing import TagParsing
 from tokend.adapters.watch import PathWatch
 from tokend.adapters.watcher import TimedFolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
@@ -23,6 +26,7 @@ from tokend.service.workspace import session_files
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.ports import FolderWatch, OnBatch
 from tokend.service.workspace.registry import Workspaces
+from tokend.service.workspace.tree_ports import IndexPorts
 
 
 @dataclass(eq=False)
@@ -32,6 +36,12 @@ class WorkspaceParts:
     workspaces: Workspaces
     followers: Followers
     checkpoints: Checkpoints | None  # a serving app's, or `tokend checkpoints`'
+
+
+def index_ports() -> IndexPorts:
+    """What a workspace index works through: its folder's files under the ignore rules, the
+    workspace's files read for the map, and tree-sitter's tag parsing (one per index)."""
+    return IndexPorts(tree=FolderTree, files=workspace_fs, tagging=TagParsing)
 
 
 def workspace_parts(
@@ -45,8 +55,8 @@ def workspace_parts(
     cache = workspace_cache or WorkspaceCache(default_cache_path())
 
     def open_index(key: str, root: Path, own_folders: Sequence[Path]) -> WorkspaceIndex:
-        own = OwnPaths.inside(root, sqlite_file_of(service.store), own_folders)
-        return WorkspaceIndex(key, root, cache, own)
+        own = own_paths_inside(root, sqlite_file_of(service.store), own_folders)
+        return WorkspaceIndex(key, root, cache, index_ports(), own)
 
     def watch(
         index: WorkspaceIndex, on_batch: OnBatch, on_notice: Callable[[str], None]

@@ -16,6 +16,9 @@ from tokend.core.repomap.keys import sub_words
 
 LINE_TEXT_CHARS = 160  # a defining line longer than this is cut (with "…")
 WORDS_MAX = 256  # a file's text words kept (the most frequent): bounds the kernel's index
+# the error of a file whose tag worker process died on it: its empty tags are not kept in the
+# cache, so the file is tried again later
+WORKER_DIED = "the tag worker process died parsing this file"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -5,15 +5,17 @@ One number, `used_tokens`, drives the status bar and the compaction decision ali
 
 from __future__ import annotations
 
-from tokend.core.budget.limits import autocompact_threshold
+from tokend.core.budget.limits import BudgetConfig, CompactionConfig, autocompact_threshold
 from tokend.core.budget.snapshot import BudgetSnapshot, breakdown, used_percentage
 from tokend.core.session.data import SessionData
-from tokend.core.settings.tables import TokendConfig
 from tokend.core.usage.accounting import summarize_abs_errors
 
 
-def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
-    """The snapshot of `data` under the session's workspace settings `config`."""
+def gauge_snapshot(
+    data: SessionData, compaction: CompactionConfig, budget: BudgetConfig
+) -> BudgetSnapshot:
+    """The snapshot of `data` under the session's workspace settings (the two tables it reads:
+    `compaction` and `budget`)."""
     used, estimated = data.used_tokens()
     basis = "exact" if data.measured_exact else "estimate"
     # Counted whole, the messages' share includes the reply priming (framing of the request).
@@ -25,7 +27,7 @@ def gauge_snapshot(data: SessionData, config: TokendConfig) -> BudgetSnapshot:
     )
     model = data.model
     window = model.context_window
-    threshold = autocompact_threshold(model, config.compaction, config.budget)
+    threshold = autocompact_threshold(model, compaction, budget)
     if used >= threshold:
         warnings += (
             f"{used:,} tokens is over the autocompact threshold ({threshold:,}): "

@@ -102,6 +102,15 @@ class Decoded:
     replaced: bool  # invalid UTF-8 sequences became U+FFFD
 
 
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """A file's bytes and text, or why it has none (`skipped`)."""
+
+    data: bytes
+    decoded: Decoded | None
+    skipped: str | None
+
+
 def decode_text(data: bytes) -> Decoded:
     """UTF-8 text of a file (a leading BOM dropped); invalid sequences become U+FFFD."""
     try:

@@ -79,7 +79,8 @@ class SessionState:
     def _gauge(self, data: SessionData) -> BudgetSnapshot:
         """The snapshot of `data`, with what comes from outside the conversation (spend
         warnings, rate headroom)."""
-        snapshot = gauge_snapshot(data, self._config())
+        config = self._config()
+        snapshot = gauge_snapshot(data, config.compaction, config.budget)
         return self._decorate(data, snapshot) if self._decorate is not None else snapshot
 
     @property
@@ -259,7 +260,9 @@ def first_figures(
         return info
     data = SessionData(info=info, model=model, log=MessageLog.of((), {}), version=info.version)
     state = gauge_state_json(data)
-    state[STATUS_KEY] = status_row(gauge_snapshot(data, config_for(info.workspace_uri)), settings)
+    config = config_for(info.workspace_uri)
+    snapshot = gauge_snapshot(data, config.compaction, config.budget)
+    state[STATUS_KEY] = status_row(snapshot, settings)
     return replace(info, figures=SessionFigures(state=state))
 
 

@@ -15,10 +15,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from tokend.adapters.file_index import file_entry, list_folder, read_file, resolve_inside, walk
-from tokend.adapters.ignore_rules import IGNORE_FILES, IgnoreRules
-from tokend.adapters.own_folders import OwnPaths
-from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
 from tokend.core.workspace.fileclass import (
     DEFAULT_MAX_FILE_BYTES,
@@ -27,11 +23,13 @@ from tokend.core.workspace.fileclass import (
     content_class_of,
     estimate_file_tokens,
 )
+from tokend.core.workspace.own_paths import OwnPaths
 from tokend.service.workspace.buffers import BufferQueue
 from tokend.service.workspace.entries import Entries, Packed, Under, pack
 from tokend.service.workspace.figures import Basis, FileFigure, FileText
 from tokend.service.workspace.tag_chunks import in_order
 from tokend.service.workspace.tags import WorkspaceTags
+from tokend.service.workspace.tree_ports import FileCache, IndexPorts
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +45,18 @@ def sha256_text(text: str) -> str:
 
 class WorkspaceIndex:
     def __init__(
-        self, uri: str, root: Path, cache: WorkspaceCache, own: OwnPaths | None = None
+        self, uri: str, root: Path, cache: FileCache, ports: IndexPorts, own: OwnPaths | None = None
     ) -> None:
-        """`own`: tokend's own folders inside `root`, never indexed, mapped or checkpointed."""
+        """`own`: tokend's own folders inside `root`, never indexed, mapped or checkpointed;
+        `ports`: what the index works through (the composition root's adapters)."""
         self.uri = uri
         self.root = root
         self.cache = cache
         self.max_bytes = DEFAULT_MAX_FILE_BYTES
-        self.rules = IgnoreRules(root, own)
+        self.tree = ports.tree(root, own)
+        self.rules = self.tree.rules
         self.stopping = threading.Event()  # set by close(): every loop here gives up
-        self.tags = WorkspaceTags(root, cache, self._overlay, self.stopping, self.max_bytes)
+        self.tags = WorkspaceTags(root, cache, ports, self._overlay, self.stopping, self.max_bytes)
         self.ready = threading.Event()
         self._lock = threading.RLock()
         self._entries: dict[str, Packed] = {}  # path -> its entry (entries.py says why)
@@ -72,7 +72,7 @@ class WorkspaceIndex:
         """The posix path relative to the root of a client's `path` (relative to the root,
         absolute, or a file:// URI); InvalidParams when it leaves the root, lexically or
         through a symlink."""
-        return resolve_inside(self.root, path)
+        return self.tree.resolve_inside(path)
 
     def build(self, progress: Callable[[str], None] | None = None) -> None:
         """Walk the folder, then tag its source files (runs on a thread of its own). `ready`
@@ -85,9 +85,7 @@ class WorkspaceIndex:
 
     def _build(self, progress: Callable[[str], None] | None) -> None:
         entries: dict[str, Packed] = {}
-        for entry in walk(
-            self.root,
-            self.rules,
+        for entry in self.tree.walk(
             max_bytes=self.max_bytes,
             progress=(lambda n: progress(f"{n:,} files")) if progress else None,
         ):
@@ -167,7 +165,7 @@ class WorkspaceIndex:
             except ValueError:
                 continue
             rel = "" if rel == "." else rel
-            if rel.split("/")[-1] in IGNORE_FILES or rel == ".git/info/exclude":
+            if self.rules.holds_rules(rel):
                 self.rules.forget()
             if rel.split("/", 1)[0] != ".git":
                 rels.add(rel)
@@ -182,7 +180,7 @@ class WorkspaceIndex:
                 if not rel or not self.rules.ignored(rel, is_dir=True):
                     now.update(self._folder_now(rel, under))
                 continue
-            entry = None if self.rules.ignored(rel) else file_entry(self.root, rel, self.max_bytes)
+            entry = None if self.rules.ignored(rel) else self.tree.file_entry(rel, self.max_bytes)
             if entry is not None:
                 now[rel] = entry
                 continue
@@ -205,16 +203,16 @@ class WorkspaceIndex:
         """The entries of an existing folder as it is now (see apply_changes)."""
         prefix = f"{folder}/" if folder else ""
         if folder and not under.any(prefix):  # new to the index: everything under it
-            found = walk(self.root, self.rules, max_bytes=self.max_bytes, start=folder)
+            found = self.tree.walk(max_bytes=self.max_bytes, start=folder)
             return {e.path: e for e in found}
-        files, subfolders = list_folder(self.root, self.rules, folder, max_bytes=self.max_bytes)
+        files, subfolders = self.tree.list_folder(folder, max_bytes=self.max_bytes)
         now: dict[str, FileEntry | None] = {e.path: e for e in files}
         for rel in under.paths(prefix):
             if "/" not in rel[len(prefix) :] and rel not in now:
                 now[rel] = None  # was directly in the folder, is not now
         for sub in subfolders:
             if not under.any(sub + "/"):
-                found = walk(self.root, self.rules, max_bytes=self.max_bytes, start=sub)
+                found = self.tree.walk(max_bytes=self.max_bytes, start=sub)
                 now.update((e.path, e) for e in found)
         return now
 
@@ -228,7 +226,7 @@ class WorkspaceIndex:
         now (slow: re-tags; editors' events go through `buffers`). A buffer whose text is the
         file's on disk is no overlay. True when the figure changed."""
         if text is not None:
-            disk = read_file(self.root, rel, self.max_bytes)
+            disk = self.tree.read_file(rel, self.max_bytes)
             if disk.decoded is not None and disk.decoded.text == text:
                 text = None
         with self._lock:
@@ -262,7 +260,7 @@ class WorkspaceIndex:
             overlay = self._overlays.get(rel)
         if overlay is not None:
             return FileText(rel, overlay, sha256_text(overlay), True)
-        read = read_file(self.root, rel, self.max_bytes)
+        read = self.tree.read_file(rel, self.max_bytes)
         if read.decoded is None:
             return FileText(rel, "", "", False, read.skipped or "not text")
         reason = INVALID_UTF8_REASON if read.decoded.replaced else None
@@ -286,7 +284,7 @@ class WorkspaceIndex:
         for rel in wanted:
             entry, overlay = entries.get(rel), overlays.get(rel)
             if entry is None and overlay is None:
-                entry = file_entry(self.root, rel, self.max_bytes)
+                entry = self.tree.file_entry(rel, self.max_bytes)
                 if entry is None:
                     yield FileFigure(rel, 0, 0, "skipped", False, "no such file")
                     continue

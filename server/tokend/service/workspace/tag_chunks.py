@@ -16,14 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tokend.adapters import workspace_fs
-from tokend.adapters.tag_wire import Parsed
-from tokend.adapters.tag_workers import WORKER_DIED
-from tokend.adapters.tags.queries import QUERIES_VERSION
-from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.store import PackedTags
-from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.tags import WORKER_DIED, FileTags
 from tokend.core.workspace.fileclass import FileEntry, language_of
+from tokend.core.workspace.files import PathConflict
+from tokend.service.ports import WorkspaceFiles
+from tokend.service.workspace.tree_ports import FileCache, Parsed
 
 T = TypeVar("T")
 SORT_PIECE = 4096  # paths sorted in one call (in_order)
@@ -35,12 +33,15 @@ CHUNK_BYTES = 8 << 20  # ... or fewer, once they hold this much source (a chunk 
 @dataclass(frozen=True, slots=True)
 class Reading:
     """Where a workspace's tags are read from and kept: its folder, its cache, the largest
-    source read, and each path's reason for having no tags (written here)."""
+    source read, each path's reason for having no tags (written here), how its files are read,
+    and the version of the tag queries (in the cache keys)."""
 
     root: Path
-    cache: WorkspaceCache
+    cache: FileCache
     errors: dict[str, str]
     max_bytes: int
+    files: WorkspaceFiles
+    queries_version: int
 
 
 @dataclass(slots=True)
@@ -119,7 +120,8 @@ def read_chunk(
         sha = hashlib.sha256(data).hexdigest()
         sources[path] = (language, sha, data)
         chunk.new_hashes[path] = (entry.size_bytes, entry.mtime_ns, sha)
-    chunk.keys = {p: f"v{QUERIES_VERSION}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
+    version = on.queries_version
+    chunk.keys = {p: f"v{version}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
     cached = on.cache.tags(sorted(set(chunk.keys.values())))
     chunk.reread = bool(chunk.new_hashes) or any(s is not None for _, _, s in sources.values())
     for path, (language, _sha, source) in sources.items():
@@ -138,11 +140,11 @@ def read_chunk(
 
 
 def _read(on: Reading, path: str) -> bytes | None:
-    """A file's bytes, read through workspace_fs (never through a symlink that leaves the
+    """A file's bytes, read through `on.files` (never through a symlink that leaves the
     workspace); None, with the reason in `on.errors`, when it cannot be read."""
     try:
-        return workspace_fs.read_bytes(on.root, path)
-    except (OSError, workspace_fs.PathConflict) as exc:
+        return on.files.read_bytes(on.root, path)
+    except (OSError, PathConflict) as exc:
         on.errors[path] = _unreadable(exc)
         return None
 
@@ -217,9 +219,8 @@ def died(error: str) -> bool:
     return error.startswith(WORKER_DIED)
 
 
-def _unreadable(exc: OSError | workspace_fs.PathConflict) -> str:
-    """Why a file was not read (read through workspace_fs: never through a symlink that
-    leaves the workspace)."""
-    if isinstance(exc, workspace_fs.PathConflict):
+def _unreadable(exc: OSError | PathConflict) -> str:
+    """Why a file was not read (never through a symlink that leaves the workspace)."""
+    if isinstance(exc, PathConflict):
         return f"unreadable: {exc.reason}"
     return f"unreadable: {exc.strerror}"

@@ -16,20 +16,15 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
-from tokend.adapters import workspace_fs
-from tokend.adapters.tag_wire import Parsed, tags_json
-from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
-from tokend.adapters.tags import TagParser
-from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.errors import Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
-from tokend.service.workspace.solo_worker import SoloWorker
+from tokend.core.workspace.files import PathConflict
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -39,6 +34,7 @@ from tokend.service.workspace.tag_chunks import (
     in_order,
     read_chunk,
 )
+from tokend.service.workspace.tree_ports import FileCache, IndexPorts, Parsed, TagPool
 
 MAP_CACHE_ENTRIES = 64
 
@@ -47,7 +43,8 @@ class WorkspaceTags:
     def __init__(
         self,
         root: Path,
-        cache: WorkspaceCache,
+        cache: FileCache,
+        ports: IndexPorts,
         overlay: Callable[[str], str | None] = lambda path: None,
         stopping: threading.Event | None = None,
         max_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -55,16 +52,18 @@ class WorkspaceTags:
         self.root = root
         self.max_bytes = max_bytes  # a bigger unsaved buffer is, like such a file, not mapped
         self._stopping = stopping or threading.Event()  # set: a build in progress gives up
-        self._solo = SoloWorker(self._stopping)  # parses the big files of small refreshes
+        self._tagging = ports.tagging(self._stopping)  # tree-sitter: here, or in workers
+        self._files = ports.files
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
-        self._parser = TagParser()
         self.pool_workers: int | None = None  # tag worker processes (None: one per core; 0: none)
         self._graph = RepoGraph()
         self._lock = threading.RLock()  # guards the graph and the map cache
         self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
         self.errors: dict[str, str] = {}  # path -> why it has no tags
-        self._reading = Reading(root, cache, self.errors, max_bytes)
+        self._reading = Reading(
+            root, cache, self.errors, max_bytes, ports.files, self._tagging.queries_version
+        )
         self.ready = threading.Event()  # set once the first build's tags are in the graph
 
     def refresh(
@@ -118,12 +117,12 @@ class WorkspaceTags:
                 if gone:
                     self._graph.set_files(dict.fromkeys(gone))
 
-    def _workers_for(self, files: int) -> contextlib.AbstractContextManager[TagWorkers | None]:
+    def _workers_for(self, files: int) -> contextlib.AbstractContextManager[TagPool | None]:
         """Worker processes for a refresh of `files` files (the first build), ended with it;
         none for a few files (a save), which the calling thread parses."""
-        if self.pool_workers == 0 or files < POOL_MIN_FILES:
+        if self.pool_workers == 0 or files < self._tagging.pool_min_files:
             return contextlib.nullcontext()
-        return TagWorkers(self.pool_workers or None, stopping=self._stopping)
+        return self._tagging.pool(self.pool_workers or None)
 
     def _check_stopping(self) -> None:
         if self._stopping.is_set():
@@ -136,7 +135,7 @@ class WorkspaceTags:
             del self._maps[key]
 
     def _parse(
-        self, work: list[tuple[str, str, bytes]], workers: TagWorkers | None
+        self, work: list[tuple[str, str, bytes]], workers: TagPool | None
     ) -> dict[str, str | Parsed]:
         """(path, language, source) -> the path's tags as JSON text, and packed when the
         workers parsed them (a refresh of many files; decoded by finish_chunk, on the thread
@@ -148,12 +147,12 @@ class WorkspaceTags:
         if workers is not None and work:
             found = workers.parse_packed(work)
         else:
-            found = parse_all_json(self._parser, work, None, self._solo)
+            found = self._tagging.parse_json(work)
         return dict(zip(paths, found, strict=True))
 
     def close(self) -> None:
         """End the worker kept for big files (the workspace closed)."""
-        self._solo.close()
+        self._tagging.close()
 
     def forget(self) -> None:
         """Drop the graph, the maps and the errors (the workspace was released: see
@@ -207,41 +206,11 @@ class WorkspaceTags:
                     data = (
                         overlay.encode("utf-8", "surrogatepass")
                         if overlay is not None
-                        else workspace_fs.read_bytes(self.root, path)
+                        else self._files.read_bytes(self.root, path)
                     )
-                except (OSError, workspace_fs.PathConflict):
+                except (OSError, PathConflict):
                     data = b""
                 lines = files[path] = data.split(b"\n")
             return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
 
         return text_of
-
-
-SOLO_BYTES = 256 << 10  # a bigger source is parsed by a worker even in a small refresh
-
-
-def parse_all_json(
-    parser: TagParser,
-    work: Sequence[Work],
-    workers: TagWorkers | None,
-    solo: SoloWorker | None = None,
-) -> list[str]:
-    """Each (path, language, source)'s tags as JSON text: by `workers` when given (a refresh
-    of POOL_MIN_FILES files or more; any chunk of it, however few files), else in this thread but
-    for sources over SOLO_BYTES, which a worker parses (`solo`'s, kept between refreshes; else
-    one started for them): tree-sitter's progress callback, where the interpreter changes
-    hands, comes rarely while it recovers from errors (a 1 MB .py buffer of words held the
-    event loop 44-65 ms)."""
-    if workers is not None and work:
-        return workers.parse_json(work)
-    big = [item for item in work if len(item[2]) > SOLO_BYTES]
-    found: Iterator[str] = iter(())
-    if big and solo is not None:
-        found = iter(solo.parse_json(big))
-    elif big:
-        with TagWorkers(1) as alone:
-            found = iter(alone.parse_json(big))
-    return [
-        next(found) if len(s) > SOLO_BYTES else tags_json(parser.tags(lang, s))
-        for _path, lang, s in work
-    ]

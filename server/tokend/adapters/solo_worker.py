@@ -1,4 +1,4 @@
-"""One tag worker process kept for the big sources of small refreshes (service.workspace.tags:
+"""One tag worker process kept for the big sources of small refreshes (adapters.tag_parsing:
 a source over SOLO_BYTES is parsed in a worker even when one file is saved, not in the daemon's
 thread). Starting a worker costs an interpreter's start and tree-sitter's grammars (0.3-0.8 s
 on the shared machine, issue 22): an edit loop on a big file paid it at every save. The worker

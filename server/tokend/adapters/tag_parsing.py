@@ -1,0 +1,68 @@
+"""The tag parsing a workspace's tags work through (the port service.workspace.tree_ports
+.TagParsing, one per workspace index): tree-sitter's parser in the calling thread for a few
+files, a worker process kept for the big ones (adapters.solo_worker), and a pool of worker
+processes for a refresh of many (adapters.tag_workers)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+from tokend.adapters.solo_worker import SoloWorker
+from tokend.adapters.tag_wire import tags_json
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
+from tokend.adapters.tags import TagParser
+from tokend.adapters.tags.queries import QUERIES_VERSION
+
+SOLO_BYTES = 256 << 10  # a bigger source is parsed by a worker even in a small refresh
+
+
+class TagParsing:
+    """`stopping` set: a parse under way in a worker gives up (Stopping)."""
+
+    queries_version = QUERIES_VERSION  # in the tags' cache keys: bumped, cached tags are old
+    pool_min_files = POOL_MIN_FILES  # files to parse: fewer are parsed without a pool
+
+    def __init__(self, stopping: threading.Event) -> None:
+        self._stopping = stopping
+        self.parser = TagParser()
+        self.solo = SoloWorker(stopping)  # parses the big files of small refreshes
+
+    def pool(self, workers: int | None) -> TagWorkers:
+        """Worker processes (`workers`, None: one per core) for one refresh, ended with it."""
+        return TagWorkers(workers, stopping=self._stopping)
+
+    def parse_json(self, work: Sequence[Work]) -> list[str]:
+        """Each (path, language, source)'s tags as JSON text, parsed without a pool."""
+        return parse_all_json(self.parser, work, None, self.solo)
+
+    def close(self) -> None:
+        """End the worker kept for big files (the workspace closed)."""
+        self.solo.close()
+
+
+def parse_all_json(
+    parser: TagParser,
+    work: Sequence[Work],
+    workers: TagWorkers | None,
+    solo: SoloWorker | None = None,
+) -> list[str]:
+    """Each (path, language, source)'s tags as JSON text: by `workers` when given (a refresh
+    of POOL_MIN_FILES files or more; any chunk of it, however few files), else in this thread but
+    for sources over SOLO_BYTES, which a worker parses (`solo`'s, kept between refreshes; else
+    one started for them): tree-sitter's progress callback, where the interpreter changes
+    hands, comes rarely while it recovers from errors (a 1 MB .py buffer of words held the
+    event loop 44-65 ms)."""
+    if workers is not None and work:
+        return workers.parse_json(work)
+    big = [item for item in work if len(item[2]) > SOLO_BYTES]
+    found: Iterator[str] = iter(())
+    if big and solo is not None:
+        found = iter(solo.parse_json(big))
+    elif big:
+        with TagWorkers(1) as alone:
+            found = iter(alone.parse_json(big))
+    return [
+        next(found) if len(s) > SOLO_BYTES else tags_json(parser.tags(lang, s))
+        for _path, lang, s in work
+    ]

@@ -1,0 +1,142 @@
+"""The seams of a workspace's index and its tags (service.workspace.index, tags, tag_chunks):
+the folder's files under its ignore rules, the workspace cache, and the tag parsing. The
+composition root (service/app_workspaces.py) hands in the adapters' (adapters.file_index
+.FolderTree, adapters.workspace_cache.WorkspaceCache, adapters.tag_parsing.TagParsing,
+adapters.workspace_fs); a test may hand in fakes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.tags import FileTags
+from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry, FileRead
+from tokend.core.workspace.own_paths import OwnPaths
+from tokend.service.ports import WorkspaceFiles
+
+Work = tuple[str, str, bytes]  # (path, language, source)
+Parsed = tuple[str, FileTags, PackedTags]  # a pool's: the JSON text, the tags but names, packed
+
+
+class FolderRules(Protocol):
+    """A folder's ignore rules (its ignore files, .git/info/exclude, the user's excludes), which
+    always leave out tokend's own folders inside it (`own`)."""
+
+    @property
+    def own(self) -> OwnPaths: ...
+
+    def ignored(self, rel_path: str, is_dir: bool = False) -> bool:
+        """Whether `rel_path` or any folder above it is left out."""
+        ...
+
+    def holds_rules(self, rel: str) -> bool:
+        """Whether `rel` is a file the rules are read from (once it changed: `forget`)."""
+        ...
+
+    def forget(self, folder_rel: str | None = None) -> None:
+        """Read the rules again (all of them, or one folder's) on next use."""
+        ...
+
+
+class FileTree(Protocol):
+    """One workspace folder's files as its index reads them: what the rules keep, each file an
+    entry (or one with a `skipped` reason), paths posix and relative to `root`."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def rules(self) -> FolderRules: ...
+
+    def walk(
+        self,
+        *,
+        max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        progress: Callable[[int], None] | None = None,
+        start: str = "",
+    ) -> Iterator[FileEntry]:
+        """Every file of the tree (or of its folder `start`), `progress(n)` every few files."""
+        ...
+
+    def list_folder(
+        self, folder: str, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES
+    ) -> tuple[list[FileEntry], list[str]]:
+        """The files directly in `folder` ("" for the root) and its subfolders."""
+        ...
+
+    def file_entry(self, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileEntry | None:
+        """`rel`'s entry now; None when it is no file."""
+        ...
+
+    def read_file(self, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> FileRead:
+        """`rel`'s bytes and text now, never through a symlink that leaves the root."""
+        ...
+
+    def resolve_inside(self, path: str) -> str:
+        """A client's `path` relative to the root; InvalidParams when it leaves the root."""
+        ...
+
+
+class FileCache(Protocol):
+    """The workspace cache (one per user): exact counts and tags by content hash, and each
+    file's (size, mtime_ns, sha256) as last seen, by workspace root."""
+
+    def counts(self, keys: Sequence[str]) -> dict[str, int]: ...
+
+    def put_counts(self, counts: Mapping[str, int]) -> None: ...
+
+    def tags(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+
+    def put_tag_texts(self, tags: Mapping[str, str]) -> None: ...
+
+    def hashes(
+        self, root: str, paths: Sequence[str] | None = None
+    ) -> dict[str, tuple[int, int, str]]: ...
+
+    def put_hashes(self, root: str, hashes: Mapping[str, tuple[int, int, str]]) -> None: ...
+
+
+class TagPool(Protocol):
+    """Tag worker processes for one refresh of many files."""
+
+    def parse_packed(self, work: Sequence[Work]) -> list[Parsed]: ...
+
+
+class TagParsing(Protocol):
+    """A workspace's tag parsing (tree-sitter): one per index, ended with it (`close`)."""
+
+    @property
+    def queries_version(self) -> int:
+        """In the tags' cache keys: tags cached under another version are not read."""
+        ...
+
+    @property
+    def pool_min_files(self) -> int:
+        """Files to parse from which a refresh is worth starting a pool."""
+        ...
+
+    def pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
+        """Worker processes (`workers`; None: one per core), ended when the refresh is."""
+        ...
+
+    def parse_json(self, work: Sequence[Work]) -> list[str]:
+        """Each (path, language, source)'s tags as JSON text, without a pool."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPorts:
+    """What a workspace index works through: its folder's files (`tree(root, own)`), the files
+    read for the map, and its tag parsing (`tagging(stopping)`: set, a parse gives up)."""
+
+    tree: Callable[[Path, OwnPaths | None], FileTree]
+    files: WorkspaceFiles
+    tagging: Callable[[threading.Event], TagParsing]
