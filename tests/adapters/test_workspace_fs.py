@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tokend.adapters import workspace_fs
-from tokend.adapters.workspace_fs import PathConflict, PathOutside
+from tokend.core.workspace.files import PathConflict, PathOutside
 
 
 @pytest.fixture

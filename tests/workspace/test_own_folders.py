@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tokend.adapters.own_folders import OwnPaths, own_paths_inside
+from tokend.adapters.own_folders import own_paths_inside
 from tokend.adapters.watcher import FolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.workspace.own_paths import OwnPaths
 from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 

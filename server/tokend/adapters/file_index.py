@@ -15,7 +15,6 @@ from pathlib import Path, PurePosixPath
 
 from tokend.adapters import workspace_fs
 from tokend.adapters.ignore_rules import IgnoreRules, is_ignored
-from tokend.adapters.own_folders import OwnPaths
 from tokend.core.errors import InvalidParams
 from tokend.core.workspace.fileclass import (
     BINARY_REASON,
@@ -29,6 +28,8 @@ from tokend.core.workspace.fileclass import (
     is_binary,
     too_large_reason,
 )
+from tokend.core.workspace.files import PathConflict, PathOutside
+from tokend.core.workspace.own_paths import OwnPaths
 
 OUTSIDE_REASON = "a symlink to outside the workspace: not read"  # also one swapped in later
 
@@ -76,9 +77,9 @@ def file_entry(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) ->
                 reason = too_large_reason(st.st_size, max_bytes)
                 return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, reason)
             head = os.read(opened.fd, BINARY_SNIFF_BYTES)
-    except workspace_fs.PathOutside:
+    except PathOutside:
         return FileEntry(rel, 0, 0, klass, 0, OUTSIDE_REASON)
-    except (OSError, workspace_fs.PathConflict):
+    except (OSError, PathConflict):
         return None
     if is_binary(head):
         return FileEntry(rel, st.st_size, st.st_mtime_ns, klass, 0, BINARY_REASON)
@@ -126,9 +127,9 @@ def read_file(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> 
                 return FileRead(b"", None, "not a regular file")
             size = opened.st.st_size
             data = workspace_fs.read_opened(opened, max_bytes)
-    except workspace_fs.PathOutside:
+    except PathOutside:
         return FileRead(b"", None, OUTSIDE_REASON)
-    except workspace_fs.PathConflict as exc:
+    except PathConflict as exc:
         return FileRead(b"", None, f"unreadable: {exc.reason}")
     except OSError as exc:
         return FileRead(b"", None, f"unreadable: {exc.strerror or exc}")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pathspec
 
-from tokend.adapters.own_folders import OwnPaths
+from tokend.core.workspace.own_paths import OwnPaths
 
 IGNORE_FILES = (".gitignore", ".ignore")  # per folder, in increasing precedence
 ALWAYS_IGNORED = frozenset({".git"})

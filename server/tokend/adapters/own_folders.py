@@ -23,7 +23,7 @@ from pathlib import Path
 import platformdirs
 
 from tokend.adapters import rendezvous
-from tokend.core.workspace.own_paths import OwnPaths as OwnPaths  # re-exported
+from tokend.core.workspace.own_paths import OwnPaths
 
 APP = rendezvous.APP
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")  # beside a SQLite file while it is open

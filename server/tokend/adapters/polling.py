@@ -15,7 +15,7 @@ from watchdog.utils.dirsnapshot import (
     EmptyDirectorySnapshot,
 )
 
-from tokend.adapters.own_folders import OwnPaths
+from tokend.core.workspace.own_paths import OwnPaths
 
 POLL_SECONDS = 1.0
 

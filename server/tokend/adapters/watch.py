@@ -46,8 +46,8 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from tokend.adapters.inotify_pruned import pruned_observer
-from tokend.adapters.own_folders import OwnPaths
 from tokend.adapters.polling import POLL_SECONDS, Poller
+from tokend.core.workspace.own_paths import OwnPaths
 
 log = logging.getLogger(__name__)
 

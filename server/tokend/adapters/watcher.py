@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tokend.adapters.own_folders import OwnPaths
 from tokend.adapters.watch import PathWatch
+from tokend.core.workspace.own_paths import OwnPaths
 
 log = logging.getLogger(__name__)
 

@@ -29,10 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from tokend.core.workspace.files import FolderMissing as FolderMissing  # re-exported
-from tokend.core.workspace.files import OpenedFile
-from tokend.core.workspace.files import PathConflict as PathConflict  # re-exported
-from tokend.core.workspace.files import PathOutside as PathOutside  # re-exported
+from tokend.core.workspace.files import FolderMissing, OpenedFile, PathConflict, PathOutside
 
 TEMP_SUFFIX = ".tokend-restore"
 MAX_SYMLINKS = 40  # as the kernel's own limit: more is a loop
