@@ -4,8 +4,10 @@ The old index is made with the old schema's own SQL, on a real SQLite file."""
 
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from tokend.adapters.checkpoint_store import CheckpointStore, Seen
 from tokend.core.checkpoints.turns import FileChange
@@ -46,3 +48,43 @@ def test_an_index_from_before_modes_opens_and_reads_its_rows(tmp_path: Path) -> 
         store.close()
     store = CheckpointStore(folder)  # opened again: the columns are there, nothing added twice
     store.close()
+
+
+def _open_at_once(folder: Path, barrier: Any, errors: Any) -> None:
+    barrier.wait()
+    try:
+        CheckpointStore(folder).close()
+    except Exception as exc:  # reported to the parent, which asserts there were none
+        errors.put(repr(exc))
+
+
+def test_daemons_opening_an_old_index_at_once_all_open_it(tmp_path: Path) -> None:
+    """Several tokend processes started together (one per editor, or four sharing PostgreSQL)
+    each open the same checkpoint index; its columns are added once, none of them fails on
+    "duplicate column". Processes are forked past a barrier so the opens overlap."""
+    ctx = multiprocessing.get_context("fork")
+    for round_ in range(8):
+        folder = tmp_path / f"checkpoints-{round_}"
+        folder.mkdir()
+        db = sqlite3.connect(folder / "index.sqlite3")
+        db.executescript(OLD_SCHEMA)
+        db.close()
+        barrier = ctx.Barrier(6)
+        errors = ctx.Queue()
+        procs = [
+            ctx.Process(target=_open_at_once, args=(folder, barrier, errors)) for _ in range(6)
+        ]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(60)
+        failures = []
+        while not errors.empty():
+            failures.append(errors.get())
+        assert failures == [], (round_, failures)
+        assert [proc.exitcode for proc in procs] == [0] * 6
+        store = CheckpointStore(folder)
+        try:
+            assert [c.before_mode for c in store.changes("file:///ws")] == [None]
+        finally:
+            store.close()

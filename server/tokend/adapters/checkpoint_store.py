@@ -87,10 +87,24 @@ class CheckpointStore:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        _add_columns(self._db)
-        checkpoint_blobs.upgrade(self._db, self.folder)
+        self._prepare()
         checkpoint_blobs.sweep_tmp(self.folder)
+
+    def _prepare(self) -> None:
+        """Make the tables and add the columns an older index lacks, in one write transaction
+        taken at once (BEGIN IMMEDIATE): daemons started together wait for each other here
+        instead of each seeing a column missing and adding it twice."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            _add_columns(self._db)
+            checkpoint_blobs.upgrade(self._db, self.folder)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
