@@ -294,7 +294,13 @@ def move() -> int:
 
 
 def tracked_files(include_server: bool) -> list[str]:
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return [
         f
         for f in out.stdout.splitlines()
