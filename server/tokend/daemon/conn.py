@@ -14,7 +14,6 @@ import hmac
 import itertools
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
@@ -63,7 +62,6 @@ class Connection:
         self.client_name: str | None = None  # clientInfo.name from initialize
         self.session_id: str | None = None  # set by the session methods when attached
         self.server: Any = None  # the LanguageServer the factory built
-        self.connected_at = time.monotonic()
         self.in_flight = 0  # requests handed to the server and not yet answered
         self.counts_requests = False  # True once the server's protocol reports its replies
         self._expected_token = expected_token
