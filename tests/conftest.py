@@ -40,6 +40,7 @@ SERIAL = (
     "tests/e2e/test_follow.py",
     "tests/e2e/test_follow_growth.py",
     "tests/e2e/test_follow_without_inotify.py",
+    "tests/lsp/test_big_reply_beside_loop.py",
     "tests/workspace/test_file_index.py",
     "tests/workspace/test_tag_workers.py",
 )
