@@ -40,6 +40,7 @@ SERIAL = (
     "tests/e2e/test_transcripts_follow.py",
     "tests/e2e/test_transcripts_follow_growth.py",
     "tests/e2e/test_transcripts_follow_without_inotify.py",
+    "tests/lsp/test_protocol_big_reply_beside_loop.py",
     "tests/workspace/test_workspace_file_index.py",
     "tests/workspace/test_workspace_tag_workers.py",
 )

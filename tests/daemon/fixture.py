@@ -20,6 +20,8 @@ from tokend.lsp.protocol import (
     TokendProtocol,  # keeps test/* params as plain JSON
     shared_converter,
 )
+from tokend.lsp.wire.common import to_wire
+from tokend.lsp.wire.daemon import to_wire_connection, to_wire_host
 
 
 def create_fixture_server(conn: Connection) -> LanguageServer:
@@ -37,7 +39,9 @@ def create_fixture_server(conn: Connection) -> LanguageServer:
 
     @server.feature("test/status")
     def status(ls: LanguageServer, params: Any) -> dict[str, Any]:
-        return conn.daemon.status()
+        status = conn.daemon.status()  # daemon/status's host part, as the wire carries it
+        connections = [to_wire_connection(c) for c in status.connections]
+        return {**to_wire(to_wire_host(status)), "connections": to_wire(connections)}
 
     @server.feature("test/busy")
     async def busy(ls: LanguageServer, params: Any) -> dict[str, Any]:

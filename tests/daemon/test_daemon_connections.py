@@ -108,7 +108,7 @@ def test_exit_closes_only_the_connection_that_sent_it(fixture_daemon: InProcessD
     leaving.notify("exit")
     assert leaving.wait_closed()
     assert staying.request("test/echo", 3)["result"]["echo"] == 3
-    assert [c["clientName"] for c in fixture_daemon.daemon.status()["connections"]] == ["staying"]
+    assert [c.client_name for c in fixture_daemon.daemon.status().connections] == ["staying"]
 
 
 def test_notify_all_reaches_only_the_clients_attached_to_that_session(
@@ -133,7 +133,5 @@ def test_notify_all_reaches_only_the_clients_attached_to_that_session(
         }
     on_s2.request("test/echo", "sync")  # anything sent before this reply would be here now
     assert on_s2.notifications == []
-    sessions = {
-        c["clientName"]: c["sessionId"] for c in fixture_daemon.daemon.status()["connections"]
-    }
+    sessions = {c.client_name: c.session_id for c in fixture_daemon.daemon.status().connections}
     assert sessions == {"a": "s1", "b": "s1", "c": "s2"}

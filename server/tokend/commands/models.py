@@ -22,11 +22,6 @@ def _catalog(workspace: Path | None) -> Catalog:
     return load_catalog(read_user_config(), read_workspace_config(workspace))
 
 
-def model_figures(name: str, workspace: Path | None = None) -> dict[str, object]:
-    """One model's figures, camelCase keys at every level (prices in dollars per token)."""
-    return _figures(_catalog(workspace).get(name))
-
-
 def _figures(info: ModelInfo) -> dict[str, object]:
     figures: dict[str, object] = _camel_keys(asdict(info))
     figures["autocompactThreshold"] = autocompact_threshold(info, TokendConfig().compaction)

@@ -14,13 +14,13 @@ import hmac
 import itertools
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
 
 from tokend.core.excerpt import bounded
 from tokend.daemon.outbox import Outbox
+from tokend.lsp.host import HostConnection, HostStatus
 
 PeerKind = Literal["unix", "tcp"]
 
@@ -30,7 +30,7 @@ class DaemonHandle(Protocol):
 
     def busy(self) -> AbstractContextManager[None]: ...
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> HostStatus: ...
 
 
 class Connection:
@@ -62,7 +62,6 @@ class Connection:
         self.client_name: str | None = None  # clientInfo.name from initialize
         self.session_id: str | None = None  # set by the session methods when attached
         self.server: Any = None  # the LanguageServer the factory built
-        self.connected_at = time.monotonic()
         self.in_flight = 0  # requests handed to the server and not yet answered
         self.counts_requests = False  # True once the server's protocol reports its replies
         self._expected_token = expected_token
@@ -170,13 +169,8 @@ class Connection:
         self._stop_reading = lambda: None
         self.outbox.forget_callbacks()
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "clientName": self.client_name,
-            "sessionId": self.session_id,
-            "peer": self.peer,
-        }
+    def describe(self) -> HostConnection:
+        return HostConnection(self.id, self.client_name, self.session_id, self.peer)
 
 
 class Registry:
@@ -204,9 +198,9 @@ class Registry:
     def __iter__(self) -> Iterator[Connection]:
         return iter(list(self._connections.values()))
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> tuple[HostConnection, ...]:
         """The open connections (one that is closing is already gone for its client)."""
-        return [conn.describe() for conn in self if not conn.closing]
+        return tuple(conn.describe() for conn in self if not conn.closing)
 
     def notify_all(
         self,

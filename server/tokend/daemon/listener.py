@@ -52,6 +52,7 @@ from tokend.daemon.process import (
     tune_the_collector,
 )
 from tokend.daemon.serve_conn import Limits, run_connection
+from tokend.lsp.host import HostStatus
 
 log = logging.getLogger(__name__)
 
@@ -150,14 +151,10 @@ class Daemon:
                 self._busy_count -= 1
             self._call_in_loop(self._arm_idle_timer)
 
-    def status(self) -> dict[str, Any]:
-        """For daemon/status: {pid, uptimeSeconds, busy, connections: [{id, clientName, sessionId, peer}]}."""
-        return {
-            "pid": os.getpid(),
-            "uptimeSeconds": round(time.monotonic() - self._started_at, 3),
-            "busy": self._busy_count,
-            "connections": self.registry.describe(),
-        }
+    def status(self) -> HostStatus:
+        """The daemon's part of daemon/status (its pid, uptime, busy count and connections)."""
+        uptime = round(time.monotonic() - self._started_at, 3)
+        return HostStatus(os.getpid(), uptime, self.registry.describe(), busy=self._busy_count)
 
     # -- listeners -------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from tokend.daemon.log_limit import BoundedValues
 from tokend.daemon.paths import log_path, socket_path
 from tokend.daemon.process import configure_logging, give_back_free_memory
 from tokend.daemon.spawn import is_detached
+from tokend.lsp.host import HostStatus
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class DaemonHost:
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> HostStatus:
         return self._conn.daemon.status()
 
     def attached(self, session_id: str | None, client_name: str | None) -> None:
@@ -269,15 +270,9 @@ def print_daemon_status(args: argparse.Namespace, out: TextIO) -> int:
 def _request_status(sock: socket.socket) -> dict[str, Any]:
     frames = _frames(sock)
     status: dict[str, Any] = {}
-    for msg_id, method, params in (
-        (
-            1,
-            "initialize",
-            {"processId": None, "capabilities": {}, "clientInfo": {"name": "tokend status"}},
-        ),
-        (2, "daemon/status", None),
-        (3, "shutdown", None),
-    ):
+    hello = {"processId": None, "capabilities": {}, "clientInfo": {"name": "tokend status"}}
+    calls = ((1, "initialize", hello), (2, "daemon/status", None), (3, "shutdown", None))
+    for msg_id, method, params in calls:
         _send(sock, {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         reply = next(body for body in frames if body.get("id") == msg_id)
         if "error" in reply:

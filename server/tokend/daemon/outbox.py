@@ -73,7 +73,6 @@ class Outbox:
         self.queued_bytes = 0
         self._droppable_queued = 0
         self.dropped_frames = 0
-        self.sent_frames = 0
         self._closing = False
         self._wakeup = asyncio.Event()
         self._on_closed: list[Callable[[], None]] = []
@@ -244,7 +243,6 @@ class Outbox:
                         continue
                     await self._send(frame)
                     del frame  # not kept alive while the queue waits (a reply may be 30 MB)
-                    self.sent_frames += 1
                 self._progressed()
                 await self._writer.drain()
         except (ConnectionError, OSError) as exc:

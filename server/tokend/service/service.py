@@ -1,7 +1,10 @@
 """TokendService: the session core every connection talks to, as parts of one role each.
 
 The composition root (service.app.build_service) builds the parts and hands each the others it
-needs; a caller takes the part it works with:
+needs; a caller takes the part it works with. Only the root imports this bundle: each package
+sees it through a `typing.Protocol` of the few parts it calls (service.session.ports,
+compaction.ports, assembly.ports, transcripts.ports, usage.ports, workspace.ports), so
+import-linter can hold the packages' layering (pyproject.toml):
 
 - `models`: a session's settings, model, token counter and input limit (service.models.session_models);
 - `sessions`: the loaded sessions, each owned by its SessionState, and listings (service.session.sessions);

@@ -32,7 +32,6 @@ from tokend.core.models.provider_features import TASK_BUDGETS
 BudgetInjection = Literal["native", "synthetic", "off"]
 BudgetInjectionSetting = Literal["auto", "native", "synthetic", "off"]  # auto: the model's default
 INJECTION_MODES: tuple[str, ...] = get_args(BudgetInjection)
-SETTING_VALUES: tuple[str, ...] = get_args(BudgetInjectionSetting)
 CHUNK = "budget"
 DEFAULT_SETTING: BudgetInjectionSetting = "off"  # "auto" turns it on with each model's default
 

@@ -77,9 +77,6 @@ class CacheState:
     def warm(self) -> bool:
         return self.age_s < self.ttl_s
 
-    def seconds_left(self) -> float:
-        return max(0.0, self.ttl_s - self.age_s)
-
 
 def next_call_at(messages: Sequence[Message], now: datetime) -> datetime:
     """When the next call is made: at the newest message when one came after the last call

@@ -8,7 +8,6 @@ from __future__ import annotations
 from tokend.core.budget.limits import BudgetConfig, CompactionConfig, autocompact_threshold
 from tokend.core.budget.snapshot import BudgetSnapshot, breakdown, used_percentage
 from tokend.core.session.data import SessionData
-from tokend.core.usage.accounting import summarize_abs_errors
 
 
 def gauge_snapshot(
@@ -63,16 +62,3 @@ def gauge_snapshot(
         compact_with="provider" if model.provider_compaction else "tokend",
         prompt_cache=data.prompt_cache,
     )
-
-
-def error_summary(data: SessionData) -> dict[str, float | int | None]:
-    """|error| statistics (percent) of the session's predictions, for status and replay."""
-    import math
-
-    stats = summarize_abs_errors(e.abs_error_pct for e in data.errors if math.isfinite(e.error_pct))
-    return {
-        "calls": stats.count,
-        "medianAbsErrorPct": stats.median_abs_error_pct,
-        "p90AbsErrorPct": stats.p90_abs_error_pct,
-        "maxAbsErrorPct": stats.max_abs_error_pct,
-    }

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from tokend.core.config_rules import Check
 
 Exporter = Literal["prometheus", "otlp", "console"]
 MetricNames = Literal["tokend", "claude_code"]
-EXPORTERS: tuple[str, ...] = get_args(Exporter)
-METRIC_NAMES: tuple[str, ...] = get_args(MetricNames)
 
 
 def parse_listen(value: str) -> tuple[str, int]:

@@ -8,10 +8,9 @@ refused with SpendLimitReached {limit, spent, scope}.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tokend.core.config_rules import Check, UserOnly
@@ -19,7 +18,6 @@ from tokend.core.config_rules import Check, UserOnly
 Scope = Literal["session", "workspace", "user"]
 SCOPES: tuple[Scope, ...] = ("session", "workspace", "user")
 OnLimit = Literal["warn", "refuse"]
-ON_LIMIT: tuple[str, ...] = get_args(OnLimit)
 
 
 def valid_timezone(value: Any) -> bool:
@@ -107,8 +105,3 @@ def spend_statuses(
         level = "reached" if used >= limit else "warning" if used >= warn_ratio * limit else "ok"
         out.append(SpendStatus(scope, limit, round(used, 6), level))
     return out
-
-
-def day_total(entries: Iterable[tuple[datetime, float]], day: date, tz: tzinfo) -> float:
-    """US dollars of the (time, cost) entries that fall on `day` in `tz`."""
-    return sum(cost for at, cost in entries if day_of(at, tz) == day)

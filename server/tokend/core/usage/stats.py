@@ -49,14 +49,6 @@ def call_tokens(usage: Usage) -> int:
     return usage.context_tokens + usage.output_tokens
 
 
-def tokens_in_window(
-    events: Iterable[tuple[datetime, int]], now: datetime, window: timedelta = RATE_WINDOW
-) -> int:
-    """Tokens of the (time, tokens) events in (now - window, now]."""
-    start = now - window
-    return sum(tokens for at, tokens in events if start < at <= now)
-
-
 @dataclass(frozen=True, slots=True)
 class RateHeadroom:
     """Tokens in the last 60 s, the configured limit, and what is left of it (tokens)."""

@@ -14,12 +14,14 @@ from tokend.lsp.wire.daemon import (
     DaemonRateWire,
     DaemonStatusResult,
     LoadedSessionWire,
+    to_wire_connection,
+    to_wire_host,
 )
 
 
 def status(ls: TokendServer, params: NoParams) -> DaemonStatusResult:
-    host = dict(ls.host.status())
-    attached = Counter(c["sessionId"] for c in host.get("connections", []) if c.get("sessionId"))
+    host = ls.host.status()
+    attached = Counter(c.session_id for c in host.connections if c.session_id)
     sessions = [
         LoadedSessionWire(
             s.session_id,
@@ -39,7 +41,8 @@ def status(ls: TokendServer, params: NoParams) -> DaemonStatusResult:
         )
     workspaces = sorted(ls.service.sessions.loaded_workspaces())
     return DaemonStatusResult(
-        host=host,
+        host=to_wire_host(host),
+        connections=[to_wire_connection(c) for c in host.connections],
         version=tokend.__version__,
         sessions=sessions,
         workspaces=workspaces,

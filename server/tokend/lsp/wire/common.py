@@ -48,8 +48,8 @@ def omitted(default: Any = None) -> Any:
 
 def flattened() -> Any:
     """A dict field whose keys are sent in its place, as if they were the object's own fields
-    (what another layer decides: the host's part of daemon/status, a provider's request
-    fields in context/assemble). Keyword-only."""
+    (what another layer decides: a provider's request fields in context/assemble; a wire class
+    made with FLATTEN is sent the same way: daemon/status's host part). Keyword-only."""
     return attrs.field(factory=dict, kw_only=True, metadata=FLATTEN)
 
 

@@ -31,9 +31,9 @@ from tokend.core.errors import InvalidParams
 from tokend.core.models.catalog import ModelInfo
 from tokend.core.session.changes import RecordMeasured
 from tokend.service.assembly.assemble_input import AssembleInput
+from tokend.service.assembly.ports import AssemblyService
 from tokend.service.assembly.workspace_window import with_workspace
 from tokend.service.counting.counter import ModelCounter
-from tokend.service.service import TokendService
 from tokend.service.session.state import SessionState
 from tokend.service.usage.monitor import UsageMonitor
 from tokend.service.workspace.registry import Workspaces
@@ -43,7 +43,7 @@ __all__ = ["AssembleInput", "assemble_context_async"]
 
 
 async def assemble_context_async(
-    service: TokendService,
+    service: AssemblyService,
     session_id: str,
     inp: AssembleInput,
     *,
@@ -85,7 +85,7 @@ class _Built:
 
 
 def _admit(
-    service: TokendService, session_id: str, inp: AssembleInput, usage: UsageMonitor | None
+    service: AssemblyService, session_id: str, inp: AssembleInput, usage: UsageMonitor | None
 ) -> tuple[SessionState, tuple[str, ...]]:
     """The session's owner and the spend warnings, once the request is known to be acceptable
     (cheap checks, on the caller's thread)."""
@@ -109,7 +109,7 @@ def _request_extra(wire_format: str, model: ModelInfo) -> int:
 
 
 def _build(
-    service: TokendService,
+    service: AssemblyService,
     workspaces: Workspaces | None,
     state: SessionState,
     inp: AssembleInput,
@@ -173,7 +173,7 @@ def _build(
 
 
 def _with_budget(
-    service: TokendService,
+    service: AssemblyService,
     session_id: str,
     inp: AssembleInput,
     assembly: Assembly,
@@ -210,7 +210,7 @@ def _with_budget(
 
 
 def _with_edits(
-    service: TokendService, session_id: str, inp: AssembleInput, assembly: Assembly
+    service: AssemblyService, session_id: str, inp: AssembleInput, assembly: Assembly
 ) -> Assembly:
     """The assembly with Anthropic's context editing edits (core.assembly.context_editing) when the
     request or the session's settings ask for them, or the warning that says why not."""

@@ -38,8 +38,8 @@ from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
 from tokend.core.workspace.files import OpenedFile, PathConflict, Seen, sha256_bytes
 from tokend.service.ports import CheckpointIndex, WorkspaceFiles
-from tokend.service.service import TokendService
 from tokend.service.session.listeners import SessionEvent
+from tokend.service.session.ports import SessionService
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.registry import Workspaces
 
@@ -65,7 +65,7 @@ class _Turn:
 class Checkpoints:
     def __init__(
         self,
-        service: TokendService,
+        service: SessionService,
         workspaces: Workspaces,
         store: CheckpointIndex,
         config: CheckpointConfig | None = None,

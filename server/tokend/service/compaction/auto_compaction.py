@@ -13,9 +13,9 @@ from typing import Any, Protocol, TypeVar
 from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.session.gates import GatedOutput, gated_outputs
 from tokend.core.types import Part, Role, Usage
+from tokend.service.compaction.ports import CompactionService
 from tokend.service.compaction.summarizers import AskClient
 from tokend.service.compaction.tiers import CompactOutcome, CompactRequest, compact_async
-from tokend.service.service import TokendService
 
 T = TypeVar("T")
 
@@ -30,7 +30,7 @@ class AutoProgress(Protocol):
 
 
 async def auto_compact_async(
-    service: TokendService,
+    service: CompactionService,
     session_id: str,
     ask_client: AskClient | None = None,
     progress: AutoProgress | None = None,
@@ -101,7 +101,7 @@ class AppendOutcome:
 
 
 async def append_message(
-    service: TokendService,
+    service: CompactionService,
     session_id: str,
     role: Role,
     parts: Sequence[Part],

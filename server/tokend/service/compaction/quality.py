@@ -16,8 +16,8 @@ from tokend.core.compaction.plan import WindowSplit
 from tokend.core.compaction.summary_check import Check, check_summary
 from tokend.core.models.catalog import ModelInfo
 from tokend.core.types import CompactionPart
+from tokend.service.compaction.ports import CompactionService
 from tokend.service.compaction.summarizers import TRIPPED, WrittenSummary, count_failure
-from tokend.service.service import TokendService
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Checked:
 
 
 def _check(
-    service: TokendService,
+    service: CompactionService,
     model: ModelInfo,
     written: WrittenSummary,
     split: WindowSplit,
@@ -41,7 +41,7 @@ def _check(
 
 
 def checked_summary(
-    service: TokendService,
+    service: CompactionService,
     session_id: str,
     model: ModelInfo,
     split: WindowSplit,

@@ -34,9 +34,9 @@ from tokend.core.ports import HttpWriterFactory, ModelWriter
 from tokend.core.session.changes import NewWindow
 from tokend.core.session.data import SessionData
 from tokend.core.types import Message
+from tokend.service.compaction.ports import CompactionService
 from tokend.service.compaction.summary_parts import Failed as PartsFailed
 from tokend.service.compaction.summary_parts import PartsNarrator
-from tokend.service.service import TokendService
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,9 @@ class Narrative:
     steps: tuple[str, ...] = ()
 
 
-def summarizer_window(service: TokendService, data: SessionData, writer: ModelWriter) -> int | None:
+def summarizer_window(
+    service: CompactionService, data: SessionData, writer: ModelWriter
+) -> int | None:
     """Tokens one summarizer request may hold (prompt and answer): an HTTP model's catalog
     window (declared with `[models."NAME"] context_window`); None when unknown (a model the
     catalog does not know, the client summarizer): one request, as core.compaction.model_summary builds
@@ -167,7 +169,7 @@ def chain_writers(
 
 
 async def model_narrative(
-    service: TokendService,
+    service: CompactionService,
     data: SessionData,
     split: WindowSplit,
     *,
@@ -225,7 +227,7 @@ async def model_narrative(
     return Narrative(None, "extractive", tuple(steps))
 
 
-def count_failure(service: TokendService, session_id: str, step: str) -> bool:
+def count_failure(service: CompactionService, session_id: str, step: str) -> bool:
     """One more failure in a row of `step` in the session (an answer refused, or a summary
     refused by the quality check); True when the breaker trips with it."""
     key = (session_id, step)
@@ -245,7 +247,7 @@ class WrittenSummary:
 
 
 def write_summary(
-    service: TokendService,
+    service: CompactionService,
     data: SessionData,
     split: WindowSplit,
     *,

@@ -33,6 +33,7 @@ from tokend.core.session.data import SessionData
 from tokend.core.session.evolve import evolve
 from tokend.core.types import CompactionPart, Message
 from tokend.core.usage.pricing import rates_for
+from tokend.service.compaction.ports import CompactionService
 from tokend.service.compaction.quality import checked_summary
 from tokend.service.compaction.summarizers import (
     AskClient,
@@ -41,7 +42,6 @@ from tokend.service.compaction.summarizers import (
     model_narrative,
     write_summary,
 )
-from tokend.service.service import TokendService
 from tokend.service.session.state import SessionState
 from tokend.service.session.turns import run_to_end
 
@@ -79,7 +79,7 @@ class CompactRequest:
 
 
 async def compact_async(
-    service: TokendService, session_id: str, request: CompactRequest = CompactRequest()
+    service: CompactionService, session_id: str, request: CompactRequest = CompactRequest()
 ) -> CompactOutcome:
     """Run the tiers `request.strategy` names (see the module docstring).
 
@@ -125,7 +125,7 @@ class Planned:
 
 
 async def _apply(
-    service: TokendService, state: SessionState, planned: Sequence[Planned]
+    service: CompactionService, state: SessionState, planned: Sequence[Planned]
 ) -> list[CompactAction]:
     """Write the planned changes in order. A summary whose covered messages changed meanwhile
     (another compaction or a rewind came first) becomes a skip; appends made meanwhile stay."""
@@ -144,7 +144,7 @@ async def _apply(
 
 
 def compact(
-    service: TokendService,
+    service: CompactionService,
     session_id: str,
     strategy: str = "auto",
     *,
@@ -177,7 +177,7 @@ def _projected(data: SessionData, change: Change) -> int:
     return evolve(data, change).data.used_tokens()[0]
 
 
-async def _prune(service: TokendService, data: SessionData, threshold: int) -> Planned:
+async def _prune(service: CompactionService, data: SessionData, threshold: int) -> Planned:
     cfg = service.models.config_for(data.info.workspace_uri).compaction
     before = data.used_tokens()[0]
     info = data.model
@@ -207,7 +207,7 @@ async def _prune(service: TokendService, data: SessionData, threshold: int) -> P
 
 
 async def _summarize(
-    service: TokendService, data: SessionData, request: CompactRequest, *, full: bool
+    service: CompactionService, data: SessionData, request: CompactRequest, *, full: bool
 ) -> Planned:
     tier = "full" if full else "summarize"
     limit = service.models.input_limit(data)
@@ -248,7 +248,7 @@ async def _summarize(
 
 
 async def _written(
-    service: TokendService,
+    service: CompactionService,
     data: SessionData,
     split: WindowSplit,
     budgets: tuple[int, int],

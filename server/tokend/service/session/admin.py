@@ -13,12 +13,12 @@ from tokend.core.errors import InvalidParams, SessionNotFound
 from tokend.core.excerpt import excerpt
 from tokend.core.session.changes import Delete, Restore
 from tokend.core.types import SessionGauge, SessionInfo
-from tokend.service.service import TokendService
+from tokend.service.session.ports import SessionService
 
 MAX_TITLE_CHARS = 200
 
 
-def delete_session(service: TokendService, session_id: str) -> SessionInfo:
+def delete_session(service: SessionService, session_id: str) -> SessionInfo:
     """Soft-delete through the session's owner (a new version its listeners hear of), then drop
     it from memory. Its messages stay in the store; `restore_session` brings it back. Deleting a
     deleted session keeps the first deleted_at."""
@@ -32,7 +32,7 @@ def delete_session(service: TokendService, session_id: str) -> SessionInfo:
     return info
 
 
-def restore_session(service: TokendService, session_id: str) -> SessionInfo:
+def restore_session(service: SessionService, session_id: str) -> SessionInfo:
     """Clear deleted_at through the session's owner (a new version its listeners hear of); a
     session that is not deleted is returned as is."""
     info = _any_session(service, session_id)
@@ -43,7 +43,7 @@ def restore_session(service: TokendService, session_id: str) -> SessionInfo:
     return info
 
 
-def rename_session(service: TokendService, session_id: str, title: str) -> SessionInfo:
+def rename_session(service: SessionService, session_id: str, title: str) -> SessionInfo:
     """Set the title (surrounding blanks removed; 1-200 characters) of a session not deleted."""
     title = title.strip()
     if not title or len(title) > MAX_TITLE_CHARS:
@@ -58,7 +58,7 @@ def rename_session(service: TokendService, session_id: str, title: str) -> Sessi
 
 
 def list_sessions(
-    service: TokendService, workspace_uri: str | None, *, deleted: bool = False
+    service: SessionService, workspace_uri: str | None, *, deleted: bool = False
 ) -> list[SessionInfo]:
     """The workspace's sessions (all workspaces when None), newest updated first; with `deleted`,
     the soft-deleted ones instead, most recently deleted first."""
@@ -67,24 +67,24 @@ def list_sessions(
     return service.sessions.list_sessions(workspace_uri)
 
 
-def session_gauge(service: TokendService, info: SessionInfo) -> SessionGauge | None:
+def session_gauge(service: SessionService, info: SessionInfo) -> SessionGauge | None:
     """The gauge a listing shows (service.session.sessions.listed_gauge); None for a deleted session without
     stored figures."""
     return service.sessions.listed_gauge(info)
 
 
-def reload_session(service: TokendService, session_id: str) -> BudgetSnapshot:
+def reload_session(service: SessionService, session_id: str) -> BudgetSnapshot:
     """Read the session again from the store (after another process changed it there)."""
     forget_session(service, session_id)
     return service.sessions.snapshot(session_id)
 
 
-def forget_session(service: TokendService, session_id: str) -> None:
+def forget_session(service: SessionService, session_id: str) -> None:
     """Drop the session's in-memory state (it reloads from the store on its next request)."""
     service.sessions.forget(session_id)
 
 
-def _any_session(service: TokendService, session_id: str) -> SessionInfo:
+def _any_session(service: SessionService, session_id: str) -> SessionInfo:
     info = service.store.get_session_including_deleted(session_id)
     if info is None:
         raise SessionNotFound(

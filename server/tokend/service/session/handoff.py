@@ -27,7 +27,7 @@ from tokend.core.types import SessionInfo
 from tokend.core.workspace.files import PathConflict, PathOutside, workspace_folder
 from tokend.service.counting.counter import ModelCounter
 from tokend.service.ports import WorkspaceFiles
-from tokend.service.service import TokendService
+from tokend.service.session.ports import SessionService
 from tokend.service.session.sessions import new_id
 from tokend.service.session.turns import run_to_end
 
@@ -43,7 +43,7 @@ class HandedOff:
     snapshot: BudgetSnapshot
 
 
-async def handoff(service: TokendService, session_id: str, goal: str) -> HandedOff:
+async def handoff(service: SessionService, session_id: str, goal: str) -> HandedOff:
     """The child session for `goal` (see the module docstring)."""
     if not goal.strip():
         raise InvalidParams("goal must say what the new thread is for")
@@ -81,7 +81,7 @@ async def handoff(service: TokendService, session_id: str, goal: str) -> HandedO
 
 
 async def _create_child(
-    service: TokendService,
+    service: SessionService,
     parent: SessionInfo,
     goal: str,
     text: str,

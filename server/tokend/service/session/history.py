@@ -13,14 +13,14 @@ from tokend.core.errors import InvalidParams
 from tokend.core.excerpt import excerpt
 from tokend.core.session.changes import Rewind
 from tokend.core.types import Message, SessionFigures, SessionInfo
-from tokend.service.service import TokendService
+from tokend.service.session.ports import SessionService
 from tokend.service.session.sessions import new_id
 
 MAX_READ_CHARS = 1_000_000  # toolOutput/read returns at most this many characters at once
 
 
 def session_messages(
-    service: TokendService, session_id: str, include_compacted: bool = False
+    service: SessionService, session_id: str, include_compacted: bool = False
 ) -> list[Message]:
     """The live context (the summary first), or every message ever appended, oldest first."""
     state = service.sessions.state(session_id)  # SessionNotFound for an unknown id
@@ -36,12 +36,12 @@ class Rewound:
     snapshot: BudgetSnapshot
 
 
-def messages_after(service: TokendService, session_id: str, to_message_id: str) -> int:
+def messages_after(service: SessionService, session_id: str, to_message_id: str) -> int:
     """How many live messages a rewind to `to_message_id` would take out (a dry run)."""
     return len(_after(service, session_id, to_message_id))
 
 
-def _after(service: TokendService, session_id: str, to_message_id: str) -> tuple[str, ...]:
+def _after(service: SessionService, session_id: str, to_message_id: str) -> tuple[str, ...]:
     state = service.sessions.state(session_id)
     ids = [m.id for m in state.data.messages]
     if to_message_id not in ids:
@@ -58,7 +58,7 @@ def _after(service: TokendService, session_id: str, to_message_id: str) -> tuple
 
 
 async def rewind(
-    service: TokendService, session_id: str, to_message_id: str, if_version: int | None
+    service: SessionService, session_id: str, to_message_id: str, if_version: int | None
 ) -> Rewound:
     """Take every message after `to_message_id` out of the live context (kept, marked)."""
     state = service.sessions.state(session_id)
@@ -70,7 +70,7 @@ async def rewind(
 
 
 def planned_rewind(
-    service: TokendService, session_id: str, to_message_id: str, if_version: int | None
+    service: SessionService, session_id: str, to_message_id: str, if_version: int | None
 ) -> tuple[str, ...]:
     """The message ids a rewind would take out, checked as `rewind` checks them (before a
     "both" rewind writes any file)."""
@@ -79,7 +79,7 @@ def planned_rewind(
 
 
 async def complete_rewind(
-    service: TokendService, session_id: str, to_message_id: str, ids: tuple[str, ...]
+    service: SessionService, session_id: str, to_message_id: str, ids: tuple[str, ...]
 ) -> str:
     """Finish the conversation part of a "both" rewind a kill interrupted: the messages of
     `ids` still live after `to_message_id` leave the live context. What was done, in words."""
@@ -98,7 +98,7 @@ async def complete_rewind(
 
 
 def fork(
-    service: TokendService,
+    service: SessionService,
     session_id: str,
     at_message_id: str | None = None,
     title: str | None = None,
@@ -132,7 +132,7 @@ class OutputSlice:
 
 
 def read_tool_output(
-    service: TokendService, session_id: str, ref: str, offset: int, length: int
+    service: SessionService, session_id: str, ref: str, offset: int, length: int
 ) -> OutputSlice:
     """Characters [offset, offset + length) of a tool output a gate kept whole."""
     service.sessions.state(session_id)  # SessionNotFound for an unknown id

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from tokend.core.session.changes import GrowReply
 from tokend.core.types import Part, StoredPart, Usage
 from tokend.core.usage.pricing import call_cost_usd
-from tokend.service.service import TokendService
+from tokend.service.session.ports import SessionService
 from tokend.service.session.sessions import new_id
 
 
 async def grow_reply(
-    service: TokendService, session_id: str, message_id: str, parts: Sequence[Part], usage: Usage
+    service: SessionService, session_id: str, message_id: str, parts: Sequence[Part], usage: Usage
 ) -> bool:
     """Append `parts` to the message `message_id` (a provider call's reply), give its call
     `usage` (priced and counted as an append prices and counts the whole message) and tell

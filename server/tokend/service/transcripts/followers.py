@@ -27,8 +27,8 @@ from typing import Any
 
 from tokend.core.errors import InvalidParams
 from tokend.service.ports import PathWatch, WatchFactory
-from tokend.service.service import TokendService
 from tokend.service.transcripts.files import agent_folder, is_transcript, latest_transcript
+from tokend.service.transcripts.ports import TranscriptService
 from tokend.service.transcripts.tail import AGENTS, Agent, TailStatus, TranscriptTail
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class Followers:
 
     def __init__(
         self,
-        service: TokendService,
+        service: TranscriptService,
         *,
         watch: WatchFactory,
         poll_seconds: float = POLL_SECONDS,

@@ -35,8 +35,8 @@ from tokend.core.transcripts.events import (
 from tokend.core.transcripts.records import MAX_LINE_NUMBERS, Records, read_records
 from tokend.core.transcripts.tail import Resume, resume_after
 from tokend.core.types import TextPart
-from tokend.service.service import TokendService
 from tokend.service.session.reply_growth import grow_reply
+from tokend.service.transcripts.ports import TranscriptService
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class TranscriptImporter:
 
     def __init__(
         self,
-        service: TokendService,
+        service: TranscriptService,
         agent: Agent,
         path: Path,
         workspace_uri: str | None = None,

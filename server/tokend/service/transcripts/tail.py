@@ -18,7 +18,6 @@ from typing import Any
 
 from tokend.core.errors import TokendError
 from tokend.core.transcripts.events import TranscriptEvent
-from tokend.service.service import TokendService
 from tokend.service.transcripts.importer import (
     AGENTS,
     CURSOR_KEY,
@@ -27,6 +26,7 @@ from tokend.service.transcripts.importer import (
     parse_events,
     read_records,
 )
+from tokend.service.transcripts.ports import TranscriptService
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class TranscriptTail:
     have grown; calls never overlap (the follower awaits each)."""
 
     def __init__(
-        self, service: TokendService, agent: Agent, path: Path, workspace_uri: str | None = None
+        self, service: TranscriptService, agent: Agent, path: Path, workspace_uri: str | None = None
     ) -> None:
         self.service = service
         self.agent = agent

@@ -28,8 +28,8 @@ from tokend.core.session.data import SessionData
 from tokend.core.types import Message
 from tokend.core.usage.spend import Scope, SpendStatus, day_of, spend_statuses, zone
 from tokend.core.usage.stats import RATE_WINDOW, Call, RateHeadroom, call_tokens
-from tokend.service.service import TokendService
 from tokend.service.session.listeners import SessionEvent
+from tokend.service.usage.ports import UsageService
 from tokend.service.usage.spend_tally import DayTally, RecentCalls, regrow
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ Notice = Callable[[str, SpendStatus], None]  # (session id, the status newly rea
 
 
 class UsageMonitor:
-    def __init__(self, service: TokendService) -> None:
+    def __init__(self, service: UsageService) -> None:
         self._service = service
         self._lock = threading.Lock()
         self._calls: deque[Call] = deque()  # oldest first

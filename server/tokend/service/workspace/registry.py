@@ -30,11 +30,10 @@ from urllib.parse import unquote, urlparse
 
 from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.excerpt import excerpt
-from tokend.service.service import TokendService
 from tokend.service.workspace.closing import CLOSE_SECONDS, Releasing, WorkspaceUser, serving
 from tokend.service.workspace.figures import FileFigure
 from tokend.service.workspace.index import WorkspaceIndex
-from tokend.service.workspace.ports import FolderWatch, OpenIndex, WatchFolder
+from tokend.service.workspace.ports import FolderWatch, OpenIndex, WatchFolder, WorkspaceService
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ def folder_of(uri: str) -> Path:
 class Workspaces(Releasing):
     def __init__(
         self,
-        service: TokendService,
+        service: WorkspaceService,
         *,
         open_index: OpenIndex,
         watch: WatchFolder,
