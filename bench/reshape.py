@@ -31,13 +31,14 @@ from typing import Any
 
 from bench import config, stall, stall_assemble
 from bench import reshape_probes as probes
+from bench import reshape_procs as procs
 from bench.baseline import ROOT, baseline_tree
 from bench.status import BIG_SESSION
 
 BEFORE_RESHAPE_REV = "9f76291"
 ROUNDS = int(os.environ.get("BENCH_RESHAPE_ROUNDS", "2"))
 WORSE = 1.10
-OUT = ROOT / "bench" / "out" / "reshape.json"
+OUT = Path(os.environ.get("BENCH_RESHAPE_OUT") or ROOT / "bench" / "out" / "reshape.json")
 Probe = Callable[[Path, dict[str, Any]], dict[str, float]]
 PROBES: dict[str, tuple[str, Probe]] = {
     "service": ("service: appends, snapshot, assemble, cold load (through the daemon)",
@@ -48,14 +49,14 @@ PROBES: dict[str, tuple[str, Probe]] = {
                        "(SQLAlchemy's sdist)", probes.stall_assemble_figures),
     "statusline": ("status and statusline per call (a daemon follows the 2.7 MB real session)",
                    probes.statusline_figures),
-    "listing": ("listing: `session/list`, a fresh standalone server", probes.listing),
+    "listing": ("listing: `session/list`, a fresh standalone server", procs.listing),
     "repomap_focus": ("repomap_focus: new file focuses through the daemon (SQLAlchemy's sdist)",
                       probes.focus),
     "workspace": ("workspace: a save reaching both attached clients (SQLAlchemy's sdist)",
                   probes.workspace),
-    "config": ("config: reading the settings files", probes.settings),
-    "app_root": ("app_root: start-up, the 2.7 MB real session's store", probes.start_up),
-    "convert": ("the wire edge: `workspace/fileTokens`' JSON, in-process", probes.convert),
+    "config": ("config: reading the settings files", procs.settings),
+    "app_root": ("app_root: start-up, the 2.7 MB real session's store", procs.start_up),
+    "convert": ("the wire edge: `workspace/fileTokens`' JSON, in-process", procs.convert),
 }  # fmt: skip
 IMPORT = r"""
 import sys
@@ -142,6 +143,27 @@ def _save(got: dict[str, Any]) -> None:
     OUT.write_text(json.dumps({"rounds": ROUNDS, "sections": got}, indent=1))
 
 
+def _worse(before: list[float], after: list[float]) -> bool:
+    """Worse by more than noise: the median by more than WORSE, and no round of `after` as
+    good as the worst round of `before`."""
+    ratio = statistics.median(after) / statistics.median(before) if statistics.median(before) else 1
+    return ratio > WORSE and min(after) > max(before)
+
+
+def flagged(got: dict[str, Any]) -> list[str]:
+    """The sections with a figure worse by more than noise (to run again alone)."""
+    found = []
+    for name, section in got.items():
+        before, after = section["figures"]["before"], section["figures"]["after"]
+        if (
+            before
+            and after
+            and any(_worse([r[k] for r in before], [r[k] for r in after]) for k in before[0])
+        ):
+            found.append(name)
+    return found
+
+
 def _spread(values: list[float]) -> str:
     return f"{min(values):.3g}-{max(values):.3g}"
 
@@ -161,7 +183,7 @@ def table(got: dict[str, Any]) -> list[str]:
             b, a = [r[key] for r in before], [r[key] for r in after]
             mb, ma = statistics.median(b), statistics.median(a)
             ratio = ma / mb if mb else float("nan")
-            worse = ratio > WORSE and min(a) > max(b)
+            worse = _worse(b, a)
             lines.append(
                 f"| {name}: {key} | {mb:.3g} | {ma:.3g} | {ratio:.2f}x | {_spread(b)} | "
                 f"{_spread(a)} | {'**worse**' if worse else ''} |"
