@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, Select, bindparam, select, update
-from sqlalchemy.orm import Session, defer
+from sqlalchemy.orm import Session
 
 from tokend.adapters.store.models import SessionRow, table_of
 from tokend.core.commit import SessionFields
@@ -169,10 +169,11 @@ def gauge_of(row: SessionRow) -> SessionGauge | None:
     return SessionGauge(used, pct, window, estimated, row.gauge_version or 0, row.gauge_model or "")
 
 
-def list_query() -> Select[SessionRow]:
-    """The sessions table as a listing reads it (session/list, `tokend sessions`): every column
-    but the gauge state, which only loading needs (it reads the row again by id). Its JSON,
-    read and parsed for every row, made session/list of 300 sessions 2-4x slower than before
-    the figures had columns (bench/reshape.py); `raiseload`: a listing that touched it would
-    fail rather than read it row by row."""
-    return select(SessionRow).options(defer(SessionRow.gauge_state, raiseload=True))
+def list_query() -> Select[Any]:
+    """The sessions table as a listing reads it (session/list, `tokend sessions`): plain rows
+    (SQLAlchemy Core: no ORM object, identity map or instrumented attribute per row; session_info
+    reads a row's columns by name either way) of every column but the gauge state, which only
+    loading needs (it reads the row again by id). The ORM objects of 31 columns and the gauge
+    state's JSON, parsed for every row, made session/list of 300 sessions 2-4x slower than main
+    before the figures had columns (bench/reshape.py)."""
+    return select(*(column for column in table_of(SessionRow).c if column.key != "gauge_state"))

@@ -192,7 +192,7 @@ class SqlStore:
             query = query.where(SessionRow.workspace_uri == workspace_uri)
         query = query.order_by(SessionRow.updated_at.desc(), SessionRow.id.desc())
         with self._reading() as session:
-            return [session_info(row, state=False) for row in session.scalars(query)]
+            return [session_info(cast(SessionRow, r), state=False) for r in session.execute(query)]
 
     # --- messages and parts -----------------------------------------------------------------
 
@@ -443,4 +443,4 @@ class SqlStore:
             query = query.where(SessionRow.workspace_uri == workspace_uri)
         query = query.order_by(SessionRow.deleted_at.desc(), SessionRow.id.desc())
         with self._reading() as session:
-            return [session_info(row, state=False) for row in session.scalars(query)]
+            return [session_info(cast(SessionRow, r), state=False) for r in session.execute(query)]
