@@ -51,6 +51,9 @@ with tempfile.TemporaryDirectory() as tmp:
 
 def _env(tree: Path, base: Path, db: str) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(tree / "server"), TOKEND_DATABASE_URL=db)
+    # No daemon started in the background by `tokend status` (this tree's cold call starts
+    # one; main 9f76291's did not): `tokend serve` below would find it and exit.
+    env["TOKEND_START_DAEMON"] = "0"
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[var] = str(base / var.lower())
     run = base / "run"

@@ -60,6 +60,7 @@ SECTIONS = [
     "scale_session",
     "scale_assemble",
     "kill9",
+    "reshape",
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import astuple, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -222,7 +222,7 @@ def to_wire_snapshot(s: BudgetSnapshot) -> budget.SnapshotWire:
         compactions=s.compactions,
         compact_with=s.compact_with,
         cost=budget.CostWire(s.cost_total_usd, dict(s.cost_by_model)),
-        totals=budget.TotalsWire(*astuple(s.totals)),  # the same fields in the same order
+        totals=budget.to_wire_totals(s.totals),
         time=budget.TimeWire(
             s.times.wall_duration_ms,
             s.times.api_duration_ms,

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Self, cast
 
-from sqlalchemy import CursorResult, Engine, bindparam, make_url, select, update
+from sqlalchemy import CursorResult, Engine, bindparam, make_url, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -33,7 +33,7 @@ from tokend.adapters.store.models import (
     TokenCacheRow,
     table_of,
 )
-from tokend.adapters.store.session_columns import info_columns, session_info, set_fields
+from tokend.adapters.store.session_columns import info_columns, list_query, session_info, set_fields
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
@@ -187,12 +187,12 @@ class SqlStore:
             return None if row is None else session_info(row)
 
     def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
-        query = select(SessionRow).where(SessionRow.deleted_at.is_(None))
+        query = list_query().where(SessionRow.deleted_at.is_(None))
         if workspace_uri is not None:
             query = query.where(SessionRow.workspace_uri == workspace_uri)
         query = query.order_by(SessionRow.updated_at.desc(), SessionRow.id.desc())
         with self._reading() as session:
-            return [session_info(row) for row in session.scalars(query)]
+            return [session_info(cast(SessionRow, r), state=False) for r in session.execute(query)]
 
     # --- messages and parts -----------------------------------------------------------------
 
@@ -438,9 +438,9 @@ class SqlStore:
 
     def list_deleted_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
         """Soft-deleted sessions, most recently deleted first; all workspaces when None."""
-        query = select(SessionRow).where(SessionRow.deleted_at.is_not(None))
+        query = list_query().where(SessionRow.deleted_at.is_not(None))
         if workspace_uri is not None:
             query = query.where(SessionRow.workspace_uri == workspace_uri)
         query = query.order_by(SessionRow.deleted_at.desc(), SessionRow.id.desc())
         with self._reading() as session:
-            return [session_info(row) for row in session.scalars(query)]
+            return [session_info(cast(SessionRow, r), state=False) for r in session.execute(query)]
