@@ -19,7 +19,6 @@ import itertools
 import os
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
     from tokend.core.repomap import rank as signals_of
     from tokend.core.repomap.choice import RANK_DECIMALS
     from tokend.core.repomap.graph import Focus, identifiers_in
+    from tokend.core.repomap.said import said_ids, said_scores
 
     if job["kind"] == "file":
         focus = Focus(frozenset(job["files"]))
@@ -58,12 +58,9 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
         out["near"] = np.round(_near(graph, dict.fromkeys(rows, 1.0)), RANK_DECIMALS)
     elif seeds:
         out["near"] = np.round(_near(graph, seeds), RANK_DECIMALS)
-    kept = graph.signals
-    graph.signals = replace(kept, words=False, file_words=False)
-    try:
-        out["names"] = graph._lexical(rows, focus.text, text_only)
-    finally:
-        graph.signals = kept
+    out["names"] = graph._lexical(rows, focus.text, text_only, said=False)
+    ids = said_ids(graph.words, graph.signals, rows, focus.text)
+    out["said"] = said_scores(graph.table, graph._paths_terms(), graph.words, ids)
     return out, rows, text_only
 
 
@@ -150,9 +147,24 @@ def whole_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
     return out
 
 
+def said_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
+    """With `said` (BM25 of what the focus says against what each file says, core's word
+    table): its weight 0.25 .. 1 beside BM25 of names (with or without the words), the edges
+    and the folder."""
+    out = []
+    for w, base, lx, nr, f, k in itertools.product((0.25, 0.5, 1.0), ("names", "lexical"),
+                                                   (0.5, 1.0), (0.25, 0.5, 1.0),
+                                                   (0.0, 0.1) if kind == "file" else (0.0,),
+                                                   (8.0, 16.0, 30.0)):  # fmt: skip
+        out.append(({"said": w, base: lx, "near": nr, "folder": f}, k))
+    return out
+
+
 def alone(kind: str) -> list[tuple[str, dict[str, float], float]]:
     """Each signal ranked alone (ties: the graph's rank, as core's)."""
-    names = ["lexical", "whole", "near", "graph", "names"] + (["folder"] if kind == "file" else [])
+    names = ["lexical", "said", "whole", "near", "graph", "names"] + (
+        ["folder"] if kind == "file" else []
+    )
     return [(f"{n} alone", {n: 1.0}, 60.0) for n in names]
 
 
@@ -216,7 +228,10 @@ def run() -> str:
         lines += [row for row, *_ in _best(cases, tuning, kind, candidates(kind), 5)]
         wholes = _best(cases, tuning, kind, whole_candidates(kind), 3)
         lines += [row for row, *_ in wholes]
-        sides = {"before": before[kind], "now": now[kind], "best with whole": wholes[0][1:]}
+        saids = _best(cases, tuning, kind, said_candidates(kind), 5)
+        lines += [row for row, *_ in saids]
+        sides = {"before": before[kind], "now": now[kind], "best with whole": wholes[0][1:],
+                 "best with said": saids[0][1:]}  # fmt: skip
         for name, (weights, k) in sides.items():
             lines.append(_row(f"{name}: {_label(weights, k)}, tuning mean",
                               _mean(cases, tuning, kind, weights, k)))  # fmt: skip

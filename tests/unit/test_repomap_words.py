@@ -32,7 +32,7 @@ def test_words_take_six_bytes_an_entry_beside_one_vocabulary():
     entries = 1000 * WORDS_MAX
     words = graph.words
     assert len(words.ids) == entries and len(words.vocabulary) == len(VOCABULARY)
-    assert words.nbytes <= 6 * entries + 12 * len(VOCABULARY) + 8 * 1001
+    assert words.nbytes <= 5 * entries + 12 * len(VOCABULARY) + 8 * 1001
     assert len(graph.table.r_key) == len(bare.table.r_key)  # the names' table: as without words
 
 
@@ -45,8 +45,8 @@ def test_counts_and_rows_read_back_as_given():
     alpha, beta = ids.tolist()
     rows, hit, tf = (np.concatenate(c) for c in zip(*graph.words.hits(ids), strict=True))
     assert sorted(zip(rows.tolist(), hit.tolist(), tf.tolist(), strict=True)) == sorted(
-        [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 65535.0)]  # a.py is row 0 (path order)
-    )  # a count past 65,535 is kept as 65,535
+        [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 255.0)]  # a.py is row 0 (path order)
+    )  # a count past 255 is kept as 255
 
 
 def test_a_comment_that_says_the_task_moves_its_file_without_deriving_the_graph():

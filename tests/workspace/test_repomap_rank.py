@@ -185,15 +185,19 @@ async def test_a_file_focus_finds_the_file_that_says_what_it_says(
 
 
 async def test_a_file_focus_finds_the_file_that_calls_it(server: InProcessClient, tree: Path):
-    """Twelve shapes in the focus's folder define `area` as it does; the one file that imports
-    the focus and calls it (another folder, no word of it rare) comes first: the graph's edge
-    into the focus is evidence the folder and the shared name are not."""
+    """Twelve shapes in the focus's folder define `area` as it does (each with a comment of its
+    own); the one file that imports the focus and calls it (another folder, no word of it rare)
+    comes first: the graph's edge into the focus is evidence the folder and the shared name are
+    not."""
     (tree / "shapes").mkdir()
     (tree / "report").mkdir()
     (tree / "shapes" / "__init__.py").write_text("")
     (tree / "shapes" / "circle.py").write_text("def area(r):\n    return 3 * r * r\n")
     for i in range(12):
-        (tree / "shapes" / f"shape_{i}.py").write_text(f"def area(x):\n    return x * {i}\n")
+        (tree / "shapes" / f"shape_{i}.py").write_text(  # each says something of its own
+            f"# outline {i}: drawn from its points, edges and corners\ndef area(x):\n"
+            f"    return x * {i}\n"
+        )
     (tree / "report" / "summary.py").write_text(
         "from shapes.circle import area\n\n\ndef total(r):\n    return area(r)\n"
     )

@@ -2,9 +2,10 @@
 words of its text (core.repomap.tags.text_words, its WORDS_MAX most frequent), kept compactly.
 
 One vocabulary per graph gives every word an id; a file's words are their ids (uint32,
-ascending) and counts (uint16; a count past 65,535 is kept as 65,535) in two flat arrays whose
-rows are the files in path order, as core.repomap.store's tables are: 6 bytes a word of a file,
-where a dictionary of strings per file takes tens of bytes an entry.
+ascending) and counts (uint8; a count past 255 is kept as 255: BM25's term has all but
+saturated long before) in two flat arrays whose rows are the files in path order, as
+core.repomap.store's tables are: 5 bytes a word of a file, where a dictionary of strings per
+file takes tens of bytes an entry.
 
 The vocabulary keeps no strings: a word is found by its 64-bit hash (the interpreter's string
 hash, fixed within a process) in a sorted array of hashes beside their ids, 12 bytes a word.
@@ -21,12 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap.keys import sub_words
 from tokend.core.repomap.store import splice_column, splice_offsets
-from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.tags import FileTags, text_words
 
 ID = np.uint32
-COUNT = np.uint16
+COUNT = np.uint8
 COUNT_MAX = int(np.iinfo(COUNT).max)
 SIEVE_BLOCK = 1 << 18  # entries read at once (bounded temporaries on the kernel)
 
@@ -40,9 +40,14 @@ def said(tags: FileTags) -> Mapping[str, int]:
         return tags.words
     out: dict[str, int] = {}
     for name, count in tags.references.items():
-        for word in sub_words(name):
-            out[word] = out.get(word, 0) + int(count)
+        for word, n in text_words(name).items():
+            out[word] = out.get(word, 0) + n * int(count)
     return out
+
+
+def text_said(text: str) -> list[str]:
+    """The words of a task's text as files' words are (core.repomap.tags.text_words), sorted."""
+    return sorted(text_words(text))
 
 
 def _hashes(words: Sequence[str]) -> Array:
@@ -107,6 +112,11 @@ class WordTable:
     def lengths(self) -> Array:
         """Each row's number of distinct words."""
         return np.diff(self.offsets)
+
+    def totals(self) -> Array:
+        """Each row's words counted as often as said (float)."""
+        summed = np.concatenate([[0], np.cumsum(self.counts, dtype=np.int64)])
+        return (summed[self.offsets[1:]] - summed[self.offsets[:-1]]).astype(np.float64)
 
     def changed(
         self, rows: Mapping[str, int | None], files: Mapping[str, Mapping[str, int]]
