@@ -22,7 +22,7 @@ def _file(i: int) -> FileTags:
     return FileTags((Definition(f"f{i}", 0, ""),), {"helper": 2}, words=words)
 
 
-def test_words_take_six_bytes_an_entry_beside_one_vocabulary():
+def test_words_take_five_bytes_an_entry_beside_one_vocabulary():
     graph = RepoGraph()
     files = {f"src/m{i:04d}.py": _file(i) for i in range(1000)}
     bare = RepoGraph()
@@ -79,6 +79,42 @@ def test_words_read_a_few_rows_at_a_time_rank_as_read_at_once(monkeypatch):
     graph.set_files({f"src/m{i:04d}.py": _file(i) for i in range(60)})
     focuses = [Focus(text="w0001x w0002x w2999x"), Focus(frozenset({"src/m0003.py"}))]
     whole = [graph.rank_files(f) for f in focuses]
-    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 300)  # about a file (256 words) a block
+    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 300)  # under a file (1,024 words) a block
     assert [graph.rank_files(f) for f in focuses] == whole
     assert len(list(graph.words.hits(graph.words.row_ids(3)))) == 60
+
+
+def test_totals_count_each_files_words_and_follow_an_edit():
+    """Each file's length for the `said` BM25: its words counted as often as said (a count
+    past 255 kept as 255), 0 for a file that says nothing; made again after an edit."""
+    graph = RepoGraph()
+    graph.set_files({"a.py": FileTags(words={"x": 3, "y": 300}), "b.py": FileTags(),
+                     "c.py": FileTags(words={"z": 2})})  # fmt: skip
+    assert graph.words.totals().tolist() == [258.0, 0.0, 2.0]
+    graph.set_files({"b.py": FileTags(words={"q": 7}), "c.py": None})
+    assert graph.words.totals().tolist() == [258.0, 7.0]
+
+
+def test_document_counts_hold_one_slot_a_word_asked(monkeypatch):
+    """How many files say a word is counted in an array of the words asked, not of every word
+    the vocabulary knows (the kernel's millions) at each block of rows (main: the vocabulary's
+    size, a block at a time)."""
+    files = {f"src/m{i:04d}.py": _file(i) for i in range(40)}
+    graph = RepoGraph()
+    graph.set_files(files)
+    sizes: list[int] = []
+    bincount = np.bincount
+
+    def counting(values, minlength=0):
+        sizes.append(minlength)
+        return bincount(values, minlength=minlength)
+
+    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 3000)  # a few files a block
+    monkeypatch.setattr(repomap_words.np, "bincount", counting)
+    asked = ["w0001x", "w0002x", "w2999x"]
+    ids = graph.words.vocabulary.ids(asked)
+    df = graph.words.document_counts(ids)
+    monkeypatch.undo()
+    said = [sum(word in tags.words for tags in files.values()) for word in asked]
+    assert [int(df[i]) for i in ids.tolist()] == said
+    assert len(sizes) > 1 and max(sizes) <= len(asked)
