@@ -118,3 +118,24 @@ def test_document_counts_hold_one_slot_a_word_asked(monkeypatch):
     said = [sum(word in tags.words for tags in files.values()) for word in asked]
     assert [int(df[i]) for i in ids.tolist()] == said
     assert len(sizes) > 1 and max(sizes) <= len(asked)
+
+
+def test_a_focus_s_two_bm25_read_the_table_once_for_its_counts(monkeypatch):
+    """`lexical` and `said` ask how many files say the same words: the table is read once for
+    them per version of it (main read it for each), and again once a file's words change."""
+    graph = RepoGraph()
+    graph.set_files({f"src/m{i:04d}.py": _file(i) for i in range(20)})
+    reads: list[int] = []
+    hits = repomap_words.WordTable.hits
+
+    def counted(self, ids):
+        reads.append(len(ids))
+        return hits(self, ids)
+
+    monkeypatch.setattr(repomap_words.WordTable, "hits", counted)
+    ids = graph.words.vocabulary.ids(["w0001x", "w0002x"])
+    first = graph.words.document_counts(ids)
+    assert np.array_equal(graph.words.document_counts(ids), first) and len(reads) == 1
+    graph.set_files({"src/m0000.py": FileTags(words={"w0001x": 1})})
+    again = graph.words.document_counts(ids)
+    assert len(reads) == 2 and again[ids[0]] == first[ids[0]] + ("w0001x" not in _file(0).words)

@@ -103,6 +103,7 @@ class WordTable:
         self.ids = np.zeros(0, dtype=ID)
         self.counts = np.zeros(0, dtype=COUNT)
         self._totals: Array | None = None  # totals(), until the rows change
+        self._found: tuple[bytes, Array] | None = None  # the last document_counts' words, counts
 
     @property
     def nbytes(self) -> int:
@@ -180,7 +181,7 @@ class WordTable:
         self.ids = splice_column(self.offsets, self.ids, runs, 0)
         self.counts = splice_column(self.offsets, self.counts, runs, 1)
         self.offsets = splice_offsets(self.offsets, runs)
-        self._totals = None
+        self._totals, self._found = None, None
 
     def hits(self, ids: Array) -> Iterator[tuple[Array, Array, Array]]:
         """Where the words `ids` (unique) are said, whole rows of about SIEVE_BLOCK entries at
@@ -201,9 +202,12 @@ class WordTable:
     def document_counts(self, ids: Array) -> Array:
         """How many files say each word (indexed by id; counted for `ids` only)."""
         asked = np.unique(ids)  # one slot a word asked, not one a word known, each block
-        found = np.zeros(len(asked), dtype=np.int64)
-        for _, hit, _ in self.hits(asked):
-            found += np.bincount(np.searchsorted(asked, hit), minlength=len(asked))
+        if self._found is None or self._found[0] != asked.tobytes():  # (the two BM25 of a
+            found = np.zeros(len(asked), dtype=np.int64)  # focus ask the same words)
+            for _, hit, _ in self.hits(asked):
+                found += np.bincount(np.searchsorted(asked, hit), minlength=len(asked))
+            self._found = (asked.tobytes(), found)
+        found = self._found[1]
         counts = np.zeros(len(self.vocabulary), dtype=np.int64)
         counts[asked] = found
         return counts
