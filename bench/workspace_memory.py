@@ -26,7 +26,8 @@ from typing import Any
 from bench.baseline import ROOT, baseline_tree
 from bench.daemon import _env, _Processes, _rss_mib, _unix_client
 
-BEFORE_REV = "41dd9a0"  # main before issue 22's second tree work (3cc1d35: before the trust work)
+# main before issue 22's fourth tree work (41dd9a0: before its second; 3cc1d35: before the trust work)
+BEFORE_REV = os.environ.get("WORKSPACE_MEMORY_BEFORE_REV", "96d3eb5")
 FILES = int(os.environ.get("BENCH_WORKSPACE_MEMORY_FILES", "100000"))
 WARM_FILES = 2_000  # a small workspace first: what the first use of indexing and tags loads
 SETTLE_S = 5.0

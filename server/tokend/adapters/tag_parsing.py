@@ -5,9 +5,11 @@ processes for a refresh of many (adapters.tag_workers)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 
+from tokend.adapters import heap
 from tokend.adapters.solo_worker import SoloWorker
 from tokend.adapters.tag_wire import tags_json
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
@@ -28,9 +30,18 @@ class TagParsing:
         self.parser = TagParser()
         self.solo = SoloWorker(stopping)  # parses the big files of small refreshes
 
-    def pool(self, workers: int | None) -> TagWorkers:
-        """Worker processes (`workers`, None: one per core) for one refresh, ended with it."""
-        return TagWorkers(workers, stopping=self._stopping)
+    @contextlib.contextmanager
+    def pool(self, workers: int | None) -> Iterator[TagWorkers]:
+        """Worker processes (`workers`, None: one per core) for one refresh, ended with it; then
+        the memory the refresh freed is given back to the system. A build reads every source,
+        takes every file's tags in pieces and frees them, and glibc keeps the freed blocks in its
+        heap: after the kernel's, 278 of the heap's 416 MiB were free, and malloc_trim took the
+        process from 567 to 397 MiB (in process, issue 22)."""
+        try:
+            with TagWorkers(workers, stopping=self._stopping) as pool:
+                yield pool
+        finally:
+            heap.release_freed_memory()
 
     def parse_json(self, work: Sequence[Work]) -> list[str]:
         """Each (path, language, source)'s tags as JSON text, parsed without a pool."""

@@ -255,7 +255,7 @@ def main() -> None:
     except OSError:  # not allowed here: the worker parses at the daemon's priority
         pass
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    parser = TagParser()
+    parser = TagParser(alone=True)  # nothing else runs here: no callbacks in the parse
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:

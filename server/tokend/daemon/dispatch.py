@@ -31,11 +31,11 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException
 
+from tokend.adapters.heap import release_freed_memory
 from tokend.core.errors import InvalidParams, RequestTooLarge, TokendError, Unauthorized
 from tokend.daemon.bigframes import BodyTooLarge, SpooledStrings
 from tokend.daemon.conn import Connection
 from tokend.daemon.jsonscan import nesting_exceeds, shallow_top_level, top_level_fields
-from tokend.daemon.memory import release_freed_memory
 from tokend.lsp.strict import MAX_PARAMS_DEPTH
 
 log = logging.getLogger(__name__)

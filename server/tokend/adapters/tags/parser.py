@@ -86,10 +86,14 @@ def _go_on(_offset: int, _has_error: bool) -> bool:
 
 
 class TagParser:
-    """tags(language, source) -> FileTags, usable from any thread."""
+    """tags(language, source) -> FileTags, usable from any thread. `alone`: the process has no
+    other thread to hand the interpreter to (a tag worker), so tree-sitter is given the source
+    whole, without the read and progress callbacks (`_reader`), which cost a tenth of the
+    parse (issue 22: 2.35 against 2.15 CPU s over 1,500 kernel files)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, alone: bool = False) -> None:
         self._local = threading.local()
+        self.alone = alone
 
     def _parser(self, language: str, grammar: Any) -> Any:
         parsers: dict[str, Any] = self._local.__dict__.setdefault("parsers", {})
@@ -111,7 +115,10 @@ class TagParser:
             import tree_sitter
 
             parser = self._parser(language, grammar)
-            tree = parser.parse(_reader(source), progress_callback=_go_on)
+            if self.alone:
+                tree = parser.parse(source)
+            else:
+                tree = parser.parse(_reader(source), progress_callback=_go_on)
             captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
         except Exception as exc:
             return FileTags(error=f"{language} parse failed: {exc}")
