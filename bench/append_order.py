@@ -14,7 +14,7 @@ source tree (PYTHONPATH=<tree>/server), so the same run measures this tree besid
   `budget/snapshot`'s version against `session/reload`'s (the store's) and against the version
   the previous trial left (no gap).
 
-Used by tests/daemon/test_append_order.py (fewer appends, no timing) and `make bench`.
+Used by tests/daemon/test_session_append_order.py (fewer appends, no timing) and `make bench`.
 """
 
 from __future__ import annotations

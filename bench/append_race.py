@@ -7,7 +7,7 @@ next (as an agent does). The appends push the gauge over the threshold, so compa
 appended is listed (session/messages includeCompacted) and checked against what each client
 sent and was told: none lost, none duplicated, each client's order kept, the live context a
 summary followed by messages in order. Used by bench/compaction.py (the figure) and
-tests/e2e/test_append_race.py (the same run, without timing).
+tests/e2e/test_compaction_append_race.py (the same run, without timing).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def run() -> str:
         "appends and a `session/compact` (half of the kills aimed at the compaction's writes), "
         "then a restart that must serve every acknowledged append exactly once and the "
         f"compacted session exactly as before or as after the compaction: {verdict}. "
-        "`make test` runs 8 of these kills (tests/daemon/test_kill9_consistency.py).\n\n"
+        "`make test` runs 8 of these kills (tests/daemon/test_daemon_kill9_consistency.py).\n\n"
         + "\n".join(rows)
         + "\n"
     )

@@ -29,20 +29,20 @@ settings.load_profile("tokend")
 ROOT = Path(__file__).resolve().parents[1]
 
 SERIAL = (
-    "tests/checkpoints/test_blob_kill9.py",
-    "tests/daemon/test_big_replies_off_loop.py",
-    "tests/daemon/test_idle_exit.py",
-    "tests/daemon/test_incremental_edits.py",
-    "tests/daemon/test_kill9_consistency.py",
-    "tests/daemon/test_no_waiting_behind_a_big_buffer.py",
-    "tests/daemon/test_no_waiting_behind_file_tokens.py",
-    "tests/daemon/test_no_waiting_behind_tagging.py",
-    "tests/e2e/test_follow.py",
-    "tests/e2e/test_follow_growth.py",
-    "tests/e2e/test_follow_without_inotify.py",
-    "tests/lsp/test_big_reply_beside_loop.py",
-    "tests/workspace/test_file_index.py",
-    "tests/workspace/test_tag_workers.py",
+    "tests/checkpoints/test_checkpoints_blob_kill9.py",
+    "tests/daemon/test_protocol_big_replies_off_loop.py",
+    "tests/daemon/test_daemon_idle_exit.py",
+    "tests/daemon/test_workspace_incremental_edits.py",
+    "tests/daemon/test_daemon_kill9_consistency.py",
+    "tests/daemon/test_workspace_no_waiting_behind_a_big_buffer.py",
+    "tests/daemon/test_workspace_no_waiting_behind_file_tokens.py",
+    "tests/daemon/test_workspace_no_waiting_behind_tagging.py",
+    "tests/e2e/test_transcripts_follow.py",
+    "tests/e2e/test_transcripts_follow_growth.py",
+    "tests/e2e/test_transcripts_follow_without_inotify.py",
+    "tests/lsp/test_protocol_big_reply_beside_loop.py",
+    "tests/workspace/test_workspace_file_index.py",
+    "tests/workspace/test_workspace_tag_workers.py",
 )
 """Modules that bound a wait, a batch or an idle period in wall time, or kill a daemon and wait for
 the next: `make test` runs them alone after the rest, which runs on two workers (pytest-xdist), so

@@ -10,8 +10,8 @@
 
 What only a process shows (the command line, the interpreter's start, stdio pipes, the exit
 status the shell sees, a kill, the daemon's socket and frame reader) keeps its process tests:
-tests/e2e/test_standalone_exit.py, test_stdio_server.py's first test, test_pytest_lsp.py,
-test_lsp_conformance.py, test_cli.py's first test, and tests/daemon/.
+tests/e2e/test_daemon_standalone_exit.py, test_daemon_stdio_server.py's first test, test_protocol_pytest_lsp.py,
+test_protocol_lsp_conformance.py, test_cli.py's first test, and tests/daemon/.
 
 `env` is applied to this process's environment while the server (or command) runs, as the
 process would have inherited it, and put back after; tests run one after the other in a worker.

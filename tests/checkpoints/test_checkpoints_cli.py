@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.checkpoints.conftest import Agent
-from tests.checkpoints.test_rewind import tree, two_turns
+from tests.checkpoints.test_checkpoints_rewind import tree, two_turns
 from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.cli import _parser
 from tokend.commands.checkpoints import run_checkpoints, run_rewind

@@ -1,4 +1,4 @@
--- Driven by tests/clients/test_nvim_conformance.py: Neovim's own LSP client (no plugin) on
+-- Driven by tests/clients/test_clients_nvim_conformance.py: Neovim's own LSP client (no plugin) on
 -- tokend. It opens folder A, sets `settings` (Neovim then sends didChangeConfiguration), adds
 -- folder B with vim.lsp.buf.add_workspace_folder, edits a file of B without saving, asks
 -- workspace/fileTokens for it, and writes what the client received to vim.g.result_path.

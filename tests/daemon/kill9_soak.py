@@ -4,7 +4,7 @@ nothing half-applied. The oracle is what a restarted daemon serves (snapshot, as
 context), compared with what clients were told before the kill and with a compaction that
 completed. The moments come from a seeded generator and the measured length of a compaction.
 
-`make test` runs a sample of it (tests/daemon/test_kill9_consistency.py), `make bench` its full
+`make test` runs a sample of it (tests/daemon/test_daemon_kill9_consistency.py), `make bench` its full
 count (bench/kill9.py).
 
 Found: 7 of 40 kills during `session/compact` left a session half-applied (367 parts marked

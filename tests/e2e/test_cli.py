@@ -14,7 +14,7 @@ from tests.in_process import tokend_cli
 def tokend(*args: str, cwd, **env: str) -> subprocess.CompletedProcess[str]:
     """`tokend ARGS` run in this process (tests/in_process.py). `tokend status` too: the
     background start of a daemon it may make is off in every test (TOKEND_START_DAEMON=0,
-    tests/conftest.py), and that start keeps its process tests (tests/e2e/test_status_start.py)."""
+    tests/conftest.py), and that start keeps its process tests (tests/e2e/test_statusline_status_start.py)."""
     return tokend_cli(*args, cwd=cwd, env=tokend_env(**env))
 
 

@@ -2,7 +2,7 @@
 each file's words as ids and counts in flat arrays, not as a dictionary of strings per file;
 the graph's reference table does not grow with them; an edit that changes only what a file
 says moves the text's rank without deriving the graph's rows again (a graph changed in place
-reads a text as one built at once: tests/workspace/test_graph_updates)."""
+reads a text as one built at once: tests/workspace/test_repomap_graph_updates)."""
 
 from __future__ import annotations
 

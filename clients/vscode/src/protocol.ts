@@ -2,7 +2,7 @@
 // wire's (camelCase). Units: every *Tokens field, contextWindow, maxOutputTokens,
 // autocompactThreshold, limit and total are tokens; usedPercentage is a percentage of
 // contextWindow (0-100, one decimal); *Usd are US dollars. No `vscode` import here: node tests
-// run this module against a real daemon. tests/clients/test_contract.py checks it against
+// run this module against a real daemon. tests/clients/test_clients_contract.py checks it against
 // protocol.md.
 
 export const Methods = {

@@ -7,7 +7,7 @@ estimate error, a prune after the last call (a delta on the anchor), the measure
 client's key beside the chat files and a transcript cursor (written as files/add and the
 importer wrote them), a compaction and a rewind, a fork, a handoff and a deleted session. The
 JSON keeps what that tokend reported for each: its snapshot's figures and its listing's gauge.
-test_migration_0005 opens a copy with today's code and checks both against them.
+test_store_migration_0005 opens a copy with today's code and checks both against them.
 
     PYTHONPATH=<old>/server python tests/store/data/make_main_store.py tests/store/data
 """

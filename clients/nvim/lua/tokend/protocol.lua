@@ -2,7 +2,7 @@
 -- LuaCATS types mirroring protocol.md (the contract). Field names are the wire's (camelCase);
 -- every *Tokens field, contextWindow, maxOutputTokens, autocompactThreshold, limit and total
 -- are tokens; usedPercentage is a percentage of contextWindow; *Usd are US dollars.
--- tests/clients/test_contract.py checks these against protocol.md.
+-- tests/clients/test_clients_contract.py checks these against protocol.md.
 
 ---@alias tokend.Method
 ---| "session/create"

@@ -1,6 +1,6 @@
 // protocol.ts and session.ts against a real daemon: two `tokend lsp` processes over
 // vscode-jsonrpc, an agent that writes the session and an editor that shows it.
-// tests/clients/test_vscode.py runs this with TOKEND_TEST_COMMAND set (the python that runs tokend).
+// tests/clients/test_clients_vscode.py runs this with TOKEND_TEST_COMMAND set (the python that runs tokend).
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -19,7 +19,7 @@ const WAIT_MS = 60_000;
 
 function tokendCommand(): string[] {
   const raw = process.env.TOKEND_TEST_COMMAND;
-  assert.ok(raw, "TOKEND_TEST_COMMAND is not set: run this through tests/clients/test_vscode.py");
+  assert.ok(raw, "TOKEND_TEST_COMMAND is not set: run this through tests/clients/test_clients_vscode.py");
   return JSON.parse(raw) as string[];
 }
 

@@ -1,4 +1,4 @@
--- A minimal lualine for tests/clients/test_nvim_lualine.py when no lualine checkout is given
+-- A minimal lualine for tests/clients/test_clients_nvim_lualine.py when no lualine checkout is given
 -- (TOKEND_LUALINE_DIR): `setup{ sections = ... }` loads each component as lualine does (a
 -- function, a table of options with the function first, or a name looked up as the module
 -- lualine.components.NAME, which is called with the options) and renders the sections into

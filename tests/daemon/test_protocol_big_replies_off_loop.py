@@ -59,7 +59,7 @@ def test_another_connection_does_not_wait_for_a_big_reply(daemons: Daemons) -> N
     print(f"{len(waits)} snapshots meanwhile, longest {max(waits) * 1000:.0f} ms")
     # Outcome: the other connection is answered throughout (20 times the 50 ms goal,
     # not a tight bound: the machine is shared; what the loop does meanwhile is judged by its
-    # turns in tests/lsp/test_big_reply_beside_loop.py, and timed by the fuzz bench).
+    # turns in tests/lsp/test_protocol_big_reply_beside_loop.py, and timed by the fuzz bench).
     assert max(waits) < 1.0
     big.close()
     agent.close()

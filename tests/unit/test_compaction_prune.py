@@ -20,7 +20,7 @@ from tokend.core.types import (
     ToolResultPart,
 )
 
-from .test_wire_formats import PRUNED_AT, T0, histories
+from .test_assembly_wire_formats import PRUNED_AT, T0, histories
 
 SMALL = PruneConfig(protect_tokens=100, minimum_tokens=50, protected_tools=("skill",))
 

@@ -17,7 +17,7 @@ import pytest
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from tests.daemon.test_connections import InProcessDaemon
+from tests.daemon.test_daemon_connections import InProcessDaemon
 from tests.lsp_client import LspClient
 from tokend.daemon.conn import Connection
 from tokend.daemon.main import WORKSPACE_EXTRA, ClientLogHandler

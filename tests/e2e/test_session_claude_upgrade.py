@@ -3,7 +3,7 @@ exact count when that lands (budget/didChange), through tokend's standalone serv
 test's process, tests/in_process.py; the one killed with -9 a real `tokend lsp --standalone`
 process) on a real SQLite file and on the suite's real PostgreSQL (tests/pg.py); a restart keeps
 the exact count. Oracle: ctok's count of the text (one user message: its content plus the 13 the gauge shows beyond it for a one-message v3
-request, as tests/e2e/test_claude_tier.py measures)."""
+request, as tests/e2e/test_counting_claude_tier.py measures)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ import pytest
 
 from tests.daemon.real_daemon import Daemons, real_daemons
 from tests.lsp_client import LspClient
-from tests.unit.test_document_text import _reference
+from tests.unit.test_workspace_document_text import _reference
 from tokend.core.workspace.document_text import Edit
 from tokend.daemon import paths
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.appending import append
-from tests.service.test_lazy_appends import built
+from tests.service.test_session_lazy_appends import built
 from tokend.core.session import message_log
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import open_service

@@ -33,7 +33,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
 
 def _entries_of(root: Path) -> int:
     """Files held by workspace indexes (their entries are plain tuples the collector does not
-    track: test_index_untracked; the indexes themselves it does)."""
+    track: test_workspace_index_untracked; the indexes themselves it does)."""
     indexes = [o for o in gc.get_objects() if isinstance(o, WorkspaceIndex)]
     return sum(sum(1 for p in index.entries() if p.startswith("pkg")) for index in indexes)
 

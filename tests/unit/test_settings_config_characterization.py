@@ -4,7 +4,7 @@ with a record (tests/unit/data/config_characterization.json), first made on main
 config checks moved into each feature's dataclass; each change since is a deliberate one, listed
 in the commit that made it ([checkpoints] applied, the user-wide settings refused from a
 workspace, two clearer texts). Regenerate it only on purpose:
-`python tests/unit/test_config_characterization.py --record`, and say in the commit what changed.
+`python tests/unit/test_settings_config_characterization.py --record`, and say in the commit what changed.
 
 The cases (section, key, good, wrong type, out of range) are written here by hand from the
 documentation of each setting, not derived from the code that checks them.

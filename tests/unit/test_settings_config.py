@@ -213,7 +213,7 @@ def test_an_input_limit_beyond_the_window_is_reported() -> None:
 
 def _documented_tables() -> dict[str, list[str]]:
     """Table -> its keys, from the hand-written list of the characterization test."""
-    from tests.unit.test_config_characterization import KEYS
+    from tests.unit.test_settings_config_characterization import KEYS
 
     tables: dict[str, list[str]] = {}
     for section, key, *_ in KEYS:

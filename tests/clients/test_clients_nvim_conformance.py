@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.test_nvim import WAIT_SECONDS, nvim_binary
+from tests.clients.test_clients_nvim import WAIT_SECONDS, nvim_binary
 from tests.daemon.real_daemon import real_daemons
 
 SCRIPT = Path(__file__).with_name("nvim_multiroot.lua")

@@ -179,7 +179,7 @@ def test_a_reply_is_imported_as_it_streams_and_grows_into_the_imported_message(t
 def test_a_codex_rollout_followed_line_by_line_takes_codex_figures(tmp_path):
     """The oracle is Codex's own token_count: the gauge anchors on its last call (input, cached
     included, plus output less the reasoning OpenAI does not send back)."""
-    from tests.unit.test_codex_rollout import CALL_2, ROLLOUT
+    from tests.unit.test_transcripts_codex_rollout import CALL_2, ROLLOUT
 
     service = open_service(None, f"sqlite:///{tmp_path}/followed.sqlite3")
     path = tmp_path / "rollout-2025-10-01T10-00-00-0199a.jsonl"

@@ -63,7 +63,7 @@ def join_with_system(
     return system, joiner.finish(), joiner.warnings
 
 
-# --- a strategy for conversations as agents store them (used by test_assemble too) ---------
+# --- a strategy for conversations as agents store them (used by test_assembly_assemble too) ---------
 
 
 @st.composite

@@ -18,7 +18,7 @@ from tokend.core.counting.render import PRUNED_TOOL_RESULT
 from tokend.core.errors import ContextOverflow, InvalidParams
 from tokend.core.types import StoredPart, TextPart, ToolCallPart, ToolResultPart
 
-from .test_wire_formats import PRUNED_AT, histories, msg, shape_problems
+from .test_assembly_wire_formats import PRUNED_AT, histories, msg, shape_problems
 
 
 def words(text: str) -> int:

@@ -134,7 +134,7 @@ def test_every_table_is_shown_and_read(isolated_dirs: Path, tmp_path: Path) -> N
     """Every documented table applies from the user's file and `tokend config` (the real CLI)
     lists each of its settings. On main [checkpoints] was "not a known setting" although
     protocol.md documents it, and only [budget] and [compaction] were listed."""
-    from tests.unit.test_config_characterization import KEYS
+    from tests.unit.test_settings_config_characterization import KEYS
 
     user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "tokend" / "config.toml"
     user_file.parent.mkdir(parents=True)

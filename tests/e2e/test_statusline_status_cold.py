@@ -33,7 +33,7 @@ def _tokend(cwd: Path, url: str, *args: str) -> tuple[str, bool]:
 
 def _import(cwd: Path, url: str, transcript: Path) -> dict[str, Any]:
     """`tokend import`, its rows then made as an older tokend wrote them: with no status block
-    (a row that has one answers from it first: tests/e2e/test_status_row.py)."""
+    (a row that has one answers from it first: tests/e2e/test_statusline_status_row.py)."""
     args = ("import", "claude-code", str(transcript), "--workspace", ".", "--json")
     outcome: dict[str, Any] = json.loads(_tokend(cwd, url, *args)[0])
     with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as db, db:

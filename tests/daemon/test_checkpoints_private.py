@@ -3,7 +3,7 @@
 readable is narrowed at start, and its saved states still restore.
 The server is `tokend lsp --standalone`'s in the test's process (tests/in_process.py, through
 Daemons.standalone): the same app builds both stores as in `tokend serve`, under this process's
-umask; the daemon's own files keep their process test (test_private_files.py's first).
+umask; the daemon's own files keep their process test (test_store_private_files.py's first).
 
 Found (issue 17): `workspace-cache.sqlite3` and the checkpoint store (index and blobs) were 0644
 files in 0755 folders, protected only by the data folder's 0700. Oracle: the modes on disk, and

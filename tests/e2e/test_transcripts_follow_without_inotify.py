@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.daemon.real_daemon import Daemons, real_daemons
-from tests.e2e.test_follow import (  # the same helpers as the inotify-backed tests
+from tests.e2e.test_transcripts_follow import (  # the same helpers as the inotify-backed tests
     WAIT_SECONDS,
     _append,
     _figures,

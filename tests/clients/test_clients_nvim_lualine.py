@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients.test_nvim import (
+from tests.clients.test_clients_nvim import (
     WAIT_SECONDS,
     Nvim,
     _append,
