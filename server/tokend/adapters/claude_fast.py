@@ -22,7 +22,7 @@ the same vocabulary, rules and DP, arranged so that most of the work is looked u
    short (~4 characters on real text) and repeat; each distinct segment is tiled by ctok's
    `min_vocab_tile` once.
 
-Counts are identical to ctok's (tests/adapters/test_claude_fast.py checks the 400 recorded
+Counts are identical to ctok's (tests/adapters/test_counting_claude_fast.py checks the 400 recorded
 probes per family, real files and stream equality on every line of them).
 """
 

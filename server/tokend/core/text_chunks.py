@@ -8,7 +8,7 @@ BPE pre-tokenizers (cl100k_base, o200k_base) always start a new piece there (no 
 runs from a non-space character into a space, and both give " next" one piece), and merges never
 cross pieces, so the counts of the pieces sum to the count of the whole. Checked on 10 MB of real
 text (a Claude Code transcript, Python sources, Markdown), and against tiktoken on generated text
-(tests/unit/test_count_chunks.py): identical totals for both vocabularies. A text with neither
+(tests/unit/test_counting_chunks.py): identical totals for both vocabularies. A text with neither
 (a base64 blob, a line of CJK) stays whole. Without the second rule a 10 MB text of one line
 (minified JSON, a log without line breaks) was tokenized in one call, leaving the daemon +52 MiB
 that malloc_trim could not give back (fragmentation); counted in pieces, +2 MiB.
