@@ -22,7 +22,7 @@ def _file(i: int) -> FileTags:
     return FileTags((Definition(f"f{i}", 0, ""),), {"helper": 2}, words=words)
 
 
-def test_words_take_five_bytes_an_entry_beside_one_vocabulary():
+def test_words_take_six_bytes_an_entry_beside_one_vocabulary():
     graph = RepoGraph()
     files = {f"src/m{i:04d}.py": _file(i) for i in range(1000)}
     bare = RepoGraph()
@@ -32,7 +32,7 @@ def test_words_take_five_bytes_an_entry_beside_one_vocabulary():
     entries = 1000 * WORDS_MAX
     words = graph.words
     assert len(words.ids) == entries and len(words.vocabulary) == len(VOCABULARY)
-    assert words.nbytes <= 5 * entries + 12 * len(VOCABULARY) + 8 * 1001
+    assert words.nbytes <= 6 * entries + 12 * len(VOCABULARY) + 8 * 1001
     assert len(graph.table.r_key) == len(bare.table.r_key)  # the names' table: as without words
 
 
@@ -45,8 +45,8 @@ def test_counts_and_rows_read_back_as_given():
     alpha, beta = ids.tolist()
     rows, hit, tf = (np.concatenate(c) for c in zip(*graph.words.hits(ids), strict=True))
     assert sorted(zip(rows.tolist(), hit.tolist(), tf.tolist(), strict=True)) == sorted(
-        [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 255.0)]  # a.py is row 0 (path order)
-    )  # a count past 255 is kept as 255
+        [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 65535.0)]  # a.py is row 0 (path order)
+    )  # a count past 65,535 is kept as 65,535
 
 
 def test_a_comment_that_says_the_task_moves_its_file_without_deriving_the_graph():
@@ -79,63 +79,6 @@ def test_words_read_a_few_rows_at_a_time_rank_as_read_at_once(monkeypatch):
     graph.set_files({f"src/m{i:04d}.py": _file(i) for i in range(60)})
     focuses = [Focus(text="w0001x w0002x w2999x"), Focus(frozenset({"src/m0003.py"}))]
     whole = [graph.rank_files(f) for f in focuses]
-    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 300)  # under a file (1,024 words) a block
+    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 300)  # about a file (256 words) a block
     assert [graph.rank_files(f) for f in focuses] == whole
     assert len(list(graph.words.hits(graph.words.row_ids(3)))) == 60
-
-
-def test_totals_count_each_files_words_and_follow_an_edit():
-    """Each file's length for the `said` BM25: its words counted as often as said (a count
-    past 255 kept as 255), 0 for a file that says nothing; made again after an edit."""
-    graph = RepoGraph()
-    graph.set_files({"a.py": FileTags(words={"x": 3, "y": 300}), "b.py": FileTags(),
-                     "c.py": FileTags(words={"z": 2})})  # fmt: skip
-    assert graph.words.totals().tolist() == [258.0, 0.0, 2.0]
-    graph.set_files({"b.py": FileTags(words={"q": 7}), "c.py": None})
-    assert graph.words.totals().tolist() == [258.0, 7.0]
-
-
-def test_document_counts_hold_one_slot_a_word_asked(monkeypatch):
-    """How many files say a word is counted in an array of the words asked, not of every word
-    the vocabulary knows (the kernel's millions) at each block of rows (main: the vocabulary's
-    size, a block at a time)."""
-    files = {f"src/m{i:04d}.py": _file(i) for i in range(40)}
-    graph = RepoGraph()
-    graph.set_files(files)
-    sizes: list[int] = []
-    bincount = np.bincount
-
-    def counting(values, minlength=0):
-        sizes.append(minlength)
-        return bincount(values, minlength=minlength)
-
-    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 3000)  # a few files a block
-    monkeypatch.setattr(repomap_words.np, "bincount", counting)
-    asked = ["w0001x", "w0002x", "w2999x"]
-    ids = graph.words.vocabulary.ids(asked)
-    df = graph.words.document_counts(ids)
-    monkeypatch.undo()
-    said = [sum(word in tags.words for tags in files.values()) for word in asked]
-    assert [int(df[i]) for i in ids.tolist()] == said
-    assert len(sizes) > 1 and max(sizes) <= len(asked)
-
-
-def test_a_focus_s_two_bm25_read_the_table_once_for_its_counts(monkeypatch):
-    """`lexical` and `said` ask how many files say the same words: the table is read once for
-    them per version of it (main read it for each), and again once a file's words change."""
-    graph = RepoGraph()
-    graph.set_files({f"src/m{i:04d}.py": _file(i) for i in range(20)})
-    reads: list[int] = []
-    hits = repomap_words.WordTable.hits
-
-    def counted(self, ids):
-        reads.append(len(ids))
-        return hits(self, ids)
-
-    monkeypatch.setattr(repomap_words.WordTable, "hits", counted)
-    ids = graph.words.vocabulary.ids(["w0001x", "w0002x"])
-    first = graph.words.document_counts(ids)
-    assert np.array_equal(graph.words.document_counts(ids), first) and len(reads) == 1
-    graph.set_files({"src/m0000.py": FileTags(words={"w0001x": 1})})
-    again = graph.words.document_counts(ids)
-    assert len(reads) == 2 and again[ids[0]] == first[ids[0]] + ("w0001x" not in _file(0).words)

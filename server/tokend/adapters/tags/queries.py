@@ -7,13 +7,12 @@ and constructors. A `@ref` capture at the same place as a `@def` is the definiti
 and is dropped by the parser. `@import` captures what a file imports, as written (a Python
 module, a JavaScript/TypeScript specifier, a Go import path): core.repomap.imports resolves it to
 files. Bump QUERIES_VERSION whenever a query or what a file's tags hold changes: cached tags
-are keyed on it (3, 4: the words of the file's text, core.repomap.tags.text_words; 5: each
-compound identifier whole too, the 1,024 most frequent).
+are keyed on it (3, 4: the words of the file's text, core.repomap.tags.text_words).
 """
 
 from __future__ import annotations
 
-QUERIES_VERSION = 5
+QUERIES_VERSION = 4
 
 PYTHON = """
 (class_definition name: (identifier) @def)

@@ -40,7 +40,6 @@ from tokend.core.repomap.links import ImportLinks
 from tokend.core.repomap.rank import Signals
 from tokend.core.repomap.rank import identifiers_in as identifiers_in
 from tokend.core.repomap.render import RankedDefinition
-from tokend.core.repomap.said import said_ids, said_scores
 from tokend.core.repomap.solve import solver
 from tokend.core.repomap.store import PackedTags, TagTable, name_key
 from tokend.core.repomap.tags import FileTags
@@ -220,9 +219,6 @@ class RepoGraph:
         fusion = signals_of.fusion_for(bool(focus_rows), bool(focus.text))
         if on.folder and fusion.weights.get("folder"):  # a signal weighed 0 adds nothing
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
-        if on.said and fusion.weights.get("said"):
-            ids = said_ids(self.words, on, focus_rows, focus.text)
-            scores["said"] = said_scores(t, self._paths_terms(), self.words, ids)
         if on.near:
             e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
             near = signals_of.near(e.offsets, e.targets, e.weights, around)
@@ -230,17 +226,19 @@ class RepoGraph:
         fused = signals_of.fused(scores, len(t.paths), fusion)
         return graph_rank, np.round(fused, RANK_DECIMALS)
 
-    def _lexical(self, rows: list[int], text: str, text_only: bool, said: bool = True) -> Array:
-        """BM25 of the focus (core.repomap.rank.lexical), with (`said`) what its text and files
-        say read against what files say (their words count in their lengths then)."""
-        words, on = self.words, self.signals
-        ids = said_ids(words, on, rows, text) if said else None
+    def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
+        """BM25 of the focus (core.repomap.rank.lexical); a text is read against what files say
+        too, and so is what the focus files say (their words count in their lengths then)."""
+        on, words = self.signals, self.words
+        asked = [words.vocabulary.ids(signals_of.text_words(text))] if text and on.words else []
+        asked += [words.row_ids(r) for r in rows] if on.file_words else []
+        ids = np.unique(np.concatenate(asked)) if asked else None
         if self._doc_lengths is None or self._doc_lengths[0] != self.version:
             lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
             self._doc_lengths = (self.version, lengths)
         length = self._doc_lengths[1][0 if ids is not None and (text_only or not text) else 1]
         query = signals_of.query(self.table, rows, text)
-        spoken = None if ids is None else (words, ids)
+        spoken = (words, ids) if ids is not None else None
         return signals_of.lexical(self.table, self._paths_terms(), query, length, spoken)
 
     def _paths_terms(self) -> signals_of.PathTerms:

@@ -15,9 +15,7 @@ from typing import Any
 from tokend.core.repomap.keys import sub_words
 
 LINE_TEXT_CHARS = 160  # a defining line longer than this is cut (with "…")
-# a file's text words kept (the most frequent): bounds the kernel's index (bench.repomap_fit:
-# 1,024 keep nearly all of BM25's recall over a file's whole text, 256 about a third)
-WORDS_MAX = 1024
+WORDS_MAX = 256  # a file's text words kept (the most frequent): bounds the kernel's index
 # the error of a file whose tag worker process died on it: its empty tags are not kept in the
 # cache, so the file is tried again later
 WORKER_DIED = "the tag worker process died parsing this file"
@@ -70,16 +68,11 @@ def line_text(raw: str) -> str:
 
 def text_words(text: str) -> dict[str, int]:
     """What a file says, as BM25 reads it: the words (core.repomap.keys.sub_words) of every
-    identifier-like token of its text (code, comments, docstrings, strings) and each compound
-    token itself (3 characters or more, lowered: `parse_config`, `httpconfig`) with their
-    counts, the WORDS_MAX most frequent (ties: alphabetical), sorted."""
+    identifier-like token of its text (code, comments, docstrings, strings) with their counts,
+    the WORDS_MAX most frequent (ties: alphabetical), sorted."""
     counts: Counter[str] = Counter()
     for token, n in Counter(_IDENT.findall(text)).items():
-        parts = sub_words(token)
-        for word in parts:
+        for word in sub_words(token):
             counts[word] += n
-        whole = token.lower()
-        if len(whole) >= 3 and parts != [whole]:
-            counts[whole] += n
     kept = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:WORDS_MAX]
     return dict(sorted(kept))

@@ -24,16 +24,15 @@ def count_words(source: bytes) -> dict[str, int]:
     get = counts.get
     for token, n in Counter(_IDENT.findall(source)).items():
         letters = token.replace(b"_", b"")
-        whole = token.decode("ascii").lower()
         # one case of letters only: its words are its parts between underscores
         if letters.isalpha() and (letters.islower() or letters.isupper()):
-            parts = [p.decode("ascii").lower() for p in token.split(b"_") if len(p) >= 3]
+            for part in token.split(b"_"):
+                if len(part) >= 3:
+                    word = part.decode("ascii").lower()
+                    counts[word] = get(word, 0) + n
         else:
-            parts = sub_words(token.decode("ascii"))
-        for word in parts:
-            counts[word] = get(word, 0) + n
-        if len(whole) >= 3 and parts != [whole]:  # a compound: itself too
-            counts[whole] = get(whole, 0) + n
+            for word in sub_words(token.decode("ascii")):
+                counts[word] = get(word, 0) + n
     if len(counts) <= WORDS_MAX:
         return dict(sorted(counts.items()))
     # the WORDS_MAX most frequent, ties alphabetical: the first of (-count, word) in order

@@ -2,10 +2,9 @@
 words of its text (core.repomap.tags.text_words, its WORDS_MAX most frequent), kept compactly.
 
 One vocabulary per graph gives every word an id; a file's words are their ids (uint32,
-ascending) and counts (uint8; a count past 255 is kept as 255: BM25's term has all but
-saturated long before) in two flat arrays whose rows are the files in path order, as
-core.repomap.store's tables are: 5 bytes a word of a file, where a dictionary of strings per
-file takes tens of bytes an entry.
+ascending) and counts (uint16; a count past 65,535 is kept as 65,535) in two flat arrays whose
+rows are the files in path order, as core.repomap.store's tables are: 6 bytes a word of a file,
+where a dictionary of strings per file takes tens of bytes an entry.
 
 The vocabulary keeps no strings: a word is found by its 64-bit hash (the interpreter's string
 hash, fixed within a process) in a sorted array of hashes beside their ids, 12 bytes a word.
@@ -22,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from tokend.core.repomap.keys import sub_words
 from tokend.core.repomap.store import splice_column, splice_offsets
-from tokend.core.repomap.tags import FileTags, text_words
+from tokend.core.repomap.tags import FileTags
 
 ID = np.uint32
-COUNT = np.uint8
+COUNT = np.uint16
 COUNT_MAX = int(np.iinfo(COUNT).max)
 SIEVE_BLOCK = 1 << 18  # entries read at once (bounded temporaries on the kernel)
 
@@ -40,14 +40,9 @@ def said(tags: FileTags) -> Mapping[str, int]:
         return tags.words
     out: dict[str, int] = {}
     for name, count in tags.references.items():
-        for word, n in text_words(name).items():
-            out[word] = out.get(word, 0) + n * int(count)
+        for word in sub_words(name):
+            out[word] = out.get(word, 0) + int(count)
     return out
-
-
-def text_said(text: str) -> list[str]:
-    """The words of a task's text as files' words are (core.repomap.tags.text_words), sorted."""
-    return sorted(text_words(text))
 
 
 def _hashes(words: Sequence[str]) -> Array:
@@ -102,8 +97,6 @@ class WordTable:
         self.offsets = np.zeros(1, dtype=np.int64)
         self.ids = np.zeros(0, dtype=ID)
         self.counts = np.zeros(0, dtype=COUNT)
-        self._totals: Array | None = None  # totals(), until the rows change
-        self._found: tuple[bytes, Array] | None = None  # the last document_counts' words, counts
 
     @property
     def nbytes(self) -> int:
@@ -114,18 +107,6 @@ class WordTable:
     def lengths(self) -> Array:
         """Each row's number of distinct words."""
         return np.diff(self.offsets)
-
-    def totals(self) -> Array:
-        """Each row's words counted as often as said (float), summed row by row in place (no
-        running sum as long as the table: the kernel's would be 140 MiB)."""
-        if self._totals is None:
-            n, sizes = len(self.offsets) - 1, self.lengths()
-            self._totals = np.zeros(n)
-            full = np.flatnonzero(sizes > 0)
-            if len(full):
-                summed = np.add.reduceat(self.counts, self.offsets[full], dtype=np.int64)
-                self._totals[full] = summed
-        return self._totals
 
     def changed(
         self, rows: Mapping[str, int | None], files: Mapping[str, Mapping[str, int]]
@@ -181,7 +162,6 @@ class WordTable:
         self.ids = splice_column(self.offsets, self.ids, runs, 0)
         self.counts = splice_column(self.offsets, self.counts, runs, 1)
         self.offsets = splice_offsets(self.offsets, runs)
-        self._totals, self._found = None, None
 
     def hits(self, ids: Array) -> Iterator[tuple[Array, Array, Array]]:
         """Where the words `ids` (unique) are said, whole rows of about SIEVE_BLOCK entries at
@@ -201,15 +181,9 @@ class WordTable:
 
     def document_counts(self, ids: Array) -> Array:
         """How many files say each word (indexed by id; counted for `ids` only)."""
-        asked = np.unique(ids)  # one slot a word asked, not one a word known, each block
-        if self._found is None or self._found[0] != asked.tobytes():  # (the two BM25 of a
-            found = np.zeros(len(asked), dtype=np.int64)  # focus ask the same words)
-            for _, hit, _ in self.hits(asked):
-                found += np.bincount(np.searchsorted(asked, hit), minlength=len(asked))
-            self._found = (asked.tobytes(), found)
-        found = self._found[1]
         counts = np.zeros(len(self.vocabulary), dtype=np.int64)
-        counts[asked] = found
+        for _, hit, _ in self.hits(ids):
+            counts += np.bincount(hit, minlength=len(counts))
         return counts
 
     def row_ids(self, row: int) -> Array:
