@@ -162,3 +162,21 @@ async def test_each_failure_is_a_reason_the_chain_reports(served, monkeypatch):
     dead = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
     closed.close()  # nothing listens there
     assert await failure(dead, "any") == f"cannot reach {dead} ([Errno 111] Connection refused)"
+
+
+def test_the_daemon_starts_without_importing_httpx() -> None:
+    """httpx is imported at the first summary a model writes, not when `tokend serve` starts:
+    its import also loads its command line's rich and click (about 80 modules), which made the
+    daemon 1.2x slower to be ready (bench/reshape.py). Oracle: a fresh interpreter's
+    sys.modules after importing what `tokend serve` imports before it is ready."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; import tokend.daemon.main, tokend.lsp.server, tokend.service.app;"
+        " print(sorted(m for m in ('httpx', 'rich', 'click') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -17,14 +17,17 @@ maxTokens`.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import ssl
-from typing import Any
-
-import httpx
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from tokend.core.errors import SummaryFailed
+
+if TYPE_CHECKING:
+    import httpx
 
 ANTHROPIC_VERSION = "2023-06-01"
 MAX_ERROR_BODY_CHARS = 200
@@ -51,12 +54,13 @@ class HttpWriter:
         url, headers, body = self._request(prompt, max_tokens, key)
         if self._tls is None:  # reading the system's certificates: not on the event loop
             self._tls = await asyncio.to_thread(ssl.create_default_context)
+        http = await asyncio.to_thread(_httpx)
         try:
             async with asyncio.timeout(self._timeout_s):
                 response = await self._post(url, headers, json.dumps(body).encode(), self._tls)
-        except (TimeoutError, httpx.TimeoutException):
+        except (TimeoutError, http.TimeoutException):
             raise SummaryFailed(f"no answer within {self._timeout_s:g} s") from None
-        except (httpx.HTTPError, httpx.InvalidURL) as error:
+        except (http.HTTPError, http.InvalidURL) as error:
             raise SummaryFailed(f"cannot reach {self._base_url} ({_why(error)})") from None
         if not response.is_success:
             said = response.content[:MAX_ERROR_BODY_CHARS].decode("utf-8", "replace").strip()
@@ -78,10 +82,11 @@ class HttpWriter:
     ) -> httpx.Response:
         """The response, read whole; the client (and its connection) closed on the way out,
         cancelled or not."""
-        async with httpx.AsyncClient(
+        async with _httpx().AsyncClient(
             timeout=self._timeout_s, verify=tls, follow_redirects=True
         ) as client:
-            return await client.post(url, content=body, headers=headers)
+            response: httpx.Response = await client.post(url, content=body, headers=headers)
+            return response
 
     def _request(self, prompt: str, max_tokens: int, key: str) -> tuple[str, dict[str, str], Any]:
         headers = {"Content-Type": "application/json"}
@@ -122,6 +127,14 @@ class HttpWriter:
         if cut:
             raise SummaryFailed("the answer was cut at maxTokens")
         return text
+
+
+def _httpx() -> ModuleType:
+    """httpx, imported at the first summary a model writes, not when the daemon starts: its
+    import also loads its command line's rich and click (about 80 modules, 150-280 ms), which
+    made `tokend serve` 1.2x slower to be ready than before the summarizer moved to httpx
+    (bench/reshape.py)."""
+    return importlib.import_module("httpx")
 
 
 def _why(error: Exception) -> str:
