@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tokend.adapters import checkpoint_blobs
-from tokend.adapters.store.engine import make_sqlite_files_private
+from tokend.adapters.store.engine import enable_wal, make_sqlite_files_private
 from tokend.adapters.store.url import default_data_dir, make_folder_private
 from tokend.core.checkpoints.turns import FileChange, Origin, TurnMark
 from tokend.core.workspace.files import JournaledRestore, Seen, sha256_bytes
@@ -85,7 +85,7 @@ class CheckpointStore:
         self._db = sqlite3.connect(
             str(self.folder / "index.sqlite3"), check_same_thread=False, isolation_level=None
         )
-        self._db.execute("PRAGMA journal_mode=WAL")
+        enable_wal(self._db.execute)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._prepare()
         checkpoint_blobs.sweep_tmp(self.folder)

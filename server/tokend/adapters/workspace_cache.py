@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tokend.adapters.store.engine import make_sqlite_files_private
+from tokend.adapters.store.engine import enable_wal, make_sqlite_files_private
 from tokend.adapters.store.url import default_data_dir, make_folder_private
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class WorkspaceCache:
             target = str(path)
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._db.execute)
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             log.warning("workspace cache %s unusable, caching in memory: %s", target, exc)

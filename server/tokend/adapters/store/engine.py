@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import functools
 import os
+import random
+import sqlite3
 import stat
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,25 @@ def make_sqlite_files_private(database: Path) -> None:
             os.chmod(path, 0o600)
 
 
+WAL_WAIT_S = 10.0  # how long opening a SQLite file waits for the switch to WAL
+
+
+def enable_wal(execute: Callable[[str], Any]) -> None:
+    """`PRAGMA journal_mode = WAL`, tried again while another connection holds the file's lock.
+    The switch takes an exclusive lock, and SQLite answers "database is locked" at once, without
+    its busy handler, when processes opening one file together race for it (daemons started at
+    once; tests/checkpoints/test_checkpoints_index_migration.py saw it)."""
+    deadline = time.monotonic() + WAL_WAIT_S
+    while True:
+        try:
+            execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005 + random.random() * 0.02)  # apart, so the racers do not collide again
+
+
 def writer(engine: Engine) -> Engine:
     """The same Engine (and pool) marked so that its transactions are write transactions."""
     return engine.execution_options(**{WRITE_OPTION: True})
@@ -85,7 +108,7 @@ def _install_sqlite_hooks(engine: Engine) -> None:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")  # first: the next may wait
-            cursor.execute("PRAGMA journal_mode = WAL")
+            enable_wal(cursor.execute)
             cursor.execute("PRAGMA synchronous = NORMAL")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
