@@ -34,6 +34,7 @@ SERIAL = (
     "tests/daemon/test_daemon_idle_exit.py",
     "tests/daemon/test_workspace_incremental_edits.py",
     "tests/daemon/test_daemon_kill9_consistency.py",
+    "tests/daemon/test_daemon_stop_and_release.py",
     "tests/daemon/test_workspace_no_waiting_behind_a_big_buffer.py",
     "tests/daemon/test_workspace_no_waiting_behind_file_tokens.py",
     "tests/daemon/test_workspace_no_waiting_behind_tagging.py",
