@@ -4,8 +4,9 @@ glibc's malloc keeps freed memory in its arenas (one per thread that allocated: 
 count and store a big message have their own), so a daemon that handled a 10 MB message stays
 that much bigger although nothing holds the memory. `malloc_trim(0)` returns the free pages of
 every arena. Elsewhere (musl, macOS) it does not exist and nothing is done. Called once a big
-request is answered (daemon.dispatch) and once a refresh's tag workers end (adapters.tag_parsing:
-a workspace's first build frees in small blocks about as much as its graph holds).
+request is answered (daemon.dispatch), once a refresh's tag workers end (adapters.tag_parsing:
+a workspace's first build frees in small blocks about as much as its graph holds), and once a
+workspace is released (daemon.main: its index, tags and checkpoint walk freed tens of MiB).
 """
 
 from __future__ import annotations

@@ -16,12 +16,13 @@ from typing import Any, TextIO
 
 from lsprotocol import types
 
+from tokend.adapters.heap import release_freed_memory
 from tokend.adapters.rendezvous import connect_unix
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.log_limit import BoundedValues
 from tokend.daemon.paths import log_path, socket_path
-from tokend.daemon.process import configure_logging, give_back_free_memory
+from tokend.daemon.process import configure_logging
 from tokend.daemon.spawn import is_detached
 from tokend.lsp.host import HostStatus
 
@@ -164,7 +165,7 @@ def serve_forever(args: argparse.Namespace) -> int:
     # SQLite's own check, bounded in time; damage is logged (stderr too when in a terminal).
     damage = app.check_store()
     logging.getLogger("tokend").addHandler(to_clients)
-    app.workspaces.released_hooks.append(lambda key: give_back_free_memory())
+    app.workspaces.released_hooks.append(lambda key: release_freed_memory())
     started: list[bool] = []
 
     def connection_factory(conn: Connection) -> Any:

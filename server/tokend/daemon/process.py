@@ -62,22 +62,6 @@ def return_big_blocks_to_the_system() -> None:
         return
 
 
-def give_back_free_memory() -> None:
-    """Ask glibc to return the free memory of its heaps (malloc_trim): called after a workspace
-    is released, whose index, tags and checkpoint walk freed tens of MiB in small blocks that
-    the heaps would otherwise keep. A no-op off glibc."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
-    try:
-        ctypes.CDLL(name).malloc_trim(0)
-    except (OSError, AttributeError):
-        return
-
-
 LOG_FILE_BYTES = 1 << 20  # rotated at 1 MB ...
 LOG_FILE_BACKUPS = 3  # ... keeping 3 old files: at most 4 MB of log
 

@@ -89,7 +89,8 @@ class Releasing:
         self._users: dict[str, set[WorkspaceUser]] = {}
         self._reapers: list[threading.Thread] = []
         self._closed = False
-        self.released_hooks: list[Callable[[str], None]] = []  # a workspace's key, released
+        # called with a workspace's key once it is released (what a hook returns is ignored)
+        self.released_hooks: list[Callable[[str], object]] = []
 
     def key(self, uri: str) -> str:
         raise NotImplementedError
