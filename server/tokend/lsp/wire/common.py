@@ -193,9 +193,8 @@ class JsonText(str):
     it in the reply without building or converting its objects again)."""
 
 
-_ENCODE = json.JSONEncoder(
-    allow_nan=False
-).encode  # json.dumps(x, allow_nan=False) makes one a call
+# one encoder for every call (json.dumps(x, allow_nan=False) makes a new one each time)
+_ENCODE = json.JSONEncoder(allow_nan=False).encode
 ARRAY_CHUNK = 1000
 
 
