@@ -77,14 +77,17 @@ class Resolution:
 
     def __init__(self, index: PathIndex, imports: Mapping[str, tuple[str, ...]]) -> None:
         self.index, self.imports = index, imports
-        self._named: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._named: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self._reached: dict[str, list[str]] = {}
 
     def named(self, path: str, spec: str) -> tuple[str, ...]:
-        """The files `spec`, imported by `path`, names."""
-        found = self._named.get((path, spec))
+        """The files `spec`, imported by `path`, names (`path` itself among them, perhaps).
+        What an import names hangs on the importing file's folder and language alone: the
+        files of one folder share each answer."""
+        key = (posixpath.dirname(path), path.rsplit(".", 1)[-1], spec)
+        found = self._named.get(key)
         if found is None:
-            found = self._named[path, spec] = _resolve(path, spec, self.index)
+            found = self._named[key] = _resolve(path, spec, self.index)
         return found
 
     def reached(self, path: str) -> list[str]:
