@@ -68,7 +68,7 @@ def run() -> str:
     ours = _measure(ROOT / "server", CALLS["ours"])
     lines = [
         f"### session/list over {SESSIONS:,} sessions (bench/listing.py)\n",
-        "A fresh `tokend lsp --standalone` on a store of 1,000 sessions; milliseconds per call.",
+        f"A fresh `tokend lsp --standalone` on a store of {SESSIONS:,} sessions; milliseconds per call.",
         "Goal: <= 50 ms.\n",
         "| | calls | first | median | max |",
         "|---|---:|---:|---:|---:|",
