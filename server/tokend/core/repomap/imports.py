@@ -80,15 +80,18 @@ class Resolution:
         self._named: dict[tuple[str, str, str], tuple[str, ...]] = {}
         self._reached: dict[str, list[str]] = {}
 
-    def named(self, path: str, spec: str) -> tuple[str, ...]:
-        """The files `spec`, imported by `path`, names (`path` itself among them, perhaps).
-        What an import names hangs on the importing file's folder and language alone: the
-        files of one folder share each answer."""
-        key = (posixpath.dirname(path), path.rsplit(".", 1)[-1], spec)
-        found = self._named.get(key)
-        if found is None:
-            found = self._named[key] = _resolve(path, spec, self.index)
-        return found
+    def named(self, path: str, specs: Iterable[str]) -> list[tuple[str, ...]]:
+        """The files each of `specs`, imported by `path`, names (`path` itself among them,
+        perhaps). What an import names hangs on the importing file's folder and language
+        alone: the files of one folder share each answer."""
+        folder, kind = posixpath.dirname(path), path.rsplit(".", 1)[-1]
+        out = []
+        for spec in specs:
+            found = self._named.get((folder, kind, spec))
+            if found is None:
+                found = self._named[folder, kind, spec] = _resolve(path, spec, self.index)
+            out.append(found)
+        return out
 
     def reached(self, path: str) -> list[str]:
         """The files `path`'s imports name directly, and for a Go file its package's other
@@ -96,8 +99,8 @@ class Resolution:
         found = self._reached.get(path)
         if found is None:
             out: set[str] = set()
-            for spec in self.imports.get(path, ()):
-                out.update(self.named(path, spec))
+            for names in self.named(path, self.imports.get(path, ())):
+                out.update(names)
             if path.endswith(".go"):
                 out.update(self.index.go.get(posixpath.dirname(path), ()))
             out.discard(path)
@@ -118,8 +121,8 @@ class Resolution:
         """The files `path` imports, each weighing the share it has of the imports naming it
         (a Go package of 20 files: 1/20 each)."""
         out: dict[str, float] = {}
-        for spec in sorted(set(self.imports.get(path, ()))):
-            found = [p for p in self.named(path, spec) if p != path]
+        for named in self.named(path, sorted(set(self.imports.get(path, ())))):
+            found = [p for p in named if p != path]
             for p in found:
                 out[p] = out.get(p, 0.0) + 1.0 / len(found)
         return out
