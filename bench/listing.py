@@ -1,7 +1,9 @@
 """`session/list` over 1,000 stored sessions, asked of a freshly started real server.
 
-The sessions are written once with the service (4 messages each, one provider call). Then each
-tree's `tokend lsp --standalone` is started on that store and asked `session/list` repeatedly:
+The sessions are written once by each tree's own service (bench.service_shape.WRITE_SESSIONS:
+4 messages each, one provider call; the baseline, before the composition root, through its
+factory). Then each tree's `tokend lsp --standalone` is started on that store and asked
+`session/list` repeatedly:
 tokend answers from the gauge figures stored with each session's last change; the baseline
 (main before this change) loaded every session to answer. The baseline's store is written by
 the baseline itself (its rows lack the stored figures; it would not read them anyway).
@@ -20,27 +22,14 @@ import time
 from pathlib import Path
 
 from bench.baseline import BASELINE_REV, ROOT, baseline_tree
+from bench.service_shape import WRITE_SESSIONS
 
 SESSIONS = 1000
 CALLS = {"ours": 20, "baseline": 3}
 
-WRITE = r"""
-import sys
-from tokend.service.app import open_service
-from tokend.core.types import TextPart, Usage
-s = open_service(None, sys.argv[1])
-for i in range(int(sys.argv[2])):
-    sid = s.create_session("gpt-4o", workspace_uri="file:///ws").id
-    s.append(sid, "user", [TextPart(f"task {i}: make the build pass " * 20)])
-    s.append(sid, "assistant", [TextPart("done " * 50)], usage=Usage(1000 + i, 60))
-    s.append(sid, "user", [TextPart("thanks, next")])
-    s.append(sid, "assistant", [TextPart("ok")])
-s.close()
-"""
-
 
 def _env(server_dir: Path, folder: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(server_dir)}
+    env = {**os.environ, "PYTHONPATH": f"{server_dir}{os.pathsep}{ROOT}"}
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[var] = folder
     return env
@@ -52,7 +41,9 @@ def _measure(server_dir: Path, calls: int) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="tokend-list-") as folder:
         url = f"sqlite:///{folder}/list.sqlite3"
         env = _env(server_dir, folder)
-        subprocess.run([sys.executable, "-c", WRITE, url, str(SESSIONS)], env=env, check=True)
+        subprocess.run(
+            [sys.executable, "-c", WRITE_SESSIONS, url, str(SESSIONS)], env=env, check=True
+        )
         proc = subprocess.Popen(
             [sys.executable, "-m", "tokend", "--database-url", url, "lsp", "--standalone"],
             env=env,
@@ -77,7 +68,7 @@ def run() -> str:
     ours = _measure(ROOT / "server", CALLS["ours"])
     lines = [
         f"### session/list over {SESSIONS:,} sessions (bench/listing.py)\n",
-        "A fresh `tokend lsp --standalone` on a store of 1,000 sessions; milliseconds per call.",
+        f"A fresh `tokend lsp --standalone` on a store of {SESSIONS:,} sessions; milliseconds per call.",
         "Goal: <= 50 ms.\n",
         "| | calls | first | median | max |",
         "|---|---:|---:|---:|---:|",

@@ -10,7 +10,9 @@ and the highest round). A figure is flagged when it is worse by more than 10% AN
 not overlap the other tree's: the spread is the noise.
 
 BENCH_RESHAPE_ROUNDS (default 2) rounds; BENCH_RESHAPE_ONLY=name,name runs some sections alone
-(a rerun of a flagged figure); BENCH_RESHAPE_QUICK=1 shrinks the counts (a check that it works).
+(a rerun of a flagged figure); BENCH_RESHAPE_QUICK=1 shrinks the counts (a check that it works);
+BENCH_RESHAPE_MAIN=REV measures a third tree, REV (today's main, for a fix's figures beside it
+and beside the tree before the reshape), in the same rounds.
 Raw figures in bench/out/reshape.json. `python -m bench.run reshape` prints the section.
 """
 
@@ -37,6 +39,7 @@ from bench.status import BIG_SESSION
 
 BEFORE_RESHAPE_REV = "9f76291"
 ROUNDS = int(os.environ.get("BENCH_RESHAPE_ROUNDS", "2"))
+MAIN_REV = os.environ.get("BENCH_RESHAPE_MAIN")
 WORSE = 1.10
 OUT = Path(os.environ.get("BENCH_RESHAPE_OUT") or ROOT / "bench" / "out" / "reshape.json")
 Probe = Callable[[Path, dict[str, Any]], dict[str, float]]
@@ -113,6 +116,11 @@ def measure(wanted: list[str], rounds: int = ROUNDS) -> dict[str, Any]:
         if before is None:
             raise RuntimeError(f"this clone lacks {BEFORE_RESHAPE_REV}")
         trees = {"before": before, "after": ROOT}
+        if MAIN_REV:
+            main = stack.enter_context(baseline_tree(MAIN_REV))
+            if main is None:
+                raise RuntimeError(f"this clone lacks {MAIN_REV}")
+            trees = {"before": before, "main": main, "after": ROOT}
         shared = _shared(stack, trees, wanted)
         for name in wanted:
             got[name] = _rounds(name, PROBES[name][1], trees, shared, rounds)
@@ -123,9 +131,9 @@ def measure(wanted: list[str], rounds: int = ROUNDS) -> dict[str, Any]:
 def _rounds(
     name: str, probe: Probe, trees: dict[str, Path], shared: dict[str, Any], rounds: int
 ) -> dict[str, Any]:
-    section: dict[str, Any] = {"figures": {"before": [], "after": []}, "load": []}
+    section: dict[str, Any] = {"figures": {side: [] for side in trees}, "load": []}
     for n in range(rounds):
-        order = ("before", "after") if n % 2 == 0 else ("after", "before")
+        order = list(trees) if n % 2 == 0 else list(reversed(trees))
         for side in order:
             load = os.getloadavg()[0]
             print(f"reshape: {name} round {n + 1} {side}", file=sys.stderr, flush=True)
@@ -169,10 +177,12 @@ def _spread(values: list[float]) -> str:
 
 
 def table(got: dict[str, Any]) -> list[str]:
+    head = [f"main {BEFORE_RESHAPE_REV}", "after", "after/before", "rounds before", "rounds after"]
+    if MAIN_REV:
+        head += [f"main {MAIN_REV}", "after/main", "rounds main"]
     lines = [
-        f"| section: figure | main {BEFORE_RESHAPE_REV} | after | after/before | "
-        "rounds before | rounds after | |",
-        "|---|---:|---:|---:|---|---|---|",
+        f"| section: figure | {' | '.join(head)} | |",
+        f"|---|---:|---:|---:|---|---|{'---:|---:|---|' if MAIN_REV else ''}---|",
     ]
     for name, section in got.items():
         if "error" in section:
@@ -184,10 +194,12 @@ def table(got: dict[str, Any]) -> list[str]:
             mb, ma = statistics.median(b), statistics.median(a)
             ratio = ma / mb if mb else float("nan")
             worse = _worse(b, a)
-            lines.append(
-                f"| {name}: {key} | {mb:.3g} | {ma:.3g} | {ratio:.2f}x | {_spread(b)} | "
-                f"{_spread(a)} | {'**worse**' if worse else ''} |"
-            )
+            line = f"| {name}: {key} | {mb:.3g} | {ma:.3g} | {ratio:.2f}x | {_spread(b)} | {_spread(a)} |"
+            if MAIN_REV:
+                m = [r[key] for r in section["figures"]["main"]]
+                mm = statistics.median(m)
+                line += f" {mm:.3g} | {ma / mm if mm else float('nan'):.2f}x | {_spread(m)} |"
+            lines.append(line + f" {'**worse**' if worse else ''} |")
     return lines
 
 

@@ -15,26 +15,9 @@ from typing import Any
 from bench import app_root, config
 from bench.daemon import _Client, _p
 from bench.reshape_probes import LISTED_SESSIONS, Figures, _timed_ms
+from bench.service_shape import WRITE_SESSIONS
 
 FIGURES = 100_000
-
-
-WRITE = r"""
-import sys
-try:
-    from tokend.service.app import open_service as opener
-except ImportError:  # main before the composition root
-    from tokend.service.factory import build_service as opener
-from bench.service_shape import append, sessions
-from tokend.core.types import TextPart, Usage
-s = opener(None, sys.argv[1])
-for i in range(int(sys.argv[2])):
-    sid = sessions(s).create_session("gpt-4o", workspace_uri="file:///ws").id
-    append(s, sid, "user", [TextPart(f"task {i}: make the build pass " * 20)])
-    append(s, sid, "assistant", [TextPart("done " * 50)], usage=Usage(1000 + i, 60))
-    append(s, sid, "user", [TextPart("thanks, next")])
-s.close()
-"""
 
 
 def listing(server: Path, shared: dict[str, Any]) -> Figures:
@@ -45,7 +28,7 @@ def listing(server: Path, shared: dict[str, Any]) -> Figures:
         env = {**os.environ, "PYTHONPATH": f"{server}{os.pathsep}{shared['root']}"}
         for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
             env[var] = folder
-        subprocess.run([sys.executable, "-c", WRITE, url, str(LISTED_SESSIONS)], env=env,
+        subprocess.run([sys.executable, "-c", WRITE_SESSIONS, url, str(LISTED_SESSIONS)], env=env,
                        check=True, capture_output=True)  # fmt: skip
         proc = subprocess.Popen(
             [sys.executable, "-m", "tokend", "--database-url", url, "lsp", "--standalone"],

@@ -74,3 +74,32 @@ def test_a_flat_watch_polls_its_folder_when_no_inotify_instance_is_left(
     for thread in watch.threads():
         thread.join(WAIT_SECONDS)
         assert not thread.is_alive()
+
+
+def test_importing_the_adapter_leaves_watchdogs_logger_alone_until_a_watch_starts(
+    tmp_path: Path,
+):
+    """The filter of watchdog's noise at a stopped emitter is installed where a watch starts:
+    importing adapters.watch (as every command importing the composition root does) installed it
+    before. A fresh interpreter: this process has started watches already."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import logging, pathlib, sys\n"
+        "from tokend.adapters.watch import PathWatch\n"
+        "inotify = logging.getLogger('watchdog.observers.inotify')\n"
+        "print(len(inotify.filters))\n"
+        "for _ in range(2):\n"
+        "    watch = PathWatch(pathlib.Path(sys.argv[1]), print, print, recursive=False)\n"
+        "    watch.start()\n"
+        "    watch.stop()\n"
+        "print(len(inotify.filters))\n"
+        "record = inotify.makeRecord('watchdog.observers.inotify', logging.ERROR, 'probe', 1,\n"
+        "    'InotifyEmitter.queue_events() called when the thread is inactive', (), None)\n"
+        "print(inotify.filter(record))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["0", "1", "False"], done.stdout + done.stderr

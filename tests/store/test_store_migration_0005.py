@@ -146,8 +146,9 @@ def test_the_migrated_store_lists_and_loads_what_that_tokend_reported(old_store:
         listed = {info.id: gauge for info, gauge in service.sessions.session_gauges(WORKSPACE)}
         for name, entry in REPORTED.items():
             if name == "deleted":
-                info = service.store.get_session_including_deleted(entry["id"])
-                assert info is not None and info.deleted_at is not None
+                deleted = admin.list_sessions(service, None, deleted=True)
+                [info] = [i for i in deleted if i.id == entry["id"]]
+                assert info.deleted_at is not None
                 gauge = admin.session_gauge(service, info)
             else:
                 gauge = listed[entry["id"]]

@@ -138,7 +138,7 @@ def test_processes_opening_one_new_file_at_once_all_succeed(db_url: str):
         worker.join(60)
     assert [w.exitcode for w in workers] == [0] * count
     with SqlStore.open(db_url) as store:
-        assert sorted(s.id for s in store.list_sessions()) == [f"s{i}" for i in range(count)]
+        assert sorted(s.id for s in store.listings.listed()) == [f"s{i}" for i in range(count)]
         assert all(len(store.load_messages(f"s{i}")) == 1 for i in range(count))
 
 

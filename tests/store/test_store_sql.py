@@ -203,7 +203,7 @@ def test_soft_delete_hides_a_session_but_keeps_its_history(store: SqlStore):
     store.append_message(sent)
     store.commit_change("s1", SessionCommit(fields=SessionFields(deleted_at=at(9))))
     assert store.get_session("s1") is None
-    assert store.list_sessions() == []
+    assert store.listings.listed() == []
     with pytest.raises(SessionNotFound):
         store.load_messages("s1")
     assert count_rows(store, MessageRow) == 1
@@ -215,10 +215,10 @@ def test_list_sessions_filters_by_workspace_newest_first(store: SqlStore):
     store.create_session(session_info("a", workspace_uri="file:///w1", updated_at=at(1)))
     store.create_session(session_info("b", workspace_uri="file:///w1", updated_at=at(2)))
     store.create_session(session_info("c", workspace_uri="file:///w2", updated_at=at(3)))
-    assert [s.id for s in store.list_sessions()] == ["c", "b", "a"]
-    assert [s.id for s in store.list_sessions("file:///w1")] == ["b", "a"]
+    assert [s.id for s in store.listings.listed()] == ["c", "b", "a"]
+    assert [s.id for s in store.listings.listed("file:///w1")] == ["b", "a"]
     store.append_message(message("a", created_at=at(10)))
-    assert [s.id for s in store.list_sessions("file:///w1")] == ["a", "b"]
+    assert [s.id for s in store.listings.listed("file:///w1")] == ["a", "b"]
 
 
 def test_a_commit_sets_the_columns_its_fields_name_and_leaves_the_others(store: SqlStore):
@@ -245,7 +245,7 @@ def test_a_commit_sets_the_columns_its_fields_name_and_leaves_the_others(store: 
 def test_create_session_with_an_unknown_parent_raises(store: SqlStore):
     with pytest.raises(SessionNotFound, match="parent"):
         store.create_session(session_info("s1", parent_id="missing"))
-    assert store.list_sessions() == []
+    assert store.listings.listed() == []
 
 
 def test_compaction_marks_and_token_counts_survive_reopen(db_url: str):

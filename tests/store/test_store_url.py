@@ -26,5 +26,5 @@ def test_default_is_a_sqlite_file_in_the_user_data_dir(
     assert url == "sqlite:///" + (data_dir / "tokend.sqlite3").as_posix()
     assert data_dir.is_dir()  # created, so SQLite can make the file
     with SqlStore.open() as store:
-        assert store.list_sessions() == []
+        assert store.listings.listed() == []
     assert (data_dir / "tokend.sqlite3").is_file()

@@ -3,7 +3,18 @@ rule has one right answer and a tempting wrong one."""
 
 from __future__ import annotations
 
-from tokend.core.repomap.imports import file_key, imported, path_index, reach, reached, spec_key
+from collections.abc import Iterable
+
+from tokend.core.repomap.imports import PathIndex, Resolution, file_key, path_index, spec_key
+
+
+def reached(path: str, specs: Iterable[str], index: PathIndex) -> list[str]:
+    return Resolution(index, {path: tuple(specs)}).reached(path)
+
+
+def imported(path: str, specs: Iterable[str], index: PathIndex) -> dict[str, float]:
+    return Resolution(index, {path: tuple(specs)}).imported(path)
+
 
 PATHS = [
     "src/pkg/__init__.py",
@@ -35,7 +46,7 @@ def test_python_modules_by_package_name_and_relative():
 def test_a_package_that_re_exports_passes_on_what_it_imports():
     index = path_index(PATHS)
     imports = {"src/pkg/sub/tool.py": ("pkg",), "src/pkg/__init__.py": (".models",)}
-    assert reach("src/pkg/sub/tool.py", imports, index) == [
+    assert Resolution(index, imports).reach("src/pkg/sub/tool.py") == [
         "src/pkg/__init__.py",
         "src/pkg/models.py",
     ]

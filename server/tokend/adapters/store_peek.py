@@ -22,7 +22,7 @@ DATABASE_URL_ENV = "TOKEND_DATABASE_URL"  # as adapters/store/url.py and the set
 DEFAULT_DB_FILENAME = "tokend.sqlite3"
 SQLITE_PREFIX = "sqlite:///"
 COLUMNS = "id, version, workspace_uri, gauge_state"
-NEWEST = (  # SqlStore.list_sessions' order: its first is the folder's active session
+NEWEST = (  # SqlStore.listings.newest's order: the folder's active session
     f"SELECT {COLUMNS} FROM sessions WHERE deleted_at IS NULL AND workspace_uri = ? "
     "ORDER BY updated_at DESC, id DESC LIMIT 1"
 )

@@ -56,13 +56,16 @@ __all__ = ["POLL_SECONDS", "WATCHED_EVENTS", "PathWatch", "unwatched_folders"]
 
 class _StoppedEmitterNoise(logging.Filter):
     """watchdog logs an ERROR when an event is read while its emitter is being stopped (our
-    stop, racing a save): nothing is lost that anyone still wants, so it is not logged."""
+    stop, racing a save): nothing is lost that anyone still wants, so it is not logged.
+    Installed on watchdog's logger when a watch starts (not when this module is imported);
+    adding the one instance again changes nothing."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "called when the thread is inactive" not in record.getMessage()
 
 
-logging.getLogger("watchdog.observers.inotify").addFilter(_StoppedEmitterNoise())
+STOPPED_EMITTER_NOISE = _StoppedEmitterNoise()
+INOTIFY_LOGGER = "watchdog.observers.inotify"
 
 NAMED_IN_NOTICE = 3  # polled folders the notice names
 # What changes a file; not opens and reads: asked of inotify, a tree read whole (the tags, the
@@ -124,6 +127,7 @@ class PathWatch:
 
     def start(self) -> None:
         """Watch (or poll) from now on; an OSError other than a limit reached is raised."""
+        logging.getLogger(INOTIFY_LOGGER).addFilter(STOPPED_EMITTER_NOISE)
         handler = _Collector(self._on_path, self._new_folder, self.own)
         unwatched: list[Path] = []
         limit = "max_user_watches"

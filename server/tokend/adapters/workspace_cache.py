@@ -105,9 +105,6 @@ class WorkspaceCache:
                 continue
         return found
 
-    def put_tags(self, tags: Mapping[str, Mapping[str, Any]]) -> None:
-        self.put_tag_texts({k: json.dumps(v, separators=(",", ":")) for k, v in tags.items()})
-
     def put_tag_texts(self, tags: Mapping[str, str]) -> None:
         """Tags already written as JSON text (by the tag workers): kept as they are."""
         self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", tags.items())
@@ -138,11 +135,6 @@ class WorkspaceCache:
     def put_hashes(self, root: str, hashes: Mapping[str, tuple[int, int, str]]) -> None:
         rows = ((root, p, s, m, h) for p, (s, m, h) in hashes.items())
         self._write("INSERT OR REPLACE INTO file_hashes VALUES (?, ?, ?, ?, ?)", rows)
-
-    def forget_hashes(self, root: str, paths: Iterable[str]) -> None:
-        self._write(
-            "DELETE FROM file_hashes WHERE root = ? AND path = ?", ((root, p) for p in paths)
-        )
 
     def close(self) -> None:
         with self._lock:

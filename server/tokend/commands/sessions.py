@@ -20,7 +20,7 @@ from tokend.commands.local import local_app
 from tokend.commands.output import Cell, Column, percent_style, plural, say, write_json, write_table
 from tokend.commands.rpc_client import DaemonClient
 from tokend.core.errors import SessionNotFound, TokendError
-from tokend.core.types import SessionInfo
+from tokend.core.types import ListedSession, SessionInfo
 from tokend.core.workspace.files import workspace_folder
 from tokend.lsp import wire
 from tokend.lsp.results import to_wire_session_ref
@@ -115,7 +115,7 @@ def list_sessions(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _row(service: TokendService, info: SessionInfo) -> dict[str, Any]:
+def _row(service: TokendService, info: ListedSession) -> dict[str, Any]:
     """One session as `--json` prints it (camelCase; gauge figures null when unknown)."""
     try:
         gauge = admin.session_gauge(service, info)

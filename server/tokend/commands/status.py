@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
 
 def active_session_id(service: TokendService, workspace: Path) -> str:
-    sessions = service.sessions.list_sessions(workspace.resolve().as_uri())
-    if not sessions:
+    newest = service.sessions.active_session_id(workspace.resolve().as_uri())
+    if newest is None:
         raise _no_session(workspace)
-    return sessions[0].id
+    return newest
 
 
 def _no_session(workspace: Path) -> SessionNotFound:

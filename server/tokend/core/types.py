@@ -212,6 +212,21 @@ class SessionGauge:
 
 
 @dataclass(frozen=True, slots=True)
+class ListedSession:
+    """A session as listings show it (`session/list`, `tokend sessions`), read from the store
+    without loading it: its row's plain columns and stored gauge, none of its JSON."""
+
+    id: str
+    model: str
+    created_at: datetime
+    updated_at: datetime
+    title: str | None = None
+    workspace_uri: str | None = None
+    deleted_at: datetime | None = None
+    gauge: SessionGauge | None = None  # None: stored before gauges were kept; load it
+
+
+@dataclass(frozen=True, slots=True)
 class AnchorDelta:
     """A prune since the last provider call moved the anchored figure by `tokens`."""
 

@@ -18,11 +18,11 @@ from tokend.core.types import (
     FilePart,
     ImagePart,
     Iteration,
+    ListedSession,
     Part,
     ReasoningPart,
     Role,
     SessionGauge,
-    SessionInfo,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -263,7 +263,7 @@ def _to_wire_rate(s: BudgetSnapshot) -> budget.RateWire | None:
     )
 
 
-def to_wire_session_summary(info: SessionInfo, gauge: SessionGauge) -> session.SessionSummaryWire:
+def to_wire_session_summary(info: ListedSession, gauge: SessionGauge) -> session.SessionSummaryWire:
     return session.SessionSummaryWire(
         session_id=info.id,
         model=info.model,

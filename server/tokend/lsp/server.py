@@ -112,14 +112,14 @@ class TokendServer(LanguageServer):
             return
         session_id = wanted
         if wanted == "active":
-            sessions = (
-                self.service.sessions.list_sessions(self.workspace_uri)
+            newest = (
+                self.service.sessions.active_session_id(self.workspace_uri)
                 if self.workspace_uri
-                else []
+                else None
             )
-            if not sessions:
+            if newest is None:
                 return
-            session_id = sessions[0].id
+            session_id = newest
         try:
             snapshot = self.attach(session_id)
         except TokendError as exc:

@@ -125,6 +125,7 @@ class App:
         passes save_calibration=False: a running daemon may have saved a newer one."""
         self.begin_stop()
         if self.parts is not None:
+            self.parts.remeasures.close()
             self.parts.followers.close()
             self.parts.workspaces.close()
             if self.parts.checkpoints is not None:

@@ -36,6 +36,7 @@ class WorkspaceParts:
     workspaces: Workspaces
     followers: Followers
     checkpoints: Checkpoints | None  # a serving app's, or `tokend checkpoints`'
+    remeasures: session_files.Remeasures  # the sessions' files re-measured after changes
 
 
 def index_ports() -> IndexPorts:
@@ -66,13 +67,13 @@ def workspace_parts(
     workspaces = Workspaces(
         service, open_index=open_index, watch=watch, prepare_rank=blas.single_threaded
     )
-    workspaces.session_hooks.append(
-        lambda index, paths: session_files.refresh_sessions(workspaces, index, paths)
-    )
+    remeasures = session_files.Remeasures(workspaces)
+    workspaces.session_hooks.append(remeasures.after_change)
     checkpoints = None
     if checkpoint_store is not None:
         config = service.config.checkpoints  # the user's settings: one store per user
         checkpoints = Checkpoints(
             service, workspaces, checkpoint_store, config, files=service.files
         )
-    return WorkspaceParts(workspaces, Followers(service, watch=PathWatch), checkpoints)
+    followers = Followers(service, watch=PathWatch)
+    return WorkspaceParts(workspaces, followers, checkpoints, remeasures)

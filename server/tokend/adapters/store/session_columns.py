@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Select, bindparam, select, update
+from sqlalchemy import CursorResult, bindparam, update
 from sqlalchemy.orm import Session
 
 from tokend.adapters.store.models import SessionRow, table_of
@@ -114,9 +114,8 @@ def fields_columns(fields: SessionFields) -> dict[str, Any]:
     return columns
 
 
-def session_info(row: SessionRow, *, state: bool = True) -> SessionInfo:
-    """The row as a SessionInfo; without `state`, its figures carry no gauge state (a listing's:
-    the row was read without that column, and loading reads the row again by id)."""
+def session_info(row: SessionRow) -> SessionInfo:
+    """The row as a SessionInfo."""
     return SessionInfo(
         id=row.id,
         model=row.model,
@@ -130,7 +129,7 @@ def session_info(row: SessionRow, *, state: bool = True) -> SessionInfo:
         deleted_at=row.deleted_at,
         extra=dict(row.extra or {}),
         version=row.version or 0,
-        figures=figures_of(row, state),
+        figures=figures_of(row),
         chat_files=tuple(
             ChatFile(str(f["path"]), bool(f.get("readOnly")))
             for f in row.chat_files or ()
@@ -143,7 +142,7 @@ def session_info(row: SessionRow, *, state: bool = True) -> SessionInfo:
     )
 
 
-def figures_of(row: SessionRow, state: bool = True) -> SessionFigures:
+def figures_of(row: SessionRow) -> SessionFigures:
     anchor = None
     if row.anchor_message_id is not None and row.anchor_delta_tokens is not None:
         anchor = AnchorDelta(row.anchor_message_id, row.anchor_delta_tokens)
@@ -155,25 +154,33 @@ def figures_of(row: SessionRow, state: bool = True) -> SessionFigures:
         errors=tuple(EstimateError(int(p), int(a)) for p, a in row.estimate_errors or ()),
         anchor_delta=anchor,
         gauge=gauge_of(row),
-        state=row.gauge_state if state else None,
+        state=row.gauge_state,
     )
 
 
 def gauge_of(row: SessionRow) -> SessionGauge | None:
     """The stored gauge, or None when the row has none (a session no change has moved since
     gauges were stored: the listing loads it and shows its live figures)."""
-    used, pct = row.gauge_used_tokens, row.gauge_used_percentage
-    window, estimated = row.gauge_context_window, row.gauge_estimated
+    return stored_gauge(
+        row.gauge_used_tokens,
+        row.gauge_used_percentage,
+        row.gauge_context_window,
+        row.gauge_estimated,
+        row.gauge_version,
+        row.gauge_model,
+    )
+
+
+def stored_gauge(
+    used: int | None,
+    pct: float | None,
+    window: int | None,
+    estimated: bool | None,
+    version: int | None,
+    model: str | None,
+) -> SessionGauge | None:
+    """The gauge of the row's six gauge columns (in the order the table has them); None when
+    the row has none."""
     if used is None or pct is None or window is None or estimated is None:
         return None
-    return SessionGauge(used, pct, window, estimated, row.gauge_version or 0, row.gauge_model or "")
-
-
-def list_query() -> Select[Any]:
-    """The sessions table as a listing reads it (session/list, `tokend sessions`): plain rows
-    (SQLAlchemy Core: no ORM object, identity map or instrumented attribute per row; session_info
-    reads a row's columns by name either way) of every column but the gauge state, which only
-    loading needs (it reads the row again by id). The ORM objects of 31 columns and the gauge
-    state's JSON, parsed for every row, made session/list of 300 sessions 2-4x slower than main
-    before the figures had columns (bench/reshape.py)."""
-    return select(*(column for column in table_of(SessionRow).c if column.key != "gauge_state"))
+    return SessionGauge(used, pct, window, estimated, version or 0, model or "")

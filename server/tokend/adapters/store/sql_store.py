@@ -24,6 +24,7 @@ from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.grown_rows import rewrite_message
 from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
+from tokend.adapters.store.listings import SqlListings
 from tokend.adapters.store.message_read import collector_paused
 from tokend.adapters.store.models import (
     CalibrationRow,
@@ -33,7 +34,7 @@ from tokend.adapters.store.models import (
     TokenCacheRow,
     table_of,
 )
-from tokend.adapters.store.session_columns import info_columns, list_query, session_info, set_fields
+from tokend.adapters.store.session_columns import info_columns, session_info, set_fields
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
@@ -99,6 +100,8 @@ class SqlStore:
         sqlite_file = engine.dialect.name == "sqlite" and not engine.url.query.get("uri")
         self._file = store_file(engine.url.database) if sqlite_file else None
         self._path = engine.url.database if sqlite_file else None
+        # Many sessions' rows, each read with the columns its caller uses (session/list, ...).
+        self.listings = SqlListings(self._reading)
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -185,14 +188,6 @@ class SqlStore:
         with self._reading() as session:
             row = rows.live(session, session_id)
             return None if row is None else session_info(row)
-
-    def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
-        query = list_query().where(SessionRow.deleted_at.is_(None))
-        if workspace_uri is not None:
-            query = query.where(SessionRow.workspace_uri == workspace_uri)
-        query = query.order_by(SessionRow.updated_at.desc(), SessionRow.id.desc())
-        with self._reading() as session:
-            return [session_info(cast(SessionRow, r), state=False) for r in session.execute(query)]
 
     # --- messages and parts -----------------------------------------------------------------
 
@@ -435,12 +430,3 @@ class SqlStore:
         with self._reading() as session:
             row = session.get(SessionRow, session_id)
             return None if row is None else session_info(row)
-
-    def list_deleted_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
-        """Soft-deleted sessions, most recently deleted first; all workspaces when None."""
-        query = list_query().where(SessionRow.deleted_at.is_not(None))
-        if workspace_uri is not None:
-            query = query.where(SessionRow.workspace_uri == workspace_uri)
-        query = query.order_by(SessionRow.deleted_at.desc(), SessionRow.id.desc())
-        with self._reading() as session:
-            return [session_info(cast(SessionRow, r), state=False) for r in session.execute(query)]

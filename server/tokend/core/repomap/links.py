@@ -72,7 +72,7 @@ class ImportLinks:
         """The links of `rows` (rows of `paths`, which are sorted), with the signals asked for."""
         if not (reach or imports):
             return Links(specific=specific)
-        index = self.index(paths)
+        resolution = resolve.Resolution(self.index(paths), self.imports)
         reached: dict[int, Array] = {}
         direct: dict[int, tuple[Array, Array]] = {}
         for row in rows.tolist():
@@ -80,10 +80,10 @@ class ImportLinks:
             if path not in self.imports and not path.endswith(".go"):
                 continue
             if reach:
-                found = resolve.reach(path, self.imports, index)
+                found = resolution.reach(path)
                 reached[row] = np.array([bisect_left(paths, p) for p in found], dtype=np.int64)
             if imports and path in self.imports:
-                weights = resolve.imported(path, self.imports[path], index)
+                weights = resolution.imported(path)
                 order = sorted((bisect_left(paths, p), w) for p, w in weights.items())
                 direct[row] = (np.array([r for r, _ in order], dtype=np.int32),
                                np.array([w for _, w in order]))  # fmt: skip

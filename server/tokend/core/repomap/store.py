@@ -73,17 +73,10 @@ def rows_of(offsets: Array) -> Array:
     return np.repeat(np.arange(len(offsets) - 1, dtype=np.int32), np.diff(offsets))
 
 
-def splice(offsets: Array, columns: Sequence[Array], runs: Sequence[Any]) -> tuple[Any, ...]:
-    """A table of rows (entries of row i: offsets[i]:offsets[i+1] of each column) rebuilt from
-    `runs`, in order: (a, b) takes old rows a..b-1 whole, a tuple of arrays is one new row."""
-    return (
-        splice_offsets(offsets, runs),
-        *(splice_column(offsets, column, runs, i) for i, column in enumerate(columns)),
-    )
-
-
 def splice_offsets(offsets: Array, runs: Sequence[Any]) -> Array:
-    """The row offsets of the table `splice` makes."""
+    """The row offsets of a table of rows (entries of row i: offsets[i]:offsets[i+1] of each
+    column) rebuilt from `runs`, in order: (a, b) takes old rows a..b-1 whole, a tuple of
+    arrays is one new row."""
     lengths: list[Array] = []
     for run in runs:
         if isinstance(run[0], (int, np.integer)):
@@ -99,7 +92,7 @@ def splice_offsets(offsets: Array, runs: Sequence[Any]) -> Array:
 
 
 def splice_column(offsets: Array, column: Array, runs: Sequence[Any], index: int) -> Array:
-    """Column `index` of the table `splice` makes (one column at a time: a caller replacing
+    """Column `index` of the table splice_offsets' `runs` make (one column at a time: a caller replacing
     its columns one by one holds one old column beside its new one, not the whole table)."""
     parts: list[Array] = []
     for run in runs:

@@ -12,7 +12,7 @@ from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import InvalidParams, SessionNotFound
 from tokend.core.excerpt import excerpt
 from tokend.core.session.changes import Delete, Restore
-from tokend.core.types import SessionGauge, SessionInfo
+from tokend.core.types import ListedSession, SessionGauge, SessionInfo
 from tokend.service.session.ports import SessionService
 
 MAX_TITLE_CHARS = 200
@@ -59,15 +59,13 @@ def rename_session(service: SessionService, session_id: str, title: str) -> Sess
 
 def list_sessions(
     service: SessionService, workspace_uri: str | None, *, deleted: bool = False
-) -> list[SessionInfo]:
+) -> list[ListedSession]:
     """The workspace's sessions (all workspaces when None), newest updated first; with `deleted`,
     the soft-deleted ones instead, most recently deleted first."""
-    if deleted:
-        return service.store.list_deleted_sessions(workspace_uri)
-    return service.sessions.list_sessions(workspace_uri)
+    return service.sessions.list_sessions(workspace_uri, deleted=deleted)
 
 
-def session_gauge(service: SessionService, info: SessionInfo) -> SessionGauge | None:
+def session_gauge(service: SessionService, info: ListedSession) -> SessionGauge | None:
     """The gauge a listing shows (service.session.sessions.listed_gauge); None for a deleted session without
     stored figures."""
     return service.sessions.listed_gauge(info)

@@ -15,7 +15,7 @@ from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import InvalidParams
 from tokend.core.models.catalog import ModelInfo, with_context_window
 from tokend.core.ports import Clock, Store
-from tokend.core.types import SessionGauge, SessionInfo
+from tokend.core.types import ListedSession, SessionGauge, SessionInfo
 from tokend.service.models.session_models import SessionModels
 from tokend.service.session.listeners import SnapshotListeners
 from tokend.service.session.loader import SessionLoader
@@ -137,28 +137,35 @@ class Sessions:
     def snapshot(self, session_id: str) -> BudgetSnapshot:
         return self.state(session_id).snapshot
 
-    def list_sessions(self, workspace_uri: str | None = None) -> list[SessionInfo]:
-        """Sessions from the store (`figures.gauge` holds the gauge stored with each)."""
-        return self._store.list_sessions(workspace_uri)
+    def list_sessions(
+        self, workspace_uri: str | None = None, *, deleted: bool = False
+    ) -> list[ListedSession]:
+        """What a listing shows of the sessions, from the store (`gauge`: the one stored with
+        each); with `deleted`, of the soft-deleted ones (core.ports.SessionListings.listed)."""
+        return self._store.listings.listed(workspace_uri, deleted=deleted)
+
+    def active_session_id(self, workspace_uri: str) -> str | None:
+        """The workspace's session updated last; None when it has none."""
+        return self._store.listings.newest(workspace_uri)
 
     def session_gauges(
         self, workspace_uri: str | None = None
-    ) -> list[tuple[SessionInfo, SessionGauge]]:
+    ) -> list[tuple[ListedSession, SessionGauge]]:
         """Every session with its gauge, newest first, without loading them (listed_gauge)."""
         listed = []
-        for info in self._store.list_sessions(workspace_uri):
+        for info in self._store.listings.listed(workspace_uri):
             gauge = self.listed_gauge(info)
             assert gauge is not None  # listed sessions are not deleted
             listed.append((info, gauge))
         return listed
 
-    def listed_gauge(self, info: SessionInfo) -> SessionGauge | None:
+    def listed_gauge(self, info: ListedSession) -> SessionGauge | None:
         """The gauge a listing shows: a loaded session's live snapshot, else the figures stored
         with its last change, else (stored before those were kept) the session loaded once;
         None for a deleted session without stored figures."""
         state = self._loaded.get(info.id)
         if state is not None:
             return gauge_of(state.snapshot)
-        if info.figures.gauge is not None or info.deleted_at is not None:
-            return info.figures.gauge
+        if info.gauge is not None or info.deleted_at is not None:
+            return info.gauge
         return gauge_of(self.snapshot(info.id))

@@ -173,9 +173,8 @@ class TranscriptImporter:
         if self.session_id is not None:
             saved = self.service.sessions.state(self.session_id).data.info.transcript_cursor
             return dict(saved) if saved is not None else {}
-        for info in self.service.sessions.list_sessions(None):
-            saved = info.transcript_cursor
-            if saved is None or saved.get("source") != self.agent:
+        for session_id, workspace_uri, saved in self.service.store.listings.transcript_cursors():
+            if saved.get("source") != self.agent:
                 continue
             same = (
                 saved.get("sessionId") == origin.session_id
@@ -183,8 +182,7 @@ class TranscriptImporter:
                 else saved.get("path") == str(self.path.resolve())
             )
             if same:
-                self.session_id = info.id
-                self.workspace_uri = info.workspace_uri
+                self.session_id, self.workspace_uri = session_id, workspace_uri
                 return dict(saved)
         return {}
 

@@ -103,21 +103,21 @@ class UsageMonitor:
     def _seed(self) -> None:
         since = self._service.clock.now() - KEEP
         try:
-            recent = [i for i in self._service.store.list_sessions() if i.updated_at >= since]
+            recent = self._service.store.listings.updated_since(since)
         except StoreError as exc:  # a damaged store: counted from now on
             log.warning("usage: the recent calls could not be read: %s", exc.message)
             return
-        for info in recent:
+        for session_id, workspace_uri in recent:
             try:
-                messages = self._service.store.load_all_messages(info.id)
+                messages = self._service.store.load_all_messages(session_id)
             except StoreError as exc:  # that session's pages are damaged; the others count
-                log.warning("usage: session %s could not be read: %s", info.id, exc.message)
+                log.warning("usage: session %s could not be read: %s", session_id, exc.message)
                 continue
             with self._lock:
                 recorded = {call.message_id for call in self._calls}  # heard since it started
                 for message in messages:
                     if message.id not in recorded:
-                        self._record(message, info.workspace_uri, sinks=False)
+                        self._record(message, workspace_uri, sinks=False)
         with self._lock:  # oldest first again, whatever was recorded before the seed
             self._calls = deque(sorted(self._calls, key=lambda c: c.at))
             self._today.forget()

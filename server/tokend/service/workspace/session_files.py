@@ -146,22 +146,39 @@ async def session_workspace(workspaces: Workspaces, session_id: str) -> SessionW
     return await workspaces.service.workers.run(lambda: gather(workspaces, data))
 
 
-def refresh_sessions(workspaces: Workspaces, index: WorkspaceIndex, paths: set[str]) -> None:
-    """After `paths` of `index` changed: re-measure the loaded sessions they concern."""
-    memory_touched = any(
-        p.split("/")[-1] in MEMORY_NAMES or p.startswith(".claude/") for p in paths
-    )
-    service = workspaces.service
-    for snapshot in service.sessions.loaded_snapshots():
-        data = service.sessions.state(snapshot.session_id).data
-        uri = data.info.workspace_uri
-        if not uri or workspaces.get(uri) is not index:
-            continue
-        if memory_touched or any(p in paths for p, _ in listed(data)):
-            _pending.add(asyncio.ensure_future(_remeasure(workspaces, data.id)))
+class Remeasures:
+    """The re-measures file changes start, each a task on the event loop kept until it ends.
+    The composition root (service/app_workspaces.py) builds one and hooks it into the
+    workspaces; the app's `close` cancels the tasks still running, before it ends the workers
+    and the store they would use."""
 
+    def __init__(self, workspaces: Workspaces) -> None:
+        self._workspaces = workspaces
+        self._pending: set[asyncio.Future[None]] = set()
 
-_pending: set[asyncio.Future[None]] = set()  # keeps the tasks alive until they finish
+    def after_change(self, index: WorkspaceIndex, paths: set[str]) -> None:
+        """After `paths` of `index` changed (on the loop): re-measure the loaded sessions they
+        concern."""
+        memory_touched = any(
+            p.split("/")[-1] in MEMORY_NAMES or p.startswith(".claude/") for p in paths
+        )
+        workspaces = self._workspaces
+        service = workspaces.service
+        for snapshot in service.sessions.loaded_snapshots():
+            data = service.sessions.state(snapshot.session_id).data
+            uri = data.info.workspace_uri
+            if not uri or workspaces.get(uri) is not index:
+                continue
+            if memory_touched or any(p in paths for p, _ in listed(data)):
+                task = asyncio.ensure_future(_remeasure(workspaces, data.id))
+                self._pending.add(task)
+                task.add_done_callback(self._pending.discard)
+
+    def close(self) -> None:
+        """Cancel the re-measures still running (none is started after)."""
+        for task in list(self._pending):
+            task.cancel()
+        self._pending.clear()
 
 
 async def _remeasure(workspaces: Workspaces, session_id: str) -> None:
@@ -170,5 +187,3 @@ async def _remeasure(workspaces: Workspaces, session_id: str) -> None:
         measure(workspaces, session_id, gathered)
     except Exception:
         log.exception("re-measuring session %s after a file change failed", session_id)
-    finally:
-        _pending.difference_update({t for t in _pending if t.done()})
