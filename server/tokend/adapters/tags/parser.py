@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from typing import Any
 
+from tokend.adapters.tags.preproc import scan
 from tokend.adapters.tags.queries import QUERIES
 from tokend.core.repomap.tags import Definition, FileTags
 from tokend.core.repomap.text import count_words
@@ -107,6 +108,10 @@ class TagParser:
     def tags(self, language: str, source: bytes) -> FileTags:
         if language not in GRAMMARS:
             return FileTags(error=f"no grammar for {language}")
+        if language == "c":  # a file of directives only: its tags without tree-sitter
+            scanned = scan(source)
+            if scanned is not None:
+                return _file_tags(scanned[0], scanned[1], (), source)
         loaded = _load(language)
         if isinstance(loaded, str):
             return FileTags(error=loaded)
@@ -122,27 +127,38 @@ class TagParser:
             captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
         except Exception as exc:
             return FileTags(error=f"{language} parse failed: {exc}")
-        definitions: dict[tuple[str, int], Definition] = {}
+        named: list[tuple[str, int]] = []
         def_starts = set()
         for node in captures.get("def", ()):
             start = node.start_byte
             raw = source[start : node.end_byte]
             if not raw:
                 continue
-            name, row = raw.decode("utf-8", "replace"), node.start_point[0]
+            named.append((raw.decode("utf-8", "replace"), node.start_point[0]))
             def_starts.add(start)
-            definitions.setdefault((name, row), Definition(name, row, NO_LINE_TEXT))
         references = _references(source, captures.get("ref", ()), def_starts)
-        ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
         imports = sorted({spec for node in captures.get("import", ()) for spec in _specs(node)})
-        words = count_words(source)
-        return FileTags(ordered, references, imports=tuple(imports), words=words)
+        return _file_tags(named, references, tuple(imports), source)
+
+
+def _file_tags(
+    named: list[tuple[str, int]],
+    references: dict[str, int],
+    imports: tuple[str, ...],
+    source: bytes,
+) -> FileTags:
+    """A file's tags from its definitions' (name, line) (each pair once, ordered by line and
+    name), its references (ordered by name) and imports, and the words of its text."""
+    definitions = {pair: Definition(*pair, NO_LINE_TEXT) for pair in named}
+    ordered = tuple(definitions[pair] for pair in sorted(definitions, key=lambda p: (p[1], p[0])))
+    return FileTags(ordered, dict(sorted(references.items())), imports=imports,
+                    words=count_words(source))  # fmt: skip
 
 
 def _references(source: bytes, nodes: Any, def_starts: set[int]) -> dict[str, int]:
-    """The `@ref` captures but the definitions' own names, counted (sorted by name): counted
-    as bytes and each distinct one decoded once (the kernel: 30 references a file, the same
-    few names again and again)."""
+    """The `@ref` captures but the definitions' own names, counted: counted as bytes and each
+    distinct one decoded once (the kernel: 30 references a file, the same few names again and
+    again)."""
     counted = Counter(
         [source[n.start_byte : n.end_byte] for n in nodes if n.start_byte not in def_starts]
     )
@@ -151,7 +167,7 @@ def _references(source: bytes, nodes: Any, def_starts: set[int]) -> dict[str, in
         if raw:  # (two byte strings may decode alike: invalid UTF-8 becomes U+FFFD)
             name = raw.decode("utf-8", "replace")
             references[name] = references.get(name, 0) + count
-    return dict(sorted(references.items()))
+    return references
 
 
 def _specs(node: Any) -> list[str]:
