@@ -11,6 +11,7 @@ import importlib
 import logging
 import threading
 from collections import Counter
+from operator import itemgetter
 from typing import Any
 
 from tokend.adapters.tags.preproc import scan
@@ -19,6 +20,10 @@ from tokend.core.repomap.tags import Definition, FileTags
 from tokend.core.repomap.text import count_words
 
 log = logging.getLogger(__name__)
+# A file's tags as plain values: its definitions (name, line, line text), references, imports,
+# words and error (FileTags' fields, a definition a tuple).
+Raw = tuple[list[tuple[str, int, str]], dict[str, int], tuple[str, ...], dict[str, int], str | None]
+_BY_LINE = itemgetter(1, 0)  # a (name, line) pair's order: by line, then name
 # A definition's line text is not kept: the map reads its lines from the file when it shows them
 # (core.repomap.render), and the kernel's definitions' lines were half of their cached JSON
 # (issue 22: 25.7 MB of 1,500 files' tags against 11.8 without), decoded, cut, sent and stored.
@@ -106,15 +111,22 @@ class TagParser:
         return parser
 
     def tags(self, language: str, source: bytes) -> FileTags:
+        definitions, references, imports, words, error = self.raw(language, source)
+        return FileTags(tuple(Definition(*d) for d in definitions), references, error, imports,
+                        words)  # fmt: skip
+
+    def raw(self, language: str, source: bytes) -> Raw:
+        """`tags` as plain values, without a Definition object (a tag worker sends them on as
+        JSON and packed: adapters.tag_wire.wire_fields)."""
         if language not in GRAMMARS:
-            return FileTags(error=f"no grammar for {language}")
+            return _failed(f"no grammar for {language}")
         if language == "c":  # a file of directives only: its tags without tree-sitter
             scanned = scan(source)
             if scanned is not None:
-                return _file_tags(scanned[0], scanned[1], (), source)
+                return _raw(scanned[0], scanned[1], (), source)
         loaded = _load(language)
         if isinstance(loaded, str):
-            return FileTags(error=loaded)
+            return _failed(loaded)
         grammar, query = loaded
         try:
             import tree_sitter
@@ -126,7 +138,7 @@ class TagParser:
                 tree = parser.parse(_reader(source), progress_callback=_go_on)
             captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
         except Exception as exc:
-            return FileTags(error=f"{language} parse failed: {exc}")
+            return _failed(f"{language} parse failed: {exc}")
         named: list[tuple[str, int]] = []
         def_starts = set()
         for node in captures.get("def", ()):
@@ -138,21 +150,24 @@ class TagParser:
             def_starts.add(start)
         references = _references(source, captures.get("ref", ()), def_starts)
         imports = sorted({spec for node in captures.get("import", ()) for spec in _specs(node)})
-        return _file_tags(named, references, tuple(imports), source)
+        return _raw(named, references, tuple(imports), source)
 
 
-def _file_tags(
+def _raw(
     named: list[tuple[str, int]],
     references: dict[str, int],
     imports: tuple[str, ...],
     source: bytes,
-) -> FileTags:
+) -> Raw:
     """A file's tags from its definitions' (name, line) (each pair once, ordered by line and
-    name), its references (ordered by name) and imports, and the words of its text."""
-    definitions = {pair: Definition(*pair, NO_LINE_TEXT) for pair in named}
-    ordered = tuple(definitions[pair] for pair in sorted(definitions, key=lambda p: (p[1], p[0])))
-    return FileTags(ordered, dict(sorted(references.items())), imports=imports,
-                    words=count_words(source))  # fmt: skip
+    name, with the line text it does not keep), its references (ordered by name) and imports,
+    and the words of its text."""
+    ordered = [(name, line, NO_LINE_TEXT) for name, line in sorted(set(named), key=_BY_LINE)]
+    return ordered, dict(sorted(references.items())), imports, count_words(source), None
+
+
+def _failed(error: str) -> Raw:
+    return [], {}, (), {}, error
 
 
 def _references(source: bytes, nodes: Any, def_starts: set[int]) -> dict[str, int]:
