@@ -68,13 +68,3 @@ def row(f: dict[str, Any]) -> str:
         f"both); the scanner over all {f['files']:,} files, refusals included, "
         f"{f['scan_cpu_s']:.2f} s."
     )
-
-
-def run() -> str:
-    from bench.kernel import kernel_tree
-
-    return row(check(kernel_tree()))
-
-
-if __name__ == "__main__":
-    print(run())
