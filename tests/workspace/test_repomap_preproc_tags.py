@@ -63,6 +63,16 @@ CASES: list[tuple[bytes, bool]] = [
     (b"#define DIV a/\n#define B 2\n", False),
     (b"#define A(x 1\n", False),
     (b"#elifdef A\n", False),
+    # no body and blanks before the newline: the grammar's blanks take the newline, and the
+    # next line's text becomes the body (found by fuzzing kernel headers)
+    (b"#define X \n#define Y 1\n", False),
+    (b"#define X(a)\t\n\n#define Y 1\n", False),
+    (b"#define X /* c */ \n#define Y 1\n", False),
+    (b"#define X \\\n\n#define Y 1\n", False),
+    (b"#pragma \n#define Y 1\n", False),
+    (b"#define X /* c */\n#define Y 1 /* d */ \n#define Z\r\n", True),
+    (b"#define X 9 //* in us */\n#define Y 1\n", False),  # `//*` opens no comment
+    (b"#define X 9 // in us\n#define Y 1 //\n", True),
     (b"", False),
 ]
 
@@ -81,6 +91,9 @@ _PIECES = [
     b"#define {n} \\\n\t{v}",
     b"#define {n} {v} /* {n} */",
     b"#define {n}",
+    b"#define {n} ",
+    b"#define {n}({n})\t/* {n} */ ",
+    b"#undef {n} ",
     b"# define {n}\t{v}",
     b"#include <{n}/{n}.h>",
     b'#include "{n}.h" // x',
@@ -133,7 +146,7 @@ def _generated(rng: random.Random) -> bytes:
 def test_generated_files_get_tree_sitters_tags(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(22)
     taken = calling = 0
-    for _ in range(600):
+    for _ in range(1000):
         source = _generated(rng)
         scanned = scan(source)
         if scanned is not None:
@@ -141,7 +154,7 @@ def test_generated_files_get_tree_sitters_tags(monkeypatch: pytest.MonkeyPatch) 
             calling += bool(scanned[1])
             got = TagParser(alone=True).tags("c", source)
             assert got == _tree_sitters(source, monkeypatch), source
-    assert taken >= 300 and calling >= 30  # the scanner is exercised, not always refusing
+    assert taken >= 250 and calling >= 15  # the scanner is exercised, not always refusing
 
 
 def test_a_file_of_directives_is_not_given_to_tree_sitter(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,3 +192,27 @@ def test_every_keyword_of_the_grammar_is_one_the_scanner_leaves_to_tree_sitter()
         and not language.node_kind_is_named(i)
     }
     assert words and {w.encode() for w in words} <= KEYWORDS
+
+
+def test_mutated_files_get_tree_sitters_tags(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated files with a few characters inserted, deleted or changed (the way a fuzzer
+    over the kernel's headers found the two readings above that differed)."""
+    rng = random.Random(24)
+    alphabet = b"#/*\\\n\r ()aXZ_09,<>\"'!&|?:.{};\t"
+    taken = 0
+    for _ in range(1500):
+        source = bytearray(_generated(rng))
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(source) + 1)
+            roll = rng.random()
+            if roll < 0.4 or at == len(source):
+                source[at:at] = bytes([rng.choice(alphabet)])
+            elif roll < 0.7:
+                del source[at]
+            else:
+                source[at] = rng.choice(alphabet)
+        if scan(bytes(source)) is not None:
+            taken += 1
+            got = TagParser(alone=True).tags("c", bytes(source))
+            assert got == _tree_sitters(bytes(source), monkeypatch), bytes(source)
+    assert taken >= 100

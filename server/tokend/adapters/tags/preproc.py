@@ -34,8 +34,10 @@ _BETWEEN = re.compile(
 # no `/` and no backslash, blank lines, and comments without a `#` (so that the only lines in a
 # run that start with one are its #defines: `_DEFINE_LINE` finds them by line).
 _QUIET = rb"[ \t\f\v]*(?:/\*[^*#]*\*+(?:[^/*#][^*#]*\*+)*/[ \t\f\v]*)*(?://[^\\\n#]*)?\r?\n"
-_SIMPLE = (rb"[ \t]*#[ \t]*define[ \t]+" + _NAME + rb"(?:[ \t]+[^/\\\n]*)?"
-           rb"(?:/\*[^*\n]*\*+(?:[^/*\n][^*\n]*\*+)*/[ \t\r]*)?\r?\n")  # fmt: skip
+_LINE_COMMENT_END = rb"/\*[^*\n]*\*+(?:[^/*\n][^*\n]*\*+)*/"  # a block comment on one line
+# (without a body, the name or a comment must meet the newline: see _body)
+_SIMPLE = (rb"[ \t]*#[ \t]*define[ \t]+" + _NAME + rb"(?:[ \t]+[^/\\\n \t\r][^/\\\n]*(?:"
+           + _LINE_COMMENT_END + rb"[ \t\r]*)?|[ \t]*" + _LINE_COMMENT_END + rb")?\r?\n")  # fmt: skip
 _RUN = re.compile(rb"(?:" + _QUIET + rb"|" + _SIMPLE + rb")++")
 _DEFINE_LINE = re.compile(rb"^(?:[ \t]*#[ \t]*define[ \t]+(" + _NAME + rb"))?", re.MULTILINE)
 # A line that starts with a name or a brace: code (when it continues no directive), or the text
@@ -51,7 +53,9 @@ _DEFINE = re.compile(_GAP + rb"+(" + _NAME + rb")(\()?")
 _PARAMS = re.compile(rb"[ \t]*(?:(?:" + _NAME + rb"|\.\.\.)[ \t]*(?:,[ \t]*(?:" + _NAME
                      + rb"|\.\.\.)[ \t]*)*)?\)")  # fmt: skip
 _AFTER_NAME = frozenset(b" \t\r\n\\/")  # what may follow a #define's name (else: give up)
-_SLASH_END = re.compile(rb"/\\?\r?\n")
+_BLANKS = re.compile(rb"(?:[ \t]|\\\r?\n)*")
+# The grammar's macro body after its first character: a `/` and the character after it together
+_ARG = re.compile(rb"(?:\\\r?\n|/[^*]|[^/\n])*")
 _IFDEF = re.compile(_GAP + rb"+(" + _NAME + rb")" + _GAP + rb"*\r?")
 _INCLUDE = re.compile(_GAP + rb"*(?:<[^>\n]*>|\"[^\"\\\n]*\")")
 _OPENS, _CLOSES = frozenset({b"if", b"ifdef", b"ifndef"}), b"endif"
@@ -144,15 +148,30 @@ def _define(source: bytes, body: int, stop: int) -> tuple[str, int]:
 
 
 def _body(source: bytes, start: int, stop: int) -> None:
-    """A macro body (the grammar's preproc_arg) from `start` to the newline at `stop`: given up
-    when a block comment in it spans lines, or a `/` stands before a newline (with or without a
-    backslash: the grammar's body reads a `/` and the character after it together)."""
-    comment = _BLOCK.search(source, start, stop)
-    if comment is not None and (
-        b"\n" in comment[0] or source[comment.end() : stop].strip(b" \t\r\f\v")
-    ):
-        raise GiveUp  # the body ends at a comment: what follows it is not the macro's
-    if _SLASH_END.search(source, start, stop + 1 if comment is None else comment.start()):
+    """A macro body (the grammar's preproc_arg) from `start` to the newline at `stop`, read as
+    the grammar's token reads it (`_ARG`: a `/` and the character after it go together, so a
+    `/` before a newline takes the newline, and `//*` opens no comment). Given up when its
+    reading could end elsewhere than at `stop`: no body but blanks before the newline (the
+    grammar's blanks take the newline, and the next line's text is the body), a body that takes
+    the newline, or a comment after which anything but blanks follows, or that spans lines."""
+    at = _BLANKS.match(source, start, stop).end()  # type: ignore[union-attr]
+    if source.startswith(b"//", at):
+        return  # a line comment, to the newline
+    if not source.startswith(b"/*", at):
+        if at == stop or source[at:stop] == b"\r":  # no body
+            if at > start:
+                raise GiveUp
+            return
+        at = _ARG.match(source, at).end()  # type: ignore[union-attr]
+        if at == stop:
+            return
+        if not source.startswith(b"/*", at):
+            raise GiveUp  # it took the newline, or it stopped before it
+        tail = b" \t\r"  # after a body, blanks may follow its comment
+    else:
+        tail = b"\r"  # without one, the newline must (else the next line is the body)
+    comment = _BLOCK.match(source, at, stop)
+    if comment is None or b"\n" in comment[0] or source[comment.end() : stop].strip(tail):
         raise GiveUp
 
 
