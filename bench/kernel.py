@@ -25,6 +25,9 @@ KERNEL_TOGETHER=1 starts both daemons at once (on a shared machine, each sees th
 KERNEL_BEFORE_REV names the daemon before. After each daemon, its code's tag workers tag the same
 CPU_FILES random .c and .h files in a fresh interpreter: their CPU seconds (what the first map
 waits for) and the RSS peak of each phase, split per process, are reported beside the baseline's.
+Before the daemons (KERNEL_STAGES=0 skips them): a worker's CPU per stage on 1,500 random files,
+both trees (bench.kernel_stages), and the files of directives only tagged without tree-sitter,
+checked against it over the whole tree (bench.kernel_directives).
 """
 
 from __future__ import annotations
@@ -309,9 +312,15 @@ def run() -> str:
     tree = kernel_tree()
     walk_s, walk_files = _bare_walk(tree)
     rates = parse_rates(tree)
+    extra = _rates_row(rates)
+    if os.environ.get("KERNEL_STAGES", "1") != "0":  # CPU seconds: measured at any load
+        from bench import kernel_directives, kernel_stages
+
+        directives = kernel_directives.row(kernel_directives.check(tree))
+        extra += kernel_stages.compare(tree, BEFORE_REV) + "\n\n" + directives
     if os.environ.get("KERNEL_TOGETHER") == "1":  # both daemons at once: the same load on each
         ours, before = _together(tree)
-        return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
+        return _section(ours, before, walk_s, walk_files) + extra
     ours = _one_daemon(ROOT / "server", tree)
     ours["workers"] = worker_cpu(ROOT / "server", tree)
     before = None
@@ -320,7 +329,7 @@ def run() -> str:
             if before_tree is not None:
                 before = _one_daemon(before_tree / "server", tree)
                 before["workers"] = worker_cpu(before_tree / "server", tree)
-    return _section(ours, before, walk_s, walk_files) + _rates_row(rates)
+    return _section(ours, before, walk_s, walk_files) + extra
 
 
 def _together(tree: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tokend.adapters import tag_parsing, tag_workers
+from tokend.adapters.tag_wire import tags_json
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.tags import TagParser
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -229,12 +230,12 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
     in_thread: list[int] = []
 
     class Watched(TagParser):
-        def tags(self, language: str, source: bytes):  # type: ignore[no-untyped-def]
+        def raw(self, language: str, source: bytes):  # type: ignore[no-untyped-def]
             in_thread.append(len(source))
-            return super().tags(language, source)
+            return super().raw(language, source)
 
     got = tag_parsing.parse_all_json(Watched(), work, None)
-    assert got == [tag_workers.tags_json(tags) for tags in expected]
+    assert got == [tags_json(tags) for tags in expected]
     assert any(d.name == "start" for d in expected[1].definitions)
     assert in_thread == [len(small), len(small)]  # the big one was not parsed in this thread
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 
 from tokend.adapters import heap
 from tokend.adapters.solo_worker import SoloWorker
-from tokend.adapters.tag_wire import tags_json
+from tokend.adapters.tag_wire import raw_json
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
@@ -74,6 +74,6 @@ def parse_all_json(
         with TagWorkers(1) as alone:
             found = iter(alone.parse_json(big))
     return [
-        next(found) if len(s) > SOLO_BYTES else tags_json(parser.tags(lang, s))
+        next(found) if len(s) > SOLO_BYTES else raw_json(parser.raw(lang, s))
         for _path, lang, s in work
     ]

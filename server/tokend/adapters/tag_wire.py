@@ -9,6 +9,7 @@ import pickle
 import struct
 from typing import IO, Any
 
+from tokend.adapters.tags.parser import Raw
 from tokend.core.repomap.store import PackedTags
 from tokend.core.repomap.tags import FileTags
 
@@ -52,6 +53,30 @@ def packed_fields(tags: FileTags) -> tuple[Any, ...]:
     """`tags` as a worker sends them beside their text: packed, and what else the graph reads."""
     p = PackedTags.of(tags)
     return (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, tags.imports, tags.words, tags.error)
+
+
+def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
+    """What a worker sends for a file's tags as plain values (TagParser.raw): the text
+    `tags_json` gives, and `packed_fields`, made without a FileTags or a Definition object
+    (issue 22: a tenth of a worker's CPU outside tree-sitter went to making them, and to
+    turning them into lists for the JSON)."""
+    definitions, references, imports, words, error = raw
+    p = PackedTags.of_parts(((line, name) for name, line, _text in definitions), references)
+    packed = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, imports, words, error)
+    return raw_json(raw), packed
+
+
+def raw_json(raw: Raw) -> str:
+    """`tags_json` of tags as plain values: the same text (a definition's tuple is a list)."""
+    definitions, references, imports, words, error = raw
+    out: dict[str, Any] = {"d": definitions, "r": references}  # as FileTags.to_json has them
+    if error:
+        out["e"] = error
+    if imports:
+        out["i"] = list(imports)
+    if words:
+        out["w"] = words
+    return json.dumps(out, separators=(",", ":"))
 
 
 def unpacked(sent: tuple[Any, ...]) -> tuple[FileTags, PackedTags]:

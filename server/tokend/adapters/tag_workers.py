@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from selectors import EVENT_READ, DefaultSelector
 
-from tokend.adapters.tag_wire import Parsed, packed_fields, parsed, recv, send, tags_json, unpacked
+from tokend.adapters.tag_wire import Parsed, parsed, recv, send, unpacked, wire_fields
 from tokend.adapters.tags import TagParser
 from tokend.core.errors import Stopping
 from tokend.core.repomap.tags import WORKER_DIED, FileTags
@@ -263,9 +263,9 @@ def main() -> None:
         except EOFError:
             return
         for n, (index, language, source) in enumerate(batch, 1):
-            tags = parser.tags(language, source)
+            text, packed = wire_fields(parser.raw(language, source))
             retiring = n == len(batch) and _rss_bytes() > rss_limit
-            send(stdout, (index, tags_json(tags), packed_fields(tags), retiring))
+            send(stdout, (index, text, packed, retiring))
             if retiring:
                 return
 

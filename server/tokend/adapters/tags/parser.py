@@ -11,13 +11,19 @@ import importlib
 import logging
 import threading
 from collections import Counter
+from operator import itemgetter
 from typing import Any
 
+from tokend.adapters.tags.preproc import scan
 from tokend.adapters.tags.queries import QUERIES
 from tokend.core.repomap.tags import Definition, FileTags
 from tokend.core.repomap.text import count_words
 
 log = logging.getLogger(__name__)
+# A file's tags as plain values: its definitions (name, line, line text), references, imports,
+# words and error (FileTags' fields, a definition a tuple).
+Raw = tuple[list[tuple[str, int, str]], dict[str, int], tuple[str, ...], dict[str, int], str | None]
+_BY_LINE = itemgetter(1, 0)  # a (name, line) pair's order: by line, then name
 # A definition's line text is not kept: the map reads its lines from the file when it shows them
 # (core.repomap.render), and the kernel's definitions' lines were half of their cached JSON
 # (issue 22: 25.7 MB of 1,500 files' tags against 11.8 without), decoded, cut, sent and stored.
@@ -105,11 +111,22 @@ class TagParser:
         return parser
 
     def tags(self, language: str, source: bytes) -> FileTags:
+        definitions, references, imports, words, error = self.raw(language, source)
+        return FileTags(tuple(Definition(*d) for d in definitions), references, error, imports,
+                        words)  # fmt: skip
+
+    def raw(self, language: str, source: bytes) -> Raw:
+        """`tags` as plain values, without a Definition object (a tag worker sends them on as
+        JSON and packed: adapters.tag_wire.wire_fields)."""
         if language not in GRAMMARS:
-            return FileTags(error=f"no grammar for {language}")
+            return _failed(f"no grammar for {language}")
+        if language == "c":  # a file of directives only: its tags without tree-sitter
+            scanned = scan(source)
+            if scanned is not None:
+                return _raw(scanned[0], scanned[1], (), source)
         loaded = _load(language)
         if isinstance(loaded, str):
-            return FileTags(error=loaded)
+            return _failed(loaded)
         grammar, query = loaded
         try:
             import tree_sitter
@@ -121,28 +138,42 @@ class TagParser:
                 tree = parser.parse(_reader(source), progress_callback=_go_on)
             captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
         except Exception as exc:
-            return FileTags(error=f"{language} parse failed: {exc}")
-        definitions: dict[tuple[str, int], Definition] = {}
+            return _failed(f"{language} parse failed: {exc}")
+        named: list[tuple[str, int]] = []
         def_starts = set()
         for node in captures.get("def", ()):
             start = node.start_byte
             raw = source[start : node.end_byte]
             if not raw:
                 continue
-            name, row = raw.decode("utf-8", "replace"), node.start_point[0]
+            named.append((raw.decode("utf-8", "replace"), node.start_point[0]))
             def_starts.add(start)
-            definitions.setdefault((name, row), Definition(name, row, NO_LINE_TEXT))
         references = _references(source, captures.get("ref", ()), def_starts)
-        ordered = tuple(sorted(definitions.values(), key=lambda d: (d.line, d.name)))
         imports = sorted({spec for node in captures.get("import", ()) for spec in _specs(node)})
-        words = count_words(source)
-        return FileTags(ordered, references, imports=tuple(imports), words=words)
+        return _raw(named, references, tuple(imports), source)
+
+
+def _raw(
+    named: list[tuple[str, int]],
+    references: dict[str, int],
+    imports: tuple[str, ...],
+    source: bytes,
+) -> Raw:
+    """A file's tags from its definitions' (name, line) (each pair once, ordered by line and
+    name, with the line text it does not keep), its references (ordered by name) and imports,
+    and the words of its text."""
+    ordered = [(name, line, NO_LINE_TEXT) for name, line in sorted(set(named), key=_BY_LINE)]
+    return ordered, dict(sorted(references.items())), imports, count_words(source), None
+
+
+def _failed(error: str) -> Raw:
+    return [], {}, (), {}, error
 
 
 def _references(source: bytes, nodes: Any, def_starts: set[int]) -> dict[str, int]:
-    """The `@ref` captures but the definitions' own names, counted (sorted by name): counted
-    as bytes and each distinct one decoded once (the kernel: 30 references a file, the same
-    few names again and again)."""
+    """The `@ref` captures but the definitions' own names, counted: counted as bytes and each
+    distinct one decoded once (the kernel: 30 references a file, the same few names again and
+    again)."""
     counted = Counter(
         [source[n.start_byte : n.end_byte] for n in nodes if n.start_byte not in def_starts]
     )
@@ -151,7 +182,7 @@ def _references(source: bytes, nodes: Any, def_starts: set[int]) -> dict[str, in
         if raw:  # (two byte strings may decode alike: invalid UTF-8 becomes U+FFFD)
             name = raw.decode("utf-8", "replace")
             references[name] = references.get(name, 0) + count
-    return dict(sorted(references.items()))
+    return references
 
 
 def _specs(node: Any) -> list[str]:

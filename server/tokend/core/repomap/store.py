@@ -24,7 +24,7 @@ or looked up again.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,9 +54,15 @@ class PackedTags:
         """The references include the words of the definitions' names (`word_key`), which no
         file defines: they carry no edge, only the words BM25 matches a task's text with (what
         the file says is kept apart: core.repomap.words)."""
-        lines, keys, refs = packed_keys(
-            ((d.line, d.name) for d in tags.definitions), tags.references
-        )
+        return cls.of_parts(((d.line, d.name) for d in tags.definitions), tags.references)
+
+    @classmethod
+    def of_parts(
+        cls, definitions: Iterable[tuple[int, str]], references: Mapping[str, int]
+    ) -> PackedTags:
+        """`of` a file's definitions' (line, name) and its references (a tag worker's, which
+        makes no FileTags)."""
+        lines, keys, refs = packed_keys(definitions, references)
         def_lines, def_keys = np.array(lines, dtype=np.int32), np.array(keys, dtype=KEY)
         order = np.lexsort((def_keys, def_lines))  # by (line, key), each pair once
         def_lines, def_keys = def_lines[order], def_keys[order]
