@@ -26,8 +26,7 @@ KERNEL_BEFORE_REV names the daemon before. After each daemon, its code's tag wor
 CPU_FILES random .c and .h files in a fresh interpreter: their CPU seconds (what the first map
 waits for) and the RSS peak of each phase, split per process, are reported beside the baseline's.
 Before the daemons (KERNEL_STAGES=0 skips them): a worker's CPU per stage on 1,500 random files,
-both trees (bench.kernel_stages), and the files of directives only tagged without tree-sitter,
-checked against it over the whole tree (bench.kernel_directives).
+both trees (bench.kernel_stages).
 """
 
 from __future__ import annotations
@@ -314,10 +313,9 @@ def run() -> str:
     rates = parse_rates(tree)
     extra = _rates_row(rates)
     if os.environ.get("KERNEL_STAGES", "1") != "0":  # CPU seconds: measured at any load
-        from bench import kernel_directives, kernel_stages
+        from bench import kernel_stages
 
-        directives = kernel_directives.row(kernel_directives.check(tree))
-        extra += kernel_stages.compare(tree, BEFORE_REV) + "\n\n" + directives
+        extra += kernel_stages.compare(tree, BEFORE_REV)
     if os.environ.get("KERNEL_TOGETHER") == "1":  # both daemons at once: the same load on each
         ours, before = _together(tree)
         return _section(ours, before, walk_s, walk_files) + extra

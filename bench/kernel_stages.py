@@ -1,10 +1,10 @@
 """A tag worker's CPU per stage on the same FILES random kernel .c/.h files (a fixed seed), for
 this tree's code and the baseline's, each in a fresh interpreter: the worker's whole loop
 (tag_workers.main, run in process on the batch, its pickled answers included), and its stages
-through each tree's own functions: the tags (tree-sitter's parse and query, or the scanner, the
-result walking and the words), the words alone, the encoding (the JSON text and the packing),
+through each tree's own functions: the tags (tree-sitter's parse and query, the result walking
+and the words), the words alone, the encoding (the JSON text and the packing),
 the pickle; and parts of the tags measured alone (tree-sitter's parse, then its query on the
-kept trees, of the files it parses; the scanner; the words). CPU seconds of the process (time.process_time), medians of ROUNDS."""
+kept trees; the words). CPU seconds of the process (time.process_time), medians of ROUNDS."""
 
 from __future__ import annotations
 
@@ -48,29 +48,22 @@ tags = [parser.raw("c", s) if new else parser.tags("c", s) for s in sources]
 encode = ((lambda: [tag_wire.wire_fields(t) for t in tags]) if new else
           (lambda: [(tag_wire.tags_json(t), tag_wire.packed_fields(t)) for t in tags]))
 answers = [(0, *encode_one, False) for encode_one in encode()]
-try:
-    from tokend.adapters.tags.preproc import scan
-except ImportError:  # the baseline: every file goes to tree-sitter
-    scan = lambda source: None
 import tree_sitter
 from tokend.adapters.tags.parser import _load
 grammar, query = _load("c")
 ts = tree_sitter.Parser(grammar)
-parsed = [s for s in sources if scan(s) is None]
-trees = [ts.parse(s) for s in parsed]
+trees = [ts.parse(s) for s in sources]
 stages = {
     "loop": loop,
     "tags": lambda: [parser.raw("c", s) if new else parser.tags("c", s) for s in sources],
     "words": lambda: [count_words(s) for s in sources],
-    "scan": lambda: [scan(s) for s in sources],
-    "parse": lambda: [ts.parse(s) for s in parsed],
+    "parse": lambda: [ts.parse(s) for s in sources],
     "query": lambda: [tree_sitter.QueryCursor(query).captures(t.root_node) for t in trees],
     "encode": encode,
     "pickle": lambda: [pickle.dumps(a, protocol=pickle.HIGHEST_PROTOCOL) for a in answers],
 }
 out = {k: statistics.median(cpu(f) for _ in range(rounds)) for k, f in stages.items()}
 out["files"], out["mb"] = len(sources), sum(map(len, sources)) / 1e6
-out["parsed"] = len(parsed)
 print(json.dumps(out))
 """
 
@@ -87,17 +80,16 @@ def stages(server: Path, tree: Path, files: int = FILES) -> dict[str, Any]:
 def rows(ours: dict[str, Any], before: dict[str, Any] | None) -> str:
     names = {
         "loop": "the worker's whole loop (tags, encoding, pickled answers)",
-        "tags": "the tags: parse and query (or the scanner), result walking, words",
-        "parse": "of which tree-sitter's parse (of the files not scanned)",
+        "tags": "the tags: parse and query, result walking, words",
+        "parse": "of which tree-sitter's parse",
         "query": "of which tree-sitter's query",
-        "scan": "of which the scanner of directives-only files (every file)",
         "words": "of which the words (core.repomap.text, the same code in both)",
         "encode": "the encoding: the JSON text and the packing",
         "pickle": "the answers' pickle",
     }
     out = [
         f"\n\nA worker's CPU per stage, {ours['files']:,} random .c/.h files "
-        f"({ours['mb']:.1f} MB, seed 22; {ours['parsed']:,} of them parsed by tree-sitter here), "
+        f"({ours['mb']:.1f} MB, seed 22), "
         f"in process, median of {ROUNDS}, CPU s:\n",
         "| stage | this tree | before | ratio |",
         "|---|---:|---:|---:|",

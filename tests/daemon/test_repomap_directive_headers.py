@@ -1,6 +1,6 @@
-"""Through the real daemon and its tag workers: a C header of directives only, whose tags the
-workers take without tree-sitter (issue 22), is in the first map with its #defines, each shown
-at its own line of the file on disk (the map reads the line a definition's tags name)."""
+"""Through the real daemon and its tag workers: a C header of directives only (CRLF, a
+continued #define) is in the first map with its #defines, each shown at its own line of the file
+on disk (the map reads the line a definition's tags name)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ from collections import Counter
 from operator import itemgetter
 from typing import Any
 
-from tokend.adapters.tags.preproc import scan
 from tokend.adapters.tags.queries import QUERIES
 from tokend.core.repomap.tags import Definition, FileTags
 from tokend.core.repomap.text import count_words
@@ -120,10 +119,6 @@ class TagParser:
         JSON and packed: adapters.tag_wire.wire_fields)."""
         if language not in GRAMMARS:
             return _failed(f"no grammar for {language}")
-        if language == "c":  # a file of directives only: its tags without tree-sitter
-            scanned = scan(source)
-            if scanned is not None:
-                return _raw(scanned[0], scanned[1], (), source)
         loaded = _load(language)
         if isinstance(loaded, str):
             return _failed(loaded)
