@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokend.core.repomap.keys import word_id
 from tokend.core.repomap.tags import WORDS_MAX, text_words
 from tokend.core.repomap.text import count_words
 
@@ -26,8 +27,12 @@ def _same(source: bytes) -> None:
 
 def test_c_code_counts_as_the_map_defines_its_words():
     _same(C_SOURCE)
-    assert count_words(C_SOURCE)["csum"] == 1
-    assert count_words(C_SOURCE)["skb"] == 2
+    said = count_words(C_SOURCE)
+    assert said[word_id("csum")] == 1
+    assert said[word_id("skb")] == 2
+    assert said[word_id("netif_f_hw_csum")] == 1  # a compound: itself too
+    assert said[word_id("parsehttpconfig_v2")] == 1
+    assert word_id("reg32") not in said  # one word (reg) and digits: not a compound
 
 
 def test_more_words_than_kept_keeps_the_same_ones():
