@@ -51,8 +51,12 @@ def _by_hand(files: list[dict[int, int]], asked: set[int], focus: bool) -> list[
     text=st.lists(st.sampled_from(POOL), max_size=5),
 )
 @example(  # the focus says 100 words, each said by one to three other files: 64 are read
-    said=[{w: 1 for w in POOL[:100]}, {w: 2 for w in POOL[:40]}, {w: 3 for w in POOL[30:100]},
-          {w: 1 for w in POOL[90:]}],  # fmt: skip
+    said=[
+        {w: 1 for w in POOL[:100]},
+        {w: 2 for w in POOL[:40]},
+        {w: 3 for w in POOL[30:100]},
+        {w: 1 for w in POOL[90:]},
+    ],  # fmt: skip
     focus=0,
     text=[],
 )

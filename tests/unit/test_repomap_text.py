@@ -52,12 +52,12 @@ def test_any_text_counts_the_same(pieces: list[str]):
 
 
 class _CountingSplits:
-    """core.repomap.keys's regular expression, counting the identifiers it splits."""
+    """core.repomap.keys's regular expression (on bytes), counting the identifiers it splits."""
 
     def __init__(self, pattern: object) -> None:
         self.pattern, self.calls = pattern, 0
 
-    def findall(self, text: str) -> list[str]:
+    def findall(self, text: bytes) -> list[bytes]:
         self.calls += 1
         return self.pattern.findall(text)  # type: ignore[attr-defined, no-any-return]
 
@@ -66,10 +66,10 @@ def test_the_parser_splits_only_mixed_case_identifiers_by_regex(monkeypatch):
     """A C file's words: of its 28 distinct identifiers, only the 14 mixing cases or letters and
     digits (reg32, parseHTTPConfig_v2, x10, ...) go through the regular expression (main: 28)."""
     from tokend.adapters.tags import TagParser
-    from tokend.core.repomap import keys as repomap_keys
+    from tokend.core.repomap import text as repomap_text
 
-    counting = _CountingSplits(repomap_keys._SUB_WORD)
-    monkeypatch.setattr(repomap_keys, "_SUB_WORD", counting)
+    counting = _CountingSplits(repomap_text._SUB_WORD)
+    monkeypatch.setattr(repomap_text, "_SUB_WORD", counting)
     tags = TagParser().tags("c", C_SOURCE)
     assert counting.calls == 14
     assert tags.words == text_words(C_SOURCE.decode("utf-8", "replace"))

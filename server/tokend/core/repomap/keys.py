@@ -15,7 +15,8 @@ import re
 import zlib
 from collections.abc import Iterable, Mapping
 
-_SUB_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+SUB_WORD_PATTERN = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
+_SUB_WORD = re.compile(SUB_WORD_PATTERN)
 WORD_KEYS_KEPT = 1 << 15  # words whose keys are remembered (a tree's words recur: issue 22)
 _word_keys: dict[str, int] = {}
 

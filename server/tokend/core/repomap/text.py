@@ -3,7 +3,7 @@ the tag workers, which count every file of a tree (issue 22: the kernel's words 
 CPU seconds of theirs): the source's bytes are not decoded, and an identifier whose words are
 its underscore-separated parts (`skb`, `dev_priv`, `NETIF_F_HW_CSUM`: most of C's) is split by
 bytes methods, not by the regular expression of core.repomap.keys.sub_words, which splits the
-rest (`parseHTTPConfig`, `reg32`). The kept words are given by id (core.repomap.keys.word_id:
+rest (`parseHTTPConfig`, `reg32`) on the bytes too. The kept words are given by id (core.repomap.keys.word_id:
 the CRC-32 of the word's bytes, taken here on the bytes already lowered). The result is
 text_words's, word for word and count for count (tests/unit/test_repomap_text.py holds one
 against the other).
@@ -16,10 +16,11 @@ import zlib
 from collections import Counter
 from itertools import islice
 
-from tokend.core.repomap.keys import sub_words
+from tokend.core.repomap.keys import SUB_WORD_PATTERN
 from tokend.core.repomap.tags import WORDS_MAX
 
 _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # core.repomap.tags's, on bytes (ASCII either way)
+_SUB_WORD = re.compile(SUB_WORD_PATTERN.encode("ascii"))  # core.repomap.keys's, on bytes
 
 
 def count_words(source: bytes) -> dict[int, int]:
@@ -39,7 +40,7 @@ def count_words(source: bytes) -> dict[int, int]:
         if letters.isalpha() and (letters.islower() or letters.isupper()):
             parts = [p for p in whole.split(b"_") if len(p) >= 3]
         else:
-            parts = [w.encode("ascii") for w in sub_words(token.decode("ascii"))]
+            parts = [w.lower() for w in _SUB_WORD.findall(token) if len(w) >= 3]
         for word in parts:
             counts[word] = get(word, 0) + n
         if len(parts) >= 2:  # a compound of two words or more: itself too
