@@ -20,12 +20,15 @@ from tokend.core.repomap.tags import FileTags
 POOL = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(150)]  # more than RARE
 
 
-def _by_hand(files: list[dict[int, int]], asked: set[int], focus: bool) -> list[float]:
+def _by_hand(
+    files: list[dict[int, int]], asked: set[int], focus: bool, text: frozenset[int] = frozenset()
+) -> list[float]:
     n = len(files)
+    asked = asked | text
     df = {w: sum(1 for f in files if w in f) for w in asked}
     if focus:
-        shared = sorted((df[w], w) for w in asked if df[w] >= 2)
-        asked = {w for _, w in shared[:RARE]}
+        shared = sorted((df[w], w) for w in asked if df[w] >= 2 and w not in text)
+        asked = {w for _, w in shared[:RARE]} | text
     lengths = [sum(min(c, 255) for c in f.values()) for f in files]
     mean = max(sum(lengths) / n, 1.0)
     out = []
@@ -70,7 +73,10 @@ def test_said_is_bm25_of_the_rarest_shared_words(
     ids = query_ids(graph.words, Signals(), rows, "")
     got = said_scores(graph.words, len(files), rows, ids)
     assert np.allclose(got, _by_hand(files, set(files[rows[0]]), focus=True))
-    asked = " ".join(text)
+    asked, said_ids = " ".join(text), frozenset(word_id(w) for w in text)
     ids = query_ids(graph.words, Signals(), [], asked)
     got = said_scores(graph.words, len(files), [], ids)
-    assert np.allclose(got, _by_hand(files, {word_id(w) for w in text}, focus=False))
+    assert np.allclose(got, _by_hand(files, set(said_ids), focus=False))
+    ids = query_ids(graph.words, Signals(), rows, asked)  # files and a text: its words all kept
+    got = said_scores(graph.words, len(files), rows, ids, asked)
+    assert np.allclose(got, _by_hand(files, set(files[rows[0]]), focus=True, text=said_ids))

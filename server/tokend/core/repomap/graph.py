@@ -222,7 +222,7 @@ class RepoGraph:
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
         if on.said and fusion.weights.get("said"):
             ids = query_ids(self.words, on, focus_rows, focus.text)
-            scores["said"] = said_scores(self.words, len(t.paths), focus_rows, ids)
+            scores["said"] = said_scores(self.words, len(t.paths), focus_rows, ids, focus.text)
         if on.near:
             e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
             near = signals_of.near(e.offsets, e.targets, e.weights, around)

@@ -35,16 +35,20 @@ def query_ids(words: WordTable, on: Signals, rows: list[int], text: str) -> Arra
     return np.unique(np.concatenate(asked)) if asked else None
 
 
-def said_scores(words: WordTable, n: int, rows: list[int], ids: Array | None) -> Array:
+def said_scores(
+    words: WordTable, n: int, rows: list[int], ids: Array | None, text: str = ""
+) -> Array:
     """BM25 of every file's words against the words `ids` (0 everywhere when None); with focus
-    `rows`, against their RARE rarest shared ones."""
+    `rows`, against the RARE rarest of them another file says too, and every word of `text`."""
     score = np.zeros(n)
     if ids is None or not len(ids) or not n:
         return score
     df = words.document_counts(ids)
     if rows:
+        spoken = np.isin(ids, text_ids(text)) if text else np.zeros(len(ids), dtype=bool)
         order = np.lexsort((ids, df))
-        kept = np.sort(order[df[order] >= 2][:RARE])
+        rare = order[(df[order] >= 2) & ~spoken[order]][:RARE]
+        kept = np.union1d(rare, np.flatnonzero(spoken))
         ids, df = ids[kept], df[kept]
         if not len(ids):
             return score
