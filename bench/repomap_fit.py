@@ -4,7 +4,9 @@
 Each signal's score of every file is worked out once per query (in process, the tree's tags
 from bench/out/eval's ablate caches): `lexical` (BM25 of names and path words, and what files
 say), `graph` (personalized PageRank), `folder` (nearness in the folder tree), `near` (the
-reference graph's edges between the focus files and each file, both ways), and `whole` (the
+reference graph's edges between the focus files and each file, both ways), `said` (BM25 of what
+files say alone, core.repomap.said: a file focus's query cut to its RARE rarest shared words),
+`said_all` (the same, the file focus's words uncut: measured, not kept) and `whole` (the
 BM25 baseline's score over each file's whole text: measured as a signal core does not keep).
 Then every candidate fusion (core.repomap.rank.fused's reciprocal-rank fusion with other weights and K)
 is scored on those arrays: recall at k of the ranked files, no map rendered. The candidate
@@ -42,6 +44,7 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
     from tokend.core.repomap import rank as signals_of
     from tokend.core.repomap.choice import RANK_DECIMALS
     from tokend.core.repomap.graph import Focus, identifiers_in
+    from tokend.core.repomap.said import query_ids, said_scores
 
     if job["kind"] == "file":
         focus = Focus(frozenset(job["files"]))
@@ -58,6 +61,10 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
         out["near"] = np.round(_near(graph, dict.fromkeys(rows, 1.0)), RANK_DECIMALS)
     elif seeds:
         out["near"] = np.round(_near(graph, seeds), RANK_DECIMALS)
+    n, words = len(graph.table.paths), graph.words
+    ids = query_ids(words, graph.signals, rows, focus.text)
+    out["said"] = said_scores(words, n, rows, ids)
+    out["said_all"] = said_scores(words, n, [], ids)  # no cut
     kept = graph.signals
     graph.signals = replace(kept, words=False, file_words=False)
     try:
@@ -150,9 +157,25 @@ def whole_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
     return out
 
 
+def said_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
+    """With `said` (core's, a file focus's query cut) or `said_all` (uncut): its weight 0.25 ..
+    1 beside BM25 of names (with or without the words), the edges and the folder."""
+    out = []
+    saids = ("said", "said_all") if kind == "file" else ("said",)
+    for s, w, base, lx, nr, f, k in itertools.product(saids, (0.25, 0.5, 1.0),
+                                                      ("names", "lexical"), (0.5, 1.0),
+                                                      (0.25, 0.5, 1.0),
+                                                      (0.0, 0.1) if kind == "file" else (0.0,),
+                                                      (8.0, 16.0, 30.0)):  # fmt: skip
+        out.append(({s: w, base: lx, "near": nr, "folder": f}, k))
+    return out
+
+
 def alone(kind: str) -> list[tuple[str, dict[str, float], float]]:
     """Each signal ranked alone (ties: the graph's rank, as core's)."""
-    names = ["lexical", "whole", "near", "graph", "names"] + (["folder"] if kind == "file" else [])
+    names = ["lexical", "said", "said_all", "whole", "near", "graph", "names"] + (
+        ["folder"] if kind == "file" else []
+    )
     return [(f"{n} alone", {n: 1.0}, 60.0) for n in names]
 
 
@@ -188,7 +211,7 @@ def run() -> str:
     held = [r for r, (_, role) in data.REPOS.items() if role == "held-out"]
     want_held = os.environ.get("REPOMAP_FIT_HELD") == "1"
     cases = {r: cases_of(r) for r in tuning + (held if want_held else [])}
-    before = {"file": ({"lexical": 1.0, "folder": 0.25, "near": 0.5}, 60.0),
+    before = {"file": ({"lexical": 1.0, "near": 0.5}, 16.0),  # main before this fit (bd2379a)
               "task": ({"lexical": 1.0, "near": 0.25}, 16.0)}  # fmt: skip
     now = {"file": (FILE_FUSION.weights, FILE_FUSION.k),
            "task": (TEXT_FUSION.weights, TEXT_FUSION.k)}  # fmt: skip
@@ -199,9 +222,10 @@ def run() -> str:
         "repositories. Rows: each signal ranked alone; the best 5 of "
         f"{len(candidates('file'))} file and {len(candidates('task'))} task candidates of "
         "core's signals by the mean of the four; the best 3 with `whole` (BM25 over each "
-        "file's whole text, as the BM25 baseline: core keeps no index of it); `before` (main's "
-        "fusion before this fit), `now` (core.repomap.rank's) and the best with `whole`, per "
-        "tuning repository"
+        "file's whole text, as the BM25 baseline: core keeps no index of it); the best 5 with "
+        "`said` or `said_all`; `before` (main's fusion before this fit), `now` "
+        "(core.repomap.rank's), the best with `whole` and the best with `said`, per tuning "
+        "repository"
         + (
             " and, REPOMAP_FIT_HELD=1, per held-out one (read after the choice)."
             if want_held
@@ -216,7 +240,10 @@ def run() -> str:
         lines += [row for row, *_ in _best(cases, tuning, kind, candidates(kind), 5)]
         wholes = _best(cases, tuning, kind, whole_candidates(kind), 3)
         lines += [row for row, *_ in wholes]
-        sides = {"before": before[kind], "now": now[kind], "best with whole": wholes[0][1:]}
+        saids = _best(cases, tuning, kind, said_candidates(kind), 5)
+        lines += [row for row, *_ in saids]
+        sides = {"before": before[kind], "now": now[kind], "best with whole": wholes[0][1:],
+                 "best with said": saids[0][1:]}  # fmt: skip
         for name, (weights, k) in sides.items():
             lines.append(_row(f"{name}: {_label(weights, k)}, tuning mean",
                               _mean(cases, tuning, kind, weights, k)))  # fmt: skip

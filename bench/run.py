@@ -41,6 +41,7 @@ SECTIONS = [
     "repomap_fit",
     "repomap_focus",
     "repomap_pagerank",
+    "repomap_words",
     "abuse",
     "shared_db",
     "bigframes",

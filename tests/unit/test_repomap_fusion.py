@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tokend.core.repomap import rank as repomap_rank
 from tokend.core.repomap.graph import Focus, RepoGraph
+from tokend.core.repomap.keys import word_ids
 from tokend.core.repomap.tags import Definition, FileTags
 
 PATHS = ["a.py", "b.py", "pkg/__init__.py", "pkg/c.py", "pkg/d.py", "e.py"]
@@ -23,7 +24,7 @@ tags_strategy = st.builds(
         tuple(Definition(n, line, "") for line, n in enumerate(defs)),
         dict(refs),
         imports=tuple(imports),
-        words=words,
+        words=word_ids(words),
     ),
     st.lists(st.sampled_from(NAMES), max_size=3),
     st.lists(st.tuples(st.sampled_from(NAMES), st.integers(1, 5)), max_size=4),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokend.core.repomap.keys import word_id
 from tokend.core.repomap.tags import WORDS_MAX, text_words
 from tokend.core.repomap.text import count_words
 
@@ -26,8 +27,12 @@ def _same(source: bytes) -> None:
 
 def test_c_code_counts_as_the_map_defines_its_words():
     _same(C_SOURCE)
-    assert count_words(C_SOURCE)["csum"] == 1
-    assert count_words(C_SOURCE)["skb"] == 2
+    said = count_words(C_SOURCE)
+    assert said[word_id("csum")] == 1
+    assert said[word_id("skb")] == 2
+    assert said[word_id("netif_f_hw_csum")] == 1  # a compound: itself too
+    assert said[word_id("parsehttpconfig_v2")] == 1
+    assert word_id("reg32") not in said  # one word (reg) and digits: not a compound
 
 
 def test_more_words_than_kept_keeps_the_same_ones():
@@ -47,12 +52,12 @@ def test_any_text_counts_the_same(pieces: list[str]):
 
 
 class _CountingSplits:
-    """core.repomap.keys's regular expression, counting the identifiers it splits."""
+    """core.repomap.keys's regular expression (on bytes), counting the identifiers it splits."""
 
     def __init__(self, pattern: object) -> None:
         self.pattern, self.calls = pattern, 0
 
-    def findall(self, text: str) -> list[str]:
+    def findall(self, text: bytes) -> list[bytes]:
         self.calls += 1
         return self.pattern.findall(text)  # type: ignore[attr-defined, no-any-return]
 
@@ -61,10 +66,10 @@ def test_the_parser_splits_only_mixed_case_identifiers_by_regex(monkeypatch):
     """A C file's words: of its 28 distinct identifiers, only the 14 mixing cases or letters and
     digits (reg32, parseHTTPConfig_v2, x10, ...) go through the regular expression (main: 28)."""
     from tokend.adapters.tags import TagParser
-    from tokend.core.repomap import keys as repomap_keys
+    from tokend.core.repomap import text as repomap_text
 
-    counting = _CountingSplits(repomap_keys._SUB_WORD)
-    monkeypatch.setattr(repomap_keys, "_SUB_WORD", counting)
+    counting = _CountingSplits(repomap_text._SUB_WORD)
+    monkeypatch.setattr(repomap_text, "_SUB_WORD", counting)
     tags = TagParser().tags("c", C_SOURCE)
     assert counting.calls == 14
     assert tags.words == text_words(C_SOURCE.decode("utf-8", "replace"))

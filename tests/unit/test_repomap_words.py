@@ -1,5 +1,5 @@
-"""What each file says, kept for a task's text (core.repomap.words): one vocabulary per graph,
-each file's words as ids and counts in flat arrays, not as a dictionary of strings per file;
+"""What each file says, kept for a task's text (core.repomap.words): each file's words as their
+ids (CRC-32, no vocabulary kept) and counts in flat arrays, not as a dictionary of strings per file;
 the graph's reference table does not grow with them; an edit that changes only what a file
 says moves the text's rank without deriving the graph's rows again (a graph changed in place
 reads a text as one built at once: tests/workspace/test_repomap_graph_updates)."""
@@ -10,6 +10,7 @@ import numpy as np
 
 from tokend.core.repomap import words as repomap_words
 from tokend.core.repomap.graph import Focus, RepoGraph
+from tokend.core.repomap.keys import word_id, word_ids
 from tokend.core.repomap.tags import WORDS_MAX, Definition, FileTags, text_words
 
 VOCABULARY = [f"w{i:04d}x" for i in range(3000)]
@@ -18,11 +19,11 @@ VOCABULARY = [f"w{i:04d}x" for i in range(3000)]
 def _file(i: int) -> FileTags:
     rng = np.random.default_rng(i)
     chosen = rng.choice(len(VOCABULARY), size=WORDS_MAX, replace=False)
-    words = {VOCABULARY[j]: int(rng.integers(1, 40)) for j in sorted(chosen.tolist())}
+    words = word_ids({VOCABULARY[j]: int(rng.integers(1, 40)) for j in sorted(chosen.tolist())})
     return FileTags((Definition(f"f{i}", 0, ""),), {"helper": 2}, words=words)
 
 
-def test_words_take_six_bytes_an_entry_beside_one_vocabulary():
+def test_words_take_five_bytes_an_entry_and_no_vocabulary():
     graph = RepoGraph()
     files = {f"src/m{i:04d}.py": _file(i) for i in range(1000)}
     bare = RepoGraph()
@@ -31,22 +32,22 @@ def test_words_take_six_bytes_an_entry_beside_one_vocabulary():
         graph.set_files(dict(list(files.items())[start : start + 250]))
     entries = 1000 * WORDS_MAX
     words = graph.words
-    assert len(words.ids) == entries and len(words.vocabulary) == len(VOCABULARY)
-    assert words.nbytes <= 6 * entries + 12 * len(VOCABULARY) + 8 * 1001
+    assert len(words.ids) == entries
+    assert words.nbytes <= 5 * entries + 8 * 1001
     assert len(graph.table.r_key) == len(bare.table.r_key)  # the names' table: as without words
 
 
 def test_counts_and_rows_read_back_as_given():
     graph = RepoGraph()
-    graph.set_files({"b.py": FileTags(words={"alpha": 3, "beta": 70000}),
-                     "a.py": FileTags(words={"beta": 1})})  # fmt: skip
-    ids = graph.words.vocabulary.ids(["alpha", "beta", "gamma"])
-    assert len(ids) == 2  # nobody says gamma
-    alpha, beta = ids.tolist()
-    rows, hit, tf = (np.concatenate(c) for c in zip(*graph.words.hits(ids), strict=True))
-    assert sorted(zip(rows.tolist(), hit.tolist(), tf.tolist(), strict=True)) == sorted(
-        [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 65535.0)]  # a.py is row 0 (path order)
-    )  # a count past 65,535 is kept as 65,535
+    graph.set_files({"b.py": FileTags(words=word_ids({"alpha": 3, "beta": 70000})),
+                     "a.py": FileTags(words=word_ids({"beta": 1}))})  # fmt: skip
+    ids = np.array(sorted(word_id(w) for w in ["alpha", "beta", "gamma"]))
+    alpha, beta = word_id("alpha"), word_id("beta")
+    rows, at, tf = (np.concatenate(c) for c in zip(*graph.words.hits(ids), strict=True))
+    hits = zip(rows.tolist(), ids[at].tolist(), tf.tolist(), strict=True)
+    assert sorted(hits) == sorted(  # nobody says gamma
+        [(0, beta, 1.0), (1, alpha, 3.0), (1, beta, 255.0)]  # a.py is row 0 (path order)
+    )  # a count past 255 is kept as 255
 
 
 def test_a_comment_that_says_the_task_moves_its_file_without_deriving_the_graph():

@@ -17,6 +17,7 @@ from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap import edges as repomap_edges
 from tokend.core.repomap import graph as repomap
 from tokend.core.repomap.graph import Focus
+from tokend.core.repomap.keys import word_ids
 from tokend.core.repomap.tags import Definition, FileTags
 from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
@@ -131,7 +132,7 @@ tags_strategy = st.one_of(
         lambda defs, refs, words: FileTags(
             tuple(Definition(n, line, "") for line, n in enumerate(defs)),
             {n: c for n, c in refs},
-            words=words,
+            words=word_ids(words),
         ),
         st.lists(st.sampled_from(NAMES_POOL), max_size=4),
         st.lists(st.tuples(st.sampled_from(NAMES_POOL), st.integers(1, 5)), max_size=5),
@@ -156,8 +157,7 @@ def test_any_sequence_of_changes_ranks_as_a_fresh_graph(
 ):
     """Files appear, change (what they say, or only that), lose every definition and vanish,
     one batch after another, with ranks asked in between (so each batch is applied in place);
-    the final graph ranks as one built at once from the final files (in another order: its
-    vocabulary gave the words other ids)."""
+    the final graph ranks as one built at once from the final files (in another order)."""
     focus = Focus(
         frozenset([focus_file] if focus_file else []),
         frozenset([focus_name] if focus_name else []),

@@ -313,3 +313,29 @@ def test_fitting_a_map_reads_about_the_files_it_shows():
     shown = len(fitted.files)
     assert shown > 20
     assert len(read) <= 2 * shown + EXTRA_CANDIDATES + 1
+
+
+async def test_a_file_focus_finds_the_file_that_names_its_rare_compound(
+    server: InProcessClient, tree: Path
+):
+    """The focus and the file that belongs with it name one setting in their docstrings only
+    (`staging_bucket_prefix`: no code refers to it); six other files say its words apart, twice
+    each, in their comments. What a file says keeps each compound identifier whole, and a
+    file focus reads its rarest shared words: the one file that names the setting comes first
+    (where its words alone, said more often elsewhere, put it behind the six)."""
+    (tree / "app" / "jobs").mkdir()
+    (tree / "app" / "jobs" / "export.py").write_text(
+        '"""Writes each export under staging_bucket_prefix, then renames it."""\n\n\n'
+        "def export_rows(rows):\n    return rows\n"
+    )
+    (tree / "app" / "net" / "storage.py").write_text(
+        '"""Lists the objects below staging_bucket_prefix."""\n\n\n'
+        "def list_objects(client):\n    return client\n"
+    )
+    for i in range(6):
+        said = "    # a staging bucket keeps one prefix\n" * 2
+        (tree / "app" / "core" / f"area_{i}.py").write_text(
+            f"def area_{i}(x):\n{said}    return x\n"
+        )
+    got = await ask_map(server, tree, files=["app/jobs/export.py"])
+    assert got["files"][0]["path"] == "app/net/storage.py"

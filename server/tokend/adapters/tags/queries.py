@@ -7,12 +7,13 @@ and constructors. A `@ref` capture at the same place as a `@def` is the definiti
 and is dropped by the parser. `@import` captures what a file imports, as written (a Python
 module, a JavaScript/TypeScript specifier, a Go import path): core.repomap.imports resolves it to
 files. Bump QUERIES_VERSION whenever a query or what a file's tags hold changes: cached tags
-are keyed on it (3, 4: the words of the file's text, core.repomap.tags.text_words).
+are keyed on it (3, 4: the words of the file's text, core.repomap.tags.text_words; 5: each
+compound identifier whole too, every word by its 32-bit id).
 """
 
 from __future__ import annotations
 
-QUERIES_VERSION = 4
+QUERIES_VERSION = 5
 
 PYTHON = """
 (class_definition name: (identifier) @def)

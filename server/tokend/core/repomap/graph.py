@@ -40,6 +40,7 @@ from tokend.core.repomap.links import ImportLinks
 from tokend.core.repomap.rank import Signals
 from tokend.core.repomap.rank import identifiers_in as identifiers_in
 from tokend.core.repomap.render import RankedDefinition
+from tokend.core.repomap.said import query_ids, said_scores
 from tokend.core.repomap.solve import solver
 from tokend.core.repomap.store import PackedTags, TagTable, name_key
 from tokend.core.repomap.tags import FileTags
@@ -219,6 +220,9 @@ class RepoGraph:
         fusion = signals_of.fusion_for(bool(focus_rows), bool(focus.text))
         if on.folder and fusion.weights.get("folder"):  # a signal weighed 0 adds nothing
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
+        if on.said and fusion.weights.get("said"):
+            ids = query_ids(self.words, on, focus_rows, focus.text)
+            scores["said"] = said_scores(self.words, len(t.paths), focus_rows, ids, focus.text)
         if on.near:
             e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
             near = signals_of.near(e.offsets, e.targets, e.weights, around)
@@ -229,10 +233,8 @@ class RepoGraph:
     def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
         """BM25 of the focus (core.repomap.rank.lexical); a text is read against what files say
         too, and so is what the focus files say (their words count in their lengths then)."""
-        on, words = self.signals, self.words
-        asked = [words.vocabulary.ids(signals_of.text_words(text))] if text and on.words else []
-        asked += [words.row_ids(r) for r in rows] if on.file_words else []
-        ids = np.unique(np.concatenate(asked)) if asked else None
+        words = self.words
+        ids = query_ids(words, self.signals, rows, text)
         if self._doc_lengths is None or self._doc_lengths[0] != self.version:
             lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
             self._doc_lengths = (self.version, lengths)

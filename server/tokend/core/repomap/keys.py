@@ -3,16 +3,20 @@
 A name's key: bit 0 whether it starts with an underscore (weighs a tenth), bit 1 whether it is
 a compound of two words or more (core.repomap.edges). A word's key (a lowercase word of a
 definition's name or a path, `word_key`) is the key of no name ("\0" is in none), so no file
-defines it. The words of what a file says are kept apart, by id (core.repomap.words).
+defines it. The words of what a file says are kept apart, by id (core.repomap.words): a
+word's id is its CRC-32 (`word_id`), the same in every process and computed where the word is
+read (the tag workers), so no table of words is kept to number them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import zlib
 from collections.abc import Iterable, Mapping
 
-_SUB_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+SUB_WORD_PATTERN = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
+_SUB_WORD = re.compile(SUB_WORD_PATTERN)
 WORD_KEYS_KEPT = 1 << 15  # words whose keys are remembered (a tree's words recur: issue 22)
 _word_keys: dict[str, int] = {}
 
@@ -21,6 +25,22 @@ def sub_words(name: str) -> list[str]:
     """The words of an identifier or a path, lowercase, 3 characters or more:
     `parseHTTPConfig_v2` -> parse, http, config."""
     return [w.lower() for w in _SUB_WORD.findall(name) if len(w) >= 3]
+
+
+def word_id(word: str) -> int:
+    """The id of a word of what a file says (lowercase ASCII): its CRC-32, a 32-bit number
+    that is the same in every process. Two words sharing an id count as one (about 90 pairs
+    among a million words)."""
+    return zlib.crc32(word.encode("ascii", "replace"))
+
+
+def word_ids(words: Mapping[str, int]) -> dict[int, int]:
+    """`words` (word -> count) by id, the counts of words sharing an id summed."""
+    out: dict[int, int] = {}
+    for word, count in words.items():
+        key = zlib.crc32(word.encode("ascii", "replace"))
+        out[key] = out.get(key, 0) + count
+    return out
 
 
 def _digest(text: str) -> int:

@@ -5,9 +5,10 @@ Signals, each giving every file a score (0: no evidence):
 - `graph`: personalized PageRank over the reference graph (core.repomap.graph).
 - `lexical`: BM25 (k1 1.2, b 0.75) of each file's names (the names it defines and refers to,
   and the words of its path) against the focus: the focus files' names, and the words of the
-  task's text. A name many files share is weak evidence (its IDF is low): `get`, `type`,
-  `dict`, a builtin shadowed everywhere weigh next to nothing; a name few files share weighs a
-  lot.
+  task's text, and what files say (core.repomap.words) against what the focus says. A name
+  many files share is weak evidence (its IDF is low): `get`, `type`, a builtin shadowed
+  everywhere weigh next to nothing; a name few files share weighs a lot.
+- `said`: BM25 of what each file says alone against what the focus says (core.repomap.said).
 - `folder`: how near a file is to the focus files in the folder tree (the same folder, then
   the parent's ...); measured, and weighed 0 by the fit (worked out only when weighed).
 - `near`: the graph's edges between the focus files (a text focus: its best lexical hits, by
@@ -18,8 +19,7 @@ have evidence for it (FILE_FUSION for a focus with files, TEXT_FUSION for a task
 The graph's rank is not fused there (weight 0: bench.repomap_fit measured it, on the tuning
 repositories only, as lowering recall beside `near`); it breaks ties, the files no signal has
 evidence for among them; for a focus of identifiers alone it is the only signal (NAME_FUSION).
-Fixed orders throughout: the same files, the same scores.
-"""
+Fixed orders throughout: the same files, the same scores."""
 
 from __future__ import annotations
 
@@ -49,9 +49,8 @@ class Fusion:
 
 # chosen by bench.repomap_fit on the six tuning repositories alone (two each of Python,
 # TypeScript, Go): the best mean recall at 1, 3, 5 and 10 files over a grid of weights and K
-# (the folder's best weight there was 0; a text's best K, 4, gained 0.003 only: K stays 16)
-FILE_FUSION = Fusion({"lexical": 1.0, "near": 0.5}, 16.0)
-TEXT_FUSION = Fusion({"lexical": 1.0, "near": 0.25}, 16.0)
+FILE_FUSION = Fusion({"lexical": 1.0, "near": 1.0, "said": 0.5}, 16.0)
+TEXT_FUSION = Fusion({"lexical": 1.0, "near": 0.5, "said": 0.5}, 8.0)
 NAME_FUSION = Fusion({"graph": 1.0}, 60.0)  # identifiers alone: the graph's rank is all there is
 
 
@@ -90,10 +89,11 @@ class Signals:
     words: bool = True
     seed: bool = True
     file_words: bool = True  # a file focus: what the focus files say, against what files say
+    said: bool = True  # BM25 of what the focus says against what files say, a signal of its own
     near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
 
 
-def text_words(text: str) -> list[str]:
+def _text_words(text: str) -> list[str]:
     """The words of a task's text's identifiers (3 characters or more), sorted, unique."""
     return sorted({w for n in set(_WORD.findall(text)) for w in sub_words(n)})
 
@@ -102,7 +102,7 @@ def text_keys(text: str) -> Array:
     """The keys of a task's text: its identifiers (3 characters or more) and their words (as
     words of definitions and paths)."""
     names = set(_WORD.findall(text))
-    keys = {name_key(n) for n in names} | {word_key(w) for w in text_words(text)}
+    keys = {name_key(n) for n in names} | {word_key(w) for w in _text_words(text)}
     return np.unique(np.array(sorted(keys), dtype=KEY))
 
 
@@ -181,19 +181,19 @@ def lexical(
     rows, keys, tf = _name_terms(table, paths, query)
     if len(rows):
         _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
-        term = _bm25(n, df[inverse], tf, norm[rows])
+        term = bm25(n, df[inverse], tf, norm[rows])
         np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
     if said is not None and len(said[1]):
         words, ids = said
         df = words.document_counts(ids)
         for rows, hit, tf in words.hits(ids):  # whole rows a block: each file's sum in one
-            term = _bm25(n, df[hit], tf, norm[rows])
+            term = bm25(n, df[hit], tf, norm[rows])
             order = np.lexsort((term, rows))  # a file's word terms smallest first: the same
             np.add.at(score, rows[order], term[order])  # sums whatever the ids (by process)
     return score
 
 
-def _bm25(n: int, df: Array, tf: Array, norm: Array) -> Array:
+def bm25(n: int, df: Array, tf: Array, norm: Array) -> Array:
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
     return idf * tf * (K1 + 1) / (tf + norm)
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokend.core.repomap.keys import sub_words
+from tokend.core.repomap.keys import sub_words, word_ids
 
 LINE_TEXT_CHARS = 160  # a defining line longer than this is cut (with "…")
 WORDS_MAX = 256  # a file's text words kept (the most frequent): bounds the kernel's index
@@ -37,7 +37,7 @@ class FileTags:
     references: Mapping[str, int] = field(default_factory=dict)  # identifier -> occurrences
     error: str | None = None  # why the file has no tags (a grammar that failed)
     imports: tuple[str, ...] = ()  # what the file imports, as written (core.repomap.imports)
-    words: Mapping[str, int] = field(default_factory=dict)  # text_words of the file
+    words: Mapping[int, int] = field(default_factory=dict)  # text_words of the file (by id)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -49,7 +49,7 @@ class FileTags:
         if self.imports:
             out["i"] = list(self.imports)
         if self.words:
-            out["w"] = dict(self.words)
+            out["w"] = [list(self.words), list(self.words.values())]
         return out
 
     @classmethod
@@ -57,7 +57,8 @@ class FileTags:
         definitions = tuple(Definition(str(n), int(li), str(t)) for n, li, t in raw.get("d", ()))
         references = {str(k): int(v) for k, v in dict(raw.get("r", {})).items()}
         imports = tuple(str(spec) for spec in raw.get("i", ()))
-        words = dict(raw.get("w", {}))  # our own cache's: copied at C speed, not entry by entry
+        ids, counts = raw.get("w") or ((), ())
+        words = dict(zip(ids, counts, strict=True))  # our own cache's: at C speed
         return cls(definitions, references, raw.get("e"), imports, words)
 
 
@@ -66,13 +67,26 @@ def line_text(raw: str) -> str:
     return text if len(text) <= LINE_TEXT_CHARS else text[: LINE_TEXT_CHARS - 1] + "…"
 
 
-def text_words(text: str) -> dict[str, int]:
+def spoken(text: str) -> dict[str, int]:
     """What a file says, as BM25 reads it: the words (core.repomap.keys.sub_words) of every
-    identifier-like token of its text (code, comments, docstrings, strings) with their counts,
-    the WORDS_MAX most frequent (ties: alphabetical), sorted."""
+    identifier-like token of its text (code, comments, docstrings, strings) and each token of
+    two words or more itself (lowered: `parse_config`, `httpconfig`), with their counts: the
+    WORDS_MAX most frequent (ties: the first said), in the order first said."""
     counts: Counter[str] = Counter()
     for token, n in Counter(_IDENT.findall(text)).items():
-        for word in sub_words(token):
+        parts = sub_words(token)
+        for word in parts:
             counts[word] += n
-    kept = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:WORDS_MAX]
-    return dict(sorted(kept))
+        if len(parts) >= 2:
+            counts[token.lower()] += n
+    if len(counts) <= WORDS_MAX:
+        return dict(counts)
+    cut = sorted(counts.values())[-WORDS_MAX]
+    kept = [(w, n) for w, n in counts.items() if n > cut]
+    kept += [(w, n) for w, n in counts.items() if n == cut][: WORDS_MAX - len(kept)]
+    return dict(kept)
+
+
+def text_words(text: str) -> dict[int, int]:
+    """`spoken(text)` by word id (core.repomap.keys.word_id), as the tags carry it."""
+    return word_ids(spoken(text))

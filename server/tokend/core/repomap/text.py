@@ -3,38 +3,58 @@ the tag workers, which count every file of a tree (issue 22: the kernel's words 
 CPU seconds of theirs): the source's bytes are not decoded, and an identifier whose words are
 its underscore-separated parts (`skb`, `dev_priv`, `NETIF_F_HW_CSUM`: most of C's) is split by
 bytes methods, not by the regular expression of core.repomap.keys.sub_words, which splits the
-rest (`parseHTTPConfig`, `reg32`). The result is text_words's, word for word and count for count
-(tests/unit/test_repomap_text.py holds one against the other).
+rest (`parseHTTPConfig`, `reg32`) on the bytes too. The kept words are given by id (core.repomap.keys.word_id:
+the CRC-32 of the word's bytes, taken here on the bytes already lowered). The result is
+text_words's, word for word and count for count (tests/unit/test_repomap_text.py holds one
+against the other).
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections import Counter
+from itertools import islice
 
-from tokend.core.repomap.keys import sub_words
+from tokend.core.repomap.keys import SUB_WORD_PATTERN
 from tokend.core.repomap.tags import WORDS_MAX
 
 _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # core.repomap.tags's, on bytes (ASCII either way)
+_SUB_WORD = re.compile(SUB_WORD_PATTERN.encode("ascii"))  # core.repomap.keys's, on bytes
 
 
-def count_words(source: bytes) -> dict[str, int]:
+def count_words(source: bytes) -> dict[int, int]:
     """text_words(source.decode("utf-8", "replace"))."""
-    counts: dict[str, int] = {}
+    counts: dict[bytes, int] = {}
     get = counts.get
     for token, n in Counter(_IDENT.findall(source)).items():
+        if len(token) < 3:  # no word of 3 characters or more in it
+            continue
+        if token.isalpha() and (token.islower() or token.isupper()):  # one word: `skb`, `NULL`
+            word = token.lower()  # (the commonest by far)
+            counts[word] = get(word, 0) + n
+            continue
+        whole = token.lower()
         letters = token.replace(b"_", b"")
         # one case of letters only: its words are its parts between underscores
         if letters.isalpha() and (letters.islower() or letters.isupper()):
-            for part in token.split(b"_"):
-                if len(part) >= 3:
-                    word = part.decode("ascii").lower()
-                    counts[word] = get(word, 0) + n
+            parts = [p for p in whole.split(b"_") if len(p) >= 3]
         else:
-            for word in sub_words(token.decode("ascii")):
-                counts[word] = get(word, 0) + n
-    if len(counts) <= WORDS_MAX:
-        return dict(sorted(counts.items()))
-    # the WORDS_MAX most frequent, ties alphabetical: the first of (-count, word) in order
-    best = sorted([(-n, word) for word, n in counts.items()])[:WORDS_MAX]
-    return {word: -negative for negative, word in sorted(best, key=lambda item: item[1])}
+            parts = [w.lower() for w in _SUB_WORD.findall(token) if len(w) >= 3]
+        for word in parts:
+            counts[word] = get(word, 0) + n
+        if len(parts) >= 2:  # a compound of two words or more: itself too
+            counts[whole] = get(whole, 0) + n
+    if len(counts) > WORDS_MAX:  # the WORDS_MAX most frequent, ties: the first said
+        cut = sorted(counts.values())[-WORDS_MAX]
+        kept = [(w, n) for w, n in counts.items() if n > cut]
+        ties = ((w, n) for w, n in counts.items() if n == cut)
+        kept += islice(ties, WORDS_MAX - len(kept))
+        counts = dict(kept)
+    out = dict(zip(map(zlib.crc32, counts), counts.values(), strict=True))
+    if len(out) < len(counts):  # two words sharing an id (rare): their counts summed
+        out = {}
+        for word, n in counts.items():
+            key = zlib.crc32(word)
+            out[key] = out.get(key, 0) + n
+    return out

@@ -1,128 +1,91 @@
 """What each file says, as a task's text is read against it (core.repomap.rank's BM25): the
 words of its text (core.repomap.tags.text_words, its WORDS_MAX most frequent), kept compactly.
 
-One vocabulary per graph gives every word an id; a file's words are their ids (uint32,
-ascending) and counts (uint16; a count past 65,535 is kept as 65,535) in two flat arrays whose
-rows are the files in path order, as core.repomap.store's tables are: 6 bytes a word of a file,
-where a dictionary of strings per file takes tens of bytes an entry.
-
-The vocabulary keeps no strings: a word is found by its 64-bit hash (the interpreter's string
-hash, fixed within a process) in a sorted array of hashes beside their ids, 12 bytes a word.
-Hashes and ids differ from one process to the next, so nothing kept, shown or compared depends
-on them (BM25 adds a file's word terms smallest first: the same sums in every process). Two
-words sharing a hash (about one pair in 10^7 vocabularies of a million words) count as one. A
-word no file says any more keeps its id (12 bytes) until the graph is made again.
+A word is its id, the CRC-32 the tag workers computed (core.repomap.keys.word_id): no vocabulary
+is kept to number the words. A file's words are their ids (uint32, ascending) and counts (uint8;
+a count past 255 is kept as 255: BM25's term has all but saturated long before) in two flat
+arrays whose rows are the files in path order, as core.repomap.store's tables are: 5 bytes a
+word of a file, where a dictionary of strings per file takes tens of bytes an entry. The ids
+are the same in every process, and BM25 adds a file's word terms smallest first: the same sums
+every time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap.keys import sub_words
+from tokend.core.repomap.keys import word_ids
 from tokend.core.repomap.store import splice_column, splice_offsets
-from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.tags import FileTags, spoken
 
 ID = np.uint32
-COUNT = np.uint16
+COUNT = np.uint8
 COUNT_MAX = int(np.iinfo(COUNT).max)
 SIEVE_BLOCK = 1 << 18  # entries read at once (bounded temporaries on the kernel)
+BUCKETS = 1 << 20  # of the membership sieve (hits)
 
 Array = Any
 Words = tuple[Array, Array]  # one file's (ids ascending, counts)
 
 
-def said(tags: FileTags) -> Mapping[str, int]:
+def said(tags: FileTags) -> Mapping[int, int]:
     """The words a file says: its text's, else (tags made without them) its references'."""
     if tags.words:
         return tags.words
     out: dict[str, int] = {}
     for name, count in tags.references.items():
-        for word in sub_words(name):
-            out[word] = out.get(word, 0) + int(count)
-    return out
-
-
-def _hashes(words: Sequence[str]) -> Array:
-    return np.fromiter((hash(w) for w in words), dtype=np.int64, count=len(words)).view(np.uint64)
-
-
-class Vocabulary:
-    """word -> id, by the word's hash (ids 0, 1, 2 ... in the order words came)."""
-
-    def __init__(self) -> None:
-        self._hashes = np.zeros(0, dtype=np.uint64)  # sorted
-        self._ids = np.zeros(0, dtype=ID)  # the id of each hash
-
-    def __len__(self) -> int:
-        return len(self._hashes)
-
-    @property
-    def nbytes(self) -> int:
-        return int(self._hashes.nbytes + self._ids.nbytes)
-
-    def ids(self, words: Sequence[str]) -> Array:
-        """The ids of the words the vocabulary has (int64, in the order given)."""
-        found = self._lookup(_hashes(words))
-        return found[found >= 0]
-
-    def add(self, hashes: Array) -> Array:
-        """The id of each hash (int64), the new ones added."""
-        fresh = np.unique(hashes)
-        fresh = fresh[self._lookup(fresh) < 0]
-        if len(fresh):
-            at = np.searchsorted(self._hashes, fresh)
-            new_ids = np.arange(len(self), len(self) + len(fresh), dtype=ID)
-            self._hashes = np.insert(self._hashes, at, fresh)
-            self._ids = np.insert(self._ids, at, new_ids)
-        return self._lookup(hashes)
-
-    def _lookup(self, hashes: Array) -> Array:
-        found = np.full(len(hashes), -1, dtype=np.int64)
-        if not len(self._hashes) or not len(hashes):
-            return found
-        at = np.minimum(np.searchsorted(self._hashes, hashes), len(self._hashes) - 1)
-        hit = self._hashes[at] == hashes
-        found[hit] = self._ids[at[hit]]
-        return found
+        for word, n in spoken(name).items():
+            out[word] = out.get(word, 0) + n * int(count)
+    return word_ids(out)
 
 
 class WordTable:
     """Every file's words (rows in path order, as the graph's TagTable's)."""
 
     def __init__(self) -> None:
-        self.vocabulary = Vocabulary()
         self.offsets = np.zeros(1, dtype=np.int64)
         self.ids = np.zeros(0, dtype=ID)
         self.counts = np.zeros(0, dtype=COUNT)
+        self._totals: Array | None = None  # totals(), until the rows change
+        self._found: tuple[bytes, Array] | None = None  # the last document_counts' ids, counts
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the arrays and the vocabulary."""
-        arrays = self.offsets.nbytes + self.ids.nbytes + self.counts.nbytes
-        return int(arrays + self.vocabulary.nbytes)
+        """Bytes held by the arrays."""
+        return int(self.offsets.nbytes + self.ids.nbytes + self.counts.nbytes)
 
     def lengths(self) -> Array:
         """Each row's number of distinct words."""
         return np.diff(self.offsets)
 
+    def totals(self) -> Array:
+        """Each row's words counted as often as said (float), summed row by row in place."""
+        if self._totals is None:
+            n, sizes = len(self.offsets) - 1, self.lengths()
+            self._totals = np.zeros(n)
+            full = np.flatnonzero(sizes > 0)
+            if len(full):
+                summed = np.add.reduceat(self.counts, self.offsets[full], dtype=np.int64)
+                self._totals[full] = summed
+        return self._totals
+
     def changed(
-        self, rows: Mapping[str, int | None], files: Mapping[str, Mapping[str, int]]
+        self, rows: Mapping[str, int | None], files: Mapping[str, Mapping[int, int]]
     ) -> dict[str, Words]:
-        """The words of those `files` (path -> word -> count) that are new or differ from their
-        row's (`rows`: each path's row now, None for a new file); new words join the
-        vocabulary."""
+        """The words of those `files` (path -> word id -> count) that are new or differ from
+        their row's (`rows`: each path's row now, None for a new file)."""
         paths = list(files)
         sizes = np.array([len(files[p]) for p in paths], dtype=np.int64)
         total = int(sizes.sum())
-        ids = self.vocabulary.add(_hashes([w for p in paths for w in files[p]]))
+        ids = np.fromiter((w for p in paths for w in files[p]), np.int64, total)
         counts = np.fromiter((c for p in paths for c in files[p].values()), np.int64, total)
         owner = np.repeat(np.arange(len(paths)), sizes)
         order = np.lexsort((ids, owner))  # by file, then id
         ids, owner, counts = ids[order], owner[order], counts[order]
-        fresh = np.ones(len(ids), dtype=bool)  # two words of a file sharing a hash: one
+        fresh = np.ones(len(ids), dtype=bool)  # (a file's ids are unique: kept as a guard)
         fresh[1:] = (ids[1:] != ids[:-1]) | (owner[1:] != owner[:-1])
         at = np.flatnonzero(fresh)
         counts = np.add.reduceat(counts, at) if len(at) else counts
@@ -162,30 +125,43 @@ class WordTable:
         self.ids = splice_column(self.offsets, self.ids, runs, 0)
         self.counts = splice_column(self.offsets, self.counts, runs, 1)
         self.offsets = splice_offsets(self.offsets, runs)
+        self._totals, self._found = None, None
 
     def hits(self, ids: Array) -> Iterator[tuple[Array, Array, Array]]:
-        """Where the words `ids` (unique) are said, whole rows of about SIEVE_BLOCK entries at
-        a time (the kernel's common words are said by most of its 78,000 files: their hits at
-        once took 100 MiB more): each hit's row, word id and count."""
-        wanted = np.zeros(len(self.vocabulary), dtype=bool)
-        wanted[ids] = True
+        """Where the words `ids` (ascending, unique) are said, whole rows of about SIEVE_BLOCK
+        entries at a time (the kernel's common words are said by most of its 78,000 files:
+        their hits at once took 100 MiB more): each hit's row, the word's index in `ids` and
+        its count. A bucket table of the ids' low bits sifts the entries; only those in a
+        wanted bucket are searched."""
+        if not len(ids):
+            return
+        buckets = np.zeros(BUCKETS, dtype=bool)
+        buckets[(ids & (BUCKETS - 1)).astype(np.intp)] = True
         first, n = 0, len(self.offsets) - 1
         while first < n:
             reach = self.offsets[first] + SIEVE_BLOCK
             last = min(n, max(first + 1, int(np.searchsorted(self.offsets, reach, "right")) - 1))
             start, end = self.offsets[first], self.offsets[last]
-            at = np.flatnonzero(wanted[self.ids[start:end]]) + start
-            rows = np.searchsorted(self.offsets, at, side="right") - 1
-            yield rows, self.ids[at].astype(np.int64), self.counts[at].astype(np.float64)
+            part = self.ids[start:end]
+            maybe = np.flatnonzero(buckets[part & (BUCKETS - 1)])
+            at = np.minimum(np.searchsorted(ids, part[maybe]), len(ids) - 1)
+            found = ids[at] == part[maybe]
+            where, at = maybe[found] + start, at[found]
+            rows = np.searchsorted(self.offsets, where, side="right") - 1
+            yield rows, at, self.counts[where].astype(np.float64)
             first = last
 
     def document_counts(self, ids: Array) -> Array:
-        """How many files say each word (indexed by id; counted for `ids` only)."""
-        counts = np.zeros(len(self.vocabulary), dtype=np.int64)
-        for _, hit, _ in self.hits(ids):
-            counts += np.bincount(hit, minlength=len(counts))
-        return counts
+        """How many files say each word of `ids` (ascending, unique), in their order; the last
+        words asked are remembered (the BM25 signals of one focus ask the same words)."""
+        key = np.asarray(ids, dtype=np.int64).tobytes()
+        if self._found is None or self._found[0] != key:
+            found = np.zeros(len(ids), dtype=np.int64)
+            for _, at, _ in self.hits(ids):
+                found += np.bincount(at, minlength=len(ids))
+            self._found = (key, found)
+        return self._found[1]
 
     def row_ids(self, row: int) -> Array:
-        """The ids of the words file `row` says."""
+        """The ids of the words file `row` says (int64, ascending)."""
         return self.ids[self.offsets[row] : self.offsets[row + 1]].astype(np.int64)
