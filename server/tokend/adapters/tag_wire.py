@@ -11,7 +11,7 @@ from typing import IO, Any
 
 from tokend.adapters.tags.parser import Raw
 from tokend.core.repomap.store import PackedTags
-from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.tags import FileTags, json_fields
 
 _HEADER = struct.Struct("<I")
 Parsed = tuple[str, FileTags, PackedTags]  # the JSON text, the tags but for their names, packed
@@ -67,16 +67,10 @@ def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
 
 
 def raw_json(raw: Raw) -> str:
-    """`tags_json` of tags as plain values: the same text (a definition's tuple is a list)."""
+    """`tags_json` of tags as plain values: the same text."""
     definitions, references, imports, words, error = raw
-    out: dict[str, Any] = {"d": definitions, "r": references}  # as FileTags.to_json has them
-    if error:
-        out["e"] = error
-    if imports:
-        out["i"] = list(imports)
-    if words:
-        out["w"] = words
-    return json.dumps(out, separators=(",", ":"))
+    return json.dumps(json_fields(definitions, references, imports, words, error),
+                      separators=(",", ":"))  # fmt: skip
 
 
 def unpacked(sent: tuple[Any, ...]) -> tuple[FileTags, PackedTags]:

@@ -21,7 +21,7 @@ from tokend.core.repomap.text import count_words
 log = logging.getLogger(__name__)
 # A file's tags as plain values: its definitions (name, line, line text), references, imports,
 # words and error (FileTags' fields, a definition a tuple).
-Raw = tuple[list[tuple[str, int, str]], dict[str, int], tuple[str, ...], dict[str, int], str | None]
+Raw = tuple[list[tuple[str, int, str]], dict[str, int], tuple[str, ...], dict[int, int], str | None]
 _BY_LINE = itemgetter(1, 0)  # a (name, line) pair's order: by line, then name
 # A definition's line text is not kept: the map reads its lines from the file when it shows them
 # (core.repomap.render), and the kernel's definitions' lines were half of their cached JSON

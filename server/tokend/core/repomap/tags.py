@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,17 +40,8 @@ class FileTags:
     words: Mapping[int, int] = field(default_factory=dict)  # text_words of the file (by id)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "d": [[d.name, d.line, d.text] for d in self.definitions],
-            "r": dict(self.references),
-        }
-        if self.error:
-            out["e"] = self.error
-        if self.imports:
-            out["i"] = list(self.imports)
-        if self.words:
-            out["w"] = [list(self.words), list(self.words.values())]
-        return out
+        definitions = [(d.name, d.line, d.text) for d in self.definitions]
+        return json_fields(definitions, self.references, self.imports, self.words, self.error)
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> FileTags:
@@ -60,6 +51,25 @@ class FileTags:
         ids, counts = raw.get("w") or ((), ())
         words = dict(zip(ids, counts, strict=True))  # our own cache's: at C speed
         return cls(definitions, references, raw.get("e"), imports, words)
+
+
+def json_fields(
+    definitions: Sequence[tuple[str, int, str]],
+    references: Mapping[str, int],
+    imports: Sequence[str],
+    words: Mapping[int, int],
+    error: str | None,
+) -> dict[str, Any]:
+    """A file's tags as the workspace cache keeps them (FileTags.from_json reads them back),
+    from a FileTags or from a tag worker's plain values (adapters.tag_wire.raw_json)."""
+    out: dict[str, Any] = {"d": list(definitions), "r": dict(references)}  # tuples: JSON arrays
+    if error:
+        out["e"] = error
+    if imports:
+        out["i"] = list(imports)
+    if words:
+        out["w"] = [list(words), list(words.values())]
+    return out
 
 
 def line_text(raw: str) -> str:
