@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -23,6 +23,9 @@ from tokend.daemon.paths import log_path
 from tokend.daemon.process import configure_logging
 from tokend.daemon.spawn import is_detached
 from tokend.lsp.host import HostStatus
+
+if TYPE_CHECKING:
+    from tokend.service.app import App
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +154,6 @@ def _reachable(conn: Connection) -> bool:
 
 
 def serve_forever(args: argparse.Namespace) -> int:
-    from tokend.lsp.server import create_server
     from tokend.service.app import open_app
 
     # Before the app: what building it logs (say, an invalid config) belongs in the log file,
@@ -164,21 +166,7 @@ def serve_forever(args: argparse.Namespace) -> int:
     damage = app.check_store()
     logging.getLogger("tokend").addHandler(to_clients)
     app.workspaces.released_hooks.append(lambda key: release_freed_memory())
-    started: list[bool] = []
-
-    def connection_factory(conn: Connection) -> Any:
-        to_clients.serving(conn)
-        server = create_server(app, DaemonHost(conn))
-        if not started:  # with its first client listening: it hears of the restores settled
-            started.append(True)
-            app.start()
-        server.serve_workspaces()  # what this connection's requests open, it uses
-        conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
-        if damage is not None:  # once wired to the connection, after this first message
-            asyncio.get_running_loop().call_soon(_tell_damage, conn, damage)
-        conn.add_close_callback(server.leave_workspaces)  # released when nobody else uses them
-        return server
-
+    connection_factory = _connection_factory(app, to_clients, damage)
     stop_feed: list[Callable[[], None]] = []
 
     def ready(addresses: list[str]) -> None:
@@ -221,6 +209,30 @@ def serve_forever(args: argparse.Namespace) -> int:
         )
     finally:
         closing()  # when the daemon could not start
+
+
+def _connection_factory(
+    app: App, to_clients: ClientLogHandler, damage: str | None
+) -> Callable[[Connection], Any]:
+    """Builds each connection's server; the first one starts the app's background work."""
+    from tokend.lsp.server import create_server
+
+    started: list[bool] = []
+
+    def connection_factory(conn: Connection) -> Any:
+        to_clients.serving(conn)
+        server = create_server(app, DaemonHost(conn))
+        if not started:  # with its first client listening: it hears of the restores settled
+            started.append(True)
+            app.start()
+        server.serve_workspaces()  # what this connection's requests open, it uses
+        conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
+        if damage is not None:  # once wired to the connection, after this first message
+            asyncio.get_running_loop().call_soon(_tell_damage, conn, damage)
+        conn.add_close_callback(server.leave_workspaces)  # released when nobody else uses them
+        return server
+
+    return connection_factory
 
 
 def _tell_damage(conn: Connection, report: str) -> None:
