@@ -33,10 +33,10 @@ from pygls.exceptions import JsonRpcException
 
 from tokend.adapters.heap import release_freed_memory
 from tokend.core.errors import InvalidParams, RequestTooLarge, TokendError, Unauthorized
-from tokend.daemon.bigframes import BodyTooLarge, SpooledStrings
 from tokend.daemon.conn import Connection
 from tokend.daemon.envelope import INVALID_REQUEST, PARSE_ERROR, body_problem, envelope_problem
 from tokend.daemon.jsonscan import nesting_exceeds, shallow_top_level, top_level_fields
+from tokend.daemon.spooled_strings import BodyTooLarge, SpooledStrings
 from tokend.lsp.strict import MAX_PARAMS_DEPTH
 
 log = logging.getLogger(__name__)
