@@ -9,6 +9,8 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
+    from typing import TextIO
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,23 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the daemon in the foreground")
-    serve.add_argument(
-        "--listen", action="append", default=[], help="unix:PATH or tcp:127.0.0.1:PORT (repeatable)"
-    )
-    serve.add_argument(
-        "--idle-timeout", type=float, default=None, help="seconds with no connection before exiting"
-    )
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--name", default=None, help="a separately named daemon")
-
-    lsp = sub.add_parser("lsp", help="the stdio server editors launch (forwards to the daemon)")
-    lsp.add_argument("--standalone", action="store_true", help="serve in this process, no daemon")
-    lsp.add_argument("--remote", default="auto", help="auto, or auto;NAME for a named daemon")
-
-    stop = sub.add_parser("stop", help="stop the running daemon")
-    stop.add_argument("--name", default=None, help="a separately named daemon")
-
+    _daemon_parsers(sub)
     from tokend.commands.status_args import add_status_parser
 
     add_status_parser(sub)
@@ -70,6 +56,34 @@ def _parser() -> argparse.ArgumentParser:
     config.add_argument("--json", action="store_true")
     config.add_argument("--workspace", type=Path, help="a workspace folder (default: the cwd)")
 
+    _transcript_parsers(sub)
+    return parser
+
+
+def _daemon_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`tokend serve`, `lsp` and `stop` (commands/serve.py)."""
+    serve = sub.add_parser("serve", help="run the daemon in the foreground")
+    serve.add_argument(
+        "--listen", action="append", default=[], help="unix:PATH or tcp:127.0.0.1:PORT (repeatable)"
+    )
+    serve.add_argument(
+        "--idle-timeout", type=float, default=None, help="seconds with no connection before exiting"
+    )
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--name", default=None, help="a separately named daemon")
+
+    lsp = sub.add_parser("lsp", help="the stdio server editors launch (forwards to the daemon)")
+    lsp.add_argument("--standalone", action="store_true", help="serve in this process, no daemon")
+    lsp.add_argument("--remote", default="auto", help="auto, or auto;NAME for a named daemon")
+
+    stop = sub.add_parser("stop", help="stop the running daemon")
+    stop.add_argument("--name", default=None, help="a separately named daemon")
+
+
+def _transcript_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`tokend import claude-code` and `replay` (commands/importer.py, replay.py)."""
+    from pathlib import Path
+
     imp = sub.add_parser("import", help="import a transcript into a session")
     imp_sub = imp.add_subparsers(dest="import_kind", required=True)
     cc = imp_sub.add_parser("claude-code", help="a Claude Code JSONL transcript")
@@ -92,7 +106,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("file", type=Path)
     replay.add_argument("--json", action="store_true")
-    return parser
 
 
 def _checkpoint_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -201,53 +214,44 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    from tokend.core.errors import TokendError
+RUN_WITH_ARGS = {
+    "config": ("config", "run_config"),
+    "sessions": ("sessions", "run_sessions"),
+    "compact": ("compact", "run_compact"),
+    "fork": ("fork", "run_fork"),
+    "handoff": ("handoff", "run_handoff"),
+    "stop": ("serve", "run_stop"),
+    "status": ("status", "run_status"),
+    "context": ("status", "run_context"),
+    "checkpoints": ("checkpoints", "run_checkpoints"),
+    "rewind": ("checkpoints", "run_rewind"),
+    "watch": ("watch", "run_watch"),
+}
+"""Commands run as tokend.commands.MODULE.FUNCTION(args, stdout), imported only when run."""
 
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command in RUN_WITH_ARGS:
+        from importlib import import_module
+
+        module, function = RUN_WITH_ARGS[args.command]
+        run: Callable[[argparse.Namespace, TextIO], int]
+        run = getattr(import_module(f"tokend.commands.{module}"), function)
+        return run(args, sys.stdout)
     if args.command == "replay":
         from tokend.commands.replay import run_replay
 
         return run_replay(args.file, args.json, sys.stdout)
-    if args.command == "models" and args.models_command == "list":
-        from tokend.commands.models import list_models
-
-        return list_models(args.pattern, args.json, sys.stdout)
     if args.command == "models":
-        from tokend.commands.models import show_model
+        from tokend.commands.models import list_models, show_model
 
+        if args.models_command == "list":
+            return list_models(args.pattern, args.json, sys.stdout)
         return show_model(args.name, args.json, sys.stdout)
-    if args.command == "config":
-        from tokend.commands.config import run_config
+    if args.command in ("serve", "lsp"):
+        from tokend.commands.serve import run_lsp, run_serve
 
-        return run_config(args, sys.stdout)
-    if args.command == "sessions":
-        from tokend.commands.sessions import run_sessions
-
-        return run_sessions(args, sys.stdout)
-    if args.command == "compact":
-        from tokend.commands.compact import run_compact
-
-        return run_compact(args, sys.stdout)
-    if args.command == "fork":
-        from tokend.commands.fork import run_fork
-
-        return run_fork(args, sys.stdout)
-    if args.command == "handoff":
-        from tokend.commands.handoff import run_handoff
-
-        return run_handoff(args, sys.stdout)
-    if args.command == "stop":
-        from tokend.commands.serve import run_stop
-
-        return run_stop(args, sys.stdout)
-    if args.command == "serve":
-        from tokend.commands.serve import run_serve
-
-        return run_serve(args)
-    if args.command == "lsp":
-        from tokend.commands.serve import run_lsp
-
-        return run_lsp(args)
+        return run_serve(args) if args.command == "serve" else run_lsp(args)
     if args.command == "import":
         from tokend.commands.importer import import_claude_code
 
@@ -260,20 +264,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             sys.stdout,
             args.skip_bad_lines,
         )
-    if args.command == "status":
-        from tokend.commands.status import run_status
-
-        return run_status(args, sys.stdout)
-    if args.command == "checkpoints":
-        from tokend.commands.checkpoints import run_checkpoints
-
-        return run_checkpoints(args, sys.stdout)
-    if args.command == "rewind":
-        from tokend.commands.checkpoints import run_rewind
-
-        return run_rewind(args, sys.stdout)
     if args.command == "follow":
         from tokend.commands.follow import run_follow, run_follow_admin
+        from tokend.core.errors import TokendError
 
         if args.list or args.stop:
             return run_follow_admin(args, sys.stdout)
@@ -285,14 +278,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         from tokend.commands.statusline import run_statusline
 
         return run_statusline(sys.stdin, sys.stdout, statusline_words(args))
-    if args.command == "watch":
-        from tokend.commands.watch import run_watch
-
-        return run_watch(args, sys.stdout)
-    if args.command == "context":
-        from tokend.commands.status import run_context
-
-        return run_context(args, sys.stdout)
     raise AssertionError(args.command)
 
 

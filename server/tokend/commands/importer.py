@@ -15,6 +15,7 @@ from typing import TextIO
 
 from tokend.commands.output import counted, plural, say, write_json
 from tokend.commands.rpc_client import DaemonClient
+from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import InvalidParams, TokendError
 from tokend.core.transcripts.events import ProviderCall
 from tokend.service.app import open_app
@@ -129,23 +130,31 @@ def import_claude_code(
     if not outcome.created and (outcome.messages or outcome.compactions):
         _tell_daemon(outcome.session_id)
     if as_json:
-        write_json(
-            out,
-            {
-                "sessionId": outcome.session_id,
-                "created": outcome.created,
-                "workspaceUri": outcome.workspace_uri,
-                "messages": outcome.messages,
-                "calls": outcome.calls,
-                "compactions": outcome.compactions,
-                "skippedLines": outcome.skipped_lines,
-                "skippedLineNumbers": list(outcome.skipped_numbers),
-                "unfinishedLastLine": outcome.unfinished_last_line,
-                "refusedMessages": outcome.refused,
-                "usedTokens": snapshot.used_tokens,
-            },
-        )
-        return 0
+        write_json(out, _outcome_json(outcome, snapshot))
+    else:
+        _say_outcome(out, path, outcome, snapshot)
+    return 0
+
+
+def _outcome_json(outcome: ImportOutcome, snapshot: BudgetSnapshot) -> dict[str, object]:
+    """`--json`'s object: what the import added, to which session, and its gauge."""
+    return {
+        "sessionId": outcome.session_id,
+        "created": outcome.created,
+        "workspaceUri": outcome.workspace_uri,
+        "messages": outcome.messages,
+        "calls": outcome.calls,
+        "compactions": outcome.compactions,
+        "skippedLines": outcome.skipped_lines,
+        "skippedLineNumbers": list(outcome.skipped_numbers),
+        "unfinishedLastLine": outcome.unfinished_last_line,
+        "refusedMessages": outcome.refused,
+        "usedTokens": snapshot.used_tokens,
+    }
+
+
+def _say_outcome(out: TextIO, path: Path, outcome: ImportOutcome, snapshot: BudgetSnapshot) -> None:
+    """What the import added, what it skipped, and the session's gauge, in words."""
     what = counted(
         (outcome.messages, "message"),
         (outcome.calls, "provider call"),
@@ -179,7 +188,6 @@ def import_claude_code(
         f"gauge: {snapshot.used_tokens:,} / {snapshot.context_window:,} tokens "
         f"({snapshot.used_percentage:.1f}%)",
     )
-    return 0
 
 
 def _tell_daemon(session_id: str) -> None:

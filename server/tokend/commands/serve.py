@@ -61,7 +61,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def daemon_status(args: argparse.Namespace, out: TextIO) -> int:
-    from tokend.daemon.main import print_daemon_status
+    from tokend.daemon.status_client import print_daemon_status
 
     return print_daemon_status(args, out)
 

@@ -1,7 +1,7 @@
 """From one frame's body to the connection's server: parse, check, authenticate, hand over.
 
-The JSON-RPC envelope is checked here, for any protocol, so that every mistake is answered the
-same way and to the message's own id when it has one:
+The JSON-RPC envelope is checked here (envelope.py words what is wrong), for any protocol, so
+that every mistake is answered the same way and to the message's own id when it has one:
 
 - a body that is not JSON: ParseError (id null);
 - a big body (frames.py) whose strings other than tool outputs, read back, pass the limit of a
@@ -33,16 +33,15 @@ from pygls.exceptions import JsonRpcException
 
 from tokend.adapters.heap import release_freed_memory
 from tokend.core.errors import InvalidParams, RequestTooLarge, TokendError, Unauthorized
-from tokend.daemon.bigframes import BodyTooLarge, SpooledStrings
 from tokend.daemon.conn import Connection
+from tokend.daemon.envelope import INVALID_REQUEST, PARSE_ERROR, body_problem, envelope_problem
 from tokend.daemon.jsonscan import nesting_exceeds, shallow_top_level, top_level_fields
+from tokend.daemon.spooled_strings import BodyTooLarge, SpooledStrings
 from tokend.lsp.strict import MAX_PARAMS_DEPTH
 
 log = logging.getLogger(__name__)
 
 BIG_BODY_BYTES = 4 << 20  # once such a request is answered, freed memory goes back (memory.py)
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
 INTERNAL_ERROR = -32603
 LOGGED_IN_FULL = 3  # malformed messages logged one by one on a connection; then every 100th
 MAX_MESSAGE_DEPTH = MAX_PARAMS_DEPTH + 1  # the message object is one level above its params
@@ -144,10 +143,10 @@ class Dispatcher:
             self._refuse_too_deep(body)
             return None
         except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError
-            self._malformed(len(body), _kind(exc))
+            self._malformed(len(body), body_problem(exc))
             self._conn.send_error(None, PARSE_ERROR, "the message body is not JSON")
             return None
-        problem, msg_id = _envelope_problem(data)
+        problem, msg_id = envelope_problem(data)
         if problem is not None:
             self._malformed(len(body), problem, answered=msg_id is not None)
             self._conn.send_error(msg_id, INVALID_REQUEST, problem)
@@ -159,7 +158,7 @@ class Dispatcher:
         """InvalidParams to a request nested too deep (its id and method read from its top
         level alone); nothing to a notification."""
         top = shallow_top_level(body) or {}
-        problem, msg_id = _envelope_problem(top)
+        problem, msg_id = envelope_problem(top)
         kind = f"nested more than {MAX_PARAMS_DEPTH} levels deep"
         is_request = msg_id is not None or problem is not None or "method" not in top
         self._malformed(len(body), kind, answered=msg_id is not None)
@@ -271,34 +270,6 @@ class Dispatcher:
                 size,
                 kind,
             )
-
-
-def _envelope_problem(data: Any) -> tuple[str | None, int | str | None]:
-    """(what is wrong with the JSON-RPC envelope or None, the id to answer)."""
-    if not isinstance(data, dict):
-        return "the message is not a JSON-RPC 2.0 object", None
-    raw_id = data.get("id")
-    msg_id = raw_id if isinstance(raw_id, int | str) and not isinstance(raw_id, bool) else None
-    if raw_id is not None and msg_id is None:
-        return "id must be an integer or a string", None
-    if data.get("jsonrpc") != "2.0":
-        version = str(data.get("jsonrpc"))[:16]
-        return f'jsonrpc must be "2.0", not {version!r}', msg_id
-    method = data.get("method")
-    if method is None and "result" not in data and "error" not in data:
-        return "neither a request, a notification nor a response", msg_id
-    if method is not None and (not isinstance(method, str) or not method):
-        return "method must be a non-empty string", msg_id
-    return None, msg_id
-
-
-def _kind(error: BaseException) -> str:
-    """What is wrong with a body, without any of its bytes."""
-    if isinstance(error, UnicodeDecodeError):
-        return f"not UTF-8 (byte {error.start}: {error.reason})"
-    if isinstance(error, json.JSONDecodeError):
-        return f"not JSON ({error.msg}, char {error.pos})"
-    return f"not JSON ({type(error).__name__})"
 
 
 def _field(obj: Any, name: str) -> Any:

@@ -2,15 +2,15 @@
 
 Each accepted connection gets its own pygls server from `connection_factory(conn)` (see
 serve_conn.run_connection). It never steals a live daemon's socket: it holds an flock on
-`<socket>.lock` for its whole life, and a socket file nobody answers on is replaced. What
-`--listen` accepts and which peers are let in is in endpoints.py.
+`<socket>.lock` for its whole life, and a socket file nobody answers on is replaced
+(listen_sockets.py). What `--listen` accepts and which peers are let in is in endpoints.py.
 
 Stopping never drops work:
-- Idle exit, after `idle_timeout` seconds with no connection (a connection whose client left
-  counts until its requests in flight are answered) and nothing busy: the socket file is first
-  moved aside (lifetime.py), so new clients start a new daemon instead of reaching this one;
-  connections already in the listen backlog are accepted; if any came in, the socket is put back
-  and the daemon stays. Otherwise it exits, removing its socket.
+- Idle exit (idle_exit.py), after `idle_timeout` seconds with no connection (a connection whose
+  client left counts until its requests in flight are answered) and nothing busy: the socket
+  file is first moved aside (lifetime.py), so new clients start a new daemon instead of
+  reaching this one; connections already in the listen backlog are accepted; if any came in,
+  the socket is put back and the daemon stays. Otherwise it exits, removing its socket.
 - SIGTERM / stop(): the socket is removed and listeners closed at once; `stopping` tells the
   background work to stop (requests waiting for it are answered with an error); every
   connection stops reading, its requests in flight are answered and flushed (up to
@@ -30,17 +30,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from tokend.daemon.conn import Connection, PeerKind, Registry
 from tokend.daemon.endpoints import ListenAddress, check_peer, parse_listen
-from tokend.daemon.lifetime import backlog_pending, hide_socket
+from tokend.daemon.idle_exit import IdleExit
+from tokend.daemon.listen_sockets import ListenSockets
 from tokend.daemon.outbox import Outbox
 from tokend.daemon.paths import (
     DaemonAlreadyRunning,
     UnsafePathError,
-    bind_unix_socket,
     load_or_create_token,
     log_path,
     socket_path,
@@ -57,7 +56,6 @@ from tokend.lsp.host import HostStatus
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 10.0  # after SIGTERM, for requests in flight to be answered
-SETTLE_SECONDS = 0.02  # at the idle deadline, for clients already connecting to be accepted
 
 ConnectionFactory = Callable[[Connection], Any]
 
@@ -79,40 +77,42 @@ class Daemon:
         self.registry = Registry()
         self._factory = connection_factory
         self._listen = list(listen)
-        self._idle_timeout = idle_timeout if idle_timeout and idle_timeout > 0 else None
         self._token = token
         self._limits = limits or Limits()
         self._outbox_options = outbox_options or {}
-        self._servers: list[asyncio.Server] = []
-        self._unix_sockets: list[tuple[Path, int, int]] = []  # path, inode, lock fd
-        self._lock_fds: list[int] = []  # held until the process is done (release_locks)
+        self._sockets = ListenSockets()
         self.on_stopping: Callable[[], None] | None = None  # on the loop, as the stop begins
         # Work that outlives connections (following a transcript): True postpones the idle exit.
         self.keep_alive: Callable[[], bool] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy_count = 0
         self._busy_lock = threading.Lock()
-        self._idle_handle: asyncio.TimerHandle | None = None
-        self._idle_check: asyncio.Task[None] | None = None
+        self._idle_exit = IdleExit(
+            idle_timeout,
+            self._sockets,
+            is_idle=self._idle,
+            stop=self.stop,
+            keep_alive=lambda: self.keep_alive is not None and self.keep_alive(),
+        )
         self._started_at = time.monotonic()
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> list[str]:
         """Bind every listener; returns their addresses (TCP with the real port)."""
-        self._loop = asyncio.get_running_loop()
+        self._loop = self._idle_exit.loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         if self._token is None and any(a.kind == "tcp" for a in self._listen):
             self._token = load_or_create_token()
         addresses: list[str] = []
         try:
             for address in self._listen:
-                addresses.append(await self._bind(address))
+                addresses.append(await self._sockets.bind(address, self._client_handler))
         except BaseException:
-            self._release_listeners()
+            self._sockets.release()
             self.release_locks()
             raise
-        self._arm_idle_timer()
+        self._idle_exit.arm()
         return addresses
 
     async def run(self) -> None:
@@ -120,7 +120,7 @@ class Daemon:
         flight (up to STOP_GRACE_SECONDS), remove the socket and return."""
         assert self._stopping is not None, "call start() first"
         await self._stopping.wait()
-        self._release_listeners()
+        self._sockets.release()
         if self.on_stopping is not None:
             try:
                 self.on_stopping()
@@ -143,13 +143,13 @@ class Daemon:
         """Hold the daemon alive (no idle exit) while a write or compaction is in flight."""
         with self._busy_lock:
             self._busy_count += 1
-        self._call_in_loop(self._arm_idle_timer)
+        self._call_in_loop(self._idle_exit.arm)
         try:
             yield
         finally:
             with self._busy_lock:
                 self._busy_count -= 1
-            self._call_in_loop(self._arm_idle_timer)
+            self._call_in_loop(self._idle_exit.arm)
 
     def status(self) -> HostStatus:
         """The daemon's part of daemon/status (its pid, uptime, busy count and connections)."""
@@ -158,51 +158,21 @@ class Daemon:
 
     # -- listeners -------------------------------------------------------------------------
 
-    async def _bind(self, address: ListenAddress) -> str:
-        if address.kind == "unix":
-            assert address.path is not None
-            sock, lock_fd = bind_unix_socket(address.path)
-            self._unix_sockets.append((address.path, os.stat(address.path).st_ino, lock_fd))
-            server = await asyncio.start_unix_server(self._client_handler("unix"), sock=sock)
-            self._servers.append(server)
-            log.info("listening on %s", address)
-            return str(address)
-        server = await asyncio.start_server(self._client_handler("tcp"), address.host, address.port)
-        self._servers.append(server)
-        port = server.sockets[0].getsockname()[1]
-        bound = ListenAddress("tcp", host=address.host, port=port)
-        log.info("listening on %s (clients must send authToken)", bound)
-        return str(bound)
-
-    def _release_listeners(self) -> None:
-        for path, inode, lock_fd in self._unix_sockets:
-            with contextlib.suppress(OSError):
-                if os.lstat(path).st_ino == inode:
-                    path.unlink()
-            self._lock_fds.append(lock_fd)
-        self._unix_sockets.clear()
-        for server in self._servers:
-            server.close()
-        self._servers.clear()
-
     def release_locks(self) -> None:
         """Let a new daemon bind the socket paths: called once this one has stopped."""
-        for lock_fd in self._lock_fds:
-            with contextlib.suppress(OSError):
-                os.close(lock_fd)
-        self._lock_fds.clear()
+        self._sockets.release_locks()
 
     def _client_handler(self, peer: PeerKind) -> Callable[..., Any]:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
             assert task is not None
             self._tasks.add(task)
-            self._arm_idle_timer()
+            self._idle_exit.arm()
             try:
                 await self._serve_client(reader, writer, peer)
             finally:
                 self._tasks.discard(task)
-                self._arm_idle_timer()
+                self._idle_exit.arm()
 
         return handle
 
@@ -233,51 +203,11 @@ class Daemon:
             self.registry.remove(conn)
             log.info("connection %s closed (%d left)", conn_id, len(self.registry))
 
-    # -- idle shutdown -----------------------------------------------------------------------
+    # -- idle shutdown (idle_exit.py) --------------------------------------------------------
 
     def _idle(self) -> bool:
         """No connection (not even one being accepted or finishing its work), nothing busy."""
         return not self._tasks and not self._busy_count
-
-    def _arm_idle_timer(self) -> None:
-        if self._idle_handle is not None:
-            self._idle_handle.cancel()
-            self._idle_handle = None
-        if self._idle_timeout is None or self._loop is None or not self._idle():
-            return
-        self._idle_handle = self._loop.call_later(self._idle_timeout, self._idle_expired)
-
-    def _idle_expired(self) -> None:
-        self._idle_handle = None
-        if self._idle() and self.keep_alive is not None and self.keep_alive():
-            log.debug("no connection, but work in the background: serving on")
-            self._arm_idle_timer()
-            return
-        if self._idle() and self._idle_check is None and self._loop is not None:
-            self._idle_check = self._loop.create_task(self._exit_if_still_idle())
-
-    async def _exit_if_still_idle(self) -> None:
-        """Move the socket aside, accept whoever was already connecting, then exit only if
-        nobody did; otherwise put the socket back and serve on."""
-        hidden = [hide_socket(path, inode) for path, inode, _ in self._unix_sockets]
-        try:
-            await asyncio.sleep(SETTLE_SECONDS)  # a connect() that found the path completes
-            while backlog_pending(self._servers):
-                await asyncio.sleep(SETTLE_SECONDS)
-            await asyncio.sleep(0)  # connections accepted just now register themselves
-            if self._idle() and not backlog_pending(self._servers):
-                log.info("no connection for %.1f s; shutting down", self._idle_timeout)
-                for moved in hidden:
-                    moved.remove()
-                self._release_listeners()  # at once: nothing may connect in between
-                self.stop()
-                return
-            log.info("a client connected at the idle deadline; serving on")
-            for moved in hidden:
-                moved.restore()
-        finally:
-            self._idle_check = None
-        self._arm_idle_timer()
 
     def _call_in_loop(self, callback: Callable[[], None]) -> None:
         loop = self._loop

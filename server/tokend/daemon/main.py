@@ -1,30 +1,31 @@
-"""`tokend serve` and `tokend status --daemon`: the daemon around the shared app (service/app.py)."""
+"""`tokend serve`: the daemon around the shared app (service/app.py); `tokend status --daemon`
+asks it from status_client.py."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
-import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from tokend.adapters.heap import release_freed_memory
-from tokend.adapters.rendezvous import connect_unix
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.log_limit import BoundedValues
-from tokend.daemon.paths import log_path, socket_path
+from tokend.daemon.paths import log_path
 from tokend.daemon.process import configure_logging
 from tokend.daemon.spawn import is_detached
 from tokend.lsp.host import HostStatus
+
+if TYPE_CHECKING:
+    from tokend.service.app import App
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,6 @@ def _reachable(conn: Connection) -> bool:
 
 
 def serve_forever(args: argparse.Namespace) -> int:
-    from tokend.lsp.server import create_server
     from tokend.service.app import open_app
 
     # Before the app: what building it logs (say, an invalid config) belongs in the log file,
@@ -166,21 +166,7 @@ def serve_forever(args: argparse.Namespace) -> int:
     damage = app.check_store()
     logging.getLogger("tokend").addHandler(to_clients)
     app.workspaces.released_hooks.append(lambda key: release_freed_memory())
-    started: list[bool] = []
-
-    def connection_factory(conn: Connection) -> Any:
-        to_clients.serving(conn)
-        server = create_server(app, DaemonHost(conn))
-        if not started:  # with its first client listening: it hears of the restores settled
-            started.append(True)
-            app.start()
-        server.serve_workspaces()  # what this connection's requests open, it uses
-        conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
-        if damage is not None:  # once wired to the connection, after this first message
-            asyncio.get_running_loop().call_soon(_tell_damage, conn, damage)
-        conn.add_close_callback(server.leave_workspaces)  # released when nobody else uses them
-        return server
-
+    connection_factory = _connection_factory(app, to_clients, damage)
     stop_feed: list[Callable[[], None]] = []
 
     def ready(addresses: list[str]) -> None:
@@ -225,6 +211,30 @@ def serve_forever(args: argparse.Namespace) -> int:
         closing()  # when the daemon could not start
 
 
+def _connection_factory(
+    app: App, to_clients: ClientLogHandler, damage: str | None
+) -> Callable[[Connection], Any]:
+    """Builds each connection's server; the first one starts the app's background work."""
+    from tokend.lsp.server import create_server
+
+    started: list[bool] = []
+
+    def connection_factory(conn: Connection) -> Any:
+        to_clients.serving(conn)
+        server = create_server(app, DaemonHost(conn))
+        if not started:  # with its first client listening: it hears of the restores settled
+            started.append(True)
+            app.start()
+        server.serve_workspaces()  # what this connection's requests open, it uses
+        conn.add_close_callback(server.unwatch_all)  # an editor may vanish without shutdown
+        if damage is not None:  # once wired to the connection, after this first message
+            asyncio.get_running_loop().call_soon(_tell_damage, conn, damage)
+        conn.add_close_callback(server.leave_workspaces)  # released when nobody else uses them
+        return server
+
+    return connection_factory
+
+
 def _tell_damage(conn: Connection, report: str) -> None:
     """The store check's report to a client, as window/logMessage (Error)."""
     if conn.server is None or conn.closing:
@@ -237,66 +247,3 @@ def _version() -> str:
     import tokend
 
     return tokend.__version__
-
-
-def print_daemon_status(args: argparse.Namespace, out: TextIO) -> int:
-    """Ask the running daemon for daemon/status; never starts one."""
-    path = socket_path(getattr(args, "name", None))
-    try:
-        with connect_unix(path, timeout=5) as sock:
-            status = _request_status(sock)
-    except OSError as exc:
-        out.write(f"no tokend daemon answers at {path} ({exc.strerror or exc})\n")
-        return 1
-    if args.json:
-        out.write(json.dumps(status) + "\n")
-        return 0
-    out.write(
-        f"tokend {status['version']}  pid {status['pid']}  up {status['uptimeSeconds']:.0f} s  "
-        f"{len(status['connections'])} connections  {len(status['sessions'])} sessions loaded\n"
-    )
-    for conn in status["connections"]:
-        out.write(
-            f"  connection {conn['id']}: {conn.get('clientName') or '?'} "
-            f"-> {conn.get('sessionId') or '(no session)'}\n"
-        )
-    for s in status["sessions"]:
-        out.write(
-            f"  session {s['sessionId']}: {s['model']} {s['usedTokens']:,} tokens "
-            f"({s['usedPercentage']:.1f}%), {s['connections']} attached\n"
-        )
-    return 0
-
-
-def _request_status(sock: socket.socket) -> dict[str, Any]:
-    frames = _frames(sock)
-    status: dict[str, Any] = {}
-    hello = {"processId": None, "capabilities": {}, "clientInfo": {"name": "tokend status"}}
-    calls = ((1, "initialize", hello), (2, "daemon/status", None), (3, "shutdown", None))
-    for msg_id, method, params in calls:
-        _send(sock, {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        reply = next(body for body in frames if body.get("id") == msg_id)
-        if "error" in reply:
-            raise OSError(reply["error"].get("message", "daemon/status failed"))
-        if method == "daemon/status":
-            status = reply["result"]
-    _send(sock, {"jsonrpc": "2.0", "method": "exit"})
-    return status
-
-
-def _send(sock: socket.socket, body: dict[str, Any]) -> None:
-    data = json.dumps(body).encode()
-    sock.sendall(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-
-
-def _frames(sock: socket.socket) -> Iterator[dict[str, Any]]:
-    stream = sock.makefile("rb")
-    while True:
-        length = 0
-        while (line := stream.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        if not line:
-            raise OSError("the daemon closed the connection")
-        yield json.loads(stream.read(length))

@@ -29,7 +29,8 @@ from typing import Any
 
 from tokend.core.errors import RequestTooLarge, Unauthorized
 from tokend.daemon.conn import Connection
-from tokend.daemon.dispatch import PARSE_ERROR, Dispatcher
+from tokend.daemon.dispatch import Dispatcher
+from tokend.daemon.envelope import PARSE_ERROR
 from tokend.daemon.frames import Body, BrokenFraming, Oversized, read_frame
 from tokend.daemon.preauth import PreAuthGate
 

@@ -49,13 +49,8 @@ from tokend.core.errors import StoreError, TokenizerUnavailable
 from tokend.core.excerpt import bounded
 from tokend.lsp.connection import ConnectionProtocol
 from tokend.lsp.replies import internal_error, params_problem
-from tokend.lsp.strict import (
-    MAX_PARAMS_DEPTH,
-    forget_frames,
-    strict_lsp_values,
-    strict_sequences,
-    untrusted_problem,
-)
+from tokend.lsp.strict import MAX_PARAMS_DEPTH, forget_frames, untrusted_problem
+from tokend.lsp.structure_hooks import strict_lsp_values, strict_sequences
 
 MsgId = int | str
 

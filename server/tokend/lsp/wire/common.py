@@ -23,14 +23,9 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from tokend.core.errors import InvalidParams
 from tokend.core.excerpt import excerpt
-from tokend.lsp.strict import (
-    WireValueError,
-    forget_frames,
-    format_error,
-    join_problems,
-    strict_sequences,
-)
+from tokend.lsp.strict import WireValueError, forget_frames, format_error, join_problems
 from tokend.lsp.strict import json_type as _json_type
+from tokend.lsp.structure_hooks import strict_sequences
 
 T = TypeVar("T")
 _OMIT = "tokend.omit_if_default"
