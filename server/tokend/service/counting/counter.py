@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 
 from tokend.core.assembly.wire_formats import WireFormat, default_format, part_is_sent
 from tokend.core.counting.calibration import Calibrator
-from tokend.core.counting.estimate import classify, estimate_tokens, image_tokens
+from tokend.core.counting.estimate import classify, estimate_tokens
 from tokend.core.counting.estimate_families import family_chars_per_token, family_estimate_tokens
 from tokend.core.counting.framing import message_overhead
+from tokend.core.counting.media_tokens import image_tokens
 from tokend.core.counting.render import PRUNED_TOOL_RESULT, part_content_hint, part_text
 from tokend.core.models.catalog import ModelInfo
 from tokend.core.models.names import CLAUDE_FAMILIES, claude_family, is_claude
