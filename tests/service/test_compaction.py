@@ -145,7 +145,7 @@ def test_appends_made_while_a_summary_is_written_come_after_it(db, monkeypatch):
         assert appended.wait(30)  # the summary is being written while others append
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("tokend.service.compaction.tiers.write_summary", slow_summary)
+    monkeypatch.setattr("tokend.service.compaction.summary_tier.write_summary", slow_summary)
 
     async def race():
         task = asyncio.create_task(compact_async(service, sid, CompactRequest("summarize")))

@@ -16,14 +16,12 @@ from hypothesis import strategies as st
 
 from tokend.core.counting.estimate import (
     DEFAULT_CHARS_PER_TOKEN,
-    IMAGE_TOKENS,
     EstimateCounter,
     classify,
     estimate_tokens,
-    image_tokens,
-    pdf_page_tokens,
     text_features,
 )
+from tokend.core.counting.media_tokens import IMAGE_TOKENS, image_tokens, pdf_page_tokens
 from tokend.core.types import ContentClass
 
 SERVER = Path(__file__).resolve().parents[2] / "server" / "tokend"

@@ -16,10 +16,10 @@ from tokend.core.models.catalog import (
     PriceTier,
     TokenPrices,
     parse_litellm_entry,
-    tokenizer_for,
     with_context_window,
 )
 from tokend.core.models.names import CLAUDE_FAMILIES
+from tokend.core.models.traits import tokenizer_for
 from tokend.core.types import Usage
 from tokend.core.usage.pricing import cost_usd
 

@@ -15,7 +15,8 @@ import pytest
 
 from tokend.core.repomap import choice
 from tokend.core.repomap.edges import MAX_DEFINERS, Edges
-from tokend.core.repomap.store import KEY, PackedTags, TagTable, name_key
+from tokend.core.repomap.packed import KEY
+from tokend.core.repomap.store import PackedTags, TagTable, name_key
 
 BLOCK = 1 << 16  # the definitions a block may hold (choice.DEFS_BLOCK)
 

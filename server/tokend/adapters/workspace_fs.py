@@ -2,7 +2,7 @@
 made on a client's behalf (a restore, a rewind, a file the session reads) goes through here.
 
 A path is walked one component at a time from the workspace root, each folder opened with
-O_NOFOLLOW relative to the one before (`openat`), at the moment of the read or write; the file
+O_NOFOLLOW relative to the one before (`openat`, adapters.workspace_walk), at the moment of the read or write; the file
 is then read, created, renamed or unlinked relative to its folder's descriptor. So a folder
 swapped for a symlink after tokend last looked (`mv d d.bak; ln -s ~/.ssh d`) is never followed:
 
@@ -21,105 +21,22 @@ with synchronous=NORMAL, this survives the process being killed, not the machine
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from tokend.core.workspace.files import FolderMissing, OpenedFile, PathConflict, PathOutside
+from tokend.adapters.workspace_walk import Walk, folder_walk, lstat_at, resolve_open
+from tokend.core.workspace.files import FolderMissing, OpenedFile, PathConflict
 
 TEMP_SUFFIX = ".tokend-restore"
-MAX_SYMLINKS = 40  # as the kernel's own limit: more is a loop
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def temporary_name(name: str) -> str:
     """The name of the temporary copy of file `name` a write makes beside it."""
     return f".{name}{TEMP_SUFFIX}"
-
-
-def _parts(rel: str) -> list[str]:
-    """The names of a normalized posix path relative to the root (nothing else is taken)."""
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") or "\0" in p for p in parts):
-        raise PathConflict(rel, "not a path inside the workspace")
-    return parts
-
-
-@dataclass
-class _Walk:
-    """The open folders from the root down to a file's folder (closed together)."""
-
-    fds: list[int]
-    names: list[str]  # names[i] is the name of fds[i + 1] in fds[i]
-
-    @property
-    def folder(self) -> int:
-        return self.fds[-1]
-
-    def close(self) -> None:
-        for fd in reversed(self.fds):
-            os.close(fd)
-        self.fds.clear()
-
-
-def _open_root(root: Path) -> int:
-    try:
-        return os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise PathConflict(".", f"the workspace folder cannot be opened ({exc.strerror})") from exc
-
-
-def _descend(walk: _Walk, rel: str, name: str, create: bool) -> None:
-    """Open folder `name` of the walk's last folder without following a symlink."""
-    for attempt in (0, 1):
-        try:
-            walk.fds.append(os.open(name, _DIR_FLAGS, dir_fd=walk.folder))
-            walk.names.append(name)
-            return
-        except FileNotFoundError:
-            if not create or attempt:
-                raise FolderMissing(rel, f"folder {name!r} does not exist") from None
-            try:
-                os.mkdir(name, 0o777, dir_fd=walk.folder)
-            except FileExistsError:
-                pass  # made meanwhile: open what is there (still without following)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                what = _kind_of(walk.folder, name)
-                raise PathConflict(rel, f"{what} {name!r} is on its way") from None
-            raise PathConflict(rel, f"folder {name!r} cannot be opened ({exc.strerror})") from exc
-
-
-def _kind_of(folder: int, name: str) -> str:
-    try:
-        mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode
-    except OSError:
-        return "something"
-    return "a symlink" if stat.S_ISLNK(mode) else "a file, not a folder,"
-
-
-@contextmanager
-def _folder_of(root: Path, rel: str, create: bool = False) -> Iterator[tuple[_Walk, str]]:
-    """The open folders down to `rel`'s folder, none a symlink, and `rel`'s last name."""
-    parts = _parts(rel)
-    walk = _Walk([_open_root(root)], [])
-    try:
-        for name in parts[:-1]:
-            _descend(walk, rel, name, create)
-        yield walk, parts[-1]
-    finally:
-        walk.close()
-
-
-def _lstat(folder: int, name: str) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=folder, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
 
 
 # -- writes -------------------------------------------------------------------------------
@@ -129,8 +46,8 @@ def write_atomic(root: Path, rel: str, data: bytes, mode: int) -> os.stat_result
     """Replace (or create) file `rel` with `data` and permission bits `mode`, in one rename;
     missing folders are made. The new file's stat. PathConflict when a symlink (or a file where
     a folder is due) is on the way or `rel` itself is not a regular file."""
-    with _folder_of(root, rel, create=True) as (walk, name):
-        found = _lstat(walk.folder, name)
+    with folder_walk(root, rel, create=True) as (walk, name):
+        found = lstat_at(walk.folder, name)
         if found is not None and not stat.S_ISREG(found.st_mode):
             what = "a symlink" if stat.S_ISLNK(found.st_mode) else "not a regular file"
             raise PathConflict(rel, f"it is now {what}: not replaced")
@@ -175,8 +92,8 @@ def delete(root: Path, rel: str, prune: bool = True) -> bool:
     """Delete file `rel` (False: it was not there), then, with `prune`, each folder it leaves
     empty up to the root. PathConflict when a symlink is on the way or `rel` is one."""
     try:
-        with _folder_of(root, rel) as (walk, name):
-            found = _lstat(walk.folder, name)
+        with folder_walk(root, rel) as (walk, name):
+            found = lstat_at(walk.folder, name)
             if found is None:
                 return False
             if not stat.S_ISREG(found.st_mode):
@@ -190,7 +107,7 @@ def delete(root: Path, rel: str, prune: bool = True) -> bool:
         return False
 
 
-def _prune_empty(walk: _Walk) -> None:
+def _prune_empty(walk: Walk) -> None:
     """Remove the walk's folders that are now empty, deepest first (never the root)."""
     while walk.names:
         name = walk.names.pop()
@@ -205,8 +122,8 @@ def probe(root: Path, rel: str) -> None:
     """PathConflict when a write or delete of `rel` would be refused now (a symlink on its way,
     or `rel` one); nothing is created or changed (a dry run asks this)."""
     try:
-        with _folder_of(root, rel) as (walk, name):
-            found = _lstat(walk.folder, name)
+        with folder_walk(root, rel) as (walk, name):
+            found = lstat_at(walk.folder, name)
             if found is not None and not stat.S_ISREG(found.st_mode):
                 what = "a symlink" if stat.S_ISLNK(found.st_mode) else "not a regular file"
                 raise PathConflict(rel, f"it is now {what}: not replaced")
@@ -217,9 +134,9 @@ def probe(root: Path, rel: str) -> None:
 def remove_temporary(root: Path, rel: str) -> bool:
     """Delete the temporary copy an interrupted write of `rel` may have left (True: one was)."""
     try:
-        with _folder_of(root, rel) as (walk, name):
+        with folder_walk(root, rel) as (walk, name):
             tmp = temporary_name(name)
-            found = _lstat(walk.folder, tmp)
+            found = lstat_at(walk.folder, tmp)
             if found is None or not stat.S_ISREG(found.st_mode):
                 return False
             os.unlink(tmp, dir_fd=walk.folder)
@@ -244,7 +161,7 @@ def open_file(root: Path, rel: str, *, follow_inside: bool = True) -> Iterator[O
     """`rel` opened for reading, its path walked as above. A symlink is expanded (again
     without following) when `follow_inside` and it stays inside the root, else PathOutside
     (leaves it) or PathConflict (`follow_inside` False). FileNotFoundError when absent."""
-    fd = _resolve_open(root, rel, follow_inside)
+    fd = resolve_open(root, rel, follow_inside)
     try:
         yield Opened(fd, os.fstat(fd))
     finally:
@@ -280,77 +197,3 @@ def stat_file(root: Path, rel: str, *, follow_inside: bool = True) -> os.stat_re
             return opened.st
     except FileNotFoundError:
         return None
-
-
-def _resolve_open(root: Path, rel: str, follow_inside: bool) -> int:
-    pending = _parts(rel)
-    done: list[str] = []  # the real folders walked so far, from the root
-    walk = _Walk([_open_root(root)], [])
-    hops = 0
-    try:
-        while pending:
-            name = pending.pop(0)
-            last = not pending
-            found = _lstat(walk.folder, name)
-            if found is None:
-                if last:
-                    raise FileNotFoundError(errno.ENOENT, "no such file", rel)
-                raise FileNotFoundError(errno.ENOENT, f"folder {name!r} does not exist", rel)
-            if stat.S_ISLNK(found.st_mode):
-                if not follow_inside:
-                    raise PathConflict(rel, f"a symlink {name!r} is on its way")
-                hops += 1
-                if hops > MAX_SYMLINKS:
-                    raise PathOutside(rel, "too many symlinks")
-                target = os.readlink(name, dir_fd=walk.folder)
-                base = _inside(root, done, target, rel)
-                pending = base + pending
-                walk.close()
-                walk = _Walk([_open_root(root)], [])
-                done = []
-                continue
-            if last:
-                flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-                flags |= getattr(os, "O_NONBLOCK", 0)  # a FIFO must not hang the reader
-                try:
-                    return os.open(name, flags, dir_fd=walk.folder)
-                except OSError as exc:
-                    if exc.errno == errno.ELOOP:  # swapped for a symlink just now
-                        raise PathConflict(rel, f"{name!r} changed while it was opened") from exc
-                    raise
-            _descend(walk, rel, name, create=False)
-            done.append(name)
-        raise PathConflict(rel, "not a file")
-    finally:
-        walk.close()
-
-
-def _inside(root: Path, folder: list[str], target: str, rel: str) -> list[str]:
-    """The components, from the root, of symlink `target` found in `folder`; PathOutside when
-    it leaves the root."""
-    if os.path.isabs(target):
-        parts = None
-        for base in (root, root.resolve()):
-            try:
-                parts = list(Path(os.path.normpath(target)).relative_to(base).parts)
-                break
-            except ValueError:
-                continue
-        if parts is None:
-            raise PathOutside(rel, "a symlink on its way leads outside the workspace: not read")
-        out: list[str] = []
-        source = parts
-    else:
-        out, source = list(folder), list(PurePosixPath(target).parts)
-    for part in source:
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not out:
-                raise PathOutside(rel, "a symlink on its way leads outside the workspace: not read")
-            out.pop()
-        else:
-            out.append(part)
-    if not out:
-        raise PathConflict(rel, "a symlink on its way names the workspace folder itself")
-    return out

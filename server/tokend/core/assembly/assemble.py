@@ -8,7 +8,8 @@ says what to drop. All figures are tokens; nothing is tokenized here: counts com
 the parts, pre-counted on the inputs, or from the `count` callable the caller passes.
 
 The inputs besides the history live in context_inputs.py, the overflow's suggestions in
-overflow.py, the per-session cache of rendered messages in render_cache.py.
+overflow.py, the per-session cache of rendered messages in render_cache.py, the cache
+breakpoints in cache_marks.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tokend.core.assembly.cache_marks import CacheBreakpoint, anthropic_prefix, mark_breakpoints
 from tokend.core.assembly.context_inputs import (
     CountedText,
     ExampleTurn,
@@ -32,7 +34,6 @@ from tokend.core.assembly.wire_formats import (
     WIRE_FORMATS,
     WireFormat,
     WireMessage,
-    cacheable_block_index,
     part_is_sent,
     render_message,
     split_system_blocks,
@@ -54,8 +55,6 @@ CHUNKS = (
     "current",
     "reminder",
 )
-_PREFIX_CHUNKS = ("examples", "readOnlyFiles", "repoMap")
-_EPHEMERAL = {"type": "ephemeral"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,15 +85,6 @@ class AssemblyRequest:
     # Known totals per message id (parts + framing, pruned parts as placeholders), counted for
     # THIS format; a caller that keeps them saves summing every part on every assembly.
     message_tokens: Mapping[str, int] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CacheBreakpoint:
-    """Where a cached prefix ends: after `chunk`, at `message_index` in Assembly.messages
-    (None for tools and for Anthropic's separate system)."""
-
-    chunk: str
-    message_index: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,29 +174,11 @@ def _build(
             ends[name] = joiner.end_position()
     out = joiner.finish()
     warnings.extend(joiner.warnings)
-    marked = ["tools"] if req.tools else []
-    if req.system is not None:
-        marked.append("system")
-    marked.extend([c for c in _PREFIX_CHUNKS if c in ends][-1:])
-    if "history" in ends:
-        marked.append("history")
-    breakpoints: list[CacheBreakpoint] = []
-    tools = tuple(req.tools)
+    breakpoints = mark_breakpoints(fmt, out, ends, bool(req.tools), req.system is not None)
+    tools: tuple[Mapping[str, Any], ...] = tuple(req.tools)
     system = None
-    for chunk in marked:
-        end = ends.get(chunk)
-        breakpoints.append(CacheBreakpoint(chunk, end[0] if end else None))
-        if fmt != "anthropic" or chunk == "system" or chunk == "tools":
-            continue
-        if end is not None:
-            _mark_block(out, *end)
     if fmt == "anthropic":
-        if tools:
-            tools = (*tools[:-1], {**tools[-1], "cache_control": _EPHEMERAL})
-        if req.system is not None:
-            system = ({"type": "text", "text": req.system, "cache_control": _EPHEMERAL},)
-        if summary_blocks:
-            system = (*(system or ()), *summary_blocks)
+        tools, system = anthropic_prefix(req.tools, req.system, summary_blocks)
     return Assembly(
         format=fmt,
         messages=tuple(out),
@@ -226,19 +198,6 @@ def _leads_with_summary(message: Message) -> bool:
         isinstance(sp.part, CompactionPart) and sp.part.provider not in (None, "anthropic")
         for sp in message.parts
     )
-
-
-def _mark_block(out: list[WireMessage], message_index: int, block: dict[str, Any]) -> None:
-    """Put cache_control on `block` (or the nearest cacheable block before it), copying."""
-    content = out[message_index]["content"]
-    index = cacheable_block_index(content, block)
-    if index is None:
-        return
-    marked = {**content[index], "cache_control": _EPHEMERAL}
-    out[message_index] = {
-        **out[message_index],
-        "content": [*content[:index], marked, *content[index + 1 :]],
-    }
 
 
 def _messages_tokens(messages: Sequence[Message], req: AssemblyRequest, pruned: int) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from tokend.core.counting.estimate import provider_family
+from tokend.core.counting.media_tokens import provider_family
 from tokend.core.counting.render import (
     PRUNED_TOOL_RESULT,
     provider_summary_text,

@@ -27,7 +27,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tokend.core.counting.estimate import provider_family
+from tokend.core.counting.media_tokens import provider_family
 
 TOKENS_PER_MESSAGE = 3  # <|start|>{role}<|message|> ... <|end|>
 TOKENS_PER_NAME = 1

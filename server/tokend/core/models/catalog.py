@@ -3,27 +3,31 @@
 Built from litellm's price/context mapping (name -> JSON object) plus `[models."NAME"]` override
 tables from the user and workspace configs. Pure: the adapter reads the JSON and the TOML files.
 Units: windows and limits are tokens; prices are US dollars per token. How a spelling finds its
-catalog name is in model_names.py; which price keys are read, in prices.py; what a call costs, in
-pricing.py.
+catalog name is in names.py; which price keys are read, in prices.py; what a model's name implies
+(tokenizer, request features), in traits.py; what a call costs, in core/usage/pricing.py.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from tokend.core.errors import InvalidParams, UnknownModel
 from tokend.core.excerpt import excerpt
-from tokend.core.models.names import CLAUDE_FAMILIES, ModelNames, claude_family
+from tokend.core.models.names import CLAUDE_FAMILIES, ModelNames, unknown_model_message
 from tokend.core.models.prices import BASE_PRICE_KEYS, parse_prices, price, price_key, with_rates
 from tokend.core.models.prices import PriceTier as PriceTier  # re-exported with ModelInfo
 from tokend.core.models.prices import TokenPrices as TokenPrices  # re-exported with ModelInfo
+from tokend.core.models.traits import (
+    native_budget_injection_for,
+    provider_compaction_for,
+    strips_reasoning_for,
+    tokenizer_for,
+)
 
-CHAT_MODES = frozenset(
-    {"chat", "responses"}
-)  # "responses": OpenAI models served by the Responses API only
+# "responses": OpenAI models served by the Responses API only
+CHAT_MODES = frozenset({"chat", "responses"})
 
 
 ENCODINGS = frozenset({"o200k_base", "cl100k_base", *CLAUDE_FAMILIES})
@@ -63,73 +67,6 @@ class ModelInfo:
         return max(0, self.context_window - self.max_output_tokens)
 
 
-def tokenizer_for(name: str) -> str | None:
-    """The tokenizer a model's name implies: a Claude model's family ("claude-v3", ...), an
-    OpenAI model family's tiktoken encoding; None for other vendors (the estimate)."""
-    return claude_family(name) or _openai_encoding(name)
-
-
-def _openai_encoding(name: str) -> str | None:
-    """The tiktoken encoding of an OpenAI model family, from its bare name."""
-    bare = name.rsplit("/", 1)[-1].lower().removeprefix("ft:")
-    if re.match(r"(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5)", bare) or re.match(
-        r"o[134](-|$)", bare
-    ):
-        return "o200k_base"
-    if re.match(r"(gpt-4|gpt-3\.5|gpt-35)(-|$)", bare):
-        return "cl100k_base"
-    return None
-
-
-_NATIVE_BUDGET = re.compile(r"claude-(sonnet-4[-.][56]|haiku-4[-.]5)(?![0-9])")
-
-
-def native_budget_injection_for(name: str) -> bool:
-    """Was the model trained on `<budget:token_budget>` and `<system_warning>Token usage…`?
-    Anthropic's context-awareness models, under any provider's spelling (anthropic/, bedrock's
-    anthropic.…-v1:0, vertex's @date)."""
-    return _NATIVE_BUDGET.search(name.lower()) is not None
-
-
-_CLAUDE_VERSION = re.compile(
-    r"claude-(?:opus|sonnet|haiku|fable|mythos)-(\d{1,2})(?:[-.](\d{1,2}))?(?![0-9])"
-)
-_PROVIDER_COMPACTION_SINCE = (4, 6)  # Anthropic's compaction API: Opus 4.6, Sonnet 4.6, later
-# OpenAI's /responses/compact takes any Responses model; these are the current families.
-_OPENAI_COMPACTION = re.compile(r"(gpt-5|gpt-4\.1|gpt-4o|o[134])(?![0-9])")
-_OPENAI_PROVIDERS = (None, "openai", "azure", "text-completion-openai")
-
-
-def provider_compaction_for(
-    name: str, provider: str | None, entry: Mapping[str, Any] | None = None
-) -> bool:
-    """Can the provider compact this model's context itself? litellm's
-    `supports_anthropic_compaction` when the entry has it; else Claude models of generation 4.6
-    and later (the compaction API's models), and OpenAI's Responses models on OpenAI or Azure
-    (/responses/compact)."""
-    if entry is not None and "supports_anthropic_compaction" in entry:
-        return bool(entry["supports_anthropic_compaction"])
-    lowered = name.lower()
-    found = _CLAUDE_VERSION.search(lowered)
-    if found is not None:
-        if entry is not None:
-            return False  # litellm lists its compaction models; this is not one of them
-        version = (int(found.group(1)), int(found.group(2) or 0))
-        return version >= _PROVIDER_COMPACTION_SINCE
-    bare = lowered.rsplit("/", 1)[-1].removeprefix("ft:")
-    return provider in _OPENAI_PROVIDERS and _OPENAI_COMPACTION.match(bare) is not None
-
-
-def _strips_reasoning(name: str, provider: str | None, entry: Mapping[str, Any]) -> bool:
-    """OpenAI reasoning models never get earlier reasoning back; Anthropic drops earlier thinking
-    blocks unless the model preserves them (litellm: supports_thinking_cache_preservation)."""
-    if _openai_encoding(name) is not None:
-        return bool(entry.get("supports_reasoning"))
-    if "claude" in name.lower() or "anthropic" in (provider or ""):
-        return not entry.get("supports_thinking_cache_preservation", False)
-    return False
-
-
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -151,7 +88,7 @@ def parse_litellm_entry(name: str, entry: Mapping[str, Any]) -> ModelInfo | None
         prices=prices,
         price_tiers=tiers,
         tokenizer=tokenizer_for(name),
-        strips_reasoning=_strips_reasoning(name, provider, entry),
+        strips_reasoning=strips_reasoning_for(name, provider, entry),
         supports_prompt_caching=bool(entry.get("supports_prompt_caching", False)),
         native_budget_injection=native_budget_injection_for(name),
         provider_compaction=provider_compaction_for(name, provider, entry),
@@ -183,25 +120,6 @@ _FLAG_KEYS = (
     "native_budget_injection",
     "provider_compaction",
 )
-
-
-def unknown_model_message(name: str, suggestions: Sequence[str] = ()) -> str:
-    """What to do about a model the catalog does not know: a likely typo first (the catalog's
-    close names), then how to declare a model that is really new."""
-    guess = ""
-    if suggestions:
-        quoted = [f'"{s}"' for s in suggestions]
-        names = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
-        guess = f" Did you mean {names}? If it is a model the catalog lacks, declare"
-    return (
-        f"Unknown model {excerpt(name)}."
-        + (guess or " Declare")
-        + f" it in a [models.{excerpt(name)}] table in "
-        "~/.config/tokend/config.toml (user) or in .tokend.toml (workspace), with "
-        "context_window = <tokens> and max_output_tokens = <tokens>, and optionally tokenizer "
-        '("o200k_base", "cl100k_base" or a Claude family: "claude-v3", "claude-v4.7", '
-        '"claude-v4.8"), input_cost_per_token and output_cost_per_token (USD).'
-    )
 
 
 def apply_override(

@@ -4,6 +4,7 @@
 one catalog entry: names match in any case, without leading "provider/" segments, with or
 without a date suffix (an undated name means the newest dated one), and a bare name finds a
 first-party vendor's "vendor/model" entry when litellm lists the model only prefixed.
+A name that finds nothing gets unknown_model_message: the close names, and how to declare it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Sequence
+
+from tokend.core.excerpt import excerpt
 
 FIRST_PARTY_PROVIDERS = frozenset(
     {"openai", "anthropic", "gemini", "deepseek", "mistral", "xai", "moonshot", "zai", "dashscope"}
@@ -129,3 +132,22 @@ def claude_family(name: str) -> str | None:
 def is_claude(name: str) -> bool:
     """Does `name` spell an Anthropic Claude model (of any generation)?"""
     return "claude" in name.lower()[:MAX_NAME_CHARS]
+
+
+def unknown_model_message(name: str, suggestions: Sequence[str] = ()) -> str:
+    """What to do about a model the catalog does not know: a likely typo first (the catalog's
+    close names), then how to declare a model that is really new."""
+    guess = ""
+    if suggestions:
+        quoted = [f'"{s}"' for s in suggestions]
+        names = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+        guess = f" Did you mean {names}? If it is a model the catalog lacks, declare"
+    return (
+        f"Unknown model {excerpt(name)}."
+        + (guess or " Declare")
+        + f" it in a [models.{excerpt(name)}] table in "
+        "~/.config/tokend/config.toml (user) or in .tokend.toml (workspace), with "
+        "context_window = <tokens> and max_output_tokens = <tokens>, and optionally tokenizer "
+        '("o200k_base", "cl100k_base" or a Claude family: "claude-v3", "claude-v4.7", '
+        '"claude-v4.8"), input_cost_per_token and output_cost_per_token (USD).'
+    )

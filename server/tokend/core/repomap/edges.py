@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap.store import TagTable, rows_of, splice_column, splice_offsets
+from tokend.core.repomap.columns import rows_of, splice_column, splice_offsets
+from tokend.core.repomap.store import TagTable
 
 MAX_DEFINERS = 20  # a name with more definers says nothing of where to look
 MAX_RESOLVED = 2000  # ... unless an import picks among them (up to this many looked at)

@@ -11,7 +11,8 @@ text: the map's text is read from the file when it is shown.
 
 Files are rows in path order. `TagTable.apply` splices the rows of changed files into the
 arrays (a copy of the arrays, never a rebuild of the other rows) and tells what moved: which
-old row became which new one, and which names gained or lost a defining file.
+old row became which new one, and which names gained or lost a defining file. One file's packed
+tags: core.repomap.packed; the splicing of flat columns: core.repomap.columns.
 
 Every defined name is a group (the sorted keys of the defined names); each definition and each
 reference carries its name's group (-1 for a reference to a name nobody defines), and the
@@ -24,91 +25,25 @@ or looked up again.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap.keys import name_key, packed_keys, sub_words, word_key
-from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.columns import (
+    Array,
+    Runs,
+    group_of,
+    renumber_column,
+    rows_of,
+    splice_column,
+    splice_offsets,
+)
+from tokend.core.repomap.keys import name_key, sub_words, word_key
+from tokend.core.repomap.packed import KEY as KEY  # re-exported, as PackedTags
+from tokend.core.repomap.packed import PackedTags as PackedTags  # (its home: core.repomap.packed)
 
 __all__ = ["name_key", "sub_words", "word_key"]  # (their home: core.repomap.keys)
-
-KEY = np.uint64
-RENUMBER_BLOCK = 1 << 18  # entries renumbered at once (bounds a change's extra memory)
-Array = Any  # a numpy array (numpy's own annotations would not add much here)
-
-
-@dataclass(frozen=True, slots=True)
-class PackedTags:
-    """One file's tags as arrays: definitions by (line, key), references by key."""
-
-    def_keys: Array  # uint64
-    def_lines: Array  # int32
-    ref_keys: Array  # uint64, unique, ascending
-    ref_counts: Array  # int32, occurrences of each
-
-    @classmethod
-    def of(cls, tags: FileTags) -> PackedTags:
-        """The references include the words of the definitions' names (`word_key`), which no
-        file defines: they carry no edge, only the words BM25 matches a task's text with (what
-        the file says is kept apart: core.repomap.words)."""
-        return cls.of_parts(((d.line, d.name) for d in tags.definitions), tags.references)
-
-    @classmethod
-    def of_parts(
-        cls, definitions: Iterable[tuple[int, str]], references: Mapping[str, int]
-    ) -> PackedTags:
-        """`of` a file's definitions' (line, name) and its references (a tag worker's, which
-        makes no FileTags)."""
-        lines, keys, refs = packed_keys(definitions, references)
-        def_lines, def_keys = np.array(lines, dtype=np.int32), np.array(keys, dtype=KEY)
-        order = np.lexsort((def_keys, def_lines))  # by (line, key), each pair once
-        def_lines, def_keys = def_lines[order], def_keys[order]
-        fresh = np.ones(len(order), dtype=bool)
-        fresh[1:] = (def_lines[1:] != def_lines[:-1]) | (def_keys[1:] != def_keys[:-1])
-        ref_keys = np.fromiter(refs.keys(), dtype=KEY, count=len(refs))
-        ref_counts = np.fromiter(refs.values(), dtype=np.int32, count=len(refs))
-        by_key = np.argsort(ref_keys)  # (keys are unique: any sort gives one order)
-        return cls(def_keys[fresh], def_lines[fresh], ref_keys[by_key], ref_counts[by_key])
-
-
-def rows_of(offsets: Array) -> Array:
-    """The row of every entry of a table whose rows start at `offsets` (length rows + 1)."""
-    return np.repeat(np.arange(len(offsets) - 1, dtype=np.int32), np.diff(offsets))
-
-
-def splice_offsets(offsets: Array, runs: Sequence[Any]) -> Array:
-    """The row offsets of a table of rows (entries of row i: offsets[i]:offsets[i+1] of each
-    column) rebuilt from `runs`, in order: (a, b) takes old rows a..b-1 whole, a tuple of
-    arrays is one new row."""
-    lengths: list[Array] = []
-    for run in runs:
-        if isinstance(run[0], (int, np.integer)):
-            a, b = int(run[0]), int(run[1])
-            if b > a:
-                lengths.append(np.diff(offsets[a : b + 1]))
-        else:
-            lengths.append(np.array([len(run[0])], dtype=np.int64))
-    counts = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
-    new_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=new_offsets[1:])
-    return new_offsets
-
-
-def splice_column(offsets: Array, column: Array, runs: Sequence[Any], index: int) -> Array:
-    """Column `index` of the table splice_offsets' `runs` make (one column at a time: a caller replacing
-    its columns one by one holds one old column beside its new one, not the whole table)."""
-    parts: list[Array] = []
-    for run in runs:
-        if isinstance(run[0], (int, np.integer)):
-            a, b = int(run[0]), int(run[1])
-            if b > a:
-                parts.append(column[offsets[a] : offsets[b]])
-        else:
-            parts.append(run[index])
-    return np.concatenate(parts) if parts else column[:0]
 
 
 @dataclass(slots=True)
@@ -147,8 +82,8 @@ class TagTable:
         groups, _, _ = self.definers()
         if self.d_group is None or self.r_group is None:
             assert self.d_key is not None  # the groups were made from it
-            self.d_group = _group_of(groups, self.d_key)  # (every one defined: none is -1)
-            self.r_group = _group_of(groups, self.r_key)
+            self.d_group = group_of(groups, self.d_key)  # (every one defined: none is -1)
+            self.r_group = group_of(groups, self.r_key)
             self.d_key = None  # held by the groups from now on
         return groups
 
@@ -200,10 +135,7 @@ class TagTable:
         carry = track and self._rows is not None and self.d_group is not None
         if not carry and self.d_key is None:  # the groups go: the keys are a column again
             self.d_key = self.groups()[self.d_group]
-        remap = np.full(n_old, -1, dtype=np.int64)
-        paths: list[str] = []
-        d_runs: list[Any] = []
-        r_runs: list[Any] = []
+        runs = Runs(np.full(n_old, -1, dtype=np.int64))
         dropped: list[int] = []  # old rows whose definitions leave
         added: list[tuple[int, Array]] = []  # (new row, its definitions' keys, unique)
         added_all: list[tuple[int, Array]] = []  # (new row, its definitions' keys)
@@ -216,10 +148,7 @@ class TagTable:
             if new is None and not exists:
                 continue
             if i > done:
-                remap[done:i] = np.arange(len(paths), len(paths) + i - done)
-                paths.extend(old_paths[done:i])
-                d_runs.append((done, i))
-                r_runs.append((done, i))
+                runs.keep(old_paths, done, i)
             old_keys = np.unique(self.keys_at(self.d_off[i], self.d_off[i + 1])) if exists else None
             if exists:
                 dropped.append(i)
@@ -228,47 +157,41 @@ class TagTable:
                 done = i
             if new is not None:
                 if exists:
-                    remap[i] = len(paths)
-                new_keys = np.unique(new.def_keys)
-                added.append((len(paths), new_keys))
-                added_all.append((len(paths), new.def_keys))
-                paths.append(path)
-                if carry:
-                    d_runs.append((new.def_keys, new.def_lines, _unknown(len(new.def_keys))))
-                    r_runs.append((new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))))
-                else:
-                    d_runs.append((new.def_keys, new.def_lines))
-                    r_runs.append((new.ref_keys, new.ref_counts))
+                    runs.remap[i] = len(runs.paths)
+                added.append((len(runs.paths), np.unique(new.def_keys)))
+                added_all.append((len(runs.paths), new.def_keys))
+                runs.add(path, *_rows_of(new, carry))
             if track:
                 before = old_keys if old_keys is not None else np.zeros(0, dtype=KEY)
                 after = np.unique(new.def_keys) if new is not None else np.zeros(0, dtype=KEY)
                 names.append(np.setxor1d(before, after, assume_unique=True))
         if done < n_old:
-            remap[done:] = np.arange(len(paths), len(paths) + n_old - done)
-            paths.extend(old_paths[done:])
-            d_runs.append((done, n_old))
-            r_runs.append((done, n_old))
+            runs.keep(old_paths, done, n_old)
         if not carry:  # the groups are made again when asked for: no column of them meanwhile
             self._groups = self._starts = self._rows = self.d_group = self.r_group = None
-        for prefix, runs in (("d", d_runs), ("r", r_runs)):
+        self._splice(runs, carry)
+        changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
+        if carry:
+            old_count = len(self.definers()[0])
+            self._regroup(old_count, *self._resplice(runs.remap, dropped, added))
+            groups = self.groups()
+            for row, keys in added_all:  # the new rows' definitions
+                self.d_group[self.d_off[row] : self.d_off[row + 1]] = np.searchsorted(groups, keys)
+        return Applied(runs.remap, [row for row, _ in added], changed_names)
+
+    def _splice(self, runs: Runs, carry: bool) -> None:
+        """Every column and the offsets of both tables spliced from `runs`; the paths too."""
+        for prefix, table_runs in (("d", runs.d_runs), ("r", runs.r_runs)):
             offsets = getattr(self, f"{prefix}_off")
             kept = ("key", "line" if prefix == "d" else "count", "group" if carry else "")
             for i, name in enumerate(kept):  # one column at a time (bounded memory)
                 column = getattr(self, f"{prefix}_{name}", None) if name else None
                 if column is None:  # no such column (the keys of definitions, held by groups)
                     continue
-                setattr(self, f"{prefix}_{name}", splice_column(offsets, column, runs, i))
+                setattr(self, f"{prefix}_{name}", splice_column(offsets, column, table_runs, i))
                 del column
-            setattr(self, f"{prefix}_off", splice_offsets(offsets, runs))
-        self.paths = paths
-        changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
-        if carry:
-            old_count = len(self.definers()[0])
-            self._regroup(old_count, *self._resplice(remap, dropped, added))
-            groups = self.groups()
-            for row, keys in added_all:  # the new rows' definitions
-                self.d_group[self.d_off[row] : self.d_off[row + 1]] = np.searchsorted(groups, keys)
-        return Applied(remap, [row for row, _ in added], changed_names)
+            setattr(self, f"{prefix}_off", splice_offsets(offsets, table_runs))
+        self.paths = runs.paths
 
     def _resplice(
         self, remap: Array, dropped: list[int], added: list[tuple[int, Array]]
@@ -335,12 +258,12 @@ class TagTable:
             renumber += np.arange(old_count, dtype=np.int32)
             renumber[vanished] = -1
             for column in (self.d_group, self.r_group):
-                _renumber(column, renumber)
+                renumber_column(column, renumber)
             del renumber
         lookup = self.r_group == -2
         if len(new_names):
             lookup |= np.isin(self.r_key, new_names)
-        self.r_group[lookup] = _group_of(groups, self.r_key[lookup])
+        self.r_group[lookup] = group_of(groups, self.r_key[lookup])
 
 
 def _index_of(groups: Array, key: int) -> int | None:
@@ -349,29 +272,16 @@ def _index_of(groups: Array, key: int) -> int | None:
     return g if g < len(groups) and groups[g] == key else None
 
 
-def _renumber(column: Array, renumber: Array) -> None:
-    """column[i] = renumber[column[i]] where column[i] >= 0, in place, a block at a time."""
-    for start in range(0, len(column), RENUMBER_BLOCK):
-        part = column[start : start + RENUMBER_BLOCK]  # a view: assigned in place
-        known = part >= 0
-        part[known] = renumber[part[known]]
+def _rows_of(new: PackedTags, carry: bool) -> tuple[tuple[Array, ...], tuple[Array, ...]]:
+    """A new row's entries in the definitions' and the references' tables (with a group
+    column to be looked up when the groups are carried)."""
+    if carry:
+        return (
+            (new.def_keys, new.def_lines, _unknown(len(new.def_keys))),
+            (new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))),
+        )
+    return (new.def_keys, new.def_lines), (new.ref_keys, new.ref_counts)
 
 
 def _unknown(n: int) -> Array:  # the group column of a new row: to be looked up (-2)
     return np.full(n, -2, dtype=np.int32)
-
-
-def _group_of(groups: Array, keys: Array) -> Array:
-    """Each key's group, -1 for a name nobody defines: looked up RENUMBER_BLOCK keys at a time
-    into the int32 column, so beside it only a block's positions are held (issue 22: at once,
-    the kernel's first map request held 21 bytes a reference and 12 a definition beside the
-    columns, 16 MiB for 8,000 of its files)."""
-    out = np.empty(len(keys), dtype=np.int32)
-    for start in range(0, len(keys), RENUMBER_BLOCK):
-        part = keys[start : start + RENUMBER_BLOCK]
-        at: Array = np.searchsorted(groups, part)
-        found: Array = at < len(groups)
-        found[found] = groups[at[found]] == part[found]
-        at[~found] = -1
-        out[start : start + len(part)] = at
-    return out

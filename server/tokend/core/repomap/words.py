@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from tokend.core.repomap.columns import splice_column, splice_offsets
 from tokend.core.repomap.keys import word_ids
-from tokend.core.repomap.store import splice_column, splice_offsets
 from tokend.core.repomap.tags import FileTags, spoken
 
 ID = np.uint32

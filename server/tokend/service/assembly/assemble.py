@@ -161,15 +161,22 @@ def _build(
     if workspace_warnings or spend_warnings:
         warnings = (*assembly.warnings, *workspace_warnings, *spend_warnings)
         assembly = replace(assembly, warnings=warnings)
+    measured = _measured(request, system_tokens, tools_tokens)
+    return _Built(assembly, measured, counter.exact, request.limit_tokens, overhead)
+
+
+def _measured(request: AssemblyRequest, system_tokens: int, tools_tokens: int) -> dict[str, int]:
+    """The non-zero figures of what every request repeats (RecordMeasured): the system prompt
+    with the examples, the tools, the memory files, the repo map and the chat files."""
+    repo_map = request.repo_map
     measured = {
-        "system": system_tokens + sum(e.tokens or 0 for e in examples),
+        "system": system_tokens + sum(e.tokens or 0 for e in request.examples),
         "tools": tools_tokens,
-        "memory": sum(f.tokens or 0 for f in read_only),
+        "memory": sum(f.tokens or 0 for f in request.read_only_files),
         "repoMap": repo_map.tokens or 0 if repo_map else 0,
-        "chatFiles": sum(f.tokens or 0 for f in chat),
+        "chatFiles": sum(f.tokens or 0 for f in request.chat_files),
     }
-    nonzero = {k: v for k, v in measured.items() if v}
-    return _Built(assembly, nonzero, counter.exact, request.limit_tokens, overhead)
+    return {k: v for k, v in measured.items() if v}
 
 
 def _with_budget(

@@ -10,6 +10,7 @@
 - auto walks them, cheapest first, until the gauge is under the autocompact threshold.
 A tier that would shrink the context by less than 5% is refused (a skip action says so) and
 writes nothing. One compaction at a time per session.
+The summary those two tiers write, fitted and checked: service.compaction.summary_tier.
 """
 
 from __future__ import annotations
@@ -22,33 +23,26 @@ from typing import TypeVar
 from tokend.core.assembly.context_editing import provider_clears
 from tokend.core.budget.limits import history_summary_target_tokens
 from tokend.core.budget.snapshot import BudgetSnapshot
-from tokend.core.compaction.history_record import Record, record_of
-from tokend.core.compaction.plan import MIN_SHRINK, WindowSplit, split_window, tail_budget_tokens
+from tokend.core.compaction.history_record import record_of
+from tokend.core.compaction.plan import MIN_SHRINK, split_window, tail_budget_tokens
 from tokend.core.compaction.prune_cache import prune_cache
 from tokend.core.compaction.prune_policy import session_prune_plan
 from tokend.core.compaction.summary import USER_WORDS_TOKENS
 from tokend.core.errors import InvalidParams, VersionConflict
-from tokend.core.session.changes import Change, NewWindow, PruneParts
+from tokend.core.session.changes import NewWindow, PruneParts
 from tokend.core.session.data import SessionData
 from tokend.core.session.evolve import evolve
 from tokend.core.types import CompactionPart, Message
 from tokend.core.usage.pricing import rates_for
 from tokend.service.compaction.ports import CompactionService
-from tokend.service.compaction.quality import checked_summary
-from tokend.service.compaction.summarizers import (
-    AskClient,
-    Narrative,
-    WrittenSummary,
-    model_narrative,
-    write_summary,
-)
+from tokend.service.compaction.summarizers import AskClient
+from tokend.service.compaction.summary_tier import fitted_summary, projected_tokens, summary_detail
 from tokend.service.session.state import SessionState
 from tokend.service.session.turns import run_to_end
 
 T = TypeVar("T")
 
 STRATEGIES = ("auto", "prune", "summarize", "full")
-FULL_FIT_ATTEMPTS = 6  # halvings of the summary's budgets before full gives up fitting
 
 
 @dataclass(frozen=True)
@@ -173,10 +167,6 @@ def _shrink_refused(tier: str, before: int, after: int) -> CompactAction | None:
     )
 
 
-def _projected(data: SessionData, change: Change) -> int:
-    return evolve(data, change).data.used_tokens()[0]
-
-
 async def _prune(service: CompactionService, data: SessionData, threshold: int) -> Planned:
     cfg = service.models.config_for(data.info.workspace_uri).compaction
     before = data.used_tokens()[0]
@@ -189,7 +179,7 @@ async def _prune(service: CompactionService, data: SessionData, threshold: int) 
     if not plan.part_ids:
         return Planned(CompactAction("skip", 0, 0, f"prune: {plan.skipped_reason}"))
     change = service.changes.prune_change(data, plan.part_ids)
-    after = _projected(data, change)
+    after = projected_tokens(data, change)
     refused = _shrink_refused("prune", before, after)
     if refused is not None:
         return Planned(refused)
@@ -229,7 +219,7 @@ async def _summarize(
     history: Sequence[Message] = data.messages
     if data.messages and _starts_window(data.messages[0]):
         history = await service.workers.run(lambda: service.store.load_all_messages(data.id))
-    written, after, checked = await _written(
+    written, after, checked = await fitted_summary(
         service, data, split, (target, words), request, limit, full, history
     )
     before = data.used_tokens()[0]
@@ -241,93 +231,12 @@ async def _summarize(
         tier,
         sum(1 for m in split.head if not m.summary),
         before - after,
-        _summary_detail(split, written, record, checked),
+        summary_detail(split, written, record, checked),
         written.change.message.id,
     )
     return Planned(action, written.change)
 
 
-async def _written(
-    service: CompactionService,
-    data: SessionData,
-    split: WindowSplit,
-    budgets: tuple[int, int],
-    request: CompactRequest,
-    limit: int,
-    full: bool,
-    history: Sequence[Message],
-) -> tuple[WrittenSummary, int, str]:
-    """The summary (a model's narrative asked once, the rest written in a worker thread), the
-    gauge it leaves and the quality check's clause (service.compaction.quality); for full, budgets halved
-    until the context fits the input limit (the oldest items go first). `budgets`: the
-    summary's target and the user's words' tokens."""
-    target, words = budgets
-    narrative: Narrative = await model_narrative(
-        service,
-        data,
-        split,
-        target_tokens=target,
-        instructions=request.instructions,
-        ask_client=request.ask_client,
-    )
-
-    def write(target_tokens: int, user_words_tokens: int, told: Narrative) -> WrittenSummary:
-        return write_summary(
-            service,
-            data,
-            split,
-            target_tokens=target_tokens,
-            user_words_tokens=user_words_tokens,
-            instructions=request.instructions,
-            narrative=told,
-            history=history,
-        )
-
-    attempts = FULL_FIT_ATTEMPTS if full else 1
-    while True:
-        written = await service.workers.run(lambda t=target, w=words: write(t, w, narrative))  # type: ignore[misc]
-        after = _projected(data, written.change)
-        attempts -= 1
-        if after <= limit or attempts <= 0:
-            break
-        target, words = target // 2, words // 2
-    plain = Narrative(None, "extractive", narrative.steps)
-    checked = await service.workers.run(
-        lambda: checked_summary(
-            service, data.id, data.model, split, written, words, lambda: write(target, words, plain)
-        )
-    )
-    return checked.written, _projected(data, checked.written.change), checked.note
-
-
 def _starts_window(message: Message) -> bool:
     """A summary, or a message carrying a provider's compaction: earlier windows are stored."""
     return message.summary or any(isinstance(sp.part, CompactionPart) for sp in message.parts)
-
-
-def _summary_detail(
-    split: WindowSplit, written: WrittenSummary, record: Record, checked: str
-) -> str:
-    summarized = sum(1 for m in split.head if not m.summary)
-    first = split.head[0].parts if split.head and split.head[0].summary else ()
-    own = any(isinstance(sp.part, CompactionPart) and sp.part.digest for sp in first)
-    merged = " (the previous summary merged in)" if own else ""
-    text = (
-        f"summarized {summarized} messages ({split.head_tokens:,} tokens){merged} into a "
-        f"{written.change.tokens:,}-token {written.summarizer} summary; kept {len(split.tail)} "
-        f"messages ({split.tail_tokens:,} tokens) verbatim; originals kept in the store"
-    )
-    if record.earlier:
-        text += (
-            f"; the user's words and the artifact index drawn from {len(record.messages)} "
-            f"stored messages, {record.earlier} of them from before earlier compactions"
-        )
-    if record.foreign:
-        text += "; the agent's own earlier summary kept as written, not as the record"
-    if written.dropped:
-        left_out = ", ".join(f"{n} {name}" for name, n in written.dropped.items())
-        text += f"; left out for room, oldest first: {left_out}"
-    text += "; " + checked
-    if written.steps:
-        text += "; summarizers tried: " + "; ".join(written.steps)
-    return text

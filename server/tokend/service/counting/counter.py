@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 
 from tokend.core.assembly.wire_formats import WireFormat, default_format, part_is_sent
 from tokend.core.counting.calibration import Calibrator
-from tokend.core.counting.estimate import classify, estimate_tokens, image_tokens
+from tokend.core.counting.estimate import classify, estimate_tokens
 from tokend.core.counting.estimate_families import family_chars_per_token, family_estimate_tokens
 from tokend.core.counting.framing import message_overhead
+from tokend.core.counting.media_tokens import image_tokens
 from tokend.core.counting.render import PRUNED_TOOL_RESULT, part_content_hint, part_text
 from tokend.core.models.catalog import ModelInfo
 from tokend.core.models.names import CLAUDE_FAMILIES, claude_family, is_claude
@@ -158,7 +159,6 @@ class ModelCounter:
         count it). Without `for_learning`, known parts are not estimated again for raw_text. With
         `stop_above`, exact counting may stop once the message is known to exceed it (the
         counts are then lower bounds: `partial`)."""
-        partial = False
         texts = [part_text(p) for p in parts]
         sent = tuple(part_is_sent(p, role, self.format) for p in parts)
         classes = [
@@ -167,33 +167,11 @@ class ModelCounter:
         ]
         tokens: list[int | None] = list(known) if known is not None else [None] * len(parts)
         raw_text = 0.0
+        partial = False
         if self._exact is None:
-            ratios = self._calibrator.ratios(self.model.name)
-            factor = self._calibrator.correction(self.model.name)
-            for i, (text, cls) in enumerate(zip(texts, classes, strict=True)):
-                if not text:
-                    tokens[i] = 0 if tokens[i] is None else tokens[i]
-                    continue
-                if tokens[i] is not None and not for_learning:
-                    continue
-                raw = self._estimate(text, cls, ratios)
-                if sent[i]:
-                    raw_text += raw
-                if tokens[i] is None:
-                    tokens[i] = _corrected(raw, factor)
+            raw_text = self._estimate_parts(texts, classes, sent, tokens, for_learning)
         else:
-            todo = [i for i, t in enumerate(tokens) if t is None]
-            short = [i for i in todo if len(texts[i]) <= CHUNK_CHARS]
-            for i, n in zip(short, self.count_texts([texts[i] for i in short]), strict=True):
-                tokens[i] = n
-            counted = sum(t for t in tokens if t is not None)
-            for i in (i for i in todo if len(texts[i]) > CHUNK_CHARS):
-                room = None if stop_above is None else stop_above - counted
-                tokens[i], whole = self.count_long(texts[i], room)
-                counted += tokens[i] or 0
-                if not whole:
-                    partial = True
-                    break
+            partial = not self._count_exact_parts(texts, tokens, stop_above)
         fixed = 0
         chars: dict[ContentClass, int] = {}
         for i, part in enumerate(parts):
@@ -214,6 +192,51 @@ class ModelCounter:
             has_reasoning=any(isinstance(p, ReasoningPart) for p in parts),
             partial=partial,
         )
+
+    def _estimate_parts(
+        self,
+        texts: Sequence[str],
+        classes: Sequence[ContentClass | None],
+        sent: Sequence[bool],
+        tokens: list[int | None],
+        for_learning: bool,
+    ) -> float:
+        """Fills the parts' estimated counts into `tokens` (those still None); returns the raw
+        estimate of the sent texts (raw_text: what the calibrator learns from)."""
+        ratios = self._calibrator.ratios(self.model.name)
+        factor = self._calibrator.correction(self.model.name)
+        raw_text = 0.0
+        for i, (text, cls) in enumerate(zip(texts, classes, strict=True)):
+            if not text:
+                tokens[i] = 0 if tokens[i] is None else tokens[i]
+                continue
+            if tokens[i] is not None and not for_learning:
+                continue
+            raw = self._estimate(text, cls, ratios)
+            if sent[i]:
+                raw_text += raw
+            if tokens[i] is None:
+                tokens[i] = _corrected(raw, factor)
+        return raw_text
+
+    def _count_exact_parts(
+        self, texts: Sequence[str], tokens: list[int | None], stop_above: int | None
+    ) -> bool:
+        """Fills the parts' exact counts into `tokens` (those still None): the short texts in
+        one batch, the long ones piece by piece; False once `stop_above` is passed (the counts
+        are then lower bounds)."""
+        todo = [i for i, t in enumerate(tokens) if t is None]
+        short = [i for i in todo if len(texts[i]) <= CHUNK_CHARS]
+        for i, n in zip(short, self.count_texts([texts[i] for i in short]), strict=True):
+            tokens[i] = n
+        counted = sum(t for t in tokens if t is not None)
+        for i in (i for i in todo if len(texts[i]) > CHUNK_CHARS):
+            room = None if stop_above is None else stop_above - counted
+            tokens[i], whole = self.count_long(texts[i], room)
+            counted += tokens[i] or 0
+            if not whole:
+                return False
+        return True
 
     def pruned_tokens(self) -> int:
         return self.count_kept([PRUNED_TOOL_RESULT])[0]

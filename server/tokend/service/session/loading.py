@@ -22,8 +22,8 @@ from types import MappingProxyType
 from tokend.core.assembly.wire_formats import part_is_sent
 from tokend.core.budget.snapshot import Totals
 from tokend.core.commit import Compacted
-from tokend.core.counting.estimate import image_tokens
 from tokend.core.counting.framing import message_overhead
+from tokend.core.counting.media_tokens import image_tokens
 from tokend.core.models.catalog import ModelInfo
 from tokend.core.ports import Store
 from tokend.core.session.changes import AppendMessage, MarkRetired

@@ -30,6 +30,7 @@ from tokend.service.workspace.figures import Basis, FileFigure, FileText
 from tokend.service.workspace.tag_chunks import in_order
 from tokend.service.workspace.tags import WorkspaceTags
 from tokend.service.workspace.tree_ports import FileCache, IndexPorts
+from tokend.service.workspace.watch_batch import batch_paths, entries_now
 
 log = logging.getLogger(__name__)
 
@@ -151,41 +152,13 @@ class WorkspaceIndex:
         self.tags.refresh_paths(paths, self.entries(), self.overlays())
 
     def apply_changes(self, paths: Iterable[Path]) -> set[str]:
-        """Re-read what a watcher batch touched; the workspace paths whose figures changed.
-
-        A file is stat'ed again. A folder that is gone (deleted, moved away) takes its files
-        along. A folder that exists is listed: watchdog names a file's folder beside the file
-        on every save, and a folder moved in comes as one path. Its files directly in it are
-        taken as they are now (the ones no longer there leave), and any subfolder the index
-        knows nothing under (new: created or moved in) is walked whole."""
-        rels: set[str] = set()
-        for path in paths:
-            try:
-                rel = path.relative_to(self.root).as_posix()
-            except ValueError:
-                continue
-            rel = "" if rel == "." else rel
-            if self.rules.holds_rules(rel):
-                self.rules.forget()
-            if rel.split("/", 1)[0] != ".git":
-                rels.add(rel)
+        """Re-read what a watcher batch touched (service.workspace.watch_batch); the workspace
+        paths whose figures changed."""
+        rels = batch_paths(self.tree, paths)
         known = self.entries()
-        under = Under(known)
-        now: dict[str, FileEntry | None] = {}  # path -> its entry now (None: it left)
-        for rel in sorted(rels):
-            if self.stopping.is_set():
-                return set()  # closed: nobody is told of figures any more
-            full = self.root / rel
-            if full.is_dir() and not full.is_symlink():
-                if not rel or not self.rules.ignored(rel, is_dir=True):
-                    now.update(self._folder_now(rel, under))
-                continue
-            entry = None if self.rules.ignored(rel) else self.tree.file_entry(rel, self.max_bytes)
-            if entry is not None:
-                now[rel] = entry
-                continue
-            now.update(dict.fromkeys(under.paths(rel + "/")))  # a folder that left, or
-            now[rel] = None  # a file
+        now = entries_now(self.tree, self.max_bytes, rels, Under(known), self.stopping)
+        if now is None:
+            return set()  # closed: nobody is told of figures any more
         changed: set[str] = set()
         with self._lock:
             for rel, entry in now.items():
@@ -198,23 +171,6 @@ class WorkspaceIndex:
         if changed:
             self._retag(changed)
         return changed
-
-    def _folder_now(self, folder: str, under: Under) -> dict[str, FileEntry | None]:
-        """The entries of an existing folder as it is now (see apply_changes)."""
-        prefix = f"{folder}/" if folder else ""
-        if folder and not under.any(prefix):  # new to the index: everything under it
-            found = self.tree.walk(max_bytes=self.max_bytes, start=folder)
-            return {e.path: e for e in found}
-        files, subfolders = self.tree.list_folder(folder, max_bytes=self.max_bytes)
-        now: dict[str, FileEntry | None] = {e.path: e for e in files}
-        for rel in under.paths(prefix):
-            if "/" not in rel[len(prefix) :] and rel not in now:
-                now[rel] = None  # was directly in the folder, is not now
-        for sub in subfolders:
-            if not under.any(sub + "/"):
-                found = self.tree.walk(max_bytes=self.max_bytes, start=sub)
-                now.update((e.path, e) for e in found)
-        return now
 
     def _apply_buffer(self, rel: str, text: str | None) -> None:
         """The buffers' thread: `rel`'s latest buffer applied, and its figures announced."""

@@ -14,7 +14,8 @@ being served in `serving`): `open` adds the user being served, `let_go` removes 
 workspace nobody uses any more is released (`release`: its build and watcher stopped, its
 threads ended, its memory dropped). `close` stops them all, in bounded time, on the way out.
 
-The app (service/app.py) builds the one Workspaces of a daemon and hooks the session files'
+Where changes go (listeners, notices, session and editor hooks) is announcing.py's. The app
+(service/app.py) builds the one Workspaces of a daemon and hooks the session files'
 refresh into it (`session_hooks`).
 """
 
@@ -30,20 +31,16 @@ from urllib.parse import unquote, urlparse
 
 from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.excerpt import excerpt
+from tokend.service.workspace.announcing import Announcing
 from tokend.service.workspace.closing import CLOSE_SECONDS, Releasing, WorkspaceUser, serving
-from tokend.service.workspace.figures import FileFigure
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.ports import FolderWatch, OpenIndex, WatchFolder, WorkspaceService
 
 log = logging.getLogger(__name__)
 
-FiguresListener = Callable[[str, list[FileFigure]], None]
 Progress = Callable[[str, str], None]  # (kind: "begin" | "report" | "end", message)
-Notice = Callable[[str], None]
 # (index, the batch's paths, when each was first seen: wall-clock seconds), on the hook thread
 BatchHook = Callable[[WorkspaceIndex, frozenset[Path], Mapping[Path, float]], None]
-# (index, path, the buffer's text or None, "open" | "change" | "save" | "close"), on the loop
-EditorHook = Callable[[WorkspaceIndex, str, str | None, str], None]
 
 
 def folder_of(uri: str) -> Path:
@@ -57,7 +54,7 @@ def folder_of(uri: str) -> Path:
     return folder
 
 
-class Workspaces(Releasing):
+class Workspaces(Releasing, Announcing):
     def __init__(
         self,
         service: WorkspaceService,
@@ -66,7 +63,8 @@ class Workspaces(Releasing):
         watch: WatchFolder,
         prepare_rank: Callable[[], None] = lambda: None,
     ) -> None:
-        super().__init__()
+        Releasing.__init__(self)
+        Announcing.__init__(self)
         self.service = service
         self._open_index = open_index  # the app's: on its workspace cache (service/app.py)
         self._watch = watch
@@ -74,28 +72,17 @@ class Workspaces(Releasing):
         self.prepare_rank = prepare_rank
         self._indexes: dict[str, WorkspaceIndex] = {}
         self._watchers: dict[str, FolderWatch] = {}
-        self._listeners: dict[str, list[FiguresListener]] = {}
-        self._notices: dict[str, list[Notice]] = {}
         self._hook_workers: dict[str, ThreadPoolExecutor] = {}
         self._builders: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.session_hooks: list[Callable[[WorkspaceIndex, set[str]], None]] = []
         # Raw batches (every path, ignored or not), in order on a thread of their own per
         # workspace (never the watcher's: a slow hook must not hold back the figures); the end
-        # of a first build, on the build's thread; editors' buffer events, on the loop.
+        # of a first build, on the build's thread (editors' buffer events: Announcing).
         self.batch_hooks: list[BatchHook] = []
         self.built_hooks: list[Callable[[WorkspaceIndex], None]] = []
-        self.editor_hooks: list[EditorHook] = []
         # Folders of tokend's own besides its data, state, cache and runtime folders and the
         # store's SQLite file (a checkpoint store kept elsewhere): never indexed nor watched.
         self.own_folders: list[Path] = []
-
-    def _remember_loop(self) -> None:
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:
-            pass
 
     def key(self, uri: str) -> str:
         return folder_of(uri).resolve().as_uri()
@@ -204,20 +191,6 @@ class Workspaces(Releasing):
                 best = (index, rel)
         return best
 
-    # -- changes -------------------------------------------------------------------------
-
-    def _on_loop(self, fn: Callable[..., None]) -> Callable[..., None]:
-        def call(*args: object) -> None:
-            loop = self._loop
-            if loop is None or loop.is_closed():
-                return
-            try:
-                loop.call_soon_threadsafe(fn, *args)
-            except RuntimeError:  # the loop closed meanwhile: the process is stopping
-                pass
-
-        return call
-
     def _on_batch(
         self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
     ) -> None:
@@ -259,50 +232,3 @@ class Workspaces(Releasing):
                 return
             except Exception:
                 log.exception("a batch hook failed for %s", index.root)
-
-    def announce(
-        self,
-        index: WorkspaceIndex,
-        changed: Iterable[str],
-        figures: list[FileFigure] | None = None,
-    ) -> None:
-        """Tell listeners and sessions that the figures of `changed` moved (on the loop);
-        `figures`: theirs, when the caller has them (made off the loop)."""
-        paths = sorted(set(changed))
-        if figures is None:
-            figures = index.figures(paths, None, None)
-        for listener in list(self._listeners.get(index.uri, ())):
-            try:
-                listener(index.uri, figures)
-            except Exception:
-                log.exception("a file-figures listener failed")
-        for hook in self.session_hooks:
-            try:
-                hook(index, set(paths))
-            except Exception:
-                log.exception("updating sessions after a file change failed")
-
-    def editor_event(self, index: WorkspaceIndex, rel: str, text: str | None, kind: str) -> None:
-        """An editor opened, changed, saved or closed `rel` (its buffer's text, when known)."""
-        for hook in list(self.editor_hooks):
-            try:
-                hook(index, rel, text, kind)
-            except Exception:
-                log.exception("an editor hook failed for %s", rel)
-
-    def subscribe(self, uri: str, listener: FiguresListener, notice: Notice) -> Callable[[], None]:
-        key = self.key(uri)
-        self._listeners.setdefault(key, []).append(listener)
-        self._notices.setdefault(key, []).append(notice)
-
-        def unsubscribe() -> None:
-            for table, item in ((self._listeners, listener), (self._notices, notice)):
-                if item in table.get(key, []):
-                    table[key].remove(item)  # type: ignore[arg-type]
-
-        return unsubscribe
-
-    def _notice(self, index: WorkspaceIndex, message: str) -> None:
-        log.warning("%s", message)
-        for notice in list(self._notices.get(index.uri, ())):
-            self._on_loop(notice)(message)
