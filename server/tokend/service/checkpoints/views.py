@@ -14,15 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tokend.core.checkpoints.turns import (
-    FileChange,
-    FileSummary,
-    TurnMark,
-    assign,
-    line_counts,
-    summarize,
-    unified_diff,
-)
+from tokend.core.checkpoints.summary import FileSummary, line_counts, summarize, unified_diff
+from tokend.core.checkpoints.turns import FileChange, TurnMark, assign
 from tokend.core.errors import InvalidParams
 from tokend.service.checkpoints.recorder import Checkpoints
 from tokend.service.checkpoints.restore import Restored as Restored  # re-exported: callers'
