@@ -17,7 +17,7 @@ from sqlalchemy import CursorResult, Engine, bindparam, make_url, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokend.adapters.store import rows
+from tokend.adapters.store import forks, rows
 from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
 from tokend.adapters.store.feed import ChangeFeed
@@ -364,7 +364,7 @@ class SqlStore:
             row = _session_row(child)
             session.add(row)
             session.flush()
-            copied = rows.copy_messages(session, parent_id, child.id, through_message_id)
+            copied = forks.copy_messages(session, parent_id, child.id, through_message_id)
             # The child starts at the version its copied history makes (one per message, plus
             # the compactions it inherits), as a session grown by those changes would be.
             row.version = copied + child.figures.compactions
