@@ -239,7 +239,7 @@ class Checkpoints:
             if mark.starts_turn:
                 with self.lock(ws):
                     self._turns[ws] = TurnBytes()
-            self.store.add_mark(session_id, ws, mark)
+            self.store.marks.add(session_id, ws, mark)
 
     def on_released(self, ws: str) -> None:
         """A workspace nobody uses was closed: opened again, it is walked again."""
