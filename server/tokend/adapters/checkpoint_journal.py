@@ -4,24 +4,15 @@ before its first write and closed after its last, so a restart finds one killed 
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from typing import Any
 
+from tokend.adapters.checkpoint_schema import IndexTables
 from tokend.core.workspace.files import JournaledRestore
 
 
-class CheckpointJournal:
+class CheckpointJournal(IndexTables):
     """The journaled restores, through the store's write transactions and reads."""
-
-    def __init__(
-        self,
-        tx: Callable[[], AbstractContextManager[sqlite3.Connection]],
-        rows: Callable[[str, Iterable[Any]], list[tuple[Any, ...]]],
-    ) -> None:
-        self._tx, self._rows = tx, rows
 
     def begin_restore(
         self,

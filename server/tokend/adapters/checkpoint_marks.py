@@ -3,23 +3,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
-from typing import Any
-
+from tokend.adapters.checkpoint_schema import IndexTables
 from tokend.core.checkpoints.turns import TurnMark
 
 
-class CheckpointMarks:
+class CheckpointMarks(IndexTables):
     """Each session's marks, through the store's write transactions and reads."""
-
-    def __init__(
-        self,
-        tx: Callable[[], AbstractContextManager[sqlite3.Connection]],
-        rows: Callable[[str, Iterable[Any]], list[tuple[Any, ...]]],
-    ) -> None:
-        self._tx, self._rows = tx, rows
 
     def add(self, session_id: str, workspace: str, mark: TurnMark) -> None:
         with self._tx() as db:

@@ -1,9 +1,13 @@
-"""The checkpoint store's index tables (adapters.checkpoint_store), and the columns added to
-them since the first release."""
+"""The checkpoint store's index tables (adapters.checkpoint_store): their schema, the columns
+added to them since the first release, and `IndexTables`, the base of the store's parts that
+own some of them (the journal, the marks)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Any
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS baseline (
@@ -46,3 +50,15 @@ def _add_columns(db: sqlite3.Connection) -> None:
         have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
         if column not in have:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
+
+
+class IndexTables:
+    """A part of the index the store hands its write transactions (`tx`) and reads (`rows`),
+    so its tables share the store's one connection and lock."""
+
+    def __init__(
+        self,
+        tx: Callable[[], AbstractContextManager[sqlite3.Connection]],
+        rows: Callable[[str, Iterable[Any]], list[tuple[Any, ...]]],
+    ) -> None:
+        self._tx, self._rows = tx, rows

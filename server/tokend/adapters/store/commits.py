@@ -10,7 +10,6 @@ from sqlalchemy import CursorResult, update
 from sqlalchemy.orm import Session
 
 from tokend.adapters.store import rows
-from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.grown_rows import rewrite_message
 from tokend.adapters.store.models import MessageRow
@@ -59,13 +58,7 @@ def insert_message(
             "id": message_id,
             "session_id": message.session_id,
             "seq": (last_seq or 0) + 1,
-            "role": message.role,
-            "model": message.model,
-            "usage": usage_to_json(message.usage),
-            "cost_usd": message.cost_usd,
-            "summary": message.summary,
-            "created_at": message.created_at,
-            "completed_at": message.completed_at,
+            **rows.message_columns(message),
             "version": version,
             "tokens": tokens,
         },

@@ -9,13 +9,13 @@ from dataclasses import replace
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from tokend.adapters.store.codec import usage_to_json
 from tokend.adapters.store.models import ToolOutputRow, table_of
 from tokend.adapters.store.rows import (
     INSERT_MESSAGE,
     INSERT_PARTS,
     chunks,
     load_from,
+    message_columns,
     new_id,
     part_rows,
 )
@@ -74,13 +74,7 @@ def _insert_copy(
             "id": new_ids[message.id],
             "session_id": child_id,
             "seq": seq,
-            "role": message.role,
-            "model": message.model,
-            "usage": usage_to_json(message.usage),
-            "cost_usd": message.cost_usd,
-            "summary": message.summary,
-            "created_at": message.created_at,
-            "completed_at": message.completed_at,
+            **message_columns(message),
             "compacted_at": message.compacted_at if keep_mark else None,
             "compacted_by": new_ids.get(marked, marked) if keep_mark and marked else None,
         },

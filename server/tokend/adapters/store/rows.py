@@ -12,9 +12,7 @@ from sqlalchemy.sql import Executable
 from ulid import ULID
 
 from tokend.adapters.store import blobs
-from tokend.adapters.store.codec import (
-    part_to_json,
-)
+from tokend.adapters.store.codec import part_to_json, usage_to_json
 from tokend.adapters.store.dialect import insert_for
 from tokend.adapters.store.message_read import read_messages
 from tokend.adapters.store.models import (
@@ -144,6 +142,20 @@ def existing_counts(session: Session, keys: Sequence[str]) -> dict[str, int]:
         query = select(TokenCacheRow.key, TokenCacheRow.tokens).where(TokenCacheRow.key.in_(chunk))
         existing.update(session.execute(query).all())
     return existing
+
+
+def message_columns(message: Message) -> dict[str, Any]:
+    """The message row's columns its Message holds as they are (INSERT_MESSAGE adds the ids,
+    the seq and the bookkeeping of the insert at hand)."""
+    return {
+        "role": message.role,
+        "model": message.model,
+        "usage": usage_to_json(message.usage),
+        "cost_usd": message.cost_usd,
+        "summary": message.summary,
+        "created_at": message.created_at,
+        "completed_at": message.completed_at,
+    }
 
 
 def part_rows(message_id: str, parts: Sequence[StoredPart]) -> list[dict[str, Any]]:
