@@ -1,16 +1,16 @@
-"""core.checkpoints.turns: which turn a change belongs to, and what a rewind writes (pure)."""
+"""core.checkpoints.turns and .summary: which turn a change belongs to, what a rewind writes,
+and a file's diff (pure)."""
 
 from __future__ import annotations
 
+from tokend.core.checkpoints.summary import line_counts, unified_diff
 from tokend.core.checkpoints.turns import (
     FileChange,
     TurnMark,
     assign,
-    line_counts,
     pair_moves,
     plan_restore,
     turns_of,
-    unified_diff,
 )
 
 U1 = TurnMark("u1", 10.0, True)

@@ -56,5 +56,5 @@ async def test_a_refused_conversation_part_puts_the_files_back(agent: Agent) -> 
     with pytest.raises(VersionConflict):
         await task
     assert _files(root) == left_by_agent
-    journal = agent.checkpoints.store.restores("undone", agent.sid)
-    assert len(journal) == 1 and not agent.checkpoints.store.restores("running", agent.sid)
+    journal = agent.checkpoints.store.journal.restores("undone", agent.sid)
+    assert len(journal) == 1 and not agent.checkpoints.store.journal.restores("running", agent.sid)

@@ -57,10 +57,10 @@ def test_every_message_another_daemon_appended_is_marked(agent: Agent, tmp_path:
     asyncio.run(here.remote.remote_changed(agent.sid, version))  # its change reaches this one
 
     def marked() -> list[str]:
-        return [m.message_id for m in agent.checkpoints.store.marks(agent.sid)[1]]
+        return [m.message_id for m in agent.checkpoints.store.marks.session(agent.sid)[1]]
 
     wait_for("both messages marked", lambda: answered.id in marked())
     assert marked()[-2:] == [asked.id, answered.id]
-    turns = turns_of(agent.checkpoints.store.marks(agent.sid)[1])
+    turns = turns_of(agent.checkpoints.store.marks.session(agent.sid)[1])
     assert turns[-1].message_id == asked.id  # the other daemon's turn starts at its prompt
     assert turns[-1].message_ids == (asked.id, answered.id)

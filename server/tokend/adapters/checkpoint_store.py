@@ -7,10 +7,12 @@ sessions and workspaces), packed in the index or, when big, a loose file `blobs/
 
 - `baseline`: (workspace, path) -> the hash of the file as last seen, its size and mtime;
 - `changes`: the workspace's log of file changes (core.checkpoints.turns.FileChange);
-- `marks`: when each session message was appended (core.checkpoints.turns.TurnMark);
+- `marks`: when each session message was appended (core.checkpoints.turns.TurnMark), read and
+  written through the store's `marks` (adapters.checkpoint_marks);
 - `blobs`: each saved state's size raw and stored (and its packed bytes);
 - `restores`: the journal of restores (which checkpoint, the planned steps), written before a
-  restore's first write and closed after its last, so a restart finds one killed midway.
+  restore's first write and closed after its last, so a restart finds one killed midway; read
+  and written through the store's `journal` (adapters.checkpoint_journal).
 
 `mode` (baseline) and `before_mode` (changes) are a state's permission bits; rows written before
 they were recorded hold NULL (the restore then keeps the file's mode, or the umask's default).
@@ -21,10 +23,8 @@ retention and the blobs nothing refers to any more.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
-import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -33,32 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from tokend.adapters import checkpoint_blobs
+from tokend.adapters.checkpoint_journal import CheckpointJournal
+from tokend.adapters.checkpoint_marks import CheckpointMarks
+from tokend.adapters.checkpoint_schema import create_tables
 from tokend.adapters.store.engine import enable_wal, make_sqlite_files_private
 from tokend.adapters.store.url import default_data_dir, make_folder_private
-from tokend.core.checkpoints.turns import FileChange, Origin, TurnMark
-from tokend.core.workspace.files import JournaledRestore, Seen, sha256_bytes
+from tokend.core.checkpoints.turns import FileChange, Origin
+from tokend.core.workspace.files import Seen, sha256_bytes
 
 _IN_BATCH = 500  # paths per SELECT ... IN (...)
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS baseline (
-  workspace TEXT NOT NULL, path TEXT NOT NULL, sha TEXT NOT NULL, size INTEGER NOT NULL,
-  mtime_ns INTEGER NOT NULL, kept INTEGER NOT NULL, PRIMARY KEY (workspace, path));
-CREATE TABLE IF NOT EXISTS changes (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, workspace TEXT NOT NULL, path TEXT NOT NULL,
-  before TEXT, after TEXT, at REAL NOT NULL, origin TEXT NOT NULL, moved_from TEXT,
-  moved_to TEXT, after_kept INTEGER NOT NULL, note TEXT);
-CREATE INDEX IF NOT EXISTS changes_by_workspace ON changes (workspace, at);
-CREATE TABLE IF NOT EXISTS marks (
-  session_id TEXT NOT NULL, message_id TEXT NOT NULL, workspace TEXT NOT NULL, at REAL NOT NULL,
-  starts_turn INTEGER NOT NULL, open_calls INTEGER NOT NULL,
-  PRIMARY KEY (session_id, message_id));
-CREATE TABLE IF NOT EXISTS restores (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, workspace TEXT NOT NULL, session_id TEXT NOT NULL,
-  to_message_id TEXT NOT NULL, started_at REAL NOT NULL, plan TEXT NOT NULL,
-  conversation TEXT, state TEXT NOT NULL, outcome TEXT, pid INTEGER);
-CREATE TABLE IF NOT EXISTS blobs (
-  sha TEXT PRIMARY KEY, size INTEGER NOT NULL, stored INTEGER NOT NULL, at REAL NOT NULL);
-"""
 
 
 def default_checkpoint_dir() -> Path:
@@ -89,6 +72,8 @@ class CheckpointStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._prepare()
         checkpoint_blobs.sweep_tmp(self.folder)
+        self.journal = CheckpointJournal(self._tx, self._rows)
+        self.marks = CheckpointMarks(self._tx, self._rows)
 
     def _prepare(self) -> None:
         """Make the tables and add the columns an older index lacks, in one write transaction
@@ -96,10 +81,7 @@ class CheckpointStore:
         instead of each seeing a column missing and adding it twice."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-            _add_columns(self._db)
+            create_tables(self._db)
             checkpoint_blobs.upgrade(self._db, self.folder)
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -261,78 +243,6 @@ class CheckpointStore:
             for s, p, b, a, at, o, mf, mt, k, n, bm in rows
         ]
 
-    def add_mark(self, session_id: str, workspace: str, mark: TurnMark) -> None:
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO marks VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    mark.message_id,
-                    workspace,
-                    mark.at,
-                    int(mark.starts_turn),
-                    int(mark.open_calls),
-                ),
-            )
-
-    def marks(self, session_id: str) -> tuple[str | None, list[TurnMark]]:
-        """The session's workspace and its marks in append order."""
-        rows = self._rows(
-            "SELECT workspace, message_id, at, starts_turn, open_calls FROM marks"
-            " WHERE session_id = ? ORDER BY at, rowid",
-            (session_id,),
-        )
-        workspace = rows[0][0] if rows else None
-        return workspace, [TurnMark(m, at, bool(s), bool(o)) for _, m, at, s, o in rows]
-
-    # -- the restore journal ----------------------------------------------------------------
-
-    def begin_restore(
-        self,
-        workspace: str,
-        session_id: str,
-        to_message_id: str,
-        plan: str,
-        conversation: str | None,
-    ) -> int:
-        """Journal a restore before its first write (`plan` and `conversation`: the caller's
-        JSON); its id."""
-        with self._tx() as db:
-            cur = db.execute(
-                "INSERT INTO restores (workspace, session_id, to_message_id, started_at, plan,"
-                " conversation, state, pid) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
-                (
-                    workspace,
-                    session_id,
-                    to_message_id,
-                    time.time(),
-                    plan,
-                    conversation,
-                    os.getpid(),
-                ),
-            )
-            return cur.lastrowid or 0
-
-    def end_restore(self, journal_id: int, state: str = "done", outcome: str | None = None) -> None:
-        """Close a journaled restore: "done" (it finished), or "interrupted" (a restart found it
-        unfinished and settled it: `outcome` says how)."""
-        with self._tx() as db:
-            db.execute(
-                "UPDATE restores SET state = ?, outcome = ? WHERE id = ?",
-                (state, outcome, journal_id),
-            )
-
-    def restores(self, state: str, session_id: str | None = None) -> list[JournaledRestore]:
-        """The journaled restores in `state` (of one session, when given), oldest first."""
-        sql = (
-            "SELECT id, workspace, session_id, to_message_id, started_at, plan, conversation,"
-            " state, outcome, pid FROM restores WHERE state = ?"
-        )
-        args: tuple[Any, ...] = (state,)
-        if session_id is not None:
-            sql, args = sql + " AND session_id = ?", (state, session_id)
-        return [JournaledRestore(*row) for row in self._rows(sql + " ORDER BY id", args)]
-
     # -- upkeep -----------------------------------------------------------------------------
 
     def prune(self, before: float) -> int:
@@ -376,18 +286,6 @@ class CheckpointStore:
         with self._lock:
             self.flush()
             self._db.close()
-
-
-_ADDED_COLUMNS = (("baseline", "mode"), ("changes", "before_mode"))
-
-
-def _add_columns(db: sqlite3.Connection) -> None:
-    """Columns added since the first release, NULL in older rows (an index made before them is
-    read as it is)."""
-    for table, column in _ADDED_COLUMNS:
-        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-        if column not in have:
-            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
 
 
 def _with_seq(change: FileChange, seq: int) -> FileChange:

@@ -123,18 +123,30 @@ class RestoreJournal(Protocol):
     def restores(self, state: str, session_id: str | None = None) -> list[JournaledRestore]: ...
 
 
-class CheckpointIndex(SavedStates, FileLog, RestoreJournal, Protocol):
+class TurnMarks(Protocol):
+    """When each session message was appended, and in which workspace."""
+
+    def add(self, session_id: str, workspace: str, mark: TurnMark) -> None: ...
+
+    def session(self, session_id: str) -> tuple[str | None, list[TurnMark]]:
+        """The session's workspace and its marks in append order."""
+        ...
+
+
+class CheckpointIndex(SavedStates, FileLog, Protocol):
     """The checkpoint store (one per user): saved states, file logs, each session's turn marks
-    and the restore journal."""
+    (`marks`) and the restore journal (`journal`)."""
 
     @property
     def folder(self) -> Path:
         """Where the store lives (never checkpointed itself)."""
         ...
 
-    def add_mark(self, session_id: str, workspace: str, mark: TurnMark) -> None: ...
+    @property
+    def marks(self) -> TurnMarks: ...
 
-    def marks(self, session_id: str) -> tuple[str | None, list[TurnMark]]: ...
+    @property
+    def journal(self) -> RestoreJournal: ...
 
     def prune(self, before: float) -> int:
         """Drop what was seen before `before` and the states nothing refers to any more."""

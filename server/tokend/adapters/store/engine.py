@@ -23,6 +23,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from tokend.adapters.store.codec import dumps_json, loads_json
 from tokend.core.errors import StoreError
@@ -176,3 +177,37 @@ def upgrade_to_head(engine: Engine) -> bool:
             )
         command.upgrade(alembic_config(connection), "head")
     return True
+
+
+def open_store_engine(resolved: str) -> Engine:
+    """The engine of the database at the URL `resolved`, its schema migrated to the newest
+    first when needed; StoreError (password hidden) when it cannot be used."""
+    try:
+        engine = create_store_engine(resolved)
+    except (SQLAlchemyError, ImportError) as exc:
+        raise StoreError(f"cannot use database URL {_shown(resolved)}: {exc}") from exc
+    try:
+        upgrade_to_head(engine)
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise StoreError(
+            f"cannot open the database {_shown(resolved)}: {driver_reason(exc)}"
+        ) from exc
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
+def _shown(url: str) -> str:
+    """The URL for a message, password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except SQLAlchemyError:
+        return "(unparsable URL)"
+
+
+def driver_reason(exc: SQLAlchemyError) -> str:
+    """The driver's own words (e.g. "UNIQUE constraint failed: parts.id"), without the SQL
+    statement and its parameters, which may hold whole tool outputs."""
+    return str(getattr(exc, "orig", None) or exc)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -13,10 +12,7 @@ from sqlalchemy.sql import Executable
 from ulid import ULID
 
 from tokend.adapters.store import blobs
-from tokend.adapters.store.codec import (
-    part_to_json,
-    usage_to_json,
-)
+from tokend.adapters.store.codec import part_to_json, usage_to_json
 from tokend.adapters.store.dialect import insert_for
 from tokend.adapters.store.message_read import read_messages
 from tokend.adapters.store.models import (
@@ -29,8 +25,8 @@ from tokend.adapters.store.models import (
     UtcDateTime,
     table_of,
 )
-from tokend.core.errors import ChangedElsewhere, InvalidParams, SessionNotFound
-from tokend.core.types import Message, StoredMessage, StoredPart, ToolResultPart
+from tokend.core.errors import ChangedElsewhere, SessionNotFound
+from tokend.core.types import Message, StoredMessage, StoredPart
 
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 
@@ -148,6 +144,20 @@ def existing_counts(session: Session, keys: Sequence[str]) -> dict[str, int]:
     return existing
 
 
+def message_columns(message: Message) -> dict[str, Any]:
+    """The message row's columns its Message holds as they are (INSERT_MESSAGE adds the ids,
+    the seq and the bookkeeping of the insert at hand)."""
+    return {
+        "role": message.role,
+        "model": message.model,
+        "usage": usage_to_json(message.usage),
+        "cost_usd": message.cost_usd,
+        "summary": message.summary,
+        "created_at": message.created_at,
+        "completed_at": message.completed_at,
+    }
+
+
 def part_rows(message_id: str, parts: Sequence[StoredPart]) -> list[dict[str, Any]]:
     return [
         {
@@ -233,73 +243,3 @@ def tool_output_slice(
     if row is not None and not row[0] and row[1] and offset < row[1]:  # kept in chunks
         return blobs.read_slice(session, ref, offset, length), row[1]
     return None if row is None else (row[0] or "", row[1])
-
-
-# -- forks -------------------------------------------------------------------------------------
-
-
-def copy_messages(
-    session: Session, parent_id: str, child_id: str, through_message_id: str | None
-) -> int:
-    """Copy the parent's messages up to `through_message_id` into `child_id` (see
-    SqlStore.fork_session); returns how many."""
-    every = load_from(session, parent_id)
-    if through_message_id is None:
-        copied = every
-    else:
-        at = next((i for i, m in enumerate(every) if m.id == through_message_id), None)
-        if at is None:
-            raise InvalidParams(
-                f"atMessageId {through_message_id} is not a message of session {parent_id}: "
-                "session/messages lists them"
-            )
-        copied = every[: at + 1]
-        if every[at].compacted_at is None:  # live: the child keeps the live summary too
-            copied += [m for m in every[at + 1 :] if m.summary and m.compacted_at is None]
-    new_ids = {m.id: new_id() for m in copied}
-    refs: set[str] = set()
-    seq_of = {m.id: i for i, m in enumerate(every, 1)}
-    for message in copied:
-        marked = message.compacted_by
-        keep_mark = marked == "rewind" or (marked is not None and marked in new_ids)
-        session.execute(
-            INSERT_MESSAGE,
-            {
-                "id": new_ids[message.id],
-                "session_id": child_id,
-                "seq": seq_of[message.id],
-                "role": message.role,
-                "model": message.model,
-                "usage": usage_to_json(message.usage),
-                "cost_usd": message.cost_usd,
-                "summary": message.summary,
-                "created_at": message.created_at,
-                "completed_at": message.completed_at,
-                "compacted_at": message.compacted_at if keep_mark else None,
-                "compacted_by": new_ids.get(marked, marked) if keep_mark and marked else None,
-            },
-        )
-        parts = [replace(sp, id=new_id()) for sp in message.parts]
-        if parts:
-            session.execute(INSERT_PARTS, part_rows(new_ids[message.id], parts))
-        refs.update(
-            sp.part.ref
-            for sp in message.parts
-            if isinstance(sp.part, ToolResultPart) and sp.part.ref is not None
-        )
-    table = table_of(ToolOutputRow)
-    for chunk in chunks(sorted(refs)):
-        rows = session.execute(
-            select(table.c.ref, table.c.text, table.c.chars, table.c.created_at).where(
-                table.c.session_id == parent_id, table.c.ref.in_(chunk)
-            )
-        ).all()
-        if rows:
-            session.execute(
-                insert(table),
-                [
-                    {"session_id": child_id, "ref": r, "text": t, "chars": c, "created_at": at}
-                    for r, t, c, at in rows
-                ],
-            )
-    return len(copied)

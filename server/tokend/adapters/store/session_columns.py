@@ -15,6 +15,7 @@ from sqlalchemy import CursorResult, bindparam, update
 from sqlalchemy.orm import Session
 
 from tokend.adapters.store.models import SessionRow, table_of
+from tokend.adapters.store.rows import new_id
 from tokend.core.commit import SessionFields
 from tokend.core.errors import SessionNotFound
 from tokend.core.types import (
@@ -184,3 +185,21 @@ def stored_gauge(
     if used is None or pct is None or window is None or estimated is None:
         return None
     return SessionGauge(used, pct, window, estimated, version or 0, model or "")
+
+
+def session_row(info: SessionInfo) -> SessionRow:
+    """A new session's row (a fresh id when `info` has none)."""
+    return SessionRow(
+        id=info.id or new_id(),
+        workspace_uri=info.workspace_uri,
+        title=info.title,
+        model=info.model,
+        parent_id=info.parent_id,
+        context_window=info.context_window,
+        created_at=info.created_at,
+        updated_at=info.updated_at,
+        compacted_at=info.compacted_at,
+        deleted_at=info.deleted_at,
+        version=info.version,
+        **info_columns(info),
+    )

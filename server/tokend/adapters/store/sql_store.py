@@ -11,80 +11,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Self, cast
+from typing import Any, Self
 
-from sqlalchemy import CursorResult, Engine, bindparam, make_url, update
+from sqlalchemy import Engine, bindparam, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tokend.adapters.store import rows
-from tokend.adapters.store.codec import usage_to_json
-from tokend.adapters.store.engine import create_store_engine, upgrade_to_head, writer
+from tokend.adapters.store import commits, forks, rows
+from tokend.adapters.store.engine import driver_reason, open_store_engine, writer
 from tokend.adapters.store.feed import ChangeFeed
-from tokend.adapters.store.grown_rows import rewrite_message
 from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
 from tokend.adapters.store.listings import SqlListings
 from tokend.adapters.store.message_read import collector_paused
 from tokend.adapters.store.models import (
     CalibrationRow,
-    MessageRow,
     PartRow,
     SessionRow,
     TokenCacheRow,
     table_of,
 )
-from tokend.adapters.store.session_columns import info_columns, session_info, set_fields
+from tokend.adapters.store.session_columns import session_info, session_row
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
 from tokend.core.types import Message, SessionInfo, StoredMessage
 
 CALIBRATION_KEY = "default"
-
-
-def _shown(url: str) -> str:
-    """The URL for a message, password hidden."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except SQLAlchemyError:
-        return "(unparsable URL)"
-
-
-def _reason(exc: SQLAlchemyError) -> str:
-    """The driver's own words (e.g. "UNIQUE constraint failed: parts.id"), without the SQL
-    statement and its parameters, which may hold whole tool outputs."""
-    return str(getattr(exc, "orig", None) or exc)
-
-
-def _session_row(info: SessionInfo) -> SessionRow:
-    return SessionRow(
-        id=info.id or rows.new_id(),
-        workspace_uri=info.workspace_uri,
-        title=info.title,
-        model=info.model,
-        parent_id=info.parent_id,
-        context_window=info.context_window,
-        created_at=info.created_at,
-        updated_at=info.updated_at,
-        compacted_at=info.compacted_at,
-        deleted_at=info.deleted_at,
-        version=info.version,
-        **info_columns(info),
-    )
-
-
-class HeldSession:
-    """A session whose row lock a transaction holds (SqlStore.hold); commit one change in it."""
-
-    def __init__(self, store: SqlStore, session: Session, session_id: str) -> None:
-        self._store, self._session, self._session_id = store, session, session_id
-        self.message: Message | None = None  # the message its change appends, if any
-
-    def commit_change(self, commit: SessionCommit) -> None:
-        """As SqlStore.commit_change, in the holding transaction."""
-        self.message = commit.message
-        self._store._commit_in(self._session, self._session_id, commit)
 
 
 class SqlStore:
@@ -107,21 +60,7 @@ class SqlStore:
     def open(cls, url: str | None = None) -> Self:
         """Open the database at `url` (default: `resolve_database_url()`), migrating it to the
         newest schema first when needed."""
-        resolved = resolve_database_url(url)
-        try:
-            engine = create_store_engine(resolved)
-        except (SQLAlchemyError, ImportError) as exc:
-            raise StoreError(f"cannot use database URL {_shown(resolved)}: {exc}") from exc
-        try:
-            upgrade_to_head(engine)
-        except SQLAlchemyError as exc:
-            engine.dispose()
-            raise StoreError(
-                f"cannot open the database {_shown(resolved)}: {_reason(exc)}"
-            ) from exc
-        except BaseException:
-            engine.dispose()
-            raise
+        engine = open_store_engine(resolve_database_url(url))
         return cls(engine)
 
     @property
@@ -157,8 +96,8 @@ class SqlStore:
                 yield session
         except SQLAlchemyError as exc:
             if is_damage(exc):
-                raise StoreError(damaged_store_message(self._path, _reason(exc))) from exc
-            raise StoreError(f"reading the session store failed: {_reason(exc)}") from exc
+                raise StoreError(damaged_store_message(self._path, driver_reason(exc))) from exc
+            raise StoreError(f"reading the session store failed: {driver_reason(exc)}") from exc
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
@@ -173,8 +112,8 @@ class SqlStore:
                     self._file.check()  # just before the commit
         except SQLAlchemyError as exc:
             if is_damage(exc):
-                raise StoreError(damaged_store_message(self._path, _reason(exc))) from exc
-            raise StoreError(f"writing to the session store failed: {_reason(exc)}") from exc
+                raise StoreError(damaged_store_message(self._path, driver_reason(exc))) from exc
+            raise StoreError(f"writing to the session store failed: {driver_reason(exc)}") from exc
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -182,7 +121,7 @@ class SqlStore:
         with self._writing() as session:
             if info.parent_id is not None and rows.live(session, info.parent_id) is None:
                 raise SessionNotFound(f"parent session {info.parent_id} not found")
-            session.add(_session_row(info))
+            session.add(session_row(info))
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         with self._reading() as session:
@@ -195,48 +134,7 @@ class SqlStore:
         """Insert the message and its parts in one transaction; the session's updated_at moves
         forward to the message's completed_at (else created_at). Empty ids get fresh ULIDs."""
         with self._writing() as session:
-            self._insert_message(session, message)
-
-    def _insert_message(
-        self,
-        session: Session,
-        message: Message,
-        version: int | None = None,
-        tokens: int | None = None,
-    ) -> None:
-        message_id = message.id or rows.new_id()
-        stamped_at = message.completed_at or message.created_at
-        # Also locks the session row (PostgreSQL): concurrent appends take seq numbers in turn.
-        # An UPDATE's result is a CursorResult (it has rowcount); Session.execute's stubs
-        # only promise a Result.
-        bumped = cast(
-            CursorResult[Any],
-            session.execute(
-                rows.BUMP_LIVE_SESSION, {"session_id": message.session_id, "stamp": stamped_at}
-            ),
-        )
-        if bumped.rowcount != 1:
-            raise SessionNotFound(f"session {message.session_id} not found")
-        last_seq = session.scalar(rows.LAST_SEQ, {"sid": message.session_id})
-        session.execute(
-            rows.INSERT_MESSAGE,
-            {
-                "id": message_id,
-                "session_id": message.session_id,
-                "seq": (last_seq or 0) + 1,
-                "role": message.role,
-                "model": message.model,
-                "usage": usage_to_json(message.usage),
-                "cost_usd": message.cost_usd,
-                "summary": message.summary,
-                "created_at": message.created_at,
-                "completed_at": message.completed_at,
-                "version": version,
-                "tokens": tokens,
-            },
-        )
-        if message.parts:
-            session.execute(rows.INSERT_PARTS, rows.part_rows(message_id, message.parts))
+            commits.insert_message(session, message)
 
     def commit_change(self, session_id: str, commit: SessionCommit) -> None:
         """One session change in ONE transaction, all of it or nothing (core.commit): move the
@@ -247,23 +145,23 @@ class SqlStore:
         version})."""
         try:
             with self._writing() as session:
-                self._commit_in(session, session_id, commit)
+                commits.commit_in(session, session_id, commit, self._feed)
         except StoreError as exc:
             self._raise_if_stored(commit.message, exc)
             raise
 
     @contextmanager
-    def hold(self, session_id: str) -> Iterator[HeldSession]:
+    def hold(self, session_id: str) -> Iterator[commits.HeldSession]:
         """A write transaction holding the session's row lock (SQLite: the database's write
         lock) until it ends: no other process can change the session meanwhile. What is read
         elsewhere during it is the newest committed state; its one `commit_change` commits with
         it. Used to apply a change after another daemon moved the session: reload, recompute,
         commit, with no chance to lose the race again."""
-        held: HeldSession | None = None
+        held: commits.HeldSession | None = None
         try:
             with self._writing() as session:
                 rows.require_live(session, session_id, lock=True)
-                held = HeldSession(self, session, session_id)
+                held = commits.HeldSession(session, session_id, self._feed)
                 yield held
         except StoreError as exc:
             self._raise_if_stored(held.message if held else None, exc)
@@ -278,38 +176,6 @@ class SqlStore:
         stored = self.find_message(message.id)
         if stored is not None:
             raise AlreadyStored(message.id, stored) from None
-
-    def _commit_in(self, session: Session, session_id: str, commit: SessionCommit) -> None:
-        part_ids = list(dict.fromkeys(commit.pruned_part_ids))
-        if part_ids and commit.pruned_at is None:
-            raise ValueError("pruned_at is needed to mark parts")
-        version = commit.version
-        if version is not None:
-            rows.move_version(session, session_id, *version)
-        if commit.message is not None:
-            new = None if version is None else version[1]
-            self._insert_message(session, commit.message, new, commit.message_tokens)
-        rewrite_message(session, session_id, commit)  # grown, recounted
-        if part_ids:
-            assert commit.pruned_at is not None
-            rows.mark_parts(session, part_ids, commit.pruned_at)
-        for compacted in commit.compacted:
-            for chunk in rows.chunks(list(dict.fromkeys(compacted.message_ids))):
-                session.execute(
-                    update(MessageRow)
-                    .where(
-                        MessageRow.id.in_(chunk),
-                        MessageRow.session_id == session_id,
-                        MessageRow.compacted_at.is_(None),
-                    )
-                    .values(compacted_at=compacted.at, compacted_by=compacted.by)
-                    .execution_options(synchronize_session=False)
-                )
-        if commit.tool_outputs:
-            rows.insert_tool_outputs(session, session_id, commit.tool_outputs)
-        set_fields(session, session_id, commit.fields)
-        if version is not None and self._feed is not None:
-            session.execute(self._feed.notify_statement(session_id, version[1]))
 
     def find_message(self, message_id: str) -> StoredMessage | None:
         with self._reading() as session:
@@ -361,10 +227,10 @@ class SqlStore:
         with self._writing() as session:
             if rows.live(session, parent_id) is None:
                 raise SessionNotFound(f"session {parent_id} not found")
-            row = _session_row(child)
+            row = session_row(child)
             session.add(row)
             session.flush()
-            copied = rows.copy_messages(session, parent_id, child.id, through_message_id)
+            copied = forks.copy_messages(session, parent_id, child.id, through_message_id)
             # The child starts at the version its copied history makes (one per message, plus
             # the compactions it inherits), as a session grown by those changes would be.
             row.version = copied + child.figures.compactions

@@ -21,14 +21,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,7 +34,9 @@ from tokend.core.checkpoints.turns import CheckpointConfig, FileChange, Origin, 
 from tokend.core.compaction.prune import is_user_turn
 from tokend.core.errors import InvalidParams, Stopping
 from tokend.core.types import Message, ToolCallPart, ToolResultPart
-from tokend.core.workspace.files import OpenedFile, PathConflict, Seen, sha256_bytes
+from tokend.core.workspace.files import Seen
+from tokend.service.checkpoints.file_states import TurnBytes, capture, state_change
+from tokend.service.checkpoints.watched_paths import files_under
 from tokend.service.ports import CheckpointIndex, WorkspaceFiles
 from tokend.service.session.listeners import SessionEvent
 from tokend.service.session.ports import SessionService
@@ -47,19 +47,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 EDITOR_SAVE_SECONDS = 5.0  # a watcher event this soon after a didSave of the path is the save
-CREATED_AT_TRUST_SECONDS = 10.0
-MOVE_SECONDS = 2.0  # a file that vanished this long before one with its bytes appeared: a move  # a message's own time, when this close to now, times its mark
-
-
+CREATED_AT_TRUST_SECONDS = 10.0  # a message's own time, when this close to now, times its mark
+MOVE_SECONDS = 2.0  # a file that vanished this long before one with its bytes appeared: a move
 WALK_BATCH = 1000  # files of a first walk read, saved and recorded at a time
 CLOSE_SECONDS = 3.0  # for the checkpoint thread to finish what it is doing at close
-
-
-@dataclass
-class _Turn:
-    """Bytes saved in a workspace since its last user turn started (the per-turn cap)."""
-
-    saved: int = 0
 
 
 class Checkpoints:
@@ -79,7 +70,7 @@ class Checkpoints:
         self.config = config or CheckpointConfig()
         self._locks: dict[str, threading.RLock] = {}
         self._walked: set[str] = set()
-        self._turns: dict[str, _Turn] = {}
+        self._turns: dict[str, TurnBytes] = {}
         self._saves: dict[tuple[str, str], tuple[str, float]] = {}  # (ws, path) -> (sha, at)
         self._opened: set[str] = set()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokend-checkpoints")
@@ -129,7 +120,7 @@ class Checkpoints:
                     state, note = self.capture(index.root, rel, None, fast=True)
                     seen[rel] = state
                     if old and state and old.sha != state.sha:
-                        changes.append(_change(rel, old, state, now, "unwatched", note))
+                        changes.append(state_change(rel, old, state, now, "unwatched", note))
                 self.store.set_baseline(ws, seen)
                 self.store.add_changes(ws, changes)
             left = [
@@ -142,41 +133,16 @@ class Checkpoints:
             known = self.store.baseline(ws, left)
             self.store.set_baseline(ws, dict.fromkeys(left))
             self.store.add_changes(
-                ws, [_change(rel, known[rel], None, now, "unwatched", None) for rel in left]
+                ws, [state_change(rel, known[rel], None, now, "unwatched", None) for rel in left]
             )
             self._walked.add(ws)
         self.store.prune(now - self.config.retention_days * 86400)
 
     def capture(
-        self, root: Path, rel: str, turn: _Turn | None, *, fast: bool = False
+        self, root: Path, rel: str, turn: TurnBytes | None, *, fast: bool = False
     ) -> tuple[Seen | None, str | None]:
-        """A file's state now, its bytes saved unless a cap says no (the note says which).
-        None when it is not a regular file. `turn` counts the bytes against the turn's cap;
-        `fast` compresses for speed (the first walk)."""
-        try:
-            with self.files.open_file(root, rel, follow_inside=False) as opened:
-                st = opened.st
-                if not stat.S_ISREG(st.st_mode):
-                    return None, None
-                mode = stat.S_IMODE(st.st_mode)
-                if st.st_size > self.config.max_file_bytes:
-                    cap = self.config.max_file_bytes
-                    note = f"{st.st_size:,} bytes, over the {cap:,}-byte per-file cap: not saved"
-                    sha = _hash_opened(opened)
-                    return Seen(sha, st.st_size, st.st_mtime_ns, False, mode), note
-                data = self.files.read_opened(opened)
-        except (OSError, PathConflict):
-            return None, None  # gone, or a symlink now on its way: not a file of the workspace
-        if turn is not None and turn.saved + len(data) > self.config.max_turn_bytes:
-            sha = sha256_bytes(data)
-            if not self.store.has_blob(sha):
-                cap = self.config.max_turn_bytes
-                note = f"over the {cap:,}-byte per-turn cap: not saved"
-                return Seen(sha, len(data), st.st_mtime_ns, False, mode), note
-        sha, added = self.store.put_blob(data, time.time(), fast=fast)
-        if turn is not None:
-            turn.saved += added
-        return Seen(sha, len(data), st.st_mtime_ns, True, mode), None
+        """A file's state now, its bytes saved unless a cap says no (file_states.capture)."""
+        return capture(self.files, self.store, self.config, root, rel, turn, fast=fast)
 
     def on_batch(
         self, index: WorkspaceIndex, paths: frozenset[Path], times: Mapping[Path, float]
@@ -191,10 +157,10 @@ class Checkpoints:
                     rel = path.relative_to(index.root).as_posix()
                 except ValueError:
                     continue
-                for found in self._files_under(index, rel):
+                for found in files_under(index, self.store, rel):
                     when[found] = min(times.get(path, time.time()), when.get(found, 1e18))
             known = self.store.baseline(ws, sorted(when))
-            turn = self._turns.setdefault(ws, _Turn())
+            turn = self._turns.setdefault(ws, TurnBytes())
             seen: dict[str, Seen | None] = {}
             changes = []
             for rel in sorted(when):
@@ -206,7 +172,7 @@ class Checkpoints:
                 if (old and old.sha) == (state and state.sha):
                     continue
                 origin = self._origin(ws, rel, state, when[rel])
-                changes.append(_change(rel, old, state, when[rel], origin, note))
+                changes.append(state_change(rel, old, state, when[rel], origin, note))
             self.store.set_baseline(ws, seen)
             self.store.add_changes(ws, self._paired(ws, changes))
 
@@ -229,47 +195,6 @@ class Checkpoints:
             if (new.moved_to, new.moved_from) != (old.moved_to, old.moved_from):
                 self.store.set_moved(old.seq, new.moved_from, new.moved_to)
         return paired[len(recent) :]
-
-    def _files_under(self, index: WorkspaceIndex, rel: str) -> set[str]:
-        """The tracked files a watcher path stands for: itself; for a folder that left, the
-        files the baseline had under it; for a folder that exists (watchdog names a saved
-        file's folder too), the files directly in it that are new or gone since the baseline
-        (what was created or deleted in it), and every file of a subfolder the baseline has nothing
-        under (created or moved in), not the files of the whole folder again."""
-        full = index.root / rel
-        is_dir = full.is_dir() and not full.is_symlink()
-        if rel in ("", ".") or rel.split("/", 1)[0] == ".git" or index.rules.ignored(rel, is_dir):
-            return set()
-        if not is_dir:
-            return {rel}
-        ws = index.uri
-        under = self.store.baseline_under(ws, rel)
-        if not under:
-            return self._walk(index, full)
-        prefix = rel + "/"
-        known_files = {p for p in under if "/" not in p[len(prefix) :]}
-        known_folders = {p[len(prefix) :].split("/", 1)[0] for p in under}
-        found = set()
-        for entry in os.scandir(full):
-            child = prefix + entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in known_folders and not index.rules.ignored(child, True):
-                    found.update(self._walk(index, Path(entry.path)))
-            elif child in known_files:
-                known_files.discard(child)  # there before and now: its own events tell
-            elif not index.rules.ignored(child):
-                found.add(child)  # created
-        return found | known_files  # and deleted
-
-    @staticmethod
-    def _walk(index: WorkspaceIndex, folder: Path) -> set[str]:
-        """Every file under `folder` that the ignore rules keep."""
-        found: set[str] = set()
-        for current, dirs, files in os.walk(folder):
-            base = Path(current).relative_to(index.root).as_posix()
-            dirs[:] = [d for d in dirs if not index.rules.ignored(f"{base}/{d}", True)]
-            found.update(f"{base}/{f}" for f in files if not index.rules.ignored(f"{base}/{f}"))
-        return found
 
     def _origin(self, ws: str, rel: str, state: Seen | None, at: float) -> Origin:
         saved = self._saves.get((ws, rel))
@@ -313,8 +238,8 @@ class Checkpoints:
         for mark in marks:
             if mark.starts_turn:
                 with self.lock(ws):
-                    self._turns[ws] = _Turn()
-            self.store.add_mark(session_id, ws, mark)
+                    self._turns[ws] = TurnBytes()
+            self.store.marks.add(session_id, ws, mark)
 
     def on_released(self, ws: str) -> None:
         """A workspace nobody uses was closed: opened again, it is walked again."""
@@ -344,22 +269,6 @@ def _mark(message: Message, now: float) -> TurnMark:
     return TurnMark(message.id, at, is_user_turn(message), working or message.role == "tool")
 
 
-def _change(
-    rel: str, old: Seen | None, new: Seen | None, at: float, origin: Origin, note: str | None
-) -> FileChange:
-    return FileChange(
-        0,
-        rel,
-        old.sha if old else None,
-        new.sha if new else None,
-        at,
-        origin,
-        after_kept=new.kept if new else True,
-        note=note,
-        before_mode=old.mode if old else None,
-    )
-
-
 BACKGROUND_NICE = 10
 
 
@@ -377,10 +286,3 @@ def _yield_the_cpu() -> None:
             os.setpriority(os.PRIO_PROCESS, tid, BACKGROUND_NICE)
     except OSError:
         pass
-
-
-def _hash_opened(opened: OpenedFile) -> str:
-    digest = hashlib.sha256()
-    for block in iter(lambda: os.read(opened.fd, 1 << 20), b""):
-        digest.update(block)
-    return digest.hexdigest()

@@ -52,7 +52,7 @@ def restore(
     """Write back the states the agent's changes after `to_message_id` replaced. With
     `conversation` (the message ids a "both" rewind takes out) the journal stays open until
     the caller closes it, after the conversation part."""
-    ws, marks = checkpoints.store.marks(session_id)
+    ws, marks = checkpoints.store.marks.session(session_id)
     points = [m.at for m in marks if m.message_id == to_message_id]
     if ws is None or not points:
         raise InvalidParams(
@@ -74,7 +74,7 @@ def restore(
         if dry_run:
             steps = tuple(_as_it_would_go(checkpoints.files, root, s) for s in plan.steps)
             return Restored(to_message_id, True, steps, plan.outside)
-        journal = checkpoints.store.begin_restore(
+        journal = checkpoints.store.journal.begin_restore(
             ws,
             session_id,
             to_message_id,
@@ -83,7 +83,7 @@ def restore(
         )
         steps = tuple(apply_steps(checkpoints, ws, root, plan.steps))
         if conversation is None:
-            checkpoints.store.end_restore(journal)
+            checkpoints.store.journal.end_restore(journal)
             journal = 0
     return Restored(to_message_id, False, steps, plan.outside, journal or None)
 
@@ -91,7 +91,7 @@ def restore(
 def undo(checkpoints: Checkpoints, session_id: str, restored: Restored) -> None:
     """Put back what `restored` replaced (its conversation part was refused), and close its
     journal. A path changed again since is left as it is."""
-    ws, _ = checkpoints.store.marks(session_id)
+    ws, _ = checkpoints.store.marks.session(session_id)
     if ws is None:
         return
     root = folder_of(ws)
@@ -107,7 +107,7 @@ def undo(checkpoints: Checkpoints, session_id: str, restored: Restored) -> None:
         here = [s for s in back if disk_sha(checkpoints.files, root, s.path) == s.current]
         apply_steps(checkpoints, ws, root, here)
         if restored.journal_id is not None:
-            checkpoints.store.end_restore(restored.journal_id, "undone")
+            checkpoints.store.journal.end_restore(restored.journal_id, "undone")
 
 
 def _as_it_would_go(files: WorkspaceFiles, root: Path, step: RestoreStep) -> RestoreStep:

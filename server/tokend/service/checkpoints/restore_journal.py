@@ -64,7 +64,7 @@ def start(checkpoints: Checkpoints) -> None:
 
 def settle_all(checkpoints: Checkpoints, loop: asyncio.AbstractEventLoop | None) -> int:
     """Settle every journaled restore still running; how many there were."""
-    rows = [r for r in checkpoints.store.restores("running") if not _still_running(r.pid)]
+    rows = [r for r in checkpoints.store.journal.restores("running") if not _still_running(r.pid)]
     for row in rows:
         try:
             outcome = _settle_files(checkpoints, row)
@@ -73,7 +73,7 @@ def settle_all(checkpoints: Checkpoints, loop: asyncio.AbstractEventLoop | None)
             outcome = {"error": f"its files could not be settled: {exc}"}
         if row.conversation is not None:
             outcome["conversation"] = _settle_conversation(checkpoints, row, loop)
-        checkpoints.store.end_restore(row.id, "interrupted", json.dumps(outcome))
+        checkpoints.store.journal.end_restore(row.id, "interrupted", json.dumps(outcome))
         text = notice(
             Interrupted(row.to_message_id, row.started_at, row.conversation is not None, outcome),
             row.session_id,
@@ -202,5 +202,5 @@ def interrupted(checkpoints: Checkpoints, session_id: str) -> list[Interrupted]:
             row.conversation is not None,
             json.loads(row.outcome or "{}"),
         )
-        for row in checkpoints.store.restores("interrupted", session_id)
+        for row in checkpoints.store.journal.restores("interrupted", session_id)
     ]

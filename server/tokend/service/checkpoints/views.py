@@ -14,15 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tokend.core.checkpoints.turns import (
-    FileChange,
-    FileSummary,
-    TurnMark,
-    assign,
-    line_counts,
-    summarize,
-    unified_diff,
-)
+from tokend.core.checkpoints.summary import FileSummary, line_counts, summarize, unified_diff
+from tokend.core.checkpoints.turns import FileChange, TurnMark, assign
 from tokend.core.errors import InvalidParams
 from tokend.service.checkpoints.recorder import Checkpoints
 from tokend.service.checkpoints.restore import Restored as Restored  # re-exported: callers'
@@ -62,7 +55,7 @@ async def on_checkpoint_thread(checkpoints: Checkpoints, work: Callable[[], T]) 
 
 def _session(checkpoints: Checkpoints, session_id: str) -> tuple[str | None, list[TurnMark]]:
     """The session's workspace and marks (the caller checked the session exists)."""
-    return checkpoints.store.marks(session_id)
+    return checkpoints.store.marks.session(session_id)
 
 
 def _changes(checkpoints: Checkpoints, ws: str, marks: list[TurnMark]) -> list[FileChange]:
@@ -209,7 +202,9 @@ async def _files_then_conversation(
         await on_checkpoint_thread(checkpoints, lambda: undo(checkpoints, session_id, restored))
         raise
     if journal is not None:
-        await on_checkpoint_thread(checkpoints, lambda: checkpoints.store.end_restore(journal))
+        await on_checkpoint_thread(
+            checkpoints, lambda: checkpoints.store.journal.end_restore(journal)
+        )
     return restored, rewound
 
 
