@@ -15,8 +15,9 @@ import pytest
 
 from tokend.core.repomap import choice
 from tokend.core.repomap.edges import MAX_DEFINERS, Edges
-from tokend.core.repomap.packed import KEY
-from tokend.core.repomap.store import PackedTags, TagTable, name_key
+from tokend.core.repomap.keys import name_key
+from tokend.core.repomap.packed import KEY, PackedTags
+from tokend.core.repomap.store import TagTable
 
 BLOCK = 1 << 16  # the definitions a block may hold (choice.DEFS_BLOCK)
 

@@ -11,8 +11,8 @@ import tracemalloc
 import numpy as np
 
 from tokend.core.repomap.columns import RENUMBER_BLOCK
-from tokend.core.repomap.packed import KEY
-from tokend.core.repomap.store import PackedTags, TagTable
+from tokend.core.repomap.packed import KEY, PackedTags
+from tokend.core.repomap.store import TagTable
 
 FILES = 100
 DEFS, REFS = 5_000, 20_000  # a file's: 500,000 definitions and 2,000,000 references in all

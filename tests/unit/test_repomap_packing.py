@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.repomap import keys as repomap_keys
-from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import Definition, FileTags
 
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")

@@ -9,7 +9,7 @@ import numpy as np
 
 from tokend.core.repomap.graph import RepoGraph
 from tokend.core.repomap.keys import name_key, word_id, word_ids, word_key
-from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import WORDS_MAX, Definition, FileTags, spoken, text_words
 
 

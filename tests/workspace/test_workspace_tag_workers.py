@@ -247,17 +247,17 @@ def test_a_pooled_build_packs_no_file_in_the_daemon(
     build thread was PackedTags.of (a digest and a regular expression per name) and decoding the
     workers' JSON. The workers pack the tags they parse; the daemon packs none (main: every
     file), and the map is the one a single process makes (above)."""
-    from tokend.core.repomap import store as repomap_store
+    from tokend.core.repomap import packed as repomap_packed
 
     tree = _tree(tmp_path)
     packed_here: list[int] = []
-    real = repomap_store.PackedTags.of.__func__  # type: ignore[attr-defined]
+    real = repomap_packed.PackedTags.of.__func__  # type: ignore[attr-defined]
 
     def counted(cls: type, tags: object) -> object:
         packed_here.append(1)
         return real(cls, tags)
 
-    monkeypatch.setattr(repomap_store.PackedTags, "of", classmethod(counted))
+    monkeypatch.setattr(repomap_packed.PackedTags, "of", classmethod(counted))
     index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
     index.tags.pool_workers = 2
     index.build()

@@ -10,7 +10,7 @@ import struct
 from typing import IO, Any
 
 from tokend.adapters.tags.parser import Raw
-from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import FileTags, json_fields
 
 _HEADER = struct.Struct("<I")

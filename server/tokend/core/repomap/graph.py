@@ -37,12 +37,13 @@ from tokend.core.repomap import rank as signals_of
 from tokend.core.repomap.choice import RANK_DECIMALS, chosen_definitions
 from tokend.core.repomap.edges import MAX_DEFINERS, Edges, renumbered, replaced
 from tokend.core.repomap.links import ImportLinks
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.rank import Signals
 from tokend.core.repomap.rank import identifiers_in as identifiers_in
 from tokend.core.repomap.render import RankedDefinition
 from tokend.core.repomap.said import query_ids, said_scores
 from tokend.core.repomap.solve import solver
-from tokend.core.repomap.store import PackedTags, TagTable, name_key
+from tokend.core.repomap.store import TagTable, name_key
 from tokend.core.repomap.tags import FileTags
 from tokend.core.repomap.words import WordTable, said
 

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from tokend.core.repomap.keys import name_key, sub_words, word_key
-from tokend.core.repomap.store import KEY, TagTable
+from tokend.core.repomap.packed import KEY
+from tokend.core.repomap.store import TagTable
 from tokend.core.repomap.words import WordTable
 
 K1, B = 1.2, 0.75
@@ -93,16 +94,11 @@ class Signals:
     near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
 
 
-def _text_words(text: str) -> list[str]:
-    """The words of a task's text's identifiers (3 characters or more), sorted, unique."""
-    return sorted({w for n in set(_WORD.findall(text)) for w in sub_words(n)})
-
-
 def text_keys(text: str) -> Array:
     """The keys of a task's text: its identifiers (3 characters or more) and their words (as
     words of definitions and paths)."""
     names = set(_WORD.findall(text))
-    keys = {name_key(n) for n in names} | {word_key(w) for w in _text_words(text)}
+    keys = {name_key(n) for n in names} | {word_key(w) for n in names for w in sub_words(n)}
     return np.unique(np.array(sorted(keys), dtype=KEY))
 
 

@@ -40,8 +40,7 @@ from tokend.core.repomap.columns import (
     splice_offsets,
 )
 from tokend.core.repomap.keys import name_key, sub_words, word_key
-from tokend.core.repomap.packed import KEY as KEY  # re-exported, as PackedTags
-from tokend.core.repomap.packed import PackedTags as PackedTags  # (its home: core.repomap.packed)
+from tokend.core.repomap.packed import KEY, PackedTags
 
 __all__ = ["name_key", "sub_words", "word_key"]  # (their home: core.repomap.keys)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import WORKER_DIED, FileTags
 from tokend.core.workspace.fileclass import FileEntry, language_of
 from tokend.core.workspace.files import PathConflict

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tokend.core.repomap.store import PackedTags
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import FileTags
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry, FileRead
 from tokend.core.workspace.own_paths import OwnPaths
