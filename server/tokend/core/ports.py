@@ -100,6 +100,39 @@ class SessionListings(Protocol):
         ...
 
 
+class SessionMessages(Protocol):
+    """Reads of the stored messages (with their parts) and of the gated tool outputs."""
+
+    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
+        """The live context, oldest first: the live summary (if any) first, then the messages
+        no summary covers and no rewind took out. Pruned parts carry compacted_at. A deleted
+        session's only `including_deleted` (SessionNotFound otherwise)."""
+        ...
+
+    def load_all_messages(
+        self, session_id: str, *, including_deleted: bool = False
+    ) -> list[Message]:
+        """Every message ever appended, oldest first (nothing is ever deleted); those out of
+        the live context carry compacted_at and compacted_by."""
+        ...
+
+    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
+        """The session as stored now and the messages appended after `version`, oldest first,
+        from one snapshot."""
+        ...
+
+    def find_message(self, message_id: str) -> StoredMessage | None:
+        """Where a stored message is and what its append answered, or None."""
+        ...
+
+    def read_tool_output(
+        self, session_id: str, ref: str, offset: int, length: int
+    ) -> tuple[str, int] | None:
+        """(characters [offset, offset + length) of a gated tool output, its length in
+        characters), or None when the session has no output `ref`."""
+        ...
+
+
 class Store(Protocol):
     """Durable sessions, messages and parts. Every write is atomic: all of it or nothing."""
 
@@ -120,6 +153,11 @@ class Store(Protocol):
         """The sessions' rows read narrowly, each read with only the columns its caller uses."""
         ...
 
+    @property
+    def messages(self) -> SessionMessages:
+        """The sessions' messages and gated tool outputs, read."""
+        ...
+
     def append_message(self, message: Message) -> None:
         """Insert the message with all its parts in one transaction; bumps the session's updated_at."""
         ...
@@ -134,35 +172,6 @@ class Store(Protocol):
     def hold(self, session_id: str) -> AbstractContextManager[HeldChange]:
         """A transaction holding the session's lock until it ends (no other process changes
         the session meanwhile); its `commit_change` commits in it."""
-        ...
-
-    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
-        """The session as stored now and the messages appended after `version`, oldest first,
-        from one snapshot."""
-        ...
-
-    def find_message(self, message_id: str) -> StoredMessage | None:
-        """Where a stored message is and what its append answered, or None."""
-        ...
-
-    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
-        """The live context, oldest first: the live summary (if any) first, then the messages
-        no summary covers and no rewind took out. Pruned parts carry compacted_at. A deleted
-        session's only `including_deleted` (SessionNotFound otherwise)."""
-        ...
-
-    def load_all_messages(
-        self, session_id: str, *, including_deleted: bool = False
-    ) -> list[Message]:
-        """Every message ever appended, oldest first (nothing is ever deleted); those out of
-        the live context carry compacted_at and compacted_by."""
-        ...
-
-    def read_tool_output(
-        self, session_id: str, ref: str, offset: int, length: int
-    ) -> tuple[str, int] | None:
-        """(characters [offset, offset + length) of a gated tool output, its length in
-        characters), or None when the session has no output `ref`."""
         ...
 
     def fork_session(self, child: SessionInfo, through_message_id: str | None = None) -> int:

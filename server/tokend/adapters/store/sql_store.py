@@ -1,5 +1,7 @@
 """SqlStore: sessions, messages and parts (core.ports.Store) and the token-count cache
-(core.ports.CountCache) in one SQL database through SQLAlchemy 2.
+(core.ports.CountCache) in one SQL database through SQLAlchemy 2. Each role the port names has
+its own object, built here on the store's one engine and its transactions: `listings`
+(listings.py), `messages` (messages.py).
 
 One Engine per store and one ORM Session per call, so the asyncio loop thread and a worker thread
 may share a store. Writes are single transactions: all of it or nothing. Nothing is ever deleted:
@@ -23,7 +25,7 @@ from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
 from tokend.adapters.store.listings import SqlListings
-from tokend.adapters.store.message_read import collector_paused
+from tokend.adapters.store.messages import SqlMessages
 from tokend.adapters.store.models import (
     CalibrationRow,
     PartRow,
@@ -35,7 +37,7 @@ from tokend.adapters.store.session_columns import session_info, session_row
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
-from tokend.core.types import Message, SessionInfo, StoredMessage
+from tokend.core.types import Message, SessionInfo
 
 CALIBRATION_KEY = "default"
 
@@ -55,6 +57,8 @@ class SqlStore:
         self._path = engine.url.database if sqlite_file else None
         # Many sessions' rows, each read with the columns its caller uses (session/list, ...).
         self.listings = SqlListings(self._reading)
+        # The messages' reads: a live context, a whole history, one message, a tool output.
+        self.messages = SqlMessages(self._reading)
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -173,48 +177,9 @@ class SqlStore:
         key says so, at no cost to the appends that are not retries."""
         if message is None or not isinstance(exc.__cause__, IntegrityError):
             return
-        stored = self.find_message(message.id)
+        stored = self.messages.find_message(message.id)
         if stored is not None:
             raise AlreadyStored(message.id, stored) from None
-
-    def find_message(self, message_id: str) -> StoredMessage | None:
-        with self._reading() as session:
-            return rows.stored_message(session, message_id)
-
-    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
-        """The live context, oldest first: the live summary (if any) first, then every message
-        no summary covers and no rewind took out. Two queries whatever the length (the session,
-        its messages), the collector paused meanwhile."""
-        with collector_paused(), self._reading() as session:
-            rows.require_live(session, session_id, deleted_too=including_deleted)
-            return rows.load_from(session, session_id, live=True)
-
-    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
-        """The session as stored now and the messages appended after `version` (whether still
-        live or not), oldest first, read in one snapshot: what a daemon that knows the session
-        at `version` needs to catch up when other daemons only appended."""
-        with self._reading() as session:
-            row = rows.live(session, session_id)
-            if row is None:
-                raise SessionNotFound(f"session {session_id} not found")
-            info = session_info(row)
-            return info, rows.load_from(session, session_id, after_version=version)
-
-    def load_all_messages(
-        self, session_id: str, *, including_deleted: bool = False
-    ) -> list[Message]:
-        with collector_paused(), self._reading() as session:
-            rows.require_live(session, session_id, deleted_too=including_deleted)
-            return rows.load_from(session, session_id)
-
-    def read_tool_output(
-        self, session_id: str, ref: str, offset: int, length: int
-    ) -> tuple[str, int] | None:
-        """(`length` characters of the stored tool output `ref` from `offset`, its length in
-        characters), or None when the session has no such output."""
-        with self._reading() as session:
-            rows.require_live(session, session_id)
-            return rows.tool_output_slice(session, session_id, ref, offset, length)
 
     def fork_session(self, child: SessionInfo, through_message_id: str | None = None) -> int:
         """Create `child` (its parent_id set) holding copies of its parent's messages up to

@@ -135,7 +135,7 @@ class Appends:
 
     async def _stored_append(self, state: SessionState, message_id: str) -> AppendResult | None:
         """The answer of an append of `message_id` already stored, or None (not stored)."""
-        stored = await self._workers.run(lambda: self._store.find_message(message_id))
+        stored = await self._workers.run(lambda: self._store.messages.find_message(message_id))
         if stored is None:
             return None
         return self._answer_stored(state, message_id, stored)

@@ -27,7 +27,7 @@ def catch_up(
     reload: Callable[[], SessionData],
 ) -> SessionData:
     """The session as stored now, from `data` (ours, possibly behind)."""
-    info, fresh = store.load_since(data.id, data.version)
+    info, fresh = store.messages.load_since(data.id, data.version)
     if info.version == data.version:
         return data
     if not _only_appends(fresh, info.version - data.version) or info.model != data.info.model:

@@ -74,12 +74,12 @@ class _Window:
     @classmethod
     def read(cls, store: Store, info: SessionInfo) -> _Window:
         session_id, deleted = info.id, info.deleted_at is not None
-        messages = store.load_messages(session_id, including_deleted=deleted)
+        messages = store.messages.load_messages(session_id, including_deleted=deleted)
         # Messages out of the live context exist only after a compaction boundary or a rewind.
         windowed = bool(messages) and messages[0].summary
         provider = any(provider_compaction(sp.part for sp in m.parts) for m in messages)
         every = (
-            store.load_all_messages(session_id, including_deleted=deleted)
+            store.messages.load_all_messages(session_id, including_deleted=deleted)
             if windowed or provider or info.figures.rewinds
             else messages
         )
