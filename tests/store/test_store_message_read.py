@@ -51,8 +51,8 @@ def test_the_live_context_is_read_in_one_query_as_it_was_written(store: SqlStore
     sent = _messages("s1", 40)
     for message in sent:
         store.append_message(message)
-    store.mark_parts_compacted(["p4"], at(100))
-    store.set_part_tokens({"p4": 3})
+    store.parts.mark_parts_compacted(["p4"], at(100))
+    store.parts.set_part_tokens({"p4": 3})
     statements: list[str] = []
 
     def seen(conn, cursor, statement, *args) -> None:

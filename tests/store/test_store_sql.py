@@ -261,9 +261,9 @@ def test_compaction_marks_and_token_counts_survive_reopen(db_url: str):
     with SqlStore.open(db_url) as store:
         store.create_session(session_info("s1"))
         store.append_message(sent)
-        store.mark_parts_compacted([second, "unknown-id"], at(20))
-        store.mark_parts_compacted([second], at(30))  # the first prune time stays
-        store.set_part_tokens({first: 1, second: 4, "unknown-id": 9})
+        store.parts.mark_parts_compacted([second, "unknown-id"], at(20))
+        store.parts.mark_parts_compacted([second], at(30))  # the first prune time stays
+        store.parts.set_part_tokens({first: 1, second: 4, "unknown-id": 9})
     with SqlStore.open(db_url) as store:
         (loaded,) = store.messages.load_all_messages("s1")
     assert [(p.tokens, p.compacted_at) for p in loaded.parts] == [(1, None), (4, at(20))]

@@ -133,6 +133,16 @@ class SessionMessages(Protocol):
         ...
 
 
+class SessionParts(Protocol):
+    """Marks kept on stored parts, outside a session change: a prune's time, a token count."""
+
+    def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None: ...
+
+    def set_part_tokens(self, counts: Mapping[str, int]) -> None:
+        """Cache token counts on parts (part id -> tokens)."""
+        ...
+
+
 class Store(Protocol):
     """Durable sessions, messages and parts. Every write is atomic: all of it or nothing."""
 
@@ -158,6 +168,11 @@ class Store(Protocol):
         """The sessions' messages and gated tool outputs, read."""
         ...
 
+    @property
+    def parts(self) -> SessionParts:
+        """The marks kept on the messages' parts (prune times, token counts)."""
+        ...
+
     def append_message(self, message: Message) -> None:
         """Insert the message with all its parts in one transaction; bumps the session's updated_at."""
         ...
@@ -177,12 +192,6 @@ class Store(Protocol):
     def fork_session(self, child: SessionInfo, through_message_id: str | None = None) -> int:
         """Create `child` (parent_id set) with copies of the parent's messages up to
         `through_message_id`; returns how many were copied."""
-        ...
-
-    def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None: ...
-
-    def set_part_tokens(self, counts: Mapping[str, int]) -> None:
-        """Cache token counts on parts (part id -> tokens)."""
         ...
 
     def load_calibration(self) -> dict[str, Any]:

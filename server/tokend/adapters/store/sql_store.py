@@ -1,7 +1,7 @@
 """SqlStore: sessions, messages and parts (core.ports.Store) and the token-count cache
 (core.ports.CountCache) in one SQL database through SQLAlchemy 2. Each role the port names has
 its own object, built here on the store's one engine and its transactions: `listings`
-(listings.py), `messages` (messages.py).
+(listings.py), `messages` (messages.py), `parts` (parts.py).
 
 One Engine per store and one ORM Session per call, so the asyncio loop thread and a worker thread
 may share a store. Writes are single transactions: all of it or nothing. Nothing is ever deleted:
@@ -10,12 +10,12 @@ sessions are soft-deleted (deleted_at), pruned parts only marked (compacted_at).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from sqlalchemy import Engine, bindparam, update
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -28,11 +28,10 @@ from tokend.adapters.store.listings import SqlListings
 from tokend.adapters.store.messages import SqlMessages
 from tokend.adapters.store.models import (
     CalibrationRow,
-    PartRow,
     SessionRow,
     TokenCacheRow,
-    table_of,
 )
+from tokend.adapters.store.parts import SqlParts
 from tokend.adapters.store.session_columns import session_info, session_row
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
@@ -59,6 +58,8 @@ class SqlStore:
         self.listings = SqlListings(self._reading)
         # The messages' reads: a live context, a whole history, one message, a tool output.
         self.messages = SqlMessages(self._reading)
+        # The marks kept on parts outside a session change (prune times, token counts).
+        self.parts = SqlParts(self._writing)
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -200,26 +201,6 @@ class SqlStore:
             # the compactions it inherits), as a session grown by those changes would be.
             row.version = copied + child.figures.compactions
             return copied
-
-    def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None:
-        """Set compacted_at on parts not marked yet (the first prune time stays); the parts
-        themselves are kept. Unknown ids are ignored."""
-        ids = list(dict.fromkeys(part_ids))
-        if not ids:
-            return
-        with self._writing() as session:
-            rows.mark_parts(session, ids, at)
-
-    def set_part_tokens(self, counts: Mapping[str, int]) -> None:
-        """Cache token counts on parts (part id -> tokens). Unknown ids are ignored."""
-        if not counts:
-            return
-        table = table_of(PartRow)
-        statement = (
-            update(table).where(table.c.id == bindparam("part_id")).values(tokens=bindparam("n"))
-        )
-        with self._writing() as session:
-            session.execute(statement, [{"part_id": k, "n": v} for k, v in counts.items()])
 
     # --- calibration ------------------------------------------------------------------------
 

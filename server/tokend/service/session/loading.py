@@ -140,7 +140,7 @@ def _played(
             continue
         data = evolve(data, AppendMessage(_usage_checked(message), counts, learn=False)).data
     if missing:
-        store.set_part_tokens(missing)
+        store.parts.set_part_tokens(missing)
     data = with_row(data, info)
     if every is not messages:  # the time figures count every window's messages, in order
         data = replace(data, times=tally_messages(every))
