@@ -283,11 +283,11 @@ def test_token_cache_persists_and_overwrites(db_url: str):
 def test_calibration_persists_across_reopen(db_url: str):
     state = {"o200k_base": {"prose": 0.98, "code": [1.1, 12]}, "version": 1}
     with SqlStore.open(db_url) as store:
-        assert store.load_calibration() == {}
-        store.save_calibration({"old": True})
-        store.save_calibration(state)
+        assert store.calibration.load_calibration() == {}
+        store.calibration.save_calibration({"old": True})
+        store.calibration.save_calibration(state)
     with SqlStore.open(db_url) as store:
-        assert store.load_calibration() == state
+        assert store.calibration.load_calibration() == state
 
 
 def test_two_stores_on_one_file_see_each_others_writes(db_url: str):

@@ -143,6 +143,17 @@ class SessionParts(Protocol):
         ...
 
 
+class StoredCalibration(Protocol):
+    """What the estimates learnt from providers' figures (core.counting.calibration), kept
+    between runs and shared by the daemons on one store."""
+
+    def load_calibration(self) -> dict[str, Any]:
+        """The persisted calibration state (opaque JSON object); {} when none."""
+        ...
+
+    def save_calibration(self, state: Mapping[str, Any]) -> None: ...
+
+
 class Store(Protocol):
     """Durable sessions, messages and parts. Every write is atomic: all of it or nothing."""
 
@@ -173,6 +184,11 @@ class Store(Protocol):
         """The marks kept on the messages' parts (prune times, token counts)."""
         ...
 
+    @property
+    def calibration(self) -> StoredCalibration:
+        """The estimates' calibration, loaded at start and saved as it learns."""
+        ...
+
     def append_message(self, message: Message) -> None:
         """Insert the message with all its parts in one transaction; bumps the session's updated_at."""
         ...
@@ -193,12 +209,6 @@ class Store(Protocol):
         """Create `child` (parent_id set) with copies of the parent's messages up to
         `through_message_id`; returns how many were copied."""
         ...
-
-    def load_calibration(self) -> dict[str, Any]:
-        """The persisted calibration state (opaque JSON object); {} when none."""
-        ...
-
-    def save_calibration(self, state: Mapping[str, Any]) -> None: ...
 
     def close(self) -> None: ...
 

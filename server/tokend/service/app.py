@@ -210,7 +210,7 @@ def build_service(
     The workspace_* callables give a workspace's catalog and settings (the user's without)."""
     clock = clock or SystemClock()
     tokenizers = tokenizers or ExactTokenizers()
-    calibration = Calibration(store)
+    calibration = Calibration(store.calibration)
     models = SessionModels(
         catalog,
         config,

@@ -1,7 +1,8 @@
 """SqlStore: sessions, messages and parts (core.ports.Store) and the token-count cache
 (core.ports.CountCache) in one SQL database through SQLAlchemy 2. Each role the port names has
 its own object, built here on the store's one engine and its transactions: `listings`
-(listings.py), `messages` (messages.py), `parts` (parts.py).
+(listings.py), `messages` (messages.py), `parts` (parts.py),
+`calibration` (calibration.py).
 
 One Engine per store and one ORM Session per call, so the asyncio loop thread and a worker thread
 may share a store. Writes are single transactions: all of it or nothing. Nothing is ever deleted:
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Self
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokend.adapters.store import commits, forks, rows
+from tokend.adapters.store.calibration import SqlCalibration
 from tokend.adapters.store.engine import driver_reason, open_store_engine, writer
 from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.identity import store_file
@@ -27,7 +28,6 @@ from tokend.adapters.store.integrity import check_at_start, damaged_store_messag
 from tokend.adapters.store.listings import SqlListings
 from tokend.adapters.store.messages import SqlMessages
 from tokend.adapters.store.models import (
-    CalibrationRow,
     SessionRow,
     TokenCacheRow,
 )
@@ -37,8 +37,6 @@ from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
 from tokend.core.types import Message, SessionInfo
-
-CALIBRATION_KEY = "default"
 
 
 class SqlStore:
@@ -60,6 +58,8 @@ class SqlStore:
         self.messages = SqlMessages(self._reading)
         # The marks kept on parts outside a session change (prune times, token counts).
         self.parts = SqlParts(self._writing)
+        # The estimates' calibration (one row).
+        self.calibration = SqlCalibration(self._reading, self._writing)
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -201,20 +201,6 @@ class SqlStore:
             # the compactions it inherits), as a session grown by those changes would be.
             row.version = copied + child.figures.compactions
             return copied
-
-    # --- calibration ------------------------------------------------------------------------
-
-    def load_calibration(self) -> dict[str, Any]:
-        with self._reading() as session:
-            row = session.get(CalibrationRow, CALIBRATION_KEY)
-            return {} if row is None else dict(row.state)
-
-    def save_calibration(self, state: Mapping[str, Any]) -> None:
-        """Insert or overwrite the calibration (one upsert: daemons sharing a database may
-        save at the same moment)."""
-        values = {"key": CALIBRATION_KEY, "state": dict(state), "updated_at": datetime.now(UTC)}
-        with self._writing() as session:
-            session.execute(rows.upsert(session, CalibrationRow, [values], ("state", "updated_at")))
 
     # --- CountCache -------------------------------------------------------------------------
 

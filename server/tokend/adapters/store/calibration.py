@@ -1,0 +1,40 @@
+"""The estimates' calibration kept in a store (core.ports.StoredCalibration): one row, its state
+an opaque JSON object, read and written each in one transaction of the store's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tokend.adapters.store import rows
+from tokend.adapters.store.models import CalibrationRow
+
+CALIBRATION_KEY = "default"
+
+
+class SqlCalibration:
+    """core.ports.StoredCalibration on a store's read and write transactions."""
+
+    def __init__(
+        self,
+        reading: Callable[[], AbstractContextManager[Session]],
+        writing: Callable[[], AbstractContextManager[Session]],
+    ) -> None:
+        self._reading = reading
+        self._writing = writing
+
+    def load_calibration(self) -> dict[str, Any]:
+        with self._reading() as session:
+            row = session.get(CalibrationRow, CALIBRATION_KEY)
+            return {} if row is None else dict(row.state)
+
+    def save_calibration(self, state: Mapping[str, Any]) -> None:
+        """Insert or overwrite the calibration (one upsert: daemons sharing a database may
+        save at the same moment)."""
+        values = {"key": CALIBRATION_KEY, "state": dict(state), "updated_at": datetime.now(UTC)}
+        with self._writing() as session:
+            session.execute(rows.upsert(session, CalibrationRow, [values], ("state", "updated_at")))
