@@ -273,11 +273,14 @@ def test_compaction_marks_and_token_counts_survive_reopen(db_url: str):
 def test_token_cache_persists_and_overwrites(db_url: str):
     many = {f"o200k_base:{i:064x}": i for i in range(1_200)}  # more than one IN (...) chunk
     with SqlStore.open(db_url) as store:
-        assert store.get_many(list(many)) == {}
-        store.put_many(many)
-        store.put_many({"o200k_base:" + "0" * 64: 42})
+        assert store.count_cache.get_many(list(many)) == {}
+        store.count_cache.put_many(many)
+        store.count_cache.put_many({"o200k_base:" + "0" * 64: 42})
     with SqlStore.open(db_url) as store:
-        assert store.get_many([*many, "missing"]) == {**many, "o200k_base:" + "0" * 64: 42}
+        assert store.count_cache.get_many([*many, "missing"]) == {
+            **many,
+            "o200k_base:" + "0" * 64: 42,
+        }
 
 
 def test_calibration_persists_across_reopen(db_url: str):
@@ -297,8 +300,8 @@ def test_two_stores_on_one_file_see_each_others_writes(db_url: str):
         sent = message("s1")
         second.append_message(sent)
         assert first.messages.load_messages("s1") == [sent]
-        second.put_many({"k": 3})
-        assert first.get_many(["k"]) == {"k": 3}
+        second.count_cache.put_many({"k": 3})
+        assert first.count_cache.get_many(["k"]) == {"k": 3}
 
 
 def test_threads_appending_to_one_session_lose_nothing(store: SqlStore):

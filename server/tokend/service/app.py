@@ -183,7 +183,7 @@ def open_service(
         store,
         base.catalog,
         base.config,
-        cache=store,
+        cache=store.count_cache,
         workspace_catalog=lambda uri: settings.for_workspace(uri or base_uri).catalog,
         workspace_config=lambda uri: settings.for_workspace(uri or base_uri).config,
         forget_settings=lambda uri: settings.forget(uri or base_uri),

@@ -3,15 +3,13 @@ an opaque JSON object, read and written each in one transaction of the store's."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from tokend.adapters.store import rows
 from tokend.adapters.store.models import CalibrationRow
+from tokend.adapters.store.rows import Transaction
 
 CALIBRATION_KEY = "default"
 
@@ -21,8 +19,8 @@ class SqlCalibration:
 
     def __init__(
         self,
-        reading: Callable[[], AbstractContextManager[Session]],
-        writing: Callable[[], AbstractContextManager[Session]],
+        reading: Transaction,
+        writing: Transaction,
     ) -> None:
         self._reading = reading
         self._writing = writing

@@ -4,13 +4,9 @@ output, each in one read transaction of the store's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-
-from sqlalchemy.orm import Session
-
 from tokend.adapters.store import rows
 from tokend.adapters.store.message_read import collector_paused
+from tokend.adapters.store.rows import Transaction
 from tokend.adapters.store.session_columns import session_info
 from tokend.core.errors import SessionNotFound
 from tokend.core.types import Message, SessionInfo, StoredMessage
@@ -19,7 +15,7 @@ from tokend.core.types import Message, SessionInfo, StoredMessage
 class SqlMessages:
     """core.ports.SessionMessages on a store's read transactions."""
 
-    def __init__(self, reading: Callable[[], AbstractContextManager[Session]]) -> None:
+    def __init__(self, reading: Transaction) -> None:
         self._reading = reading
 
     def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:

@@ -4,21 +4,20 @@ the store's. The parts themselves are never deleted nor rewritten."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from sqlalchemy import bindparam, update
-from sqlalchemy.orm import Session
 
 from tokend.adapters.store import rows
 from tokend.adapters.store.models import PartRow, table_of
+from tokend.adapters.store.rows import Transaction
 
 
 class SqlParts:
     """core.ports.SessionParts on a store's write transactions."""
 
-    def __init__(self, writing: Callable[[], AbstractContextManager[Session]]) -> None:
+    def __init__(self, writing: Transaction) -> None:
         self._writing = writing
 
     def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -28,6 +29,8 @@ from tokend.adapters.store.models import (
 from tokend.core.errors import ChangedElsewhere, SessionNotFound
 from tokend.core.types import Message, StoredMessage, StoredPart
 
+# A store's read or write transaction (SqlStore's), as its role objects are handed it.
+Transaction = Callable[[], AbstractContextManager[Session]]
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 
 # Statements of the append path, built once (building them per call costs more than running them).

@@ -1,8 +1,8 @@
 """SqlStore: sessions, messages and parts (core.ports.Store) and the token-count cache
 (core.ports.CountCache) in one SQL database through SQLAlchemy 2. Each role the port names has
 its own object, built here on the store's one engine and its transactions: `listings`
-(listings.py), `messages` (messages.py), `parts` (parts.py),
-`calibration` (calibration.py).
+(listings.py), `messages` (messages.py), `parts` (parts.py), `calibration` (calibration.py);
+and so has the CountCache, `count_cache` (count_cache.py).
 
 One Engine per store and one ORM Session per call, so the asyncio loop thread and a worker thread
 may share a store. Writes are single transactions: all of it or nothing. Nothing is ever deleted:
@@ -11,7 +11,7 @@ sessions are soft-deleted (deleted_at), pruned parts only marked (compacted_at).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Self
 
@@ -21,16 +21,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tokend.adapters.store import commits, forks, rows
 from tokend.adapters.store.calibration import SqlCalibration
+from tokend.adapters.store.count_cache import SqlCountCache
 from tokend.adapters.store.engine import driver_reason, open_store_engine, writer
 from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
 from tokend.adapters.store.listings import SqlListings
 from tokend.adapters.store.messages import SqlMessages
-from tokend.adapters.store.models import (
-    SessionRow,
-    TokenCacheRow,
-)
+from tokend.adapters.store.models import SessionRow
 from tokend.adapters.store.parts import SqlParts
 from tokend.adapters.store.session_columns import session_info, session_row
 from tokend.adapters.store.url import resolve_database_url
@@ -40,7 +38,7 @@ from tokend.core.types import Message, SessionInfo
 
 
 class SqlStore:
-    """Store and CountCache on one database. Build with `SqlStore.open(url)`."""
+    """Store and (as `count_cache`) CountCache on one database. Build with `SqlStore.open(url)`."""
 
     def __init__(self, engine: Engine) -> None:
         """Use `engine` as is; its schema must already be at head (see `open`)."""
@@ -60,6 +58,9 @@ class SqlStore:
         self.parts = SqlParts(self._writing)
         # The estimates' calibration (one row).
         self.calibration = SqlCalibration(self._reading, self._writing)
+        # The token counts cached by content (core.ports.CountCache, not a role of Store's: the
+        # composition root hands it to the counters).
+        self.count_cache = SqlCountCache(self._reading, self._writing)
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -201,25 +202,6 @@ class SqlStore:
             # the compactions it inherits), as a session grown by those changes would be.
             row.version = copied + child.figures.compactions
             return copied
-
-    # --- CountCache -------------------------------------------------------------------------
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, int]:
-        """Cached token counts for the keys that have one."""
-        wanted = list(dict.fromkeys(keys))
-        if not wanted:
-            return {}
-        with self._reading() as session:
-            return rows.existing_counts(session, wanted)
-
-    def put_many(self, counts: Mapping[str, int]) -> None:
-        """Insert or overwrite token counts (key -> tokens) in one transaction (an upsert:
-        daemons sharing a database may count the same content at once)."""
-        if not counts:
-            return
-        values = [{"key": k, "tokens": v} for k, v in counts.items()]
-        with self._writing() as session:
-            session.execute(rows.upsert(session, TokenCacheRow, values, ("tokens",)))
 
     # --- soft-deleted sessions (session/delete, session/restore, `tokend sessions --deleted`) --
 
