@@ -231,9 +231,11 @@ def build_service(
     loader = SessionLoader(store, models, extras, upgrades)
     sessions = Sessions(store, models, loader, listeners, clock)
     prep = MessagePrep(models, clock)
-    appends = Appends(store, sessions, models, prep, workers, listeners, calibration, upgrades)
+    appends = Appends(
+        store.messages, sessions, models, prep, workers, listeners, calibration, upgrades
+    )
     changes = SessionChanges(sessions, models, listeners, workers, clock)
-    remote = RemoteFeed(store, sessions, listeners, workers)
+    remote = RemoteFeed(store.changes, sessions, listeners, workers)
     return TokendService(
         store, catalog, config, clock, models, workers, listeners, extras, calibration,
         upgrades, sessions, prep, appends, changes, remote, http_writer, files,
