@@ -9,21 +9,13 @@ from typing import Any
 
 from tokend.adapters.store import rows
 from tokend.adapters.store.models import CalibrationRow
-from tokend.adapters.store.rows import Transaction
+from tokend.adapters.store.rows import ReadsAndWrites
 
 CALIBRATION_KEY = "default"
 
 
-class SqlCalibration:
+class SqlCalibration(ReadsAndWrites):
     """core.ports.StoredCalibration on a store's read and write transactions."""
-
-    def __init__(
-        self,
-        reading: Transaction,
-        writing: Transaction,
-    ) -> None:
-        self._reading = reading
-        self._writing = writing
 
     def load_calibration(self) -> dict[str, Any]:
         with self._reading() as session:

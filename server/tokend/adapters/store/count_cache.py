@@ -8,19 +8,11 @@ from collections.abc import Mapping, Sequence
 
 from tokend.adapters.store import rows
 from tokend.adapters.store.models import TokenCacheRow
-from tokend.adapters.store.rows import Transaction
+from tokend.adapters.store.rows import ReadsAndWrites
 
 
-class SqlCountCache:
+class SqlCountCache(ReadsAndWrites):
     """core.ports.CountCache on a store's read and write transactions."""
-
-    def __init__(
-        self,
-        reading: Transaction,
-        writing: Transaction,
-    ) -> None:
-        self._reading = reading
-        self._writing = writing
 
     def get_many(self, keys: Sequence[str]) -> dict[str, int]:
         """Cached token counts for the keys that have one."""

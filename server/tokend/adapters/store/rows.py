@@ -31,6 +31,16 @@ from tokend.core.types import Message, StoredMessage, StoredPart
 
 # A store's read or write transaction (SqlStore's), as its role objects are handed it.
 Transaction = Callable[[], AbstractContextManager[Session]]
+
+
+class ReadsAndWrites:
+    """A role of a store's that both reads and writes, on the store's transactions."""
+
+    def __init__(self, reading: Transaction, writing: Transaction) -> None:
+        self._reading = reading
+        self._writing = writing
+
+
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 
 # Statements of the append path, built once (building them per call costs more than running them).
