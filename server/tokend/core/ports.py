@@ -155,7 +155,11 @@ class StoredCalibration(Protocol):
 
 
 class Store(Protocol):
-    """Durable sessions, messages and parts. Every write is atomic: all of it or nothing."""
+    """Durable sessions, messages and parts. Every write is atomic: all of it or nothing.
+
+    The reads of one kind and the marks kept outside a change each have a role of their own,
+    reached as a property (`listings`, `messages`, `parts`, `calibration`): a caller that
+    needs one role alone is handed it alone."""
 
     @property
     def changes(self) -> RemoteChanges | None:
