@@ -143,7 +143,7 @@ def _scenario(base: Path, engine: str, daemons: int, url: str) -> dict[str, Any]
         from tokend.adapters.store import SqlStore
 
         with SqlStore.open(url) as store:
-            texts = [m.parts[0].part.text for m in store.load_messages(session_id)]  # type: ignore[union-attr]
+            texts = [m.parts[0].part.text for m in store.messages.load_messages(session_id)]  # type: ignore[union-attr]
             stored_version = store.get_session(session_id).version  # type: ignore[union-attr]
         texts = [t for t in texts if t not in ("moved on d0",)]
         versions = sorted(v for _n, v, _t in replies)

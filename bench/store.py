@@ -131,10 +131,10 @@ def run() -> str:
         )
         raw_append_seconds = _raw_sqlite_append(Path(folder) / "raw.sqlite3", messages)
 
-        assert len(store.load_all_messages("s")) == MESSAGES
-        assert len(store.load_messages("s")) == TAIL_AFTER_BOUNDARY
-        full = _median_seconds(lambda: store.load_all_messages("s"), 5)
-        tail = _median_seconds(lambda: store.load_messages("s"), 21)
+        assert len(store.messages.load_all_messages("s")) == MESSAGES
+        assert len(store.messages.load_messages("s")) == TAIL_AFTER_BOUNDARY
+        full = _median_seconds(lambda: store.messages.load_all_messages("s"), 5)
+        tail = _median_seconds(lambda: store.messages.load_messages("s"), 21)
         raw_read = _median_seconds(_raw_sqlite_read(path, "s"), 5)
         store.close()
         reopen = _median_seconds(lambda: SqlStore.open(url).close(), 5)

@@ -106,7 +106,7 @@ def test_two_daemons_on_one_postgresql_share_a_session(
 
         # The database holds each acknowledged message once, none lost, none duplicated.
         with SqlStore.open(pg_url) as store:
-            texts = [m.parts[0].part.text for m in store.load_messages(session_id)]  # type: ignore[union-attr]
+            texts = [m.parts[0].part.text for m in store.messages.load_messages(session_id)]  # type: ignore[union-attr]
             assert store.get_session(session_id).version == total  # type: ignore[union-attr]
         expected = {f"{label} message {i}" for label in replies for i in range(APPENDS_PER_CLIENT)}
         assert len(texts) == total and set(texts) == expected
@@ -149,7 +149,7 @@ def test_a_retried_append_with_its_id_is_stored_once_whichever_daemon_gets_it(
         assert "result" in first and again["result"] == first["result"]
         assert first["result"]["messageId"] == "client-msg-1"
         with SqlStore.open(pg_url) as store:
-            assert [m.id for m in store.load_messages(session_id)] == ["client-msg-1"]
+            assert [m.id for m in store.messages.load_messages(session_id)] == ["client-msg-1"]
             assert store.get_session(session_id).version == 1  # type: ignore[union-attr]
 
 

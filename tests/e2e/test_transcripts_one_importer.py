@@ -196,7 +196,9 @@ def test_a_reply_imported_before_it_ended_keeps_its_tool_calls_and_results(tmp_p
         asyncio.run(_follow_with_pauses(tail, path, lines))
         assert tail.error is None and tail.session_id is not None
         assert tail.importer.refused == 0
-        stored = [p for m in service.store.load_all_messages(tail.session_id) for p in m.parts]
+        stored = [
+            p for m in service.store.messages.load_all_messages(tail.session_id) for p in m.parts
+        ]
     finally:
         service.close()
     kinds = [(type(sp.part).__name__, getattr(sp.part, "call_id", None)) for sp in stored]

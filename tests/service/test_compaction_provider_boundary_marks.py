@@ -78,11 +78,11 @@ def test_the_boundary_marks_what_it_retires_and_a_restart_gives_the_same_gauge(t
     expected_gauge = gauge(live, sid)
 
     fresh = SqlStore.open(f"sqlite:///{db}")
-    every = {m.id: m for m in fresh.load_all_messages(sid)}
+    every = {m.id: m for m in fresh.messages.load_all_messages(sid)}
     for message_id in retired:
         assert every[message_id].compacted_by == kept[0]
         assert every[message_id].compacted_at == boundary_time
-    assert [m.id for m in fresh.load_messages(sid)] == kept  # the store's own live context
+    assert [m.id for m in fresh.messages.load_messages(sid)] == kept  # the store's own live context
     assert all(by is not None and at is not None for by, at in
                (marks(db, sid)[i] for i in retired))  # fmt: skip
 
@@ -107,7 +107,7 @@ def test_a_session_stored_before_the_marks_is_marked_when_loaded(tmp_path):
         )
         # Nor did it keep the gauge's state (migration 0006): the session is loaded whole.
         raw.execute("UPDATE sessions SET gauge_state = NULL WHERE id = ?", (sid,))
-    assert [m.id for m in SqlStore.open(f"sqlite:///{db}").load_messages(sid)] == [
+    assert [m.id for m in SqlStore.open(f"sqlite:///{db}").messages.load_messages(sid)] == [
         *retired,
         *kept,
     ]
@@ -118,4 +118,4 @@ def test_a_session_stored_before_the_marks_is_marked_when_loaded(tmp_path):
     stored = marks(db, sid)
     assert {i: stored[i][0] for i in retired} == dict.fromkeys(retired, kept[0])
     assert all(stored[i] == (None, None) for i in kept)
-    assert [m.id for m in SqlStore.open(f"sqlite:///{db}").load_messages(sid)] == kept
+    assert [m.id for m in SqlStore.open(f"sqlite:///{db}").messages.load_messages(sid)] == kept

@@ -80,11 +80,13 @@ def test_a_part_without_a_stored_count_is_counted_as_before(tmp_path: Path) -> N
         data = service.sessions.state(sid).data
         expected = dict(data.message_tokens)
         part = data.messages[3].parts[0]
-        service.store.set_part_tokens({part.id: None})  # a count the store lost
+        service.store.parts.set_part_tokens({part.id: None})  # a count the store lost
         service.sessions.forget(sid)
         state = service.sessions.state(sid)
-        assert service.store.load_messages(sid)[3].parts[0].tokens is None
+        assert service.store.messages.load_messages(sid)[3].parts[0].tokens is None
         assert dict(state.data.message_tokens) == expected
-        assert service.store.load_messages(sid)[3].parts[0].tokens == part.tokens  # saved again
+        assert (
+            service.store.messages.load_messages(sid)[3].parts[0].tokens == part.tokens
+        )  # saved again
     finally:
         service.close()

@@ -28,7 +28,7 @@ OUTPUT = "src/app.py:3: E501 line too long (121 > 100 characters)\n" * 12
 
 
 class _Reads:
-    """Counts the store's reads of a session's messages, with the thread of each."""
+    """Counts the store's reads of a session's messages (store.messages), with each one's thread."""
 
     def __init__(self, store, monkeypatch: pytest.MonkeyPatch) -> None:
         self.threads: list[str] = []
@@ -80,7 +80,7 @@ def test_appends_to_a_lazily_loaded_session_read_no_body(
 ) -> None:
     sid = built(service, 5)
     service.sessions.forget(sid)  # as a restarted daemon: nothing of the session in memory
-    reads = _Reads(service.store, monkeypatch)
+    reads = _Reads(service.store.messages, monkeypatch)
     before = service.sessions.snapshot(sid)
     for i in range(5, 8):  # a user turn, a call, its result: the usual appends
         _exchange(service, sid, i)
@@ -101,7 +101,7 @@ def test_a_result_for_an_older_call_reads_the_bodies_beside_the_event_loop(
     usage = Usage(input_tokens=40, output_tokens=25, cache_read_tokens=2_000)
     append(service, sid, "assistant", [ToolCallPart("late", "Bash", {})], usage=usage)
     service.sessions.forget(sid)
-    reads = _Reads(service.store, monkeypatch)
+    reads = _Reads(service.store.messages, monkeypatch)
     loop_thread: list[str] = []
 
     async def append_on_loop() -> None:

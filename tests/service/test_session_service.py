@@ -72,11 +72,14 @@ def test_a_prune_moves_the_anchored_gauge_by_what_it_freed_also_after_a_restart(
     # Oracle: tiktoken's counts of the cleared outputs, less the placeholders sent instead.
     enc = exact_encoding("o200k_base")
     pruned_ids = {
-        p.id for m in service.store.load_all_messages(sid) for p in m.parts if p.compacted_at
+        p.id
+        for m in service.store.messages.load_all_messages(sid)
+        for p in m.parts
+        if p.compacted_at
     }
     outputs = [
         p.part.output
-        for m in service.store.load_all_messages(sid)
+        for m in service.store.messages.load_all_messages(sid)
         for p in m.parts
         if p.id in pruned_ids
     ]
@@ -93,7 +96,7 @@ def test_a_prune_moves_the_anchored_gauge_by_what_it_freed_also_after_a_restart(
     reopened = open_service(None, url)
     again = reopened.sessions.snapshot(sid)
     assert again.used_tokens == after.used_tokens and not again.estimated
-    every = reopened.store.load_all_messages(sid)
+    every = reopened.store.messages.load_all_messages(sid)
     pruned = [p for m in every for p in m.parts if p.compacted_at is not None]
     assert len(pruned) == outcome.actions[0].parts
     assert all(p.part.output.startswith("build step") for p in pruned)  # originals kept
@@ -136,7 +139,7 @@ def test_bad_requests_write_nothing(url):
     sid = service.sessions.create_session("gpt-4o", context_window=20_000).id
     with pytest.raises(MessageTooLarge):
         append(service, sid, "user", [TextPart("word " * 10_000)])
-    assert service.store.load_all_messages(sid) == []
+    assert service.store.messages.load_all_messages(sid) == []
     assert service.sessions.snapshot(sid).version == 0
     service.close()
 

@@ -23,7 +23,7 @@ def test_a_workspace_lowers_the_gate_and_exempts_its_own_read_tool(tmp_path):
         "tool",
         [ToolResultPart("a", "bash", output), ToolResultPart("b", "cat", output)],
     )
-    stored = service.store.load_all_messages(sid)[-1].parts
+    stored = service.store.messages.load_all_messages(sid)[-1].parts
     bash, cat = stored[0].part, stored[1].part
     assert isinstance(bash, ToolResultPart) and isinstance(cat, ToolResultPart)
     assert len(bash.output) < 1000 and bash.output.startswith("x" * 100)  # gated by the workspace

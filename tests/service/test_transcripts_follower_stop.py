@@ -45,11 +45,11 @@ def test_a_follower_stopped_during_a_commit_imports_nothing_written_after(tmp_pa
             stopped.set()
             await asyncio.sleep(1.0)  # the import under way ends
             (sid,) = [s.id for s in service.sessions.list_sessions()]
-            at_stop = len(service.store.load_all_messages(sid))
+            at_stop = len(service.store.messages.load_all_messages(sid))
             with transcript.open("a") as out:
                 out.write("".join(lines[half:]))  # the agent writes on
             await asyncio.sleep(40 * POLL_SECONDS)
-            return sid, at_stop, len(service.store.load_all_messages(sid))
+            return sid, at_stop, len(service.store.messages.load_all_messages(sid))
         finally:
             followers.close()
 

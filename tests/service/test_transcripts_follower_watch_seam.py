@@ -65,17 +65,17 @@ def test_a_followed_transcript_grows_in_its_session_when_the_watch_reports_it(
             status = await followers.start("claude-code", str(transcript))
             sid = status.transcripts[0].session_id
             assert sid is not None and status.transcripts[0].caught_up
-            first = len(service.store.load_all_messages(sid))
+            first = len(service.store.messages.load_all_messages(sid))
             with transcript.open("a") as out:
                 out.write("".join(lines[len(lines) // 2 :]))
             await asyncio.sleep(0.5)
-            unreported = len(service.store.load_all_messages(sid))
+            unreported = len(service.store.messages.load_all_messages(sid))
             watches[0].written(transcript.resolve())
             deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
-            while len(service.store.load_all_messages(sid)) == unreported:
+            while len(service.store.messages.load_all_messages(sid)) == unreported:
                 assert asyncio.get_running_loop().time() < deadline, "never imported"
                 await asyncio.sleep(0.05)
-            return first, unreported, len(service.store.load_all_messages(sid))
+            return first, unreported, len(service.store.messages.load_all_messages(sid))
         finally:
             followers.close()
 

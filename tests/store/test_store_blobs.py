@@ -78,11 +78,14 @@ def test_a_kept_text_goes_to_the_store_in_chunks_and_comes_back_in_slices(
         sum(c for _, _, c in rows[:i]) for i in range(len(rows))
     ]
     for offset, length in [(0, 7), (PIECE - 3, 9), (STORE_PIECE_CHARS - 1, 2 * STORE_PIECE_CHARS)]:
-        got = store.read_tool_output("s1", kept.ref, offset, length)
+        got = store.messages.read_tool_output("s1", kept.ref, offset, length)
         assert got == (original[offset : offset + length], len(original))
-    end = store.read_tool_output("s1", kept.ref, len(original) - 4, 100)
+    end = store.messages.read_tool_output("s1", kept.ref, len(original) - 4, 100)
     assert end == (original[-4:], len(original))
-    assert store.read_tool_output("s1", kept.ref, len(original) + 1, 10) == ("", len(original))
+    assert store.messages.read_tool_output("s1", kept.ref, len(original) + 1, 10) == (
+        "",
+        len(original),
+    )
     with Session(store.engine) as session:
         assert "".join(blobs.iter_blob(session, kept.ref)) == original
 
@@ -99,7 +102,7 @@ def test_a_long_plain_output_is_chunked_and_a_short_one_stays_inline(
     with store.engine.connect() as db:
         inline = dict(db.execute(sql("SELECT ref, text FROM tool_outputs")).all())
     assert inline == {"sha256:long": "", "sha256:short": short_text}
-    got = store.read_tool_output("s1", "sha256:long", STORE_PIECE_CHARS - 5, 20)
+    got = store.messages.read_tool_output("s1", "sha256:long", STORE_PIECE_CHARS - 5, 20)
     assert got == (long_text[STORE_PIECE_CHARS - 5 :], len(long_text))
 
 
@@ -117,6 +120,9 @@ def test_the_same_text_is_stored_once_and_a_fork_reads_it(store: SqlStore, tmp_p
     )
     pieces = -(-len(original) // PIECE)
     assert len(chunk_rows(store, kept.ref)) == pieces  # content-addressed: once for both
-    assert store.read_tool_output("s2", kept.ref, 5, 10) == (original[5:15], len(original))
+    assert store.messages.read_tool_output("s2", kept.ref, 5, 10) == (original[5:15], len(original))
     store.fork_session(session_info("child", parent_id="s1"))
-    assert store.read_tool_output("child", kept.ref, 0, 10) == (original[:10], len(original))
+    assert store.messages.read_tool_output("child", kept.ref, 0, 10) == (
+        original[:10],
+        len(original),
+    )

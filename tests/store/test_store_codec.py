@@ -100,7 +100,7 @@ def test_any_json_in_parts_round_trips_through_sqlite(shared_store: SqlStore, ge
         created_at=T0,
     )
     shared_store.append_message(sent)
-    assert shared_store.load_all_messages("s1")[-1] == sent
+    assert shared_store.messages.load_all_messages("s1")[-1] == sent
 
 
 def test_a_usage_without_provider_edits_is_stored_as_before_them() -> None:

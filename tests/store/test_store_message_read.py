@@ -51,8 +51,8 @@ def test_the_live_context_is_read_in_one_query_as_it_was_written(store: SqlStore
     sent = _messages("s1", 40)
     for message in sent:
         store.append_message(message)
-    store.mark_parts_compacted(["p4"], at(100))
-    store.set_part_tokens({"p4": 3})
+    store.parts.mark_parts_compacted(["p4"], at(100))
+    store.parts.set_part_tokens({"p4": 3})
     statements: list[str] = []
 
     def seen(conn, cursor, statement, *args) -> None:
@@ -60,7 +60,7 @@ def test_the_live_context_is_read_in_one_query_as_it_was_written(store: SqlStore
 
     event.listen(store.engine, "before_cursor_execute", seen)
     try:
-        loaded = store.load_messages("s1")
+        loaded = store.messages.load_messages("s1")
     finally:
         event.remove(store.engine, "before_cursor_execute", seen)
     reading = [s for s in statements if "FROM messages" in s or "FROM parts" in s]
@@ -87,7 +87,7 @@ def test_the_collector_makes_no_pass_while_the_rows_become_messages(store: SqlSt
     gc.collect()
     gc.callbacks.append(seen)
     try:
-        loaded = store.load_messages("s1")
+        loaded = store.messages.load_messages("s1")
     finally:
         gc.callbacks.remove(seen)
     assert len(loaded) == 600

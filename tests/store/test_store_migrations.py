@@ -139,7 +139,7 @@ def test_processes_opening_one_new_file_at_once_all_succeed(db_url: str):
     assert [w.exitcode for w in workers] == [0] * count
     with SqlStore.open(db_url) as store:
         assert sorted(s.id for s in store.listings.listed()) == [f"s{i}" for i in range(count)]
-        assert all(len(store.load_messages(f"s{i}")) == 1 for i in range(count))
+        assert all(len(store.messages.load_messages(f"s{i}")) == 1 for i in range(count))
 
 
 def test_sessions_compacted_before_0002_keep_their_live_context(db_url: str):
@@ -179,8 +179,8 @@ def test_sessions_compacted_before_0002_keep_their_live_context(db_url: str):
     finally:
         engine.dispose()
     with SqlStore.open(db_url) as store:
-        assert [m.id for m in store.load_messages("s1")] == ["m5", "m6", "m7"]
-        every = {m.id: m for m in store.load_all_messages("s1")}
+        assert [m.id for m in store.messages.load_messages("s1")] == ["m5", "m6", "m7"]
+        every = {m.id: m for m in store.messages.load_all_messages("s1")}
         assert [every[f"m{i}"].compacted_by for i in range(1, 8)] == [
             "m3",
             "m3",

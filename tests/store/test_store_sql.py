@@ -69,7 +69,7 @@ def test_every_part_kind_round_trips_unchanged(store: SqlStore):
         completed_at=at(2),
     )
     store.append_message(sent)
-    assert store.load_all_messages("s1") == [sent]
+    assert store.messages.load_all_messages("s1") == [sent]
 
 
 def test_timestamps_come_back_aware_utc_at_the_same_instant(store: SqlStore):
@@ -105,7 +105,7 @@ def test_append_is_all_or_nothing(store: SqlStore):
     with pytest.raises(StoreError, match="(?i)unique") as failure:
         store.append_message(broken)
     assert "INSERT" not in failure.value.message  # the driver's reason, not the statement
-    assert store.load_all_messages("s1") == [kept]
+    assert store.messages.load_all_messages("s1") == [kept]
     assert count_rows(store, MessageRow) == 1 and count_rows(store, PartRow) == 1
     assert store.get_session("s1") == before  # updated_at not bumped
     fixed = Message(
@@ -116,7 +116,7 @@ def test_append_is_all_or_nothing(store: SqlStore):
         created_at=at(1000),
     )
     store.append_message(fixed)  # the id was never taken
-    assert store.load_all_messages("s1") == [kept, fixed]
+    assert store.messages.load_all_messages("s1") == [kept, fixed]
 
 
 def test_append_to_an_unknown_or_deleted_session_raises_session_not_found(store: SqlStore):
@@ -134,7 +134,7 @@ def test_messages_keep_append_order_even_with_earlier_timestamps(store: SqlStore
     sent = [message("s1", created_at=at(100 - i)) for i in range(5)]
     for m in sent:
         store.append_message(m)
-    assert [m.id for m in store.load_all_messages("s1")] == [m.id for m in sent]
+    assert [m.id for m in store.messages.load_all_messages("s1")] == [m.id for m in sent]
 
 
 def test_append_moves_updated_at_forward_only(store: SqlStore):
@@ -158,14 +158,18 @@ def test_the_live_context_is_the_summary_then_what_no_summary_covers(store: SqlS
     later = message("s1")  # appended after the summary: it follows the kept tail
     store.append_message(later)
     store.append_message(message("other", summary=True))  # another session's boundary
-    assert [m.id for m in store.load_messages("s1")] == [first.id, *(m.id for m in tail), later.id]
+    assert [m.id for m in store.messages.load_messages("s1")] == [
+        first.id,
+        *(m.id for m in tail),
+        later.id,
+    ]
     # A second summary covers the first and part of the tail.
     second = message("s1", CompactionPart("second"), role="system", summary=True)
     covered = Compacted((first.id, tail[0].id), second.id, at(200))
     store.commit_change("s1", SessionCommit(message=second, compacted=(covered,)))
-    assert [m.id for m in store.load_messages("s1")] == [second.id, tail[1].id, later.id]
+    assert [m.id for m in store.messages.load_messages("s1")] == [second.id, tail[1].id, later.id]
     # Nothing is deleted; what left the live context says when and by what.
-    every = {m.id: m for m in store.load_all_messages("s1")}
+    every = {m.id: m for m in store.messages.load_all_messages("s1")}
     assert len(every) == 8
     assert {every[m.id].compacted_by for m in head} == {first.id}
     assert every[first.id].compacted_by == every[tail[0].id].compacted_by == second.id
@@ -180,11 +184,14 @@ def test_a_gated_tool_output_is_read_back_in_slices_by_its_own_session_only(stor
     for _ in range(2):  # kept once
         kept = SessionCommit(message=message("s1"), tool_outputs={"sha256:abc": text})
         store.commit_change("s1", kept)
-    assert store.read_tool_output("s1", "sha256:abc", 0, 5) == (text[:5], len(text))
-    assert store.read_tool_output("s1", "sha256:abc", len(text) - 7, 100) == ("THE END", len(text))
-    assert store.read_tool_output("s1", "sha256:abc", len(text) + 5, 10) == ("", len(text))
-    assert store.read_tool_output("s2", "sha256:abc", 0, 5) is None
-    assert store.read_tool_output("s1", "sha256:nope", 0, 5) is None
+    assert store.messages.read_tool_output("s1", "sha256:abc", 0, 5) == (text[:5], len(text))
+    assert store.messages.read_tool_output("s1", "sha256:abc", len(text) - 7, 100) == (
+        "THE END",
+        len(text),
+    )
+    assert store.messages.read_tool_output("s1", "sha256:abc", len(text) + 5, 10) == ("", len(text))
+    assert store.messages.read_tool_output("s2", "sha256:abc", 0, 5) is None
+    assert store.messages.read_tool_output("s1", "sha256:nope", 0, 5) is None
 
 
 def test_without_a_summary_load_messages_returns_everything(store: SqlStore):
@@ -192,9 +199,9 @@ def test_without_a_summary_load_messages_returns_everything(store: SqlStore):
     sent = [message("s1") for _ in range(4)]
     for m in sent:
         store.append_message(m)
-    assert store.load_messages("s1") == sent
+    assert store.messages.load_messages("s1") == sent
     store.create_session(session_info("empty"))
-    assert store.load_messages("empty") == []
+    assert store.messages.load_messages("empty") == []
 
 
 def test_soft_delete_hides_a_session_but_keeps_its_history(store: SqlStore):
@@ -205,10 +212,10 @@ def test_soft_delete_hides_a_session_but_keeps_its_history(store: SqlStore):
     assert store.get_session("s1") is None
     assert store.listings.listed() == []
     with pytest.raises(SessionNotFound):
-        store.load_messages("s1")
+        store.messages.load_messages("s1")
     assert count_rows(store, MessageRow) == 1
     store.commit_change("s1", SessionCommit(fields=SessionFields(restored=True)))
-    assert store.load_messages("s1") == [sent]
+    assert store.messages.load_messages("s1") == [sent]
 
 
 def test_list_sessions_filters_by_workspace_newest_first(store: SqlStore):
@@ -254,11 +261,11 @@ def test_compaction_marks_and_token_counts_survive_reopen(db_url: str):
     with SqlStore.open(db_url) as store:
         store.create_session(session_info("s1"))
         store.append_message(sent)
-        store.mark_parts_compacted([second, "unknown-id"], at(20))
-        store.mark_parts_compacted([second], at(30))  # the first prune time stays
-        store.set_part_tokens({first: 1, second: 4, "unknown-id": 9})
+        store.parts.mark_parts_compacted([second, "unknown-id"], at(20))
+        store.parts.mark_parts_compacted([second], at(30))  # the first prune time stays
+        store.parts.set_part_tokens({first: 1, second: 4, "unknown-id": 9})
     with SqlStore.open(db_url) as store:
-        (loaded,) = store.load_all_messages("s1")
+        (loaded,) = store.messages.load_all_messages("s1")
     assert [(p.tokens, p.compacted_at) for p in loaded.parts] == [(1, None), (4, at(20))]
     assert [p.part for p in loaded.parts] == [p.part for p in sent.parts]  # marked, not removed
 
@@ -266,21 +273,24 @@ def test_compaction_marks_and_token_counts_survive_reopen(db_url: str):
 def test_token_cache_persists_and_overwrites(db_url: str):
     many = {f"o200k_base:{i:064x}": i for i in range(1_200)}  # more than one IN (...) chunk
     with SqlStore.open(db_url) as store:
-        assert store.get_many(list(many)) == {}
-        store.put_many(many)
-        store.put_many({"o200k_base:" + "0" * 64: 42})
+        assert store.count_cache.get_many(list(many)) == {}
+        store.count_cache.put_many(many)
+        store.count_cache.put_many({"o200k_base:" + "0" * 64: 42})
     with SqlStore.open(db_url) as store:
-        assert store.get_many([*many, "missing"]) == {**many, "o200k_base:" + "0" * 64: 42}
+        assert store.count_cache.get_many([*many, "missing"]) == {
+            **many,
+            "o200k_base:" + "0" * 64: 42,
+        }
 
 
 def test_calibration_persists_across_reopen(db_url: str):
     state = {"o200k_base": {"prose": 0.98, "code": [1.1, 12]}, "version": 1}
     with SqlStore.open(db_url) as store:
-        assert store.load_calibration() == {}
-        store.save_calibration({"old": True})
-        store.save_calibration(state)
+        assert store.calibration.load_calibration() == {}
+        store.calibration.save_calibration({"old": True})
+        store.calibration.save_calibration(state)
     with SqlStore.open(db_url) as store:
-        assert store.load_calibration() == state
+        assert store.calibration.load_calibration() == state
 
 
 def test_two_stores_on_one_file_see_each_others_writes(db_url: str):
@@ -289,9 +299,9 @@ def test_two_stores_on_one_file_see_each_others_writes(db_url: str):
         assert second.get_session("s1") is not None
         sent = message("s1")
         second.append_message(sent)
-        assert first.load_messages("s1") == [sent]
-        second.put_many({"k": 3})
-        assert first.get_many(["k"]) == {"k": 3}
+        assert first.messages.load_messages("s1") == [sent]
+        second.count_cache.put_many({"k": 3})
+        assert first.count_cache.get_many(["k"]) == {"k": 3}
 
 
 def test_threads_appending_to_one_session_lose_nothing(store: SqlStore):
@@ -308,7 +318,7 @@ def test_threads_appending_to_one_session_lose_nothing(store: SqlStore):
         thread.start()
     for thread in threads:
         thread.join()
-    loaded_ids = [m.id for m in store.load_all_messages("s1")]
+    loaded_ids = [m.id for m in store.messages.load_all_messages("s1")]
     assert sorted(loaded_ids) == sorted(m.id for batch in sent for m in batch)
     for batch in sent:  # each thread's messages stay in the order it appended them
         assert [i for i in loaded_ids if i in {m.id for m in batch}] == [m.id for m in batch]

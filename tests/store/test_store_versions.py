@@ -22,8 +22,8 @@ def test_a_change_on_a_stale_version_is_refused_and_writes_nothing(db_url: str) 
             b.commit_change("s", SessionCommit(version=(0, 1), message=stale, message_tokens=7))
         assert isinstance(refused.value, VersionConflict)
         assert refused.value.data == {"currentVersion": 1}
-        assert [m.id for m in b.load_messages("s")] != [] and stale.id not in {
-            m.id for m in b.load_messages("s")
+        assert [m.id for m in b.messages.load_messages("s")] != [] and stale.id not in {
+            m.id for m in b.messages.load_messages("s")
         }
         assert b.get_session("s").version == 1  # type: ignore[union-attr]
 
@@ -39,7 +39,7 @@ def test_the_same_message_id_is_stored_once_and_tells_what_its_append_made(db_ur
             )
         assert (again.value.stored.version, again.value.stored.tokens) == (1, 11)
         assert store.get_session("s").version == 1  # type: ignore[union-attr]
-        found = store.find_message(first.id)
+        found = store.messages.find_message(first.id)
         assert found is not None and found.session_id == "s"
 
 
@@ -51,7 +51,7 @@ def test_load_since_gives_the_messages_appended_after_a_version(db_url: str) -> 
             store.commit_change(
                 "s", SessionCommit(version=(version - 1, version), message=m, message_tokens=3)
             )
-        info, fresh = store.load_since("s", 2)
+        info, fresh = store.messages.load_since("s", 2)
         assert info.version == 5
         assert [m.id for m in fresh] == [m.id for m in appended[2:]]
 

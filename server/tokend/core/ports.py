@@ -100,8 +100,66 @@ class SessionListings(Protocol):
         ...
 
 
+class SessionMessages(Protocol):
+    """Reads of the stored messages (with their parts) and of the gated tool outputs."""
+
+    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
+        """The live context, oldest first: the live summary (if any) first, then the messages
+        no summary covers and no rewind took out. Pruned parts carry compacted_at. A deleted
+        session's only `including_deleted` (SessionNotFound otherwise)."""
+        ...
+
+    def load_all_messages(
+        self, session_id: str, *, including_deleted: bool = False
+    ) -> list[Message]:
+        """Every message ever appended, oldest first (nothing is ever deleted); those out of
+        the live context carry compacted_at and compacted_by."""
+        ...
+
+    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
+        """The session as stored now and the messages appended after `version`, oldest first,
+        from one snapshot."""
+        ...
+
+    def find_message(self, message_id: str) -> StoredMessage | None:
+        """Where a stored message is and what its append answered, or None."""
+        ...
+
+    def read_tool_output(
+        self, session_id: str, ref: str, offset: int, length: int
+    ) -> tuple[str, int] | None:
+        """(characters [offset, offset + length) of a gated tool output, its length in
+        characters), or None when the session has no output `ref`."""
+        ...
+
+
+class SessionParts(Protocol):
+    """Marks kept on stored parts, outside a session change: a prune's time, a token count."""
+
+    def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None: ...
+
+    def set_part_tokens(self, counts: Mapping[str, int]) -> None:
+        """Cache token counts on parts (part id -> tokens)."""
+        ...
+
+
+class StoredCalibration(Protocol):
+    """What the estimates learnt from providers' figures (core.counting.calibration), kept
+    between runs and shared by the daemons on one store."""
+
+    def load_calibration(self) -> dict[str, Any]:
+        """The persisted calibration state (opaque JSON object); {} when none."""
+        ...
+
+    def save_calibration(self, state: Mapping[str, Any]) -> None: ...
+
+
 class Store(Protocol):
-    """Durable sessions, messages and parts. Every write is atomic: all of it or nothing."""
+    """Durable sessions, messages and parts. Every write is atomic: all of it or nothing.
+
+    The reads of one kind and the marks kept outside a change each have a role of their own,
+    reached as a property (`listings`, `messages`, `parts`, `calibration`): a caller that
+    needs one role alone is handed it alone."""
 
     @property
     def changes(self) -> RemoteChanges | None:
@@ -120,6 +178,21 @@ class Store(Protocol):
         """The sessions' rows read narrowly, each read with only the columns its caller uses."""
         ...
 
+    @property
+    def messages(self) -> SessionMessages:
+        """The sessions' messages and gated tool outputs, read."""
+        ...
+
+    @property
+    def parts(self) -> SessionParts:
+        """The marks kept on the messages' parts (prune times, token counts)."""
+        ...
+
+    @property
+    def calibration(self) -> StoredCalibration:
+        """The estimates' calibration, loaded at start and saved as it learns."""
+        ...
+
     def append_message(self, message: Message) -> None:
         """Insert the message with all its parts in one transaction; bumps the session's updated_at."""
         ...
@@ -136,51 +209,10 @@ class Store(Protocol):
         the session meanwhile); its `commit_change` commits in it."""
         ...
 
-    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
-        """The session as stored now and the messages appended after `version`, oldest first,
-        from one snapshot."""
-        ...
-
-    def find_message(self, message_id: str) -> StoredMessage | None:
-        """Where a stored message is and what its append answered, or None."""
-        ...
-
-    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
-        """The live context, oldest first: the live summary (if any) first, then the messages
-        no summary covers and no rewind took out. Pruned parts carry compacted_at. A deleted
-        session's only `including_deleted` (SessionNotFound otherwise)."""
-        ...
-
-    def load_all_messages(
-        self, session_id: str, *, including_deleted: bool = False
-    ) -> list[Message]:
-        """Every message ever appended, oldest first (nothing is ever deleted); those out of
-        the live context carry compacted_at and compacted_by."""
-        ...
-
-    def read_tool_output(
-        self, session_id: str, ref: str, offset: int, length: int
-    ) -> tuple[str, int] | None:
-        """(characters [offset, offset + length) of a gated tool output, its length in
-        characters), or None when the session has no output `ref`."""
-        ...
-
     def fork_session(self, child: SessionInfo, through_message_id: str | None = None) -> int:
         """Create `child` (parent_id set) with copies of the parent's messages up to
         `through_message_id`; returns how many were copied."""
         ...
-
-    def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None: ...
-
-    def set_part_tokens(self, counts: Mapping[str, int]) -> None:
-        """Cache token counts on parts (part id -> tokens)."""
-        ...
-
-    def load_calibration(self) -> dict[str, Any]:
-        """The persisted calibration state (opaque JSON object); {} when none."""
-        ...
-
-    def save_calibration(self, state: Mapping[str, Any]) -> None: ...
 
     def close(self) -> None: ...
 

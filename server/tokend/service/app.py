@@ -183,7 +183,7 @@ def open_service(
         store,
         base.catalog,
         base.config,
-        cache=store,
+        cache=store.count_cache,
         workspace_catalog=lambda uri: settings.for_workspace(uri or base_uri).catalog,
         workspace_config=lambda uri: settings.for_workspace(uri or base_uri).config,
         forget_settings=lambda uri: settings.forget(uri or base_uri),
@@ -210,7 +210,7 @@ def build_service(
     The workspace_* callables give a workspace's catalog and settings (the user's without)."""
     clock = clock or SystemClock()
     tokenizers = tokenizers or ExactTokenizers()
-    calibration = Calibration(store)
+    calibration = Calibration(store.calibration)
     models = SessionModels(
         catalog,
         config,
@@ -231,9 +231,11 @@ def build_service(
     loader = SessionLoader(store, models, extras, upgrades)
     sessions = Sessions(store, models, loader, listeners, clock)
     prep = MessagePrep(models, clock)
-    appends = Appends(store, sessions, models, prep, workers, listeners, calibration, upgrades)
+    appends = Appends(
+        store.messages, sessions, models, prep, workers, listeners, calibration, upgrades
+    )
     changes = SessionChanges(sessions, models, listeners, workers, clock)
-    remote = RemoteFeed(store, sessions, listeners, workers)
+    remote = RemoteFeed(store.changes, sessions, listeners, workers)
     return TokendService(
         store, catalog, config, clock, models, workers, listeners, extras, calibration,
         upgrades, sessions, prep, appends, changes, remote, http_writer, files,

@@ -11,15 +11,14 @@ showed none of; `session/list` of 1,000 sessions was 1.15-1.26x the tree before 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Row, Select, select
-from sqlalchemy.orm import Session
 
 from tokend.adapters.store.models import SessionRow, table_of
+from tokend.adapters.store.rows import Transaction
 from tokend.adapters.store.session_columns import stored_gauge
 from tokend.core.types import ListedSession
 
@@ -62,7 +61,7 @@ def listed_session(row: Row[Any]) -> ListedSession:
 class SqlListings:
     """core.ports.SessionListings on a store's read transactions."""
 
-    def __init__(self, reading: Callable[[], AbstractContextManager[Session]]) -> None:
+    def __init__(self, reading: Transaction) -> None:
         self._reading = reading
 
     def listed(

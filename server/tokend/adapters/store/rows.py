@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -27,6 +28,18 @@ from tokend.adapters.store.models import (
 )
 from tokend.core.errors import ChangedElsewhere, SessionNotFound
 from tokend.core.types import Message, StoredMessage, StoredPart
+
+# A store's read or write transaction (SqlStore's), as its role objects are handed it.
+Transaction = Callable[[], AbstractContextManager[Session]]
+
+
+class ReadsAndWrites:
+    """A role of a store's that both reads and writes, on the store's transactions."""
+
+    def __init__(self, reading: Transaction, writing: Transaction) -> None:
+        self._reading = reading
+        self._writing = writing
+
 
 IN_CHUNK = 500  # ids per IN (...) list: well under every database's bound-parameter limit
 

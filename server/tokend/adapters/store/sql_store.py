@@ -1,5 +1,8 @@
 """SqlStore: sessions, messages and parts (core.ports.Store) and the token-count cache
-(core.ports.CountCache) in one SQL database through SQLAlchemy 2.
+(core.ports.CountCache) in one SQL database through SQLAlchemy 2. Each role the port names has
+its own object, built here on the store's one engine and its transactions: `listings`
+(listings.py), `messages` (messages.py), `parts` (parts.py), `calibration` (calibration.py);
+and so has the CountCache, `count_cache` (count_cache.py).
 
 One Engine per store and one ORM Session per call, so the asyncio loop thread and a worker thread
 may share a store. Writes are single transactions: all of it or nothing. Nothing is ever deleted:
@@ -8,40 +11,34 @@ sessions are soft-deleted (deleted_at), pruned parts only marked (compacted_at).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Self
 
-from sqlalchemy import Engine, bindparam, update
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tokend.adapters.store import commits, forks, rows
+from tokend.adapters.store.calibration import SqlCalibration
+from tokend.adapters.store.count_cache import SqlCountCache
 from tokend.adapters.store.engine import driver_reason, open_store_engine, writer
 from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.identity import store_file
 from tokend.adapters.store.integrity import check_at_start, damaged_store_message, is_damage
 from tokend.adapters.store.listings import SqlListings
-from tokend.adapters.store.message_read import collector_paused
-from tokend.adapters.store.models import (
-    CalibrationRow,
-    PartRow,
-    SessionRow,
-    TokenCacheRow,
-    table_of,
-)
+from tokend.adapters.store.messages import SqlMessages
+from tokend.adapters.store.models import SessionRow
+from tokend.adapters.store.parts import SqlParts
 from tokend.adapters.store.session_columns import session_info, session_row
 from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
-from tokend.core.types import Message, SessionInfo, StoredMessage
-
-CALIBRATION_KEY = "default"
+from tokend.core.types import Message, SessionInfo
 
 
 class SqlStore:
-    """Store and CountCache on one database. Build with `SqlStore.open(url)`."""
+    """Store and (as `count_cache`) CountCache on one database. Build with `SqlStore.open(url)`."""
 
     def __init__(self, engine: Engine) -> None:
         """Use `engine` as is; its schema must already be at head (see `open`)."""
@@ -55,6 +52,15 @@ class SqlStore:
         self._path = engine.url.database if sqlite_file else None
         # Many sessions' rows, each read with the columns its caller uses (session/list, ...).
         self.listings = SqlListings(self._reading)
+        # The messages' reads: a live context, a whole history, one message, a tool output.
+        self.messages = SqlMessages(self._reading)
+        # The marks kept on parts outside a session change (prune times, token counts).
+        self.parts = SqlParts(self._writing)
+        # The estimates' calibration (one row).
+        self.calibration = SqlCalibration(self._reading, self._writing)
+        # The token counts cached by content (core.ports.CountCache, not a role of Store's: the
+        # composition root hands it to the counters).
+        self.count_cache = SqlCountCache(self._reading, self._writing)
 
     @classmethod
     def open(cls, url: str | None = None) -> Self:
@@ -173,48 +179,9 @@ class SqlStore:
         key says so, at no cost to the appends that are not retries."""
         if message is None or not isinstance(exc.__cause__, IntegrityError):
             return
-        stored = self.find_message(message.id)
+        stored = self.messages.find_message(message.id)
         if stored is not None:
             raise AlreadyStored(message.id, stored) from None
-
-    def find_message(self, message_id: str) -> StoredMessage | None:
-        with self._reading() as session:
-            return rows.stored_message(session, message_id)
-
-    def load_messages(self, session_id: str, *, including_deleted: bool = False) -> list[Message]:
-        """The live context, oldest first: the live summary (if any) first, then every message
-        no summary covers and no rewind took out. Two queries whatever the length (the session,
-        its messages), the collector paused meanwhile."""
-        with collector_paused(), self._reading() as session:
-            rows.require_live(session, session_id, deleted_too=including_deleted)
-            return rows.load_from(session, session_id, live=True)
-
-    def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
-        """The session as stored now and the messages appended after `version` (whether still
-        live or not), oldest first, read in one snapshot: what a daemon that knows the session
-        at `version` needs to catch up when other daemons only appended."""
-        with self._reading() as session:
-            row = rows.live(session, session_id)
-            if row is None:
-                raise SessionNotFound(f"session {session_id} not found")
-            info = session_info(row)
-            return info, rows.load_from(session, session_id, after_version=version)
-
-    def load_all_messages(
-        self, session_id: str, *, including_deleted: bool = False
-    ) -> list[Message]:
-        with collector_paused(), self._reading() as session:
-            rows.require_live(session, session_id, deleted_too=including_deleted)
-            return rows.load_from(session, session_id)
-
-    def read_tool_output(
-        self, session_id: str, ref: str, offset: int, length: int
-    ) -> tuple[str, int] | None:
-        """(`length` characters of the stored tool output `ref` from `offset`, its length in
-        characters), or None when the session has no such output."""
-        with self._reading() as session:
-            rows.require_live(session, session_id)
-            return rows.tool_output_slice(session, session_id, ref, offset, length)
 
     def fork_session(self, child: SessionInfo, through_message_id: str | None = None) -> int:
         """Create `child` (its parent_id set) holding copies of its parent's messages up to
@@ -235,59 +202,6 @@ class SqlStore:
             # the compactions it inherits), as a session grown by those changes would be.
             row.version = copied + child.figures.compactions
             return copied
-
-    def mark_parts_compacted(self, part_ids: Iterable[str], at: datetime) -> None:
-        """Set compacted_at on parts not marked yet (the first prune time stays); the parts
-        themselves are kept. Unknown ids are ignored."""
-        ids = list(dict.fromkeys(part_ids))
-        if not ids:
-            return
-        with self._writing() as session:
-            rows.mark_parts(session, ids, at)
-
-    def set_part_tokens(self, counts: Mapping[str, int]) -> None:
-        """Cache token counts on parts (part id -> tokens). Unknown ids are ignored."""
-        if not counts:
-            return
-        table = table_of(PartRow)
-        statement = (
-            update(table).where(table.c.id == bindparam("part_id")).values(tokens=bindparam("n"))
-        )
-        with self._writing() as session:
-            session.execute(statement, [{"part_id": k, "n": v} for k, v in counts.items()])
-
-    # --- calibration ------------------------------------------------------------------------
-
-    def load_calibration(self) -> dict[str, Any]:
-        with self._reading() as session:
-            row = session.get(CalibrationRow, CALIBRATION_KEY)
-            return {} if row is None else dict(row.state)
-
-    def save_calibration(self, state: Mapping[str, Any]) -> None:
-        """Insert or overwrite the calibration (one upsert: daemons sharing a database may
-        save at the same moment)."""
-        values = {"key": CALIBRATION_KEY, "state": dict(state), "updated_at": datetime.now(UTC)}
-        with self._writing() as session:
-            session.execute(rows.upsert(session, CalibrationRow, [values], ("state", "updated_at")))
-
-    # --- CountCache -------------------------------------------------------------------------
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, int]:
-        """Cached token counts for the keys that have one."""
-        wanted = list(dict.fromkeys(keys))
-        if not wanted:
-            return {}
-        with self._reading() as session:
-            return rows.existing_counts(session, wanted)
-
-    def put_many(self, counts: Mapping[str, int]) -> None:
-        """Insert or overwrite token counts (key -> tokens) in one transaction (an upsert:
-        daemons sharing a database may count the same content at once)."""
-        if not counts:
-            return
-        values = [{"key": k, "tokens": v} for k, v in counts.items()]
-        with self._writing() as session:
-            session.execute(rows.upsert(session, TokenCacheRow, values, ("tokens",)))
 
     # --- soft-deleted sessions (session/delete, session/restore, `tokend sessions --deleted`) --
 

@@ -218,7 +218,9 @@ async def _summarize(
     # messages the record leaves out): without one, the live context is the history.
     history: Sequence[Message] = data.messages
     if data.messages and _starts_window(data.messages[0]):
-        history = await service.workers.run(lambda: service.store.load_all_messages(data.id))
+        history = await service.workers.run(
+            lambda: service.store.messages.load_all_messages(data.id)
+        )
     written, after, checked = await fitted_summary(
         service, data, split, (target, words), request, limit, full, history
     )

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from tokend.core.counting.calibration import Calibrator
 from tokend.core.counting.estimate import DEFAULT_CHARS_PER_TOKEN
-from tokend.core.ports import Store
+from tokend.core.ports import StoredCalibration
 from tokend.core.session.evolve import Evolved
 from tokend.service.counting.counter import ModelCounter
 
 
 class Calibration:
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.calibrator = Calibrator.from_state(store.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
+    def __init__(self, stored: StoredCalibration) -> None:
+        self._stored = stored
+        self.calibrator = Calibrator.from_state(stored.load_calibration(), DEFAULT_CHARS_PER_TOKEN)
 
     def learn(self, model: str, counter: ModelCounter, evolved: Evolved) -> bool:
         """Learn from the samples of `evolved` (none for a model counted exactly); whether
@@ -28,4 +28,4 @@ class Calibration:
         return True
 
     def save(self) -> None:
-        self._store.save_calibration(self.calibrator.to_state())
+        self._stored.save_calibration(self.calibrator.to_state())

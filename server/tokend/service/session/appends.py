@@ -11,7 +11,7 @@ from datetime import datetime
 from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import AlreadyStored, InvalidParams
 from tokend.core.excerpt import excerpt
-from tokend.core.ports import Store
+from tokend.core.ports import SessionMessages
 from tokend.core.types import Message, Part, Role, StoredMessage, Usage
 from tokend.service.counting.calibration import Calibration
 from tokend.service.models.session_models import SessionModels
@@ -40,7 +40,7 @@ class AppendResult:
 class Appends:
     def __init__(
         self,
-        store: Store,
+        messages: SessionMessages,
         sessions: Sessions,
         models: SessionModels,
         prep: MessagePrep,
@@ -49,7 +49,7 @@ class Appends:
         calibration: Calibration,
         upgrades: CountUpgrades,
     ) -> None:
-        self._store = store
+        self._messages = messages  # the store's, to find a retried append's message
         self._sessions = sessions
         self._models = models
         self._prep = prep
@@ -135,7 +135,7 @@ class Appends:
 
     async def _stored_append(self, state: SessionState, message_id: str) -> AppendResult | None:
         """The answer of an append of `message_id` already stored, or None (not stored)."""
-        stored = await self._workers.run(lambda: self._store.find_message(message_id))
+        stored = await self._workers.run(lambda: self._messages.find_message(message_id))
         if stored is None:
             return None
         return self._answer_stored(state, message_id, stored)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tokend.core.ports import Store
+from tokend.core.ports import SessionMessages
 from tokend.core.session.changes import AppendMessage
 from tokend.core.session.data import SessionData
 from tokend.core.session.evolve import evolve
@@ -21,13 +21,13 @@ from tokend.service.session.loading import with_row
 
 
 def catch_up(
-    store: Store,
+    messages: SessionMessages,
     data: SessionData,
     counter: ModelCounter,
     reload: Callable[[], SessionData],
 ) -> SessionData:
     """The session as stored now, from `data` (ours, possibly behind)."""
-    info, fresh = store.load_since(data.id, data.version)
+    info, fresh = messages.load_since(data.id, data.version)
     if info.version == data.version:
         return data
     if not _only_appends(fresh, info.version - data.version) or info.model != data.info.model:

@@ -54,7 +54,7 @@ async def handoff(service: SessionService, session_id: str, goal: str) -> Handed
     limit = service.models.input_limit(data)
 
     def build() -> tuple[str, dict[str, Any], list[FileChoice]]:
-        every = service.store.load_all_messages(session_id)
+        every = service.store.messages.load_all_messages(session_id)
         trail = [m for m in every if m.compacted_by != "rewind"]
         texts: dict[str, str] = {}
         budget = config.handoff.file_tokens

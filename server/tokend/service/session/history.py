@@ -27,7 +27,7 @@ def session_messages(
     if not include_compacted:
         return list(state.data.messages)
     # A provider's compaction marks what it retired (loading marks older sessions' messages).
-    return service.store.load_all_messages(session_id)
+    return service.store.messages.load_all_messages(session_id)
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def read_tool_output(
     service.sessions.state(session_id)  # SessionNotFound for an unknown id
     if length > MAX_READ_CHARS:
         raise InvalidParams(f"length is at most {MAX_READ_CHARS:,} characters; read in slices")
-    found = service.store.read_tool_output(session_id, ref, offset, length)
+    found = service.store.messages.read_tool_output(session_id, ref, offset, length)
     if found is None:
         raise InvalidParams(
             f"ref {excerpt(ref)} names no tool output of session {excerpt(session_id)}: use the "

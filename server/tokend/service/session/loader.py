@@ -56,7 +56,7 @@ class SessionLoader:
         other daemons only appended, else a whole reload (safe in a worker thread)."""
         data = state.data
         counter = self._models.counter(data.model)
-        return catch_up(self._store, data, counter, lambda: self.load_data(state.id))
+        return catch_up(self._store.messages, data, counter, lambda: self.load_data(state.id))
 
     def _read(
         self, session_id: str, deleted: bool = False, *, later: bool = False

@@ -74,12 +74,12 @@ class _Window:
     @classmethod
     def read(cls, store: Store, info: SessionInfo) -> _Window:
         session_id, deleted = info.id, info.deleted_at is not None
-        messages = store.load_messages(session_id, including_deleted=deleted)
+        messages = store.messages.load_messages(session_id, including_deleted=deleted)
         # Messages out of the live context exist only after a compaction boundary or a rewind.
         windowed = bool(messages) and messages[0].summary
         provider = any(provider_compaction(sp.part for sp in m.parts) for m in messages)
         every = (
-            store.load_all_messages(session_id, including_deleted=deleted)
+            store.messages.load_all_messages(session_id, including_deleted=deleted)
             if windowed or provider or info.figures.rewinds
             else messages
         )
@@ -140,7 +140,7 @@ def _played(
             continue
         data = evolve(data, AppendMessage(_usage_checked(message), counts, learn=False)).data
     if missing:
-        store.set_part_tokens(missing)
+        store.parts.set_part_tokens(missing)
     data = with_row(data, info)
     if every is not messages:  # the time figures count every window's messages, in order
         data = replace(data, times=tally_messages(every))

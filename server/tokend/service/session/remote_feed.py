@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from tokend.core.budget.snapshot import BudgetSnapshot
 from tokend.core.errors import SessionNotFound
-from tokend.core.ports import Store
+from tokend.core.ports import RemoteChanges
 from tokend.core.session.data import SessionData
 from tokend.service.session.listeners import SessionEvent, SnapshotListeners
 from tokend.service.session.sessions import Sessions
@@ -17,9 +17,13 @@ from tokend.service.workers import Workers
 
 class RemoteFeed:
     def __init__(
-        self, store: Store, sessions: Sessions, listeners: SnapshotListeners, workers: Workers
+        self,
+        changes: RemoteChanges | None,
+        sessions: Sessions,
+        listeners: SnapshotListeners,
+        workers: Workers,
     ) -> None:
-        self._store = store
+        self._changes = changes  # the store's feed of other daemons' commits (None: SQLite)
         self._sessions = sessions
         self._listeners = listeners
         self._workers = workers
@@ -28,7 +32,7 @@ class RemoteFeed:
         """Follow the changes other daemons sharing the database commit: each loaded session
         they move is reloaded and its listeners told (budget/didChange), on `loop`. Returns the
         stop function, or None when the store has no such feed (SQLite)."""
-        feed = self._store.changes
+        feed = self._changes
         if feed is None:
             return None
         tasks: set[asyncio.Task[None]] = set()

@@ -109,7 +109,7 @@ class UsageMonitor:
             return
         for session_id, workspace_uri in recent:
             try:
-                messages = self._service.store.load_all_messages(session_id)
+                messages = self._service.store.messages.load_all_messages(session_id)
             except StoreError as exc:  # that session's pages are damaged; the others count
                 log.warning("usage: session %s could not be read: %s", session_id, exc.message)
                 continue
