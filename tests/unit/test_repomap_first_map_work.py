@@ -3,11 +3,12 @@ they were bit for bit.
 
 Found (issue 18's figures): SQLAlchemy's first `context/assemble` was 1.28x the tree before the
 reshape. In-process, its rows took 0.079 CPU s on main against 0.013 on that tree: issue 24's
-imports. An absolute import was resolved again in each folder (9,181 resolutions, 5,575 now), a
-relative one through posixpath; each reached path's row was found by bisection; and a reference to
-a name too common to say anything alone was checked against its file's imports by a binary search
-of every (file, definer) pair. Judged by counts and by rows equal to those a plain derivation
-writes (the search, the sort by two keys, the posixpath resolution: written again here)."""
+imports. An absolute import was resolved again in each folder (counted in
+test_repomap_reexport_work.py), a relative one through posixpath; each reached path's row was
+found by bisection; and a reference to a name too common to say anything alone was checked
+against its file's imports by a binary search of every (file, definer) pair. Judged by rows equal
+to those a plain derivation writes (the search, the sort by two keys, the posixpath resolution:
+written again here)."""
 
 from __future__ import annotations
 
@@ -70,29 +71,6 @@ def test_a_relative_import_names_what_posixpath_resolves(path: str, spec: tuple[
     index = imports.path_index(_tree(3))
     written = "." * spec[0] + spec[1]
     assert imports._resolve(path, written, index) == _posixpath_python(path, written, index)
-
-
-def test_an_absolute_import_is_resolved_once_whatever_folder_imports_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    tree = _tree(18)
-    resolved: list[tuple[str, str]] = []
-    real = imports._resolve
-
-    def counted(path: str, spec: str, index: imports.PathIndex) -> tuple[str, ...]:
-        resolved.append((path, spec))
-        return real(path, spec, index)
-
-    monkeypatch.setattr(imports, "_resolve", counted)
-    graph = RepoGraph()
-    graph.set_files(tree)
-    graph.edges()
-    absolute = [spec for _, spec in resolved if not spec.startswith(".")]
-    folders = {posixpath.dirname(p) for p, t in tree.items() if "os.path" in t.imports}
-    assert len(folders) > 1  # imported from several folders: main resolved it in each
-    assert sorted(absolute) == sorted(set(absolute))
-    relative = [(posixpath.dirname(p), s) for p, s in resolved if s.startswith(".")]
-    assert sorted(relative) == sorted(set(relative))  # still once per folder
 
 
 def _rows(graph: RepoGraph) -> list[Any]:

@@ -6,21 +6,10 @@ CPU, 10 ms of wall time) was paid by the first `context/assemble` that carried a
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tokend.service.app import App, open_app
+from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser
-
-
-@pytest.fixture
-def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    app = open_app(None, f"sqlite:///{tmp_path}/tokend.sqlite3", serving=True)  # as the daemon
-    yield app
-    app.close()
 
 
 def test_the_build_prepares_the_rank_before_the_map_is_ready(app: App, tmp_path: Path) -> None:
