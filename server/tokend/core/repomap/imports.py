@@ -82,6 +82,7 @@ class Resolution:
         self._absolute: dict[str, dict[str, tuple[str, ...]]] = {}
         self._reached: dict[str, list[str]] = {}
         self._reexports: dict[str, bool] = {}
+        self._names: dict[str, list[tuple[str, ...]]] = {}  # path -> what its imports name
 
     def named(self, path: str, specs: Iterable[str]) -> list[tuple[str, ...]]:
         """The files each of `specs`, imported by `path`, names (`path` itself among them,
@@ -111,7 +112,8 @@ class Resolution:
         found = self._reached.get(path)
         if found is None:
             out: set[str] = set()
-            for names in self.named(path, self.imports.get(path, ())):
+            named = self._names[path] = self.named(path, self.imports.get(path, ()))
+            for names in named:
                 out.update(names)
             if path.endswith(".go"):
                 out.update(self.index.go.get(posixpath.dirname(path), ()))
@@ -136,7 +138,12 @@ class Resolution:
         """The files `path` imports, each weighing the share it has of the imports naming it
         (a Go package of 20 files: 1/20 each)."""
         out: dict[str, float] = {}
-        for named in self.named(path, sorted(set(self.imports.get(path, ())))):
+        specs = self.imports.get(path, ())
+        ordered = sorted(set(specs))
+        known = self._names.get(path) if ordered == list(specs) else None  # (as tags list them)
+        for named in known if known is not None else self.named(path, ordered):
+            if not named:
+                continue
             found = [p for p in named if p != path]
             for p in found:
                 out[p] = out.get(p, 0.0) + 1.0 / len(found)
