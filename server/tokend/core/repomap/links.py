@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import posixpath
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ Array = Any
 class ImportLinks:
     def __init__(self) -> None:
         self.imports: dict[str, tuple[str, ...]] = {}  # files with imports only
-        self._index: tuple[list[str], PathIndex, dict[str, int]] | None = None
+        self._index: tuple[list[str], PathIndex] | None = None
         self._by_key: dict[str, set[str]] = {}  # resolve.spec_key -> files with such an import
 
     def same(self, path: str, imports: tuple[str, ...]) -> bool:
@@ -63,22 +63,27 @@ class ImportLinks:
         return found
 
     def index(self, paths: list[str]) -> PathIndex:
-        return self._indexed(paths)[1]
-
-    def _indexed(self, paths: list[str]) -> tuple[list[str], PathIndex, dict[str, int]]:
-        """`paths` as imports name them, and the row of each path."""
         if self._index is None or self._index[0] != paths:
-            rows = {path: row for row, path in enumerate(paths)}
-            self._index = (paths, resolve.path_index(paths), rows)
-        return self._index
+            self._index = (paths, resolve.path_index(paths))
+        return self._index[1]
 
     def links(self, paths: list[str], rows: Array, *, reach: bool, imports: bool,
               specific: bool) -> Links:  # fmt: skip
         """The links of `rows` (rows of `paths`, which are sorted), with the signals asked for."""
         if not (reach or imports):
             return Links(specific=specific)
-        _, index, row_of = self._indexed(paths)
-        resolution = resolve.Resolution(index, self.imports)
+        resolution = resolve.Resolution(self.index(paths), self.imports)
+        known: dict[str, int] = {}  # a path's row, looked up once per derivation
+
+        def rows_of(found: Iterable[str]) -> list[int]:
+            out = []
+            for p in found:
+                row = known.get(p)
+                if row is None:
+                    row = known[p] = bisect_left(paths, p)
+                out.append(row)
+            return out
+
         reached: dict[int, Array] = {}
         direct: dict[int, tuple[Array, Array]] = {}
         for row in rows.tolist():
@@ -87,10 +92,10 @@ class ImportLinks:
                 continue
             if reach:
                 found = resolution.reach(path)
-                reached[row] = np.array([row_of[p] for p in found], dtype=np.int64)
+                reached[row] = np.array(rows_of(found), dtype=np.int64)
             if imports and path in self.imports:
                 weights = resolution.imported(path)
-                order = sorted((row_of[p], w) for p, w in weights.items())
+                order = sorted(zip(rows_of(weights), weights.values(), strict=True))
                 direct[row] = (np.array([r for r, _ in order], dtype=np.int32),
                                np.array([w for _, w in order]))  # fmt: skip
         return Links(reached, direct, specific)
