@@ -70,16 +70,22 @@ def test_the_graphs_rows_are_those_of_the_tree_before():
     assert np.array_equal(np.array(got["weights"]), np.array(golden["weights"]))
 
 
-def test_each_import_is_resolved_once_per_derivation(monkeypatch: pytest.MonkeyPatch):
-    tree = _tree()
-    resolved: list[tuple[str, str]] = []
+@pytest.fixture
+def resolved(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Each (file, import) resolved from now on."""
+    found: list[tuple[str, str]] = []
     real = imports._resolve
 
     def counted(path: str, spec: str, index: imports.PathIndex) -> tuple[str, ...]:
-        resolved.append((path, spec))
+        found.append((path, spec))
         return real(path, spec, index)
 
     monkeypatch.setattr(imports, "_resolve", counted)
+    return found
+
+
+def test_each_import_is_resolved_once_per_derivation(resolved: list[tuple[str, str]]):
+    tree = _tree()
     graph = RepoGraph()
     graph.set_files(tree)
     graph.edges()
@@ -87,6 +93,23 @@ def test_each_import_is_resolved_once_per_derivation(monkeypatch: pytest.MonkeyP
     # Each (file, import) at most once: before, every module resolved its three packages'
     # re-exports again (MODULES specs each): 2,676 resolutions of 438 imports.
     assert len(resolved) == len(set(resolved)) <= specs
+
+
+def test_an_absolute_import_is_resolved_once_whatever_folder_imports_it(
+    resolved: list[tuple[str, str]],
+):
+    """What an absolute import names hangs on its language alone (issue 18: SQLAlchemy's
+    first map resolved `sqlalchemy`, `typing` ... again in each of its folders: 9,181
+    resolutions where 5,575 answer the same)."""
+    tree = _tree()
+    graph = RepoGraph()
+    graph.set_files(tree)
+    graph.edges()
+    absolute = [spec for _, spec in resolved if not spec.startswith(".")]
+    assert len({p.rsplit("/", 1)[0] for p, t in tree.items() if "os.path" in t.imports}) > 1
+    assert sorted(absolute) == sorted(set(absolute))  # main: once in each folder
+    relative = [(p.rsplit("/", 1)[0], spec) for p, spec in resolved if spec.startswith(".")]
+    assert sorted(relative) == sorted(set(relative))  # still once per folder
 
 
 if __name__ == "__main__":  # record the golden rows (on the tree before the change)

@@ -6,22 +6,10 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tokend.service.app import App, open_app
+from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser
-
-
-@pytest.fixture
-def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    # Serving, as the daemon: the checkpointer walks every workspace too.
-    app = open_app(None, f"sqlite:///{tmp_path}/tokend.sqlite3", serving=True)
-    yield app
-    app.close()
 
 
 def _tree(root: Path) -> Path:

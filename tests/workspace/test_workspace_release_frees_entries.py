@@ -10,25 +10,14 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from tokend.core.repomap.graph import RepoGraph
-from tokend.service.app import App, open_app
+from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser
 from tokend.service.workspace.index import WorkspaceIndex
 
 FILES = 300
-
-
-@pytest.fixture
-def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    app = open_app(None, f"sqlite:///{tmp_path}/tokend.sqlite3", serving=True)  # as the daemon
-    yield app
-    app.close()
 
 
 def _entries_of(root: Path) -> int:

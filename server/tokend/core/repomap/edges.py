@@ -32,6 +32,7 @@ SPECIFIC_WEIGHT = 4.0
 IMPORT_WEIGHT = 1.0
 ROWS_PER_CHUNK = 4096
 FLOW_BLOCK = 1 << 17  # references weighed at once (bounds the memory of a rank)
+DENSE_PAIRS = 1 << 22  # up to 2,048 files, the pairs an import reaches are flags (4 MiB)
 
 Array = Any
 
@@ -111,14 +112,15 @@ def _derive_chunk(
     of = np.repeat(np.arange(len(definers)), definers)  # each spread entry's reference
     source = source[of]
     code = rows[source].astype(np.int64) * len(table.paths) + target
-    chosen, share = _resolved(codes, code, of, definers)
+    chosen, share = _resolved(codes, code, of, definers, len(table.paths))
     term = (base / share)[of]
     target, source, term = target[chosen], source[chosen], term[chosen]
     if links.imports:  # after the references: a pair's import term is summed last
         target, source, term = _with_imports(links, rows, target, source, term)
     own = target != rows[source]
     target, source, term = target[own], source[own], term[own]
-    order = np.lexsort((target, source))  # stable: a pair's terms stay in reference order
+    pair = source.astype(np.int64) * len(table.paths) + target  # (source, target) in order
+    order = np.argsort(pair, kind="stable")  # stable: a pair's terms stay in reference order
     target, source, term = target[order], source[order], term[order]
     if len(order):
         new = np.ones(len(order), dtype=bool)
@@ -138,14 +140,19 @@ def _derive_chunk(
     return per_row, target.astype(np.int32), weights, totals
 
 
-def _resolved(codes: Array, code: Array, of: Array, definers: Array) -> tuple[Array, Array]:
+def _resolved(codes: Array, code: Array, of: Array, definers: Array, n: int) -> tuple[Array, Array]:
     """Which (reference, definer) pairs (`code`: row * n + definer, `of`: the reference) stay,
     and each reference's share: its definers, or those its file's imports reach (`codes`,
     sorted), which then weigh RESOLVED_WEIGHT."""
     if not len(codes):
         return np.ones(len(of), dtype=bool), definers
-    at = np.minimum(np.searchsorted(codes, code), len(codes) - 1)
-    inside = codes[at] == code
+    if n * n <= DENSE_PAIRS:  # a flag for every pair of files: one look each
+        reached = np.zeros(n * n, dtype=bool)
+        reached[codes] = True
+        inside = reached[code]
+    else:
+        at = np.minimum(np.searchsorted(codes, code), len(codes) - 1)
+        inside = codes[at] == code
     hits = np.bincount(of, weights=inside, minlength=len(definers))
     resolved = hits > 0
     chosen = np.where(resolved[of], inside, definers[of] <= MAX_DEFINERS)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import posixpath
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,17 @@ class ImportLinks:
         if not (reach or imports):
             return Links(specific=specific)
         resolution = resolve.Resolution(self.index(paths), self.imports)
+        known: dict[str, int] = {}  # a path's row, looked up once per derivation
+
+        def rows_of(found: Iterable[str]) -> list[int]:
+            out = []
+            for p in found:
+                row = known.get(p)
+                if row is None:
+                    row = known[p] = bisect_left(paths, p)
+                out.append(row)
+            return out
+
         reached: dict[int, Array] = {}
         direct: dict[int, tuple[Array, Array]] = {}
         for row in rows.tolist():
@@ -81,10 +92,10 @@ class ImportLinks:
                 continue
             if reach:
                 found = resolution.reach(path)
-                reached[row] = np.array([bisect_left(paths, p) for p in found], dtype=np.int64)
+                reached[row] = np.array(rows_of(found), dtype=np.int64)
             if imports and path in self.imports:
                 weights = resolution.imported(path)
-                order = sorted((bisect_left(paths, p), w) for p, w in weights.items())
+                order = sorted(zip(rows_of(weights), weights.values(), strict=True))
                 direct[row] = (np.array([r for r, _ in order], dtype=np.int32),
                                np.array([w for _, w in order]))  # fmt: skip
         return Links(reached, direct, specific)

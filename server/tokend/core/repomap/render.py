@@ -49,20 +49,38 @@ class FittedMap:
         return replace(self, ranked=tuple((p, scores.get(p, 0.0)) for p in order))
 
 
-def render_map(chosen: Iterable[RankedDefinition], text_of: LineText) -> str:
+def render_map(
+    chosen: Iterable[RankedDefinition],
+    text_of: LineText,
+    blocks: dict[tuple[str, tuple[int, ...]], str] | None = None,
+) -> str:
+    """The map's text; `blocks` keeps each file's block (its path and lines) for the next
+    call: a fit renders two dozen trial maps that differ in a few files."""
     by_file: dict[str, set[int]] = defaultdict(set)
     for item in chosen:
         by_file[item.path].add(item.line)
+    known = {} if blocks is None else blocks
     out: list[str] = []
     for path in sorted(by_file):
-        out.append(f"{path}:")
-        last = None
-        for line in sorted(by_file[path]):
-            if last is not None and line > last + 1:
-                out.append("⋮")
-            out.append(f"│{line_text(text_of(path, line))}")
-            last = line
-        out.append("")
+        lines = tuple(sorted(by_file[path]))
+        block = known.get((path, lines))
+        if block is None:
+            block = known[path, lines] = _file_block(path, lines, text_of)
+        out.append(block)
+    return "\n".join(out)
+
+
+def _file_block(path: str, lines: tuple[int, ...], text_of: LineText) -> str:
+    """A file's part of the map: its path, its lines, "⋮" where lines are skipped, and an
+    empty line."""
+    out = [f"{path}:"]
+    last = None
+    for line in lines:
+        if last is not None and line > last + 1:
+            out.append("⋮")
+        out.append(f"│{line_text(text_of(path, line))}")
+        last = line
+    out.append("")
     return "\n".join(out)
 
 
@@ -76,6 +94,7 @@ def fit_map(
     counts them; empty when not even one fits."""
     counted: dict[int, int] = {}
     seen: dict[tuple[str, int], str] = {}
+    blocks: dict[tuple[str, tuple[int, ...]], str] = {}  # each file's block, rendered once
 
     def line_of(path: str, line: int) -> str:  # each line read once per fit
         key = (path, line)
@@ -85,18 +104,18 @@ def fit_map(
 
     def tokens_of(n: int) -> int:
         if n not in counted:
-            counted[n] = count(render_map(ranked[:n], line_of)) if n else 0
+            counted[n] = count(render_map(ranked[:n], line_of, blocks)) if n else 0
         return counted[n]
 
     low = _longest_within(len(ranked), budget_tokens, tokens_of)
     chosen = list(ranked[:low])
-    text = render_map(chosen, line_of)
+    text = render_map(chosen, line_of, blocks)
     tokens = tokens_of(low)
     misses = 0
     for extra in ranked[low + 1 : low + 1 + EXTRA_CANDIDATES]:
         if misses >= MAX_MISSES:
             break
-        trial = render_map([*chosen, extra], line_of)
+        trial = render_map([*chosen, extra], line_of, blocks)
         trial_tokens = count(trial)
         if trial_tokens <= budget_tokens:
             chosen.append(extra)
@@ -106,7 +125,7 @@ def fit_map(
             misses += 1
     while chosen and tokens > budget_tokens:  # a count that shrank as text grew: stay under
         chosen.pop()
-        text = render_map(chosen, line_of)
+        text = render_map(chosen, line_of, blocks)
         tokens = count(text) if chosen else 0
     if not chosen:
         return FittedMap("", 0, (), 0)

@@ -78,7 +78,8 @@ class WorkspaceIndex:
     def build(self, progress: Callable[[str], None] | None = None) -> None:
         """Walk the folder, then tag its source files (runs on a thread of its own). `ready`
         is set once the walk is done (figures can be asked for), `tags.ready` once the repo
-        map's tags are in (the kernel: minutes), with what changed meanwhile re-tagged."""
+        map's tags are in (the kernel: minutes), with what changed meanwhile re-tagged, and its
+        graph's rows and solve made (a first map request waits for no warm-up)."""
         try:
             self._build(progress)
         finally:
@@ -103,6 +104,7 @@ class WorkspaceIndex:
 
         self.tags.refresh(self.entries(), self.overlays(), tagged)
         while not self.stopping.is_set():
+            self.tags.warm()  # the graph's rows and solve: the first map request waits for none
             with self._lock:
                 pending, self._untagged = self._untagged, set()
                 if not pending:
@@ -110,7 +112,6 @@ class WorkspaceIndex:
                     break
             self.tags.refresh_paths(pending, self.entries(), self.overlays())
         self.check_open()
-        self.tags.warm()
 
     def close(self) -> None:
         """Stop the build and any batch being applied (they check `stopping` between files),

@@ -144,6 +144,7 @@ class Workspaces(Releasing, Announcing):
         except OSError as exc:
             self._notice(index, f"cannot watch {index.root}: {exc}; its figures will not update")
         try:
+            self.prepare_rank()  # here, not in the first map's request (threadpoolctl: 6 ms)
             index.build(lambda message: tell("report", message) if tell else None)
         except Stopping:
             return  # closed: nobody waits for progress or hooks

@@ -195,8 +195,10 @@ class WorkspaceTags:
 
     def _line_reader(self) -> Callable[[str, int], str]:
         """(path, line) -> that line's text now: the unsaved buffer, else the file on disk;
-        each file read once per map."""
-        files: dict[str, list[bytes]] = {}
+        each file read once per map, and split only as far as the lines asked for (a map
+        shows one or two lines of most of the files it names: SQLAlchemy's first map split
+        19 MB into 400,000 lines to show 462)."""
+        files: dict[str, _Lines] = {}
 
         def text_of(path: str, line: int) -> str:
             lines = files.get(path)
@@ -210,7 +212,24 @@ class WorkspaceTags:
                     )
                 except (OSError, PathConflict):
                     data = b""
-                lines = files[path] = data.split(b"\n")
-            return lines[line].decode("utf-8", "replace") if line < len(lines) else ""
+                lines = files[path] = _Lines(data)
+            return lines.line(line).decode("utf-8", "replace")
 
         return text_of
+
+
+class _Lines:
+    """A file's lines split off its bytes as far as they are asked for: line n is
+    `data.split(b"\\n")[n]`, b"" past the end."""
+
+    def __init__(self, data: bytes) -> None:
+        self._split: list[bytes] = []
+        self._rest: bytes | None = data  # what is not split yet (None: nothing is left)
+
+    def line(self, n: int) -> bytes:
+        while n >= len(self._split) and self._rest is not None:
+            wanted = n + 1 - len(self._split)
+            parts = self._rest.split(b"\n", wanted)
+            self._rest = parts.pop() if len(parts) > wanted else None
+            self._split.extend(parts)
+        return self._split[n] if n < len(self._split) else b""

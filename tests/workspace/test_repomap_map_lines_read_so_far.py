@@ -1,0 +1,64 @@
+"""A map reads the lines it shows from the file, split only as far as the lines it shows
+(service/workspace/tags.py): SQLAlchemy's first map split 19 MB of 423 files into 400,000
+lines to show 462 of them (issue 18: the first map's `context/assemble`). Judged by what the
+map shows (the file's own lines, as `bytes.split` cuts them) and by the memory a line near
+the top of a long file takes to read."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.repomap.graph import Focus
+from tokend.service.app_workspaces import index_ports
+from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.tags import _Lines
+
+LONG_FILE = "def start_engine():\n    return 1\n" + "x = 1\n" * 150_000  # ~0.9 MB
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(st.sampled_from([b"a", b"\n", b"\r\n", b"", b"\xe9t\xc3\xa9"])).map(b"".join),
+    asked=st.lists(st.integers(0, 12), max_size=8),
+)
+def test_each_line_is_what_bytes_split_cuts(data: bytes, asked: list[int]) -> None:
+    lines, whole = _Lines(data), data.split(b"\n")
+    for n in asked:
+        assert lines.line(n) == (whole[n] if n < len(whole) else b"")
+
+
+def _index(tmp_path: Path) -> WorkspaceIndex:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "engine.py").write_text(LONG_FILE)
+    (tree / "app.py").write_text("from engine import start_engine\n\nstart_engine()\n")
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
+    index.build()
+    return index
+
+
+def test_a_line_at_the_top_of_a_long_file_is_read_without_splitting_the_rest(
+    tmp_path: Path,
+) -> None:
+    index = _index(tmp_path)
+    try:
+        read = index.tags._line_reader()
+        tracemalloc.start()
+        try:
+            first = read("engine.py", 0)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert first == "def start_engine():"
+        assert read("engine.py", 150_001) == "x = 1" and read("engine.py", 150_002) == ""
+        # the file's bytes and one copy of them (~1.8 MB); main: 150,000 lines (~6 MB more)
+        assert peak < 3 * len(LONG_FILE)
+        shown = index.tags.repo_map(Focus(frozenset({"app.py"})), 400, len, "chars").text
+        assert "engine.py:\n│def start_engine():" in shown
+    finally:
+        index.close()
