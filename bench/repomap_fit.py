@@ -208,11 +208,11 @@ def run() -> str:
     from tokend.core.repomap.rank import FILE_FUSION, TEXT_FUSION
 
     tuning = [r for r, (_, role) in data.REPOS.items() if role == "tuning"]
-    held = [r for r, (_, role) in data.REPOS.items() if role == "held-out"]
+    held = [r for r, (_, role) in data.REPOS.items() if role.startswith("held-out")]
     want_held = os.environ.get("REPOMAP_FIT_HELD") == "1"
     cases = {r: cases_of(r) for r in tuning + (held if want_held else [])}
-    before = {"file": ({"lexical": 1.0, "near": 0.5}, 16.0),  # main before this fit (bd2379a)
-              "task": ({"lexical": 1.0, "near": 0.25}, 16.0)}  # fmt: skip
+    before = {"file": ({"lexical": 1.0, "near": 1.0, "said": 0.5}, 16.0),  # main before this
+              "task": ({"lexical": 1.0, "near": 0.5, "said": 0.5}, 8.0)}  # fit (1ce431b)  # fmt: skip
     now = {"file": (FILE_FUSION.weights, FILE_FUSION.k),
            "task": (TEXT_FUSION.weights, TEXT_FUSION.k)}  # fmt: skip
     lines = [

@@ -80,6 +80,6 @@ def test_words_read_a_few_rows_at_a_time_rank_as_read_at_once(monkeypatch):
     graph.set_files({f"src/m{i:04d}.py": _file(i) for i in range(60)})
     focuses = [Focus(text="w0001x w0002x w2999x"), Focus(frozenset({"src/m0003.py"}))]
     whole = [graph.rank_files(f) for f in focuses]
-    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 300)  # about a file (256 words) a block
+    monkeypatch.setattr(repomap_words, "SIEVE_BLOCK", 300)  # a file is 384 words: a row a block
     assert [graph.rank_files(f) for f in focuses] == whole
     assert len(list(graph.words.hits(graph.words.row_ids(3)))) == 60

@@ -339,3 +339,28 @@ async def test_a_file_focus_finds_the_file_that_names_its_rare_compound(
         )
     got = await ask_map(server, tree, files=["app/jobs/export.py"])
     assert got["files"][0]["path"] == "app/net/storage.py"
+
+
+def _filler_words(count: int) -> list[str]:
+    """`count` distinct lowercase words of 4 letters (no digits: each is one word of its own)."""
+    letters = "bcdfghjkmnpqrstvwxz"
+    return [
+        "q" + letters[i // 361 % 19] + letters[i // 19 % 19] + letters[i % 19] for i in range(count)
+    ]
+
+
+async def test_a_task_text_reaches_a_word_a_long_file_says_once(
+    server: InProcessClient, tree: Path
+):
+    """A long file's docstring says 300 other words twice each, and in one comment the word a
+    task asks about (`zephyrine`) once: what a file says keeps its 384 most frequent words, so
+    the word is kept and the task finds the file first (with 256 a file, the word fell below
+    the cut and no signal had evidence for the file: the graph's hub came first)."""
+    doc = " ".join(w for w in _filler_words(300) for _ in range(2))
+    (tree / "app" / "net" / "glossary.py").write_text(
+        f'"""{doc}"""\n\n\n'
+        "def lookup(term):\n    # the zephyrine cipher is looked up here too\n    return term\n"
+    )
+    task = await ask_map(server, tree, text="Decoding a zephyrine message fails")
+    assert task["files"][0]["path"] == "app/net/glossary.py"
+    assert task["files"][0]["score"] > 0
