@@ -10,8 +10,8 @@ key (once the groups below are made, its group, which names the key) and 0-based
 text: the map's text is read from the file when it is shown.
 
 Files are rows in path order. `TagTable.apply` splices the rows of changed files into the
-arrays (a copy of the arrays, never a rebuild of the other rows) and tells what moved: which
-old row became which new one, and which names gained or lost a defining file. One file's packed
+arrays (within each column's buffer when it fits, never a rebuild of the other rows) and tells
+what moved: which old row became which new one, and which names gained or lost a defining file. One file's packed
 tags: core.repomap.packed; the splicing of flat columns: core.repomap.columns.
 
 Every defined name is a group (the sorted keys of the defined names); each definition and each
@@ -33,10 +33,11 @@ import numpy as np
 from tokend.core.repomap.columns import (
     Array,
     Runs,
+    found_at,
     group_of,
     renumber_column,
     rows_of,
-    splice_column,
+    splice_in_place,
     splice_offsets,
 )
 from tokend.core.repomap.keys import name_key, sub_words, word_key
@@ -187,7 +188,7 @@ class TagTable:
                 column = getattr(self, f"{prefix}_{name}", None) if name else None
                 if column is None:  # no such column (the keys of definitions, held by groups)
                     continue
-                setattr(self, f"{prefix}_{name}", splice_column(offsets, column, table_runs, i))
+                setattr(self, f"{prefix}_{name}", splice_in_place(offsets, column, table_runs, i))
                 del column
             setattr(self, f"{prefix}_off", splice_offsets(offsets, table_runs))
         self.paths = runs.paths
@@ -204,7 +205,7 @@ class TagTable:
         counts = np.diff(starts)
         gone = np.zeros(0, dtype=np.int64)  # entries of the dropped rows
         if dropped:
-            gone = np.flatnonzero(np.isin(rows, np.array(dropped, dtype=np.int32)))
+            gone = found_at(rows, np.array(dropped))
             np.subtract.at(counts, np.searchsorted(starts, gone, side="right") - 1, 1)
             rows = np.delete(rows, gone)
         if not np.array_equal(remap, np.arange(len(remap))):
@@ -259,9 +260,9 @@ class TagTable:
             for column in (self.d_group, self.r_group):
                 renumber_column(column, renumber)
             del renumber
-        lookup = self.r_group == -2
+        lookup = found_at(self.r_group, np.array([-2]))  # the new rows' entries
         if len(new_names):
-            lookup |= np.isin(self.r_key, new_names)
+            lookup = np.union1d(lookup, found_at(self.r_key, new_names))
         self.r_group[lookup] = group_of(groups, self.r_key[lookup])
 
 

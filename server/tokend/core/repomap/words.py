@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap.columns import splice_column, splice_offsets
+from tokend.core.repomap.columns import splice_in_place, splice_offsets
 from tokend.core.repomap.keys import word_ids
 from tokend.core.repomap.tags import FileTags, spoken
 
@@ -108,7 +108,7 @@ class WordTable:
     def apply(self, remap: Array | None, rows: Mapping[int, Words], n: int) -> None:
         """The table once the graph's rows moved (`remap`: old row -> new row, -1 gone; None:
         none did) and the rows in `rows` (new row -> its words) were given new words; `n` rows
-        now. Spliced as the TagTable's columns are: one column at a time."""
+        now. Spliced as the TagTable's columns are: in each column's buffer when it fits."""
         source = np.arange(n, dtype=np.int64)  # new row -> the old row whose words it keeps
         if remap is not None:
             source = np.full(n, -1, dtype=np.int64)
@@ -122,8 +122,8 @@ class WordTable:
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
             old = int(source[a])
             runs.append(rows[a] if old < 0 else (old, old + b - a))
-        self.ids = splice_column(self.offsets, self.ids, runs, 0)
-        self.counts = splice_column(self.offsets, self.counts, runs, 1)
+        self.ids = splice_in_place(self.offsets, self.ids, runs, 0)
+        self.counts = splice_in_place(self.offsets, self.counts, runs, 1)
         self.offsets = splice_offsets(self.offsets, runs)
         self._totals, self._found = None, None
 

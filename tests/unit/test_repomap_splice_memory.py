@@ -1,0 +1,112 @@
+"""A change of one file splices its row into the repo map's tables within each column's own
+buffer (core.repomap.columns.splice_in_place): no copy of a column is held beside it (issue 22:
+on the kernel a one-file change held the references' keys, 40 MB, and the words' ids, 34 MB,
+twice for a moment, the daemon's RSS peak). Counted by tracemalloc, which sees numpy's arrays:
+bytes, not time. The columns are checked against the files' own arrays laid end to end."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+
+from tokend.core.repomap.packed import KEY, PackedTags
+from tokend.core.repomap.store import TagTable
+from tokend.core.repomap.words import ID, WordTable
+
+FILES = 100
+DEFS, REFS = 200, 20_000  # a file's: 2,000,000 references in all (their keys: 16 MB)
+WORDS = 40_000  # a file's: 4,000,000 words in all (their ids: 16 MB)
+
+
+def _peak(work: Callable[[], object]) -> int:
+    """Bytes allocated by `work` at its highest, beyond what was held before."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        work()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def _file(rng: np.random.Generator, names: np.ndarray, refs: int) -> PackedTags:
+    defs = np.sort(rng.choice(names, DEFS, replace=False))
+    keys = np.unique(np.concatenate([rng.choice(names, refs // 2), rng.integers(
+        0, 1 << 62, size=refs, dtype=np.uint64)]))[:refs].astype(KEY)  # fmt: skip
+    return PackedTags(
+        defs, np.arange(DEFS, dtype=np.int32), keys, rng.integers(1, 9, len(keys), dtype=np.int32)
+    )
+
+
+def _laid_end_to_end(table: TagTable, files: dict[str, PackedTags]) -> None:
+    """The table's columns are the files' arrays in path order; each reference's group names
+    its key where a file defines it."""
+    order = sorted(files)
+    assert table.paths == order
+    r_keys = np.concatenate([files[p].ref_keys for p in order])
+    assert np.array_equal(table.r_key, r_keys)
+    assert np.array_equal(table.r_count, np.concatenate([files[p].ref_counts for p in order]))
+    d_keys = np.concatenate([files[p].def_keys for p in order])
+    assert np.array_equal(table.keys_at(0, len(d_keys)), d_keys)
+    assert np.array_equal(table.d_line, np.concatenate([files[p].def_lines for p in order]))
+    assert np.array_equal(np.diff(table.r_off), [len(files[p].ref_keys) for p in order])
+    groups = table.groups()
+    defined = np.isin(r_keys, d_keys)
+    assert np.array_equal(table.r_group >= 0, defined)
+    assert np.array_equal(groups[table.r_group[defined]], r_keys[defined])
+
+
+def test_a_one_file_change_is_spliced_without_a_second_copy_of_the_references() -> None:
+    rng = np.random.default_rng(22)
+    names = np.unique(rng.integers(0, 1 << 62, size=50_000, dtype=np.uint64)).astype(KEY)
+    files = {f"f{i:03}.c": _file(rng, names, REFS) for i in range(FILES)}
+    table = TagTable()
+    table.apply(files, track=False)
+    table.groups()  # what the first map request makes: the changes below carry the groups
+    keys_bytes = table.r_key.nbytes
+    for path, refs in (("f040.c", REFS + 700), ("f007.c", REFS - 900), ("f099.c", REFS + 50)):
+        files[path] = _file(rng, names, refs)  # grows, shrinks, grows at the end
+        peak = _peak(lambda p=path: table.apply({p: files[p]}, track=True))
+        # main copied each column beside its old one: the keys' 16 MB at least
+        assert peak < keys_bytes / 4, (path, peak, keys_bytes)
+        _laid_end_to_end(table, files)
+
+
+def test_a_change_that_outgrows_the_room_is_copied_with_room_again() -> None:
+    rng = np.random.default_rng(7)
+    names = np.unique(rng.integers(0, 1 << 62, size=5_000, dtype=np.uint64)).astype(KEY)
+    files = {f"f{i:02}.c": _file(rng, names, 2_000) for i in range(20)}
+    table = TagTable()
+    table.apply(files, track=False)
+    table.groups()
+    for refs in (2_000 + 100_000, 500, 40_000):  # past the buffer's room, then back
+        files["f10.c"] = _file(rng, names, refs)
+        table.apply({"f10.c": files["f10.c"]}, track=True)
+        _laid_end_to_end(table, files)
+    files["f10b.c"] = _file(rng, names, 3_000)  # a new file, then one gone
+    table.apply({"f10b.c": files["f10b.c"]}, track=True)
+    del files["f03.c"]
+    table.apply({"f03.c": None}, track=True)
+    _laid_end_to_end(table, files)
+
+
+def test_a_one_file_change_of_words_is_spliced_without_a_second_copy_of_the_ids() -> None:
+    rng = np.random.default_rng(24)
+    words = {
+        row: (np.sort(rng.choice(1 << 31, WORDS, replace=False)).astype(ID),
+              rng.integers(1, 255, WORDS, dtype=np.uint8))
+        for row in range(FILES)
+    }  # fmt: skip
+    table = WordTable()
+    table.apply(None, words, FILES)
+    ids_bytes = table.ids.nbytes
+    for row, size in ((40, WORDS + 300), (7, WORDS - 2_000), (99, WORDS + 10)):
+        words[row] = (np.sort(rng.choice(1 << 31, size, replace=False)).astype(ID),
+                      rng.integers(1, 255, size, dtype=np.uint8))  # fmt: skip
+        peak = _peak(lambda r=row: table.apply(None, {r: words[r]}, FILES))
+        assert peak < ids_bytes / 8, (row, peak, ids_bytes)  # main: the ids' 16 MB at least
+        assert np.array_equal(table.ids, np.concatenate([words[r][0] for r in range(FILES)]))
+        assert np.array_equal(table.counts, np.concatenate([words[r][1] for r in range(FILES)]))
+        assert np.array_equal(np.diff(table.offsets), [len(words[r][0]) for r in range(FILES)])
