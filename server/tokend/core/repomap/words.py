@@ -26,6 +26,7 @@ COUNT = np.uint8
 COUNT_MAX = int(np.iinfo(COUNT).max)
 SIEVE_BLOCK = 1 << 18  # entries read at once (bounded temporaries on the kernel)
 BUCKETS = 1 << 20  # of the membership sieve (hits)
+TOTALS_ROWS = 1024  # rows summed at once (a file of text words: WORDS_MAX of them at most)
 
 Array = Any
 Words = tuple[Array, Array]  # one file's (ids ascending, counts)
@@ -62,14 +63,19 @@ class WordTable:
         return np.diff(self.offsets)
 
     def totals(self) -> Array:
-        """Each row's words counted as often as said (float), summed row by row in place."""
+        """Each row's words counted as often as said (float), summed row by row in place,
+        TOTALS_ROWS rows at a time (the counts cast to int64 all at once took 8 bytes a word
+        of the table beside it: 34 MiB on 25,000 of the kernel's files, at the first text focus
+        after each change)."""
         if self._totals is None:
             n, sizes = len(self.offsets) - 1, self.lengths()
             self._totals = np.zeros(n)
             full = np.flatnonzero(sizes > 0)
-            if len(full):
-                summed = np.add.reduceat(self.counts, self.offsets[full], dtype=np.int64)
-                self._totals[full] = summed
+            for first in range(0, len(full), TOTALS_ROWS):
+                rows = full[first : first + TOTALS_ROWS]
+                start, end = self.offsets[rows[0]], self.offsets[rows[-1] + 1]
+                part = self.counts[start:end].astype(np.int64)  # (empty rows between: none)
+                self._totals[rows] = np.add.reduceat(part, self.offsets[rows] - start)
         return self._totals
 
     def changed(
