@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tokend.core.repomap.edges import Edges, derive_rows, replaced
 from tokend.core.repomap.packed import KEY, PackedTags
 from tokend.core.repomap.store import TagTable
 from tokend.core.repomap.words import ID, WordTable
@@ -110,3 +111,36 @@ def test_a_one_file_change_of_words_is_spliced_without_a_second_copy_of_the_ids(
         assert np.array_equal(table.ids, np.concatenate([words[r][0] for r in range(FILES)]))
         assert np.array_equal(table.counts, np.concatenate([words[r][1] for r in range(FILES)]))
         assert np.array_equal(np.diff(table.offsets), [len(words[r][0]) for r in range(FILES)])
+
+
+def test_a_changed_files_edges_are_spliced_without_a_second_copy_of_the_graph() -> None:
+    """The map after a change derives the changed file's row of the file graph again and
+    splices it into the graph's columns (core.repomap.edges.replaced): main copied them, 12
+    bytes an edge. The spliced graph is the graph derived whole from the changed table."""
+    rng = np.random.default_rng(18)
+    files, count = {}, 20_000  # each defining 5 names, referring to 100 of the others'
+    names = np.unique(rng.integers(0, 1 << 62, size=6 * count, dtype=np.uint64))[: 5 * count]
+    names = rng.permutation(names.astype(KEY))
+    for i in range(count):
+        refs = np.unique(rng.choice(names, 100))
+        files[f"d{i // 1000:02}/f{i:05}.c"] = PackedTags(
+            np.sort(names[5 * i : 5 * i + 5]), np.arange(5, dtype=np.int32), refs,
+            np.ones(len(refs), dtype=np.int32),
+        )  # fmt: skip
+    table = TagTable()
+    table.apply(files, track=False)
+    edges = derive_rows(table, np.arange(count))
+    graph_bytes = edges.targets.nbytes + edges.weights.nbytes
+    path = "d07/f07000.c"
+    refs = np.unique(rng.choice(names, 400))  # its row grows fourfold
+    files[path] = PackedTags(files[path].def_keys, files[path].def_lines, refs,
+                             np.ones(len(refs), dtype=np.int32))  # fmt: skip
+    table.apply({path: files[path]}, track=True)
+    row = np.array([table.row(path)])
+    fresh = derive_rows(table, row)
+    spliced: list[Edges] = []
+    peak = _peak(lambda: spliced.append(replaced(edges, row, fresh)))
+    assert peak < graph_bytes / 8, (peak, graph_bytes)  # main: the graph's columns again
+    whole = derive_rows(table, np.arange(count))
+    for column in ("offsets", "targets", "weights", "totals"):
+        assert np.array_equal(getattr(spliced[0], column), getattr(whole, column)), column
