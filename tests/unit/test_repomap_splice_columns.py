@@ -8,7 +8,13 @@ import random
 
 import numpy as np
 
-from tokend.core.repomap.columns import MOVE_BLOCK, splice_column, splice_in_place, splice_offsets
+from tokend.core.repomap.columns import (
+    MOVE_BLOCK,
+    edited_in_place,
+    splice_column,
+    splice_in_place,
+    splice_offsets,
+)
 
 
 def test_any_splice_in_place_lays_out_the_rows_a_plain_list_would() -> None:
@@ -55,3 +61,21 @@ def test_rows_moved_farther_than_a_block_in_both_directions() -> None:
     shrunk = [(0, 1), (2, 3)]
     column = splice_in_place(offsets, column, shrunk, 0)
     assert column.tolist() == [-1] * 5 + tail.tolist()
+
+
+def test_any_edit_in_place_is_numpys_delete_then_insert() -> None:
+    """edited_in_place against np.insert(np.delete(...)), on columns with and without room."""
+    rng = random.Random(24)
+    for _ in range(2000):
+        size = rng.randrange(30)
+        column = np.arange(100, 100 + size, dtype=np.int64)
+        if rng.random() < 0.5:  # a column with room, as splice_column leaves it
+            column = splice_column(np.array([0, size]), column, [(0, 1)], 0)
+        gone = sorted(rng.sample(range(size), rng.randrange(size + 1)))
+        at = sorted(rng.randrange(size - len(gone) + 1) for _ in range(rng.randrange(6)))
+        values = np.array([rng.randrange(1000) for _ in at], dtype=np.int64)
+        want = np.insert(np.delete(column, gone), at, values).tolist()
+        got = edited_in_place(
+            column, np.array(gone, dtype=np.int64), np.array(at, dtype=np.int64), values
+        )
+        assert got.tolist() == want

@@ -144,3 +144,37 @@ def test_a_changed_files_edges_are_spliced_without_a_second_copy_of_the_graph() 
     whole = derive_rows(table, np.arange(count))
     for column in ("offsets", "targets", "weights", "totals"):
         assert np.array_equal(getattr(spliced[0], column), getattr(whole, column)), column
+
+
+def test_a_one_file_change_edits_who_defines_each_name_in_place() -> None:
+    """Two million names, each defined once: a change of one file's definitions (a name gone,
+    a new one) edits the definers' columns (per name: its key, its files) within their buffers
+    and renumbers the groups with one column of them (main: 35 bytes a name beside the table,
+    its copies of the keys, counts and renumbering). The definers are checked against the files
+    that define each name."""
+    rng = np.random.default_rng(3)
+    count, defs = 100, 20_000
+    names = np.unique(rng.integers(0, 1 << 62, size=count * defs + 1000, dtype=np.uint64))
+    names = rng.permutation(names[: count * defs].astype(KEY))
+    files = {}
+    for i in range(count):
+        refs = np.unique(rng.choice(names, 500))
+        files[f"f{i:03}.c"] = PackedTags(
+            np.sort(names[i * defs : (i + 1) * defs]), np.arange(defs, dtype=np.int32), refs,
+            np.ones(len(refs), dtype=np.int32),
+        )  # fmt: skip
+    table = TagTable()
+    table.apply(files, track=False)
+    groups = len(table.groups())
+    for n, path in enumerate(("f040.c", "f041.c", "f099.c")):
+        old = files[path]
+        keys = np.sort(np.append(old.def_keys[1:], KEY(12345 + n)).astype(KEY))
+        files[path] = PackedTags(keys, old.def_lines, old.ref_keys, old.ref_counts)
+        peak = _peak(lambda p=path: table.apply({p: files[p]}, track=True))
+        assert peak < 16 * groups, (path, peak, groups)  # main: 35 bytes a name
+        assert len(table.definer_rows(int(old.def_keys[0]))) == 0  # its name gone
+        assert table.paths[int(table.definer_rows(12345 + n)[0])] == path
+    _laid_end_to_end(table, files)
+    for path in ("f000.c", "f040.c", "f099.c"):
+        for key in files[path].def_keys[::997].tolist():
+            assert [table.paths[r] for r in table.definer_rows(key)] == [path]

@@ -90,18 +90,58 @@ def splice_in_place(offsets: Array, column: Array, runs: Sequence[Any], index: i
         elif len(run[index]):
             added.append((at, run[index]))
             at += len(run[index])
+    return _placed(column, kept, added, at)
+
+
+def edited_in_place(column: Array, gone: Array, at: Array, values: Array) -> Array:
+    """np.insert(np.delete(column, gone), at, values) (`gone` ascending, unique; `at`
+    ascending, positions in the column without `gone`, as np.insert takes them), made as
+    splice_in_place makes its column: in the column's buffer when it fits."""
+    gone, at = np.asarray(gone, dtype=np.int64), np.asarray(at, dtype=np.int64)
+    origin = at + np.searchsorted(gone - np.arange(len(gone)), at, side="right")
+    cuts = sorted([(int(o), 0, k) for k, o in enumerate(origin.tolist())]
+                  + [(int(g), 1, -1) for g in gone.tolist()])  # fmt: skip
+    kept: list[tuple[int, int, int]] = []
+    added: list[tuple[int, Array]] = []
+    start = to = 0
+    for where, removed, k in cuts:  # (an insertion point is never a removed entry)
+        if where > start:
+            kept.append((to, start, where))
+            to, start = to + where - start, where
+        if removed:
+            start = where + 1
+        else:
+            added.append((to, values[k : k + 1]))
+            to += 1
+    if len(column) > start:
+        kept.append((to, start, len(column)))
+        to += len(column) - start
+    return _placed(column, kept, added, to)
+
+
+def _placed(
+    column: Array, kept: list[tuple[int, int, int]], added: list[tuple[int, Array]], size: int
+) -> Array:
+    """The column of `size` entries whose runs column[start:end] go to `to` (`kept`) and whose
+    new entries go to theirs (`added`): in the column's buffer when it fits (each run moved,
+    in the order that reads every entry before it is written over), else in a new buffer with
+    room."""
     buffer = _buffer(column)
-    if at > len(buffer):
-        return splice_column(offsets, column, runs, index)
-    for to, start, end in kept:  # to the left: the leftmost first
-        if to < start:
-            _move(buffer, start, end, to)
-    for to, start, end in reversed(kept):  # to the right: the rightmost first
-        if to > start:
-            _move(buffer, start, end, to)
+    if size > len(buffer):
+        out = with_room(size, column.dtype)
+        for to, start, end in kept:
+            out[to : to + end - start] = column[start:end]
+    else:
+        for to, start, end in kept:  # to the left: the leftmost first
+            if to < start:
+                _move(buffer, start, end, to)
+        for to, start, end in reversed(kept):  # to the right: the rightmost first
+            if to > start:
+                _move(buffer, start, end, to)
+        out = buffer[:size]
     for to, entries in added:
-        buffer[to : to + len(entries)] = entries
-    return buffer[:at]
+        out[to : to + len(entries)] = entries
+    return out
 
 
 def _buffer(column: Array) -> Array:
