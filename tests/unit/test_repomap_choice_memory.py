@@ -130,3 +130,38 @@ def test_the_choice_holds_a_block_of_definitions_not_the_files() -> None:
     groups = len(t.groups())
     bound = 4 * groups + 8 * groups + 160 * BLOCK  # main: 24.9 MiB, this: 9.1
     assert peak <= bound, f"{peak / 2**20:.1f} MiB over {bound / 2**20:.1f}"
+
+
+def test_the_flow_of_every_needed_name_is_held_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A choice that needs a weight for each of a million names (files of unique definitions,
+    whose first ones do not fill the limit: every file is gone through): the weights are rounded in place, one float a name (main rounded them
+    into a copy: two). Small blocks, so the per-name arrays are what the peak holds."""
+    monkeypatch.setattr(choice, "DEFS_BLOCK", 1024)
+    monkeypatch.setattr(choice.graph_rows, "FLOW_BLOCK", 1024)
+    files, defs = 50, 20_000
+    rng = np.random.default_rng(9)
+    keys = np.unique(rng.integers(0, 1 << 62, size=files * defs + 1000, dtype=np.uint64))
+    keys = rng.permutation(keys[: files * defs].astype(KEY))
+    packed = {}
+    for i in range(files):
+        own = np.sort(keys[i * defs : (i + 1) * defs])
+        refs = np.unique(rng.choice(keys, 2000))
+        packed[f"f{i:03}.c"] = PackedTags(own, np.arange(defs, dtype=np.int32), refs,
+                                          np.ones(len(refs), dtype=np.int32))  # fmt: skip
+    t = TagTable()
+    t.apply(packed, track=False)
+    groups = len(t.groups())
+    edges = Edges(np.zeros(files + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                  np.zeros(0), np.ones(files))  # fmt: skip
+    rank = np.full(files, 1.0 / files)
+    order = np.arange(files, dtype=np.int64)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        chosen = choice.chosen_definitions(t, edges, rank, order, frozenset(), [], 120)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert len(chosen[0]) == 120
+    bound = 13 * groups + (2 << 20)  # the slot, the flow, a flag: main 8 bytes a name more
+    assert peak <= bound, f"{peak / 2**20:.1f} MiB over {bound / 2**20:.1f}"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from tokend.adapters.heap import release_freed_memory
+from tokend.adapters.heap import one_arena, release_freed_memory
 from tokend.daemon.conn import Connection, Registry
 from tokend.daemon.listener import run_daemon
 from tokend.daemon.log_limit import BoundedValues
@@ -156,6 +156,7 @@ def _reachable(conn: Connection) -> bool:
 def serve_forever(args: argparse.Namespace) -> int:
     from tokend.service.app import open_app
 
+    one_arena()  # before any thread of the daemon's allocates (adapters.heap)
     # Before the app: what building it logs (say, an invalid config) belongs in the log file,
     # not on a detached daemon's stderr, which is kept for crashes.
     configure_logging(args.log_level, log_path(args.name))

@@ -56,7 +56,8 @@ def chosen_definitions(
     needed = slot >= 0
     slot[needed] = np.arange(int(needed.sum()), dtype=np.int32)
     del needed
-    flow: Array = np.round(graph_rows.name_flow(t, edges, graph_rank, slot), RANK_DECIMALS)
+    flow: Array = graph_rows.name_flow(t, edges, graph_rank, slot)
+    np.round(flow, RANK_DECIMALS, out=flow)  # (in place: a float a needed name, not two)
     firsts, rest = _Run(None), _Run(limit)
     for entries, position in _blocks(t, order, counts):
         weight = flow[slot[t.d_group[entries]]]

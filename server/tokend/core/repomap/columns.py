@@ -1,7 +1,13 @@
 """Tables of rows kept as flat columns (a row's entries are offsets[i]:offsets[i+1] of each
-column): the row of every entry, a table spliced from runs of old rows and new rows (a copy,
-never a rebuild of the rows kept), and the group columns of core.repomap.store renumbered or
-looked up a block at a time.
+column): the row of every entry, a table spliced from runs of old rows and new rows (never a
+rebuild of the rows kept), and the group columns of core.repomap.store renumbered or looked up
+a block at a time.
+
+A column spliced by `splice_in_place` is a view of a buffer a little longer than the column
+(SPARE): a change that fits moves the kept rows within that buffer, a block at a time, so no
+copy of the column is held beside it (issue 22: on the kernel a one-file change held the
+references' keys, 40 MB, and the words' ids, 34 MB, twice for a moment). Only a change that
+outgrows the room copies the column, into a new buffer with room again.
 """
 
 from __future__ import annotations
@@ -13,6 +19,11 @@ from typing import Any
 import numpy as np
 
 RENUMBER_BLOCK = 1 << 18  # entries renumbered at once (bounds a change's extra memory)
+MOVE_BLOCK = 1 << 18  # entries moved at once within a column's buffer (numpy copies an
+# overlapping source first: this bounds that copy)
+FIND_BLOCK = 1 << 16  # entries of a column searched at once (found_at)
+SPARE_SHARE = 256  # a spliced column's buffer has room for 1/SPARE_SHARE more entries,
+SPARE_MIN = 4096  # and at least this many
 Array = Any  # a numpy array (numpy's own annotations would not add much here)
 
 
@@ -40,8 +51,9 @@ def splice_offsets(offsets: Array, runs: Sequence[Any]) -> Array:
 
 
 def splice_column(offsets: Array, column: Array, runs: Sequence[Any], index: int) -> Array:
-    """Column `index` of the table splice_offsets' `runs` make (one column at a time: a caller replacing
-    its columns one by one holds one old column beside its new one, not the whole table)."""
+    """Column `index` of the table splice_offsets' `runs` make, copied into a new buffer with
+    room (SPARE_SHARE) for splice_in_place (one column at a time: a caller replacing its
+    columns one by one holds one old column beside its new one, not the whole table)."""
     parts: list[Array] = []
     for run in runs:
         if isinstance(run[0], (int, np.integer)):
@@ -50,7 +62,104 @@ def splice_column(offsets: Array, column: Array, runs: Sequence[Any], index: int
                 parts.append(column[offsets[a] : offsets[b]])
         else:
             parts.append(run[index])
-    return np.concatenate(parts) if parts else column[:0]
+    out = with_room(sum(len(part) for part in parts), column.dtype)
+    if parts:
+        np.concatenate(parts, out=out)
+    return out
+
+
+def with_room(size: int, dtype: Any) -> Array:
+    """An empty column of `size` entries whose buffer has room for splice_in_place."""
+    return np.empty(size + max(SPARE_MIN, size // SPARE_SHARE), dtype=dtype)[:size]
+
+
+def splice_in_place(offsets: Array, column: Array, runs: Sequence[Any], index: int) -> Array:
+    """splice_column's column, made in the column's own buffer when it fits there (the kept
+    rows moved, the new rows written: beside the column, at most MOVE_BLOCK entries), else in
+    a new buffer with room for later changes. The column must be one this function or
+    splice_column made (or an array of its own): its buffer is written."""
+    kept: list[tuple[int, int, int]] = []  # (where an old run goes, its start, its end)
+    added: list[tuple[int, Array]] = []  # (where a new row goes, its entries)
+    at = 0
+    for run in runs:
+        if isinstance(run[0], (int, np.integer)):
+            start, end = int(offsets[int(run[0])]), int(offsets[int(run[1])])
+            if end > start:
+                kept.append((at, start, end))
+                at += end - start
+        elif len(run[index]):
+            added.append((at, run[index]))
+            at += len(run[index])
+    return _placed(column, kept, added, at)
+
+
+def edited_in_place(column: Array, gone: Array, at: Array, values: Array) -> Array:
+    """np.insert(np.delete(column, gone), at, values) (`gone` ascending, unique; `at`
+    ascending, positions in the column without `gone`, as np.insert takes them), made as
+    splice_in_place makes its column: in the column's buffer when it fits."""
+    gone, at = np.asarray(gone, dtype=np.int64), np.asarray(at, dtype=np.int64)
+    origin = at + np.searchsorted(gone - np.arange(len(gone)), at, side="right")
+    cuts = sorted([(int(o), 0, k) for k, o in enumerate(origin.tolist())]
+                  + [(int(g), 1, -1) for g in gone.tolist()])  # fmt: skip
+    kept: list[tuple[int, int, int]] = []
+    added: list[tuple[int, Array]] = []
+    start = to = 0
+    for where, removed, k in cuts:  # (an insertion point is never a removed entry)
+        if where > start:
+            kept.append((to, start, where))
+            to, start = to + where - start, where
+        if removed:
+            start = where + 1
+        else:
+            added.append((to, values[k : k + 1]))
+            to += 1
+    if len(column) > start:
+        kept.append((to, start, len(column)))
+        to += len(column) - start
+    return _placed(column, kept, added, to)
+
+
+def _placed(
+    column: Array, kept: list[tuple[int, int, int]], added: list[tuple[int, Array]], size: int
+) -> Array:
+    """The column of `size` entries whose runs column[start:end] go to `to` (`kept`) and whose
+    new entries go to theirs (`added`): in the column's buffer when it fits (each run moved,
+    in the order that reads every entry before it is written over), else in a new buffer with
+    room."""
+    buffer = _buffer(column)
+    if size > len(buffer):
+        out = with_room(size, column.dtype)
+        for to, start, end in kept:
+            out[to : to + end - start] = column[start:end]
+    else:
+        for to, start, end in kept:  # to the left: the leftmost first
+            if to < start:
+                _move(buffer, start, end, to)
+        for to, start, end in reversed(kept):  # to the right: the rightmost first
+            if to > start:
+                _move(buffer, start, end, to)
+        out = buffer[:size]
+    for to, entries in added:
+        out[to : to + len(entries)] = entries
+    return out
+
+
+def _buffer(column: Array) -> Array:
+    """The array `column` is the start of (itself when it owns its entries)."""
+    base = column.base
+    if isinstance(base, np.ndarray) and base.ndim == 1 and base.dtype == column.dtype:
+        if base.flags.owndata and base.ctypes.data == column.ctypes.data:
+            return base
+    return column
+
+
+def _move(buffer: Array, start: int, end: int, to: int) -> None:
+    """buffer[to : to + end - start] = buffer[start:end], MOVE_BLOCK entries at a time, in the
+    order that reads every block before it is written over."""
+    blocks = range(0, end - start, MOVE_BLOCK)
+    for offset in blocks if to < start else reversed(blocks):
+        size = min(MOVE_BLOCK, end - start - offset)
+        buffer[to + offset : to + offset + size] = buffer[start + offset : start + offset + size]
 
 
 @dataclass(slots=True)
@@ -85,12 +194,30 @@ def renumber_column(column: Array, renumber: Array) -> None:
         part[known] = renumber[part[known]]
 
 
+def found_at(column: Array, keys: Array) -> Array:
+    """The positions (ascending) of the entries of `column` that are among `keys` (a few),
+    looked up FIND_BLOCK entries at a time: beside the column, only a block's temporaries
+    (np.isin sorts the whole column with the keys once they are more than about a hundred:
+    over 100 MB for a change of a file defining a few hundred names among 2 million
+    references, tests/unit/test_repomap_splice_memory.py)."""
+    wanted = np.unique(np.asarray(keys, dtype=column.dtype))
+    if not len(wanted) or not len(column):
+        return np.zeros(0, dtype=np.int64)
+    parts = []
+    for start in range(0, len(column), FIND_BLOCK):
+        part = column[start : start + FIND_BLOCK]
+        at = np.searchsorted(wanted, part)
+        np.minimum(at, len(wanted) - 1, out=at)
+        parts.append(start + np.flatnonzero(wanted[at] == part))
+    return np.concatenate(parts)
+
+
 def group_of(groups: Array, keys: Array) -> Array:
     """Each key's group, -1 for a name nobody defines: looked up RENUMBER_BLOCK keys at a time
     into the int32 column, so beside it only a block's positions are held (issue 22: at once,
     the kernel's first map request held 21 bytes a reference and 12 a definition beside the
     columns, 16 MiB for 8,000 of its files)."""
-    out = np.empty(len(keys), dtype=np.int32)
+    out = with_room(len(keys), np.int32)  # (a column of the table: spliced in place)
     for start in range(0, len(keys), RENUMBER_BLOCK):
         part = keys[start : start + RENUMBER_BLOCK]
         at: Array = np.searchsorted(groups, part)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap.columns import rows_of, splice_column, splice_offsets
+from tokend.core.repomap.columns import rows_of, splice_in_place, splice_offsets, with_room
 from tokend.core.repomap.store import TagTable
 
 MAX_DEFINERS = 20  # a name with more definers says nothing of where to look
@@ -72,8 +72,9 @@ def derive_rows(table: TagTable, rows: Array, links: Links = NO_LINKS) -> Edges:
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
 
-    def joined(i: int, dtype: Any) -> Array:
-        return np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype=dtype)
+    def joined(i: int, dtype: Any) -> Array:  # with room for a change's rows (`replaced`)
+        out = with_room(sum(len(p[i]) for p in parts), dtype)
+        return np.concatenate([p[i] for p in parts], out=out) if parts else out
 
     return Edges(offsets, joined(1, np.int32), joined(2, np.float64), joined(3, np.float64))
 
@@ -205,7 +206,8 @@ def renumbered(edges: Edges, remap: Array, rows: int) -> Edges:
 
 
 def replaced(edges: Edges, rows: Array, fresh: Edges) -> Edges:
-    """`edges` with the given rows (ascending) replaced by those of `fresh`."""
+    """`edges` with the given rows (ascending) replaced by those of `fresh`, within the
+    columns' buffers where they fit (`edges` shares them: it is not to be read again)."""
     runs: list[Any] = []
     done = 0
     for k, row in enumerate(rows.tolist()):
@@ -214,9 +216,9 @@ def replaced(edges: Edges, rows: Array, fresh: Edges) -> Edges:
         runs.append((fresh.targets[a:b], fresh.weights[a:b]))
         done = row + 1
     runs.append((done, len(edges.totals)))
-    targets = splice_column(edges.offsets, edges.targets, runs, 0)
-    edges.targets = None  # the old column goes before the next new one is made
-    weights = splice_column(edges.offsets, edges.weights, runs, 1)
+    targets = splice_in_place(edges.offsets, edges.targets, runs, 0)  # (`edges` is spent)
+    edges.targets = None  # (copied when it outgrew its room: the old column goes first)
+    weights = splice_in_place(edges.offsets, edges.weights, runs, 1)
     totals = edges.totals.copy()
     totals[rows] = fresh.totals
     return Edges(splice_offsets(edges.offsets, runs), targets, weights, totals)

@@ -35,6 +35,7 @@ import numpy as np
 from tokend.core.repomap import edges as graph_rows
 from tokend.core.repomap import rank as signals_of
 from tokend.core.repomap.choice import RANK_DECIMALS, chosen_definitions
+from tokend.core.repomap.columns import found_at
 from tokend.core.repomap.edges import MAX_DEFINERS, Edges, renumbered, replaced
 from tokend.core.repomap.links import ImportLinks
 from tokend.core.repomap.packed import PackedTags
@@ -139,10 +140,8 @@ class RepoGraph:
         )
 
     def _referrers(self, keys: Array) -> Array:
-        """Rows of the files that refer to any of `keys`."""
-        if not len(keys):
-            return np.zeros(0, dtype=np.int64)
-        hits = np.flatnonzero(np.isin(self.table.r_key, keys))
+        """Rows of the files that refer to any of `keys` (none: none)."""
+        hits = found_at(self.table.r_key, keys)
         return np.unique(np.searchsorted(self.table.r_off, hits, side="right") - 1)
 
     # -- reads -----------------------------------------------------------------------------

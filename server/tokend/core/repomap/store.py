@@ -10,8 +10,8 @@ key (once the groups below are made, its group, which names the key) and 0-based
 text: the map's text is read from the file when it is shown.
 
 Files are rows in path order. `TagTable.apply` splices the rows of changed files into the
-arrays (a copy of the arrays, never a rebuild of the other rows) and tells what moved: which
-old row became which new one, and which names gained or lost a defining file. One file's packed
+arrays (within each column's buffer when it fits, never a rebuild of the other rows) and tells
+what moved: which old row became which new one, and which names gained or lost a defining file. One file's packed
 tags: core.repomap.packed; the splicing of flat columns: core.repomap.columns.
 
 Every defined name is a group (the sorted keys of the defined names); each definition and each
@@ -33,11 +33,14 @@ import numpy as np
 from tokend.core.repomap.columns import (
     Array,
     Runs,
+    edited_in_place,
+    found_at,
     group_of,
     renumber_column,
     rows_of,
-    splice_column,
+    splice_in_place,
     splice_offsets,
+    with_room,
 )
 from tokend.core.repomap.keys import name_key, sub_words, word_key
 from tokend.core.repomap.packed import KEY, PackedTags
@@ -111,11 +114,12 @@ class TagTable:
             del order
             fresh = np.ones(len(keys), dtype=bool)
             fresh[1:] = (keys[1:] != keys[:-1]) | (rows[1:] != rows[:-1])
-            keys, rows = keys[fresh], rows[fresh]
+            keys = keys[fresh]  # (the definers, edited in place by a change: with room)
+            rows = np.compress(fresh, rows, out=with_room(len(keys), rows.dtype))
             del fresh
             first = np.ones(len(keys), dtype=bool)
             first[1:] = keys[1:] != keys[:-1]
-            self._groups = keys[first]
+            self._groups = np.compress(first, keys, out=with_room(int(first.sum()), KEY))
             self._starts = np.append(np.flatnonzero(first), len(keys)).astype(np.int32)
             self._rows = rows
         return self._groups, self._starts, self._rows
@@ -187,7 +191,7 @@ class TagTable:
                 column = getattr(self, f"{prefix}_{name}", None) if name else None
                 if column is None:  # no such column (the keys of definitions, held by groups)
                     continue
-                setattr(self, f"{prefix}_{name}", splice_column(offsets, column, table_runs, i))
+                setattr(self, f"{prefix}_{name}", splice_in_place(offsets, column, table_runs, i))
                 del column
             setattr(self, f"{prefix}_off", splice_offsets(offsets, table_runs))
         self.paths = runs.paths
@@ -200,15 +204,16 @@ class TagTable:
         column of counts per group). Tells how the groups moved: the old groups no file
         defines any more, and the new names (keys) with where each went among the old."""
         groups, starts, rows = self.definers()
-        self._groups = self._starts = self._rows = None  # the old arrays go as new ones come
-        counts = np.diff(starts)
+        self._groups = self._starts = self._rows = None  # edited in place where they fit
+        counts = with_room(len(starts) - 1, starts.dtype)
+        np.subtract(starts[1:], starts[:-1], out=counts)
         gone = np.zeros(0, dtype=np.int64)  # entries of the dropped rows
         if dropped:
-            gone = np.flatnonzero(np.isin(rows, np.array(dropped, dtype=np.int32)))
+            gone = found_at(rows, np.array(dropped))
             np.subtract.at(counts, np.searchsorted(starts, gone, side="right") - 1, 1)
-            rows = np.delete(rows, gone)
+            rows = edited_in_place(rows, gone, gone[:0], rows[:0])
         if not np.array_equal(remap, np.arange(len(remap))):
-            rows = remap.astype(np.int32)[rows]
+            renumber_column(rows, remap.astype(np.int32))  # (every row kept is >= 0)
         new_names, where = np.zeros(0, dtype=KEY), np.zeros(0, dtype=np.int64)
         new_counts = np.zeros(0, dtype=np.int64)
         if added:
@@ -224,18 +229,16 @@ class TagTable:
             for j in np.flatnonzero(known).tolist():
                 run = rows[at[j] : at[j] + counts[at_group[j]]]
                 at[j] += np.searchsorted(run, new_rows[j])
-            rows = np.insert(rows, at, new_rows)
+            by_place = np.argsort(at, kind="stable")  # (as np.insert takes them)
+            rows = edited_in_place(rows, gone[:0], at[by_place], new_rows[by_place])
             np.add.at(counts, at_group[known], 1)
             new_names, new_counts = np.unique(new_keys[~known], return_counts=True)
             where = np.searchsorted(groups, new_names)
         del starts
         vanished = np.flatnonzero(counts == 0)  # old groups nobody defines now
-        if len(vanished):
-            groups, counts = np.delete(groups, vanished), np.delete(counts, vanished)
-        if len(new_names):
-            inserted = where - np.searchsorted(vanished, where)
-            groups = np.insert(groups, inserted, new_names)
-            counts = np.insert(counts, inserted, new_counts.astype(counts.dtype))
+        inserted = where - np.searchsorted(vanished, where)
+        groups = edited_in_place(groups, vanished, inserted, new_names)
+        counts = edited_in_place(counts, vanished, inserted, new_counts.astype(counts.dtype))
         self._groups, self._rows = groups, rows
         self._starts = np.zeros(len(counts) + 1, dtype=np.int32)
         np.cumsum(counts, out=self._starts[1:])
@@ -249,19 +252,22 @@ class TagTable:
         groups = self._groups
         assert groups is not None and self.d_group is not None and self.r_group is not None
         if len(vanished) or len(new_names):
-            renumber = np.zeros(old_count + 1, dtype=np.int32)  # old group -> new group
-            np.add.at(renumber, where, 1)
-            np.subtract.at(renumber, vanished + 1, 1)
-            np.cumsum(renumber, out=renumber)
-            renumber = renumber[:old_count]
-            renumber += np.arange(old_count, dtype=np.int32)
+            renumber = np.arange(old_count, dtype=np.int32)  # old group -> new group
+            steps = np.concatenate([where, vanished + 1])  # each shifts the groups from it on
+            order = np.argsort(steps, kind="stable")  # (one column of groups, not three)
+            by = np.cumsum(np.where(order < len(where), 1, -1))
+            ends = np.append(steps[order][1:], old_count)
+            for start, end, shift in zip(
+                steps[order].tolist(), ends.tolist(), by.tolist(), strict=True
+            ):
+                renumber[start:end] += shift
             renumber[vanished] = -1
             for column in (self.d_group, self.r_group):
                 renumber_column(column, renumber)
             del renumber
-        lookup = self.r_group == -2
+        lookup = found_at(self.r_group, np.array([-2]))  # the new rows' entries
         if len(new_names):
-            lookup |= np.isin(self.r_key, new_names)
+            lookup = np.union1d(lookup, found_at(self.r_key, new_names))
         self.r_group[lookup] = group_of(groups, self.r_key[lookup])
 
 
