@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -24,8 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.daemon import _Client, _env, _Processes
-from bench.kernel import BUDGET, MODEL, _Session, kernel_tree
+from bench.daemon import _env, _Processes
+from bench.kernel import BUDGET, MODEL, _Session, connect, kernel_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_S = 0.25
@@ -133,15 +132,7 @@ def account(server: Path, tree: Path) -> dict[str, Any]:
     try:
         daemon = procs.daemon(sock)
         sampler = Sampler(daemon.pid)
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(str(sock))
-        client = _Client(conn.fileno(), conn.fileno(), conn)
-        client.request(
-            "initialize",
-            {"processId": None, "rootUri": None, "clientInfo": {"name": "bench-account"},
-             "capabilities": {"window": {"workDoneProgress": True}}},
-        )  # fmt: skip
-        client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        conn, client = connect(sock, "bench-account")
         sampler.sample()
         threading.Thread(target=sampler.run, daemon=True).start()
         marks["start"] = time.monotonic()
