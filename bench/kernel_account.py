@@ -197,7 +197,37 @@ def _tables(got: dict[str, Any]) -> str:
             + " | ".join(f"{u:.1f}" for u in used)
             + f" | {nobody:.1f} | {r1 - r0:.1f} | {asleep:.1f} |"
         )
+    rows.append(_request_row(sampler, marks))
     return "\n".join(rows)
+
+
+REQUEST_THREAD = "tokend-work"  # the service's worker threads: the map request runs on one
+
+
+def _request_row(sampler: Sampler, marks: dict[str, float]) -> str:
+    """The first map request's own work: from the first sample after the tags in which a
+    `tokend-work` thread used CPU, to the answer; beside its CPU and the build thread's
+    (warming the graph, then the checkpointer's first walk) meanwhile."""
+    if "tagged" not in marks:
+        return ""
+    _, by0, _, _ = sampler.at(marks["tagged"])
+    began = next(
+        (t for t, by, _, _ in sampler.series
+         if t > marks["tagged"] and by.get(REQUEST_THREAD, 0.0) > by0.get(REQUEST_THREAD, 0.0)),
+        None,
+    )  # fmt: skip
+    if began is None:
+        return ""
+    _, by1, _, _ = sampler.at(began - SAMPLE_S)
+    _, by2, _, _ = sampler.at(marks["mapped"])
+    cpu = by2.get(REQUEST_THREAD, 0.0) - by1.get(REQUEST_THREAD, 0.0)
+    build = by2.get("tokend-index", 0.0) - by1.get("tokend-index", 0.0)
+    return (
+        f"\nThe map request, from its first CPU (sampled: up to {SAMPLE_S} s early) to its "
+        f"answer: {marks['mapped'] - began + SAMPLE_S:.1f} s wall, {cpu:.1f} CPU s of its "
+        f"thread; the build thread (the graph warmed, then the checkpointer's first walk) used "
+        f"{build:.1f} CPU s meanwhile."
+    )
 
 
 def _family(name: str) -> str:
