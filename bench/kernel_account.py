@@ -9,7 +9,7 @@ schedstat (time on a CPU, time runnable waiting for one); a worker's wall time a
 is the time it slept (waiting for its next batch, or for the daemon to read its answers). The
 CPU of workers that ended (retired) is read from the daemon's cutime + cstime. A thread that
 ended between two samples loses at most SAMPLE_S of its CPU. `python -m bench.kernel_account`
-prints the section (this tree only: the accounting is what decides what to change).
+prints the section: this tree's daemon, then bench.kernel's BEFORE_REV's (KERNEL_BEFORE=0: not).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.baseline import baseline_tree
 from bench.daemon import _env, _Processes
-from bench.kernel import BUDGET, MODEL, _Session, connect, kernel_tree
+from bench.kernel import BEFORE_REV, BUDGET, MODEL, _Session, connect, kernel_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_S = 0.25
@@ -237,7 +238,16 @@ def _family(name: str) -> str:
 
 
 def run() -> str:
-    return _tables(account(ROOT / "server", kernel_tree()))
+    """This tree's daemon, then (unless KERNEL_BEFORE=0) the one of bench.kernel's BEFORE_REV
+    (KERNEL_BEFORE_REV), one after the other on the same tree."""
+    tree = kernel_tree()
+    out = "\n\nThis tree:" + _tables(account(ROOT / "server", tree))
+    if os.environ.get("KERNEL_BEFORE", "1") != "0":
+        with baseline_tree(BEFORE_REV) as before_tree:
+            if before_tree is not None:
+                got = account(before_tree / "server", tree)
+                out += f"\n\nBefore ({BEFORE_REV}):" + _tables(got)
+    return out
 
 
 if __name__ == "__main__":
