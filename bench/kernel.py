@@ -215,6 +215,21 @@ def worker_cpu(server: Path, tree: Path, files: int = CPU_FILES) -> dict[str, fl
     return dict(json.loads(done.stdout))
 
 
+def connect(sock: Path, name: str) -> tuple[socket.socket, _Client]:
+    """A client of the daemon listening on `sock`, initialized, that declares
+    `window.workDoneProgress` (the daemon then reports the walk's and the tags' progress)."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(sock))
+    client = _Client(conn.fileno(), conn.fileno(), conn)
+    client.request(
+        "initialize",
+        {"processId": None, "rootUri": None, "clientInfo": {"name": name},
+         "capabilities": {"window": {"workDoneProgress": True}}},
+    )  # fmt: skip
+    client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    return conn, client
+
+
 def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
     """Every figure of one daemon (its code from `server`) on the tree, cold."""
     base = Path(tempfile.mkdtemp(prefix="tkkn-"))
@@ -241,15 +256,7 @@ def _one_daemon(server: Path, tree: Path) -> dict[str, Any]:
         threading.Thread(target=sample, daemon=True).start()
         threading.Thread(target=_fine_peaks, args=(daemon.pid, phase, stop, f), daemon=True).start()
         f["rss_start"] = _rss_mib(daemon.pid)
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        conn.connect(str(sock))
-        client = _Client(conn.fileno(), conn.fileno(), conn)
-        client.request(
-            "initialize",
-            {"processId": None, "rootUri": None, "clientInfo": {"name": "bench-kernel"},
-             "capabilities": {"window": {"workDoneProgress": True}}},
-        )  # fmt: skip
-        client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        conn, client = connect(sock, "bench-kernel")
         started = time.perf_counter()
         s = _Session(client, started)
         uri = tree.as_uri()

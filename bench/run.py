@@ -35,6 +35,7 @@ SECTIONS = [
     "checkpoint_store",
     "workspace",
     "kernel",
+    "kernel_account",
     "ranking",
     "repomap_eval",
     "repomap_ablate",

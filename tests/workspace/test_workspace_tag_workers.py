@@ -54,6 +54,33 @@ def test_a_worker_past_its_memory_bound_retires_and_nothing_is_lost() -> None:
     assert got == [parser.tags(language, source) for _, language, source in work]
 
 
+def test_the_last_files_of_a_chunk_go_out_a_few_at_a_time(monkeypatch) -> None:
+    """A build's chunk of 500 small files for 2 real workers: whole batches first, then
+    smaller ones, the last two of one file each, so at the chunk's end neither worker sits idle
+    while the other parses a whole batch (the build waits for both before its next chunk).
+    Main: the last two batches sent were 16 and 4 files."""
+    sent: list[list[int]] = []
+
+    def recording(stream, value):  # the daemon's side of the pipe: what each batch held
+        if isinstance(value, list):
+            sent.append([index for index, _, _ in value])
+        real_send(stream, value)
+
+    real_send = tag_workers.send
+    monkeypatch.setattr(tag_workers, "send", recording)
+    work = [(f"f{i}.c", "c", b"int f%d(void) { return g(); }\n" % i) for i in range(500)]
+    with TagWorkers(2) as workers:
+        got = workers.parse_packed(work)
+    assert all(text.startswith('{"d":[["f') for text, _, _ in got)  # each file's own tags
+    assert sorted(i for batch in sent for i in batch) == list(range(500))  # each file once
+    assert len(sent[0]) == tag_workers.BATCH_FILES
+    assert [len(batch) for batch in sent[-2:]] == [1, 1]
+    left = 500  # no batch held more than a worker's share of the files still to go
+    for batch in sent:
+        assert len(batch) <= max(1, left // 2)
+        left -= len(batch)
+
+
 def _tree(tmp_path: Path) -> Path:
     """tokend's own source, and enough small files that a build starts the pool."""
     tree = tmp_path / "tree"

@@ -4,7 +4,8 @@ event loop waits for. A TagWorkers is a few child processes (one per core), each
 interpreter (`python -m tokend.adapters.tag_workers`: the parser and the grammars, nothing of
 the daemon) reading work from its stdin and writing tags to its stdout.
 
-- Work goes out in batches of files (`BATCH_FILES`, at most `BATCH_BYTES` but for one file);
+- Work goes out in batches of files (`BATCH_FILES`, at most `BATCH_BYTES` but for one file;
+  smaller toward the end of the work, so the workers finish together);
   each file's tags come back on their own, in order, so when a worker dies (a grammar that
   crashes on a file, the OOM killer) the file it was on is known: that file gets no tags and
   an error (logged), the worker is replaced, and the rest of its batch goes on.
@@ -136,7 +137,7 @@ class TagWorkers:
         """Each file's tags as JSON text and packed, by the workers (the calling thread moves
         bytes): the tags but for their definitions and references, which the packing holds."""
         results: list[Parsed | None] = [None] * len(work)
-        pending = _batches(work)
+        pending = _batches(work, self.size)
         pending.reverse()  # popped from the end: first batch first
         while len(self._workers) < self.size:
             self._workers.append(_Worker(self.rss_limit))
@@ -214,14 +215,21 @@ class TagWorkers:
         return replacement
 
 
-def _batches(work: Sequence[Work]) -> list[list[int]]:
+def _batches(work: Sequence[Work], workers: int) -> list[list[int]]:
+    """The work's indexes in batches, in order: at most BATCH_FILES files and BATCH_BYTES (but
+    for one file), and no more than a worker's share of the files still to go, so the last
+    files go out a few at a time and the workers finish together (the caller waits for the
+    last one: with whole batches to the end, a worker sat idle for up to a batch at the end of
+    each of a build's chunks)."""
     out: list[list[int]] = []
     batch: list[int] = []
-    held = 0
+    held, cap = 0, BATCH_FILES
     for index, (_path, _language, source) in enumerate(work):
-        if batch and (len(batch) >= BATCH_FILES or held + len(source) > BATCH_BYTES):
+        if batch and (len(batch) >= cap or held + len(source) > BATCH_BYTES):
             out.append(batch)
             batch, held = [], 0
+        if not batch:
+            cap = max(1, min(BATCH_FILES, (len(work) - index) // workers))
         batch.append(index)
         held += len(source)
     if batch:
