@@ -19,14 +19,22 @@ import logging
 log = logging.getLogger(__name__)
 
 
-@functools.cache
-def _malloc_trim() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+def _libc(symbol: str) -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    """The C library's function `symbol`; None where the library or the function does not
+    exist (musl, macOS)."""
     name = ctypes.util.find_library("c")
     if name is None:
         return None
     try:
-        trim = ctypes.CDLL(name).malloc_trim
+        return getattr(ctypes.CDLL(name), symbol)
     except (OSError, AttributeError):
+        return None
+
+
+@functools.cache
+def _malloc_trim() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    trim = _libc("malloc_trim")
+    if trim is None:
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
@@ -43,12 +51,8 @@ def one_arena() -> bool:
     mark of what that thread once freed (the map requests' worker threads, the tags' build
     thread), so the daemon settled tens of MiB above what it holds (issue 22: on the kernel,
     after the first map, 458 MiB with one arena against 482 with the default)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
+    mallopt = _libc("mallopt")
+    if mallopt is None:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
