@@ -25,8 +25,9 @@ from tokend.lsp.convert import to_wire_snapshot
 from tokend.lsp.host import ServerHost, StandaloneHost
 from tokend.lsp.notices import hear_settled_restores, hear_spend_notices
 from tokend.lsp.protocol import TokendProtocol, shared_converter
-from tokend.lsp.wire import to_wire
+from tokend.lsp.wire import JsonText, to_wire
 from tokend.lsp.wire.budget import BudgetDidChangeParams
+from tokend.lsp.wire.repomap import RepoMapResult
 from tokend.service.app import App
 from tokend.service.workspace.closing import WorkspaceUser, serving
 from tokend.service.workspace.documents import OpenDocuments
@@ -64,6 +65,8 @@ class TokendServer(LanguageServer):
         self.ended = False  # after shutdown or the connection's close: nothing is watched again
         self.workspace_user = WorkspaceUser(f"{type(host).__name__} {id(self):x}")
         self.documents = OpenDocuments()  # this connection's open documents (lsp/documents.py)
+        # repoMap/get's last map (compared with the next one) and the reply sent for it
+        self.last_repo_map: tuple[object, JsonText | RepoMapResult] | None = None
 
     def serve_workspaces(self) -> None:
         """Call in the connection's own task: the workspaces its requests open count it as

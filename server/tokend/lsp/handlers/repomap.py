@@ -18,8 +18,6 @@ from tokend.lsp.wire.repomap import RankedFileWire, RepoMapParams, RepoMapResult
 from tokend.service.repomap.session_map import RepoMap, map_ready, session_map
 from tokend.service.workspace.session_files import session_index
 
-_LAST_REPLY = "_tokend_last_repo_map"  # the connection's last map and its reply's text
-
 
 async def get(ls: TokendServer, params: RepoMapParams) -> JsonText | RepoMapResult:
     p, service = params, ls.service
@@ -33,16 +31,16 @@ async def get(ls: TokendServer, params: RepoMapParams) -> JsonText | RepoMapResu
     if p.focus is not None:
         files = frozenset(index.relative(f) for f in p.focus.files)
         focus = Focus(files, frozenset(p.focus.identifiers), p.focus.text)
-    last: tuple[RepoMap, JsonText | RepoMapResult] | None = ls.__dict__.get(_LAST_REPLY)
+    last = ls.last_repo_map
 
     def reply() -> tuple[RepoMap, JsonText | RepoMapResult]:
         found = session_map(workspaces, data, p.budget_tokens, focus)
         if last is not None and last[0] == found:
-            return last
+            return found, last[1]
         return found, reply_text(found)
 
     found, text = await service.workers.run(reply)
-    ls.__dict__[_LAST_REPLY] = (found, text)
+    ls.last_repo_map = (found, text)
     return text
 
 
