@@ -75,6 +75,8 @@ class RenderCache:
         ids = list(map(id, wires))
         _, held_ids, ends, text = self._joined
         same = _common_prefix(ids, held_ids)
+        if same == len(ids) == len(held_ids):
+            return text  # the very list again (a warm assembly of an unchanged session)
         new_ends = ends[:same]
         pieces = [text[: new_ends[-1]]] if same else ["["]
         position = new_ends[-1] if same else 1
