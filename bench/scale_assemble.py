@@ -36,9 +36,9 @@ from typing import Any
 
 from bench.append_order import Daemon
 from bench.baseline import ROOT, baseline_tree
-from bench.scale_session import MODEL, WINDOW, _restart, pipelined, short_turns
+from bench.scale_session import MODEL, WINDOW, _cpu_s, _restart, pipelined, short_turns
 
-TIP_REV = "67ade8c"  # main as this stop's work branched from it
+TIP_REV = "46d4bc5"  # main as this stop's work branched from it
 SIZES = (5_000, 10_000)
 CALLS = 20
 BESIDE_EVERY_S = 0.02  # the other connection's pace while a cold assemble runs
@@ -121,13 +121,16 @@ def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
             out["errors"] += pipelined(client, sid, turns[done:size])[1]
             done = size
             client.request("context/assemble", params)  # warm, as a live session is
+            cpu = _cpu_s(daemon.processes.started[-1].pid)
             trips = [_round_trip(client, params)[0] for _ in range(CALLS)]
+            cpu_ms = (_cpu_s(daemon.processes.started[-1].pid) - cpu) * 1000 / CALLS
             frames = [_frame(client, params) for _ in range(CALLS)]
             out["warm"][size] = {
                 "round_trip": statistics.median(trips),
                 "frame": statistics.median(f[0] for f in frames),
                 "parse": statistics.median(f[1] for f in frames),
                 "mb": len(frames[-1][2]) / 1e6,
+                "cpu_ms": cpu_ms,
             }
         before = _round_trip(client, params)[1]
         other = client.request("session/create", {"model": MODEL, "contextWindow": WINDOW})
@@ -167,20 +170,22 @@ def _section(results: dict[str, dict[str, Any]]) -> str:
         "on every reply) appended to each size, then `context/assemble` (openai, a system "
         f"prompt) {CALLS} times warm: p50 of the round trip (the bench's client parses the "
         "reply), of the time to the reply's last byte (read, not parsed) and of the client's "
-        "parse alone. Then a restart and the first `context/assemble`; another restart, a "
+        "parse alone, and the daemon's CPU per round trip (/proc: less sensitive to the load "
+        "than the times). Then a restart and the first `context/assemble`; another restart, a "
         "2-message session's assemble (it loads the tokenizer), then the long session's first. "
         "While the first assemble after a restart runs, another connection asks "
         "`budget/snapshot` of the same session every 20 ms: how many were answered before "
         "the assemble's reply began, and the longest of them. Beside the main this work branched "
         f"from ({TIP_REV}), same run.\n",
-        "| daemon | messages | reply | round trip p50 | to the last byte p50 | client's parse p50 |",
-        "|---|---|---|---|---|---|",
+        "| daemon | messages | reply | round trip p50 | to the last byte p50 | client's parse p50 "
+        "| the daemon's CPU per call |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, got in results.items():
         for size, warm in got["warm"].items():
             lines.append(
                 f"| {name} | {size:,} | {warm['mb']:.1f} MB | {warm['round_trip']:.1f} ms | "
-                f"{warm['frame']:.1f} ms | {warm['parse']:.1f} ms |"
+                f"{warm['frame']:.1f} ms | {warm['parse']:.1f} ms | {warm['cpu_ms']:.1f} ms |"
             )
     lines += [
         "",

@@ -31,7 +31,7 @@ from bench.append_order import Daemon
 from bench.baseline import ROOT, baseline_tree
 from bench.daemon import _rss_mib
 
-BEFORE_REV = "67ade8c"  # main before this stop's session work (flat appends already in)
+BEFORE_REV = "46d4bc5"  # main before this stop's work (fewer statements per append)
 MODEL = "gpt-4o"
 WINDOW = 1_000_000_000  # large: nothing is refused or compacted as the context grows
 IN_FLIGHT = 16

@@ -92,3 +92,37 @@ async def test_frames_written_from_worker_threads_arrive_whole_and_in_order() ->
     outbox.close()
     messages = await asyncio.to_thread(_read_all, client)
     assert [m["id"] for m in messages] == list(range(500))
+
+
+async def test_a_reply_that_quotes_a_droppable_method_is_not_parsed_to_be_kept(
+    monkeypatch: Any,
+) -> None:
+    """Found (issue 22): every reply frame was searched for the droppable methods' names and,
+    when it held one (a context/assemble whose tool calls send `{"method":
+    "budget/didChange"}`, megabytes), parsed whole on the event loop only to find its "id".
+    A body that starts with its "id" (as lsp/connection.py writes replies) is a reply: kept,
+    not parsed (main: one json.loads of it)."""
+    from tokend.daemon import outbox as outbox_module
+
+    parsed: list[int] = []
+    real = outbox_module.json.loads
+
+    def loads(body: Any, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(len(body))
+        return real(body, *args, **kwargs)
+
+    monkeypatch.setattr(outbox_module.json, "loads", loads)
+    outbox, client = await _outbox_on_socketpair(soft_limit_bytes=SOFT_LIMIT)
+    tool_use = {"type": "tool_use", "input": {"method": "budget/didChange"}}  # as sent
+    body = json.dumps({"id": 7, "jsonrpc": "2.0", "result": {"messages": [tool_use]}}).encode()
+    frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    assert b'"method": "budget/didChange"' in frame
+    outbox.write(frame)
+    outbox.write(_gauge(1))  # a notification is still looked at (and parsed)
+    outbox.close()
+    await outbox.wait_closed()
+    by_outbox = list(parsed)
+    got = await asyncio.to_thread(_read_all, client)
+    client.close()
+    assert by_outbox == [len(_gauge(1).partition(b"\r\n\r\n")[2])]  # main: the reply's too
+    assert [m.get("id") for m in got] == [7, None]

@@ -204,6 +204,11 @@ class Store(Protocol):
         whose id is already stored raises AlreadyStored."""
         ...
 
+    def commit_changes(self, session_id: str, changes: Sequence[SessionCommit]) -> None:
+        """Several changes of one session, in order, in ONE transaction: all or nothing (as
+        commit_change for each)."""
+        ...
+
     def hold(self, session_id: str) -> AbstractContextManager[HeldChange]:
         """A transaction holding the session's lock until it ends (no other process changes
         the session meanwhile); its `commit_change` commits in it."""

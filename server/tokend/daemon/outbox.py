@@ -8,14 +8,12 @@ the event loop or any other connection. Memory per connection is bounded:
   (gauge updates such as `budget/didChange`, where only the newest matters) are dropped;
   responses and other messages are never dropped;
 - with more than `hard_limit_bytes` of undroppable frames already queued, the client is not
-  reading at all: the connection is aborted (the editor's forwarder exits, and the editor
-  restarts it);
+  reading at all: the connection is aborted (the editor's forwarder exits and restarts);
 - one frame over `hard_limit_bytes` is never queued: a reply is replaced by a ReplyTooLarge
   error for its id (the connection stays), anything else is dropped and logged.
 
-The connection's reader waits while the queue is long (see Connection.ready_to_read), so a
-client that does not read its replies stops being read, not served without end; progress
-callbacks tell it when the queue has moved.
+The connection's reader waits while the queue is long (Connection.ready_to_read): a client that
+does not read its replies stops being read; progress callbacks tell it when the queue moved.
 
 At most about `transport_high_water_bytes` sit in the socket transport's own buffer; the rest
 waits in the queue, where it can still be dropped. A big frame goes to the transport a slice
@@ -191,6 +189,11 @@ class Outbox:
         return b"Content-Length: %d\r\n\r\n%s" % (len(encoded), encoded)
 
     def _is_droppable(self, frame: bytes) -> bool:
+        """A notification of a droppable method; a body that starts with its "id" (a reply, of
+        megabytes for a context/assemble) is not one, neither searched nor parsed."""
+        body_at = frame.find(b"\r\n\r\n", 0, 256) + 4  # the header: its first bytes
+        if body_at >= 4 and frame.startswith(b'{"id"', body_at):
+            return False
         if not any(needle in frame for needle in self._needles):
             return False
         _, _, body = frame.partition(b"\r\n\r\n")

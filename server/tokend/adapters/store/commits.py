@@ -10,6 +10,7 @@ from sqlalchemy import CursorResult, update
 from sqlalchemy.orm import Session
 
 from tokend.adapters.store import rows
+from tokend.adapters.store.append_rows import append_in
 from tokend.adapters.store.feed import ChangeFeed
 from tokend.adapters.store.grown_rows import rewrite_message
 from tokend.adapters.store.models import MessageRow
@@ -75,9 +76,10 @@ def commit_in(
     if part_ids and commit.pruned_at is None:
         raise ValueError("pruned_at is needed to mark parts")
     version = commit.version
-    if version is not None:
+    appended = append_in(session, session_id, commit, feed)  # an append: its row, its message
+    if version is not None and not appended:
         rows.move_version(session, session_id, *version)
-    if commit.message is not None:
+    if commit.message is not None and not appended:
         new = None if version is None else version[1]
         insert_message(session, commit.message, new, commit.message_tokens)
     rewrite_message(session, session_id, commit)  # grown, recounted
@@ -98,6 +100,8 @@ def commit_in(
             )
     if commit.tool_outputs:
         rows.insert_tool_outputs(session, session_id, commit.tool_outputs)
+    if appended:
+        return  # the row's figures and the notification went with the append's update
     set_fields(session, session_id, commit.fields)
     if version is not None and feed is not None:
         session.execute(feed.notify_statement(session_id, version[1]))

@@ -35,8 +35,11 @@ class ChangeFeed:
         self._engine = engine
 
     def notify_statement(self, session_id: str, version: int) -> Select[Any]:
-        payload = json.dumps({"s": session_id, "v": version, "o": self.origin})
-        return select(func.pg_notify(CHANNEL, payload))
+        return select(func.pg_notify(CHANNEL, self.payload(session_id, version)["payload"]))
+
+    def payload(self, session_id: str, version: int) -> dict[str, str]:
+        """The notification's payload of a change, as a statement's parameter "payload"."""
+        return {"payload": json.dumps({"s": session_id, "v": version, "o": self.origin})}
 
     def listen(self, on_change: OnChange) -> Callable[[], None]:
         """Call `on_change(session_id, version)` (from a thread) for each change another daemon

@@ -82,7 +82,12 @@ def move_version(session: Session, session_id: str, expected: int, new: int) -> 
     current = session.scalar(select(_sessions.c.version).where(_sessions.c.id == session_id))
     if current is None:
         raise SessionNotFound(f"session {session_id} not found")
-    raise ChangedElsewhere(
+    raise changed_elsewhere(session_id, current, expected)
+
+
+def changed_elsewhere(session_id: str, current: int, expected: int) -> ChangedElsewhere:
+    """The error of a compare-and-set that found the session at `current`, not `expected`."""
+    return ChangedElsewhere(
         f"session {session_id} is at version {current}, not {expected}: it was changed by "
         "another daemon sharing the database; fetch budget/snapshot and retry",
         {"currentVersion": int(current)},

@@ -11,7 +11,7 @@ sessions are soft-deleted (deleted_at), pruned parts only marked (compacted_at).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Self
 
@@ -154,6 +154,18 @@ class SqlStore:
                 commits.commit_in(session, session_id, commit, self._feed)
         except StoreError as exc:
             self._raise_if_stored(commit.message, exc)
+            raise
+
+    def commit_changes(self, session_id: str, changes: Sequence[SessionCommit]) -> None:
+        """Several changes of one session, in order, in ONE transaction (a group commit of
+        appends: service.session.group_commit); all of them or none."""
+        try:
+            with self._writing() as session:
+                for commit in changes:
+                    commits.commit_in(session, session_id, commit, self._feed)
+        except StoreError as exc:
+            for commit in changes:
+                self._raise_if_stored(commit.message, exc)
             raise
 
     @contextmanager

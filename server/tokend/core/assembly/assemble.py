@@ -85,6 +85,9 @@ class AssemblyRequest:
     # Known totals per message id (parts + framing, pruned parts as placeholders), counted for
     # THIS format; a caller that keeps them saves summing every part on every assembly.
     message_tokens: Mapping[str, int] | None = None
+    # With `message_tokens`: their sum over the whole `history` (a log keeps it as it grows,
+    # core.session.message_log); the history chunk is then that less the current turn's.
+    history_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +130,12 @@ def assemble(request: AssemblyRequest) -> Assembly:
         "system": _text_tokens(req.system, req.system_tokens, req.count, "the system prompt"),
     }
     pruned_tokens = _pruned_tokens(req)
+    known_total = req.history_tokens if req.message_tokens is not None else None
     for name, messages in groups.items():
-        tokens[name] = _messages_tokens(messages, req, pruned_tokens)
+        known = name == "history" and known_total is not None  # no lookup per message
+        tokens[name] = 0 if known else _messages_tokens(messages, req, pruned_tokens)
+    if known_total is not None:
+        tokens["history"] = known_total - tokens["current"]
     tokens["current"] += req.reply_priming_tokens
     warnings: list[str] = []
     total = sum(tokens.values()) - tokens["reminder"]
@@ -160,16 +167,20 @@ def _build(
         ends["system"] = joiner.end_position()
     summary_blocks: list[dict[str, Any]] = []  # Anthropic: summaries go to the system field
     for name, messages in groups.items():
-        if cache is not None and name in ("history", "current"):
-            rendered: Iterable[WireMessage] = cache.render_all(messages, fmt)
+        summary_led = fmt == "anthropic" and bool(messages) and _leads_with_summary(messages[0])
+        if cache is not None and name == "history" and not summary_led:
+            cache.joined_history.extend(joiner, messages, lambda ms: cache.render_all(ms, fmt))
         else:
-            rendered = (wire for message in messages for wire in render_message(message, fmt))
-        if fmt == "anthropic" and messages and _leads_with_summary(messages[0]):
-            blocks, rendered = split_system_blocks(list(rendered), fmt)
-            summary_blocks.extend(blocks)
-            if not rendered:
-                continue
-        joiner.extend(rendered)
+            if cache is not None and name in ("history", "current"):
+                rendered: Iterable[WireMessage] = cache.render_all(messages, fmt)
+            else:
+                rendered = (wire for message in messages for wire in render_message(message, fmt))
+            if summary_led:
+                blocks, rendered = split_system_blocks(list(rendered), fmt)
+                summary_blocks.extend(blocks)
+                if not rendered:
+                    continue
+            joiner.extend(rendered)
         if messages:
             ends[name] = joiner.end_position()
     out = joiner.finish()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 
+from tokend.core.assembly.join_prefix import JoinedHistory
 from tokend.core.assembly.wire_formats import WireFormat, WireMessage, render_message
 from tokend.core.types import Message, StoredPart
 
@@ -28,6 +29,8 @@ class RenderCache:
         # theirs), their ids, where each one's text ends in the joined text, and that text
         self._joined: tuple[list[WireMessage], list[int], list[int], str] = ([], [], [], "")
         self._system: WireMessage | None = None
+        # The last history joined, for a warm assembly to go on from (join_prefix.py)
+        self.joined_history = JoinedHistory()
 
     def render(self, message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
         entries = self._by_format.setdefault(fmt, {})
@@ -72,6 +75,8 @@ class RenderCache:
         ids = list(map(id, wires))
         _, held_ids, ends, text = self._joined
         same = _common_prefix(ids, held_ids)
+        if same == len(ids) == len(held_ids):
+            return text  # the very list again (a warm assembly of an unchanged session)
         new_ends = ends[:same]
         pieces = [text[: new_ends[-1]]] if same else ["["]
         position = new_ends[-1] if same else 1
@@ -102,6 +107,7 @@ class RenderCache:
         self._by_format.clear()
         self._json.clear()
         self._joined = ([], [], [], "")
+        self.joined_history.clear()
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._by_format.values())

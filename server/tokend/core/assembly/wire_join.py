@@ -25,7 +25,7 @@ class Joiner:
         self.fmt = fmt
         self.messages: list[WireMessage] = []
         self.warnings: list[str] = []
-        self._pending: dict[str, str] = {}  # tool call id -> tool name, awaiting a result
+        self.pending: dict[str, str] = {}  # tool call id -> tool name, awaiting a result
 
     def add(self, wire: WireMessage) -> None:
         self.extend((wire,))
@@ -38,7 +38,7 @@ class Joiner:
             self._extend_anthropic(wires)
 
     def _extend_openai(self, wires: Iterable[WireMessage]) -> None:
-        append, pending = self.messages.append, self._pending
+        append, pending = self.messages.append, self.pending
         for wire in wires:
             if wire.get("role") != "tool" and not pending:  # an item without a role too
                 append(wire)
@@ -50,7 +50,7 @@ class Joiner:
                 self._add_openai(wire)
 
     def _extend_anthropic(self, wires: Iterable[WireMessage]) -> None:
-        out, pending = self.messages, self._pending
+        out, pending = self.messages, self.pending
         last = out[-1]["role"] if out else None
         for wire in wires:
             content = wire["content"]
@@ -89,7 +89,7 @@ class Joiner:
 
     def _add_openai(self, wire: WireMessage) -> None:
         if wire.get("role") == "tool":
-            if self._pending.pop(wire["tool_call_id"], None) is not None:
+            if self.pending.pop(wire["tool_call_id"], None) is not None:
                 self.messages.append(wire)
                 return
             self.warnings.append(
@@ -99,15 +99,15 @@ class Joiner:
         self._answer_pending_openai()
         self.messages.append(wire)
         for call in wire.get("tool_calls") or ():
-            self._pending[call["id"]] = call["function"]["name"]
+            self.pending[call["id"]] = call["function"]["name"]
 
     def _answer_pending_openai(self) -> None:
-        for call_id, name in self._pending.items():
+        for call_id, name in self.pending.items():
             self.warnings.append(f"tool call {call_id} ({name}) had no result; sent a placeholder")
             self.messages.append(
                 {"role": "tool", "tool_call_id": call_id, "content": UNANSWERED_TOOL_CALL}
             )
-        self._pending.clear()
+        self.pending.clear()
 
     def _add_anthropic(self, wire: WireMessage) -> None:
         out = self.messages
@@ -123,14 +123,14 @@ class Joiner:
                 out.append(wire)
             for block in wire["content"]:
                 if block["type"] == "tool_use":
-                    self._pending[block["id"]] = block["name"]
+                    self.pending[block["id"]] = block["name"]
             return
         results: list[dict[str, Any]] = []
         others: list[dict[str, Any]] = []
         for block in wire["content"]:
             if block["type"] != "tool_result":
                 others.append(block)
-            elif self._pending.pop(block["tool_use_id"], None) is not None:
+            elif self.pending.pop(block["tool_use_id"], None) is not None:
                 results.append(block)
             else:
                 self.warnings.append(
@@ -141,7 +141,7 @@ class Joiner:
 
     def _answer_pending_anthropic(self) -> None:
         placeholders = []
-        for call_id, name in self._pending.items():
+        for call_id, name in self.pending.items():
             self.warnings.append(f"tool call {call_id} ({name}) had no result; sent a placeholder")
             placeholders.append(
                 {
@@ -151,7 +151,7 @@ class Joiner:
                     "is_error": True,
                 }
             )
-        self._pending.clear()
+        self.pending.clear()
         if placeholders:
             self._add_user_blocks(placeholders, [])
 

@@ -156,6 +156,7 @@ def _build(
         render_cache=state.render_cache,
         # The session's totals are counted for its model's format; another format recounts.
         message_tokens=data.message_tokens if inp.format == counter.format else None,
+        history_tokens=data.log.total_tokens,
     )
     assembly = assemble(request)
     if workspace_warnings or spend_warnings:

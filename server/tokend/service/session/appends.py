@@ -117,9 +117,14 @@ class Appends:
             )
         )
         await turn.wait()
-        check_answers(state.data, parts)
-        try:
-            applied = await state.apply_async(change, if_version, self._workers.submit)
+        try:  # committed with the appends queued beside it (group_commit.py); its turn given up
+            applied = await state.appends.apply(
+                change,
+                lambda data: check_answers(data, parts),
+                if_version,
+                self._workers.submit,
+                turn.release,
+            )
         except AlreadyStored as exc:  # the same id appended meanwhile (another connection)
             again = self._answer_stored(state, message_id or "", exc.stored)
             if again is None:

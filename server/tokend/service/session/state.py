@@ -38,6 +38,7 @@ from tokend.core.statusline.row import KEY as STATUS_KEY
 from tokend.core.statusline.row import status_row
 from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge, SessionInfo
 from tokend.service.session.change_commit import change_commit
+from tokend.service.session.group_commit import AppendQueue
 from tokend.service.session.turns import Submit, Turn, Turns, committed
 
 T = TypeVar("T")
@@ -71,6 +72,7 @@ class SessionState:
         self._decorate = decorate
         self._snapshot = self._gauge(data)
         self.render_cache = RenderCache()  # wire messages by id, for warm assemblies
+        self.appends = AppendQueue(self)  # appends committed together (group_commit.py)
         self.lock = asyncio.Lock()  # serializes apply_async; reads never wait on it
         # One compaction at a time per session (appends go on meanwhile; they take `lock`).
         self.compacting = asyncio.Lock()
@@ -105,12 +107,15 @@ class SessionState:
         is dispatched, wait for it before applying, release it whatever happens."""
         return self._append_turns.take()
 
-    def check_version(self, if_version: int | None) -> None:
-        if if_version is not None and if_version != self._data.version:
+    def check_version(self, if_version: int | None, data: SessionData | None = None) -> None:
+        """VersionConflict unless `if_version` is None or the version of `data` (the
+        session's data as published when None)."""
+        version = (self._data if data is None else data).version
+        if if_version is not None and if_version != version:
             raise VersionConflict(
-                f"session {self.id} is at version {self._data.version}, not {if_version}: "
+                f"session {self.id} is at version {version}, not {if_version}: "
                 "fetch budget/snapshot and retry",
-                {"currentVersion": self._data.version},
+                {"currentVersion": version},
             )
 
     def apply(self, change: Change, if_version: int | None = None) -> Applied:
@@ -126,7 +131,7 @@ class SessionState:
                 raise
             applied = self._apply_held(change, if_version)
             self.render_cache.clear()
-        return self._publish(applied, change)
+        return self.publish(applied, change)
 
     async def apply_async(
         self, change: Change, if_version: int | None, submit: Submit[Any]
@@ -140,16 +145,22 @@ class SessionState:
         finished and published and its result returned (a committing thread cannot be
         stopped, and the state must never disagree with the store)."""
         async with self.lock:
-            self.check_version(if_version)
-            applied, persist = self._next(change)
-            try:
-                await committed(submit, persist)
-            except ChangedElsewhere:
-                if self._reload is None:
-                    raise
-                applied = await committed(submit, lambda: self._apply_held(change, if_version))
-                self.render_cache.clear()
-            return self._publish(applied, change)
+            return await self.apply_locked(change, if_version, submit)
+
+    async def apply_locked(
+        self, change: Change, if_version: int | None, submit: Submit[Any]
+    ) -> Applied:
+        """apply_async's work, for a caller that holds `lock` (service.session.group_commit)."""
+        self.check_version(if_version)
+        applied, persist = self._next(change)
+        try:
+            await committed(submit, persist)
+        except ChangedElsewhere:
+            if self._reload is None:
+                raise
+            applied = await committed(submit, lambda: self._apply_held(change, if_version))
+            self.render_cache.clear()
+        return self.publish(applied, change)
 
     def _apply_held(self, change: Change, if_version: int | None) -> Applied:
         """Another daemon moved the session: hold its lock, reload it, apply `change` to it and
@@ -159,7 +170,7 @@ class SessionState:
             data = self._reload()
             self._data, self._snapshot = data, self._gauge(data)
             self.check_version(if_version)
-            applied, commit = self._evolve(change)
+            applied, commit = self.evolve(change)
             held.commit_change(commit)
         return applied
 
@@ -186,7 +197,7 @@ class SessionState:
     # -- internals -------------------------------------------------------------------------
 
     def _next(self, change: Change) -> tuple[Applied, Callable[[], None]]:
-        applied, commit = self._evolve(change)
+        applied, commit = self.evolve(change)
         store, session_id = self._store, self._data.id
 
         def persist() -> None:
@@ -194,9 +205,12 @@ class SessionState:
 
         return applied, persist
 
-    def _evolve(self, change: Change) -> tuple[Applied, SessionCommit]:
-        """The next data and snapshot, and the commit that stores them."""
-        before = self._data
+    def evolve(
+        self, change: Change, before: SessionData | None = None
+    ) -> tuple[Applied, SessionCommit]:
+        """The data and snapshot after `change` (to `before`, else to the data published), and
+        the commit that stores them; nothing is published."""
+        before = self._data if before is None else before
         evolved = evolve(before, change)
         # Before the gauge reads the config: a reload in between leaves the key older, never newer.
         settings = self._settings_key() if self._settings_key is not None else None
@@ -208,7 +222,12 @@ class SessionState:
         broadcast = not isinstance(change, RecordMeasured | UpdateInfo | MarkRetired)
         return Applied(Evolved(data, evolved.samples), snapshot, broadcast), commit
 
-    def _publish(self, applied: Applied, change: Change) -> Applied:
+    def commit_together(self, commits: list[SessionCommit]) -> None:
+        """Several changes' commits in one transaction (a worker thread's; AppendQueue)."""
+        self._store.commit_changes(self._data.id, commits)
+
+    def publish(self, applied: Applied, change: Change) -> Applied:
+        """Make `applied` (evolve's, committed) the session's data and snapshot."""
         data = applied.evolved.data
         self._data = data
         self._snapshot = applied.snapshot

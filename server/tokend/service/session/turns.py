@@ -96,7 +96,7 @@ async def committed(submit: Submit[T], write: Callable[[], T]) -> T:
                     raise
                 cancelled += 1  # running or done: wait for it (again)
     finally:
-        _uncancel(cancelled)
+        uncancel(cancelled)
 
 
 async def run_to_end(work: Coroutine[Any, Any, T]) -> T:
@@ -114,10 +114,10 @@ async def run_to_end(work: Coroutine[Any, Any, T]) -> T:
                     raise
                 cancelled += 1
     finally:
-        _uncancel(cancelled)
+        uncancel(cancelled)
 
 
-def _uncancel(times: int) -> None:
+def uncancel(times: int) -> None:
     current = asyncio.current_task()
     for _ in range(times if current is not None else 0):
         assert current is not None
