@@ -219,7 +219,7 @@ class RepoGraph:
         if on.graph:
             scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
         fusion = fusions.fusion_for(bool(focus_rows), bool(focus.text))
-        if on.folder and fusion.uses("folder"):  # a signal weighed 0 adds nothing
+        if on.folder and fusion.uses("folder"):  # one neither weighed nor scaled adds nothing
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
         if on.said and fusion.uses("said"):
             ids = query_ids(self.words, on, focus_rows, focus.text)
