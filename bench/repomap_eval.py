@@ -37,7 +37,7 @@ from bench.ranking import shown_files
 from bench.repomap import _aider_python, _env, _litellm_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REV = "1ce431b"  # main before issue 24's eighth pass (384 words a file, `said` refitted)
+BEFORE_REV = "46d4bc5"  # main before issue 24's ninth pass (a text focus's scaled part)
 KS = (1, 3, 5, 10)
 BUDGETS = (1024, 4096)
 KINDS = ("file", "task")

@@ -12,6 +12,8 @@ Then every candidate fusion (core.repomap.rank.fused's reciprocal-rank fusion wi
 is scored on those arrays: recall at k of the ranked files, no map rendered. The candidate
 with the best mean over the tuning repositories and k = 1, 3, 5, 10 (no held-out figure read)
 is printed first; REPOMAP_FIT_HELD=1 adds the held-out rows of the chosen and current ones.
+A fusion may add a scaled part (core.repomap.fusion): each signal's score over its best, times
+a weight, beside the reciprocal ranks (issue 24's ninth pass: a text's margin).
 Tuning: two repositories each of Python, TypeScript and Go (bench.repomap_eval_data).
 """
 
@@ -74,13 +76,15 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
     return out, rows, text_only
 
 
-def fuse(scores: dict[str, Array], weights: dict[str, float], k: float) -> Array:
-    """core.repomap.rank.fused with these weights and K; K < 0: each score over its best."""
-    from tokend.core.repomap.rank import Fusion, fused
+def fuse(scores: dict[str, Array], weights: dict[str, float], k: float,
+         scaled: dict[str, float] | None = None) -> Array:  # fmt: skip
+    """core.repomap.fusion.fused with these weights, K and scaled part; K < 0: each score over
+    its best, summed (not reciprocal ranks)."""
+    from tokend.core.repomap.fusion import Fusion, fused
 
     n = len(next(iter(scores.values())))
     if k >= 0:
-        return np.round(fused(scores, n, Fusion(weights, k)), 12)
+        return np.round(fused(scores, n, Fusion(weights, k, scaled or {})), 12)
     total = np.zeros(n)
     for name in sorted(scores):
         top = float(scores[name].max())
@@ -90,10 +94,10 @@ def fuse(scores: dict[str, Array], weights: dict[str, float], k: float) -> Array
 
 
 def recalls(cases: list[tuple[dict[str, Array], list[int], list[int]]], weights: dict[str, float],
-            k: float) -> list[float]:  # fmt: skip
+            k: float, scaled: dict[str, float] | None = None) -> list[float]:  # fmt: skip
     got: dict[int, list[float]] = {x: [] for x in KS}
     for scores, rows, targets in cases:
-        total = fuse(scores, weights, k)
+        total = fuse(scores, weights, k, scaled)
         order = np.lexsort((np.arange(len(total)), -scores["graph"], -total))  # as core's
         order = order[~np.isin(order, rows)]
         for x in KS:
@@ -133,7 +137,10 @@ def cases_of(repo: str) -> dict[str, list[tuple[dict[str, Array], list[int], lis
     return out
 
 
-def candidates(kind: str) -> list[tuple[dict[str, float], float]]:
+Candidate = tuple[dict[str, float], float, dict[str, float]]  # weights, K, the scaled part
+
+
+def candidates(kind: str) -> list[Candidate]:
     """The grid: BM25's weight 1, the others' 0 .. 1 (the folder's only with focus files,
     `names`: the names-only BM25 as a signal of its own), K 4 .. 60, or -1: each score over
     its best, summed (not reciprocal ranks)."""
@@ -142,22 +149,22 @@ def candidates(kind: str) -> list[tuple[dict[str, float], float]]:
     out = []
     for g, f, nr, nm, k in itertools.product(grid, folders, grid, [0.0, 0.25, 0.5],
                                              (4.0, 8.0, 16.0, 30.0, 60.0, -1.0)):  # fmt: skip
-        out.append(({"lexical": 1.0, "graph": g, "folder": f, "near": nr, "names": nm}, k))
+        out.append(({"lexical": 1.0, "graph": g, "folder": f, "near": nr, "names": nm}, k, {}))
     return out
 
 
-def whole_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
+def whole_candidates(kind: str) -> list[Candidate]:
     """With `whole` (BM25 over each file's whole text, the baseline's; core keeps no such
     index): its weight 0.25 .. 1 beside BM25 of names 0.5 or 1, the edges and the folder."""
     out = []
     for w, lx, nr, f, k in itertools.product((0.25, 0.5, 1.0), (0.5, 1.0), (0.25, 0.5, 1.0),
                                              (0.0, 0.1, 0.25) if kind == "file" else (0.0,),
                                              (8.0, 16.0, 30.0, -1.0)):  # fmt: skip
-        out.append(({"whole": w, "lexical": lx, "near": nr, "folder": f}, k))
+        out.append(({"whole": w, "lexical": lx, "near": nr, "folder": f}, k, {}))
     return out
 
 
-def said_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
+def said_candidates(kind: str) -> list[Candidate]:
     """With `said` (core's, a file focus's query cut) or `said_all` (uncut): its weight 0.25 ..
     1 beside BM25 of names (with or without the words), the edges and the folder."""
     out = []
@@ -167,7 +174,22 @@ def said_candidates(kind: str) -> list[tuple[dict[str, float], float]]:
                                                       (0.25, 0.5, 1.0),
                                                       (0.0, 0.1) if kind == "file" else (0.0,),
                                                       (8.0, 16.0, 30.0)):  # fmt: skip
-        out.append(({s: w, base: lx, "near": nr, "folder": f}, k))
+        out.append(({s: w, base: lx, "near": nr, "folder": f}, k, {}))
+    return out
+
+
+def scaled_candidates(kind: str) -> list[Candidate]:
+    """core's reciprocal ranks (main's weights and K) with a scaled part: each signal's score
+    over its best, the leading signal's (a text: `lexical`; a file: `said`) times 0.02 .. 1,
+    the others' a share of that."""
+    from tokend.core.repomap.fusion import FILE_FUSION, TEXT_FUSION
+
+    rule, lead, other = (FILE_FUSION, "said", "lexical") if kind == "file" else (TEXT_FUSION,
+                                                                                 "lexical", "said")  # fmt: skip
+    out = []
+    for scale, b, c in itertools.product((0.02, 0.1, 1.0), (0.0, 0.25, 0.5, 0.75, 1.0),
+                                         (0.0, 0.1, 0.25, 0.5)):  # fmt: skip
+        out.append((dict(rule.weights), rule.k, {lead: scale, other: scale * b, "near": scale * c}))
     return out
 
 
@@ -179,9 +201,12 @@ def alone(kind: str) -> list[tuple[str, dict[str, float], float]]:
     return [(f"{n} alone", {n: 1.0}, 60.0) for n in names]
 
 
-def _label(weights: dict[str, float], k: float) -> str:
+def _label(weights: dict[str, float], k: float, scaled: dict[str, float] | None = None) -> str:
     parts = ", ".join(f"{n} {w:g}" for n, w in sorted(weights.items()) if w)
-    return f"{parts}; " + ("linear" if k < 0 else f"K {k:g}")
+    lifts = ", ".join(f"{n} {w:g}" for n, w in sorted((scaled or {}).items()) if w)
+    return (
+        f"{parts}; " + ("linear" if k < 0 else f"K {k:g}") + (f"; scaled {lifts}" if lifts else "")
+    )
 
 
 def _row(name: str, got: list[float]) -> str:
@@ -189,66 +214,80 @@ def _row(name: str, got: list[float]) -> str:
 
 
 def _mean(cases: dict[str, Any], repos: list[str], kind: str, weights: dict[str, float],
-          k: float) -> list[float]:  # fmt: skip
-    per = [recalls(cases[r][kind], weights, k) for r in repos]
+          k: float, scaled: dict[str, float] | None = None) -> list[float]:  # fmt: skip
+    per = [recalls(cases[r][kind], weights, k, scaled) for r in repos]
     return [statistics.mean(p[i] for p in per) for i in range(len(KS))]
 
 
-def _best(cases: dict[str, Any], repos: list[str], kind: str,
-          grid: list[tuple[dict[str, float], float]], count: int) -> list[Any]:  # fmt: skip
-    """The `count` best of the grid by the mean: (row, weights, K) each."""
+def _best(cases: dict[str, Any], repos: list[str], kind: str, grid: list[Candidate],
+          count: int) -> list[Any]:  # fmt: skip
+    """The `count` best of the grid by the mean: (row, weights, K, scaled) each."""
     scored = []
-    for i, (weights, k) in enumerate(grid):
-        mean = _mean(cases, repos, kind, weights, k)
-        scored.append((-statistics.mean(mean), i, _row(_label(weights, k), mean)))
+    for i, (weights, k, scaled) in enumerate(grid):
+        mean = _mean(cases, repos, kind, weights, k, scaled)
+        scored.append((-statistics.mean(mean), i, _row(_label(weights, k, scaled), mean)))
     return [(row, *grid[i]) for _, i, row in sorted(scored)[:count]]
 
 
-def run() -> str:
-    from tokend.core.repomap.rank import FILE_FUSION, TEXT_FUSION
-
-    tuning = [r for r, (_, role) in data.REPOS.items() if role == "tuning"]
-    held = [r for r, (_, role) in data.REPOS.items() if role.startswith("held-out")]
-    want_held = os.environ.get("REPOMAP_FIT_HELD") == "1"
-    cases = {r: cases_of(r) for r in tuning + (held if want_held else [])}
-    before = {"file": ({"lexical": 1.0, "near": 1.0, "said": 0.5}, 16.0),  # main before this
-              "task": ({"lexical": 1.0, "near": 0.5, "said": 0.5}, 8.0)}  # fit (1ce431b)  # fmt: skip
-    now = {"file": (FILE_FUSION.weights, FILE_FUSION.k),
-           "task": (TEXT_FUSION.weights, TEXT_FUSION.k)}  # fmt: skip
-    lines = [
-        "### repomap_fit: the fusion's weights, chosen on the tuning repositories\n",
+def _header(tuning: list[str], want_held: bool, every: bool) -> str:
+    return (
+        "### repomap_fit: the fusion's weights, chosen on the tuning repositories\n\n"
         f"Tuning: {', '.join(f'{r} {data.REPOS[r][0][:7]}' for r in tuning)}; recall at "
         "1 / 3 / 5 / 10 of the ranked files (bench.repomap_eval's queries), mean over the tuning "
-        "repositories. Rows: each signal ranked alone; the best 5 of "
-        f"{len(candidates('file'))} file and {len(candidates('task'))} task candidates of "
-        "core's signals by the mean of the four; the best 3 with `whole` (BM25 over each "
-        "file's whole text, as the BM25 baseline: core keeps no index of it); the best 5 with "
-        "`said` or `said_all`; `before` (main's fusion before this fit), `now` "
-        "(core.repomap.rank's), the best with `whole` and the best with `said`, per tuning "
+        "repositories. Rows: each signal ranked alone; "
+        + (
+            f"the best 5 of {len(candidates('file'))} file and {len(candidates('task'))} task "
+            "candidates of core's signals by the mean of the four; the best 3 with `whole` (BM25 "
+            "over each file's whole text, as the BM25 baseline: core keeps no index of it); the "
+            "best 5 with `said` or `said_all`; "
+            if every
+            else ""
+        )
+        + f"the best 5 of {len(scaled_candidates('file'))} candidates with a scaled part "
+        "(core's reciprocal ranks and each signal's score over its best); `before` (main "
+        "46d4bc5's fusion), `now` (core.repomap.fusion's) and the best scaled, per tuning "
         "repository"
         + (
             " and, REPOMAP_FIT_HELD=1, per held-out one (read after the choice)."
             if want_held
             else "."
         )  # fmt: skip
-        + "\n",
-    ]
+        + "\n"
+    )
+
+
+def run() -> str:
+    """REPOMAP_FIT_ALL=1: the earlier passes' grids too (minutes more on twelve trees)."""
+    from tokend.core.repomap.fusion import FILE_FUSION, TEXT_FUSION
+
+    tuning = [r for r, (_, role) in data.REPOS.items() if role.startswith("tuning")]
+    held = [r for r, (_, role) in data.REPOS.items() if role.startswith("held-out")]
+    want_held = os.environ.get("REPOMAP_FIT_HELD") == "1"
+    every = os.environ.get("REPOMAP_FIT_ALL") == "1"
+    cases = {r: cases_of(r) for r in tuning + (held if want_held else [])}
+    before: dict[str, Candidate] = {  # main 46d4bc5, before issue 24's ninth pass
+        "file": ({"lexical": 0.5, "near": 1.0, "said": 1.0}, 16.0, {}),
+        "task": ({"lexical": 1.0, "near": 0.5, "said": 0.5}, 8.0, {}),
+    }
+    now = {"file": (FILE_FUSION.weights, FILE_FUSION.k, FILE_FUSION.scaled),
+           "task": (TEXT_FUSION.weights, TEXT_FUSION.k, TEXT_FUSION.scaled)}  # fmt: skip
+    lines = [_header(tuning, want_held, every)]
     for kind in ("file", "task"):
         lines += [f"\n**{kind} queries**\n", "| fusion | R@1 | R@3 | R@5 | R@10 |",
                   "|---|---:|---:|---:|---:|"]  # fmt: skip
         lines += [_row(n, _mean(cases, tuning, kind, w, k)) for n, w, k in alone(kind)]
-        lines += [row for row, *_ in _best(cases, tuning, kind, candidates(kind), 5)]
-        wholes = _best(cases, tuning, kind, whole_candidates(kind), 3)
-        lines += [row for row, *_ in wholes]
-        saids = _best(cases, tuning, kind, said_candidates(kind), 5)
-        lines += [row for row, *_ in saids]
-        sides = {"before": before[kind], "now": now[kind], "best with whole": wholes[0][1:],
-                 "best with said": saids[0][1:]}  # fmt: skip
-        for name, (weights, k) in sides.items():
-            lines.append(_row(f"{name}: {_label(weights, k)}, tuning mean",
-                              _mean(cases, tuning, kind, weights, k)))  # fmt: skip
+        if every:
+            for grid, count in ((candidates(kind), 5), (whole_candidates(kind), 3),
+                                (said_candidates(kind), 5)):  # fmt: skip
+                lines += [row for row, *_ in _best(cases, tuning, kind, grid, count)]
+        scaled = _best(cases, tuning, kind, scaled_candidates(kind), 5)
+        lines += [row for row, *_ in scaled]
+        sides = {"before": before[kind], "now": now[kind], "best scaled": tuple(scaled[0][1:])}
+        for name, (weights, k, lift) in sides.items():
+            lines.append(_row(f"{name}: {_label(weights, k, lift)}, tuning mean",
+                              _mean(cases, tuning, kind, weights, k, lift)))  # fmt: skip
             for r in tuning + (held if want_held else []):
-                lines.append(_row(f"{name}: {r}", recalls(cases[r][kind], weights, k)))
+                lines.append(_row(f"{name}: {r}", recalls(cases[r][kind], weights, k, lift)))
         print("\n".join(lines), file=sys.stderr)
     return "\n".join(lines) + "\n"
 

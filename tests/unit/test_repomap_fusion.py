@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokend.core.repomap import fusion
 from tokend.core.repomap import rank as repomap_rank
 from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.keys import word_ids
@@ -73,25 +74,56 @@ def test_a_signal_the_fusion_does_not_weigh_adds_nothing():
     rng = np.random.default_rng(3)
     lexical, near = rng.random(40), rng.random(40)
     graph = rng.random(40)
-    with_graph = repomap_rank.fused({"lexical": lexical, "near": near, "graph": graph}, 40)
-    without = repomap_rank.fused({"lexical": lexical, "near": near}, 40)
+    with_graph = fusion.fused({"lexical": lexical, "near": near, "graph": graph}, 40)
+    without = fusion.fused({"lexical": lexical, "near": near}, 40)
     assert np.array_equal(with_graph, without)  # the graph's rank breaks ties only
 
 
 @settings(max_examples=100, deadline=None)
-@given(scores=st.lists(st.floats(0.0, 10.0), min_size=3, max_size=30), pick=st.integers(0, 29))
-def test_more_evidence_never_moves_a_file_down(scores: list[float], pick: int):
+@given(
+    scores=st.lists(st.floats(0.0, 10.0), min_size=3, max_size=30),
+    pick=st.integers(0, 29),
+    text=st.booleans(),
+)
+def test_more_evidence_never_moves_a_file_down(scores: list[float], pick: int, text: bool):
     """Raising one file's lexical score never lowers its fused score, nor lifts any other
-    file's above it that was below."""
+    file's above it that was below (a file focus's fusion, and a text's with its margin)."""
     lexical = np.array(scores)
     near = np.linspace(1.0, 0.0, len(scores))
+    said = np.linspace(0.0, 2.0, len(scores))
+    rule = fusion.TEXT_FUSION if text else fusion.FILE_FUSION
     i = pick % len(scores)
-    before = repomap_rank.fused({"lexical": lexical, "near": near}, len(scores))
+    before = fusion.fused({"lexical": lexical, "near": near, "said": said}, len(scores), rule)
     raised = lexical.copy()
     raised[i] += 1.0
-    after = repomap_rank.fused({"lexical": raised, "near": near}, len(scores))
+    after = fusion.fused({"lexical": raised, "near": near, "said": said}, len(scores), rule)
     assert after[i] >= before[i]
     assert not np.any((before < before[i]) & (after > after[i]))
+
+
+def test_a_text_focus_keeps_a_file_far_ahead_on_its_words_first():
+    """A file the task's words pick out by a wide margin (BM25 10 against the next one's 4)
+    and a hair behind on the other two signals ranks first; reciprocal ranks alone put the
+    file that leads those by a hair first (main: 0.2111 against 0.2066)."""
+    lexical = np.array([10.0, 4.0, 3.0, 2.0, 1.0])  # file 0 far ahead
+    said = np.array([0.99, 1.0, 0.5, 0.2, 0.1])  # file 1 a hair ahead
+    near = np.array([0.49, 0.5, 0.495, 0.1, 0.0])  # file 1 a hair ahead, file 0 third
+    got = fusion.fused({"lexical": lexical, "said": said, "near": near}, 5, fusion.TEXT_FUSION)
+    assert int(np.argmax(got)) == 0
+    # the margin counts only where there is one: a hair ahead on the words, file 1 first
+    close = np.array([4.01, 4.0, 3.0, 2.0, 1.0])
+    got = fusion.fused({"lexical": close, "said": said, "near": near}, 5, fusion.TEXT_FUSION)
+    assert int(np.argmax(got)) == 1
+
+
+def test_a_signal_only_scaled_is_worked_out_and_one_weighed_nowhere_is_not():
+    scaled_only = fusion.Fusion({"lexical": 1.0}, 8.0, {"said": 0.5})
+    assert scaled_only.uses("said") and scaled_only.uses("lexical")
+    assert not scaled_only.uses("folder")
+    lexical, said = np.array([3.0, 2.0, 1.0]), np.array([0.0, 1.0, 4.0])
+    with_said = fusion.fused({"lexical": lexical, "said": said}, 3, scaled_only)
+    alone = fusion.fused({"lexical": lexical}, 3, scaled_only)
+    assert np.allclose(with_said - alone, 0.5 * said / 4.0)
 
 
 @settings(max_examples=60, deadline=None)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from tokend.core.repomap import edges as graph_rows
+from tokend.core.repomap import fusion as fusions
 from tokend.core.repomap import rank as signals_of
 from tokend.core.repomap.choice import RANK_DECIMALS, chosen_definitions
 from tokend.core.repomap.columns import found_at
@@ -217,17 +218,17 @@ class RepoGraph:
         graph_rank = self._pagerank(self._prepared(), focus, seeds)
         if on.graph:
             scores["graph"] = np.round(graph_rank, RANK_DECIMALS)  # ties as in any process
-        fusion = signals_of.fusion_for(bool(focus_rows), bool(focus.text))
-        if on.folder and fusion.weights.get("folder"):  # a signal weighed 0 adds nothing
+        fusion = fusions.fusion_for(bool(focus_rows), bool(focus.text))
+        if on.folder and fusion.uses("folder"):  # one neither weighed nor scaled adds nothing
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
-        if on.said and fusion.weights.get("said"):
+        if on.said and fusion.uses("said"):
             ids = query_ids(self.words, on, focus_rows, focus.text)
             scores["said"] = said_scores(self.words, len(t.paths), focus_rows, ids, focus.text)
         if on.near:
             e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
             near = signals_of.near(e.offsets, e.targets, e.weights, around)
             scores["near"] = np.round(near, RANK_DECIMALS)
-        fused = signals_of.fused(scores, len(t.paths), fusion)
+        fused = fusions.fused(scores, len(t.paths), fusion)
         return graph_rank, np.round(fused, RANK_DECIMALS)
 
     def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:

@@ -13,13 +13,7 @@ Signals, each giving every file a score (0: no evidence):
   the parent's ...); measured, and weighed 0 by the fit (worked out only when weighed).
 - `near`: the graph's edges between the focus files (a text focus: its best lexical hits, by
   share) and each file, out and in: what the focus refers to, imports, or is referred to by.
-Fusion is by reciprocal rank: each signal ranks the files by its score, ties sharing the better
-rank, and a file's score is the sum over signals of weight / (K + its rank) for signals that
-have evidence for it (FILE_FUSION for a focus with files, TEXT_FUSION for a task's text alone).
-The graph's rank is not fused there (weight 0: bench.repomap_fit measured it, on the tuning
-repositories only, as lowering recall beside `near`); it breaks ties, the files no signal has
-evidence for among them; for a focus of identifiers alone it is the only signal (NAME_FUSION).
-Fixed orders throughout: the same files, the same scores."""
+Fusion: core.repomap.fusion. Fixed orders throughout: the same files, the same scores."""
 
 from __future__ import annotations
 
@@ -38,29 +32,6 @@ from tokend.core.repomap.words import WordTable
 K1, B = 1.2, 0.75
 BUCKETS = 1 << 20  # of the membership sieve (_member)
 SIEVE_BLOCK = 1 << 18  # values sieved at once
-
-
-@dataclass(frozen=True, slots=True)
-class Fusion:
-    """The weight of each fused signal and the reciprocal rank's K."""
-
-    weights: dict[str, float]
-    k: float
-
-
-# chosen by bench.repomap_fit on the six tuning repositories alone (two each of Python,
-# TypeScript, Go): the best mean recall at 1, 3, 5 and 10 files over a grid of weights and K
-# (a file focus refitted with 384 words a file, core.repomap.tags.WORDS_MAX: `said` now
-# outweighs the names' BM25; 0.433 -> 0.4405 on the tuning mean of R@1..10)
-FILE_FUSION = Fusion({"lexical": 0.5, "near": 1.0, "said": 1.0}, 16.0)
-TEXT_FUSION = Fusion({"lexical": 1.0, "near": 0.5, "said": 0.5}, 8.0)
-NAME_FUSION = Fusion({"graph": 1.0}, 60.0)  # identifiers alone: the graph's rank is all there is
-
-
-def fusion_for(files: bool, text: bool) -> Fusion:
-    """A focus with files, a task's text alone, or neither (identifiers, or nothing)."""
-    return FILE_FUSION if files else TEXT_FUSION if text else NAME_FUSION
-
 
 SEEDS = 5  # a text focus: the best lexical hits that personalize the graph's rank
 SEED_WEIGHT = 300.0  # their restart mass (shared by lexical score) against 1.0 spread over all
@@ -263,12 +234,6 @@ def folder(paths: PathTerms, focus_rows: list[int]) -> Array:
     return np.asarray(near[paths.folder_of])
 
 
-def ranks(score: Array) -> Array:
-    """Each file's rank by score (1: best; ties share the better rank)."""
-    ordered = np.sort(score)[::-1]
-    return np.searchsorted(-ordered, -score, side="left") + 1
-
-
 def near(offsets: Array, targets: Array, weights: Array, focus: dict[int, float]) -> Array:
     """Each file's edge weight to and from the `focus` rows (row -> share), in CSR arrays (a
     row's weights over its total, core.repomap.edges): out-edges of the focus rows, in-edges
@@ -285,14 +250,3 @@ def near(offsets: Array, targets: Array, weights: Array, focus: dict[int, float]
         sources = np.searchsorted(offsets, into, side="right") - 1
         np.add.at(score, sources, share[targets[into]] * weights[into])
     return score
-
-
-def fused(scores: dict[str, Array], n: int, fusion: Fusion = FILE_FUSION) -> Array:
-    """Reciprocal-rank fusion of the signals' scores (a signal adds nothing where it is 0; one
-    the fusion gives no weight adds nothing)."""
-    total = np.zeros(n)
-    for name in sorted(scores):
-        weight, score = fusion.weights.get(name, 0.0), scores[name]
-        if weight:
-            total += np.where(score > 0, weight / (fusion.k + ranks(score)), 0.0)
-    return total
