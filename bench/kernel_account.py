@@ -197,7 +197,8 @@ def _tables(got: dict[str, Any]) -> str:
             n for (t, *_), n in zip(sampler.series, sampler.live, strict=True) if t0 < t <= t1
         ]
         alive = max(during, default=0) * wall
-        asleep = alive - (w1 - w0) - (r1 - r0) if first == "walked" else float("nan")
+        # (the tags' workers, and the words' after the first map: started by then)
+        asleep = alive - (w1 - w0) - (r1 - r0) if first in ("walked", "mapped") else float("nan")
         rows.append(
             f"| {label} | {wall:.1f} | {w1 - w0:.1f} | "
             + " | ".join(f"{u:.1f}" for u in used)

@@ -24,8 +24,12 @@ from tokend.adapters.tags import parser as tag_parser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
 from tokend.core.repomap.tags import text_words
+from tokend.service.app import App
 from tokend.service.app_workspaces import index_ports
+from tokend.service.assembly.assemble_input import AssembleInput
+from tokend.service.assembly.workspace_window import with_workspace
 from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.session_files import change_files
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = Focus(frozenset(), frozenset(), "the frobnicator drops quuxes when the spindle rusts")
@@ -152,7 +156,10 @@ import os, signal, sys
 from pathlib import Path
 from tokend.adapters import tag_parsing
 from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.service.app import App
 from tokend.service.app_workspaces import index_ports
+from tokend.service.assembly.assemble_input import AssembleInput
+from tokend.service.assembly.workspace_window import with_workspace
 from tokend.service.workspace.index import WorkspaceIndex
 
 def killed(source):  # the first word counted: the tags are in the cache, no word is
@@ -234,3 +241,35 @@ def test_a_build_with_workers_counts_every_files_words(tmp_path: Path) -> None:
         (words,) = db.execute("SELECT count(*) FROM file_words").fetchone()
     assert len(texts) == words == POOL_MIN_FILES + 20
     assert not any("w" in tags for tags in texts)
+
+
+async def test_assemble_leaves_out_a_map_that_reads_words_until_they_are_in(
+    app: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """context/assemble's map for a session with a chat file (its default focus reads what
+    files say): left out with a warning while the words are counted, included once they are
+    in. Main: the words came with the tags, and the map was included as soon as they were."""
+    tree = _tree(tmp_path)
+    release = threading.Event()
+    real = tag_parsing.count_words if hasattr(tag_parsing, "count_words") else None
+
+    def held(source: bytes) -> dict[int, int]:
+        release.wait(60)
+        assert real is not None
+        return real(source)
+
+    monkeypatch.setattr(tag_parsing, "count_words", held, raising=False)
+    sid = app.service.sessions.create_session("gpt-4o", workspace_uri=tree.as_uri()).id
+    try:
+        await change_files(app.workspaces, sid, ["pkg/m3.py"], read_only=False)
+        index = app.workspaces.get(tree.as_uri())
+        assert index is not None and index.tags.ready.wait(60)
+        data = app.service.sessions.state(sid).data
+        early, warned = with_workspace(app.workspaces, data, AssembleInput())
+        assert early.repo_map is None
+        assert "repo map left out: what the workspace's files say is being counted" in warned
+    finally:
+        release.set()
+    assert index.tags.words_ready.wait(60)
+    later, warned = with_workspace(app.workspaces, data, AssembleInput())
+    assert later.repo_map and not [w for w in warned if w.startswith("repo map")]
