@@ -1,6 +1,7 @@
 """Where the kernel's first map's wall time goes, through the real daemon (issue 22): the CPU of
 every thread of the daemon and of every tag worker process, and the time each worker spent
-waiting, from the first `workspace/fileTokens` request to the first `repoMap/get` answer.
+waiting, from the first `workspace/fileTokens` request to the first `repoMap/get` answer, and
+then until the progress ends (what files say is counted after the first map).
 
 The daemon runs with a `sitecustomize` (this bench's, put first on its PYTHONPATH) that names
 each native thread after its Python thread (prctl PR_SET_NAME), so /proc tells them apart. Every
@@ -144,6 +145,9 @@ def account(server: Path, tree: Path) -> dict[str, Any]:
         _, created = s.request("session/create", {"model": MODEL, "workspaceUri": uri})
         s.request("repoMap/get", {"sessionId": created["sessionId"], "budgetTokens": BUDGET})
         marks["mapped"] = time.monotonic()
+        ended = s.wait_end()  # what files say: counted after the first map (before: with it)
+        if marks["start"] + ended > marks["mapped"]:
+            marks["said"] = marks["start"] + ended
         sampler.stopping.set()
         sampler.sample()
         conn.close()
@@ -161,6 +165,7 @@ PHASES = (
     ("start", "walked", "the walk (until `workspace/fileTokens` answered)"),
     ("walked", "tagged", "the tags (until the last chunk's progress report)"),
     ("tagged", "mapped", "after the tags, until the first map's answer"),
+    ("mapped", "said", "after the first map, until what files say is in (the progress end)"),
 )
 
 
@@ -192,7 +197,8 @@ def _tables(got: dict[str, Any]) -> str:
             n for (t, *_), n in zip(sampler.series, sampler.live, strict=True) if t0 < t <= t1
         ]
         alive = max(during, default=0) * wall
-        asleep = alive - (w1 - w0) - (r1 - r0) if first == "walked" else float("nan")
+        # (the tags' workers, and the words' after the first map: started by then)
+        asleep = alive - (w1 - w0) - (r1 - r0) if first in ("walked", "mapped") else float("nan")
         rows.append(
             f"| {label} | {wall:.1f} | {w1 - w0:.1f} | "
             + " | ".join(f"{u:.1f}" for u in used)

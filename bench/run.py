@@ -36,6 +36,7 @@ SECTIONS = [
     "workspace",
     "kernel",
     "kernel_account",
+    "kernel_warm",
     "ranking",
     "repomap_eval",
     "repomap_ablate",

@@ -95,6 +95,7 @@ class Cache:
     def __init__(self) -> None:
         self.kept_counts: dict[str, int] = {}
         self.kept_tags: dict[str, str] = {}
+        self.kept_words: dict[str, str] = {}
         self.kept_hashes: dict[str, dict[str, tuple[int, int, str]]] = {}
 
     def counts(self, keys: Sequence[str]) -> dict[str, int]:
@@ -108,6 +109,12 @@ class Cache:
 
     def put_tag_texts(self, tags: Mapping[str, str]) -> None:
         self.kept_tags.update(tags)
+
+    def words(self, keys: Sequence[str]) -> dict[str, Any]:
+        return {k: json.loads(self.kept_words[k]) for k in keys if k in self.kept_words}
+
+    def put_word_texts(self, words: Mapping[str, str]) -> None:
+        self.kept_words.update(words)
 
     def hashes(
         self, root: str, paths: Sequence[str] | None = None
@@ -132,7 +139,7 @@ class Tagging:
     def pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
         raise AssertionError("three files start no pool")
 
-    def parse_json(self, work: Sequence[Work]) -> list[str]:
+    def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
         out = []
         for path, _language, source in work:
             Tagging.parsed.append(path)
@@ -146,6 +153,9 @@ class Tagging:
             refs = {w: 1 for w in words if w.isidentifier() and w not in {d.name for d in defs}}
             out.append(json.dumps(FileTags(tuple(defs), refs).to_json()))
         return out
+
+    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+        return [{len(word): 1 for word in source.split()} for _path, _lang, source in work]
 
     def close(self) -> None:
         self.closed = True

@@ -63,7 +63,7 @@ def test_the_last_files_of_a_chunk_go_out_a_few_at_a_time(monkeypatch) -> None:
 
     def recording(stream, value):  # the daemon's side of the pipe: what each batch held
         if isinstance(value, list):
-            sent.append([index for index, _, _ in value])
+            sent.append([index for index, *_ in value])
         real_send(stream, value)
 
     real_send = tag_workers.send
@@ -123,7 +123,8 @@ def test_a_build_with_workers_makes_the_map_a_single_process_makes(tmp_path: Pat
     tree = _tree(tmp_path)
     alone, alone_errors, alone_pools = _map(tree, tmp_path / "one.sqlite3", 0)
     pooled, pooled_errors, pools = _map(tree, tmp_path / "two.sqlite3", 2)
-    assert (alone_pools, pools) == (0, 1)  # the second build did use worker processes
+    # the second build did use worker processes: a pool for the tags, then one for the words
+    assert (alone_pools, pools) == (0, 2)
     # A real map (which definitions rank first follows tokend's own source as it changes).
     assert "def " in alone and alone.count("\n") > 50
     assert pooled == alone
@@ -257,9 +258,9 @@ def test_a_big_source_is_parsed_by_a_worker_of_its_own() -> None:
     in_thread: list[int] = []
 
     class Watched(TagParser):
-        def raw(self, language: str, source: bytes):  # type: ignore[no-untyped-def]
+        def raw(self, language: str, source: bytes, words: bool = True):  # type: ignore[no-untyped-def]
             in_thread.append(len(source))
-            return super().raw(language, source)
+            return super().raw(language, source, words)
 
     got = tag_parsing.parse_all_json(Watched(), work, None)
     assert got == [tags_json(tags) for tags in expected]

@@ -15,6 +15,7 @@ from tokend.adapters.tag_wire import raw_json
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
+from tokend.core.repomap.text import count_words
 
 SOLO_BYTES = 256 << 10  # a bigger source is parsed by a worker even in a small refresh
 
@@ -43,9 +44,14 @@ class TagParsing:
         finally:
             heap.release_freed_memory()
 
-    def parse_json(self, work: Sequence[Work]) -> list[str]:
-        """Each (path, language, source)'s tags as JSON text, parsed without a pool."""
-        return parse_all_json(self.parser, work, None, self.solo)
+    def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
+        """Each (path, language, source)'s tags as JSON text, parsed without a pool (without
+        `words`, its words are not counted: but a big source's, which a worker parses)."""
+        return parse_all_json(self.parser, work, None, self.solo, words)
+
+    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+        """Each source's words (core.repomap.text.count_words), counted in this thread."""
+        return [count_words(source) for _path, _language, source in work]
 
     def close(self) -> None:
         """End the worker kept for big files (the workspace closed)."""
@@ -57,6 +63,7 @@ def parse_all_json(
     work: Sequence[Work],
     workers: TagWorkers | None,
     solo: SoloWorker | None = None,
+    words: bool = True,
 ) -> list[str]:
     """Each (path, language, source)'s tags as JSON text: by `workers` when given (a refresh
     of POOL_MIN_FILES files or more; any chunk of it, however few files), else in this thread but
@@ -65,7 +72,7 @@ def parse_all_json(
     hands, comes rarely while it recovers from errors (a 1 MB .py buffer of words held the
     event loop 44-65 ms)."""
     if workers is not None and work:
-        return workers.parse_json(work)
+        return [text for text, _, _ in workers.parse_packed(work, words)]
     big = [item for item in work if len(item[2]) > SOLO_BYTES]
     found: Iterator[str] = iter(())
     if big and solo is not None:
@@ -74,6 +81,6 @@ def parse_all_json(
         with TagWorkers(1) as alone:
             found = iter(alone.parse_json(big))
     return [
-        next(found) if len(s) > SOLO_BYTES else raw_json(parser.raw(lang, s))
+        next(found) if len(s) > SOLO_BYTES else raw_json(parser.raw(lang, s, words))
         for _path, lang, s in work
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 import struct
+from collections.abc import Sequence
 from typing import IO, Any
 
 from tokend.adapters.tags.parser import Raw
@@ -14,6 +15,8 @@ from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import FileTags, json_fields
 
 _HEADER = struct.Struct("<I")
+BATCH_FILES = 16  # a batch sent to a worker: at most this many files ...
+BATCH_BYTES = 1 << 20  # ... and bytes, but for one file
 Parsed = tuple[str, FileTags, PackedTags]  # the JSON text, the tags but for their names, packed
 
 
@@ -77,3 +80,25 @@ def unpacked(sent: tuple[Any, ...]) -> tuple[FileTags, PackedTags]:
     def_keys, def_lines, ref_keys, ref_counts, imports, words, error = sent
     light = FileTags(error=error, imports=tuple(imports), words=words)
     return light, PackedTags(def_keys, def_lines, ref_keys, ref_counts)
+
+
+def batches(work: Sequence[tuple[str, str, bytes]], workers: int) -> list[list[int]]:
+    """The work's indexes in batches, in order: at most BATCH_FILES files and BATCH_BYTES (but
+    for one file), and no more than a worker's share of the files still to go, so the last
+    files go out a few at a time and the workers finish together (the caller waits for the
+    last one: with whole batches to the end, a worker sat idle for up to a batch at the end of
+    each of a build's chunks)."""
+    out: list[list[int]] = []
+    batch: list[int] = []
+    held, cap = 0, BATCH_FILES
+    for index, (_path, _language, source) in enumerate(work):
+        if batch and (len(batch) >= cap or held + len(source) > BATCH_BYTES):
+            out.append(batch)
+            batch, held = [], 0
+        if not batch:
+            cap = max(1, min(BATCH_FILES, (len(work) - index) // workers))
+        batch.append(index)
+        held += len(source)
+    if batch:
+        out.append(batch)
+    return out

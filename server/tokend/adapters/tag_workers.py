@@ -17,10 +17,14 @@ the daemon) reading work from its stdin and writing tags to its stdout.
   for the graph (`Parsed`: its PackedTags and what else the graph reads, its imports, words and
   error), so the daemon's thread neither decodes the text nor computes a key per name (issue 22:
   the kernel's first map waited on that thread, a third of it in PackedTags.of).
+- A file's work says what to make (`TAGS`, `WORDS`, `BOTH`): the first build asks for the tags
+  alone, and for the words of the text (core.repomap.text.count_words) once its first map is
+  made (issue 22: the words were a fifth of the workers' CPU, and that map reads none).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -32,17 +36,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from selectors import EVENT_READ, DefaultSelector
+from typing import Any
 
-from tokend.adapters.tag_wire import Parsed, parsed, recv, send, unpacked, wire_fields
+from tokend.adapters.tag_wire import BATCH_FILES as BATCH_FILES
+from tokend.adapters.tag_wire import Parsed, batches, parsed, recv, send, unpacked, wire_fields
 from tokend.adapters.tags import TagParser
 from tokend.core.errors import Stopping
 from tokend.core.repomap.tags import WORKER_DIED, FileTags
+from tokend.core.repomap.text import count_words
 
 log = logging.getLogger(__name__)
 
 POOL_MIN_FILES = 200  # files to parse: fewer are parsed in the calling thread (no pool start)
-BATCH_FILES = 16
-BATCH_BYTES = 1 << 20
 _PARENT_POLL_S = 0.5
 STOP_POLL_S = 0.2
 # Workers run this much nicer than the daemon: on a machine whose cores they fill (the kernel's
@@ -56,6 +61,8 @@ _MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_":
                "MALLOC_ARENA_MAX": "1"}  # fmt: skip
 
 Work = tuple[str, str, bytes]  # (path: for the log, language, source)
+Words = dict[int, int]  # a file's words (core.repomap.text.count_words)
+TAGS, WORDS, BOTH = 1, 2, 3  # what a worker makes of a file: its tags, its words, or both
 
 
 def default_workers() -> int:
@@ -133,11 +140,21 @@ class TagWorkers:
         """`parse`, as JSON text written by the worker (the calling thread moves bytes)."""
         return [text for text, _, _ in self.parse_packed(work)]
 
-    def parse_packed(self, work: Sequence[Work]) -> list[Parsed]:
+    def parse_packed(self, work: Sequence[Work], words: bool = True) -> list[Parsed]:
         """Each file's tags as JSON text and packed, by the workers (the calling thread moves
-        bytes): the tags but for their definitions and references, which the packing holds."""
-        results: list[Parsed | None] = [None] * len(work)
-        pending = _batches(work, self.size)
+        bytes): the tags but for their definitions and references, which the packing holds;
+        without `words`, no words (FileTags.words empty, none in the text)."""
+        found = self._run(work, BOTH if words else TAGS)
+        return [r if r is not None else parsed(FileTags(error="not parsed")) for r in found]
+
+    def count_words(self, work: Sequence[Work]) -> list[Words | None]:
+        """Each file's words, counted by the workers (None: its worker died on it)."""
+        return self._run(work, WORDS)
+
+    def _run(self, work: Sequence[Work], what: int) -> list[Any]:
+        """Each file's answer (`what` says which) in order; None for a file never answered."""
+        results: list[Any] = [None] * len(work)
+        pending = batches(work, self.size)
         pending.reverse()  # popped from the end: first batch first
         while len(self._workers) < self.size:
             self._workers.append(_Worker(self.rss_limit))
@@ -145,8 +162,9 @@ class TagWorkers:
             for worker in self._workers:
                 selector.register(worker.stdout, EVENT_READ, worker)
             busy = 0
+            give = functools.partial(self._give, pending=pending, work=work, what=what)
             for worker in self._workers:
-                busy += self._give(worker, pending, work)
+                busy += give(worker)
             while busy:
                 if self.stopping.is_set():
                     self.close(kill=True)  # their batches are not worth finishing
@@ -157,29 +175,29 @@ class TagWorkers:
                         index, raw, packed, retiring = recv(worker.stdout)
                     except (EOFError, OSError, pickle.UnpicklingError):
                         selector.unregister(worker.stdout)
-                        replacement = self._crashed(worker, work, results, pending)
+                        replacement = self._crashed(worker, work, results, pending, what)
                         selector.register(replacement.stdout, EVENT_READ, replacement)
-                        busy -= 1
-                        busy += self._give(replacement, pending, work)
+                        busy += give(replacement) - 1
                         continue
-                    results[index] = (raw, *unpacked(packed))
+                    results[index] = packed if what == WORDS else (raw, *unpacked(packed))
                     worker.batch.remove(index)
                     if retiring:  # its last answer: a fresh worker takes its place
                         selector.unregister(worker.stdout)
                         worker = self._replace(worker)
                         selector.register(worker.stdout, EVENT_READ, worker)
                     if not worker.batch:
-                        busy -= 1
-                        busy += self._give(worker, pending, work)
-        return [r if r is not None else parsed(FileTags(error="not parsed")) for r in results]
+                        busy += give(worker) - 1
+        return results
 
-    def _give(self, worker: _Worker, pending: list[list[int]], work: Sequence[Work]) -> int:
+    def _give(
+        self, worker: _Worker, *, pending: list[list[int]], work: Sequence[Work], what: int
+    ) -> int:
         """Send `worker` the next batch: 1 if it got one, 0 when nothing is left."""
         if not pending:
             return 0
         batch = pending.pop()
         try:
-            send(worker.stdin, [(i, work[i][1], work[i][2]) for i in batch])
+            send(worker.stdin, [(i, work[i][1], work[i][2], what) for i in batch])
         except OSError:  # it died idle: its end-of-file comes next, and the batch goes back
             pending.append(batch)
             return 1
@@ -190,18 +208,21 @@ class TagWorkers:
         self,
         worker: _Worker,
         work: Sequence[Work],
-        results: list[Parsed | None],
+        results: list[Any],
         pending: list[list[int]],
+        what: int,
     ) -> _Worker:
         """A worker died on the first file of its batch not answered: that file gets an
-        error, the rest of the batch goes back in the queue, and a new worker takes its place."""
+        error (no words: None), the rest of the batch goes back in the queue, and a new worker
+        takes its place."""
         self.crashes += 1
         worker.stop()
         code = worker.proc.returncode
         if worker.batch:
             culprit, rest = worker.batch[0], worker.batch[1:]
             path, language = work[culprit][:2]
-            results[culprit] = parsed(FileTags(error=f"{WORKER_DIED} (exit {code}; {language})"))
+            died = FileTags(error=f"{WORKER_DIED} (exit {code}; {language})")
+            results[culprit] = None if what == WORDS else parsed(died)
             log.warning("a tag worker died (exit %s) on %s: it has no tags", code, path)
             if rest:
                 pending.append(rest)
@@ -213,28 +234,6 @@ class TagWorkers:
         self._workers[self._workers.index(worker)] = replacement
         self.started += 1
         return replacement
-
-
-def _batches(work: Sequence[Work], workers: int) -> list[list[int]]:
-    """The work's indexes in batches, in order: at most BATCH_FILES files and BATCH_BYTES (but
-    for one file), and no more than a worker's share of the files still to go, so the last
-    files go out a few at a time and the workers finish together (the caller waits for the
-    last one: with whole batches to the end, a worker sat idle for up to a batch at the end of
-    each of a build's chunks)."""
-    out: list[list[int]] = []
-    batch: list[int] = []
-    held, cap = 0, BATCH_FILES
-    for index, (_path, _language, source) in enumerate(work):
-        if batch and (len(batch) >= cap or held + len(source) > BATCH_BYTES):
-            out.append(batch)
-            batch, held = [], 0
-        if not batch:
-            cap = max(1, min(BATCH_FILES, (len(work) - index) // workers))
-        batch.append(index)
-        held += len(source)
-    if batch:
-        out.append(batch)
-    return out
 
 
 # -- the worker process --------------------------------------------------------------------------
@@ -270,8 +269,12 @@ def main() -> None:
             batch = recv(stdin)
         except EOFError:
             return
-        for n, (index, language, source) in enumerate(batch, 1):
-            text, packed = wire_fields(parser.raw(language, source))
+        for n, (index, language, source, *what) in enumerate(batch, 1):
+            packed: Any
+            if what and what[0] == WORDS:  # (a batch of 3-tuples: BOTH, as before)
+                text, packed = "", count_words(source)
+            else:
+                text, packed = wire_fields(parser.raw(language, source, what != [TAGS]))
             retiring = n == len(batch) and _rss_bytes() > rss_limit
             send(stdout, (index, text, packed, retiring))
             if retiring:

@@ -3,6 +3,8 @@
 
 - `file_counts`: "<tokenizer>:<sha256 of the file's bytes>" -> tokens (exact counts only);
 - `file_tags`: "<tags version>:<language>:<sha256>" -> the file's tags as JSON;
+- `file_words`: the same key -> the words of the file's text, for tags kept without them (the
+  first build counts them after its first map; tags written with their words have none here);
 - `file_hashes`: (root, path) -> (size, mtime_ns, sha256), so an unchanged file is not even
   read again to learn its hash.
 
@@ -31,6 +33,7 @@ CACHE_FILENAME = "workspace-cache.sqlite3"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS file_counts (key TEXT PRIMARY KEY, tokens INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS file_tags (key TEXT PRIMARY KEY, tags TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS file_words (key TEXT PRIMARY KEY, words TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS file_hashes (
   root TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
   sha256 TEXT NOT NULL, PRIMARY KEY (root, path));
@@ -108,6 +111,21 @@ class WorkspaceCache:
     def put_tag_texts(self, tags: Mapping[str, str]) -> None:
         """Tags already written as JSON text (by the tag workers): kept as they are."""
         self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", tags.items())
+
+    def words(self, keys: Sequence[str]) -> dict[str, Any]:
+        """Tags' key -> the words kept apart for those tags (FileTags JSON's "w" value)."""
+        rows = self._select("SELECT key, words FROM file_words WHERE key IN ({})", keys)
+        found = {}
+        for key, raw in rows:
+            try:
+                found[key] = json.loads(raw)
+            except ValueError:
+                continue
+        return found
+
+    def put_word_texts(self, words: Mapping[str, str]) -> None:
+        """Words written as JSON text (FileTags JSON's "w" value), by their tags' key."""
+        self._write("INSERT OR REPLACE INTO file_words VALUES (?, ?)", words.items())
 
     def hashes(
         self, root: str, paths: Sequence[str] | None = None

@@ -114,9 +114,10 @@ class TagParser:
         return FileTags(tuple(Definition(*d) for d in definitions), references, error, imports,
                         words)  # fmt: skip
 
-    def raw(self, language: str, source: bytes) -> Raw:
+    def raw(self, language: str, source: bytes, words: bool = True) -> Raw:
         """`tags` as plain values, without a Definition object (a tag worker sends them on as
-        JSON and packed: adapters.tag_wire.wire_fields)."""
+        JSON and packed: adapters.tag_wire.wire_fields); without `words`, what the text says is
+        not counted (its words empty: the first build counts them after its first map)."""
         if language not in GRAMMARS:
             return _failed(f"no grammar for {language}")
         loaded = _load(language)
@@ -145,7 +146,7 @@ class TagParser:
             def_starts.add(start)
         references = _references(source, captures.get("ref", ()), def_starts)
         imports = sorted({spec for node in captures.get("import", ()) for spec in _specs(node)})
-        return _raw(named, references, tuple(imports), source)
+        return _raw(named, references, tuple(imports), source, words)
 
 
 def _raw(
@@ -153,12 +154,14 @@ def _raw(
     references: dict[str, int],
     imports: tuple[str, ...],
     source: bytes,
+    words: bool,
 ) -> Raw:
     """A file's tags from its definitions' (name, line) (each pair once, ordered by line and
     name, with the line text it does not keep), its references (ordered by name) and imports,
-    and the words of its text."""
+    and the words of its text (with `words`)."""
     ordered = [(name, line, NO_LINE_TEXT) for name, line in sorted(set(named), key=_BY_LINE)]
-    return ordered, dict(sorted(references.items())), imports, count_words(source), None
+    said = count_words(source) if words else {}
+    return ordered, dict(sorted(references.items())), imports, said, None
 
 
 def _failed(error: str) -> Raw:

@@ -22,7 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from tokend.core.repomap.columns import rows_of, splice_in_place, splice_offsets, with_room
+from tokend.core.repomap.columns import (
+    found_at,
+    rows_of,
+    splice_in_place,
+    splice_offsets,
+    with_room,
+)
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.store import TagTable
 
 MAX_DEFINERS = 20  # a name with more definers says nothing of where to look
@@ -250,3 +257,20 @@ def name_flow(t: TagTable, edges: Edges, file_rank: Array, slot: Array) -> Array
         flow *= file_rank[rows[keep]]
         np.add.at(group_weight, slot[group], flow)
     return group_weight
+
+
+def same_row(t: TagTable, row: int, new: PackedTags) -> bool:
+    """Whether file `row`'s definitions and references are `new`'s."""
+    d, r = slice(t.d_off[row], t.d_off[row + 1]), slice(t.r_off[row], t.r_off[row + 1])
+    return (
+        np.array_equal(t.keys_at(d.start, d.stop), new.def_keys)
+        and np.array_equal(t.d_line[d], new.def_lines)
+        and np.array_equal(t.r_key[r], new.ref_keys)
+        and np.array_equal(t.r_count[r], new.ref_counts)
+    )
+
+
+def referrers(t: TagTable, keys: Array) -> Array:
+    """Rows of the files that refer to any of `keys` (none: none)."""
+    hits = found_at(t.r_key, keys)
+    return np.unique(np.searchsorted(t.r_off, hits, side="right") - 1)

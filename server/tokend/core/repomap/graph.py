@@ -26,7 +26,7 @@ and not its text, which the caller reads when it renders the map.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,20 +36,20 @@ from tokend.core.repomap import edges as graph_rows
 from tokend.core.repomap import fusion as fusions
 from tokend.core.repomap import rank as signals_of
 from tokend.core.repomap.choice import RANK_DECIMALS, chosen_definitions
-from tokend.core.repomap.columns import found_at
-from tokend.core.repomap.edges import MAX_DEFINERS, Edges, renumbered, replaced
+from tokend.core.repomap.edges import Edges, referrers, renumbered, replaced, same_row
 from tokend.core.repomap.links import ImportLinks
 from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.rank import Signals
 from tokend.core.repomap.rank import identifiers_in as identifiers_in
 from tokend.core.repomap.render import RankedDefinition
+from tokend.core.repomap.restart import FOCUS_WEIGHT as FOCUS_WEIGHT
+from tokend.core.repomap.restart import restart_of
 from tokend.core.repomap.said import query_ids, said_scores
 from tokend.core.repomap.solve import solver
 from tokend.core.repomap.store import TagTable, name_key
 from tokend.core.repomap.tags import FileTags
 from tokend.core.repomap.words import WordTable, said
 
-FOCUS_WEIGHT = 100.0  # restart mass of the focus, against 1.0 spread over every file
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
 
 Array = Any
@@ -78,7 +78,8 @@ class RepoGraph:
 
     table: TagTable = field(default_factory=TagTable)
     words: WordTable = field(default_factory=WordTable)  # what each file says (its rows)
-    version: int = 0  # moves at every change
+    version: int = 0  # moves at every change but of what files say alone (set_words)
+    words_version: int = 0  # moves at every change of what files say
     graph_version: int = 0  # moves when the names, references or imports change
     _edges: Edges | None = None  # None: every row is to be derived
     _stale: set[str] = field(default_factory=set)  # paths whose rows are to be derived again
@@ -86,26 +87,30 @@ class RepoGraph:
     signals: Signals = field(default_factory=Signals)
     links: ImportLinks = field(default_factory=ImportLinks)
     _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
-    _doc_lengths: tuple[int, tuple[Array, Array]] | None = None
+    _doc_lengths: tuple[tuple[int, int], tuple[Array, Array]] | None = None
 
     def set_files(
-        self, changed: Mapping[str, FileTags | None], given: Mapping[str, PackedTags] = {}
+        self,
+        changed: Mapping[str, FileTags | None],
+        given: Mapping[str, PackedTags] = {},
+        unsaid: Collection[str] = (),
     ) -> bool:
         """Replace (None: remove) the tags of some files; True when anything changed (what a
         file says alone changes `version`, not `graph_version`: no row is derived again).
         `given`: some files' tags packed already (by the tag workers; their `changed` tags may
-        then lack the definitions and references)."""
+        then lack the definitions and references). `unsaid`: files whose words are not counted
+        yet: they say nothing until `set_words` gives their words."""
         packed: dict[str, PackedTags | None] = {}
         for path, tags in changed.items():
             new = None if tags is None else given.get(path) or PackedTags.of(tags)
             row = self.table.row(path)
             if new is None and row is None:
                 continue
-            if new is not None and row is not None and self._same(row, new):
+            if new is not None and row is not None and same_row(self.table, row, new):
                 if tags is None or self.links.same(path, tags.imports):
                     continue
             packed[path] = new
-        spoken = {p: said(t) for p, t in changed.items() if t is not None}
+        spoken = {p: {} if p in unsaid else said(t) for p, t in changed.items() if t is not None}
         words = self.words.changed({p: self.table.row(p) for p in spoken}, spoken)
         if not packed and not words:
             return False
@@ -113,6 +118,17 @@ class RepoGraph:
         rows = {r: w for p, w in words.items() if (r := self.table.row(p)) is not None}
         self.words.apply(remap, rows, len(self.table.paths))
         self.version += 1
+        return True
+
+    def set_words(self, spoken: Mapping[str, Mapping[int, int]]) -> bool:
+        """What some files of the graph say (core.repomap.words.said of their tags), their tags
+        unchanged: `words_version` moves, not `version` (a map that reads no words is the same)."""
+        at = {p: r for p in spoken if (r := self.table.row(p)) is not None}
+        words = self.words.changed(at, {p: spoken[p] for p in at})
+        if not words:
+            return False
+        self.words.apply(None, {at[p]: w for p, w in words.items()}, len(self.table.paths))
+        self.words_version += 1
         return True
 
     def _apply(self, packed: Mapping[str, PackedTags | None], changed: Mapping[str, Any]) -> Array:
@@ -123,27 +139,12 @@ class RepoGraph:
         also = self.links.changed(imports, before, self.table.paths)
         if track and self._edges is not None:
             self._edges = renumbered(self._edges, applied.remap, len(self.table.paths))
-            stale = set(applied.rows) | set(self._referrers(applied.names).tolist())
+            stale = set(applied.rows) | set(referrers(self.table, applied.names).tolist())
             self._stale.update({self.table.paths[r] for r in stale} | also)
         else:
             self._edges, self._stale = None, set()
         self.graph_version += 1
         return applied.remap
-
-    def _same(self, row: int, new: PackedTags) -> bool:
-        t = self.table
-        d, r = slice(t.d_off[row], t.d_off[row + 1]), slice(t.r_off[row], t.r_off[row + 1])
-        return (
-            np.array_equal(t.keys_at(d.start, d.stop), new.def_keys)
-            and np.array_equal(t.d_line[d], new.def_lines)
-            and np.array_equal(t.r_key[r], new.ref_keys)
-            and np.array_equal(t.r_count[r], new.ref_counts)
-        )
-
-    def _referrers(self, keys: Array) -> Array:
-        """Rows of the files that refer to any of `keys` (none: none)."""
-        hits = found_at(self.table.r_key, keys)
-        return np.unique(np.searchsorted(self.table.r_off, hits, side="right") - 1)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -236,9 +237,10 @@ class RepoGraph:
         too, and so is what the focus files say (their words count in their lengths then)."""
         words = self.words
         ids = query_ids(words, self.signals, rows, text)
-        if self._doc_lengths is None or self._doc_lengths[0] != self.version:
+        version = (self.version, self.words_version)
+        if self._doc_lengths is None or self._doc_lengths[0] != version:
             lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
-            self._doc_lengths = (self.version, lengths)
+            self._doc_lengths = (version, lengths)
         length = self._doc_lengths[1][0 if ids is not None and (text_only or not text) else 1]
         query = signals_of.query(self.table, rows, text)
         spoken = (words, ids) if ids is not None else None
@@ -275,19 +277,7 @@ class RepoGraph:
         return [r for p in focus.files if (r := self.table.row(p)) is not None]
 
     def _pagerank(self, c: _Ranking, focus: Focus, seeds: Mapping[int, float]) -> Array:
-        n = len(self.table.paths)
-        restart = np.full(n, 1.0 / n)
-        wanted = {r for p in focus.files if (r := self.table.row(p)) is not None}
-        for name in focus.identifiers:
-            rows = self.table.definer_rows(name_key(name))
-            if len(rows) <= MAX_DEFINERS:
-                wanted.update(rows.tolist())
-        for i in sorted(wanted):
-            restart[i] += FOCUS_WEIGHT / len(wanted)
-        for i, share in sorted(seeds.items()):
-            restart[i] += signals_of.SEED_WEIGHT * share
-        restart /= restart.sum()
-        y = c.solve(restart)
+        y = c.solve(restart_of(self.table, self._focus_rows(focus), focus.identifiers, seeds))
         return np.asarray(y / y.sum())
 
     def _prepared(self) -> _Ranking:

@@ -28,6 +28,12 @@ def text_ids(text: str) -> Array:
     return np.unique(np.fromiter(text_words(text), dtype=np.int64))
 
 
+def reads_words(on: Signals, files: bool, text: str) -> bool:
+    """Whether the rank of a focus with focus `files` (any) and `text` reads what files say
+    (query_ids asks for words): an unfocused map, or one of identifiers alone, does not."""
+    return bool(text and on.words) or (files and on.file_words)
+
+
 def query_ids(words: WordTable, on: Signals, rows: list[int], text: str) -> Array | None:
     """The ids of the words a text and the files `rows` say (ascending; None: none asked)."""
     asked = [text_ids(text)] if text and on.words else []

@@ -15,7 +15,7 @@ from tokend.lsp.handler_table import features
 from tokend.lsp.server import TokendServer
 from tokend.lsp.wire import JsonText, to_wire
 from tokend.lsp.wire.repomap import RankedFileWire, RepoMapParams, RepoMapResult
-from tokend.service.repomap.session_map import RepoMap, map_ready, session_map
+from tokend.service.repomap.session_map import RepoMap, map_ready, reads_words, session_map
 from tokend.service.workspace.session_files import session_index
 
 
@@ -31,6 +31,7 @@ async def get(ls: TokendServer, params: RepoMapParams) -> JsonText | RepoMapResu
     if p.focus is not None:
         files = frozenset(index.relative(f) for f in p.focus.files)
         focus = Focus(files, frozenset(p.focus.identifiers), p.focus.text)
+    await map_ready(index, reads_words(index, data, focus))  # what files say: after the tags
     last = ls.last_repo_map
 
     def reply() -> tuple[RepoMap, JsonText | RepoMapResult]:

@@ -42,12 +42,24 @@ def session_focus(index: WorkspaceIndex, data: SessionData) -> Focus:
     return Focus(files, identifiers_in(words, index.tags.defines), words)
 
 
-async def map_ready(index: WorkspaceIndex) -> None:
-    """Wait until the first build's tags are in (the kernel: minutes), off the event loop and
-    outside the service's few workers, which a waiting map request must not hold."""
-    if not index.tags.ready.is_set():
-        await asyncio.get_running_loop().run_in_executor(None, index.tags.ready.wait)
+async def map_ready(index: WorkspaceIndex, words: bool = False) -> None:
+    """Wait until the first build's tags are in (the kernel: minutes), and with `words` what
+    the files say too (counted after the first map), off the event loop and outside the
+    service's few workers, which a waiting map request must not hold."""
+    loop = asyncio.get_running_loop()
+    for ready in (index.tags.ready, index.tags.words_ready) if words else (index.tags.ready,):
+        if not ready.is_set():
+            await loop.run_in_executor(None, ready.wait)
     index.check_open()  # a stop wakes the waiters: they are answered with Stopping
+
+
+def reads_words(index: WorkspaceIndex, data: SessionData, focus: Focus | None) -> bool:
+    """Whether the session's map for `focus` (None: its default focus, `session_focus`) reads
+    what files say: then it waits for them, never made with some files' words missing."""
+    if focus is not None:
+        return index.tags.reads_words(focus)
+    has_chat = any(not read_only for _, read_only in listed(data))
+    return has_chat or any(m.role == "user" for m in data.messages)  # (at worst: waits)
 
 
 def budget_for(workspaces: Workspaces, data: SessionData) -> int:
@@ -66,7 +78,7 @@ def session_map(
     waits for the first build's tags)."""
     workspaces.prepare_rank()  # the rank's solve on a large tree (the app's: adapters.blas)
     index = session_index(workspaces, data)
-    index.tags.ready.wait()
+    index.tags.ready.wait()  # (and the map waits for the words it reads: WorkspaceTags)
     index.check_open()
     budget = budget_tokens if budget_tokens is not None else budget_for(workspaces, data)
     chosen = focus if focus is not None else session_focus(index, data)

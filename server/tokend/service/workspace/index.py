@@ -79,11 +79,13 @@ class WorkspaceIndex:
         """Walk the folder, then tag its source files (runs on a thread of its own). `ready`
         is set once the walk is done (figures can be asked for), `tags.ready` once the repo
         map's tags are in (the kernel: minutes), with what changed meanwhile re-tagged, and its
-        graph's rows and solve made (a first map request waits for no warm-up)."""
+        graph's rows and solve made (a first map request waits for no warm-up);
+        `tags.words_ready` once what the files say is counted too, after that."""
         try:
             self._build(progress)
         finally:
             self.tags.ready.set()  # a failed build must not leave map requests waiting
+            self.tags.words_ready.set()
 
     def _build(self, progress: Callable[[str], None] | None) -> None:
         entries: dict[str, Packed] = {}
@@ -111,6 +113,12 @@ class WorkspaceIndex:
                     self.tags.ready.set()
                     break
             self.tags.refresh_paths(pending, self.entries(), self.overlays())
+
+        def counted(done: int, total: int) -> None:
+            if progress:
+                progress(f"{len(entries):,} files; words of {done:,} of {total:,} counted")
+
+        self.tags.count_words(counted)  # what files say: after the first map (issue 22)
         self.check_open()
 
     def close(self) -> None:
@@ -121,6 +129,7 @@ class WorkspaceIndex:
         self.tags.close()
         self.ready.set()
         self.tags.ready.set()
+        self.tags.words_ready.set()
 
     def forget(self) -> None:
         """Drop what the index holds (its entries, unsaved texts, counts), once it is closed

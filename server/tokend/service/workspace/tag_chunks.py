@@ -56,6 +56,7 @@ class Chunk:
     new_hashes: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     reread: bool = False
     packed: dict[str, PackedTags] = field(default_factory=dict)  # by the tag workers
+    unsaid: dict[str, str] = field(default_factory=dict)  # path -> key: its words not in
 
 
 class Beside:
@@ -113,7 +114,7 @@ def read_chunk(
         if seen is not None and seen[:2] == (entry.size_bytes, entry.mtime_ns):
             sources[path] = (language, seen[2], None)
             continue
-        data = _read(on, path)
+        data = read_source(on, path)
         if data is None:
             chunk.tags[path] = None
             continue
@@ -122,15 +123,18 @@ def read_chunk(
         chunk.new_hashes[path] = (entry.size_bytes, entry.mtime_ns, sha)
     version = on.queries_version
     chunk.keys = {p: f"v{version}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
-    cached = on.cache.tags(sorted(set(chunk.keys.values())))
+    cached = with_words(on, sorted(set(chunk.keys.values())))
     chunk.reread = bool(chunk.new_hashes) or any(s is not None for _, _, s in sources.values())
     for path, (language, _sha, source) in sources.items():
         raw = cached.get(chunk.keys[path])
         if raw is not None:
             chunk.tags[path] = FileTags.from_json(raw)
+            if "w" not in raw and "e" not in raw:  # kept without its words (a build stopped
+                # between its tags and its words: service.workspace.word_pass)
+                chunk.unsaid[path] = chunk.keys[path]
             continue
         if source is None:
-            source = _read(on, path)
+            source = read_source(on, path)
             if source is None:
                 chunk.tags[path] = None
                 continue
@@ -139,7 +143,17 @@ def read_chunk(
     return chunk
 
 
-def _read(on: Reading, path: str) -> bytes | None:
+def with_words(on: Reading, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """The cached tags of `keys`, with the words kept apart for those kept without them
+    (service.workspace.word_pass): as tags kept with their words are."""
+    cached = on.cache.tags(keys)
+    apart = on.cache.words([k for k, raw in cached.items() if "w" not in raw])
+    for key, words in apart.items():
+        cached[key] = {**cached[key], "w": words}
+    return cached
+
+
+def read_source(on: Reading, path: str) -> bytes | None:
     """A file's bytes, read through `on.files` (never through a symlink that leaves the
     workspace); None, with the reason in `on.errors`, when it cannot be read."""
     try:
@@ -164,11 +178,12 @@ def _unsaved(
 
 
 def finish_chunk(
-    on: Reading, chunk: Chunk, parsed: Mapping[str, str | Parsed]
+    on: Reading, chunk: Chunk, parsed: Mapping[str, str | Parsed], words_later: bool = False
 ) -> tuple[dict[str, FileTags | None], bool]:
     """The chunk's tags with what was parsed (JSON text, kept in the cache as it is; from the
     tag workers, packed beside it: `chunk.packed`, and the tags without their names); and
-    whether any file was read anew (its content changed)."""
+    whether any file was read anew (its content changed). With `words_later` (parsed without
+    their words), a parsed file without words is `unsaid`."""
     fresh = {}
     for path, got in parsed.items():
         if isinstance(got, str):
@@ -180,6 +195,8 @@ def finish_chunk(
             on.errors[path] = tags.error
         if not died(tags.error or ""):
             fresh[chunk.keys[path]] = text
+            if words_later and not tags.words and not tags.error:
+                chunk.unsaid[path] = chunk.keys[path]
     if fresh:
         on.cache.put_tag_texts(fresh)
     if chunk.new_hashes:

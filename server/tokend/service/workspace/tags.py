@@ -23,6 +23,7 @@ from pathlib import Path
 from tokend.core.errors import Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map
+from tokend.core.repomap.said import reads_words
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.workspace.files import PathConflict
 from tokend.service.workspace.tag_chunks import (
@@ -35,6 +36,7 @@ from tokend.service.workspace.tag_chunks import (
     read_chunk,
 )
 from tokend.service.workspace.tree_ports import FileCache, IndexPorts, Parsed, TagPool
+from tokend.service.workspace.word_pass import OwedWords
 
 MAP_CACHE_ENTRIES = 64
 
@@ -65,6 +67,10 @@ class WorkspaceTags:
             root, cache, self.errors, max_bytes, ports.files, self._tagging.queries_version
         )
         self.ready = threading.Event()  # set once the first build's tags are in the graph
+        # what files say, counted after the first map (`count_words`); its `ready` is set once
+        # every file's words are in (`words_ready`)
+        self._owed = OwedWords(self._lock, self._reading, overlay, self._graph_words)
+        self.words_ready = self._owed.ready
 
     def refresh(
         self,
@@ -72,10 +78,25 @@ class WorkspaceTags:
         overlays: Mapping[str, str],
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
-        """Tag every source file of `entries` (the build); `progress(done, total)` after
-        each chunk of files."""
+        """Tag every source file of `entries` (the build), without the words of their text,
+        which `count_words` counts once the first map can be made (issue 22: they were a fifth
+        of the kernel's tagging, and that map reads none); `progress(done, total)` after each
+        chunk of files."""
         self.refresh_paths(set(entries) | set(overlays), entries, overlays, whole=True,
-                           progress=progress)  # fmt: skip
+                           progress=progress, words_later=True)  # fmt: skip
+
+    def count_words(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Count the words of the files tagged without them (by worker processes for many),
+        giving them to the graph as they come; `words_ready` is set once all are in."""
+        self._owed.count(self._tagging, self._workers_for, progress, self._check_stopping)
+
+    def reads_words(self, focus: Focus) -> bool:
+        """Whether a map for `focus` reads what files say (it waits for `words_ready`)."""
+        return reads_words(self._graph.signals, bool(focus.files), focus.text)
+
+    def _graph_words(self, spoken: Mapping[str, Mapping[int, int]]) -> None:
+        with self._lock:
+            self._graph.set_words(spoken)
 
     def refresh_paths(
         self,
@@ -85,10 +106,13 @@ class WorkspaceTags:
         *,
         whole: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        words_later: bool = False,
     ) -> None:
         """Re-tag `paths` and hand the graph each chunk of files as it is read and parsed,
         so no more than a chunk's bytes and tags are held at once (the kernel: 800 MB of C).
-        With `whole`, files the graph has and `paths` does not are removed."""
+        With `whole`, files the graph has and `paths` does not are removed. Files whose words
+        are not in (parsed `words_later`, or cached without them) are owed (`count_words`):
+        counted here unless `words_later`."""
         wanted = in_order(paths)
         done = 0
         with self._workers_for(len(wanted)) as workers, Beside(workers is not None) as beside:
@@ -101,12 +125,17 @@ class WorkspaceTags:
                 if paths_now is not None:
                     chunk = read_chunk(self._reading, paths_now, entries, overlays)
                 parsed = ahead[1].result() if ahead is not None else {}
-                parsing = None if chunk is None else beside(self._parse, chunk.work, workers)
+                parsing = None
+                if chunk is not None:
+                    parsing = beside(self._parse, chunk.work, workers, not words_later)
                 if ahead is not None:
-                    tags, reread = finish_chunk(self._reading, ahead[0], parsed)
+                    done_chunk = ahead[0]
+                    tags, reread = finish_chunk(self._reading, done_chunk, parsed, words_later)
                     with self._lock:
-                        if self._graph.set_files(tags, ahead[0].packed) or reread:
+                        unsaid = done_chunk.unsaid
+                        if self._graph.set_files(tags, done_chunk.packed, unsaid) or reread:
                             self._forget_maps_showing(set(tags))
+                        self._owed.owe(unsaid, tags)
                     done += len(tags)
                     if progress is not None:
                         progress(done, len(wanted))
@@ -116,6 +145,9 @@ class WorkspaceTags:
                 gone = set(self._graph.paths) - set(wanted)
                 if gone:
                     self._graph.set_files(dict.fromkeys(gone))
+                    self._owed.owe({}, gone)
+        if not words_later and self._owed.started:  # (before: the first build counts them)
+            self.count_words()
 
     def _workers_for(self, files: int) -> contextlib.AbstractContextManager[TagPool | None]:
         """Worker processes for a refresh of `files` files (the first build), ended with it;
@@ -135,7 +167,7 @@ class WorkspaceTags:
             del self._maps[key]
 
     def _parse(
-        self, work: list[tuple[str, str, bytes]], workers: TagPool | None
+        self, work: list[tuple[str, str, bytes]], workers: TagPool | None, words: bool = True
     ) -> dict[str, str | Parsed]:
         """(path, language, source) -> the path's tags as JSON text, and packed when the
         workers parsed them (a refresh of many files; decoded by finish_chunk, on the thread
@@ -145,9 +177,9 @@ class WorkspaceTags:
         paths = [path for path, _, _ in work]
         found: Sequence[str | Parsed]
         if workers is not None and work:
-            found = workers.parse_packed(work)
+            found = workers.parse_packed(work, words)
         else:
-            found = self._tagging.parse_json(work)
+            found = self._tagging.parse_json(work, words)
         return dict(zip(paths, found, strict=True))
 
     def close(self) -> None:
@@ -160,6 +192,7 @@ class WorkspaceTags:
         with self._lock:
             self._graph, self._maps = RepoGraph(), OrderedDict()
             self.errors.clear()
+            self._owed.forget()
 
     def warm(self) -> None:
         """Build the graph's matrices now, so the first map request does not pay for them."""
@@ -177,9 +210,15 @@ class WorkspaceTags:
     def repo_map(
         self, focus: Focus, budget_tokens: int, count: Callable[[str], int], counter_id: str
     ) -> FittedMap:
-        """The map for `focus` within `budget_tokens` as `count` counts (cached)."""
+        """The map for `focus` within `budget_tokens` as `count` counts (cached); one that
+        reads what files say waits until their words are in (`words_ready`)."""
+        reads = self.reads_words(focus)
+        if reads:
+            self.words_ready.wait()
+            self._check_stopping()  # (a stop wakes the waiters: never a map of some words)
         with self._lock:
-            key = (self._graph.version, focus, budget_tokens, counter_id)
+            said = self._graph.words_version if reads else -1
+            key = (self._graph.version, said, focus, budget_tokens, counter_id)
             found = self._maps.get(key)
             if found is not None:
                 self._maps.move_to_end(key)

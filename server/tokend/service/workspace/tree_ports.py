@@ -95,6 +95,12 @@ class FileCache(Protocol):
 
     def put_tag_texts(self, tags: Mapping[str, str]) -> None: ...
 
+    def words(self, keys: Sequence[str]) -> dict[str, Any]:
+        """Tags' key -> the words kept apart for it (a FileTags JSON's "w" value)."""
+        ...
+
+    def put_word_texts(self, words: Mapping[str, str]) -> None: ...
+
     def hashes(
         self, root: str, paths: Sequence[str] | None = None
     ) -> dict[str, tuple[int, int, str]]: ...
@@ -105,7 +111,13 @@ class FileCache(Protocol):
 class TagPool(Protocol):
     """Tag worker processes for one refresh of many files."""
 
-    def parse_packed(self, work: Sequence[Work]) -> list[Parsed]: ...
+    def parse_packed(self, work: Sequence[Work], words: bool = True) -> list[Parsed]:
+        """Each file's tags (without `words`: their words empty, none in the text)."""
+        ...
+
+    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+        """Each file's words (None: not counted, its worker died on it)."""
+        ...
 
 
 class TagParsing(Protocol):
@@ -125,8 +137,13 @@ class TagParsing(Protocol):
         """Worker processes (`workers`; None: one per core), ended when the refresh is."""
         ...
 
-    def parse_json(self, work: Sequence[Work]) -> list[str]:
-        """Each (path, language, source)'s tags as JSON text, without a pool."""
+    def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
+        """Each (path, language, source)'s tags as JSON text, without a pool (without `words`,
+        their words may be left out)."""
+        ...
+
+    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+        """Each source's words (core.repomap.text.count_words), without a pool."""
         ...
 
     def close(self) -> None: ...

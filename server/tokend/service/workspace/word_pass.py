@@ -1,0 +1,177 @@
+"""What files say, counted after the first map (issue 22): the first build tags the tree without
+the words of each file's text (core.repomap.text.count_words, a fifth of the tag workers' CPU on
+the kernel), and the first map, which reads none, is made from the tags alone; then the words
+are counted, a chunk at a time, and given to the graph as they come (RepoGraph.set_words).
+
+A file whose words are not in is owed: parsed without them, or read from a cache that kept its
+tags without them (a build stopped between the two passes). `ready` is set once nothing is owed
+and nothing is being counted: a map that reads words (a text focus, a file focus) waits for it.
+Words are counted from the file as it is now, and kept in the cache under their tags' key only
+when its content is the content those tags were parsed from; a file re-tagged meanwhile (its
+words counted with its tags) keeps those.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from itertools import islice
+
+from tokend.service.workspace.tag_chunks import (
+    CHUNK_BYTES,
+    CHUNK_FILES,
+    Beside,
+    Reading,
+    read_source,
+)
+from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work
+
+Said = dict[int, int]  # a file's words by id (core.repomap.text.count_words)
+Counting = Callable[[list[Work]], list[Said | None]]
+
+
+class OwedWords:
+    """The files whose words are not counted yet (path -> their tags' cache key), under the
+    lock of the graph's owner (service.workspace.tags.WorkspaceTags)."""
+
+    def __init__(
+        self,
+        lock: threading.RLock,
+        reading: Reading,
+        overlay: Callable[[str], str | None],
+        set_words: Callable[[Mapping[str, Said]], object],
+    ) -> None:
+        self._lock = lock
+        self._reading = reading
+        self._overlay = overlay
+        self._set_words = set_words
+        self._owed: dict[str, str] = {}  # path -> key, in the order owed (path order)
+        self._taken: dict[str, str] = {}  # being counted: path -> key
+        self.ready = threading.Event()  # set: no file's words are owed or being counted
+        self.started = False  # the first build's count began: a re-tagging counts its own
+        self._counting = False  # a count runs (one at a time: it counts what is owed meanwhile)
+
+    def owe(self, unsaid: Mapping[str, str], tagged: Iterable[str]) -> None:
+        """(Under the lock.) The files `tagged` were given tags: their words are in, but for
+        those `unsaid` (path -> key), now owed."""
+        for path in tagged:
+            self._owed.pop(path, None)
+            self._taken.pop(path, None)  # a count under way is not given to the graph
+        self._owed.update(unsaid)
+        if self._owed:
+            self.ready.clear()
+
+    def forget(self) -> None:
+        """Nothing owed any more (the workspace was released)."""
+        with self._lock:
+            self._owed, self._taken = {}, {}
+        self.ready.set()
+
+    @property
+    def owed(self) -> int:
+        with self._lock:
+            return len(self._owed)
+
+    def count(
+        self,
+        tagging: TagParsing,
+        pool: Callable[[int], AbstractContextManager[TagPool | None]],
+        progress: Callable[[int, int], None] | None = None,
+        check: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Count every owed file's words (by the workers `pool(files)` gives, else in this
+        thread) and give them to the graph a chunk at a time; `progress(done, total)` after
+        each chunk; `check()` between chunks (it raises to stop)."""
+        with self._lock:
+            if self._counting:  # the count under way counts what is owed now too
+                return
+            self._counting = self.started = True
+        try:
+            self._count_all(tagging, pool, progress, check)  # (it ends `_counting` itself)
+        except BaseException:
+            with self._lock:
+                self._counting = False
+            raise
+
+    def _count_all(
+        self,
+        tagging: TagParsing,
+        pool: Callable[[int], AbstractContextManager[TagPool | None]],
+        progress: Callable[[int, int], None] | None,
+        check: Callable[[], None],
+    ) -> None:
+        total, done = self.owed, 0
+        with pool(total) as workers, Beside(workers is not None) as beside:
+            counting: Counting = workers.count_words if workers else tagging.count_words
+            ahead: tuple[list[Work], list[str], Future[list[Said | None]]] | None = None
+            while True:  # (`ahead`: the chunk being counted while the next one is read)
+                check()
+                taken = self._take()
+                work, keys = self._read(taken)
+                found = ahead[2].result() if ahead is not None else []
+                now = beside(counting, work) if taken else None
+                if ahead is not None:
+                    done += self._land(ahead[0], ahead[1], found)
+                    if progress is not None:
+                        progress(done, max(total, done))
+                ahead = (work, keys, now) if now is not None else None
+                if ahead is None:
+                    with self._lock:
+                        if not self._owed:  # (else owed meanwhile: counted too)
+                            self.ready.set()
+                            self._counting = False  # (with the check: nothing is left owed)
+                            return
+
+    def _take(self) -> dict[str, str]:
+        """The next CHUNK_FILES owed files (path -> key), now being counted."""
+        with self._lock:
+            taken = {}
+            for path in list(islice(self._owed, CHUNK_FILES)):
+                taken[path] = self._taken[path] = self._owed.pop(path)
+            return taken
+
+    def _read(self, taken: Mapping[str, str]) -> tuple[list[Work], list[str]]:
+        """The sources of `taken` whose content is their tags' (the key's hash), with keys."""
+        work, keys, held = [], [], 0
+        for path, key in taken.items():
+            if held > CHUNK_BYTES:  # enough for one chunk: the rest are owed again
+                with self._lock:
+                    if self._taken.get(path) == key:
+                        self._owed[path] = self._taken.pop(path)
+                continue
+            overlay = self._overlay(path)
+            source = read_source(self._reading, path) if overlay is None else None
+            if overlay is not None:
+                source = overlay.encode("utf-8", "surrogatepass")
+            _version, language, sha = key.split(":", 2)
+            if source is None or hashlib.sha256(source).hexdigest() != sha:
+                with self._lock:  # changed since: its re-tagging counts its words
+                    self._taken.pop(path, None)
+                continue
+            work.append((path, language, source))
+            keys.append(key)
+            held += len(source)
+        return work, keys
+
+    def _land(self, work: list[Work], keys: list[str], found: list[Said | None]) -> int:
+        """Counted words kept in the cache and given to the graph (but for files re-tagged
+        since); how many files were counted."""
+        kept = {}
+        for key, words in zip(keys, found, strict=True):
+            if words is not None:  # (None: its worker died on it; counted again next time)
+                kept[key] = json.dumps([list(words), list(words.values())], separators=(",", ":"))
+        if kept:
+            self._reading.cache.put_word_texts(kept)
+        with self._lock:
+            spoken = {}
+            for (path, _, _), key, words in zip(work, keys, found, strict=True):
+                if self._taken.get(path) == key:
+                    del self._taken[path]
+                    spoken[path] = words or {}
+            if spoken:
+                self._set_words(spoken)
+        return len(work)
