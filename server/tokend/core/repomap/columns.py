@@ -68,16 +68,21 @@ def splice_column(offsets: Array, column: Array, runs: Sequence[Any], index: int
     return out
 
 
-def with_room(size: int, dtype: Any) -> Array:
-    """An empty column of `size` entries whose buffer has room for splice_in_place."""
-    return np.empty(size + max(SPARE_MIN, size // SPARE_SHARE), dtype=dtype)[:size]
+def with_room(size: int, dtype: Any, room: int = 0) -> Array:
+    """An empty column of `size` entries whose buffer has room for splice_in_place: `room`
+    more entries when the caller knows it will need them (a buffer's pages are not resident
+    until they are written: only the entries written count in the daemon's memory)."""
+    return np.empty(size + max(SPARE_MIN, size // SPARE_SHARE, room), dtype=dtype)[:size]
 
 
-def splice_in_place(offsets: Array, column: Array, runs: Sequence[Any], index: int) -> Array:
+def splice_in_place(
+    offsets: Array, column: Array, runs: Sequence[Any], index: int, room: int = 0
+) -> Array:
     """splice_column's column, made in the column's own buffer when it fits there (the kept
     rows moved, the new rows written: beside the column, at most MOVE_BLOCK entries), else in
     a new buffer with room for later changes. The column must be one this function or
-    splice_column made (or an array of its own): its buffer is written."""
+    splice_column made (or an array of its own): its buffer is written. A new buffer has
+    room for `room` more entries at least."""
     kept: list[tuple[int, int, int]] = []  # (where an old run goes, its start, its end)
     added: list[tuple[int, Array]] = []  # (where a new row goes, its entries)
     at = 0
@@ -90,7 +95,7 @@ def splice_in_place(offsets: Array, column: Array, runs: Sequence[Any], index: i
         elif len(run[index]):
             added.append((at, run[index]))
             at += len(run[index])
-    return _placed(column, kept, added, at)
+    return _placed(column, kept, added, at, room)
 
 
 def edited_in_place(column: Array, gone: Array, at: Array, values: Array) -> Array:
@@ -120,7 +125,11 @@ def edited_in_place(column: Array, gone: Array, at: Array, values: Array) -> Arr
 
 
 def _placed(
-    column: Array, kept: list[tuple[int, int, int]], added: list[tuple[int, Array]], size: int
+    column: Array,
+    kept: list[tuple[int, int, int]],
+    added: list[tuple[int, Array]],
+    size: int,
+    room: int = 0,
 ) -> Array:
     """The column of `size` entries whose runs column[start:end] go to `to` (`kept`) and whose
     new entries go to theirs (`added`): in the column's buffer when it fits (each run moved,
@@ -128,7 +137,7 @@ def _placed(
     room."""
     buffer = _buffer(column)
     if size > len(buffer):
-        out = with_room(size, column.dtype)
+        out = with_room(size, column.dtype, room)
         for to, start, end in kept:
             out[to : to + end - start] = column[start:end]
     else:

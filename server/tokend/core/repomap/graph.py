@@ -47,7 +47,7 @@ from tokend.core.repomap.restart import restart_of
 from tokend.core.repomap.said import query_ids, said_scores
 from tokend.core.repomap.solve import solver
 from tokend.core.repomap.store import TagTable, name_key
-from tokend.core.repomap.tags import FileTags
+from tokend.core.repomap.tags import WORDS_MAX, FileTags
 from tokend.core.repomap.words import WordTable, said
 
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
@@ -120,14 +120,19 @@ class RepoGraph:
         self.version += 1
         return True
 
-    def set_words(self, spoken: Mapping[str, Mapping[int, int]]) -> bool:
+    def set_words(self, spoken: Mapping[str, Mapping[int, int]], more: int = 0) -> bool:
         """What some files of the graph say (core.repomap.words.said of their tags), their tags
-        unchanged: `words_version` moves, not `version` (a map that reads no words is the same)."""
+        unchanged: `words_version` moves, not `version` (a map that reads no words is the same).
+        `more`: how many files' words are still to come (the first build's word pass)."""
         at = {p: r for p in spoken if (r := self.table.row(p)) is not None}
         words = self.words.changed(at, {p: spoken[p] for p in at})
         if not words:
             return False
-        self.words.apply(None, {at[p]: w for p, w in words.items()}, len(self.table.paths))
+        # Room for the words still to come (issue 22: the first build's come a chunk at a time;
+        # each chunk grew the columns into a new copy beside the old, 59 MiB each at the end
+        # on the kernel). Pages not written are not resident.
+        self.words.apply(None, {at[p]: w for p, w in words.items()}, len(self.table.paths),
+                         room=more * WORDS_MAX)  # fmt: skip
         self.words_version += 1
         return True
 

@@ -111,10 +111,11 @@ class WordTable:
         ids, counts = words
         return np.array_equal(self.ids[span], ids) and np.array_equal(self.counts[span], counts)
 
-    def apply(self, remap: Array | None, rows: Mapping[int, Words], n: int) -> None:
+    def apply(self, remap: Array | None, rows: Mapping[int, Words], n: int, room: int = 0) -> None:
         """The table once the graph's rows moved (`remap`: old row -> new row, -1 gone; None:
         none did) and the rows in `rows` (new row -> its words) were given new words; `n` rows
-        now. Spliced as the TagTable's columns are: in each column's buffer when it fits."""
+        now. Spliced as the TagTable's columns are: in each column's buffer when it fits, else
+        in a new one with room for `room` more entries."""
         source = np.arange(n, dtype=np.int64)  # new row -> the old row whose words it keeps
         if remap is not None:
             source = np.full(n, -1, dtype=np.int64)
@@ -128,8 +129,8 @@ class WordTable:
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
             old = int(source[a])
             runs.append(rows[a] if old < 0 else (old, old + b - a))
-        self.ids = splice_in_place(self.offsets, self.ids, runs, 0)
-        self.counts = splice_in_place(self.offsets, self.counts, runs, 1)
+        self.ids = splice_in_place(self.offsets, self.ids, runs, 0, room)
+        self.counts = splice_in_place(self.offsets, self.counts, runs, 1, room)
         self.offsets = splice_offsets(self.offsets, runs)
         self._totals, self._found = None, None
 

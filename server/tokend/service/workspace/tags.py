@@ -94,9 +94,9 @@ class WorkspaceTags:
         """Whether a map for `focus` reads what files say (it waits for `words_ready`)."""
         return reads_words(self._graph.signals, bool(focus.files), focus.text)
 
-    def _graph_words(self, spoken: Mapping[str, Mapping[int, int]]) -> None:
+    def _graph_words(self, spoken: Mapping[str, Mapping[int, int]], more: int) -> None:
         with self._lock:
-            self._graph.set_words(spoken)
+            self._graph.set_words(spoken, more)
 
     def refresh_paths(
         self,

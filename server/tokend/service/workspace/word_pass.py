@@ -43,7 +43,7 @@ class OwedWords:
         lock: threading.RLock,
         reading: Reading,
         overlay: Callable[[str], str | None],
-        set_words: Callable[[Mapping[str, Said]], object],
+        set_words: Callable[[Mapping[str, Said], int], object],
     ) -> None:
         self._lock = lock
         self._reading = reading
@@ -172,6 +172,6 @@ class OwedWords:
                 if self._taken.get(path) == key:
                     del self._taken[path]
                     spoken[path] = words or {}
-            if spoken:
-                self._set_words(spoken)
+            if spoken:  # (and how many files' words are still to come)
+                self._set_words(spoken, len(self._owed) + len(self._taken))
         return len(work)
