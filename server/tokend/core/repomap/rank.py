@@ -280,7 +280,7 @@ def near(offsets: Array, targets: Array, weights: Array, focus: dict[int, float]
         share[row] = part
         lo, hi = int(offsets[row]), int(offsets[row + 1])
         np.add.at(score, targets[lo:hi], part * weights[lo:hi])
-    into = np.flatnonzero(share[targets] > 0)  # edges into a focus row
+    into = np.flatnonzero((share > 0)[targets])  # edges into a focus row (a byte an edge)
     if len(into):
         sources = np.searchsorted(offsets, into, side="right") - 1
         np.add.at(score, sources, share[targets[into]] * weights[into])
