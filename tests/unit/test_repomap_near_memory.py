@@ -1,4 +1,5 @@
-"""The `near` signal of a focus (core.repomap.rank.near) finds the edges into the focus files
+"""A new focus's signals (core.repomap.rank) hold no array the size of the graph or of the
+references. The `near` signal of a focus finds the edges into the focus files
 with a byte an edge (issue 22: on the kernel it gathered a float per edge of the whole graph,
 and a bool beside it, at every new focus: part of a map request's rise above the daemon's
 base). Counted by tracemalloc, which sees numpy's arrays: bytes, not time. The scores are
@@ -60,3 +61,27 @@ def test_near_is_each_files_weight_to_and_from_the_focus(seed: int) -> None:
     focus = {5: 1.0, 77: 0.25, 200: 0.0, 299: 2.0}
     got = near(offsets, targets, weights, focus)
     assert np.allclose(got, _near_by_hand(offsets, targets, weights, focus), rtol=1e-12, atol=0)
+
+
+def test_the_lexical_sieve_keeps_no_flag_per_reference() -> None:
+    """BM25's membership sieve over the kernel's 4 million reference keys (core.repomap.rank:
+    the lexical signal of every new focus) holds its buckets and a block's temporaries, not a
+    flag per value nor a whole-size block."""
+    from tokend.core.repomap.rank import _member
+
+    rng = np.random.default_rng(22)
+    keys = rng.integers(0, 2**63, 4_000_000, dtype=np.uint64)
+    query = np.unique(np.concatenate([keys[::40_000], rng.integers(0, 2**63, 50, dtype=np.uint64)]))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        found = _member(keys, query)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    if found.dtype == bool:  # main's answer: a flag per key
+        found = np.flatnonzero(found)
+    assert np.array_equal(found, np.flatnonzero(np.isin(keys, query)))
+    # main: 8.8 MiB (a flag per key, 3.8 MiB; the buckets, 1 MiB; a block of 2^18 keys' bucket
+    # numbers, twice, 4 MiB)
+    assert peak < 3 * 2**20, f"{peak / 2**20:.1f} MiB"
