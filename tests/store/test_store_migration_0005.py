@@ -20,7 +20,8 @@ import sqlalchemy as sa
 from alembic import command
 
 from tokend.adapters.store import SqlStore
-from tokend.adapters.store.engine import alembic_config, create_store_engine
+from tokend.adapters.store.engine import create_store_engine
+from tokend.adapters.store.migrate import alembic_config
 from tokend.adapters.store.url import sqlite_url
 from tokend.service.app import open_service
 from tokend.service.session import admin

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +16,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from tokend.adapters.store import SqlStore
-from tokend.adapters.store.engine import (
-    MIGRATIONS_DIR,
-    alembic_config,
-    create_store_engine,
-    head_revisions,
-    upgrade_to_head,
-)
+from tokend.adapters.store.engine import HEAD_REVISIONS, create_store_engine, upgrade_to_head
+from tokend.adapters.store.migrate import MIGRATIONS_DIR, alembic_config, head_revisions
 from tokend.adapters.store.models import Base
 from tokend.adapters.store.url import sqlite_url
 from tokend.core.errors import StoreError
@@ -190,3 +187,37 @@ def test_sessions_compacted_before_0002_keep_their_live_context(db_url: str):
             None,
             None,
         ]
+
+
+def test_the_head_revision_read_without_alembic_is_alembics():
+    assert HEAD_REVISIONS == head_revisions()
+
+
+_OPEN_TWICE = """
+import sys
+from tokend.adapters.store import SqlStore
+SqlStore.open(sys.argv[1]).close()
+print(sorted(m for m in ("alembic", "mako", "pygments") if m in sys.modules))
+"""
+
+
+def _modules_after_open(url: str) -> str:
+    """The heavy modules a fresh interpreter holds after SqlStore.open(url)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN_TWICE, url], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_database_at_head_is_opened_without_alembic(tmp_path: Path):
+    """Issue 22: Alembic, Mako and Pygments were about 9 MiB of every daemon, loaded at every
+    start to read one revision. A new database is migrated with Alembic, but not Pygments
+    (Mako's HTML error pages are never shown)."""
+    url = sqlite_url(tmp_path / "tokend.sqlite3")
+    assert _modules_after_open(url) == "['alembic', 'mako']"  # main: with 'pygments'
+    versions = sqlite3.connect(tmp_path / "tokend.sqlite3").execute(
+        "SELECT version_num FROM alembic_version"
+    )
+    assert {v for (v,) in versions} == head_revisions()
+    assert _modules_after_open(url) == "[]"  # main: ['alembic', 'mako', 'pygments']

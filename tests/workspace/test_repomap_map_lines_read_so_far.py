@@ -62,3 +62,21 @@ def test_a_line_at_the_top_of_a_long_file_is_read_without_splitting_the_rest(
         assert "engine.py:\n│def start_engine():" in shown
     finally:
         index.close()
+
+
+def test_a_line_at_the_end_of_a_long_file_holds_no_object_a_line() -> None:
+    """Issue 22: a text focus's map on the kernel shows big headers' lines, held through the
+    whole fit. Where each line ends is kept (8 bytes a line), beside the file's bytes."""
+    data = LONG_FILE.encode()
+    lines = _Lines(data)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        last = lines.line(150_001)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert last == data.split(b"\n")[150_001] == b"x = 1"
+    assert lines.line(0) == b"def start_engine():" and lines.line(150_002) == b""
+    # 150,002 line ends, 1.2 MB; main: a bytes object and a list slot a line (6.6 MiB)
+    assert held < 2 * 2**20, f"{held / 2**20:.1f} MiB"

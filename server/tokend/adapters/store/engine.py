@@ -1,37 +1,30 @@
 """The store's Engine (with SQLite tuned for a daemon and its editors) and its schema upgrades.
 
 All SQLite-specific SQL lives in `_install_sqlite_hooks`; everything else is portable.
-Migrations are run from code with an Alembic Config built here (no alembic.ini file), so they
-work from an installed package.
+The schema's revision is read with plain SQL and compared with the newest migration's
+(`HEAD_REVISIONS`); Alembic is imported only when a migration must run (adapters.store.migrate,
+which builds its Config in code, no alembic.ini file, so it works from an installed package).
+A daemon opening a database at head never loads it (issue 22: Alembic with Mako and Pygments,
+about 9 MiB of every daemon).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import random
 import sqlite3
 import stat
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from tokend.adapters.store.codec import dumps_json, loads_json
 from tokend.core.errors import StoreError
 
-# Every daemon migrating one PostgreSQL database takes this transaction-level advisory lock first:
-# the first runs the migrations, the others wait, then find the schema at head.
-MIGRATION_LOCK_KEY = 0x746F6B656E64  # "tokend"
-MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BUSY_TIMEOUT_MS = 5_000
 WRITE_OPTION = "tokend_write"  # execution option: this connection's transactions will write
 
@@ -123,60 +116,34 @@ def _install_sqlite_hooks(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
-def alembic_config(connection: Connection | None = None, url: str | None = None) -> Config:
-    """The equivalent of alembic.ini, built in code. `connection` (inside a transaction) is used
-    by migrations/env.py when given; otherwise `url`."""
-    config = Config(stdout=sys.stderr)  # never stdout: it is the JSON-RPC wire
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    if url is not None:
-        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    config.attributes["connection"] = connection
-    return config
-
-
-@functools.cache
-def _script() -> ScriptDirectory:
-    return ScriptDirectory.from_config(alembic_config())
-
-
-def head_revisions() -> frozenset[str]:
-    """The revisions the code's migrations end at."""
-    return frozenset(_script().get_heads())
+# The newest migration's revision (migrations/versions/): a database at it needs no Alembic.
+# tests/store/test_store_migrations.py checks it against Alembic's own reading of the scripts.
+HEAD_REVISIONS = frozenset({"0006"})
+VERSION_TABLE = "alembic_version"  # Alembic's default, where it keeps the revision
 
 
 def current_revisions(connection: Connection) -> frozenset[str]:
-    """The revisions the database is at (empty for a new database)."""
-    return frozenset(MigrationContext.configure(connection).get_current_heads())
+    """The revisions the database is at (empty for a new database), read with plain SQL."""
+    if not inspect(connection).has_table(VERSION_TABLE):
+        return frozenset()
+    rows = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}"))
+    return frozenset(str(version) for (version,) in rows)
 
 
 def upgrade_to_head(engine: Engine) -> bool:
     """Bring the schema to the newest revision; True when migrations ran.
 
-    An up-to-date database costs one read. Otherwise migrations run in one write transaction;
-    on SQLite that holds the write lock, on PostgreSQL an advisory lock, so a second process
-    opening the same new database waits, then finds the schema at head and does nothing.
+    An up-to-date database costs one read, and no Alembic. Otherwise migrations run in one
+    write transaction (adapters.store.migrate.upgrade): on SQLite that holds the write lock, on
+    PostgreSQL an advisory lock, so a second process opening the same new database waits, then
+    finds the schema at head and does nothing.
     """
-    heads = head_revisions()
     with engine.connect() as connection:
-        if current_revisions(connection) == heads:
+        if current_revisions(connection) == HEAD_REVISIONS:
             return False
-    with writer(engine).connect() as connection, connection.begin():
-        if connection.dialect.name == "postgresql":
-            connection.execute(
-                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
-            )
-        current = current_revisions(connection)
-        if current == heads:
-            return False
-        known = {script.revision for script in _script().walk_revisions()}
-        unknown = current - known
-        if unknown:
-            raise StoreError(
-                f"the database schema is at revision {sorted(unknown)}, unknown to this tokend "
-                "(made by a newer version?); upgrade tokend or use another database"
-            )
-        command.upgrade(alembic_config(connection), "head")
-    return True
+    from tokend.adapters.store.migrate import upgrade  # Alembic: only when the schema must change
+
+    return upgrade(engine)
 
 
 def open_store_engine(resolved: str) -> Engine:

@@ -21,7 +21,7 @@ from tokend.core.repomap.store import TagTable, name_key
 
 RANK_DECIMALS = 12  # scores are rounded so the order does not hang on the last bits
 PER_FILE = 1  # definitions a file shows before the next file's come (bench.repomap_eval: 1 shows the most targets)
-DEFS_BLOCK = 1 << 16  # definitions gone through at once (whole files: at least one)
+DEFS_BLOCK = 1 << 14  # definitions gone through at once (whole files: at least one)
 
 Array = Any
 

@@ -38,7 +38,7 @@ RESOLVED_WEIGHT = 4.0
 SPECIFIC_WEIGHT = 4.0
 IMPORT_WEIGHT = 1.0
 ROWS_PER_CHUNK = 4096
-FLOW_BLOCK = 1 << 17  # references weighed at once (bounds the memory of a rank)
+FLOW_BLOCK = 1 << 15  # references weighed at once (bounds the memory of a rank)
 DENSE_PAIRS = 1 << 22  # up to 2,048 files, the pairs an import reaches are flags (4 MiB)
 
 Array = Any

@@ -31,7 +31,7 @@ from tokend.core.repomap.words import WordTable
 
 K1, B = 1.2, 0.75
 BUCKETS = 1 << 20  # of the membership sieve (_member)
-SIEVE_BLOCK = 1 << 18  # values sieved at once
+SIEVE_BLOCK = 1 << 16  # values sieved at once
 
 SEEDS = 5  # a text focus: the best lexical hits that personalize the graph's rank
 SEED_WEIGHT = 300.0  # their restart mass (shared by lexical score) against 1.0 spread over all
@@ -175,10 +175,10 @@ def _name_terms(table: TagTable, paths: PathTerms, query: Array) -> tuple[Array,
     q_groups: Array = np.searchsorted(groups, query)
     found: Array = q_groups < len(groups)
     found[found] = groups[q_groups[found]] == query[found]
-    r_hit = np.flatnonzero(_member(table.r_key, query))
-    d_hit = np.flatnonzero(_member(table.d_group, q_groups[found]))
+    r_hit = _member(table.r_key, query)
+    d_hit = _member(table.d_group, q_groups[found])
     p_off, p_key = paths.offsets, paths.keys
-    p_hit = np.flatnonzero(_member(p_key, query))
+    p_hit = _member(p_key, query)
     rows = np.concatenate([
         np.searchsorted(table.r_off, r_hit, side="right") - 1,
         np.searchsorted(table.d_off, d_hit, side="right") - 1,
@@ -197,20 +197,21 @@ def _name_terms(table: TagTable, paths: PathTerms, query: Array) -> tuple[Array,
 
 
 def _member(values: Array, ascending: Array) -> Array:
-    """values[i] in `ascending` (sorted, small): a bucket table of the query's low bits sifts
-    the values in one pass, and only those in a query bucket are searched (no sort of the
-    kernel's millions of references, as np.isin would make)."""
-    found = np.zeros(len(values), dtype=bool)
+    """The positions (ascending) of the values in `ascending` (sorted, small): a bucket table of
+    the query's low bits sifts the values in one pass, and only those in a query bucket are
+    searched (no sort of the kernel's millions of references, as np.isin would make); a block
+    at a time, and no flag per value (issue 22: 4 MiB a request for the kernel's references)."""
     if not len(ascending) or not len(values):
-        return found
+        return np.zeros(0, dtype=np.int64)
     buckets = np.zeros(BUCKETS, dtype=bool)
     buckets[(ascending % BUCKETS).astype(np.intp)] = True
+    found = []
     for start in range(0, len(values), SIEVE_BLOCK):  # bounded temporaries (the kernel)
         part = values[start : start + SIEVE_BLOCK]
         maybe = np.flatnonzero(buckets[(part % BUCKETS).astype(np.intp)])
         at = np.minimum(np.searchsorted(ascending, part[maybe]), len(ascending) - 1)
-        found[start + maybe] = ascending[at] == part[maybe]
-    return found
+        found.append(start + maybe[ascending[at] == part[maybe]])
+    return np.concatenate(found)
 
 
 def folder(paths: PathTerms, focus_rows: list[int]) -> Array:
@@ -245,7 +246,7 @@ def near(offsets: Array, targets: Array, weights: Array, focus: dict[int, float]
         share[row] = part
         lo, hi = int(offsets[row]), int(offsets[row + 1])
         np.add.at(score, targets[lo:hi], part * weights[lo:hi])
-    into = np.flatnonzero(share[targets] > 0)  # edges into a focus row
+    into = np.flatnonzero((share > 0)[targets])  # edges into a focus row (a byte an edge)
     if len(into):
         sources = np.searchsorted(offsets, into, side="right") - 1
         np.add.at(score, sources, share[targets[into]] * weights[into])
