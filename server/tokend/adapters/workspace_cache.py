@@ -99,14 +99,7 @@ class WorkspaceCache:
         self._write("INSERT OR REPLACE INTO file_counts VALUES (?, ?)", counts.items())
 
     def tags(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        rows = self._select("SELECT key, tags FROM file_tags WHERE key IN ({})", keys)
-        found = {}
-        for key, raw in rows:
-            try:
-                found[key] = json.loads(raw)
-            except ValueError:
-                continue
-        return found
+        return self._json_rows("SELECT key, tags FROM file_tags WHERE key IN ({})", keys)
 
     def put_tag_texts(self, tags: Mapping[str, str]) -> None:
         """Tags already written as JSON text (by the tag workers): kept as they are."""
@@ -114,9 +107,13 @@ class WorkspaceCache:
 
     def words(self, keys: Sequence[str]) -> dict[str, Any]:
         """Tags' key -> the words kept apart for those tags (FileTags JSON's "w" value)."""
-        rows = self._select("SELECT key, words FROM file_words WHERE key IN ({})", keys)
+        return self._json_rows("SELECT key, words FROM file_words WHERE key IN ({})", keys)
+
+    def _json_rows(self, sql: str, keys: Sequence[str]) -> dict[str, Any]:
+        """key -> its JSON value decoded, of the rows `sql` selects (a damaged value: left out,
+        as if not cached)."""
         found = {}
-        for key, raw in rows:
+        for key, raw in self._select(sql, keys):
             try:
                 found[key] = json.loads(raw)
             except ValueError:
