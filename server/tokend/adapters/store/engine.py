@@ -65,7 +65,11 @@ def make_sqlite_files_private(database: Path) -> None:
             info = os.stat(path)
         except FileNotFoundError:
             continue
-        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        if (  # a regular file only: never a device or a pipe a path (or its link) names
+            stat.S_ISREG(info.st_mode)
+            and info.st_uid == os.getuid()
+            and stat.S_IMODE(info.st_mode) & 0o077
+        ):
             os.chmod(path, 0o600)
 
 
