@@ -147,7 +147,7 @@ def upgrade_to_head(engine: Engine) -> bool:
             return False
     from tokend.adapters.store.migrate import upgrade  # Alembic: only when the schema must change
 
-    return upgrade(engine)
+    return upgrade(writer(engine))
 
 
 def open_store_engine(resolved: str) -> Engine:

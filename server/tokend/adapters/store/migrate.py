@@ -22,7 +22,6 @@ from alembic.runtime.migration import MigrationContext  # noqa: E402
 from alembic.script import ScriptDirectory  # noqa: E402
 from sqlalchemy import Connection, Engine, text  # noqa: E402
 
-from tokend.adapters.store.engine import writer  # noqa: E402
 from tokend.core.errors import StoreError  # noqa: E402
 
 # Every daemon migrating one PostgreSQL database takes this transaction-level advisory lock first:
@@ -58,10 +57,11 @@ def alembic_revisions(connection: Connection) -> frozenset[str]:
 
 
 def upgrade(engine: Engine) -> bool:
-    """Migrate the database to the newest revision in one write transaction (the module that
-    calls it, adapters.store.engine, says how concurrent openers wait); True when migrations ran."""
+    """Migrate the database to the newest revision in one write transaction (`engine`: marked
+    as a writer; the module that calls it, adapters.store.engine, says how concurrent openers
+    wait); True when migrations ran."""
     heads = head_revisions()
-    with writer(engine).connect() as connection, connection.begin():
+    with engine.connect() as connection, connection.begin():
         if connection.dialect.name == "postgresql":
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}

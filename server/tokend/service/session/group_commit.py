@@ -18,14 +18,37 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from tokend.core.commit import SessionCommit
 from tokend.core.session.changes import Change
 from tokend.core.session.data import SessionData
+from tokend.service.session.applied import Applied
 from tokend.service.session.turns import Submit, committed, uncancel
 
-if TYPE_CHECKING:
-    from tokend.service.session.state import Applied, SessionState
+
+class SessionState(Protocol):
+    """What the queue uses of its session's state (service.session.state.SessionState)."""
+
+    lock: asyncio.Lock
+
+    @property
+    def data(self) -> SessionData: ...
+
+    def check_version(self, if_version: int | None, data: SessionData | None = None) -> None: ...
+
+    def evolve(
+        self, change: Change, before: SessionData | None = None
+    ) -> tuple[Applied, SessionCommit]: ...
+
+    def commit_together(self, commits: list[SessionCommit]) -> None: ...
+
+    def publish(self, applied: Applied, change: Change) -> Applied: ...
+
+    async def apply_locked(
+        self, change: Change, if_version: int | None, submit: Submit[Any]
+    ) -> Applied: ...
+
 
 Check = Callable[[SessionData], None]  # raises when the append may not follow `data`
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from tokend.core.assembly.render_cache import RenderCache
@@ -37,6 +37,7 @@ from tokend.core.settings.tables import TokendConfig
 from tokend.core.statusline.row import KEY as STATUS_KEY
 from tokend.core.statusline.row import status_row
 from tokend.core.types import AnchorDelta, SessionFigures, SessionGauge, SessionInfo
+from tokend.service.session.applied import Applied as Applied
 from tokend.service.session.change_commit import change_commit
 from tokend.service.session.group_commit import AppendQueue
 from tokend.service.session.turns import Submit, Turn, Turns, committed
@@ -45,13 +46,6 @@ T = TypeVar("T")
 Decorate = Callable[[SessionData, BudgetSnapshot], BudgetSnapshot]
 Reload = Callable[[], SessionData]
 Worker = Callable[[Callable[[], T]], Awaitable[T]]
-
-
-@dataclass(frozen=True, slots=True)
-class Applied:
-    evolved: Evolved
-    snapshot: BudgetSnapshot
-    broadcast: bool  # False for changes that are reads to the user (measured context)
 
 
 class SessionState:
