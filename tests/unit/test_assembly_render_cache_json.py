@@ -91,3 +91,14 @@ def test_join_json_matches_json_dumps_whatever_the_lists():
             copy = {"role": "system", "content": f"copy {rng.random()}"}
             wires = [*wires[:at], copy, *wires[at + rng.randrange(2) :]]
         assert cache.join_json(wires) == json.dumps(wires)
+
+
+def test_join_json_of_no_messages_is_an_empty_array():
+    """An assembly whose every message went elsewhere (an Anthropic handoff's summary goes to the
+    system field) joins no wire message: its text is `[]`, on a new cache and after a clear, as
+    json.dumps writes it (the merged main wrote nothing: `"messages": ,` and a client's parse
+    failed, tests/e2e/test_compaction_record.py's handoff)."""
+    cache = RenderCache()
+    assert cache.join_json([]) == json.dumps([]) == "[]"
+    cache.clear()
+    assert cache.join_json([]) == "[]"

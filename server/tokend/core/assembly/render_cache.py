@@ -27,7 +27,7 @@ class RenderCache:
         self._json: dict[int, tuple[WireMessage, str | None]] = {}
         # The last list joined by join_json: its wire messages (held, so that their ids stay
         # theirs), their ids, where each one's text ends in the joined text, and that text
-        self._joined: tuple[list[WireMessage], list[int], list[int], str] = ([], [], [], "")
+        self._joined: tuple[list[WireMessage], list[int], list[int], str] = ([], [], [], "[]")
         self._system: WireMessage | None = None
         # The last history joined, for a warm assembly to go on from (join_prefix.py)
         self.joined_history = JoinedHistory()
@@ -106,7 +106,7 @@ class RenderCache:
     def clear(self) -> None:
         self._by_format.clear()
         self._json.clear()
-        self._joined = ([], [], [], "")
+        self._joined = ([], [], [], "[]")
         self.joined_history.clear()
 
     def __len__(self) -> int:
