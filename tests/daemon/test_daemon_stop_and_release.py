@@ -188,14 +188,17 @@ def test_a_workspace_is_released_once_its_last_connection_leaves(
     # the daemon's shared threads (the service's workers, the event loop's executor, which grows
     # to the concurrency it has seen) are started once, on first use, and kept. A CI run warmed
     # by one connection on 20 files saw 7 threads after the release against 6 before.
-    warm = _tree(tmp_path / "warm", 300)
-    warming, also = _client(daemons, warm, "warm-up"), _client(daemons, warm, "warm-up-2")
-    assert "result" in warming.request(
-        "repoMap/get", {"sessionId": _session(warming, warm)}, timeout=60
-    )
-    warming.close()
-    also.close()
-    assert _eventually(lambda: _watches(pid) == 0), _watches(pid)
+    # Twice: the first build's words are counted after its first map (issue 22), beside the
+    # next requests, so one warm-up may not have seen the concurrency the measured one sees.
+    for n in range(2):
+        warm = _tree(tmp_path / f"warm{n}", 300)
+        warming, also = _client(daemons, warm, f"warm-up{n}"), _client(daemons, warm, f"w{n}")
+        assert "result" in warming.request(
+            "repoMap/get", {"sessionId": _session(warming, warm)}, timeout=60
+        )
+        warming.close()
+        also.close()
+        assert _eventually(lambda: _watches(pid) == 0), _watches(pid)
     time.sleep(0.5)
     watches_before, threads_before = _watches(pid), _threads(pid)
     first, second = _client(daemons, root, "a"), _client(daemons, root, "b")
