@@ -84,6 +84,20 @@ def _counts_recorded(index_of: list[WorkspaceIndex], monkeypatch: pytest.MonkeyP
     return calls
 
 
+def _hold_words(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Every word count (tag_parsing.count_words) waits for the event returned, then counts."""
+    release = threading.Event()
+    real = tag_parsing.count_words if hasattr(tag_parsing, "count_words") else None
+
+    def held(source: bytes) -> dict[int, int]:
+        release.wait(60)
+        assert real is not None
+        return real(source)
+
+    monkeypatch.setattr(tag_parsing, "count_words", held, raising=False)
+    return release
+
+
 def test_no_word_is_counted_before_the_first_maps_tags_are_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -111,15 +125,7 @@ def test_a_text_focus_asked_before_the_words_waits_for_them(
     are in is answered only after the words are, and is the map asked afterwards. Main: the
     words came with the tags, and the early map was answered before the release."""
     tree = _tree(tmp_path)
-    release, released = threading.Event(), []
-    real = tag_parsing.count_words if hasattr(tag_parsing, "count_words") else None
-
-    def held(source: bytes) -> dict[int, int]:
-        release.wait(60)
-        assert real is not None
-        return real(source)
-
-    monkeypatch.setattr(tag_parsing, "count_words", held, raising=False)
+    release, released = _hold_words(monkeypatch), []
     index = _index(tree, tmp_path / "c.sqlite3")
     builder = threading.Thread(target=index.build)
     builder.start()
@@ -250,15 +256,7 @@ async def test_assemble_leaves_out_a_map_that_reads_words_until_they_are_in(
     files say): left out with a warning while the words are counted, included once they are
     in. Main: the words came with the tags, and the map was included as soon as they were."""
     tree = _tree(tmp_path)
-    release = threading.Event()
-    real = tag_parsing.count_words if hasattr(tag_parsing, "count_words") else None
-
-    def held(source: bytes) -> dict[int, int]:
-        release.wait(60)
-        assert real is not None
-        return real(source)
-
-    monkeypatch.setattr(tag_parsing, "count_words", held, raising=False)
+    release = _hold_words(monkeypatch)
     sid = app.service.sessions.create_session("gpt-4o", workspace_uri=tree.as_uri()).id
     try:
         await change_files(app.workspaces, sid, ["pkg/m3.py"], read_only=False)
