@@ -37,6 +37,14 @@ class Stopping(TokendError):
     name = "RequestCancelled"
 
 
+class IndexFailed(TokendError):
+    """A workspace's first index failed (its tags or what its files say are not all read): its
+    repo map is refused, not made from part of the tree. InternalError's code."""
+
+    code = -32603
+    name = "InternalError"
+
+
 class SessionNotFound(TokendError):
     code = -33001
     name = "SessionNotFound"

@@ -34,7 +34,11 @@ def with_workspace(
     if not inp.chat_files:
         inp = replace(inp, chat_files=gathered.chat_texts())
     if inp.repo_map is None:
-        if not index.tags.ready.is_set():
+        if index.tags.failed is not None:
+            warnings.append(
+                f"repo map left out: indexing the workspace failed ({index.tags.failed})"
+            )
+        elif not index.tags.ready.is_set():
             warnings.append("repo map left out: the workspace is still being indexed")
         elif not index.tags.words_ready.is_set() and reads_words(index, data, None):
             warnings.append("repo map left out: what the workspace's files say is being counted")

@@ -83,6 +83,9 @@ class WorkspaceIndex:
         `tags.words_ready` once what the files say is counted too, after that."""
         try:
             self._build(progress)
+        except Exception as exc:  # its maps would miss files or words: they are refused
+            self.tags.failed = None if isinstance(exc, Stopping) else f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             self.tags.ready.set()  # a failed build must not leave map requests waiting
             self.tags.words_ready.set()

@@ -154,7 +154,13 @@ class Workspaces(Releasing, Announcing):
         if index.closed:
             return
         if tell:  # the index and the map are ready: what the hooks do after is theirs
-            tell("end", f"{len(index.entries()):,} files indexed")
+            failed = index.tags.failed
+            tell(
+                "end",
+                f"indexing failed ({failed})"
+                if failed
+                else f"{len(index.entries()):,} files indexed",
+            )
         for built in list(self.built_hooks):
             try:
                 built(index)

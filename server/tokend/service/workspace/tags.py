@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokend.core.errors import Stopping
+from tokend.core.errors import IndexFailed, Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map
 from tokend.core.repomap.said import reads_words
@@ -73,6 +73,7 @@ class WorkspaceTags:
         # every file's words are in (`words_ready`)
         self._owed = OwedWords(self._lock, self._reading, overlay, self._graph_words)
         self.words_ready = self._owed.ready
+        self.failed: str | None = None  # why the first build failed (its maps are refused)
 
     def refresh(
         self,
@@ -218,6 +219,10 @@ class WorkspaceTags:
         if reads:
             self.words_ready.wait()
             self._check_stopping()  # (a stop wakes the waiters: never a map of some words)
+        if self.failed is not None:  # (set before the build wakes the waiters)
+            raise IndexFailed(f"the repo map of {self.root.name} cannot be made: its first "
+                              f"index failed ({self.failed}); restarting tokend (`tokend stop`) "
+                              "indexes it again; tokend's log has the details")  # fmt: skip
         with self._lock:
             said = self._graph.words_version if reads else -1
             key = (self._graph.version, said, focus, budget_tokens, counter_id)
