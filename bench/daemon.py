@@ -57,7 +57,7 @@ class _Client:
 
     def __init__(self, read_fd: int, write_fd: int, keep: Any) -> None:
         self.read_fd, self.write_fd, self.keep = read_fd, write_fd, keep
-        self.buffer = b""
+        self.buffer = bytearray()  # grows in place: a 2.6 MB reply is copied once
         self.next_id = 0
 
     def send(self, message: dict[str, Any]) -> None:
@@ -73,8 +73,8 @@ class _Client:
                 header = self.buffer[:end].lower()
                 length = int(header.split(b"content-length:")[1].split(b"\r\n")[0])
                 if len(self.buffer) >= end + 4 + length:
-                    body = self.buffer[end + 4 : end + 4 + length]
-                    self.buffer = self.buffer[end + 4 + length :]
+                    body = bytes(self.buffer[end + 4 : end + 4 + length])
+                    del self.buffer[: end + 4 + length]
                     return json.loads(body)
             if not select.select([self.read_fd], [], [], READ_TIMEOUT_S)[0]:
                 raise TimeoutError(f"no message from the server in {READ_TIMEOUT_S:.0f} s")

@@ -49,7 +49,7 @@ def _frame(client: Any, params: dict[str, Any]) -> tuple[float, float, bytes]:
     began = time.perf_counter()
     request_id = client.start_request("context/assemble", params)
     buffer = bytearray(client.buffer)
-    client.buffer = b""
+    client.buffer = bytearray()
     while True:
         end = buffer.find(b"\r\n\r\n")
         if end >= 0:
@@ -61,7 +61,7 @@ def _frame(client: Any, params: dict[str, Any]) -> tuple[float, float, bytes]:
                 message = json.loads(body)
                 parsed = time.perf_counter()
                 if message.get("id") == request_id:
-                    client.buffer = bytes(buffer)
+                    client.buffer = buffer
                     if "error" in message:
                         raise RuntimeError(f"tokend answered an error: {message['error']}")
                     return (got - began) * 1000, (parsed - got) * 1000, body
