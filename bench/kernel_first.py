@@ -9,7 +9,8 @@ seconds from the first request, its tokens, its text (its SHA-256 here, and the 
 bench/out/kernel_first/ for a diff: the same tree must give the same map), and the CPU seconds
 of the daemon and its children by then (their user and system time from /proc: retired tag
 workers through the daemon's cutime, live ones read before the daemon is stopped), which do not
-depend on the machine's load as the seconds do. The daemon is stopped once it answers.
+depend on the machine's load as the seconds do; the daemon's RSS peak until then (its own every
+RSS_S, with its tag workers' every fourth sample). The daemon is stopped once it answers.
 
 KERNEL_FIRST_SIDES: `label=rev` items, comma-separated (`this`: this tree), in the order run;
 KERNEL_FIRST_ROUNDS rounds, each in the order of the one before turned by one, so no code is
@@ -25,6 +26,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from contextlib import ExitStack
 from datetime import UTC, datetime
@@ -32,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.baseline import baseline_tree
-from bench.daemon import _env, _Processes
+from bench.daemon import _env, _Processes, _rss_mib
 from bench.kernel import BUDGET, MODEL, _Session, connect, kernel_tree
+from bench.scale_tree import family_rss_parts
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "kernel_first"
@@ -85,8 +88,10 @@ def first_map(server: Path, tree: Path) -> dict[str, Any]:
     sock = base / "run" / "tokend" / "daemon.sock"
     procs = _Processes(base, env)
     f: dict[str, Any] = {"load_before": os.getloadavg()[0], "at": f"{datetime.now(UTC):%H:%M}"}
+    stop = threading.Event()
     try:
         daemon = procs.daemon(sock)
+        threading.Thread(target=_peak, args=(daemon.pid, stop, f), daemon=True).start()
         cpu_start = family_cpu_s(daemon.pid)
         conn, client = connect(sock, "bench-kernel-first")
         started = time.perf_counter()
@@ -102,11 +107,28 @@ def first_map(server: Path, tree: Path) -> dict[str, Any]:
         f["tokens"], f["text"] = first["tokens"], first["text"]
         f["sha"] = hashlib.sha256(first["text"].encode()).hexdigest()[:12]
         f["load_after"] = os.getloadavg()[0]
+        stop.set()
         conn.close()
     finally:
+        stop.set()
         procs.stop_all()
         shutil.rmtree(base, ignore_errors=True)
     return f
+
+
+RSS_S = 0.05  # the daemon's own VmRSS read this often until the first map's answer
+
+
+def _peak(pid: int, stop: threading.Event, f: dict[str, Any]) -> None:
+    """The daemon's highest VmRSS (MiB), `f["peak"]`, and that of it and its children summed
+    every fourth sample (the tag workers; shared pages counted in each), `f["peak_all"]`."""
+    f["peak"] = f["peak_all"] = 0.0
+    n = 0
+    while not stop.wait(RSS_S):
+        own, children = family_rss_parts(pid) if n % 4 == 0 else (_rss_mib(pid), [])
+        f["peak"] = max(f["peak"], own)
+        f["peak_all"] = max(f["peak_all"], own + sum(children))
+        n += 1
 
 
 def run() -> str:
@@ -149,8 +171,9 @@ def _section(
         "to the first map's answer; CPU s of the daemon and its tag workers by then.\n",
         "| code | runs: first map s (UTC, load before-after) | median s | "
         + " | ".join(f"/ {k}" for k in labels[1:])
-        + " | CPU s (median) | map tokens, text SHA-256 |",
-        "|---|---|---:|" + "---:|" * (len(labels) - 1) + "---:|---|",
+        + " | CPU s (median) | RSS peak MiB: the daemon (with its workers) | map tokens, text "
+        "SHA-256 |",
+        "|---|---|---:|" + "---:|" * (len(labels) - 1) + "---:|---|---|",
     ]
     for label, rev in sides:
         runs = "; ".join(
@@ -159,9 +182,10 @@ def _section(
         )
         ratios = " | ".join(f"{med[label] / med[k]:.3f}" for k in labels[1:])
         shas = ", ".join(sorted({f"{r['tokens']} {r['sha']}" for r in got[label]}))
+        peaks = ", ".join(f"{r['peak']:.0f} ({r['peak_all']:.0f})" for r in got[label])
         rows.append(
             f"| {label} ({rev}) | {runs} | {med[label]:.1f} | {ratios} | {cpu[label]:.1f} | "
-            f"{shas} |"
+            f"{peaks} | {shas} |"
         )
     return "\n".join(rows)
 
