@@ -83,8 +83,7 @@ class TagTable:
         """The defined names' keys, sorted: a name's group is its index here (the definition
         and reference columns `d_group`, `r_group` hold it)."""
         groups, _, _ = self.definers()
-        if self.d_group is None or self.r_group is None:
-            assert self.d_key is not None  # the groups were made from it
+        if self.d_key is not None:  # (None: the group columns are made, and hold the keys)
             if self.d_group is None:  # (definers() makes it as it sorts the definitions)
                 self.d_group = group_of(groups, self.d_key)  # (every one defined: none is -1)
             if self.r_group is None:  # (edges.derive_rows finds it as it derives every row)
