@@ -3,6 +3,7 @@ stdin, read through its stdout, ended."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -64,6 +65,27 @@ class Parse:
     pending: list[list[int]]
     selector: DefaultSelector
     held: set[WorkerProcess] = field(default_factory=set)
+    waker: tuple[int, int] = (-1, -1)  # a pipe in its selector: written when a worker is freed
+
+    def __post_init__(self) -> None:
+        self.waker = os.pipe()
+        for end in self.waker:
+            os.set_blocking(end, False)
+        self.selector.register(self.waker[0], EVENT_READ, None)
+
+    def wake(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # (full: it wakes anyway)
+            os.write(self.waker[1], b"\0")
+
+    def woken(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.waker[0], 512):
+                pass
+
+    def close(self) -> None:
+        self.selector.close()
+        for end in self.waker:
+            os.close(end)
 
     def hold(self, worker: WorkerProcess) -> None:
         self.held.add(worker)

@@ -80,7 +80,8 @@ class TagWorkers:
         self.rss_limit = rss_limit
         self._workers: list[_Worker] = []
         self._idle: list[_Worker] = []  # not held by a parse
-        self._free = threading.Condition()  # guards both lists; notified when one is freed
+        self._parses: list[_Parse] = []  # under way (woken when a worker is freed)
+        self._free = threading.Lock()  # guards the three lists
         self._running = False  # the workers were started (again after `close`)
         self.crashes = 0
         self.started = 0  # workers started in place of one that crashed or retired
@@ -131,20 +132,26 @@ class TagWorkers:
         pending = batches(work, self.size)
         pending.reverse()  # popped from the end: first batch first
         run = _Parse(work, what, results, pending, DefaultSelector())
-        with run.selector:
+        with self._free:
+            self._parses.append(run)
+        try:
             while pending or run.held:
                 self._check_stopping()
-                if pending:  # free workers (when this parse holds none: waits for one)
-                    for worker in self._take(wait=not run.held):
+                if pending:  # the free workers (freed by another parse: it wakes this one)
+                    for worker in self._take():
                         run.hold(worker)
                         self._next_batch(run, worker)
                 try:
-                    ready = run.selector.select(STOP_POLL_S) if run.held else []
+                    ready = run.selector.select(STOP_POLL_S)
                 except (OSError, ValueError):  # its workers ended by the other parse's stop
                     self._check_stopping()
                     raise
                 for key, _ in ready:
-                    self._answer(run, key.data)
+                    self._answer(run, key.data) if key.data is not None else run.woken()
+        finally:
+            with self._free:
+                self._parses.remove(run)
+            run.close()
         return results
 
     def _answer(self, run: _Parse, worker: _Worker) -> None:
@@ -173,19 +180,18 @@ class TagWorkers:
             run.drop(worker)
             with self._free:
                 self._idle.append(worker)
-                self._free.notify_all()
+                for other in self._parses:  # (one waiting in its select takes it at once)
+                    if other is not run:
+                        other.wake()
 
-    def _take(self, wait: bool) -> list[_Worker]:
-        """The free workers (started on first use); with `wait`, waits up to STOP_POLL_S for
-        one when none is free."""
+    def _take(self) -> list[_Worker]:
+        """The free workers (started on first use)."""
         with self._free:
             while len(self._workers) < self.size and not self._running:
                 worker = _Worker(self.rss_limit)
                 self._workers.append(worker)
                 self._idle.append(worker)
             self._running = True
-            if wait and not self._idle:
-                self._free.wait(STOP_POLL_S)
             taken, self._idle = self._idle, []
             return taken
 
