@@ -37,6 +37,7 @@ SECTIONS = [
     "kernel",
     "kernel_account",
     "kernel_warm",
+    "kernel_first",
     "ranking",
     "repomap_eval",
     "repomap_ablate",

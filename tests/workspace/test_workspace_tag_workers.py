@@ -57,7 +57,8 @@ def test_a_worker_past_its_memory_bound_retires_and_nothing_is_lost() -> None:
 def test_the_last_files_of_a_chunk_go_out_a_few_at_a_time(monkeypatch) -> None:
     """A build's chunk of 500 small files for 2 real workers: whole batches first, then
     smaller ones, the last two of one file each, so at the chunk's end neither worker sits idle
-    while the other parses a whole batch (the build waits for both before its next chunk).
+    while the other parses a whole batch (the next chunk takes a worker only once this one's
+    batches are all sent).
     Main: the last two batches sent were 16 and 4 files."""
     sent: list[list[int]] = []
 

@@ -11,6 +11,8 @@ the daemon) reading work from its stdin and writing tags to its stdout.
   an error (logged), the worker is replaced, and the rest of its batch goes on.
 - Workers end with the daemon: their stdin is the daemon's pipe, and the daemon gone (even by
   kill -9) they read end-of-file and exit; a thread in each watches the parent's pid too.
+- Two parses may run at once (a build's next chunk beside the one before): each takes the
+  workers that are free, and frees each once no batch of its work is left for it.
 - Starting workers costs a few hundred milliseconds: callers keep a pool only for a refresh of
   POOL_MIN_FILES files or more (the first build).
 - Each file's tags come back twice over: as the JSON text the workspace cache keeps, and packed
@@ -24,20 +26,20 @@ the daemon) reading work from its stdin and writing tags to its stdout.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import pickle
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from selectors import EVENT_READ, DefaultSelector
+from selectors import DefaultSelector
 from typing import Any
 
+from tokend.adapters.tag_proc import WORKER_RSS_BYTES
+from tokend.adapters.tag_proc import Parse as _Parse
+from tokend.adapters.tag_proc import WorkerProcess as _Worker
 from tokend.adapters.tag_wire import BATCH_FILES as BATCH_FILES
 from tokend.adapters.tag_wire import Parsed, batches, parsed, recv, send, unpacked, wire_fields
 from tokend.adapters.tags import TagParser
@@ -54,12 +56,6 @@ STOP_POLL_S = 0.2
 # first map: two workers on two cores), the daemon's threads, which answer every connection and
 # hand the workers their next files, are given the CPU first (issue 22).
 WORKER_NICE = 10
-WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
-# glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
-# one arena. Without, a worker parsing the kernel's C grew to 300 MiB of free heap.
-_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 20),
-               "MALLOC_ARENA_MAX": "1"}  # fmt: skip
-
 Work = tuple[str, str, bytes]  # (path: for the log, language, source)
 Words = dict[int, int]  # a file's words (core.repomap.text.count_words)
 TAGS, WORDS, BOTH = 1, 2, 3  # what a worker makes of a file: its tags, its words, or both
@@ -67,38 +63,6 @@ TAGS, WORDS, BOTH = 1, 2, 3  # what a worker makes of a file: its tags, its word
 
 def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
-
-
-class _Worker:
-    def __init__(self, rss_limit: int = WORKER_RSS_BYTES) -> None:
-        server = str(Path(__file__).resolve().parents[2])  # the folder holding `tokend`
-        env = {**os.environ, **_MALLOC_ENV}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (server, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tokend.adapters.tag_workers", str(rss_limit)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            bufsize=0,
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
-        self.batch: list[int] = []  # indexes of the files sent, not yet answered
-
-    def stop(self, kill: bool = False) -> None:
-        """Ended: once its batch is done (its stdin closed), or now with `kill`."""
-        if kill:
-            self.proc.kill()
-        try:
-            self.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.stdout.close()
 
 
 class TagWorkers:
@@ -115,6 +79,10 @@ class TagWorkers:
         self.stopping = stopping or threading.Event()
         self.rss_limit = rss_limit
         self._workers: list[_Worker] = []
+        self._idle: list[_Worker] = []  # not held by a parse
+        self._parses: list[_Parse] = []  # under way (woken when a worker is freed)
+        self._free = threading.Lock()  # guards the three lists
+        self._running = False  # the workers were started (again after `close`)
         self.crashes = 0
         self.started = 0  # workers started in place of one that crashed or retired
 
@@ -128,7 +96,9 @@ class TagWorkers:
         return [w.proc.pid for w in self._workers]
 
     def close(self, kill: bool = False) -> None:
-        workers, self._workers = self._workers, []
+        with self._free:
+            workers, self._workers, self._idle = self._workers, [], []
+            self._running = False
         for worker in workers:
             worker.stop(kill)
 
@@ -152,42 +122,83 @@ class TagWorkers:
         return self._run(work, WORDS)
 
     def _run(self, work: Sequence[Work], what: int) -> list[Any]:
-        """Each file's answer (`what` says which) in order; None for a file never answered."""
+        """Each file's answer (`what` says which) in order; None for a file never answered.
+        Two parses may run at once, each in a thread of its own (a build's next chunk beside
+        the one before): a parse takes the workers that are free and frees each once no batch
+        of its work is left for it, so the next chunk's batches go out while this one's last
+        files are parsed (issue 22: at the end of each of the kernel's 177 chunks, one worker
+        waited for the other's last files)."""
         results: list[Any] = [None] * len(work)
         pending = batches(work, self.size)
         pending.reverse()  # popped from the end: first batch first
-        while len(self._workers) < self.size:
-            self._workers.append(_Worker(self.rss_limit))
-        with DefaultSelector() as selector:
-            for worker in self._workers:
-                selector.register(worker.stdout, EVENT_READ, worker)
-            busy = 0
-            give = functools.partial(self._give, pending=pending, work=work, what=what)
-            for worker in self._workers:
-                busy += give(worker)
-            while busy:
-                if self.stopping.is_set():
-                    self.close(kill=True)  # their batches are not worth finishing
-                    raise Stopping("tokend is stopping: the repo map's tags were not finished")
-                for key, _ in selector.select(STOP_POLL_S):
-                    worker = key.data
-                    try:
-                        index, raw, packed, retiring = recv(worker.stdout)
-                    except (EOFError, OSError, pickle.UnpicklingError):
-                        selector.unregister(worker.stdout)
-                        replacement = self._crashed(worker, work, results, pending, what)
-                        selector.register(replacement.stdout, EVENT_READ, replacement)
-                        busy += give(replacement) - 1
-                        continue
-                    results[index] = packed if what == WORDS else (raw, *unpacked(packed))
-                    worker.batch.remove(index)
-                    if retiring:  # its last answer: a fresh worker takes its place
-                        selector.unregister(worker.stdout)
-                        worker = self._replace(worker)
-                        selector.register(worker.stdout, EVENT_READ, worker)
-                    if not worker.batch:
-                        busy += give(worker) - 1
+        run = _Parse(work, what, results, pending, DefaultSelector())
+        with self._free:
+            self._parses.append(run)
+        try:
+            while pending or run.held:
+                self._check_stopping()
+                if pending:  # the free workers (freed by another parse: it wakes this one)
+                    for worker in self._take():
+                        run.hold(worker)
+                        self._next_batch(run, worker)
+                try:
+                    ready = run.selector.select(STOP_POLL_S)
+                except (OSError, ValueError):  # its workers ended by the other parse's stop
+                    self._check_stopping()
+                    raise
+                for key, _ in ready:
+                    self._answer(run, key.data) if key.data is not None else run.woken()
+        finally:
+            with self._free:
+                self._parses.remove(run)
+            run.close()
         return results
+
+    def _answer(self, run: _Parse, worker: _Worker) -> None:
+        """A worker's next answer taken in, and the worker given its next batch or freed."""
+        try:
+            index, raw, packed, retiring = recv(worker.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            self._check_stopping()  # (killed by a stop: not a crash)
+            run.drop(worker)
+            replacement = self._crashed(worker, run.work, run.results, run.pending, run.what)
+            run.hold(replacement)
+            self._next_batch(run, replacement)
+            return
+        run.results[index] = packed if run.what == WORDS else (raw, *unpacked(packed))
+        worker.batch.remove(index)
+        if retiring:  # its last answer: a fresh worker takes its place
+            run.drop(worker)
+            worker = self._replace(worker)
+            run.hold(worker)
+        if not worker.batch:
+            self._next_batch(run, worker)
+
+    def _next_batch(self, run: _Parse, worker: _Worker) -> None:
+        """`worker` sent the parse's next batch; freed for another parse when none is left."""
+        if not self._give(worker, pending=run.pending, work=run.work, what=run.what):
+            run.drop(worker)
+            with self._free:
+                self._idle.append(worker)
+                for other in self._parses:  # (one waiting in its select takes it at once)
+                    if other is not run:
+                        other.wake()
+
+    def _take(self) -> list[_Worker]:
+        """The free workers (started on first use)."""
+        with self._free:
+            while len(self._workers) < self.size and not self._running:
+                worker = _Worker(self.rss_limit)
+                self._workers.append(worker)
+                self._idle.append(worker)
+            self._running = True
+            taken, self._idle = self._idle, []
+            return taken
+
+    def _check_stopping(self) -> None:
+        if self.stopping.is_set():
+            self.close(kill=True)  # their batches are not worth finishing
+            raise Stopping("tokend is stopping: the repo map's tags were not finished")
 
     def _give(
         self, worker: _Worker, *, pending: list[list[int]], work: Sequence[Work], what: int
@@ -231,8 +242,12 @@ class TagWorkers:
     def _replace(self, worker: _Worker) -> _Worker:
         worker.stop()
         replacement = _Worker(self.rss_limit)
-        self._workers[self._workers.index(worker)] = replacement
-        self.started += 1
+        with self._free:
+            if worker not in self._workers:  # closed meanwhile (a stop): no more parsing
+                replacement.stop(kill=True)
+                raise Stopping("tokend is stopping: the repo map's tags were not finished")
+            self._workers[self._workers.index(worker)] = replacement
+            self.started += 1
         return replacement
 
 

@@ -69,12 +69,19 @@ NO_LINKS = Links()
 
 
 def derive_rows(table: TagTable, rows: Array, links: Links = NO_LINKS) -> Edges:
-    """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time."""
+    """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time.
+    Deriving every row looks up every reference's group: the table keeps them as its column
+    (TagTable.groups: the first map's request searched them again, issue 22)."""
     definers = table.definers()
+    found = None
+    if table.r_group is None and len(rows) == len(table.paths):
+        found = with_room(len(table.r_key), np.int32)
     parts: list[tuple[Array, Array, Array, Array]] = []
     for start in range(0, len(rows), ROWS_PER_CHUNK):
         chunk = rows[start : start + ROWS_PER_CHUNK]
-        parts.append(_derive_chunk(table, definers, chunk, links))
+        parts.append(_derive_chunk(table, definers, chunk, links, found))
+    if found is not None:
+        table.r_group = found
     lengths = [p[0] for p in parts] or [np.zeros(0, dtype=np.int64)]
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
@@ -86,9 +93,8 @@ def derive_rows(table: TagTable, rows: Array, links: Links = NO_LINKS) -> Edges:
     return Edges(offsets, joined(1, np.int32), joined(2, np.float64), joined(3, np.float64))
 
 
-def _derive_chunk(
-    table: TagTable, definers_of: tuple[Array, Array, Array], rows: Array, links: Links
-) -> tuple[Array, Array, Array, Array]:
+def _derive_chunk(table: TagTable, definers_of: tuple[Array, Array, Array], rows: Array,
+                  links: Links, found: Array | None) -> tuple[Array, Array, Array, Array]:  # fmt: skip
     """(entries per row, targets, normalized weights, row totals) of some rows. Each row's
     terms are summed in the order of its references (by key), then its imports, per target
     (by row): the same whichever rows are derived with it."""
@@ -98,9 +104,9 @@ def _derive_chunk(
     source = np.repeat(np.arange(len(rows)), counts)
     ref_keys = table.r_key[entry]
     groups, group_starts, definer_rows = definers_of
-    group = np.searchsorted(groups, ref_keys)
-    known = group < len(groups)
-    known[known] = groups[group[known]] == ref_keys[known]
+    group, known = _looked_up(groups, ref_keys)
+    if found is not None:  # (the references' group column: -1 for a name nobody defines)
+        found[entry] = np.where(known, group, -1)
     group[~known] = len(groups)  # no definers: the empty run at the end
     low = group_starts[group].astype(np.int64)
     definers = np.where(known, group_starts[np.minimum(group + 1, len(groups))] - low, 0)
@@ -146,6 +152,14 @@ def _derive_chunk(
         totals[has] = np.add.reduceat(summed, row_at[has])
     weights = summed / totals[source] if len(summed) else summed
     return per_row, target.astype(np.int32), weights, totals
+
+
+def _looked_up(groups: Array, keys: Array) -> tuple[Array, Array]:
+    """Where each key is among the sorted `groups`, and whether it is there."""
+    group: Array = np.searchsorted(groups, keys)
+    known: Array = group < len(groups)
+    known[known] = groups[group[known]] == keys[known]
+    return group, known
 
 
 def _resolved(codes: Array, code: Array, of: Array, definers: Array, n: int) -> tuple[Array, Array]:

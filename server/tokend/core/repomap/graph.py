@@ -191,9 +191,11 @@ class RepoGraph:
     # -- ranking --------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """Derive this version's rows and solver now (else the next rank does)."""
+        """Derive this version's rows and solver now (else the next rank does), and the
+        table's group columns (which deriving every row found: the keys they hold are let go)."""
         if self.table.paths:
             self._prepared()
+            self.table.groups()
 
     def rank_files(self, focus: Focus) -> list[tuple[str, float]]:
         """Every file but the focus files, most relevant first, with its score."""
@@ -242,12 +244,14 @@ class RepoGraph:
         too, and so is what the focus files say (their words count in their lengths then)."""
         words = self.words
         ids = query_ids(words, self.signals, rows, text)
+        query = signals_of.query(self.table, rows, text)
+        if not len(query) and ids is None:  # nothing asked (a map without a focus): 0 each,
+            return np.zeros(len(self.table.paths))  # its paths' terms not made (issue 22)
         version = (self.version, self.words_version)
         if self._doc_lengths is None or self._doc_lengths[0] != version:
             lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
             self._doc_lengths = (version, lengths)
         length = self._doc_lengths[1][0 if ids is not None and (text_only or not text) else 1]
-        query = signals_of.query(self.table, rows, text)
         spoken = (words, ids) if ids is not None else None
         return signals_of.lexical(self.table, self._paths_terms(), query, length, spoken)
 

@@ -53,7 +53,8 @@ class ImportLinks:
         stale = self._importers(touched)
         stale |= self._importers({p for p in stale if resolve.is_reexport(p)})
         folders = {posixpath.dirname(p) for p in moved if p.endswith(".go")}
-        stale.update(p for p in after if p.endswith(".go") and posixpath.dirname(p) in folders)
+        if folders:  # (every path looked at: for each chunk of a first build, issue 22)
+            stale.update(p for p in after if p.endswith(".go") and posixpath.dirname(p) in folders)
         return stale - set(changed)
 
     def _importers(self, paths: set[str]) -> set[str]:

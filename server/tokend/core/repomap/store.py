@@ -36,6 +36,7 @@ from tokend.core.repomap.columns import (
     edited_in_place,
     found_at,
     group_of,
+    groups_in_order,
     renumber_column,
     rows_of,
     splice_in_place,
@@ -82,10 +83,11 @@ class TagTable:
         """The defined names' keys, sorted: a name's group is its index here (the definition
         and reference columns `d_group`, `r_group` hold it)."""
         groups, _, _ = self.definers()
-        if self.d_group is None or self.r_group is None:
-            assert self.d_key is not None  # the groups were made from it
-            self.d_group = group_of(groups, self.d_key)  # (every one defined: none is -1)
-            self.r_group = group_of(groups, self.r_key)
+        if self.d_key is not None:  # (None: the group columns are made, and hold the keys)
+            if self.d_group is None:  # (definers() makes it as it sorts the definitions)
+                self.d_group = group_of(groups, self.d_key)  # (every one defined: none is -1)
+            if self.r_group is None:  # (edges.derive_rows finds it as it derives every row)
+                self.r_group = group_of(groups, self.r_key)
             self.d_key = None  # held by the groups from now on
         return groups
 
@@ -111,6 +113,8 @@ class TagTable:
             keys, rows = self.d_key, rows_of(self.d_off)
             order = np.lexsort((rows, keys))
             keys, rows = keys[order], rows[order]
+            if self.d_group is None:  # each definition's group, found from this order
+                self.d_group = groups_in_order(keys, order)
             del order
             fresh = np.ones(len(keys), dtype=bool)
             fresh[1:] = (keys[1:] != keys[:-1]) | (rows[1:] != rows[:-1])
@@ -135,7 +139,8 @@ class TagTable:
         sorted by splicing (a few files) and `names` says whose definers changed; without,
         they are sorted again when next asked for (the first build, a checkout)."""
         old_paths, n_old = self.paths, len(self.paths)
-        carry = track and self._rows is not None and self.d_group is not None
+        grouped = self.d_group is not None and self.r_group is not None
+        carry = track and self._rows is not None and grouped
         if not carry and self.d_key is None:  # the groups go: the keys are a column again
             self.d_key = self.groups()[self.d_group]
         runs = Runs(np.full(n_old, -1, dtype=np.int64))

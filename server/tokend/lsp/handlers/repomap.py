@@ -15,7 +15,13 @@ from tokend.lsp.handler_table import features
 from tokend.lsp.server import TokendServer
 from tokend.lsp.wire import JsonText, to_wire
 from tokend.lsp.wire.repomap import RankedFileWire, RepoMapParams, RepoMapResult
-from tokend.service.repomap.session_map import RepoMap, map_ready, reads_words, session_map
+from tokend.service.repomap.session_map import (
+    RepoMap,
+    load_counter,
+    map_ready,
+    reads_words,
+    session_map,
+)
 from tokend.service.workspace.session_files import session_index
 
 
@@ -26,7 +32,7 @@ async def get(ls: TokendServer, params: RepoMapParams) -> JsonText | RepoMapResu
     index = session_index(workspaces, data)
     await workspaces.ready(index.uri)
     await workspaces.settled(index)  # the buffers sent before this request are tagged
-    await map_ready(index)
+    await map_ready(index, meanwhile=lambda: load_counter(workspaces, data))
     focus = None
     if p.focus is not None:
         files = frozenset(index.relative(f) for f in p.focus.files)

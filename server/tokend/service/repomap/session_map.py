@@ -10,6 +10,7 @@ that the repository defines.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,15 +43,36 @@ def session_focus(index: WorkspaceIndex, data: SessionData) -> Focus:
     return Focus(files, identifiers_in(words, index.tags.defines), words)
 
 
-async def map_ready(index: WorkspaceIndex, words: bool = False) -> None:
+async def map_ready(
+    index: WorkspaceIndex, words: bool = False, meanwhile: Callable[[], object] | None = None
+) -> None:
     """Wait until the first build's tags are in (the kernel: minutes), and with `words` what
     the files say too (counted after the first map), off the event loop and outside the
-    service's few workers, which a waiting map request must not hold."""
+    service's few workers, which a waiting map request must not hold. `meanwhile` runs beside
+    the wait for the tags, when there is one (what the map will need: `load_counter`)."""
     loop = asyncio.get_running_loop()
+    beside = None
+    if meanwhile is not None and not index.tags.ready.is_set():
+        beside = loop.run_in_executor(None, _quietly, meanwhile)
     for ready in (index.tags.ready, index.tags.words_ready) if words else (index.tags.ready,):
         if not ready.is_set():
             await loop.run_in_executor(None, ready.wait)
+    if beside is not None:
+        await beside
     index.check_open()  # a stop wakes the waiters: they are answered with Stopping
+
+
+def _quietly(work: Callable[[], object]) -> None:
+    with contextlib.suppress(Exception):  # (the request meets it again, and answers with it)
+        work()
+
+
+def load_counter(workspaces: Workspaces, data: SessionData) -> None:
+    """The counter the session's map is fitted with, made ready: an exact one loads its
+    vocabulary at its first count (o200k: about a second, which the kernel's first map paid
+    after its tags; issue 22)."""
+    counter = workspaces.service.models.counter(data.model)
+    map_count(counter, data.model)("tokend")
 
 
 def reads_words(index: WorkspaceIndex, data: SessionData, focus: Focus | None) -> bool:

@@ -60,11 +60,12 @@ class Chunk:
 
 
 class Beside:
-    """Runs a parse on a thread of its own (`beside(fn, *args)` -> a Future), or, when not
-    `wanted` (no worker processes: the parse is this thread's), in the calling thread."""
+    """Runs a parse on a thread of its own (`beside(fn, *args)` -> a Future; up to `threads`
+    at once), or, when not `wanted` (no worker processes: the parse is this thread's), in the
+    calling thread."""
 
-    def __init__(self, wanted: bool) -> None:
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="tokend-tags") if wanted else None
+    def __init__(self, wanted: bool, threads: int = 1) -> None:
+        self._pool = ThreadPoolExecutor(threads, "tokend-tags") if wanted else None
 
     def __enter__(self) -> Beside:
         return self

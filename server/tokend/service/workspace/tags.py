@@ -118,19 +118,22 @@ class WorkspaceTags:
         counted here unless `words_later`."""
         wanted = in_order(paths)
         done = 0
-        with self._workers_for(len(wanted)) as workers, Beside(workers is not None) as beside:
+        pool = self._workers_for(len(wanted))
+        with pool as workers, Beside(workers is not None, threads=2) as beside:
             # The workers parse one chunk while this thread reads the next and hands the graph
-            # the one before (issue 22: the kernel's first map waited for both in turn).
+            # the one before (issue 22: the kernel's first map waited for both in turn); the
+            # next is given to the workers before the one ahead is done, so a worker free of
+            # its last files starts on it (TagWorkers: two parses at once).
             ahead: tuple[Chunk, Future[dict[str, str | Parsed]]] | None = None
             for paths_now in [*chunks(wanted, entries, overlays), None]:
                 self._check_stopping()
                 chunk = None
                 if paths_now is not None:
                     chunk = read_chunk(self._reading, paths_now, entries, overlays)
-                parsed = ahead[1].result() if ahead is not None else {}
                 parsing = None
                 if chunk is not None:
                     parsing = beside(self._parse, chunk.work, workers, not words_later)
+                parsed = ahead[1].result() if ahead is not None else {}
                 if ahead is not None:
                     done_chunk = ahead[0]
                     tags, reread = finish_chunk(self._reading, done_chunk, parsed, words_later)

@@ -109,7 +109,8 @@ class FileCache(Protocol):
 
 
 class TagPool(Protocol):
-    """Tag worker processes for one refresh of many files."""
+    """Tag worker processes for one refresh of many files (two parses may run at once, each
+    in a thread of its own: the next takes the workers the one before is done with)."""
 
     def parse_packed(self, work: Sequence[Work], words: bool = True) -> list[Parsed]:
         """Each file's tags (without `words`: their words empty, none in the text)."""

@@ -1,0 +1,114 @@
+"""A build's next chunk goes to the tag workers before the chunk ahead is done (issue 22, branch
+first24): a worker free of its last files starts on the next chunk's while the other still
+parses the chunk's last file. Main: the build waited for every answer of a chunk before it gave
+the workers the next, so at the end of each of the kernel's 177 chunks one worker sat idle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tokend.adapters import tag_workers
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.repomap.graph import Focus
+from tokend.service.app_workspaces import index_ports
+from tokend.service.workspace import tag_chunks
+from tokend.service.workspace.index import WorkspaceIndex
+
+FILES, CHUNK = 300, 50
+
+
+def _tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    (tree / "gen").mkdir(parents=True)
+    for i in range(FILES):
+        text = f"def gen_{i:03}(x):\n    return load_{i:03}(x)\n"
+        if i == CHUNK - 1:  # the first chunk's last file: a slow one (tenths of a second)
+            text += "".join(f"def slow_{n}(x):\n    return [x, {n}]\n\n" for n in range(6000))
+        (tree / "gen" / f"g{i:03}.py").write_text(text)
+    return tree
+
+
+def test_the_next_chunk_is_parsed_beside_the_last_file_of_the_one_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, int]] = []  # ("sent" | "answered", the file's number)
+    real_send, real_recv = tag_workers.send, tag_workers.recv
+
+    def sent(stream: Any, value: Any) -> None:
+        if isinstance(value, list):  # a batch: (index, language, source, what) each
+            tags = [source for _, _, source, what in value if what != tag_workers.WORDS]
+            events.extend(("sent", int(source[8:11])) for source in tags)  # "def gen_NNN"
+        real_send(stream, value)
+
+    def answered(stream: Any) -> Any:
+        got = real_recv(stream)
+        if isinstance(got, tuple) and got[1]:  # (index, tags' text, packed, retiring)
+            events.append(("answered", int(json.loads(got[1])["d"][0][0][4:7])))
+        return got
+
+    monkeypatch.setattr(tag_workers, "send", sent)
+    monkeypatch.setattr(tag_workers, "recv", answered)
+    monkeypatch.setattr(tag_chunks, "CHUNK_FILES", CHUNK)
+    tree = _tree(tmp_path)
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
+    index.tags.pool_workers = 2
+    try:
+        index.build()
+        fitted = index.tags.repo_map(Focus(), 4096, len, "chars")
+    finally:
+        index.close()
+    order = [n for kind, n in events if kind == "sent"]
+    assert sorted(order) == list(range(FILES))  # each file once
+    slow_done = events.index(("answered", CHUNK - 1))
+    next_sent = min(events.index(("sent", n)) for n in range(CHUNK, 2 * CHUNK))
+    assert next_sent < slow_done  # main: the second chunk went out after the slow file's tags
+    assert index.tags.errors == {}
+    assert "gen_" in fitted.text  # the map made from those tags
+
+
+def test_a_worker_freed_by_one_chunk_is_taken_by_the_next_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next chunk's parse, waiting on the one worker it holds (here on a slow file), takes
+    the worker the chunk before frees as soon as it is freed, not at its next answer or poll
+    (here 30 s: a kernel build lost up to a poll, 0.2 s, at each of its 177 chunks)."""
+    monkeypatch.setattr(tag_workers, "STOP_POLL_S", 30.0)
+    events: list[tuple[str, int]] = []
+    real_send, real_recv = tag_workers.send, tag_workers.recv
+
+    def sent(stream: Any, value: Any) -> None:
+        if isinstance(value, list):
+            tags = [source for _, _, source, what in value if what != tag_workers.WORDS]
+            events.extend(("sent", int(source[8:11])) for source in tags)
+        real_send(stream, value)
+
+    def answered(stream: Any) -> Any:
+        got = real_recv(stream)
+        if isinstance(got, tuple) and got[1]:
+            events.append(("answered", int(json.loads(got[1])["d"][0][0][4:7])))
+        return got
+
+    monkeypatch.setattr(tag_workers, "send", sent)
+    monkeypatch.setattr(tag_workers, "recv", answered)
+    monkeypatch.setattr(tag_chunks, "CHUNK_FILES", CHUNK)
+    tree = _tree(tmp_path)
+    slower = "".join(f"def slower_{n}(x):\n    return [x, {n}]\n\n" for n in range(20000))
+    (tree / "gen" / f"g{CHUNK:03}.py").write_text(
+        f"def gen_{CHUNK:03}(x):\n    return x\n" + slower
+    )
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
+    index.tags.pool_workers = 2
+    try:
+        index.build()
+    finally:
+        index.close()
+    slow_first = [n for kind, n in events if kind == "sent"].index(CHUNK)  # with its batch
+    first_batch = [n for kind, n in events if kind == "sent"][slow_first : slow_first + 16]
+    later = min(
+        events.index(("sent", n)) for n in range(CHUNK + 1, 2 * CHUNK) if n not in first_batch
+    )
+    assert later < events.index(("answered", CHUNK))  # main: after the slow file's answer
