@@ -186,9 +186,9 @@ def _name_terms(
     found: Array = q_groups < len(groups)
     found[found] = groups[q_groups[found]] == query[found]
     defined = (np.flatnonzero(found), q_groups[found])  # the defined keys' places, groups
-    sieve = _buckets(query)
+    sieves = (_buckets(query), _buckets(defined[1]))
     return [
-        _block_terms(table, paths, query, defined, sieve, start)
+        _block_terms(table, paths, query, defined, sieves, start)
         for start in range(0, len(table.paths), TERMS_ROWS)
     ]
 
@@ -198,15 +198,15 @@ def _block_terms(
     paths: PathTerms,
     query: Array,
     defined: tuple[Array, Array],
-    sieve: Array,
+    sieves: tuple[Array, Array],
     a: int,
 ) -> tuple[Array, Array, Array]:
     """_name_terms of the files a..a+TERMS_ROWS-1: references, definitions and path words."""
     b = min(a + TERMS_ROWS, len(t.paths))
     r0, d0, p0 = int(t.r_off[a]), int(t.d_off[a]), int(paths.offsets[a])
-    r_hit = r0 + _member(t.r_key[r0 : int(t.r_off[b])], query, sieve)
-    d_hit = d0 + _member(t.d_group[d0 : int(t.d_off[b])], defined[1], sieve[:0])
-    p_hit = p0 + _member(paths.keys[p0 : int(paths.offsets[b])], query, sieve[:0])
+    r_hit = r0 + _member(t.r_key[r0 : int(t.r_off[b])], query, sieves[0])
+    d_hit = d0 + _member(t.d_group[d0 : int(t.d_off[b])], defined[1], sieves[1])
+    p_hit = p0 + _member(paths.keys[p0 : int(paths.offsets[b])], query, sieves[0])
     rows = np.concatenate([
         np.searchsorted(t.r_off, r_hit, side="right") - 1,
         np.searchsorted(t.d_off, d_hit, side="right") - 1,
@@ -232,19 +232,14 @@ def _member(values: Array, ascending: Array, buckets: Array | None = None) -> Ar
     the query's low bits sifts the values in one pass, and only those in a query bucket are
     searched (no sort of the kernel's millions of references, as np.isin would make); a block
     at a time, and no flag per value (issue 22: 4 MiB a request for the kernel's references).
-    `buckets`: the table (_buckets) when the caller sifts several parts by one query; empty:
-    no sieve (a few values: each one searched)."""
+    `buckets`: the table (_buckets) when the caller sifts several parts by one query."""
     if not len(ascending) or not len(values):
         return np.zeros(0, dtype=np.int64)
     buckets = _buckets(ascending) if buckets is None else buckets
     found = []
     for start in range(0, len(values), SIEVE_BLOCK):  # bounded temporaries (the kernel)
         part = values[start : start + SIEVE_BLOCK]
-        maybe = (
-            np.flatnonzero(buckets[(part % BUCKETS).astype(np.intp)])
-            if len(buckets)
-            else np.arange(len(part))
-        )
+        maybe = np.flatnonzero(buckets[(part % BUCKETS).astype(np.intp)])
         at = np.minimum(np.searchsorted(ascending, part[maybe]), len(ascending) - 1)
         found.append(start + maybe[ascending[at] == part[maybe]])
     return np.concatenate(found)
