@@ -80,3 +80,39 @@ def test_a_line_at_the_end_of_a_long_file_holds_no_object_a_line() -> None:
     assert lines.line(0) == b"def start_engine():" and lines.line(150_002) == b""
     # 150,002 line ends, 1.2 MB; main: a bytes object and a list slot a line (6.6 MiB)
     assert held < 2 * 2**20, f"{held / 2**20:.1f} MiB"
+
+
+def test_a_map_holds_the_lines_it_may_show_not_the_files_it_read(tmp_path: Path) -> None:
+    """Issue 22: a text focus's map on the kernel reads big headers; their bytes were held
+    through the whole fit (13-14 MiB at the top of a request). Six files of ~0.9 MB, each
+    with a definition at its top and at its end, all shown: the fit holds their candidate
+    lines, and one file's bytes at a time."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    names = [f"engine{i}" for i in range(6)]
+    for name in names:
+        body = ("#" + "-" * 1999 + "\n") * 450  # (no words, few lines)
+        (tree / f"{name}.py").write_text(
+            f"def start_{name}():\n    return 1\n{body}def stop_{name}():\n    return 0\n"
+        )
+    calls = "".join(
+        f"from {n} import start_{n}, stop_{n}\nstart_{n}()\nstop_{n}()\n" for n in names
+    )
+    (tree / "app.py").write_text(calls)
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
+    index.build()
+    try:
+        focus = Focus(frozenset({"app.py"}))
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            shown = index.tags.repo_map(focus, 4000, len, "chars").text
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        for name in names:
+            assert f"{name}.py:\n│def start_{name}():\n⋮\n│def stop_{name}():" in shown
+        size = (tree / "engine0.py").stat().st_size
+        assert peak < 3 * size, (peak, size)  # main: the six files' bytes (6 x 0.9 MB) and more
+    finally:
+        index.close()

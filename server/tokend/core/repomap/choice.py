@@ -17,6 +17,7 @@ import numpy as np
 
 from tokend.core.repomap import edges as graph_rows
 from tokend.core.repomap.edges import Edges
+from tokend.core.repomap.places import Places
 from tokend.core.repomap.store import TagTable, name_key
 
 RANK_DECIMALS = 12  # scores are rounded so the order does not hang on the last bits
@@ -49,18 +50,12 @@ def chosen_definitions(
         enough = np.searchsorted(np.cumsum(np.minimum(counts, PER_FILE)), limit)
         order, counts = order[: enough + 1], counts[: enough + 1]
     hits = _hits(t, wanted, focus_rows)
-    slot = np.full(len(t.groups()) + 1, -1, dtype=np.int32)  # a name's place among the needed
-    slot[t.d_group[hits]] = 0  # (the last: no group, never needed)
-    for entries, _ in _blocks(t, order, counts):
-        slot[t.d_group[entries]] = 0
-    needed = slot >= 0
-    slot[needed] = np.arange(int(needed.sum()), dtype=np.int32)
-    del needed
-    flow: Array = graph_rows.name_flow(t, edges, graph_rank, slot)
+    needed = _needed(t, hits, order, counts)  # the groups weighed, each with its place
+    flow: Array = graph_rows.name_flow(t, edges, graph_rank, needed)
     np.round(flow, RANK_DECIMALS, out=flow)  # (in place: a float a needed name, not two)
     firsts, rest = _Run(None), _Run(limit)
     for entries, position in _blocks(t, order, counts):
-        weight = flow[slot[t.d_group[entries]]]
+        weight = flow[needed.place(t.d_group[entries])]
         within = np.lexsort((entries, -weight, position))  # by file, best definition first
         nth = np.empty(len(entries), dtype=np.int64)  # a file's runs: as `position` ascends
         nth[within] = np.arange(len(entries)) - np.searchsorted(position, position)
@@ -71,7 +66,7 @@ def chosen_definitions(
             later = other & (nth >= PER_FILE)
             rest.add(entries[later], position[later], weight[later])
     top = _Run(None)
-    top.add(hits, place[_file_of(t.d_off, hits)], flow[slot[t.d_group[hits]]])
+    top.add(hits, place[_file_of(t.d_off, hits)], flow[needed.place(t.d_group[hits])])
     ranked = np.concatenate([top.ordered(), firsts.ordered(), rest.ordered()])
     if limit is not None:
         ranked = ranked[:limit]
@@ -102,6 +97,17 @@ class _Run:
         entries, position, weight = (np.concatenate(c) for c in zip(*self.parts, strict=True))
         ranked = entries[np.lexsort((entries, -weight, position))]
         return ranked if self.cap is None else ranked[: self.cap]
+
+
+def _needed(t: TagTable, hits: Array, order: Array, counts: Array) -> Places:
+    """The groups of the definitions `hits` and of the files `order`: the names whose flow the
+    choice reads (a bit a group, not a slot of 4 bytes: 8.5 MiB less on the kernel's 2.2
+    million names)."""
+    flagged = np.zeros(len(t.groups()), dtype=bool)
+    flagged[t.d_group[hits]] = True
+    for entries, _ in _blocks(t, order, counts):
+        flagged[t.d_group[entries]] = True
+    return Places(flagged)
 
 
 def _hits(t: TagTable, wanted: Array, focus_rows: list[int]) -> Array:

@@ -30,6 +30,7 @@ from tokend.core.repomap.columns import (
     with_room,
 )
 from tokend.core.repomap.packed import PackedTags
+from tokend.core.repomap.places import Places
 from tokend.core.repomap.store import TagTable
 
 MAX_DEFINERS = 20  # a name with more definers says nothing of where to look
@@ -245,31 +246,35 @@ def replaced(edges: Edges, rows: Array, fresh: Edges) -> Edges:
     return Edges(splice_offsets(edges.offsets, runs), targets, weights, totals)
 
 
-def name_flow(t: TagTable, edges: Edges, file_rank: Array, slot: Array) -> Array:
-    """The rank flowing to the names asked for (`slot`: per group, its place in the result; -1
-    not asked, and its last entry, for references to no group, -1 too) along the
-    references that carry flow: file rank x sqrt(occurrences) x the name's scale / the file's
-    total, summed in reference order; worked out a block of references at a time at each rank
-    (kept, the weights would hold 23 MiB on the kernel), into one figure per asked group (one
-    per defined name, rounded after: 2 x 8 bytes for each of the kernel's 2.2 million names,
-    issue 22)."""
-    group_weight = np.zeros(int(slot.max()) + 1 if len(slot) else 0)
+def name_flow(t: TagTable, edges: Edges, file_rank: Array, needed: Places) -> Array:
+    """The rank flowing to the names asked for (`needed`: their groups, each one's figure at
+    its place among them) along the references that carry flow: file rank x
+    sqrt(occurrences) x the name's scale / the file's total, summed in reference order;
+    worked out a block of references at a time at each rank (kept, the weights would hold 23
+    MiB on the kernel), into one figure per asked group (rounded after: 2 x 8 bytes for each
+    of the kernel's 2.2 million names, issue 22; and no column of places as long as the
+    groups, 8.8 MB there)."""
+    group_weight = np.zeros(needed.size)
+    if not needed.size:
+        return group_weight
     starts = t.definers()[1]
     for start in range(0, len(t.r_key), FLOW_BLOCK):
-        end = min(start + FLOW_BLOCK, len(t.r_key))
-        at = start + np.flatnonzero(slot[t.r_group[start:end]] >= 0)
+        part = t.r_group[start : start + FLOW_BLOCK]
+        hit = needed.has(part)
+        at = start + np.flatnonzero(hit)
         rows = np.searchsorted(t.r_off, at, side="right") - 1
-        group = t.r_group[at]
+        group = part[hit]
         definers = starts[group + 1] - starts[group]  # (every asked group is defined)
         keep = (definers <= MAX_DEFINERS) & (edges.totals[rows] > 0)
         group, at = group[keep], at[keep]
+        place = needed.place(group)
         scale = np.where(t.r_key[at] & np.uint64(1), 0.1, 1.0)
         scale /= definers[keep]
         flow = np.sqrt(t.r_count[at].astype(np.float64))
         flow *= scale
         flow /= edges.totals[rows[keep]]
         flow *= file_rank[rows[keep]]
-        np.add.at(group_weight, slot[group], flow)
+        np.add.at(group_weight, place, flow)
     return group_weight
 
 

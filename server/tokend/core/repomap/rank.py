@@ -32,6 +32,8 @@ from tokend.core.repomap.words import WordTable
 K1, B = 1.2, 0.75
 BUCKETS = 1 << 20  # of the membership sieve (_member)
 SIEVE_BLOCK = 1 << 16  # values sieved at once
+TERMS_ROWS = 1 << 10  # files whose name terms are gathered at once (lexical)
+TERMS_BLOCK = 1 << 14  # terms weighed at once
 
 SEEDS = 5  # a text focus: the best lexical hits that personalize the graph's rank
 SEED_WEIGHT = 300.0  # their restart mass (shared by lexical score) against 1.0 spread over all
@@ -147,11 +149,14 @@ def lexical(
     if not n:
         return score
     norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
-    rows, keys, tf = _name_terms(table, paths, query)
-    if len(rows):
-        _, inverse, df = np.unique(keys, return_inverse=True, return_counts=True)
-        term = bm25(n, df[inverse], tf, norm[rows])
-        np.add.at(score, rows, term)  # in (row, key) order: the same sums every time
+    parts = _name_terms(table, paths, query)  # (rows, places, counts), files in order
+    df = np.zeros(len(query), dtype=np.int64)  # (a term a file and key)
+    for _, place, _ in parts:
+        df += np.bincount(place, minlength=len(query))
+    for rows, place, tf in parts:  # in (row, key) order: the same sums every time
+        for start in range(0, len(rows), TERMS_BLOCK):
+            at = slice(start, start + TERMS_BLOCK)
+            np.add.at(score, rows[at], bm25(n, df[place[at]], tf[at], norm[rows[at]]))
     if said is not None and len(said[1]):
         words, ids = said
         df = words.document_counts(ids)
@@ -167,44 +172,70 @@ def bm25(n: int, df: Array, tf: Array, norm: Array) -> Array:
     return idf * tf * (K1 + 1) / (tf + norm)
 
 
-def _name_terms(table: TagTable, paths: PathTerms, query: Array) -> tuple[Array, Array, Array]:
-    """Each (file, key) term of the query's keys: its row, key and count, in (row, key) order."""
+def _name_terms(
+    table: TagTable, paths: PathTerms, query: Array
+) -> list[tuple[Array, Array, Array]]:
+    """Each (file, key) term of the query's keys: its row, its key's place in the query and
+    its count (int32 each), in (row, key) order, in parts of TERMS_ROWS files (issue 22:
+    gathered at once, every hit's row, key and count were held in 64-bit columns, sorted and
+    copied, 7-11 MiB of a kernel map request's peak; joined, the parts would be held twice)."""
     if not len(query):
-        return np.zeros(0, dtype=np.int64), query, np.zeros(0)
+        return []
     groups = table.groups()
     q_groups: Array = np.searchsorted(groups, query)
     found: Array = q_groups < len(groups)
     found[found] = groups[q_groups[found]] == query[found]
-    r_hit = _member(table.r_key, query)
-    d_hit = _member(table.d_group, q_groups[found])
-    p_off, p_key = paths.offsets, paths.keys
-    p_hit = _member(p_key, query)
+    defined = (np.flatnonzero(found), q_groups[found])  # the defined keys' places, groups
+    sieves = (_buckets(query), _buckets(defined[1]))
+    return [
+        _block_terms(table, paths, query, defined, sieves, start)
+        for start in range(0, len(table.paths), TERMS_ROWS)
+    ]
+
+
+def _block_terms(
+    t: TagTable,
+    paths: PathTerms,
+    query: Array,
+    defined: tuple[Array, Array],
+    sieves: tuple[Array, Array],
+    a: int,
+) -> tuple[Array, Array, Array]:
+    """_name_terms of the files a..a+TERMS_ROWS-1: references, definitions and path words."""
+    b = min(a + TERMS_ROWS, len(t.paths))
+    r0, d0, p0 = int(t.r_off[a]), int(t.d_off[a]), int(paths.offsets[a])
+    r_hit = r0 + _member(t.r_key[r0 : int(t.r_off[b])], query, sieves[0])
+    d_hit = d0 + _member(t.d_group[d0 : int(t.d_off[b])], defined[1], sieves[1])
+    p_hit = p0 + _member(paths.keys[p0 : int(paths.offsets[b])], query, sieves[0])
     rows = np.concatenate([
-        np.searchsorted(table.r_off, r_hit, side="right") - 1,
-        np.searchsorted(table.d_off, d_hit, side="right") - 1,
-        np.searchsorted(p_off, p_hit, side="right") - 1,
-    ])  # fmt: skip
-    keys = np.concatenate([table.r_key[r_hit], groups[table.d_group[d_hit]], p_key[p_hit]])
-    tf = np.concatenate([table.r_count[r_hit].astype(np.float64),
-                         np.ones(len(d_hit) + len(p_hit))])  # fmt: skip
-    order = np.lexsort((keys, rows))
-    rows, keys, tf = rows[order], keys[order], tf[order]
+        np.searchsorted(t.r_off, r_hit, side="right") - 1,
+        np.searchsorted(t.d_off, d_hit, side="right") - 1,
+        np.searchsorted(paths.offsets, p_hit, side="right") - 1,
+    ]).astype(np.int32)  # fmt: skip
+    place = np.concatenate([
+        np.searchsorted(query, t.r_key[r_hit]),
+        defined[0][np.searchsorted(defined[1], t.d_group[d_hit])],
+        np.searchsorted(query, paths.keys[p_hit]),
+    ]).astype(np.int32)  # fmt: skip
+    tf = np.concatenate([t.r_count[r_hit], np.ones(len(d_hit) + len(p_hit), dtype=np.int32)])
+    order = np.lexsort((place, rows))
+    rows, place, tf = rows[order], place[order], tf[order]
     new = np.ones(len(rows), dtype=bool)
-    new[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
+    new[1:] = (rows[1:] != rows[:-1]) | (place[1:] != place[:-1])
     at = np.flatnonzero(new)
     tf = np.add.reduceat(tf, at) if len(at) else tf
-    return rows[at], keys[at], tf
+    return rows[at], place[at], tf.astype(np.int32)
 
 
-def _member(values: Array, ascending: Array) -> Array:
+def _member(values: Array, ascending: Array, buckets: Array | None = None) -> Array:
     """The positions (ascending) of the values in `ascending` (sorted, small): a bucket table of
     the query's low bits sifts the values in one pass, and only those in a query bucket are
     searched (no sort of the kernel's millions of references, as np.isin would make); a block
-    at a time, and no flag per value (issue 22: 4 MiB a request for the kernel's references)."""
+    at a time, and no flag per value (issue 22: 4 MiB a request for the kernel's references).
+    `buckets`: the table (_buckets) when the caller sifts several parts by one query."""
     if not len(ascending) or not len(values):
         return np.zeros(0, dtype=np.int64)
-    buckets = np.zeros(BUCKETS, dtype=bool)
-    buckets[(ascending % BUCKETS).astype(np.intp)] = True
+    buckets = _buckets(ascending) if buckets is None else buckets
     found = []
     for start in range(0, len(values), SIEVE_BLOCK):  # bounded temporaries (the kernel)
         part = values[start : start + SIEVE_BLOCK]
@@ -212,6 +243,13 @@ def _member(values: Array, ascending: Array) -> Array:
         at = np.minimum(np.searchsorted(ascending, part[maybe]), len(ascending) - 1)
         found.append(start + maybe[ascending[at] == part[maybe]])
     return np.concatenate(found)
+
+
+def _buckets(ascending: Array) -> Array:
+    """_member's bucket table of `ascending`: a flag per value of its low bits."""
+    buckets = np.zeros(BUCKETS, dtype=bool)
+    buckets[(ascending % BUCKETS).astype(np.intp)] = True
+    return buckets
 
 
 def folder(paths: PathTerms, focus_rows: list[int]) -> Array:

@@ -43,6 +43,7 @@ from tokend.core.repomap.columns import (
     splice_offsets,
     with_room,
 )
+from tokend.core.repomap.definers import regroup_column, respliced_starts
 from tokend.core.repomap.keys import name_key, sub_words, word_key
 from tokend.core.repomap.packed import KEY, PackedTags
 
@@ -124,7 +125,9 @@ class TagTable:
             first = np.ones(len(keys), dtype=bool)
             first[1:] = keys[1:] != keys[:-1]
             self._groups = np.compress(first, keys, out=with_room(int(first.sum()), KEY))
-            self._starts = np.append(np.flatnonzero(first), len(keys)).astype(np.int32)
+            starts = with_room(int(first.sum()) + 1, np.int32)  # (edited in place: with room)
+            starts[:-1], starts[-1] = np.flatnonzero(first), len(keys)
+            self._starts = starts
             self._rows = rows
         return self._groups, self._starts, self._rows
 
@@ -180,8 +183,7 @@ class TagTable:
         self._splice(runs, carry)
         changed_names = np.unique(np.concatenate(names)) if names else np.zeros(0, dtype=KEY)
         if carry:
-            old_count = len(self.definers()[0])
-            self._regroup(old_count, *self._resplice(runs.remap, dropped, added))
+            self._regroup(*self._resplice(runs.remap, dropped, added))
             groups = self.groups()
             for row, keys in added_all:  # the new rows' definitions
                 self.d_group[self.d_off[row] : self.d_off[row + 1]] = np.searchsorted(groups, keys)
@@ -205,22 +207,21 @@ class TagTable:
         self, remap: Array, dropped: list[int], added: list[tuple[int, Array]]
     ) -> tuple[Array, Array, Array]:
         """The definers without the dropped rows' entries, renumbered, with the added rows'
-        entries put in their sorted places (no sort of the whole; beside the arrays, only a
-        column of counts per group). Tells how the groups moved: the old groups no file
-        defines any more, and the new names (keys) with where each went among the old."""
+        entries put in their sorted places (no sort of the whole; the starts shifted in their
+        own buffer, core.repomap.definers). Tells how the groups moved: the old groups no
+        file defines any more, and the new names (keys) with where each went among the old."""
         groups, starts, rows = self.definers()
         self._groups = self._starts = self._rows = None  # edited in place where they fit
-        counts = with_room(len(starts) - 1, starts.dtype)
-        np.subtract(starts[1:], starts[:-1], out=counts)
         gone = np.zeros(0, dtype=np.int64)  # entries of the dropped rows
+        gone_groups = gone
         if dropped:
             gone = found_at(rows, np.array(dropped))
-            np.subtract.at(counts, np.searchsorted(starts, gone, side="right") - 1, 1)
+            gone_groups = np.searchsorted(starts, gone.astype(starts.dtype), side="right") - 1
             rows = edited_in_place(rows, gone, gone[:0], rows[:0])
         if not np.array_equal(remap, np.arange(len(remap))):
             renumber_column(rows, remap.astype(np.int32))  # (every row kept is >= 0)
         new_names, where = np.zeros(0, dtype=KEY), np.zeros(0, dtype=np.int64)
-        new_counts = np.zeros(0, dtype=np.int64)
+        new_counts, added_groups = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         if added:
             new_keys = np.concatenate([k for _, k in added])
             new_rows = np.concatenate([np.full(len(k), r, dtype=np.int32) for r, k in added])
@@ -232,44 +233,30 @@ class TagTable:
             at = starts[at_group].astype(np.int64)  # a new name's entries go where its group
             at -= np.searchsorted(gone, at)  # will start; less what was dropped before
             for j in np.flatnonzero(known).tolist():
-                run = rows[at[j] : at[j] + counts[at_group[j]]]
+                end = int(starts[at_group[j] + 1])  # the group's end, less what was dropped
+                run = rows[at[j] : end - int(np.searchsorted(gone, end))]
                 at[j] += np.searchsorted(run, new_rows[j])
             by_place = np.argsort(at, kind="stable")  # (as np.insert takes them)
             rows = edited_in_place(rows, gone[:0], at[by_place], new_rows[by_place])
-            np.add.at(counts, at_group[known], 1)
+            added_groups = at_group[known]
             new_names, new_counts = np.unique(new_keys[~known], return_counts=True)
             where = np.searchsorted(groups, new_names)
-        del starts
-        vanished = np.flatnonzero(counts == 0)  # old groups nobody defines now
+        starts, vanished = respliced_starts(starts, gone_groups, added_groups, where, new_counts)
         inserted = where - np.searchsorted(vanished, where)
-        groups = edited_in_place(groups, vanished, inserted, new_names)
-        counts = edited_in_place(counts, vanished, inserted, new_counts.astype(counts.dtype))
-        self._groups, self._rows = groups, rows
-        self._starts = np.zeros(len(counts) + 1, dtype=np.int32)
-        np.cumsum(counts, out=self._starts[1:])
+        self._groups = edited_in_place(groups, vanished, inserted, new_names)
+        self._starts, self._rows = starts, rows
         return vanished, new_names, where
 
-    def _regroup(self, old_count: int, vanished: Array, new_names: Array, where: Array) -> None:
-        """Groups after a tracked change: every group column renumbered by a gather (-1 for a
-        group `vanished`; the new names come in before the old groups at `where`), without a
-        search of the groups; the new rows' entries and the references to the names defined
-        now looked up (the new rows' definitions are the caller's)."""
+    def _regroup(self, vanished: Array, new_names: Array, where: Array) -> None:
+        """Groups after a tracked change: every group column renumbered a block at a time (-1
+        for a group `vanished`; the new names come in before the old groups at `where`),
+        without a search of the groups; the new rows' entries and the references to the
+        names defined now looked up (the new rows' definitions are the caller's)."""
         groups = self._groups
         assert groups is not None and self.d_group is not None and self.r_group is not None
         if len(vanished) or len(new_names):
-            renumber = np.arange(old_count, dtype=np.int32)  # old group -> new group
-            steps = np.concatenate([where, vanished + 1])  # each shifts the groups from it on
-            order = np.argsort(steps, kind="stable")  # (one column of groups, not three)
-            by = np.cumsum(np.where(order < len(where), 1, -1))
-            ends = np.append(steps[order][1:], old_count)
-            for start, end, shift in zip(
-                steps[order].tolist(), ends.tolist(), by.tolist(), strict=True
-            ):
-                renumber[start:end] += shift
-            renumber[vanished] = -1
             for column in (self.d_group, self.r_group):
-                renumber_column(column, renumber)
-            del renumber
+                regroup_column(column, where, vanished)
         lookup = found_at(self.r_group, np.array([-2]))  # the new rows' entries
         if len(new_names):
             lookup = np.union1d(lookup, found_at(self.r_key, new_names))

@@ -235,23 +235,30 @@ class WorkspaceTags:
                 return found
             limit = budget_tokens + EXTRA_CANDIDATES + 1
             ranked, scores = self._graph.rank_with_scores(focus, limit=limit)
-            fitted = fit_map(ranked, budget_tokens, count, self._line_reader())
+            wanted: dict[str, set[int]] = {}
+            for candidate in ranked:
+                wanted.setdefault(candidate.path, set()).add(candidate.line)
+            fitted = fit_map(ranked, budget_tokens, count, self._line_reader(wanted))
             fitted = fitted.in_rank_order(scores)
             self._maps[key] = fitted
             while len(self._maps) > MAP_CACHE_ENTRIES:
                 self._maps.popitem(last=False)
             return fitted
 
-    def _line_reader(self) -> Callable[[str, int], str]:
+    def _line_reader(
+        self, wanted: Mapping[str, set[int]] | None = None
+    ) -> Callable[[str, int], str]:
         """(path, line) -> that line's text now: the unsaved buffer, else the file on disk;
-        each file read once per map, and split only as far as the lines asked for (a map
-        shows one or two lines of most of the files it names: SQLAlchemy's first map split
-        19 MB into 400,000 lines to show 462)."""
-        files: dict[str, _Lines] = {}
+        each file read once per map, split only as far as the lines asked for (a map shows
+        one or two lines of most of the files it names: SQLAlchemy's first map split 19 MB
+        into 400,000 lines to show 462), and at its first line asked, the lines `wanted` of
+        it (a map's candidates) taken as text and its bytes let go (issue 22: a text focus's
+        fit on the kernel held the bytes of every big header it read, 13-14 MiB)."""
+        files: dict[str, dict[int, str]] = {}
 
         def text_of(path: str, line: int) -> str:
             lines = files.get(path)
-            if lines is None:
+            if lines is None or line not in lines:
                 overlay = self._overlay(path)
                 try:
                     data = (
@@ -261,8 +268,11 @@ class WorkspaceTags:
                     )
                 except (OSError, PathConflict):
                     data = b""
-                lines = files[path] = _Lines(data)
-            return lines.line(line).decode("utf-8", "replace")
+                found, asked = _Lines(data), {line, *(wanted or {}).get(path, ())}
+                lines = files.setdefault(path, {})
+                for n in sorted(asked - lines.keys()):
+                    lines[n] = found.line(n).decode("utf-8", "replace")
+            return lines[line]
 
         return text_of
 

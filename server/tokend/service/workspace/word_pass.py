@@ -21,16 +21,12 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from itertools import islice
 
-from tokend.service.workspace.tag_chunks import (
-    CHUNK_BYTES,
-    CHUNK_FILES,
-    Beside,
-    Reading,
-    read_source,
-)
+from tokend.service.workspace.tag_chunks import CHUNK_BYTES, Beside, Reading, read_source
 from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work
 
 Said = dict[int, int]  # a file's words by id (core.repomap.text.count_words)
+CHUNK_FILES = 250  # files counted at once (their words come back as dictionaries of Python
+# ints, tens of KB a file; a landing holds two chunks': tests/workspace/test_repomap_word_pass_sources.py)
 Counting = Callable[[list[Work]], list[Said | None]]
 
 
@@ -107,18 +103,20 @@ class OwedWords:
         total, done = self.owed, 0
         with pool(total) as workers, Beside(workers is not None) as beside:
             counting: Counting = workers.count_words if workers else tagging.count_words
-            ahead: tuple[list[Work], list[str], Future[list[Said | None]]] | None = None
-            while True:  # (`ahead`: the chunk being counted while the next one is read)
-                check()
+            ahead: tuple[list[str], list[str], Future[list[Said | None]]] | None = None
+            while True:  # (`ahead`: the chunk being counted while the next one is read; its
+                check()  # paths, not its sources: those go once counted, not once landed)
                 taken = self._take()
                 work, keys = self._read(taken)
+                paths = [path for path, _, _ in work]
                 found = ahead[2].result() if ahead is not None else []
                 now = beside(counting, work) if taken else None
+                del work
                 if ahead is not None:
                     done += self._land(ahead[0], ahead[1], found)
                     if progress is not None:
                         progress(done, max(total, done))
-                ahead = (work, keys, now) if now is not None else None
+                ahead = (paths, keys, now) if now is not None else None
                 if ahead is None:
                     with self._lock:
                         if not self._owed:  # (else owed meanwhile: counted too)
@@ -157,7 +155,7 @@ class OwedWords:
             held += len(source)
         return work, keys
 
-    def _land(self, work: list[Work], keys: list[str], found: list[Said | None]) -> int:
+    def _land(self, paths: list[str], keys: list[str], found: list[Said | None]) -> int:
         """Counted words kept in the cache and given to the graph (but for files re-tagged
         since); how many files were counted."""
         kept = {}
@@ -168,10 +166,10 @@ class OwedWords:
             self._reading.cache.put_word_texts(kept)
         with self._lock:
             spoken = {}
-            for (path, _, _), key, words in zip(work, keys, found, strict=True):
+            for path, key, words in zip(paths, keys, found, strict=True):
                 if self._taken.get(path) == key:
                     del self._taken[path]
                     spoken[path] = words or {}
             if spoken:  # (and how many files' words are still to come)
                 self._set_words(spoken, len(self._owed) + len(self._taken))
-        return len(work)
+        return len(paths)

@@ -1,0 +1,123 @@
+"""The words' pass after the first map (service.workspace.word_pass) lets a chunk's sources go
+once they are counted, not once the chunk's words are landed: the chunk being landed and the
+next one read held their sources side by side (issue 22: up to two chunks of CHUNK_BYTES, 8 MB
+each, in the pass whose peak was the daemon's). Counted by tracemalloc at each landing (the
+graph given a chunk's words): bytes, not time. The words landed are those counted, per file."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import tracemalloc
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from tokend.service.workspace import word_pass
+from tokend.service.workspace.tag_chunks import Reading
+from tokend.service.workspace.word_pass import OwedWords
+
+FILES, SIZE = 12, 1 << 20  # files of 1 MiB, 4 to a chunk
+
+
+def _source(path: str) -> bytes:
+    return path.encode().ljust(SIZE, b" ")
+
+
+class _Files:
+    def read_bytes(self, root: Path, path: str) -> bytes:
+        return _source(path)  # (a new object at each read: tracemalloc sees it)
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self.kept: dict[str, str] = {}
+
+    def put_word_texts(self, texts: Mapping[str, str]) -> None:
+        self.kept.update(texts)
+
+
+class _Counting:
+    """Counts a file's words as its first byte's value and its length (what the test reads
+    back); in this thread (no workers)."""
+
+    def count_words(self, work: list[tuple[str, str, bytes]]) -> list[dict[int, int]]:
+        return [{source[0]: len(source)} for _, _, source in work]
+
+
+def test_a_chunks_sources_are_gone_when_its_words_land(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(word_pass, "CHUNK_FILES", 4)
+    paths = [f"src/f{i:02d}.c" for i in range(FILES)]
+    keys = {p: f"1:c:{hashlib.sha256(_source(p)).hexdigest()}" for p in paths}
+    cache = _Cache()
+    reading = Reading(Path("/"), cache, {}, SIZE, _Files(), 1)  # type: ignore[arg-type]
+    held: list[int] = []
+    landed: dict[str, Mapping[int, int]] = {}
+
+    def set_words(spoken: Mapping[str, Mapping[int, int]], more: int) -> None:
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+        landed.update(spoken)
+
+    owed = OwedWords(threading.RLock(), reading, lambda path: None, set_words)
+    with owed._lock:
+        owed.owe(keys, ())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        owed.count(_Counting(), lambda n: contextlib.nullcontext(None))  # type: ignore[arg-type]
+    finally:
+        tracemalloc.stop()
+    assert owed.ready.is_set()
+    assert landed == {p: {_source(p)[0]: SIZE} for p in paths}
+    assert len(held) == FILES // 4
+    # main: the landed chunk's sources and the next one's (8 MiB) at every landing but the last
+    assert max(held) < 4 * SIZE, held
+
+
+class _Saying:
+    """Counts 300 words a file (ids past the small ints Python keeps once), in this thread."""
+
+    def count_words(self, work: list[tuple[str, str, bytes]]) -> list[dict[int, int]]:
+        return [{10_000 + 7 * j + source[0]: 300 + j for j in range(300)} for _, _, source in work]
+
+
+def test_a_landing_holds_the_words_of_a_chunk_of_250_files() -> None:
+    """Each file's words come back as a dictionary of Python ints (about 30 KB for 300 words);
+    a landing holds the landed chunk's and the next one's: with chunks of 500 files (the tags'
+    CHUNK_FILES), 1,000 dictionaries at the words' pass's landings (issue 22: on the kernel
+    the pass peaked at 479-484 MiB, above the 477 asked)."""
+    files = 1_000
+    paths = [f"src/f{i:04d}.c" for i in range(files)]
+    source = {p: p.encode() for p in paths}
+    keys = {p: f"1:c:{hashlib.sha256(source[p]).hexdigest()}" for p in paths}
+    reading = Reading(Path("/"), _Cache(), {}, SIZE, _SmallFiles(source), 1)  # type: ignore[arg-type]
+    held: list[int] = []
+
+    def set_words(spoken: Mapping[str, Mapping[int, int]], more: int) -> None:
+        held.append(tracemalloc.get_traced_memory()[0] - before)
+
+    owed = OwedWords(threading.RLock(), reading, lambda path: None, set_words)
+    with owed._lock:
+        owed.owe(keys, ())
+    tracemalloc.start()
+    try:
+        one = tracemalloc.get_traced_memory()[0]
+        sample = _Saying().count_words([("x", "c", b"x")] * 250)
+        chunk = tracemalloc.get_traced_memory()[0] - one  # 250 files' words
+        del sample
+        before = tracemalloc.get_traced_memory()[0]
+        owed.count(_Saying(), lambda n: contextlib.nullcontext(None))  # type: ignore[arg-type]
+    finally:
+        tracemalloc.stop()
+    assert max(held) < 2.6 * chunk, (held, chunk)  # main: 30.2 MB (4.2 chunks); now 16.6
+    assert len(held) == files // 250
+
+
+class _SmallFiles:
+    def __init__(self, source: Mapping[str, bytes]) -> None:
+        self.source = source
+
+    def read_bytes(self, root: Path, path: str) -> bytes:
+        return self.source[path]
