@@ -6,7 +6,8 @@ The signals' score arrays of every file query (bench.repomap_fit.components, and
 BM25 baseline's score over each file's whole text, which core keeps no index of) are worked out
 once per tree and kept under bench/out/eval (fitfile-*.pkl); each candidate fusion is then
 scored on them: recall at 1, 3, 5, 10 of the ranked files, no map rendered. `same`: 1 for a
-file of the focus file's own folder (the same-folder baseline's first files), else 0.
+file of the focus file's own folder (the same-folder baseline's first files), else 0; `stem`:
+core.repomap.stem's score (the file name's words), worked out when the arrays are read.
 REPOMAP_FIT_HELD=1 adds the held-out rows of the chosen fusion (read after the choice).
 """
 
