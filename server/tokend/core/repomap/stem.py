@@ -3,9 +3,10 @@ focus file's name says. A file's name words are the words of its name without th
 the extension (core.repomap.keys.sub_words), less the words that say it is a test
 (GENERIC); a file's score is the Jaccard share of its name words and a focus
 file's (the best over the focus files): `server.go` and `server_test.go`, `_button.py` and
-`test_button.py`, `user.ts` and `user.spec.ts` score 1. A maintainer changing a file changes
-its test, its header, its namesakes in other folders: co-change in public histories
-(bench.repomap_fit_file) ranks them well by their names alone.
+`test_button.py`, `user.ts` and `user.spec.ts` score 1. A file and its test, or a namesake in
+another folder, often change together: ranked by this alone, the co-change of public histories
+(bench.repomap_fit_file) finds a changed file's first partner more often than by any other
+signal alone (R@1 0.207 on the fifteen tuning trees; BM25 of what files say 0.182).
 """
 
 from __future__ import annotations
