@@ -44,11 +44,16 @@ REPOS: dict[str, tuple[str, str]] = {
     "sqlalchemy/sqlalchemy": ("f35da7e2b9349a08b8de1f6bd3b07c8bf8616790", "tuning (was held-out)"),
     "facebook/lexical": ("5d5102235132888d15789bf76cf214ede2a98d62", "tuning (was held-out)"),
     "etcd-io/etcd": ("c34dc7ee0048fd2bcc44d50beff002e5e8069b69", "tuning (was held-out)"),
-    # held out from issue 24's ninth pass on: chosen by the lead before any tokend run on them,
-    # pinned to their snapshots' heads, measured once after the choice
-    "Textualize/textual": ("1d99508b928a771b51e1a527319c6b87dcff9e05", "held-out (new)"),
-    "typeorm/typeorm": ("281bfba42a5813b106bcf5ba79bc7f7251bd1e73", "held-out (new)"),
-    "traefik/traefik": ("fd5a576df2e8aeb0bfc8a96b6ef6e60a61f7ec0a", "held-out (new)"),
+    # held out in issue 24's ninth pass (chosen by the lead, measured once then): tuning from the
+    # tenth pass on
+    "Textualize/textual": ("1d99508b928a771b51e1a527319c6b87dcff9e05", "tuning (was held-out)"),
+    "typeorm/typeorm": ("281bfba42a5813b106bcf5ba79bc7f7251bd1e73", "tuning (was held-out)"),
+    "traefik/traefik": ("fd5a576df2e8aeb0bfc8a96b6ef6e60a61f7ec0a", "tuning (was held-out)"),
+    # held out from issue 24's tenth pass on: chosen 2026-11-27 09:50 UTC before any run on them,
+    # pinned to their snapshots' heads, measured once with the weights frozen
+    "pypa/pip": ("6d309205789d368b2749d93fd6193d584811efd5", "held-out (new)"),
+    "drizzle-team/drizzle-orm": ("b7862528fd8fc39bc2653a6c18dad7c1f4e68d10", "held-out (new)"),
+    "rclone/rclone": ("64ab1ac32260238eefca3c61327f5faf1c6e106f", "held-out (new)"),
 }
 
 

@@ -42,6 +42,7 @@ SECTIONS = [
     "repomap_eval",
     "repomap_ablate",
     "repomap_fit",
+    "repomap_fit_file",
     "repomap_focus",
     "repomap_pagerank",
     "repomap_words",

@@ -168,3 +168,18 @@ def test_any_sequence_of_changes_with_imports_ranks_as_a_fresh_graph(
     fresh.set_files(dict(sorted(final.items(), reverse=True)))
     assert graph.rank_files(focus) == fresh.rank_files(focus)
     assert graph.rank(focus, limit=30) == fresh.rank(focus, limit=30)
+
+
+def test_a_file_focus_keeps_a_file_far_ahead_on_what_it_says_first():
+    """A file far ahead on what it says (BM25 10 against the next one's 1), a hair behind on
+    the names' BM25 and the edges, ranks first; reciprocal ranks alone (main bb60663's file
+    fusion) put the file a hair ahead on those two first."""
+    said = np.array([10.0, 1.0, 0.5, 0.2])  # file 0 far ahead
+    lexical = np.array([4.9, 5.0, 1.0, 0.5])  # file 1 a hair ahead
+    near = np.array([0.49, 0.5, 0.1, 0.0])  # file 1 a hair ahead
+    scores = {"lexical": lexical, "said": said, "near": near}
+    assert int(np.argmax(fusion.fused(scores, 4, fusion.FILE_FUSION))) == 0
+    main = fusion.Fusion({"lexical": 0.5, "near": 1.0, "said": 1.0}, 16.0)
+    assert int(np.argmax(fusion.fused(scores, 4, main))) == 1
+    close = {**scores, "said": np.array([1.01, 1.0, 0.5, 0.2])}  # a hair ahead: no margin
+    assert int(np.argmax(fusion.fused(close, 4, fusion.FILE_FUSION))) == 1

@@ -46,6 +46,7 @@ from tokend.core.repomap.restart import FOCUS_WEIGHT as FOCUS_WEIGHT
 from tokend.core.repomap.restart import restart_of
 from tokend.core.repomap.said import query_ids, said_scores
 from tokend.core.repomap.solve import solver
+from tokend.core.repomap.stem import stem as stem_of
 from tokend.core.repomap.store import TagTable, name_key
 from tokend.core.repomap.tags import WORDS_MAX, FileTags
 from tokend.core.repomap.words import WordTable, said
@@ -232,6 +233,8 @@ class RepoGraph:
         if on.said and fusion.uses("said"):
             ids = query_ids(self.words, on, focus_rows, focus.text)
             scores["said"] = said_scores(self.words, len(t.paths), focus_rows, ids, focus.text)
+        if on.stem and focus_rows and fusion.uses("stem"):
+            scores["stem"] = stem_of(*self._paths_terms().names, focus_rows)
         if on.near:
             e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
             near = signals_of.near(e.offsets, e.targets, e.weights, around)

@@ -13,6 +13,7 @@ Signals, each giving every file a score (0: no evidence):
   the parent's ...); measured, and weighed 0 by the fit (worked out only when weighed).
 - `near`: the graph's edges between the focus files (a text focus: its best lexical hits, by
   share) and each file, out and in: what the focus refers to, imports, or is referred to by.
+- `stem`: how much a file's name says what a focus file's name says (core.repomap.stem).
 Fusion: core.repomap.fusion. Fixed orders throughout: the same files, the same scores."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from tokend.core.repomap.keys import name_key, sub_words, word_key
 from tokend.core.repomap.packed import KEY
+from tokend.core.repomap.stem import name_terms
 from tokend.core.repomap.store import TagTable
 from tokend.core.repomap.words import WordTable
 
@@ -67,6 +69,7 @@ class Signals:
     file_words: bool = True  # a file focus: what the focus files say, against what files say
     said: bool = True  # BM25 of what the focus says against what files say, a signal of its own
     near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
+    stem: bool = True  # a file focus: the words of a file's name against the focus file's
 
 
 def text_keys(text: str) -> Array:
@@ -85,6 +88,7 @@ class PathTerms:
     keys: Array  # uint64
     folders: list[tuple[str, ...]]  # the distinct folders, sorted
     folder_of: Array  # int32: each path's folder, an index into `folders`
+    names: tuple[Array, Array]  # each file name's words (core.repomap.stem.name_terms)
 
 
 def path_terms(paths: list[str]) -> PathTerms:
@@ -100,7 +104,7 @@ def path_terms(paths: list[str]) -> PathTerms:
         words = sorted({word_key(w) for w in sub_words(stem)})
         keys.extend(words)
         offsets[i + 1] = len(keys)
-    return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of)
+    return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of, name_terms(paths))
 
 
 def query(table: TagTable, focus_rows: list[int], text: str) -> Array:
