@@ -13,15 +13,13 @@ updated in place is the graph a new process builds, bit for bit.
 Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
 defining a focus identifier and, for a task's text alone, its best lexical hits share the
 restart mass (with a small uniform floor); solved exactly (core.repomap.solve). The file rank
-(core.repomap.rank) fuses BM25, folder nearness and the graph's edges to and from the focus;
-that rank breaks its ties (and is the rank for a focus of identifiers alone). The
-map's definitions follow the file rank: a focus identifier's first, then each file's best
-PER_FILE, files in rank order, then the rest; within a file a definition weighs the rank that
-flows to its name along references; ties fall to position (path, line, name key). Scores are
-rounded to RANK_DECIMALS before sorting, so the order does not hang on the last bits.
-
-The tags are packed (core.repomap.store): names are 64-bit keys, definitions keep their line
-and not its text, which the caller reads when it renders the map.
+(core.repomap.fusion) fuses BM25, what files say, the file name's words and the graph's edges
+to and from the focus; PageRank breaks its ties (and is the rank for a focus of identifiers
+alone). The map's definitions follow the file rank: a focus identifier's first, then each best
+PER_FILE of each file, files in rank order, then the rest; within a file a definition weighs
+the rank that flows to its name along references; ties fall to position (path, line, name key).
+Scores are rounded to RANK_DECIMALS before sorting. The tags are packed (core.repomap.store):
+names are 64-bit keys, definitions keep their line, not its text (read when rendering).
 """
 
 from __future__ import annotations
@@ -192,8 +190,8 @@ class RepoGraph:
     # -- ranking --------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """Derive this version's rows and solver now (else the next rank does), and the
-        table's group columns (which deriving every row found: the keys they hold are let go)."""
+        """Derive this version's rows, solver and the table's group columns now (deriving the
+        rows found them: the keys they hold are let go), else the next rank does."""
         if self.table.paths:
             self._prepared()
             self.table.groups()
@@ -248,8 +246,8 @@ class RepoGraph:
         words = self.words
         ids = query_ids(words, self.signals, rows, text)
         query = signals_of.query(self.table, rows, text)
-        if not len(query) and ids is None:  # nothing asked (a map without a focus): 0 each,
-            return np.zeros(len(self.table.paths))  # its paths' terms not made (issue 22)
+        if not len(query) and ids is None:  # no focus: 0 each, no paths' terms made (issue 22)
+            return np.zeros(len(self.table.paths))
         version = (self.version, self.words_version)
         if self._doc_lengths is None or self._doc_lengths[0] != version:
             lengths = signals_of.lengths(self.table, self._paths_terms(), words.lengths())
