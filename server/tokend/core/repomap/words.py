@@ -24,8 +24,7 @@ from tokend.core.repomap.tags import FileTags, spoken
 ID = np.uint32
 COUNT = np.uint8
 COUNT_MAX = int(np.iinfo(COUNT).max)
-SIEVE_BLOCK = 1 << 16  # entries read at once (bounded temporaries on the kernel: about 40
-# bytes a hit of the block)
+SIEVE_BLOCK = 1 << 18  # entries read at once (bounded temporaries on the kernel)
 BUCKETS = 1 << 20  # of the membership sieve (hits)
 TOTALS_ROWS = 1024  # rows summed at once (a file of text words: WORDS_MAX of them at most)
 
