@@ -44,6 +44,13 @@ class IndexFailed(TokendError):
     code = -32603
     name = "InternalError"
 
+    @classmethod
+    def of(cls, root: str, why: str) -> IndexFailed:
+        return cls(
+            f"the repo map of {root} cannot be made: its first index failed ({why}); restarting "
+            "tokend (`tokend stop`) indexes it again; tokend's log has the details"
+        )
+
 
 class SessionNotFound(TokendError):
     code = -33001

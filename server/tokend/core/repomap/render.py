@@ -84,6 +84,14 @@ def _file_block(path: str, lines: tuple[int, ...], text_of: LineText) -> str:
     return "\n".join(out)
 
 
+def lines_of(ranked: Sequence[RankedDefinition]) -> dict[str, set[int]]:
+    """The lines of each file that the candidates `ranked` may show."""
+    wanted: dict[str, set[int]] = {}
+    for candidate in ranked:
+        wanted.setdefault(candidate.path, set()).add(candidate.line)
+    return wanted
+
+
 def fit_map(
     ranked: Sequence[RankedDefinition],
     budget_tokens: int,

@@ -24,7 +24,7 @@ import numpy as np
 
 from tokend.core.errors import IndexFailed, Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
-from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map
+from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map, lines_of
 from tokend.core.repomap.said import reads_words
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.workspace.files import PathConflict
@@ -121,9 +121,8 @@ class WorkspaceTags:
         pool = self._workers_for(len(wanted))
         with pool as workers, Beside(workers is not None, threads=2) as beside:
             # The workers parse one chunk while this thread reads the next and hands the graph
-            # the one before (issue 22: the kernel's first map waited for both in turn); the
-            # next is given to the workers before the one ahead is done, so a worker free of
-            # its last files starts on it (TagWorkers: two parses at once).
+            # the one before; the next goes to the workers before the one ahead is done, so a
+            # worker free of its last files starts on it (issue 22; TagWorkers: two at once).
             ahead: tuple[Chunk, Future[dict[str, str | Parsed]]] | None = None
             for paths_now in [*chunks(wanted, entries, overlays), None]:
                 self._check_stopping()
@@ -223,9 +222,7 @@ class WorkspaceTags:
             self.words_ready.wait()
             self._check_stopping()  # (a stop wakes the waiters: never a map of some words)
         if self.failed is not None:  # (set before the build wakes the waiters)
-            raise IndexFailed(f"the repo map of {self.root.name} cannot be made: its first "
-                              f"index failed ({self.failed}); restarting tokend (`tokend stop`) "
-                              "indexes it again; tokend's log has the details")  # fmt: skip
+            raise IndexFailed.of(self.root.name, self.failed)
         with self._lock:
             said = self._graph.words_version if reads else -1
             key = (self._graph.version, said, focus, budget_tokens, counter_id)
@@ -235,10 +232,7 @@ class WorkspaceTags:
                 return found
             limit = budget_tokens + EXTRA_CANDIDATES + 1
             ranked, scores = self._graph.rank_with_scores(focus, limit=limit)
-            wanted: dict[str, set[int]] = {}
-            for candidate in ranked:
-                wanted.setdefault(candidate.path, set()).add(candidate.line)
-            fitted = fit_map(ranked, budget_tokens, count, self._line_reader(wanted))
+            fitted = fit_map(ranked, budget_tokens, count, self._line_reader(lines_of(ranked)))
             fitted = fitted.in_rank_order(scores)
             self._maps[key] = fitted
             while len(self._maps) > MAP_CACHE_ENTRIES:
@@ -249,11 +243,10 @@ class WorkspaceTags:
         self, wanted: Mapping[str, set[int]] | None = None
     ) -> Callable[[str, int], str]:
         """(path, line) -> that line's text now: the unsaved buffer, else the file on disk;
-        each file read once per map, split only as far as the lines asked for (a map shows
-        one or two lines of most of the files it names: SQLAlchemy's first map split 19 MB
-        into 400,000 lines to show 462), and at its first line asked, the lines `wanted` of
-        it (a map's candidates) taken as text and its bytes let go (issue 22: a text focus's
-        fit on the kernel held the bytes of every big header it read, 13-14 MiB)."""
+        each file read once per map, split only as far as the lines asked for (SQLAlchemy's
+        first map split 19 MB into 400,000 lines to show 462), its `wanted` lines (a map's
+        candidates) taken as text and its bytes let go (issue 22: a kernel's text focus held
+        the bytes of every big header it read, 13-14 MiB)."""
         files: dict[str, dict[int, str]] = {}
 
         def text_of(path: str, line: int) -> str:
