@@ -15,7 +15,6 @@ whole by that counter and is never over the budget.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -56,9 +55,7 @@ def render_map(
 ) -> str:
     """The map's text; `blocks` keeps each file's block (its path and lines) for the next
     call: a fit renders two dozen trial maps that differ in a few files."""
-    by_file: dict[str, set[int]] = defaultdict(set)
-    for item in chosen:
-        by_file[item.path].add(item.line)
+    by_file = lines_of(chosen)
     known = {} if blocks is None else blocks
     out: list[str] = []
     for path in sorted(by_file):
@@ -84,8 +81,8 @@ def _file_block(path: str, lines: tuple[int, ...], text_of: LineText) -> str:
     return "\n".join(out)
 
 
-def lines_of(ranked: Sequence[RankedDefinition]) -> dict[str, set[int]]:
-    """The lines of each file that the candidates `ranked` may show."""
+def lines_of(ranked: Iterable[RankedDefinition]) -> dict[str, set[int]]:
+    """Each file's lines among the definitions `ranked` (a map's, or its candidates')."""
     wanted: dict[str, set[int]] = {}
     for candidate in ranked:
         wanted.setdefault(candidate.path, set()).add(candidate.line)
