@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
 from tokend.service.app_workspaces import index_ports
+from tokend.service.workspace.file_lines import FileLines
 from tokend.service.workspace.index import WorkspaceIndex
-from tokend.service.workspace.tags import _Lines
 
 LONG_FILE = "def start_engine():\n    return 1\n" + "x = 1\n" * 150_000  # ~0.9 MB
 
@@ -27,7 +27,7 @@ LONG_FILE = "def start_engine():\n    return 1\n" + "x = 1\n" * 150_000  # ~0.9 
     asked=st.lists(st.integers(0, 12), max_size=8),
 )
 def test_each_line_is_what_bytes_split_cuts(data: bytes, asked: list[int]) -> None:
-    lines, whole = _Lines(data), data.split(b"\n")
+    lines, whole = FileLines(data), data.split(b"\n")
     for n in asked:
         assert lines.line(n) == (whole[n] if n < len(whole) else b"")
 
@@ -68,7 +68,7 @@ def test_a_line_at_the_end_of_a_long_file_holds_no_object_a_line() -> None:
     """Issue 22: a text focus's map on the kernel shows big headers' lines, held through the
     whole fit. Where each line ends is kept (8 bytes a line), beside the file's bytes."""
     data = LONG_FILE.encode()
-    lines = _Lines(data)
+    lines = FileLines(data)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]

@@ -20,6 +20,7 @@ from tokend.adapters.watch import PathWatch
 from tokend.adapters.watcher import TimedFolderWatcher
 from tokend.adapters.workspace_cache import WorkspaceCache, default_cache_path
 from tokend.service.checkpoints.recorder import Checkpoints
+from tokend.service.foreground import Foreground
 from tokend.service.service import TokendService
 from tokend.service.transcripts.followers import Followers
 from tokend.service.workspace import session_files
@@ -39,10 +40,11 @@ class WorkspaceParts:
     remeasures: session_files.Remeasures  # the sessions' files re-measured after changes
 
 
-def index_ports() -> IndexPorts:
+def index_ports(foreground: Foreground | None = None) -> IndexPorts:
     """What a workspace index works through: its folder's files under the ignore rules, the
-    workspace's files read for the map, and tree-sitter's tag parsing (one per index)."""
-    return IndexPorts(tree=FolderTree, files=workspace_fs, tagging=TagParsing)
+    workspace's files read for the map, tree-sitter's tag parsing (one per index), and the
+    process's requests being served (its counting lets them go first)."""
+    return IndexPorts(FolderTree, workspace_fs, TagParsing, foreground or Foreground())
 
 
 def workspace_parts(
@@ -54,10 +56,11 @@ def workspace_parts(
     the session files kept fresh), the followers and, given a `checkpoint_store`, the
     checkpointer, each handed the adapters it works through."""
     cache = workspace_cache or WorkspaceCache(default_cache_path())
+    foreground = Foreground()  # the maps being served, which background work lets go first
 
     def open_index(key: str, root: Path, own_folders: Sequence[Path]) -> WorkspaceIndex:
         own = own_paths_inside(root, sqlite_file_of(service.store), own_folders)
-        return WorkspaceIndex(key, root, cache, index_ports(), own)
+        return WorkspaceIndex(key, root, cache, index_ports(foreground), own)
 
     def watch(
         index: WorkspaceIndex, on_batch: OnBatch, on_notice: Callable[[str], None]
@@ -73,7 +76,12 @@ def workspace_parts(
     if checkpoint_store is not None:
         config = service.config.checkpoints  # the user's settings: one store per user
         checkpoints = Checkpoints(
-            service, workspaces, checkpoint_store, config, files=service.files
+            service,
+            workspaces,
+            checkpoint_store,
+            config,
+            files=service.files,
+            foreground=foreground,
         )
     followers = Followers(service, watch=PathWatch)
     return WorkspaceParts(workspaces, followers, checkpoints, remeasures)

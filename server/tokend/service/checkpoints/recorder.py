@@ -37,6 +37,7 @@ from tokend.core.types import Message, ToolCallPart, ToolResultPart
 from tokend.core.workspace.files import Seen
 from tokend.service.checkpoints.file_states import TurnBytes, capture, state_change
 from tokend.service.checkpoints.watched_paths import files_under
+from tokend.service.foreground import Foreground
 from tokend.service.ports import CheckpointIndex, WorkspaceFiles
 from tokend.service.session.listeners import SessionEvent
 from tokend.service.session.ports import SessionService
@@ -62,8 +63,10 @@ class Checkpoints:
         config: CheckpointConfig | None = None,
         *,
         files: WorkspaceFiles,
+        foreground: Foreground | None = None,
     ) -> None:
         self.service = service
+        self.foreground = foreground or Foreground()  # requests the first walk lets go first
         self.workspaces = workspaces
         self.store = store
         self.files = files  # every read and write of a workspace's files (restores too)
@@ -113,6 +116,7 @@ class Checkpoints:
                 changes = []
                 for rel in batch:
                     time.sleep(0)  # hand the interpreter to the event loop between files
+                    self.foreground.yield_to()  # and a repo map being served goes first
                     _check_open(index)
                     entry, old = entries[rel], known.get(rel)
                     if old and (old.size, old.mtime_ns) == (entry.size_bytes, entry.mtime_ns):

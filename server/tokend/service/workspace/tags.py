@@ -20,14 +20,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
-import numpy as np
-
 from tokend.core.errors import IndexFailed, Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map, lines_of
 from tokend.core.repomap.said import reads_words
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.workspace.files import PathConflict
+from tokend.service.workspace.file_lines import FileLines
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -58,6 +57,7 @@ class WorkspaceTags:
         self._stopping = stopping or threading.Event()  # set: a build in progress gives up
         self._tagging = ports.tagging(self._stopping)  # tree-sitter: here, or in workers
         self._files = ports.files
+        self._foreground = ports.foreground  # the maps served: counting words lets them first
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self.pool_workers: int | None = None  # tag worker processes (None: one per core; 0: none)
@@ -91,7 +91,12 @@ class WorkspaceTags:
     def count_words(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Count the words of the files tagged without them (by worker processes for many),
         giving them to the graph as they come; `words_ready` is set once all are in."""
-        self._owed.count(self._tagging, self._workers_for, progress, self._check_stopping)
+
+        def check() -> None:
+            self._check_stopping()
+            self._foreground.yield_to()  # a map being served goes first (service.foreground)
+
+        self._owed.count(self._tagging, self._workers_for, progress, check)
 
     def reads_words(self, focus: Focus) -> bool:
         """Whether a map for `focus` reads what files say (it waits for `words_ready`)."""
@@ -223,7 +228,7 @@ class WorkspaceTags:
             self._check_stopping()  # (a stop wakes the waiters: never a map of some words)
         if self.failed is not None:  # (set before the build wakes the waiters)
             raise IndexFailed.of(self.root.name, self.failed)
-        with self._lock:
+        with self._foreground.serving(), self._lock:  # background counting waits meanwhile
             said = self._graph.words_version if reads else -1
             key = (self._graph.version, said, focus, budget_tokens, counter_id)
             found = self._maps.get(key)
@@ -261,40 +266,10 @@ class WorkspaceTags:
                     )
                 except (OSError, PathConflict):
                     data = b""
-                found, asked = _Lines(data), {line, *(wanted or {}).get(path, ())}
+                found, asked = FileLines(data), {line, *(wanted or {}).get(path, ())}
                 lines = files.setdefault(path, {})
                 for n in sorted(asked - lines.keys()):
                     lines[n] = found.line(n).decode("utf-8", "replace")
             return lines[line]
 
         return text_of
-
-
-class _Lines:
-    """A file's lines found in its bytes as far as they are asked for: line n is
-    `data.split(b"\\n")[n]`, b"" past the end. The bytes are kept once, with where each line
-    found so far ends (8 bytes a line), not cut into a bytes object a line (issue 22: the map
-    of a text focus shows big headers, whose lines were held as objects through the whole fit:
-    11-17 MiB of the kernel daemon's requests)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._ends = np.zeros(0, dtype=np.int64)  # the newlines found so far (their offsets)
-        self._scanned = 0  # the bytes looked through so far
-
-    def line(self, n: int) -> bytes:
-        data = self._data
-        while n >= len(self._ends) and self._scanned < len(data):
-            stop = min(len(data), self._scanned + max(SCAN_FIRST, self._scanned))  # doubling
-            part = np.frombuffer(data, np.uint8, stop - self._scanned, self._scanned)
-            found = np.flatnonzero(part == NEWLINE) + self._scanned
-            self._ends = np.concatenate([self._ends, found])
-            self._scanned = stop
-        start = int(self._ends[n - 1]) + 1 if 0 < n <= len(self._ends) else 0
-        if n < len(self._ends):
-            return data[start : int(self._ends[n])]
-        return data[start:] if n == len(self._ends) else b""
-
-
-SCAN_FIRST = 1 << 16  # bytes looked through for a file's first line asked (then twice as many)
-NEWLINE = ord("\n")

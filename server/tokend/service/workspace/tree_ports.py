@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +18,7 @@ from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import FileTags
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry, FileRead
 from tokend.core.workspace.own_paths import OwnPaths
+from tokend.service.foreground import Foreground
 from tokend.service.ports import WorkspaceFiles
 
 Work = tuple[str, str, bytes]  # (path, language, source)
@@ -153,8 +154,10 @@ class TagParsing(Protocol):
 @dataclass(frozen=True, slots=True)
 class IndexPorts:
     """What a workspace index works through: its folder's files (`tree(root, own)`), the files
-    read for the map, and its tag parsing (`tagging(stopping)`: set, a parse gives up)."""
+    read for the map, its tag parsing (`tagging(stopping)`: set, a parse gives up), and the
+    process's requests being served, which its background counting lets go first."""
 
     tree: Callable[[Path, OwnPaths | None], FileTree]
     files: WorkspaceFiles
     tagging: Callable[[threading.Event], TagParsing]
+    foreground: Foreground = field(default_factory=Foreground)
