@@ -38,6 +38,7 @@ SECTIONS = [
     "kernel_account",
     "kernel_warm",
     "kernel_first",
+    "kernel_files",
     "ranking",
     "repomap_eval",
     "repomap_ablate",
