@@ -100,7 +100,9 @@ def search(prepared: dict[str, list[Prepared]], start: Candidate, signals: tuple
     return best, log
 
 
-def run(kind: str) -> str:
+def run_kind(kind: str) -> str:
+    """One kind's rows (`file` or `task`): each signal alone, main's fusion and the current one,
+    by group and tree; the search when REPOMAP_REFIT_SEARCH names the kind."""
     from tokend.core.repomap.fusion import FILE_FUSION, TEXT_FUSION
 
     parts = tuning_groups()
@@ -135,6 +137,12 @@ def run(kind: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run() -> str:
+    """bench.run's section: a text's rows, then a file's."""
+    head = "#### repomap_refit: both fusions on the eighteen tuning trees\n"
+    return "\n".join([head, run_kind("task"), run_kind("file")])
+
+
 if __name__ == "__main__":
-    for kind in sys.argv[1:] or ["file", "task"]:
-        print(run(kind), flush=True)
+    for kind in sys.argv[1:] or ["task", "file"]:
+        print(run_kind(kind), flush=True)
