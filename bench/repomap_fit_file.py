@@ -30,22 +30,27 @@ Case = tuple[dict[str, Array], list[int], list[int]]
 Candidate = tuple[dict[str, float], float, dict[str, float]]  # weights, K, the scaled part
 
 
-def file_cases(repo: str) -> list[Case]:
-    """The file queries' score arrays of `repo` (kept by its pin), and `stem`
+def file_cases(repo: str, kind: str = "file") -> list[Case]:
+    """The file (or `task`: text) queries' score arrays of `repo` (kept by its pin), and `stem`
     (core.repomap.stem, worked out on load: a change of it needs no new arrays)."""
     from bench.repomap_fit import cases_of
     from tokend.core.repomap.stem import name_terms, stem
 
-    kept = data.OUT / f"fitfile-{repo.replace('/', '+')}-{data.REPOS[repo][0][:12]}.pkl"
+    slug = f"{repo.replace('/', '+')}-{data.REPOS[repo][0][:12]}.pkl"
+    kept = data.OUT / f"fit{kind}-{slug}"
     if kept.exists():
         with kept.open("rb") as f:
             cases: list[Case] = pickle.load(f)
     else:
-        cases = cases_of(repo)["file"]
-        for scores, _, _ in cases:
-            scores["same"] = (scores["folder"] >= 1.0).astype(float)
-        with kept.open("wb") as f:
-            pickle.dump(cases, f)
+        both = cases_of(repo)
+        for got in both.values():
+            for scores, _, _ in got:
+                scores["same"] = (scores["folder"] >= 1.0).astype(float)
+        for name, got in both.items():
+            if not (data.OUT / f"fit{name}-{slug}").exists():
+                with (data.OUT / f"fit{name}-{slug}").open("wb") as f:
+                    pickle.dump(got, f)
+        cases = both[kind]
     names = name_terms(paths_of(repo))
     for scores, rows, _ in cases:
         scores["stem"] = stem(*names, rows)
@@ -82,7 +87,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["paths"]:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["cache"]:
     for repo in sys.argv[2:]:
-        file_cases(repo)
+        file_cases(repo, "task")
         print(repo, "kept", flush=True)
 
 

@@ -44,6 +44,7 @@ SECTIONS = [
     "repomap_ablate",
     "repomap_fit",
     "repomap_fit_file",
+    "repomap_refit",
     "repomap_focus",
     "repomap_pagerank",
     "repomap_words",

@@ -116,6 +116,25 @@ def test_a_text_focus_keeps_a_file_far_ahead_on_its_words_first():
     assert int(np.argmax(got)) == 1
 
 
+def test_a_text_focus_weighs_a_clear_lead_on_its_words_over_hairs_on_ranks():
+    """File 1 leads the task's words by a clear margin (BM25 1.0 against 0.985) and is fifth on
+    `said` and `near`, each a hair (0.0004) behind file 0, which is first on both. With K 16
+    (issue 24's eleventh pass, refitted on eighteen trees) the lead counts: file 1 first
+    (1.8561 against 1.8494, worked out by hand from the weights); K 8 (main 1c8edf0) gave the
+    hairs' four places 0.023 and put file 0 first (1.9461 against 1.9377)."""
+    lexical = np.array([0.985, 1.0, 0.5, 0.4, 0.3, 0.2])
+    hairs = np.array([1.0, 0.9996, 0.9999, 0.9998, 0.9997, 0.1])
+    scores = {"lexical": lexical, "said": hairs, "near": hairs.copy()}
+    got = fusion.fused(scores, 6, fusion.TEXT_FUSION)
+    assert [int(i) for i in np.argsort(-got)[:2]] == [1, 0]
+    # the plain sum, written out: weight / (K + rank) where the signal has evidence, plus the
+    # scaled part (each score over its best, 1.0 here, times its weight)
+    k = 16.0
+    file1 = 1.0 / (k + 1) + 0.5 / (k + 5) + 0.5 / (k + 5) + 1.0 * 1.0 + (0.5 + 0.25) * 0.9996
+    file0 = 1.0 / (k + 2) + 0.5 / (k + 1) + 0.5 / (k + 1) + 1.0 * 0.985 + (0.5 + 0.25) * 1.0
+    assert abs(got[1] - file1) < 1e-12 and abs(got[0] - file0) < 1e-12
+
+
 def test_a_signal_only_scaled_is_worked_out_and_one_weighed_nowhere_is_not():
     scaled_only = fusion.Fusion({"lexical": 1.0}, 8.0, {"said": 0.5})
     assert scaled_only.uses("said") and scaled_only.uses("lexical")

@@ -1,0 +1,148 @@
+"""Issue 24's eleventh pass: both fusions (a file focus's, a task's text) refitted on the
+eighteen tuning trees (bench.repomap_eval_data's `tuning` roles: the first six and the twelve
+held out in the eighth, ninth and tenth passes), in bench.repomap_fit_file's way: each query's
+signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate scored on
+them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
+
+The search (REPOMAP_REFIT_SEARCH=file or task) moves one weight or K at a time from the current
+fusion, a move kept when it raises the mean of R@1..10 over all eighteen trees and over most of
+the four groups of trees (by the pass that made them tuning trees). `whole` (the BM25
+baseline's score over each file's whole text, which core keeps no index of) is searched only
+when REPOMAP_REFIT_WHOLE=1: what it would earn, measured, not a fusion core can run.
+REPOMAP_FIT_HELD=1 adds the held-out rows of the current fusion (read after the choice).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import sys
+
+from bench import repomap_eval_data as data
+from bench.repomap_fit_file import (
+    KS_TRIED,
+    STEPS,
+    Candidate,
+    Prepared,
+    file_cases,
+    label,
+    mean_recall,
+    row,
+)
+
+MAIN: dict[str, Candidate] = {  # main 1c8edf0's fusions (core.repomap.fusion)
+    "file": (
+        {"lexical": 1.0, "near": 1.0, "said": 1.0, "stem": 0.5},
+        16.0,
+        {"lexical": 0.005, "said": 0.02, "stem": 0.005},
+    ),
+    "task": (
+        {"lexical": 1.0, "near": 0.5, "said": 0.5},
+        8.0,
+        {"lexical": 1.0, "said": 0.5, "near": 0.25},
+    ),
+}
+SIGNALS = {
+    "file": ("lexical", "said", "near", "folder", "same", "names", "graph", "stem"),
+    "task": ("lexical", "said", "near", "names", "graph"),
+}
+# a text's scaled part weighs about as much as its reciprocal ranks (issue 24's ninth pass):
+# its steps reach that far
+TEXT_STEPS = {"weight": STEPS["weight"], "scaled": (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0)}
+ALONE = ("lexical", "said", "whole", "near", "graph", "names", "folder", "stem")
+
+
+def tuning_groups() -> list[list[str]]:
+    """The tuning trees by the pass that made them tuning trees: the first six, the eighth
+    pass's six, the ninth's three, the tenth's three (bench.repomap_eval_data's order)."""
+    tuning = [r for r, (_, role) in data.REPOS.items() if role.startswith("tuning")]
+    first = [r for r in tuning if data.REPOS[r][1] == "tuning"]
+    was = [r for r in tuning if r not in first]
+    return [first, was[:6], was[6:9], was[9:]]
+
+
+def _score(prepared: dict[str, list[Prepared]], parts: list[list[str]],
+           cand: Candidate) -> tuple[float, list[float]]:  # fmt: skip
+    trees = [r for part in parts for r in part]
+    per = {r: statistics.mean(mean_recall(prepared, [r], cand)) for r in trees}
+    return statistics.mean(per.values()), [statistics.mean(per[r] for r in p) for p in parts]
+
+
+def search(prepared: dict[str, list[Prepared]], start: Candidate, signals: tuple[str, ...],
+           steps: dict[str, tuple[float, ...]] = STEPS) -> tuple[Candidate, list[str]]:  # fmt: skip
+    """One weight (or K) at a time from `start`; a move kept when it raises the mean over all
+    the tuning trees and the mean of most of the four groups; until no move does."""
+    parts = tuning_groups()
+    best = (dict(start[0]), start[1], dict(start[2]))
+    best_all, best_parts = _score(prepared, parts, best)
+    log = [f"start {label(best)}: {best_all:.4f} (groups "
+           f"{', '.join(f'{m:.4f}' for m in best_parts)})"]  # fmt: skip
+    moved = True
+    while moved:
+        moved = False
+        tries: list[Candidate] = [(best[0], k, best[2]) for k in KS_TRIED if k != best[1]]
+        for s, (part, values) in itertools.product(signals, steps.items()):
+            for v in values:
+                w, sc = dict(best[0]), dict(best[2])
+                (w if part == "weight" else sc)[s] = v
+                if (w, sc) != (best[0], best[2]):
+                    tries.append((w, best[1], sc))
+        for cand in tries:
+            got, got_parts = _score(prepared, parts, cand)
+            ups = sum(g > b + 1e-9 for g, b in zip(got_parts, best_parts, strict=True))
+            if got > best_all + 1e-9 and ups > len(parts) // 2:
+                log.append(f"{label(cand)}: {best_all:.4f} -> {got:.4f} (groups "
+                           f"{', '.join(f'{m:.4f}' for m in got_parts)})")  # fmt: skip
+                best, best_all, best_parts, moved = cand, got, got_parts, True
+                print(log[-1], file=sys.stderr, flush=True)
+                break
+    return best, log
+
+
+def run_kind(kind: str) -> str:
+    """One kind's rows (`file` or `task`): each signal alone, main's fusion and the current one,
+    by group and tree; the search when REPOMAP_REFIT_SEARCH names the kind."""
+    from tokend.core.repomap.fusion import FILE_FUSION, TEXT_FUSION
+
+    parts = tuning_groups()
+    tuning = [r for p in parts for r in p]
+    held = [r for r, (_, role) in data.REPOS.items() if role.startswith("held-out")]
+    repos = tuning + (held if os.environ.get("REPOMAP_FIT_HELD") == "1" else [])
+    prepared = {r: [Prepared(c) for c in file_cases(r, kind)] for r in repos}
+    rule = FILE_FUSION if kind == "file" else TEXT_FUSION
+    now: Candidate = (dict(rule.weights), rule.k, dict(rule.scaled))
+    lines = [f"**{kind} queries**\n", "| fusion | R@1 | R@3 | R@5 | R@10 |",
+             "|---|---:|---:|---:|---:|"]  # fmt: skip
+    lines += [row(f"{s} alone", mean_recall(prepared, tuning, ({s: 1.0}, 60.0, {}))) for s in ALONE]
+    sides = {"main 1c8edf0": MAIN[kind], "now": now}
+    for name, cand in sides.items():
+        lines.append(row(f"{name}: {label(cand)}, tuning mean",
+                         mean_recall(prepared, tuning, cand)))  # fmt: skip
+    names = ("first six", "six (8th)", "three (9th)", "three (10th)")
+    for part, group in zip(names, parts, strict=True):
+        for name, cand in sides.items():
+            lines.append(row(f"{name}: {part}", mean_recall(prepared, group, cand)))
+    for r in repos:
+        for name, cand in sides.items():
+            lines.append(row(f"{name}: {r} ({data.REPOS[r][1]})",
+                             mean_recall(prepared, [r], cand)))  # fmt: skip
+    search_kind = os.environ.get("REPOMAP_REFIT_SEARCH")
+    if search_kind == kind:
+        signals = SIGNALS[kind] + (("whole",) if os.environ.get("REPOMAP_REFIT_WHOLE") else ())
+        steps = TEXT_STEPS if kind == "task" else STEPS
+        _, log = search(prepared, MAIN[kind], signals, steps)
+        lines += ["", f"The search from main's {kind} fusion (one weight or K at a time):", ""]
+        lines += [f"- {line}" for line in log]
+    return "\n".join(lines) + "\n"
+
+
+def run() -> str:
+    """bench.run's section: a text's rows, then a file's."""
+    head = "#### repomap_refit: both fusions on the eighteen tuning trees\n"
+    return "\n".join([head, run_kind("task"), run_kind("file")])
+
+
+if __name__ == "__main__":
+    for kind in sys.argv[1:] or ["task", "file"]:
+        print(run_kind(kind), flush=True)
