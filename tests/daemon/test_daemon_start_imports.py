@@ -48,3 +48,31 @@ def test_scipy_is_loaded_at_the_first_map_not_at_start(daemons: Daemons, tmp_pat
     editor.close()
     assert "helper" in got["text"]
     assert _scipy_mapped(pid) != []  # the map's solve loaded it
+
+
+def test_a_large_trees_map_loads_scipys_package_not(daemons: Daemons, tmp_path: Path) -> None:
+    """Past DIRECT_MAX_FILES files the rank is core.repomap.krylov's (numpy, and SciPy's compiled
+    CSC product loaded alone): the daemon maps no other SciPy file, and no Python module of
+    SciPy's package is imported (main: scipy.sparse.linalg and its OpenBLAS, 34 MiB)."""
+    from tokend.core.repomap.solve import DIRECT_MAX_FILES
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    files = DIRECT_MAX_FILES + 50
+    for i in range(files):
+        folder = tree / f"p{i // 1000}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"m{i}.py").write_text(f"def f{i}():\n    return f{(i * 7) % files}()\n")
+    daemons.serve()
+    pid = daemons.processes[-1].pid
+    editor = LspClient.unix(paths.socket_path())
+    assert "result" in editor.initialize("editor")
+    params = {"model": "gpt-4o", "workspaceUri": tree.as_uri()}
+    session = editor.request("session/create", params)["result"]["sessionId"]
+    got = editor.request("repoMap/get", {"sessionId": session, "budgetTokens": 1024}, timeout=600)[
+        "result"
+    ]
+    editor.close()
+    assert "def f" in got["text"]
+    mapped = _scipy_mapped(pid)
+    assert mapped and all("/scipy/sparse/_sparsetools" in path for path in mapped), mapped

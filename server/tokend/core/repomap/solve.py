@@ -2,12 +2,15 @@
 
 Up to DIRECT_MAX_FILES files the system's LU factors are made once per graph version (SciPy's
 SuperLU) and each focus is one pair of triangular solves; past it (the kernel) the factors
-would fill gigabytes, so the same system is solved with SciPy's BiCGSTAB to a relative residual
-of ITERATIVE_RTOL. No hand-written iteration: the same numbers in every process.
+would fill gigabytes, so the same system is solved by BiCGSTAB to a relative residual of
+ITERATIVE_RTOL (core.repomap.krylov): SciPy's method, its order of operations and its compiled
+product, written out in numpy so that SciPy's package is not loaded for it (issue 22: 23-33 MiB
+of the daemon's peak on the kernel). The same numbers in every process, and the same as SciPy's
+`bicgstab`, bit for bit (tests/unit/test_repomap_krylov.py; bench/kernel's maps).
 
-SciPy is imported at the first solve, not with the repo map: a daemon holds its 26 MiB (its
-sparse and linear-algebra modules, their OpenBLAS) only once a map is asked for (issue 22: at
-start the daemon held 135 MiB; tests/daemon/test_daemon_start_imports.py).
+SciPy is imported at the first direct solve, not with the repo map: a daemon holds its 34 MiB
+(its sparse and linear-algebra modules, their OpenBLAS) only once a map of a tree of at most
+DIRECT_MAX_FILES files is asked for (tests/daemon/test_daemon_start_imports.py).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+from tokend.core.repomap import krylov
 
 DAMPING = 0.85
 DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively
@@ -26,23 +29,13 @@ Array = Any
 
 def solver(offsets: Array, targets: Array, weights: Array, n: int) -> Callable[[Array], Array]:
     """y = solve(v) for the row-normalized graph given as CSR arrays (n files)."""
+    if n > DIRECT_MAX_FILES:
+        operator = krylov.Transposed(offsets, targets, weights, n, DAMPING)
+        return lambda v: krylov.bicgstab(operator, v, ITERATIVE_RTOL)
     import scipy.sparse as sp  # type: ignore[import-untyped]  # SciPy ships no stubs
     import scipy.sparse.linalg as spla  # type: ignore[import-untyped]
 
     p_matrix = sp.csr_matrix((weights, targets, offsets), shape=(n, n))
-    if n <= DIRECT_MAX_FILES:
-        system = (sp.identity(n, format="csc") - DAMPING * p_matrix.T).tocsc()
-        solve: Callable[[Array], Array] = spla.splu(system).solve
-        return solve
-    transposed = p_matrix.T  # a CSC view: no copy
-    operator = spla.LinearOperator(
-        (n, n), matvec=lambda y: y - DAMPING * (transposed @ y), dtype=np.float64
-    )
-
-    def iterate(v: Array) -> Array:
-        y, info = spla.bicgstab(operator, v, x0=v, rtol=ITERATIVE_RTOL, atol=0.0, maxiter=1000)
-        if info != 0:
-            raise ArithmeticError(f"the rank did not converge (BiCGSTAB info {info})")
-        return np.asarray(y)
-
-    return iterate
+    system = (sp.identity(n, format="csc") - DAMPING * p_matrix.T).tocsc()
+    solve: Callable[[Array], Array] = spla.splu(system).solve
+    return solve
