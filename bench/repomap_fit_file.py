@@ -18,6 +18,7 @@ import os
 import pickle
 import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -154,7 +155,8 @@ def groups(tuning: list[str]) -> list[list[str]]:
 def search(prepared: dict[str, list[Prepared]], tuning: list[str], start: Candidate,
            signals: tuple[str, ...] = CORE) -> tuple[Candidate, list[str]]:  # fmt: skip
     """One weight (or K) at a time from `start`, a move kept when it raises the mean of R@1..10
-    over all the tuning trees and over at least two of the three groups; until no move does."""
+    over all the tuning trees and over at least two of the three groups (climb); until no move
+    does."""
     parts = groups(tuning)
 
     def score(c: Candidate) -> tuple[float, list[float]]:
@@ -163,6 +165,14 @@ def search(prepared: dict[str, list[Prepared]], tuning: list[str], start: Candid
             statistics.mean(mean_recall(prepared, [r], c)) for r in tuning
         ), means
 
+    return climb(start, signals, STEPS, score)
+
+
+def climb(start: Candidate, signals: tuple[str, ...], steps: dict[str, tuple[float, ...]],
+          score: Callable[[Candidate], tuple[float, list[float]]]) -> tuple[Candidate, list[str]]:  # fmt: skip
+    """From `start`, one weight, scaled part (`steps`) or K at a time; a move is kept when it
+    raises `score`'s mean over all the trees and the mean of most of its groups; until no move
+    does. The best and the moves' log."""
     best = (dict(start[0]), start[1], dict(start[2]))
     best_all, best_parts = score(best)
     log = [
@@ -172,7 +182,7 @@ def search(prepared: dict[str, list[Prepared]], tuning: list[str], start: Candid
     while moved:
         moved = False
         tries: list[Candidate] = [(best[0], k, best[2]) for k in KS_TRIED if k != best[1]]
-        for s, (part, values) in itertools.product(signals, STEPS.items()):
+        for s, (part, values) in itertools.product(signals, steps.items()):
             for v in values:
                 w, sc = dict(best[0]), dict(best[2])
                 (w if part == "weight" else sc)[s] = v
@@ -181,7 +191,7 @@ def search(prepared: dict[str, list[Prepared]], tuning: list[str], start: Candid
         for cand in tries:
             got, got_parts = score(cand)
             ups = sum(g > b + 1e-9 for g, b in zip(got_parts, best_parts, strict=True))
-            if got > best_all + 1e-9 and ups >= 2:
+            if got > best_all + 1e-9 and ups > len(got_parts) // 2:
                 log.append(f"{label(cand)}: {best_all:.4f} -> {got:.4f} (groups "
                            f"{', '.join(f'{m:.4f}' for m in got_parts)})")  # fmt: skip
                 best, best_all, best_parts, moved = cand, got, got_parts, True

@@ -14,17 +14,16 @@ REPOMAP_FIT_HELD=1 adds the held-out rows of the current fusion (read after the 
 
 from __future__ import annotations
 
-import itertools
 import os
 import statistics
 import sys
 
 from bench import repomap_eval_data as data
 from bench.repomap_fit_file import (
-    KS_TRIED,
     STEPS,
     Candidate,
     Prepared,
+    climb,
     file_cases,
     label,
     mean_recall,
@@ -74,30 +73,7 @@ def search(prepared: dict[str, list[Prepared]], start: Candidate, signals: tuple
     """One weight (or K) at a time from `start`; a move kept when it raises the mean over all
     the tuning trees and the mean of most of the four groups; until no move does."""
     parts = tuning_groups()
-    best = (dict(start[0]), start[1], dict(start[2]))
-    best_all, best_parts = _score(prepared, parts, best)
-    log = [f"start {label(best)}: {best_all:.4f} (groups "
-           f"{', '.join(f'{m:.4f}' for m in best_parts)})"]  # fmt: skip
-    moved = True
-    while moved:
-        moved = False
-        tries: list[Candidate] = [(best[0], k, best[2]) for k in KS_TRIED if k != best[1]]
-        for s, (part, values) in itertools.product(signals, steps.items()):
-            for v in values:
-                w, sc = dict(best[0]), dict(best[2])
-                (w if part == "weight" else sc)[s] = v
-                if (w, sc) != (best[0], best[2]):
-                    tries.append((w, best[1], sc))
-        for cand in tries:
-            got, got_parts = _score(prepared, parts, cand)
-            ups = sum(g > b + 1e-9 for g, b in zip(got_parts, best_parts, strict=True))
-            if got > best_all + 1e-9 and ups > len(parts) // 2:
-                log.append(f"{label(cand)}: {best_all:.4f} -> {got:.4f} (groups "
-                           f"{', '.join(f'{m:.4f}' for m in got_parts)})")  # fmt: skip
-                best, best_all, best_parts, moved = cand, got, got_parts, True
-                print(log[-1], file=sys.stderr, flush=True)
-                break
-    return best, log
+    return climb(start, signals, steps, lambda cand: _score(prepared, parts, cand))
 
 
 def run_kind(kind: str) -> str:
