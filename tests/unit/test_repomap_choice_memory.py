@@ -138,21 +138,9 @@ def test_the_flow_of_every_needed_name_is_held_once(monkeypatch: pytest.MonkeyPa
     into a copy: two). Small blocks, so the per-name arrays are what the peak holds."""
     monkeypatch.setattr(choice, "DEFS_BLOCK", 1024)
     monkeypatch.setattr(choice.graph_rows, "FLOW_BLOCK", 1024)
-    files, defs = 50, 20_000
-    rng = np.random.default_rng(9)
-    keys = np.unique(rng.integers(0, 1 << 62, size=files * defs + 1000, dtype=np.uint64))
-    keys = rng.permutation(keys[: files * defs].astype(KEY))
-    packed = {}
-    for i in range(files):
-        own = np.sort(keys[i * defs : (i + 1) * defs])
-        refs = np.unique(rng.choice(keys, 2000))
-        packed[f"f{i:03}.c"] = PackedTags(own, np.arange(defs, dtype=np.int32), refs,
-                                          np.ones(len(refs), dtype=np.int32))  # fmt: skip
-    t = TagTable()
-    t.apply(packed, track=False)
+    files = 50
+    t, edges, _ = _unique_definitions(files, 20_000, 2000, seed=9)
     groups = len(t.groups())
-    edges = Edges(np.zeros(files + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
-                  np.zeros(0), np.ones(files))  # fmt: skip
     rank = np.full(files, 1.0 / files)
     order = np.arange(files, dtype=np.int64)
     tracemalloc.start()
@@ -195,21 +183,9 @@ def test_the_needed_names_are_found_without_a_slot_per_group() -> None:
     candidates) is filled by the first 301 files, so about 150,000 names are weighed. Main held
     a place per group (int32, 4 MB here; 8.8 MB on the kernel's 2.2 million names) with a flag
     per group beside it; now a flag per group, then only the needed names' groups and flow."""
-    files, defs = 2_000, 500
-    rng = np.random.default_rng(12)
-    keys = np.unique(rng.integers(0, 1 << 62, size=files * defs + 1000, dtype=np.uint64))
-    keys = rng.permutation(keys[: files * defs].astype(KEY))
-    packed = {}
-    for i in range(files):
-        own = np.sort(keys[i * defs : (i + 1) * defs])
-        refs = np.unique(rng.choice(keys, 300))
-        packed[f"f{i:04}.c"] = PackedTags(own, np.arange(defs, dtype=np.int32), refs,
-                                          np.ones(len(refs), dtype=np.int32))  # fmt: skip
-    t = TagTable()
-    t.apply(packed, track=False)
+    files = 2_000
+    t, edges, rng = _unique_definitions(files, 500, 300, seed=12)
     groups = len(t.groups())
-    edges = Edges(np.zeros(files + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
-                  np.zeros(0), np.ones(files))  # fmt: skip
     rank = rng.random(files)
     rank /= rank.sum()
     order = rng.permutation(files).astype(np.int64)
@@ -223,3 +199,24 @@ def test_the_needed_names_are_found_without_a_slot_per_group() -> None:
     assert chosen[0][:3] == order[:3].tolist()  # each file's best first, files in rank order
     assert len(chosen[0]) == 300
     assert peak < 4 * groups, f"{peak / 2**20:.1f} MiB"  # main: 6.4 MiB, now 3.0
+
+
+def _unique_definitions(
+    files: int, defs: int, refs: int, seed: int
+) -> tuple[TagTable, Edges, np.random.Generator]:
+    """`files` files each defining `defs` names no other file defines and referring to `refs`
+    names drawn from all of them, no edges between files; the generator, to draw on."""
+    rng = np.random.default_rng(seed)
+    keys = np.unique(rng.integers(0, 1 << 62, size=files * defs + 1000, dtype=np.uint64))
+    keys = rng.permutation(keys[: files * defs].astype(KEY))
+    packed = {}
+    for i in range(files):
+        own = np.sort(keys[i * defs : (i + 1) * defs])
+        named = np.unique(rng.choice(keys, refs))
+        packed[f"f{i:04}.c"] = PackedTags(own, np.arange(defs, dtype=np.int32), named,
+                                          np.ones(len(named), dtype=np.int32))  # fmt: skip
+    t = TagTable()
+    t.apply(packed, track=False)
+    edges = Edges(np.zeros(files + 1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                  np.zeros(0), np.ones(files))  # fmt: skip
+    return t, edges, rng

@@ -9,13 +9,12 @@ checkpointer's first walk: tests/checkpoints/test_checkpoints_first_walk_priorit
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.checkpoints.conftest import wait_for
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
 from tokend.service.app_workspaces import index_ports
@@ -23,17 +22,9 @@ from tokend.service.foreground import Foreground
 from tokend.service.workspace import tags as tags_module
 from tokend.service.workspace.index import WorkspaceIndex
 
-WAIT_S = 30.0  # how long a condition may take on a loaded machine (not a figure)
+WAIT_S = 30.0  # how long a thread may take to end on a loaded machine (not a figure)
 HELD_S = 600.0  # the background's longest wait, made longer than any test
 STILL_S = 2.0  # how long the background is watched doing nothing while a map is served
-
-
-def _wait_for(what: str, condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"never happened: {what}")
-        time.sleep(0.01)
 
 
 def _tree(root: Path, files: int = 8) -> Path:
@@ -59,7 +50,7 @@ def test_words_are_counted_only_once_no_map_is_served(tmp_path: Path) -> None:
         with foreground.serving():
             build = threading.Thread(target=index.build, daemon=True)
             build.start()
-            _wait_for("the count to wait for the map", lambda: foreground.paused >= 1)
+            wait_for("the count to wait for the map", lambda: foreground.paused >= 1)
             assert index.tags.ready.is_set()  # the tags are in: only the words wait
             assert not index.tags.words_ready.wait(STILL_S)  # (main: counted meanwhile)
             assert index.tags._graph.words_version == 0  # no file's words given to the graph
