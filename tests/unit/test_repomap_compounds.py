@@ -70,6 +70,11 @@ def test_compounds_is_bm25_of_the_texts_compounds_alone(
     got = said_signals(graph.words, len(said), Signals(), TEXT_FUSION, [], text)["compounds"]
     compounds = set(snake) | {c.lower() for c in camel}  # single words ask nothing
     assert np.allclose(got, _bm25_by_hand(said, compounds))
+    asked = {w.lower() for w in [*words, *snake, *camel]}  # `said` of the same pass: the text's
+    asked |= {p for w in snake for p in w.split("_")}  # words, their parts and compounds
+    asked |= {p for c in camel for p in (c[:5], c[5:].lower())}  # (each of POOL's is 5 long)
+    alone = said_signals(graph.words, len(said), Signals(), TEXT_FUSION, [], text)["said"]
+    assert np.allclose(alone, _bm25_by_hand(said, asked | {"fix"}))
 
 
 def _tree() -> dict[str, FileTags]:

@@ -48,12 +48,33 @@ def said_signals(words: WordTable, n: int, on: Signals, fusion: Fusion, rows: li
                  text: str) -> dict[str, Array]:  # fmt: skip
     """The signals read from what the `n` files say that `fusion` uses: `said` of the focus,
     and `compounds` of a text alone (no focus files)."""
-    out = {}
-    if on.said and fusion.uses("said"):
-        out["said"] = said_scores(words, n, rows, query_ids(words, on, rows, text), text)
-    if on.compounds and text and not rows and fusion.uses("compounds"):
-        out["compounds"] = said_scores(words, n, [], compound_ids(text))
-    return out
+    said, compounds = on.said and fusion.uses("said"), on.compounds and fusion.uses("compounds")
+    ids = query_ids(words, on, rows, text) if said else None
+    if not (compounds and text and not rows):
+        return {"said": said_scores(words, n, rows, ids, text)} if said else {}
+    parts = [ids if ids is not None else np.zeros(0, dtype=np.int64), compound_ids(text)]
+    got = _text_scores(words, n, parts)  # one pass over the table's words for both
+    return {"said": got[0], "compounds": got[1]} if said else {"compounds": got[1]}
+
+
+def _text_scores(words: WordTable, n: int, parts: list[Array]) -> list[Array]:
+    """said_scores(words, n, [], ids) for each ids of `parts` (ascending), from one pass over
+    where their words are said (the table's every entry sifted once, not once a part): a
+    file's terms of a part are summed in said_scores's order, so each score is its own."""
+    scores = [np.zeros(n) for _ in parts]
+    ids = np.unique(np.concatenate(parts))
+    if not len(ids) or not n:
+        return scores
+    df, length = words.document_counts(ids), words.totals()
+    norm = K1 * (1 - B + B * length / max(float(length.mean()), 1.0))
+    mine = [None if len(part) == len(ids) else np.isin(ids, part) for part in parts]
+    for hit_rows, at, tf in words.hits(ids):
+        term = bm25(n, df[at], tf, norm[hit_rows])
+        for score, keep in zip(scores, mine, strict=True):
+            r, t = (hit_rows, term) if keep is None else (hit_rows[keep[at]], term[keep[at]])
+            order = np.lexsort((t, r))
+            np.add.at(score, r[order], t[order])
+    return scores
 
 
 def reads_words(on: Signals, files: bool, text: str) -> bool:
