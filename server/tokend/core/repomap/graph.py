@@ -15,11 +15,12 @@ defining a focus identifier and, for a task's text alone, its best lexical hits 
 restart mass (with a small uniform floor); solved exactly (core.repomap.solve). The file rank
 (core.repomap.fusion) fuses BM25, what files say (and a text's compounds), the file name's
 words and the graph's edges to and from the focus; PageRank breaks its ties (and is the rank
-for a focus of identifiers alone). The map's definitions follow the file rank: a focus identifier's first, then each best
-PER_FILE of each file, files in rank order, then the rest; within a file a definition weighs
-the rank that flows to its name along references; ties fall to position (path, line, name key).
-Scores are rounded to RANK_DECIMALS before sorting. The tags are packed (core.repomap.store):
-names are 64-bit keys, definitions keep their line, not its text (read when rendering).
+for a focus of identifiers alone). The map's definitions follow the file rank: a focus
+identifier's first, then each best PER_FILE of each file, files in rank order, then the rest;
+within a file a definition weighs the rank that flows to its name along references; ties fall
+to position (path, line, name key). Scores are rounded to RANK_DECIMALS before sorting. The
+tags are packed (core.repomap.store): names are 64-bit keys, definitions keep their line, not
+its text (read when rendering).
 """
 
 from __future__ import annotations
