@@ -57,11 +57,16 @@ REPOS: dict[str, tuple[str, str]] = {
         "tuning (was held-out)",
     ),
     "rclone/rclone": ("64ab1ac32260238eefca3c61327f5faf1c6e106f", "tuning (was held-out)"),
-    # held out from issue 24's eleventh pass on: chosen 2026-11-27 12:53 UTC before any run on
+    # held out in issue 24's eleventh pass (chosen 2026-11-27 12:53 UTC, measured once then):
+    # tuning from the twelfth pass on
+    "networkx/networkx": ("cfc6b79fc53f583aa15a79b2187ae30bd4f480ed", "tuning (was held-out)"),
+    "mikro-orm/mikro-orm": ("a6b9730585e467720b90390a1de706e0f4b8726c", "tuning (was held-out)"),
+    "minio/minio": ("7aac2a2c5b7c882e68c1ce017d8256be2feea27f", "tuning (was held-out)"),
+    # held out from issue 24's twelfth pass on: chosen 2026-11-27 15:58 UTC before any run on
     # them, pinned to their snapshots' heads, measured once with the weights frozen
-    "networkx/networkx": ("cfc6b79fc53f583aa15a79b2187ae30bd4f480ed", "held-out (new)"),
-    "mikro-orm/mikro-orm": ("a6b9730585e467720b90390a1de706e0f4b8726c", "held-out (new)"),
-    "minio/minio": ("7aac2a2c5b7c882e68c1ce017d8256be2feea27f", "held-out (new)"),
+    "conan-io/conan": ("814cbf12cc56cbc4a87405b5945a4f16968f9555", "held-out (new)"),
+    "vitest-dev/vitest": ("c3ba16b35847d27fb9f01f38cdcb047c77e121f8", "held-out (new)"),
+    "grpc/grpc-go": ("4793ad0474669eafbd5346c8a3d098fdfa542498", "held-out (new)"),
 }
 
 

@@ -46,7 +46,7 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
     from tokend.core.repomap import rank as signals_of
     from tokend.core.repomap.choice import RANK_DECIMALS
     from tokend.core.repomap.graph import Focus, identifiers_in
-    from tokend.core.repomap.said import query_ids, said_scores
+    from tokend.core.repomap.said import compound_ids, query_ids, said_scores
 
     if job["kind"] == "file":
         focus = Focus(frozenset(job["files"]))
@@ -67,6 +67,7 @@ def components(graph: Any, job: dict[str, Any]) -> tuple[dict[str, Array], list[
     ids = query_ids(words, graph.signals, rows, focus.text)
     out["said"] = said_scores(words, n, rows, ids)
     out["said_all"] = said_scores(words, n, [], ids)  # no cut
+    out["compounds"] = said_scores(words, n, [], compound_ids(focus.text) if text_only else None)
     kept = graph.signals
     graph.signals = replace(kept, words=False, file_words=False)
     try:

@@ -1,12 +1,12 @@
-"""Issue 24's eleventh pass: both fusions (a file focus's, a task's text) refitted on the
-eighteen tuning trees (bench.repomap_eval_data's `tuning` roles: the first six and the twelve
-held out in the eighth, ninth and tenth passes), in bench.repomap_fit_file's way: each query's
+"""Issue 24's eleventh and twelfth passes: both fusions (a file focus's, a task's text)
+refitted on the tuning trees (bench.repomap_eval_data's `tuning` roles: the first six and those
+held out in the eighth to eleventh passes, twenty-one), in bench.repomap_fit_file's way: each query's
 signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate scored on
 them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
 
 The search (REPOMAP_REFIT_SEARCH=file or task) moves one weight or K at a time from the current
-fusion, a move kept when it raises the mean of R@1..10 over all eighteen trees and over most of
-the four groups of trees (by the pass that made them tuning trees). `whole` (the BM25
+fusion, a move kept when it raises the mean of R@1..10 over all the tuning trees and over most of
+the groups of trees (by the pass that made them tuning trees). `whole` (the BM25
 baseline's score over each file's whole text, which core keeps no index of) is searched only
 when REPOMAP_REFIT_WHOLE=1: what it would earn, measured, not a fusion core can run.
 REPOMAP_FIT_HELD=1 adds the held-out rows of the current fusion (read after the choice).
@@ -15,8 +15,10 @@ REPOMAP_FIT_HELD=1 adds the held-out rows of the current fusion (read after the 
 from __future__ import annotations
 
 import os
+import pickle
 import statistics
 import sys
+from typing import Any
 
 from bench import repomap_eval_data as data
 from bench.repomap_fit_file import (
@@ -30,7 +32,7 @@ from bench.repomap_fit_file import (
     row,
 )
 
-MAIN: dict[str, Candidate] = {  # main 1c8edf0's fusions (core.repomap.fusion)
+MAIN: dict[str, Candidate] = {  # main 1db3331's fusions (core.repomap.fusion)
     "file": (
         {"lexical": 1.0, "near": 1.0, "said": 1.0, "stem": 0.5},
         16.0,
@@ -38,27 +40,51 @@ MAIN: dict[str, Candidate] = {  # main 1c8edf0's fusions (core.repomap.fusion)
     ),
     "task": (
         {"lexical": 1.0, "near": 0.5, "said": 0.5},
-        8.0,
+        16.0,
         {"lexical": 1.0, "said": 0.5, "near": 0.25},
     ),
 }
 SIGNALS = {
     "file": ("lexical", "said", "near", "folder", "same", "names", "graph", "stem"),
-    "task": ("lexical", "said", "near", "names", "graph"),
+    "task": ("lexical", "said", "near", "names", "graph", "compounds"),
 }
 # a text's scaled part weighs about as much as its reciprocal ranks (issue 24's ninth pass):
 # its steps reach that far
 TEXT_STEPS = {"weight": STEPS["weight"], "scaled": (0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0)}
-ALONE = ("lexical", "said", "whole", "near", "graph", "names", "folder", "stem")
+ALONE = ("lexical", "said", "whole", "near", "graph", "names", "folder", "stem", "compounds")
+
+
+def with_compounds(repo: str, cases: list[Any]) -> list[Any]:
+    """A text's cases with `compounds` (core.repomap.said), for arrays kept before it was a
+    signal: worked out from the tree's index and kept beside them (fitcompounds-*.pkl)."""
+    if all("compounds" in scores for scores, _, _ in cases):
+        return cases
+    kept = data.OUT / f"fitcompounds-{repo.replace('/', '+')}-{data.REPOS[repo][0][:12]}.pkl"
+    if not kept.exists():
+        from bench.repomap_priors import index_of
+        from tokend.core.repomap.said import compound_ids, said_scores
+
+        graph, jobs = index_of(repo)
+        n = len(graph.table.paths)
+        got = [said_scores(graph.words, n, [], compound_ids(j["text"])) for j in jobs
+               if j["kind"] == "task"]  # fmt: skip
+        with kept.open("wb") as f:
+            pickle.dump(got, f)
+    with kept.open("rb") as f:
+        arrays = pickle.load(f)
+    for (scores, _, _), array in zip(cases, arrays, strict=True):
+        scores["compounds"] = array
+    return cases
 
 
 def tuning_groups() -> list[list[str]]:
     """The tuning trees by the pass that made them tuning trees: the first six, the eighth
-    pass's six, the ninth's three, the tenth's three (bench.repomap_eval_data's order)."""
+    pass's six, the ninth's three, the tenth's three, the eleventh's three
+    (bench.repomap_eval_data's order)."""
     tuning = [r for r, (_, role) in data.REPOS.items() if role.startswith("tuning")]
     first = [r for r in tuning if data.REPOS[r][1] == "tuning"]
     was = [r for r in tuning if r not in first]
-    return [first, was[:6], was[6:9], was[9:]]
+    return [first, was[:6], was[6:9], was[9:12], was[12:]]
 
 
 def _score(prepared: dict[str, list[Prepared]], parts: list[list[str]],
@@ -71,7 +97,7 @@ def _score(prepared: dict[str, list[Prepared]], parts: list[list[str]],
 def search(prepared: dict[str, list[Prepared]], start: Candidate, signals: tuple[str, ...],
            steps: dict[str, tuple[float, ...]] = STEPS) -> tuple[Candidate, list[str]]:  # fmt: skip
     """One weight (or K) at a time from `start`; a move kept when it raises the mean over all
-    the tuning trees and the mean of most of the four groups; until no move does."""
+    the tuning trees and the mean of most of the groups; until no move does."""
     parts = tuning_groups()
     return climb(start, signals, steps, lambda cand: _score(prepared, parts, cand))
 
@@ -85,17 +111,20 @@ def run_kind(kind: str) -> str:
     tuning = [r for p in parts for r in p]
     held = [r for r, (_, role) in data.REPOS.items() if role.startswith("held-out")]
     repos = tuning + (held if os.environ.get("REPOMAP_FIT_HELD") == "1" else [])
-    prepared = {r: [Prepared(c) for c in file_cases(r, kind)] for r in repos}
+    cases = {r: file_cases(r, kind) for r in repos}
+    if kind == "task":
+        cases = {r: with_compounds(r, got) for r, got in cases.items()}
+    prepared = {r: [Prepared(c) for c in got] for r, got in cases.items()}
     rule = FILE_FUSION if kind == "file" else TEXT_FUSION
     now: Candidate = (dict(rule.weights), rule.k, dict(rule.scaled))
     lines = [f"**{kind} queries**\n", "| fusion | R@1 | R@3 | R@5 | R@10 |",
              "|---|---:|---:|---:|---:|"]  # fmt: skip
     lines += [row(f"{s} alone", mean_recall(prepared, tuning, ({s: 1.0}, 60.0, {}))) for s in ALONE]
-    sides = {"main 1c8edf0": MAIN[kind], "now": now}
+    sides = {"main 1db3331": MAIN[kind], "now": now}
     for name, cand in sides.items():
         lines.append(row(f"{name}: {label(cand)}, tuning mean",
                          mean_recall(prepared, tuning, cand)))  # fmt: skip
-    names = ("first six", "six (8th)", "three (9th)", "three (10th)")
+    names = ("first six", "six (8th)", "three (9th)", "three (10th)", "three (11th)")
     for part, group in zip(names, parts, strict=True):
         for name, cand in sides.items():
             lines.append(row(f"{name}: {part}", mean_recall(prepared, group, cand)))
@@ -115,7 +144,7 @@ def run_kind(kind: str) -> str:
 
 def run() -> str:
     """bench.run's section: a text's rows, then a file's."""
-    head = "#### repomap_refit: both fusions on the eighteen tuning trees\n"
+    head = "#### repomap_refit: both fusions on the twenty-one tuning trees\n"
     return "\n".join([head, run_kind("task"), run_kind("file")])
 
 

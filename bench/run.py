@@ -45,6 +45,7 @@ SECTIONS = [
     "repomap_fit",
     "repomap_fit_file",
     "repomap_refit",
+    "repomap_priors",
     "repomap_focus",
     "repomap_pagerank",
     "repomap_words",

@@ -13,13 +13,14 @@ updated in place is the graph a new process builds, bit for bit.
 Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
 defining a focus identifier and, for a task's text alone, its best lexical hits share the
 restart mass (with a small uniform floor); solved exactly (core.repomap.solve). The file rank
-(core.repomap.fusion) fuses BM25, what files say, the file name's words and the graph's edges
-to and from the focus; PageRank breaks its ties (and is the rank for a focus of identifiers
-alone). The map's definitions follow the file rank: a focus identifier's first, then each best
-PER_FILE of each file, files in rank order, then the rest; within a file a definition weighs
-the rank that flows to its name along references; ties fall to position (path, line, name key).
-Scores are rounded to RANK_DECIMALS before sorting. The tags are packed (core.repomap.store):
-names are 64-bit keys, definitions keep their line, not its text (read when rendering).
+(core.repomap.fusion) fuses BM25, what files say (and a text's compounds), the file name's
+words and the graph's edges to and from the focus; PageRank breaks its ties (and is the rank
+for a focus of identifiers alone). The map's definitions follow the file rank: a focus
+identifier's first, then each best PER_FILE of each file, files in rank order, then the rest;
+within a file a definition weighs the rank that flows to its name along references; ties fall
+to position (path, line, name key). Scores are rounded to RANK_DECIMALS before sorting. The
+tags are packed (core.repomap.store): names are 64-bit keys, definitions keep their line, not
+its text (read when rendering).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from tokend.core.repomap.rank import identifiers_in as identifiers_in
 from tokend.core.repomap.render import RankedDefinition
 from tokend.core.repomap.restart import FOCUS_WEIGHT as FOCUS_WEIGHT
 from tokend.core.repomap.restart import restart_of
-from tokend.core.repomap.said import query_ids, said_scores
+from tokend.core.repomap.said import query_ids, said_signals
 from tokend.core.repomap.solve import solver
 from tokend.core.repomap.stem import stem as stem_of
 from tokend.core.repomap.store import TagTable, name_key
@@ -228,9 +229,7 @@ class RepoGraph:
         fusion = fusions.fusion_for(bool(focus_rows), bool(focus.text))
         if on.folder and fusion.uses("folder"):  # one neither weighed nor scaled adds nothing
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
-        if on.said and fusion.uses("said"):
-            ids = query_ids(self.words, on, focus_rows, focus.text)
-            scores["said"] = said_scores(self.words, len(t.paths), focus_rows, ids, focus.text)
+        scores.update(said_signals(self.words, len(t.paths), on, fusion, focus_rows, focus.text))
         if on.stem and focus_rows and fusion.uses("stem"):
             scores["stem"] = stem_of(*self._paths_terms().names, focus_rows)
         if on.near:

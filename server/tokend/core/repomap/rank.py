@@ -9,6 +9,7 @@ Signals, each giving every file a score (0: no evidence):
   many files share is weak evidence (its IDF is low): `get`, `type`, a builtin shadowed
   everywhere weigh next to nothing; a name few files share weighs a lot.
 - `said`: BM25 of what each file says alone against what the focus says (core.repomap.said).
+- `compounds`: the same against a text's compounds alone (core.repomap.said).
 - `folder`: how near a file is to the focus files in the folder tree (the same folder, then
   the parent's ...); measured, and weighed 0 by the fit (worked out only when weighed).
 - `near`: the graph's edges between the focus files (a text focus: its best lexical hits, by
@@ -68,6 +69,7 @@ class Signals:
     seed: bool = True
     file_words: bool = True  # a file focus: what the focus files say, against what files say
     said: bool = True  # BM25 of what the focus says against what files say, a signal of its own
+    compounds: bool = True  # a text's identifiers of two words or more, against what files say
     near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
     stem: bool = True  # a file focus: the words of a file's name against the focus file's
 
