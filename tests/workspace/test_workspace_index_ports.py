@@ -139,6 +139,9 @@ class Tagging:
     def pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
         raise AssertionError("three files start no pool")
 
+    def word_pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
+        raise AssertionError("three files start no pool")
+
     def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
         out = []
         for path, _language, source in work:

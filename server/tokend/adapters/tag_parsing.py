@@ -9,7 +9,7 @@ import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 
-from tokend.adapters import heap
+from tokend.adapters import heap, word_workers
 from tokend.adapters.solo_worker import SoloWorker
 from tokend.adapters.tag_wire import raw_json
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
@@ -40,6 +40,17 @@ class TagParsing:
         process from 567 to 397 MiB (in process, issue 22)."""
         try:
             with TagWorkers(workers, stopping=self._stopping) as pool:
+                yield pool
+        finally:
+            heap.release_freed_memory()
+
+    @contextlib.contextmanager
+    def word_pool(self, workers: int | None) -> Iterator[TagWorkers]:
+        """`pool`'s, for counting words alone: workers that load no tree-sitter, no grammar
+        and no numpy (adapters.word_workers; issue 22: a tag worker counting the kernel's words
+        held 36-38 MiB beside the daemon, one of these about half)."""
+        try:
+            with TagWorkers(workers, stopping=self._stopping, program=word_workers.PROGRAM) as pool:
                 yield pool
         finally:
             heap.release_freed_memory()

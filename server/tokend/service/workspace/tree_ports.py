@@ -139,6 +139,10 @@ class TagParsing(Protocol):
         """Worker processes (`workers`; None: one per core), ended when the refresh is."""
         ...
 
+    def word_pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
+        """`pool`'s for counting words alone (its workers parse no tags: smaller processes)."""
+        ...
+
     def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
         """Each (path, language, source)'s tags as JSON text, without a pool (without `words`,
         their words may be left out)."""
