@@ -8,6 +8,7 @@ file's text for the words counted."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def _fresh_tag_worker_rss_kib(tree: Path) -> int:
         return _rss_kib(pool.pids()[0])
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc (Linux)")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
 def test_the_words_pass_counts_by_workers_without_tree_sitter_or_numpy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
