@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
+from tokend.adapters.tag_parsing import TagParsing
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.tags import text_words
@@ -96,3 +99,32 @@ def test_the_words_pass_counts_by_workers_without_tree_sitter_or_numpy(
     for files, rss in seen:
         assert not [f for f in files if "numpy" in f or "tree_sitter" in f], files
         assert rss < tag_worker * 3 // 4, (rss, tag_worker)
+
+
+def _letters(k: int) -> str:
+    return "".join(chr(97 + (k // 26**d) % 26) for d in range(5))
+
+
+def test_a_word_pools_answers_hold_a_few_bytes_a_word() -> None:
+    """250 files of 300 words (a chunk of the words' pass): what the pool's answers hold once
+    taken in (tracemalloc), at most 20 bytes a word; each file's words are text_words of its
+    text. The daemon holds two chunks' answers at a landing. Main: no word pool (the tag
+    workers' pool answered dictionaries of Python ints); b950f56's word pool: about 70 bytes
+    a word."""
+    files, words = 250, 300
+    work = [
+        (f"f{i}.c", "c", " ".join(_letters(i * words + j) for j in range(words)).encode())
+        for i in range(files)
+    ]
+    with TagParsing(threading.Event()).word_pool(2) as pool:
+        pool.count_words(work[:2])  # (the workers started, their pipes' buffers made)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            found = pool.count_words(work)
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    for (_, _, source), said in zip(work, found, strict=True):
+        assert said is not None and dict(said) == text_words(source.decode())
+    assert held < 20 * files * words, held / (files * words)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from tokend.adapters import heap, word_workers
 from tokend.adapters.solo_worker import SoloWorker
@@ -60,7 +60,7 @@ class TagParsing:
         `words`, its words are not counted: but a big source's, which a worker parses)."""
         return parse_all_json(self.parser, work, None, self.solo, words)
 
-    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
         """Each source's words (core.repomap.text.count_words), counted in this thread."""
         return [count_words(source) for _path, _language, source in work]
 

@@ -32,7 +32,7 @@ import os
 import pickle
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from selectors import DefaultSelector
 from typing import Any
 
@@ -47,6 +47,7 @@ from tokend.adapters.worker_pipe import watch_parent as _watch_parent
 from tokend.core.errors import Stopping
 from tokend.core.repomap.tags import WORKER_DIED, FileTags
 from tokend.core.repomap.text import count_words
+from tokend.core.repomap.words import SaidArrays
 
 log = logging.getLogger(__name__)
 
@@ -121,9 +122,12 @@ class TagWorkers:
         found = self._run(work, BOTH if words else TAGS)
         return [r if r is not None else parsed(FileTags(error="not parsed")) for r in found]
 
-    def count_words(self, work: Sequence[Work]) -> list[Words | None]:
-        """Each file's words, counted by the workers (None: its worker died on it)."""
-        return self._run(work, WORDS)
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
+        """Each file's words, counted by the workers (None: its worker died on it): as a
+        dictionary from a tag worker, as SaidArrays from a word worker (which sends the ids'
+        and counts' bytes: adapters.word_workers)."""
+        found = self._run(work, WORDS)
+        return [SaidArrays(*w) if isinstance(w, tuple) else w for w in found]
 
     def _run(self, work: Sequence[Work], what: int) -> list[Any]:
         """Each file's answer (`what` says which) in order; None for a file never answered.

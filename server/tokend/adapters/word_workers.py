@@ -1,6 +1,8 @@
 """A worker process that counts what files say (core.repomap.text.count_words) for the words'
 pass after the first map (service.workspace.word_pass), driven by the same pool as the tag
-workers (adapters.tag_workers.TagWorkers, `program=PROGRAM`) and answering in their frames.
+workers (adapters.tag_workers.TagWorkers, `program=PROGRAM`) and answering in their frames;
+a file's words as the bytes of two arrays of 32-bit integers (its ids and their counts, in the
+order counted), which the daemon reads as core.repomap.words.SaidArrays.
 
 It imports nothing but the count and its pipes: no tree-sitter, no grammar, no numpy (which a
 tag worker imports for its packing). On the kernel a tag worker counting words held 36-38 MiB,
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from array import array
 from typing import Any
 
 from tokend.adapters.worker_pipe import recv, rss_bytes, send, watch_parent
@@ -40,10 +43,11 @@ def main() -> None:
         except EOFError:
             return
         for n, (index, _language, source, *_what) in enumerate(batch, 1):
-            words = count_words(source)
+            words = count_words(source)  # sent as the bytes of its ids and of its counts
+            packed = (array("I", words).tobytes(), array("I", words.values()).tobytes())
             retiring = n == len(batch) and rss_bytes() > rss_limit
-            send(stdout, (index, "", words, retiring))
-            del words
+            send(stdout, (index, "", packed, retiring))
+            del words, packed
             if retiring:
                 return
 

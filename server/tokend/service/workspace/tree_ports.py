@@ -117,7 +117,7 @@ class TagPool(Protocol):
         """Each file's tags (without `words`: their words empty, none in the text)."""
         ...
 
-    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
         """Each file's words (None: not counted, its worker died on it)."""
         ...
 
@@ -148,7 +148,7 @@ class TagParsing(Protocol):
         their words may be left out)."""
         ...
 
-    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
         """Each source's words (core.repomap.text.count_words), without a pool."""
         ...
 
