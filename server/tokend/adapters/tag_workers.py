@@ -58,7 +58,6 @@ STOP_POLL_S = 0.2
 # hand the workers their next files, are given the CPU first (issue 22).
 WORKER_NICE = 10
 Work = tuple[str, str, bytes]  # (path: for the log, language, source)
-Words = dict[int, int]  # a file's words (core.repomap.text.count_words)
 PROGRAM = "tokend.adapters.tag_workers"
 TAGS, WORDS, BOTH = 1, 2, 3  # what a worker makes of a file: its tags, its words, or both
 
