@@ -73,13 +73,20 @@ def _family_rss_mib(pid: int) -> float:
 
 
 def family_rss_parts(pid: int) -> tuple[float, list[float]]:
-    """VmRSS of `pid` and of each of its children (the tag workers), MiB (0 for `pid` gone)."""
+    """VmRSS of `pid` and of each of its children (the tag workers), MiB (0 for `pid` gone).
+    A child is listed under the thread that started it while that thread lives (the daemon
+    starts its workers from its build threads): every thread's list is read."""
     pids = [pid]
     try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(c) for c in children]
+        tasks = [t.name for t in Path(f"/proc/{pid}/task").iterdir()]
     except OSError:
-        pass
+        tasks = []
+    for task in tasks:
+        try:
+            children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:  # (the thread ended meanwhile)
+            continue
+        pids += [int(c) for c in children]
     sizes = []
     for one in pids:
         try:

@@ -139,6 +139,9 @@ class Tagging:
     def pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
         raise AssertionError("three files start no pool")
 
+    def word_pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
+        raise AssertionError("three files start no pool")
+
     def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
         out = []
         for path, _language, source in work:
@@ -154,7 +157,7 @@ class Tagging:
             out.append(json.dumps(FileTags(tuple(defs), refs).to_json()))
         return out
 
-    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
         return [{len(word): 1 for word in source.split()} for _path, _lang, source in work]
 
     def close(self) -> None:

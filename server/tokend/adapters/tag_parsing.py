@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
-from tokend.adapters import heap
+from tokend.adapters import heap, word_workers
 from tokend.adapters.solo_worker import SoloWorker
 from tokend.adapters.tag_wire import raw_json
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
@@ -44,12 +44,23 @@ class TagParsing:
         finally:
             heap.release_freed_memory()
 
+    @contextlib.contextmanager
+    def word_pool(self, workers: int | None) -> Iterator[TagWorkers]:
+        """`pool`'s, for counting words alone: workers that load no tree-sitter, no grammar
+        and no numpy (adapters.word_workers; issue 22: a tag worker counting the kernel's words
+        held 36-38 MiB beside the daemon, one of these about half)."""
+        try:
+            with TagWorkers(workers, stopping=self._stopping, program=word_workers.PROGRAM) as pool:
+                yield pool
+        finally:
+            heap.release_freed_memory()
+
     def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
         """Each (path, language, source)'s tags as JSON text, parsed without a pool (without
         `words`, its words are not counted: but a big source's, which a worker parses)."""
         return parse_all_json(self.parser, work, None, self.solo, words)
 
-    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
         """Each source's words (core.repomap.text.count_words), counted in this thread."""
         return [count_words(source) for _path, _language, source in work]
 

@@ -21,14 +21,17 @@ _MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_":
 
 
 class WorkerProcess:
-    """A tag worker process (`python -m tokend.adapters.tag_workers`) and the batch it was sent."""
+    """A worker process (`python -m tokend.adapters.tag_workers`, or `program`) and the batch
+    it was sent."""
 
-    def __init__(self, rss_limit: int = WORKER_RSS_BYTES) -> None:
+    def __init__(
+        self, rss_limit: int = WORKER_RSS_BYTES, program: str = "tokend.adapters.tag_workers"
+    ) -> None:
         server = str(Path(__file__).resolve().parents[2])  # the folder holding `tokend`
         env = {**os.environ, **_MALLOC_ENV}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (server, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tokend.adapters.tag_workers", str(rss_limit)],
+            [sys.executable, "-m", program, str(rss_limit)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

@@ -32,8 +32,7 @@ import os
 import pickle
 import sys
 import threading
-import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from selectors import DefaultSelector
 from typing import Any
 
@@ -43,21 +42,23 @@ from tokend.adapters.tag_proc import WorkerProcess as _Worker
 from tokend.adapters.tag_wire import BATCH_FILES as BATCH_FILES
 from tokend.adapters.tag_wire import Parsed, batches, parsed, recv, send, unpacked, wire_fields
 from tokend.adapters.tags import TagParser
+from tokend.adapters.worker_pipe import rss_bytes as _rss_bytes
+from tokend.adapters.worker_pipe import watch_parent as _watch_parent
 from tokend.core.errors import Stopping
 from tokend.core.repomap.tags import WORKER_DIED, FileTags
 from tokend.core.repomap.text import count_words
+from tokend.core.repomap.words import SaidArrays
 
 log = logging.getLogger(__name__)
 
 POOL_MIN_FILES = 200  # files to parse: fewer are parsed in the calling thread (no pool start)
-_PARENT_POLL_S = 0.5
 STOP_POLL_S = 0.2
 # Workers run this much nicer than the daemon: on a machine whose cores they fill (the kernel's
 # first map: two workers on two cores), the daemon's threads, which answer every connection and
 # hand the workers their next files, are given the CPU first (issue 22).
 WORKER_NICE = 10
 Work = tuple[str, str, bytes]  # (path: for the log, language, source)
-Words = dict[int, int]  # a file's words (core.repomap.text.count_words)
+PROGRAM = "tokend.adapters.tag_workers"
 TAGS, WORDS, BOTH = 1, 2, 3  # what a worker makes of a file: its tags, its words, or both
 
 
@@ -73,9 +74,12 @@ class TagWorkers:
         workers: int | None = None,
         rss_limit: int = WORKER_RSS_BYTES,
         stopping: threading.Event | None = None,
+        program: str = PROGRAM,
     ) -> None:
-        """`stopping` set: a parse under way gives up (Stopping) within STOP_POLL_S."""
+        """`stopping` set: a parse under way gives up (Stopping) within STOP_POLL_S. `program`:
+        the workers' module (adapters.word_workers: words alone, without tree-sitter)."""
         self.size = workers or default_workers()
+        self.program = program
         self.stopping = stopping or threading.Event()
         self.rss_limit = rss_limit
         self._workers: list[_Worker] = []
@@ -117,9 +121,12 @@ class TagWorkers:
         found = self._run(work, BOTH if words else TAGS)
         return [r if r is not None else parsed(FileTags(error="not parsed")) for r in found]
 
-    def count_words(self, work: Sequence[Work]) -> list[Words | None]:
-        """Each file's words, counted by the workers (None: its worker died on it)."""
-        return self._run(work, WORDS)
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
+        """Each file's words, counted by the workers (None: its worker died on it): as a
+        dictionary from a tag worker, as SaidArrays from a word worker (which sends the ids'
+        and counts' bytes: adapters.word_workers)."""
+        found = self._run(work, WORDS)
+        return [SaidArrays(*w) if isinstance(w, tuple) else w for w in found]
 
     def _run(self, work: Sequence[Work], what: int) -> list[Any]:
         """Each file's answer (`what` says which) in order; None for a file never answered.
@@ -188,7 +195,7 @@ class TagWorkers:
         """The free workers (started on first use)."""
         with self._free:
             while len(self._workers) < self.size and not self._running:
-                worker = _Worker(self.rss_limit)
+                worker = _Worker(self.rss_limit, self.program)
                 self._workers.append(worker)
                 self._idle.append(worker)
             self._running = True
@@ -241,7 +248,7 @@ class TagWorkers:
 
     def _replace(self, worker: _Worker) -> _Worker:
         worker.stop()
-        replacement = _Worker(self.rss_limit)
+        replacement = _Worker(self.rss_limit, self.program)
         with self._free:
             if worker not in self._workers:  # closed meanwhile (a stop): no more parsing
                 replacement.stop(kill=True)
@@ -252,22 +259,6 @@ class TagWorkers:
 
 
 # -- the worker process --------------------------------------------------------------------------
-
-
-def _watch_parent(parent: int) -> None:
-    """Exit once the daemon is gone (reparented), even in the middle of a long parse."""
-    while True:
-        time.sleep(_PARENT_POLL_S)
-        if os.getppid() != parent:
-            os._exit(0)
-
-
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0  # not Linux: workers are not recycled
 
 
 def main() -> None:

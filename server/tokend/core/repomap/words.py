@@ -12,7 +12,7 @@ every time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,41 @@ TOTALS_ROWS = 1024  # rows summed at once (a file of text words: WORDS_MAX of th
 
 Array = Any
 Words = tuple[Array, Array]  # one file's (ids ascending, counts)
+
+
+class SaidArrays(Mapping[int, int]):
+    """A file's words (id -> count) as two arrays of 32-bit integers, in the order counted, as
+    the word workers send them (adapters.word_workers): 8 bytes a word, where a dictionary of
+    Python ints takes about 70 (issue 22: the words' pass held two chunks of them at each
+    landing). Read as a mapping (keys and values as Python ints); WordTable.changed reads
+    the arrays."""
+
+    __slots__ = ("counts", "ids")
+
+    def __init__(self, ids: bytes, counts: bytes) -> None:
+        self.ids = np.frombuffer(ids, dtype=np.uint32)
+        self.counts = np.frombuffer(counts, dtype=np.uint32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids.tolist())
+
+    def __getitem__(self, word: int) -> int:
+        at = np.flatnonzero(self.ids == word)
+        if not len(at):
+            raise KeyError(word)
+        return int(self.counts[at[0]])
+
+    def values(self) -> ValuesView[int]:
+        return self._dict().values()
+
+    def items(self) -> ItemsView[int, int]:
+        return self._dict().items()
+
+    def _dict(self) -> dict[int, int]:
+        return dict(zip(self.ids.tolist(), self.counts.tolist(), strict=True))
 
 
 def said(tags: FileTags) -> Mapping[int, int]:
@@ -85,9 +120,7 @@ class WordTable:
         their row's (`rows`: each path's row now, None for a new file)."""
         paths = list(files)
         sizes = np.array([len(files[p]) for p in paths], dtype=np.int64)
-        total = int(sizes.sum())
-        ids = np.fromiter((w for p in paths for w in files[p]), np.int64, total)
-        counts = np.fromiter((c for p in paths for c in files[p].values()), np.int64, total)
+        ids, counts = _flat([files[p] for p in paths], int(sizes.sum()))
         owner = np.repeat(np.arange(len(paths)), sizes)
         order = np.lexsort((ids, owner))  # by file, then id
         ids, owner, counts = ids[order], owner[order], counts[order]
@@ -172,3 +205,14 @@ class WordTable:
     def row_ids(self, row: int) -> Array:
         """The ids of the words file `row` says (int64, ascending)."""
         return self.ids[self.offsets[row] : self.offsets[row + 1]].astype(np.int64)
+
+
+def _flat(files: list[Mapping[int, int]], total: int) -> tuple[Array, Array]:
+    """The files' words one after the other: their ids and counts (int64)."""
+    arrays = [f for f in files if isinstance(f, SaidArrays)]
+    if arrays and len(arrays) == len(files):
+        ids = np.concatenate([f.ids for f in arrays]).astype(np.int64)
+        return ids, np.concatenate([f.counts for f in arrays]).astype(np.int64)
+    ids = np.fromiter((w for f in files for w in f), np.int64, total)
+    counts = np.fromiter((c for f in files for c in f.values()), np.int64, total)
+    return ids, counts

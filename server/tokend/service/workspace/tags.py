@@ -96,7 +96,7 @@ class WorkspaceTags:
             self._check_stopping()
             self._foreground.yield_to()  # a map being served goes first (service.foreground)
 
-        self._owed.count(self._tagging, self._workers_for, progress, check)
+        self._owed.count(self._tagging, self._word_workers_for, progress, check)
 
     def reads_words(self, focus: Focus) -> bool:
         """Whether a map for `focus` reads what files say (it waits for `words_ready`)."""
@@ -165,6 +165,13 @@ class WorkspaceTags:
         if self.pool_workers == 0 or files < self._tagging.pool_min_files:
             return contextlib.nullcontext()
         return self._tagging.pool(self.pool_workers or None)
+
+    def _word_workers_for(self, files: int) -> contextlib.AbstractContextManager[TagPool | None]:
+        """`_workers_for`'s, for counting the words of `files` files: workers that count words
+        alone (smaller processes than the tag workers: issue 22, the daemon's peak with them)."""
+        if self.pool_workers == 0 or files < self._tagging.pool_min_files:
+            return contextlib.nullcontext()
+        return self._tagging.word_pool(self.pool_workers or None)
 
     def _check_stopping(self) -> None:
         if self._stopping.is_set():

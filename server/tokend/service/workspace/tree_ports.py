@@ -117,7 +117,7 @@ class TagPool(Protocol):
         """Each file's tags (without `words`: their words empty, none in the text)."""
         ...
 
-    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
         """Each file's words (None: not counted, its worker died on it)."""
         ...
 
@@ -139,12 +139,16 @@ class TagParsing(Protocol):
         """Worker processes (`workers`; None: one per core), ended when the refresh is."""
         ...
 
+    def word_pool(self, workers: int | None) -> AbstractContextManager[TagPool]:
+        """`pool`'s for counting words alone (its workers parse no tags: smaller processes)."""
+        ...
+
     def parse_json(self, work: Sequence[Work], words: bool = True) -> list[str]:
         """Each (path, language, source)'s tags as JSON text, without a pool (without `words`,
         their words may be left out)."""
         ...
 
-    def count_words(self, work: Sequence[Work]) -> list[dict[int, int] | None]:
+    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
         """Each source's words (core.repomap.text.count_words), without a pool."""
         ...
 

@@ -24,7 +24,7 @@ from itertools import islice
 from tokend.service.workspace.tag_chunks import CHUNK_BYTES, Beside, Reading, read_source
 from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work
 
-Said = dict[int, int]  # a file's words by id (core.repomap.text.count_words)
+Said = Mapping[int, int]  # a file's words by id (core.repomap.text.count_words)
 CHUNK_FILES = 250  # files counted at once (their words come back as dictionaries of Python
 # ints, tens of KB a file; a landing holds two chunks': tests/workspace/test_repomap_word_pass_sources.py)
 Counting = Callable[[list[Work]], list[Said | None]]

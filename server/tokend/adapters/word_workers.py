@@ -1,0 +1,56 @@
+"""A worker process that counts what files say (core.repomap.text.count_words) for the words'
+pass after the first map (service.workspace.word_pass), driven by the same pool as the tag
+workers (adapters.tag_workers.TagWorkers, `program=PROGRAM`) and answering in their frames;
+a file's words as the bytes of two arrays of 32-bit integers (its ids and their counts, in the
+order counted), which the daemon reads as core.repomap.words.SaidArrays.
+
+It imports nothing but the count and its pipes: no tree-sitter, no grammar, no numpy (which a
+tag worker imports for its packing). On the kernel a tag worker counting words held 36-38 MiB,
+two of them beside the daemon while its word table grows (issue 22: the daemon and its workers
+together passed 500 MB in that pass); one of these holds about half of that.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from array import array
+from typing import Any
+
+from tokend.adapters.worker_pipe import recv, rss_bytes, send, watch_parent
+from tokend.core.repomap.text import count_words
+
+PROGRAM = "tokend.adapters.word_workers"
+WORKER_NICE = 10  # adapters.tag_workers's: the daemon's threads go first
+
+
+def main() -> None:
+    """Each batch's files (index, language, source, what) answered one by one as the tag
+    workers answer (index, "", the file's words, retiring); ends at the end of its input, or
+    after a batch once its resident size passed the limit the daemon gave (a fresh one
+    follows)."""
+    rss_limit = int(sys.argv[1])
+    try:
+        os.nice(WORKER_NICE)
+    except OSError:  # not allowed here: it counts at the daemon's priority
+        pass
+    threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            batch: list[Any] = recv(stdin)
+        except EOFError:
+            return
+        for n, (index, _language, source, *_what) in enumerate(batch, 1):
+            words = count_words(source)  # sent as the bytes of its ids and of its counts
+            packed = (array("I", words).tobytes(), array("I", words.values()).tobytes())
+            retiring = n == len(batch) and rss_bytes() > rss_limit
+            send(stdout, (index, "", packed, retiring))
+            del words, packed
+            if retiring:
+                return
+
+
+if __name__ == "__main__":
+    main()

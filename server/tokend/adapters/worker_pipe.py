@@ -1,0 +1,50 @@
+"""What a worker process of the daemon (adapters.tag_workers, adapters.word_workers) needs on
+its side of the pipes, with nothing else imported: the frames it reads and writes (a pickle
+after its length, as adapters.tag_wire's send and recv frame them on the daemon's side), a
+thread that ends it once the daemon is gone, and its resident size."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import time
+from typing import IO, Any
+
+_HEADER = struct.Struct("<I")  # adapters.tag_wire's
+_PARENT_POLL_S = 0.5
+
+
+def send(stream: IO[bytes], value: Any) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def recv(stream: IO[bytes]) -> Any:
+    """The next frame of a buffered stream (a worker's stdin); EOFError at its end."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError("the stream ended")
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the stream ended")
+    return pickle.loads(data)
+
+
+def watch_parent(parent: int) -> None:
+    """Exit once the daemon (`parent`) is gone (reparented), even in the middle of a long
+    batch: a worker runs this in a thread of its own."""
+    while True:
+        time.sleep(_PARENT_POLL_S)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0  # not Linux: workers are not recycled

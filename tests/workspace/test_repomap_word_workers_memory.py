@@ -1,0 +1,130 @@
+"""The words' pass after the first map (service.workspace.word_pass) counts by worker processes
+that load no tree-sitter and no numpy (adapters.word_workers; issue 22: the tag workers that
+counted the kernel's words held 36-38 MiB each beside the daemon while its word table grew, and
+the daemon with them passed 500 MB in that pass). Oracles: the files each worker has mapped and
+its resident size (/proc), a tag worker's measured in the same test, and text_words of each
+file's text for the words counted."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from tokend.adapters.tag_parsing import TagParsing
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
+from tokend.adapters.workspace_cache import WorkspaceCache
+from tokend.core.repomap.tags import text_words
+from tokend.service.app_workspaces import index_ports
+from tokend.service.workspace.index import WorkspaceIndex
+from tokend.service.workspace.word_pass import OwedWords
+
+
+def _children() -> list[int]:
+    pids: list[int] = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as children:
+            pids += [int(p) for p in children.read().split()]
+    return pids
+
+
+def _mapped(pid: int) -> set[str]:
+    with open(f"/proc/{pid}/maps") as maps:
+        return {line.split()[-1] for line in maps if "/" in line}
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(x for x in status if x.startswith("VmRSS:"))
+    return int(line.split()[1])
+
+
+def _tree(tmp_path: Path, files: int) -> Path:
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    for i in range(files):
+        (tree / "pkg" / f"m{i}.py").write_text(
+            f"# module {i}: the spindle_{i % 7} rusts when frobnicator quuxes drop\n"
+            f"def handler_{i}(value):\n    return helper_{(i + 1) % files}(value) + {i}\n"
+        )
+    return tree
+
+
+def _fresh_tag_worker_rss_kib(tree: Path) -> int:
+    """A tag worker's resident size once it has counted one file's words (what the words'
+    pass used before)."""
+    source = (tree / "pkg" / "m0.py").read_bytes()
+    with TagWorkers(1) as pool:
+        assert pool.count_words([("m0.py", "python", source)]) == [text_words(source.decode())]
+        return _rss_kib(pool.pids()[0])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
+def test_the_words_pass_counts_by_workers_without_tree_sitter_or_numpy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At each landing of the pass (its workers alive), every worker of this process maps no
+    numpy and no tree-sitter file and is under 3/4 of a tag worker's size; the word table says
+    what the files say. Main: the pass's workers were tag workers (numpy mapped, 31 MiB)."""
+    tree = _tree(tmp_path, POOL_MIN_FILES + 40)
+    tag_worker = _fresh_tag_worker_rss_kib(tree)
+    seen: list[tuple[set[str], int]] = []
+    land = OwedWords._land
+
+    def landing(self: OwedWords, *args: object) -> int:
+        seen.extend((_mapped(pid), _rss_kib(pid)) for pid in _children())
+        return land(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(OwedWords, "_land", landing)
+    index = WorkspaceIndex(
+        tree.as_uri(), tree, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
+    )
+    index.tags.pool_workers = 2
+    try:
+        index.build()
+        assert index.tags.words_ready.wait(60)
+        graph = index.tags._graph
+        for row, path in enumerate(graph.paths):
+            span = slice(graph.words.offsets[row], graph.words.offsets[row + 1])
+            ids, counts = graph.words.ids[span].tolist(), graph.words.counts[span].tolist()
+            said = text_words((tree / path).read_text())
+            assert dict(zip(ids, counts, strict=True)) == {w: min(n, 255) for w, n in said.items()}
+    finally:
+        index.close()
+    assert seen, "no worker was alive at a landing of the words' pass"
+    for files, rss in seen:
+        assert not [f for f in files if "numpy" in f or "tree_sitter" in f], files
+        assert rss < tag_worker * 3 // 4, (rss, tag_worker)
+
+
+def _letters(k: int) -> str:
+    return "".join(chr(97 + (k // 26**d) % 26) for d in range(5))
+
+
+def test_a_word_pools_answers_hold_a_few_bytes_a_word() -> None:
+    """250 files of 300 words (a chunk of the words' pass): what the pool's answers hold once
+    taken in (tracemalloc), at most 20 bytes a word; each file's words are text_words of its
+    text. The daemon holds two chunks' answers at a landing. Main: no word pool (the tag
+    workers' pool answered dictionaries of Python ints); b950f56's word pool: about 70 bytes
+    a word."""
+    files, words = 250, 300
+    work = [
+        (f"f{i}.c", "c", " ".join(_letters(i * words + j) for j in range(words)).encode())
+        for i in range(files)
+    ]
+    with TagParsing(threading.Event()).word_pool(2) as pool:
+        pool.count_words(work[:2])  # (the workers started, their pipes' buffers made)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            found = pool.count_words(work)
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+    for (_, _, source), said in zip(work, found, strict=True):
+        assert said is not None and dict(said) == text_words(source.decode())
+    assert held < 20 * files * words, held / (files * words)
