@@ -3,11 +3,11 @@ each one's JSON text once it was written, so a warm reply joins text instead of 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 
 from tokend.core.assembly.join_prefix import JoinedHistory
 from tokend.core.assembly.wire_formats import WireFormat, WireMessage, render_message
+from tokend.core.json_text import small_dumps
 from tokend.core.types import Message, StoredPart
 
 _Entry = tuple[tuple[StoredPart, ...], tuple[WireMessage, ...]]
@@ -63,10 +63,10 @@ class RenderCache:
         held = self._json.get(id(wire))
         if held is not None and held[0] is wire:
             if held[1] is None:
-                held = (wire, json.dumps(wire, allow_nan=False))
+                held = (wire, small_dumps(wire))
                 self._json[id(wire)] = held
             return held[1]  # type: ignore[return-value]  # written just above
-        return json.dumps(wire, allow_nan=False)
+        return small_dumps(wire)
 
     def join_json(self, wires: Sequence[WireMessage]) -> str:
         """`wires` as a JSON array, as `json.dumps(list(wires))` writes it (ValueError for
