@@ -37,6 +37,7 @@ WIRE_FORMATS: tuple[WireFormat, ...] = ("openai", "anthropic")
 WireMessage = dict[str, Any]
 
 _NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
+_SAID_AS_TEXT = (TextPart, CompactionPart)
 
 
 def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
@@ -59,10 +60,14 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
         parts = tuple(sp for sp in message.parts if sp.part is not compaction)
         message = replace(message, parts=parts)
     if said_as != "assistant":  # results first: Anthropic wants tool_result blocks leading
-        said = [sp for sp in message.parts if not isinstance(sp.part, ToolResultPart)]
-        results = [sp for sp in message.parts if isinstance(sp.part, ToolResultPart)]
-        _emit(wire, fmt, "user", [], results)
-        _emit(wire, fmt, said_as, said, [])
+        said: list[StoredPart] = []
+        results: list[StoredPart] = []
+        for sp in message.parts:
+            (results if isinstance(sp.part, ToolResultPart) else said).append(sp)
+        if results:
+            _emit(wire, fmt, "user", (), results)
+        if said:
+            _emit(wire, fmt, said_as, said, ())
         return tuple(wire)
     said, results = [], []
     for sp in message.parts:
@@ -157,12 +162,16 @@ def _emit(
         said_message = _openai_said(role, said) if said else None
         if said_message is not None and role == "assistant":
             wire.append(said_message)
-        wire.extend(_openai_result(sp) for sp in results)
+        if results:
+            wire.extend(_openai_result(sp) for sp in results)
         if said_message is not None and role != "assistant":
             wire.append(said_message)
         return
     blocks = [_anthropic_result(sp) for sp in results] if role == "user" else []
-    blocks.extend(b for b in (_anthropic_block(role, sp.part) for sp in said) if b is not None)
+    for sp in said:
+        block = _anthropic_block(role, sp.part)
+        if block is not None:
+            blocks.append(block)
     if blocks:
         wire.append({"role": role, "content": blocks})
     if role == "assistant" and results:
@@ -190,7 +199,7 @@ def _openai_said(role: str, said: Sequence[StoredPart]) -> WireMessage | None:
     calls: list[dict[str, Any]] = []
     for sp in said:
         part = sp.part
-        if isinstance(part, TextPart | CompactionPart):
+        if isinstance(part, _SAID_AS_TEXT):
             text = part.text if isinstance(part, TextPart) else part.summary
             if text:
                 content.append({"type": "text", "text": text})
