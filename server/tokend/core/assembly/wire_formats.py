@@ -37,7 +37,6 @@ WIRE_FORMATS: tuple[WireFormat, ...] = ("openai", "anthropic")
 WireMessage = dict[str, Any]
 
 _NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
-_SAID_AS_TEXT = (TextPart, CompactionPart)
 
 
 def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
@@ -59,9 +58,9 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
         wire.append(_compaction_wire(compaction, fmt))
         parts = tuple(sp for sp in message.parts if sp.part is not compaction)
         message = replace(message, parts=parts)
+    said: list[StoredPart] = []
+    results: list[StoredPart] = []
     if said_as != "assistant":  # results first: Anthropic wants tool_result blocks leading
-        said: list[StoredPart] = []
-        results: list[StoredPart] = []
         for sp in message.parts:
             (results if isinstance(sp.part, ToolResultPart) else said).append(sp)
         if results:
@@ -69,7 +68,6 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
         if said:
             _emit(wire, fmt, said_as, said, ())
         return tuple(wire)
-    said, results = [], []
     for sp in message.parts:
         if isinstance(sp.part, ToolResultPart):
             results.append(sp)
@@ -162,16 +160,12 @@ def _emit(
         said_message = _openai_said(role, said) if said else None
         if said_message is not None and role == "assistant":
             wire.append(said_message)
-        if results:
-            wire.extend(_openai_result(sp) for sp in results)
+        wire.extend(map(_openai_result, results))
         if said_message is not None and role != "assistant":
             wire.append(said_message)
         return
-    blocks = [_anthropic_result(sp) for sp in results] if role == "user" else []
-    for sp in said:
-        block = _anthropic_block(role, sp.part)
-        if block is not None:
-            blocks.append(block)
+    blocks = list(map(_anthropic_result, results)) if role == "user" else []
+    blocks.extend([b for sp in said if (b := _anthropic_block(role, sp.part)) is not None])
     if blocks:
         wire.append({"role": role, "content": blocks})
     if role == "assistant" and results:
@@ -199,7 +193,7 @@ def _openai_said(role: str, said: Sequence[StoredPart]) -> WireMessage | None:
     calls: list[dict[str, Any]] = []
     for sp in said:
         part = sp.part
-        if isinstance(part, _SAID_AS_TEXT):
+        if isinstance(part, (TextPart, CompactionPart)):
             text = part.text if isinstance(part, TextPart) else part.summary
             if text:
                 content.append({"type": "text", "text": text})
