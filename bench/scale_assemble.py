@@ -38,7 +38,7 @@ from bench.append_order import Daemon
 from bench.baseline import ROOT, baseline_tree
 from bench.scale_session import MODEL, WINDOW, _cpu_s, _restart, pipelined, short_turns
 
-TIP_REV = "46d4bc5"  # main as this stop's work branched from it
+TIP_REV = "1db3331"  # main as this stop's work (cold1) branched from it
 SIZES = (5_000, 10_000)
 CALLS = 20
 BESIDE_EVERY_S = 0.02  # the other connection's pace while a cold assemble runs

@@ -94,3 +94,20 @@ def test_a_value_json_cannot_write_is_refused_as_json_dumps_refuses_it() -> None
         dumps({"a": ["x" * 10, {1, 2}]})
     with pytest.raises(TypeError):
         json.dumps({"a": ["x" * 10, {1, 2}]})
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=json_values)
+def test_small_dumps_writes_what_json_dumps_writes(value: Any) -> None:
+    """core.json_text.small_dumps, one C encoder made once (the render cache's messages)."""
+    assert encode.small_dumps(value) == json.dumps(value, allow_nan=False)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, [1.0, {"x": math.nan}]])
+def test_small_dumps_refuses_what_json_dumps_refuses(bad: Any) -> None:
+    with pytest.raises(ValueError):
+        json.dumps(bad, allow_nan=False)
+    with pytest.raises(ValueError):
+        encode.small_dumps(bad)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        encode.small_dumps({"point": Point(1, "a")})

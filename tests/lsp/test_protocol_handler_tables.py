@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcException
 from tokend.lsp import handlers, server
 from tokend.lsp.handler_table import typed
 from tokend.lsp.server import TokendServer, create_server
-from tokend.lsp.wire import JsonText
+from tokend.lsp.wire import JsonBytes, JsonText
 
 HANDLERS = Path(handlers.__file__).parent
 
@@ -57,7 +57,7 @@ def _mentions_any(tp: Any) -> bool:
 
 
 def _wire_result(tp: Any) -> bool:
-    if tp is type(None) or tp is JsonText or attrs.has(tp):
+    if tp is type(None) or tp is JsonText or tp is JsonBytes or attrs.has(tp):
         return True
     if isinstance(tp, types.UnionType):
         return all(_wire_result(arg) for arg in typing.get_args(tp))

@@ -21,6 +21,7 @@ from tokend.core.types import (
 )
 from tokend.service.app import open_service
 from tokend.service.counting.counter import ModelCounter
+from tokend.service.session import loading
 from tokend.service.session.loading import load_session_data
 
 OUTPUT = "FAILED tests/test_x.py::test_{} AssertionError: expected 3 got 4\n" * 20
@@ -88,5 +89,39 @@ def test_a_part_without_a_stored_count_is_counted_as_before(tmp_path: Path) -> N
         assert (
             service.store.messages.load_messages(sid)[3].parts[0].tokens == part.tokens
         )  # saved again
+    finally:
+        service.close()
+
+
+def test_a_cold_read_finds_each_roles_framing_once(tmp_path: Path, monkeypatch) -> None:
+    """The framing a message adds depends on its role and the provider, not on the message:
+    main 1db3331 worked it out again for every message (10,000 times in the scale bench's first
+    assemble, a provider-name lookup each), 37 times for these 37 messages; now once per role.
+    The tokens are still the whole load's (the oracle)."""
+    service = open_service(None, f"sqlite:///{tmp_path / 'framing.sqlite3'}")
+    try:
+        sid = service.sessions.create_session("gpt-4o", context_window=1_000_000).id
+        _build(service, sid)
+        service.sessions.state(sid).data.messages[0]  # noqa: B018
+        service.sessions.forget(sid)  # as a restarted daemon
+        state = service.sessions.state(sid)
+        asked: list[str] = []
+        real = loading.message_overhead
+
+        def counted(role: str, *args, **kwargs) -> int:
+            asked.append(role)
+            return real(role, *args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(loading, "message_overhead", counted)
+            messages, tokens = list(state.data.messages), dict(state.data.message_tokens)
+        assert len(messages) == 37
+        assert sorted(asked) == sorted(set(asked)) == ["assistant", "tool", "user"]
+        info = service.store.get_session(sid)
+        model = service.models.model_info(info)
+        whole = load_session_data(
+            service.store, info, model, service.models.counter(model), lazy=False
+        )
+        assert tokens == dict(whole[0].message_tokens)
     finally:
         service.close()

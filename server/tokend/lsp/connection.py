@@ -22,7 +22,7 @@ from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol, lsp_method
 
 from tokend.lsp.encode import encode_message, is_small
 from tokend.lsp.replies import safe_error
-from tokend.lsp.wire import JsonText
+from tokend.lsp.wire import JsonBytes, JsonText
 
 MsgId = int | str
 
@@ -48,7 +48,7 @@ class ConnectionProtocol(LanguageServerProtocol):
         try:
             if error is not None:
                 error = safe_error(error)
-            if error is None and isinstance(result, JsonText):
+            if error is None and isinstance(result, JsonText | JsonBytes):
                 self._send_json_text(msg_id, result)
             elif error is None:
                 self._send_result(msg_id, result)
@@ -69,8 +69,9 @@ class ConnectionProtocol(LanguageServerProtocol):
             result = self._serialize_message(result)
         self._send_data({"id": msg_id, "jsonrpc": JsonRPCProtocol.VERSION, "result": result})
 
-    def _send_json_text(self, msg_id: MsgId, result: JsonText) -> None:
-        """A reply whose result is JSON text already: framed as pygls frames its replies."""
+    def _send_json_text(self, msg_id: MsgId, result: JsonText | JsonBytes) -> None:
+        """A reply whose result is JSON already: framed as pygls frames its replies (JsonBytes:
+        its pieces joined into the frame, the one copy)."""
         self._result_types.pop(msg_id, None)
         if self.output_closed:
             return
@@ -78,14 +79,15 @@ class ConnectionProtocol(LanguageServerProtocol):
             log.error("no transport to send the reply to %r", msg_id)
             return
         head = f'{{"id": {json.dumps(msg_id)}, "jsonrpc": "2.0", "result": '.encode()
-        body = result.encode()  # json.dumps writes ASCII: as many bytes as characters
+        # json.dumps writes ASCII: as many bytes as characters
+        body = result.pieces if isinstance(result, JsonBytes) else (result.encode(),)
         header = b""
         if self._include_headers:
             header = (
-                f"Content-Length: {len(head) + len(body) + 1}\r\n"
+                f"Content-Length: {len(head) + sum(map(len, body)) + 1}\r\n"
                 f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
             ).encode()
-        self.writer.write(b"".join((header, head, body, b"}")))
+        self.writer.write(b"".join((header, head, *body, b"}")))
 
     def _send_data(self, data: Any) -> None:
         """pygls's writer (pinned pygls 2.1), but never with NaN or Infinity: a reply that

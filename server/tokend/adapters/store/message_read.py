@@ -87,28 +87,29 @@ def _messages(rows: Iterable[Sequence[Any]], session_id: str) -> Iterable[Messag
             head, parts = row, []
         if row[10] is not None:
             part = PART_CLASSES[row[11]](**_json(row[12]))
-            parts.append(StoredPart(row[10], part, row[13], _time(row[14])))
+            pruned = None if row[14] is None else _time(row[14])
+            parts.append(StoredPart(row[10], part, row[13], pruned))
     if head is not None:
         yield _message(head, parts, session_id)
 
 
 def _message(row: Sequence[Any], parts: list[StoredPart], session_id: str) -> Message:
-    usage = _json(row[4])
-    created = _time(row[2])
-    assert created is not None  # the column is never NULL
+    """The message of a row (its columns in MESSAGES_WITH_PARTS's order), positional: a
+    keyword call cost more than the rest of a row's decoding."""
+    usage = None if row[4] is None else Usage(**_json(row[4]))
     return Message(
-        id=row[0],
-        session_id=session_id,
-        role=row[1],
-        parts=tuple(parts),
-        created_at=created,
-        model=row[3],
-        usage=None if usage is None else Usage(**usage),
-        cost_usd=row[5],
-        summary=bool(row[6]),
-        completed_at=_time(row[7]),
-        compacted_at=_time(row[8]),
-        compacted_by=row[9],
+        row[0],  # id
+        session_id,
+        row[1],  # role
+        tuple(parts),
+        _time(row[2]),  # created_at, never NULL
+        row[3],  # model
+        usage,
+        row[5],  # cost_usd
+        bool(row[6]),  # summary
+        None if row[7] is None else _time(row[7]),  # completed_at
+        None if row[8] is None else _time(row[8]),  # compacted_at
+        row[9],  # compacted_by
     )
 
 
@@ -126,11 +127,17 @@ def _json(value: Any) -> Any:
     return value
 
 
-def _time(value: Any) -> datetime | None:
-    """A time column's value, aware and in UTC (SQLite keeps UTC text with no zone)."""
-    if value is None:
-        return None
-    at: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+def _time(value: Any) -> datetime:
+    """A time column's value (not NULL), aware and in UTC. SQLite keeps UTC text with no
+    zone: read with the zone written after it, one datetime built (`replace(tzinfo=UTC)`
+    after the parse built two and cost ten times the parse); text with a zone of its own, and
+    the driver's datetimes (PostgreSQL), are converted."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value + "+00:00")
+        except ValueError:  # a zone of its own, or another form
+            value = datetime.fromisoformat(value)
+    at: datetime = value
     if at.tzinfo is None:
         return at.replace(tzinfo=UTC)
     return at.astimezone(UTC)

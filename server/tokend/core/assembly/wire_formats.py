@@ -58,13 +58,16 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
         wire.append(_compaction_wire(compaction, fmt))
         parts = tuple(sp for sp in message.parts if sp.part is not compaction)
         message = replace(message, parts=parts)
+    said: list[StoredPart] = []
+    results: list[StoredPart] = []
     if said_as != "assistant":  # results first: Anthropic wants tool_result blocks leading
-        said = [sp for sp in message.parts if not isinstance(sp.part, ToolResultPart)]
-        results = [sp for sp in message.parts if isinstance(sp.part, ToolResultPart)]
-        _emit(wire, fmt, "user", [], results)
-        _emit(wire, fmt, said_as, said, [])
+        for sp in message.parts:
+            (results if isinstance(sp.part, ToolResultPart) else said).append(sp)
+        if results:
+            _emit(wire, fmt, "user", (), results)
+        if said:
+            _emit(wire, fmt, said_as, said, ())
         return tuple(wire)
-    said, results = [], []
     for sp in message.parts:
         if isinstance(sp.part, ToolResultPart):
             results.append(sp)
@@ -157,12 +160,12 @@ def _emit(
         said_message = _openai_said(role, said) if said else None
         if said_message is not None and role == "assistant":
             wire.append(said_message)
-        wire.extend(_openai_result(sp) for sp in results)
+        wire.extend(map(_openai_result, results))
         if said_message is not None and role != "assistant":
             wire.append(said_message)
         return
-    blocks = [_anthropic_result(sp) for sp in results] if role == "user" else []
-    blocks.extend(b for b in (_anthropic_block(role, sp.part) for sp in said) if b is not None)
+    blocks = list(map(_anthropic_result, results)) if role == "user" else []
+    blocks.extend([b for sp in said if (b := _anthropic_block(role, sp.part)) is not None])
     if blocks:
         wire.append({"role": role, "content": blocks})
     if role == "assistant" and results:
@@ -190,7 +193,7 @@ def _openai_said(role: str, said: Sequence[StoredPart]) -> WireMessage | None:
     calls: list[dict[str, Any]] = []
     for sp in said:
         part = sp.part
-        if isinstance(part, TextPart | CompactionPart):
+        if isinstance(part, (TextPart, CompactionPart)):
             text = part.text if isinstance(part, TextPart) else part.summary
             if text:
                 content.append({"type": "text", "text": text})

@@ -14,14 +14,14 @@ from tokend.lsp.handler_table import features
 from tokend.lsp.handlers.compaction import announce_compaction
 from tokend.lsp.progress import auto_progress
 from tokend.lsp.server import TokendServer
-from tokend.lsp.wire import JsonText
+from tokend.lsp.wire import JsonBytes
 from tokend.lsp.wire.assembly import AssembleResult, ContextAssembleParams
 from tokend.service.assembly.assemble import assemble_context_async
 from tokend.service.assembly.assemble_input import AssembleInput
 from tokend.service.compaction.auto_compaction import auto_compact_async
 
 
-async def assemble(ls: TokendServer, params: ContextAssembleParams) -> JsonText | AssembleResult:
+async def assemble(ls: TokendServer, params: ContextAssembleParams) -> JsonBytes | AssembleResult:
     p = params
     ls.watch(p.session_id)
     inp = AssembleInput(

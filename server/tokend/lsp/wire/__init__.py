@@ -4,6 +4,7 @@ shares. This package's own names are the converter's (`from_wire`, `to_wire`, `J
 
 from tokend.lsp.wire.common import (
     MAX_WIRE_INT,
+    JsonBytes,
     JsonText,
     NoParams,
     ProgressToken,
@@ -19,6 +20,7 @@ from tokend.lsp.wire.common import (
 
 __all__ = [
     "MAX_WIRE_INT",
+    "JsonBytes",
     "JsonText",
     "NoParams",
     "ProgressToken",

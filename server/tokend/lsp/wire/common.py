@@ -188,6 +188,18 @@ class JsonText(str):
     it in the reply without building or converting its objects again)."""
 
 
+class JsonBytes:
+    """A result already written as JSON (ASCII, as json.dumps writes it), as pieces of bytes
+    sent one after the other: the reply's frame is one join of them. A big reply written as
+    JsonText was copied four times on its way out (joined, made a JsonText, encoded, framed:
+    2.6 MB each at 10,000 messages, each a fresh mapping of pages)."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces: Iterable[bytes]) -> None:
+        self.pieces = tuple(pieces)
+
+
 # one encoder for every call (json.dumps(x, allow_nan=False) makes a new one each time)
 _ENCODE = json.JSONEncoder(allow_nan=False).encode
 ARRAY_CHUNK = 1000

@@ -219,10 +219,13 @@ def stored_bodies(
     None when a sent part has no stored count: the whole load counts it and saves the count."""
     provider, fmt = model.provider, counter.format
     pruned: int | None = None
+    framing: dict[str, int] = {}  # a role's framing tokens, found once (not once a message)
     out: list[tuple[Message, int]] = []
     for index, message in enumerate(messages):
         role = message.role
-        total = message_overhead(role, provider)
+        total = framing.get(role)
+        if total is None:
+            total = framing[role] = message_overhead(role, provider)
         for sp in message.parts:
             if not part_is_sent(sp.part, role, fmt):
                 continue
