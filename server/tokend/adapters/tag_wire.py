@@ -64,7 +64,8 @@ def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
     (issue 22: a tenth of a worker's CPU outside tree-sitter went to making them, and to
     turning them into lists for the JSON)."""
     definitions, references, imports, words, error = raw
-    p = PackedTags.of_parts(((line, name) for name, line, _text in definitions), references)
+    names = [name for name, _line, _text in definitions]
+    p = PackedTags.of_parts([line for _name, line, _text in definitions], names, references)
     packed = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, imports, words, error)
     return raw_json(raw), packed
 
