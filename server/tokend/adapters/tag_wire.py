@@ -8,12 +8,13 @@ import json
 import pickle
 import struct
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
 
+import numpy as np
 import orjson
 
 from tokend.adapters.tags.parser import Raw
-from tokend.core.repomap.packed import PackedTags
+from tokend.core.repomap.packed import KEY, PackedTags
 from tokend.core.repomap.tags import FileTags, json_fields
 
 _HEADER = struct.Struct("<I")
@@ -55,9 +56,17 @@ def parsed(tags: FileTags) -> Parsed:
 
 
 def packed_fields(tags: FileTags) -> tuple[Any, ...]:
-    """`tags` as a worker sends them beside their text: packed, and what else the graph reads."""
-    p = PackedTags.of(tags)
-    return (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, tags.imports, tags.words, tags.error)
+    """`tags` as a worker sends them beside their text: packed (each array's bytes), and what
+    else the graph reads."""
+    return (*_array_bytes(PackedTags.of(tags)), tags.imports, tags.words, tags.error)
+
+
+def _array_bytes(p: PackedTags) -> tuple[bytes, bytes, bytes, bytes]:
+    """The packed arrays as their bytes (`unpacked` makes them arrays again): a numpy array's
+    pickle and unpickle cost five to ten times its bytes' (issue 22: the kernel's 55,543
+    answers, four arrays each, about 1.5 CPU s, most of it in the daemon's reader)."""
+    arrays = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts)
+    return cast(tuple[bytes, bytes, bytes, bytes], tuple(a.tobytes() for a in arrays))
 
 
 def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
@@ -68,8 +77,7 @@ def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
     definitions, references, imports, words, error = raw
     names = [name for name, _line, _text in definitions]
     p = PackedTags.of_parts([line for _name, line, _text in definitions], names, references)
-    packed = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, imports, words, error)
-    return raw_json(raw), packed
+    return raw_json(raw), (*_array_bytes(p), imports, words, error)
 
 
 def raw_json(raw: Raw) -> str:
@@ -90,7 +98,9 @@ def raw_json(raw: Raw) -> str:
 def unpacked(sent: tuple[Any, ...]) -> tuple[FileTags, PackedTags]:
     def_keys, def_lines, ref_keys, ref_counts, imports, words, error = sent
     light = FileTags(error=error, imports=tuple(imports), words=words)
-    return light, PackedTags(def_keys, def_lines, ref_keys, ref_counts)
+    keys, lines = np.frombuffer(def_keys, KEY), np.frombuffer(def_lines, np.int32)
+    refs, counts = np.frombuffer(ref_keys, KEY), np.frombuffer(ref_counts, np.int32)
+    return light, PackedTags(keys, lines, refs, counts)
 
 
 def batches(work: Sequence[tuple[str, str, bytes]], workers: int) -> list[list[int]]:
