@@ -107,7 +107,7 @@ ODD_PIECE = st.sampled_from([*"aAbBzZ_09 \0\n-é", "ABc", "Ab", "AB", "abc", "AB
 ODD_NAME = st.lists(ODD_PIECE, max_size=8).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(ODD_NAME, max_size=12), st.dictionaries(ODD_NAME, st.integers(1, 9), max_size=8))
 def test_names_of_every_kind_of_word_and_separator_pack_as_the_keys_are_defined(
     names: list[str], references: dict[str, int]

@@ -23,14 +23,13 @@ from numpy.typing import NDArray
 
 SUB_WORD_PATTERN = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
 _SUB_WORD = re.compile(SUB_WORD_PATTERN)
-# The same words in the same places, those of 3 characters or more (and "\0") in its group, the
-# others found but given as "": its own first is the first's (`[A-Z]+(?![a-z])`), cut at 3; then
-# the second's (`[A-Z]?[a-z]+`) cut at 3, tried before the first's short ones, which can match
-# only where the second cannot (an upper case letter followed by another, or by no letter).
-_LONG_WORDS = re.compile(
-    r"([A-Z]{3,}(?![a-z])|[A-Z][a-z]{2,}|[a-z]{3,}|[0-9]{3,}|\0)"
-    r"|[A-Z]{1,2}(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
-)
+# SUB_WORD_PATTERN's words of 3 characters or more (and "\0"), found by a search for those alone:
+# each of its three kinds of word cut at 3 (a run of capitals not followed by a lower case
+# letter; a capital and two lower case letters or more; three lower case letters or more; three
+# digits or more). A search never starts one inside a word of SUB_WORD_PATTERN's: a word of 3 or
+# more is matched from its first character, and the characters after a shorter one's first are
+# fewer still, of the same run.
+_LONG_WORDS = re.compile(r"[A-Z]{3,}(?![a-z])|[A-Z][a-z]{2,}|[a-z]{3,}|[0-9]{3,}|\0")
 _BITS = (1 << 64) - 1
 WORD_KEYS_KEPT = 1 << 15  # words whose keys are remembered (a tree's words recur: issue 22)
 _word_keys: dict[str, int] = {}
@@ -120,7 +119,7 @@ def _spaced_words(names: list[str]) -> list[str]:
     "parseHTTPConfig" -> " parse http config "): the pattern run once over all the names."""
     joined = "\0".join(names)
     if names and joined.count("\0") == len(names) - 1:
-        found = " ".join(filter(None, _LONG_WORDS.findall(joined))).lower()
+        found = " ".join(_LONG_WORDS.findall(joined)).lower()
         return f" {found} ".split("\0")
     return [f" {' '.join(sub_words(name))} " if name else " " for name in names]
 
