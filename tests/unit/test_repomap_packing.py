@@ -101,3 +101,37 @@ def test_each_distinct_name_and_word_is_digested_once(monkeypatch):
     counting.calls = 0
     PackedTags.of(_register_header(1, 200))
     assert counting.calls == 400 + 2
+
+
+ODD_PIECE = st.sampled_from([*"aAbBzZ_09 \0\n-é", "ABc", "Ab", "AB", "abc", "ABC", "a1", "123"])
+ODD_NAME = st.lists(ODD_PIECE, max_size=8).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(ODD_NAME, max_size=12), st.dictionaries(ODD_NAME, st.integers(1, 9), max_size=8))
+def test_names_of_every_kind_of_word_and_separator_pack_as_the_keys_are_defined(
+    names: list[str], references: dict[str, int]
+):
+    """Words of 1 to 3 letters in every case next to each other, digits, names holding the
+    separators a file's names could be joined by ("\\0", "\\n", " "), names without a word."""
+    defs = tuple(Definition(n, i % 5, "") for i, n in enumerate(names) if n)
+    tags = FileTags(defs, {n: c for n, c in references.items() if n})
+    assert _packed(tags) == _expected(tags)
+
+
+def test_a_files_names_are_not_split_into_words_one_by_one(monkeypatch):
+    """A register header's 400 names and 3 references split into words together: `sub_words`
+    is called only for the 4 words keyed the first time (main: once for each of the 402
+    distinct names, then for each new word: 406)."""
+    calls = []
+    split = repomap_keys.sub_words
+
+    def counted(name: str) -> list[str]:
+        calls.append(name)
+        return split(name)
+
+    monkeypatch.setattr(repomap_keys, "sub_words", counted)
+    monkeypatch.setattr(repomap_keys, "_word_keys", {}, raising=False)
+    tags = _register_header(0, 200)
+    assert _packed(tags) == _expected(tags)
+    assert sorted(calls) == ["cntl", "enable", "mask", "shift"]

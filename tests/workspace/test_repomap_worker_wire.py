@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from tokend.adapters import tag_workers
-from tokend.adapters.tag_wire import packed_fields, recv, send, tags_json
+from tokend.adapters.tag_wire import packed_fields, recv, send, tags_json, unpacked
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags import parser as tag_parser
+from tokend.core.repomap.packed import PackedTags
 from tokend.core.repomap.tags import FileTags
 
 SOURCE = Path(__file__).resolve().parents[2] / "server" / "tokend" / "core" / "repomap"
@@ -86,3 +87,31 @@ def test_a_worker_sends_what_the_filetags_path_gives(monkeypatch: pytest.MonkeyP
             else:
                 assert sent == expected
     assert defined > 100 and parser.tags("cobol", b"x").error
+
+
+def test_a_workers_answers_hold_no_numpy_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each answer's packed arrays travel as their bytes (a numpy array's pickle names
+    numpy's reconstructor and costs five to ten times its bytes'; main: four arrays an
+    answer), and the daemon's side makes the same arrays again (dtype, values) as PackedTags.of
+    of the FileTags path."""
+    batch = _work()
+    sent, answers = io.BytesIO(), io.BytesIO()
+    send(sent, batch)
+    with monkeypatch.context() as patched:
+        patched.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(sent.getvalue())))
+        patched.setattr(sys, "stdout", SimpleNamespace(buffer=answers))
+        patched.setattr(sys, "argv", ["tag_workers"])
+        patched.setattr(tag_workers.os, "nice", lambda _n: 0)
+        patched.setattr(tag_workers, "_watch_parent", lambda _pid: None)
+        tag_workers.main()
+    answers.seek(0)
+    parser = TagParser()
+    for _ in batch:
+        index, _text, packed, _retiring = recv(answers)
+        assert [type(field) for field in packed[:4]] == [bytes] * 4
+        _light, got = unpacked(packed)
+        _index, language, source = batch[index]
+        want = PackedTags.of(parser.tags(language, source))
+        for name in ("def_keys", "def_lines", "ref_keys", "ref_counts"):
+            a, b = getattr(got, name), getattr(want, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b)

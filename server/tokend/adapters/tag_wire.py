@@ -8,10 +8,13 @@ import json
 import pickle
 import struct
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO, Any, cast
+
+import numpy as np
+import orjson
 
 from tokend.adapters.tags.parser import Raw
-from tokend.core.repomap.packed import PackedTags
+from tokend.core.repomap.packed import KEY, PackedTags
 from tokend.core.repomap.tags import FileTags, json_fields
 
 _HEADER = struct.Struct("<I")
@@ -53,9 +56,17 @@ def parsed(tags: FileTags) -> Parsed:
 
 
 def packed_fields(tags: FileTags) -> tuple[Any, ...]:
-    """`tags` as a worker sends them beside their text: packed, and what else the graph reads."""
-    p = PackedTags.of(tags)
-    return (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, tags.imports, tags.words, tags.error)
+    """`tags` as a worker sends them beside their text: packed (each array's bytes), and what
+    else the graph reads."""
+    return (*_array_bytes(PackedTags.of(tags)), tags.imports, tags.words, tags.error)
+
+
+def _array_bytes(p: PackedTags) -> tuple[bytes, bytes, bytes, bytes]:
+    """The packed arrays as their bytes (`unpacked` makes them arrays again): a numpy array's
+    pickle and unpickle cost five to ten times its bytes' (issue 22: the kernel's 55,543
+    answers, four arrays each, about 1.5 CPU s, most of it in the daemon's reader)."""
+    arrays = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts)
+    return cast(tuple[bytes, bytes, bytes, bytes], tuple(a.tobytes() for a in arrays))
 
 
 def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
@@ -64,22 +75,32 @@ def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
     (issue 22: a tenth of a worker's CPU outside tree-sitter went to making them, and to
     turning them into lists for the JSON)."""
     definitions, references, imports, words, error = raw
-    p = PackedTags.of_parts(((line, name) for name, line, _text in definitions), references)
-    packed = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, imports, words, error)
-    return raw_json(raw), packed
+    names = [name for name, _line, _text in definitions]
+    p = PackedTags.of_parts([line for _name, line, _text in definitions], names, references)
+    return raw_json(raw), (*_array_bytes(p), imports, words, error)
 
 
 def raw_json(raw: Raw) -> str:
-    """`tags_json` of tags as plain values: the same text."""
-    definitions, references, imports, words, error = raw
-    return json.dumps(json_fields(definitions, references, imports, words, error),
-                      separators=(",", ":"))  # fmt: skip
+    """`tags_json` of tags as plain values: the same text, made by orjson, a compiled encoder
+    (issue 22: the standard library's took 1.6 CPU s of the kernel's tags, orjson 0.2), where
+    its text is the standard library's: all ASCII but DEL, which json escapes and orjson does
+    not, as it does not escape any character past ASCII; else by the standard library."""
+    fields = json_fields(*raw)
+    try:
+        text = orjson.dumps(fields)
+    except TypeError:  # a lone surrogate, an integer over 64 bits
+        text = b"\x7f"
+    if text.isascii() and b"\x7f" not in text:
+        return text.decode("ascii")
+    return json.dumps(fields, separators=(",", ":"))
 
 
 def unpacked(sent: tuple[Any, ...]) -> tuple[FileTags, PackedTags]:
     def_keys, def_lines, ref_keys, ref_counts, imports, words, error = sent
     light = FileTags(error=error, imports=tuple(imports), words=words)
-    return light, PackedTags(def_keys, def_lines, ref_keys, ref_counts)
+    keys, lines = np.frombuffer(def_keys, KEY), np.frombuffer(def_lines, np.int32)
+    refs, counts = np.frombuffer(ref_keys, KEY), np.frombuffer(ref_counts, np.int32)
+    return light, PackedTags(keys, lines, refs, counts)
 
 
 def batches(work: Sequence[tuple[str, str, bytes]], workers: int) -> list[list[int]]:

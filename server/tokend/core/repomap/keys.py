@@ -13,10 +13,24 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
+from typing import cast
+
+import numpy as np
+from numpy.typing import NDArray
 
 SUB_WORD_PATTERN = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
 _SUB_WORD = re.compile(SUB_WORD_PATTERN)
+# SUB_WORD_PATTERN's words of 3 characters or more (and "\0"), found by a search for those alone:
+# each of its three kinds of word cut at 3 (a run of capitals not followed by a lower case
+# letter; a capital and two lower case letters or more; three lower case letters or more; three
+# digits or more). A search never starts one inside a word of SUB_WORD_PATTERN's: a word of 3 or
+# more is matched from its first character, and the characters after a shorter one's first are
+# fewer still, of the same run.
+_LONG_WORDS = re.compile(r"[A-Z]{3,}(?![a-z])|[A-Z][a-z]{2,}|[a-z]{3,}|[0-9]{3,}|\0")
+_BITS = (1 << 64) - 1
 WORD_KEYS_KEPT = 1 << 15  # words whose keys are remembered (a tree's words recur: issue 22)
 _word_keys: dict[str, int] = {}
 
@@ -68,30 +82,51 @@ def word_key(word: str) -> int:
 
 
 def packed_keys(
-    definitions: Iterable[tuple[int, str]], references: Mapping[str, int]
-) -> tuple[list[int], list[int], dict[int, int]]:
-    """A file's definitions' lines and keys (in their order), and the count of each key among
-    its references and the words of its definitions' names: each distinct name and word keyed
-    once (the kernel's macros repeat their words: 952,084 words in 1,500 files, 22,359
-    distinct)."""
-    known: dict[str, tuple[int, list[str]]] = {}  # name -> its key, its words
-    said: dict[str, int] = {}
-    lines, keys = [], []
-    for line, name in definitions:
-        found = known.get(name)
-        if found is None:
-            words = sub_words(name)
-            found = known[name] = (name_key(name, len(words)), words)
-        lines.append(line)
-        keys.append(found[0])
-        for word in found[1]:
-            said[word] = said.get(word, 0) + 1
-    refs: dict[int, int] = {}
-    for name, count in references.items():
-        found = known.get(name)
-        key = name_key(name) if found is None else found[0]
-        refs[key] = refs.get(key, 0) + int(count)
-    for word, count in said.items():
-        key = word_key(word)
-        refs[key] = refs.get(key, 0) + count
-    return lines, keys, refs
+    names: Sequence[str], references: Mapping[str, int]
+) -> tuple[NDArray[np.uint64], dict[int, int]]:
+    """The keys of a file's definitions' `names` (in their order), and the count of each key
+    among its `references` and the words of its definitions' names. Each distinct name and
+    word is keyed once (the kernel's macros repeat their words: 952,084 words in 1,500 files,
+    22,359 distinct), and a file's names are split into words by one pass of the pattern over
+    them all, counted and keyed by calls on whole lists (issue 22: the per-name calls were most
+    of a tag worker's packing, 16% of its CPU on the kernel)."""
+    distinct = list(dict.fromkeys(chain(names, references)))
+    spaced = _spaced_words(distinct)
+    blake2b = hashlib.blake2b
+    raw = b"".join([blake2b(n.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+                    for n in distinct])  # fmt: skip
+    count = len(distinct)
+    compound = np.fromiter(map(str.count, spaced, repeat(" ")), np.int64, count) > 2
+    under = np.fromiter(map(str.startswith, distinct, repeat("_")), bool, count)
+    keys = np.frombuffer(raw, "<u8") & np.uint64(~3 & _BITS) | compound.astype(np.uint64) << 1
+    key_of = dict(zip(distinct, (keys | under).tolist(), strict=True))
+    def_keys = np.fromiter(map(key_of.__getitem__, names), np.uint64, len(names))
+    of_name = dict(zip(distinct, spaced, strict=True))
+    said = Counter(" ".join(map(of_name.__getitem__, names)).split())
+    ref_keys = list(map(key_of.__getitem__, references))
+    ref_keys += _word_keys_of(list(said))
+    counts = [*references.values(), *said.values()]
+    refs = dict(zip(ref_keys, counts, strict=True))
+    if len(refs) < len(ref_keys):  # two keys alike: their counts summed
+        refs = {}
+        for key, n in zip(ref_keys, counts, strict=True):
+            refs[key] = refs.get(key, 0) + n
+    return def_keys, refs
+
+
+def _spaced_words(names: list[str]) -> list[str]:
+    """Each name's words (`sub_words`) as one string, each word between spaces ("" -> " ",
+    "parseHTTPConfig" -> " parse http config "): the pattern run once over all the names."""
+    joined = "\0".join(names)
+    if names and joined.count("\0") == len(names) - 1:
+        found = " ".join(_LONG_WORDS.findall(joined)).lower()
+        return f" {found} ".split("\0")
+    return [f" {' '.join(sub_words(name))} " if name else " " for name in names]
+
+
+def _word_keys_of(words: list[str]) -> list[int]:
+    """`word_key` of each of `words`, those remembered looked up in one call."""
+    keys = list(map(_word_keys.get, words))
+    if None in keys:
+        return [word_key(w) if k is None else k for w, k in zip(words, keys, strict=True)]
+    return cast(list[int], keys)

@@ -3,7 +3,7 @@ takes them in: names as keys (core.repomap.keys), definitions by (line, key)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,16 +29,17 @@ class PackedTags:
         """The references include the words of the definitions' names (`word_key`), which no
         file defines: they carry no edge, only the words BM25 matches a task's text with (what
         the file says is kept apart: core.repomap.words)."""
-        return cls.of_parts(((d.line, d.name) for d in tags.definitions), tags.references)
+        defs = tags.definitions
+        return cls.of_parts([d.line for d in defs], [d.name for d in defs], tags.references)
 
     @classmethod
     def of_parts(
-        cls, definitions: Iterable[tuple[int, str]], references: Mapping[str, int]
+        cls, lines: Sequence[int], names: Sequence[str], references: Mapping[str, int]
     ) -> PackedTags:
-        """`of` a file's definitions' (line, name) and its references (a tag worker's, which
-        makes no FileTags)."""
-        lines, keys, refs = packed_keys(definitions, references)
-        def_lines, def_keys = np.array(lines, dtype=np.int32), np.array(keys, dtype=KEY)
+        """`of` a file's definitions' lines and names and its references (a tag worker's,
+        which makes no FileTags)."""
+        def_keys, refs = packed_keys(names, references)
+        def_lines = np.array(lines, dtype=np.int32)
         order = np.lexsort((def_keys, def_lines))  # by (line, key), each pair once
         def_lines, def_keys = def_lines[order], def_keys[order]
         fresh = np.ones(len(order), dtype=bool)
