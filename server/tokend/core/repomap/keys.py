@@ -16,10 +16,12 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import chain, repeat
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:  # numpy is imported by packed_keys alone: a word worker imports this module
+    # for its words (core.repomap.text, .tags) and must not load numpy (adapters.word_workers)
+    import numpy as np
+    from numpy.typing import NDArray
 
 SUB_WORD_PATTERN = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
 _SUB_WORD = re.compile(SUB_WORD_PATTERN)
@@ -90,6 +92,8 @@ def packed_keys(
     22,359 distinct), and a file's names are split into words by one pass of the pattern over
     them all, counted and keyed by calls on whole lists (issue 22: the per-name calls were most
     of a tag worker's packing, 16% of its CPU on the kernel)."""
+    import numpy as np  # (here: see the imports)
+
     distinct = list(dict.fromkeys(chain(names, references)))
     spaced = _spaced_words(distinct)
     blake2b = hashlib.blake2b
