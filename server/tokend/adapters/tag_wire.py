@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import struct
 from collections.abc import Sequence
 from typing import IO, Any, cast
 
@@ -14,19 +13,14 @@ import numpy as np
 import orjson
 
 from tokend.adapters.tags.parser import Raw
+from tokend.adapters.worker_pipe import HEADER
+from tokend.adapters.worker_pipe import send as send  # the frames both sides write
 from tokend.core.repomap.packed import KEY, PackedTags
 from tokend.core.repomap.tags import FileTags, json_fields
 
-_HEADER = struct.Struct("<I")
 BATCH_FILES = 16  # a batch sent to a worker: at most this many files ...
 BATCH_BYTES = 1 << 20  # ... and bytes, but for one file
 Parsed = tuple[str, FileTags, PackedTags]  # the JSON text, the tags but for their names, packed
-
-
-def send(stream: IO[bytes], value: Any) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
-    stream.flush()
 
 
 def read_exact(stream: IO[bytes], size: int) -> bytes:
@@ -42,7 +36,7 @@ def read_exact(stream: IO[bytes], size: int) -> bytes:
 
 
 def recv(stream: IO[bytes]) -> Any:
-    (size,) = _HEADER.unpack(read_exact(stream, _HEADER.size))
+    (size,) = HEADER.unpack(read_exact(stream, HEADER.size))
     return pickle.loads(read_exact(stream, size))
 
 

@@ -11,22 +11,22 @@ import struct
 import time
 from typing import IO, Any
 
-_HEADER = struct.Struct("<I")  # adapters.tag_wire's
+HEADER = struct.Struct("<I")  # a frame's length (adapters.tag_wire reads it on the daemon's side)
 _PARENT_POLL_S = 0.5
 
 
 def send(stream: IO[bytes], value: Any) -> None:
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
+    stream.write(HEADER.pack(len(data)) + data)
     stream.flush()
 
 
 def recv(stream: IO[bytes]) -> Any:
     """The next frame of a buffered stream (a worker's stdin); EOFError at its end."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
         raise EOFError("the stream ended")
-    (size,) = _HEADER.unpack(header)
+    (size,) = HEADER.unpack(header)
     data = stream.read(size)
     if len(data) < size:
         raise EOFError("the stream ended")
