@@ -6,13 +6,13 @@ a task's words often leads unless the compound the task names counts."""
 
 from __future__ import annotations
 
-import math
 import zlib
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.test_repomap_said import bm25_by_hand
 from tokend.core.repomap.fusion import TEXT_FUSION
 from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.rank import Signals
@@ -27,22 +27,6 @@ POOL = WORDS + SNAKE + [c.lower() for c in CAMEL]
 
 def _id(word: str) -> int:
     return zlib.crc32(word.encode("ascii"))
-
-
-def _bm25_by_hand(files: list[dict[str, int]], asked: set[str]) -> list[float]:
-    n = len(files)
-    df = {w: sum(1 for f in files if w in f) for w in asked}
-    lengths = [sum(min(c, 255) for c in f.values()) for f in files]
-    mean = max(sum(lengths) / n, 1.0)
-    out = []
-    for f, length in zip(files, lengths, strict=True):
-        norm = 1.2 * (1 - 0.75 + 0.75 * length / mean)
-        score = 0.0
-        for w in sorted(asked & set(f)):
-            tf = min(f[w], 255)
-            score += math.log1p((n - df[w] + 0.5) / (df[w] + 0.5)) * tf * 2.2 / (tf + norm)
-        out.append(score)
-    return out
 
 
 @settings(max_examples=60, deadline=None)
@@ -69,12 +53,12 @@ def test_compounds_is_bm25_of_the_texts_compounds_alone(
     text = " ".join(["Fix", *words, "in", *snake, "and", *camel, "."])
     got = said_signals(graph.words, len(said), Signals(), TEXT_FUSION, [], text)["compounds"]
     compounds = set(snake) | {c.lower() for c in camel}  # single words ask nothing
-    assert np.allclose(got, _bm25_by_hand(said, compounds))
+    assert np.allclose(got, bm25_by_hand(said, compounds))
     asked = {w.lower() for w in [*words, *snake, *camel]}  # `said` of the same pass: the text's
     asked |= {p for w in snake for p in w.split("_")}  # words, their parts and compounds
     asked |= {p for c in camel for p in (c[:5], c[5:].lower())}  # (each of POOL's is 5 long)
     alone = said_signals(graph.words, len(said), Signals(), TEXT_FUSION, [], text)["said"]
-    assert np.allclose(alone, _bm25_by_hand(said, asked | {"fix"}))
+    assert np.allclose(alone, bm25_by_hand(said, asked | {"fix"}))
 
 
 def _tree() -> dict[str, FileTags]:

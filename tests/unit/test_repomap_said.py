@@ -6,6 +6,8 @@ graph's, for any files and focus."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from hypothesis import example, given, settings
@@ -23,12 +25,19 @@ POOL = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(150)]  # more t
 def _by_hand(
     files: list[dict[int, int]], asked: set[int], focus: bool, text: frozenset[int] = frozenset()
 ) -> list[float]:
-    n = len(files)
     asked = asked | text
     df = {w: sum(1 for f in files if w in f) for w in asked}
     if focus:
         shared = sorted((df[w], w) for w in asked if df[w] >= 2 and w not in text)
         asked = {w for _, w in shared[:RARE]} | text
+    return bm25_by_hand(files, asked)
+
+
+def bm25_by_hand(files: Sequence[Mapping[Any, int]], asked: set[Any]) -> list[float]:
+    """Each file's BM25 (K1 1.2, B 0.75, a count capped at 255) against the words `asked`,
+    from the files' word counts alone (tests/unit/test_repomap_compounds.py's too)."""
+    n = len(files)
+    df = {w: sum(1 for f in files if w in f) for w in asked}
     lengths = [sum(min(c, 255) for c in f.values()) for f in files]
     mean = max(sum(lengths) / n, 1.0)
     out = []
