@@ -35,7 +35,7 @@ from typing import Any
 
 from bench.baseline import baseline_tree
 from bench.daemon import _env, _Processes, _rss_mib
-from bench.kernel import BUDGET, MODEL, _Session, connect, kernel_tree
+from bench.kernel import BUDGET, MODEL, _Session, connect, kernel_tree, warm_page_cache
 from bench.scale_tree import family_rss_parts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,22 +64,6 @@ def family_cpu_s(pid: int) -> float:
         except OSError:
             continue  # ended meanwhile (and waited for: in the daemon's cutime)
     return total
-
-
-def warm_page_cache(tree: Path) -> float:
-    """Read every file of the tree once (the walk reads each file's first bytes, the tags the
-    sources'), so that the daemon run first does not find a colder cache than the next; the
-    seconds it took."""
-    started = time.perf_counter()
-    for folder, _dirs, names in os.walk(tree):
-        for name in names:
-            try:
-                with open(os.path.join(folder, name), "rb") as f:
-                    while f.read(1 << 20):
-                        pass
-            except OSError:
-                continue
-    return time.perf_counter() - started
 
 
 def first_map(server: Path, tree: Path) -> dict[str, Any]:

@@ -23,40 +23,18 @@ import os
 import pickle
 import statistics
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench import repomap_eval_data as data
-from bench.repomap_eval import _jobs
 from bench.repomap_fit_file import Candidate, Prepared, file_cases, mean_recall, paths_of
-from bench.repomap_refit import MAIN, tuning_groups
+from bench.repomap_refit import MAIN, index_of, tuning_groups
 
 Array = Any
 MANIFESTS = frozenset({"pyproject.toml", "setup.py", "setup.cfg", "package.json", "go.mod",
                        "Cargo.toml"})  # fmt: skip
 Change = Callable[[dict[str, Array], dict[str, Any]], None]
-
-
-def index_of(repo: str) -> tuple[Any, list[dict[str, Any]]]:
-    """The repository's graph at its pin (its tags from the fit's cache) and bench.repomap_eval's
-    jobs on it."""
-    from tokend.adapters import blas
-    from tokend.adapters.file_index import walk
-    from tokend.adapters.ignore_rules import IgnoreRules
-    from tokend.adapters.workspace_cache import WorkspaceCache
-    from tokend.service.app_workspaces import index_ports
-    from tokend.service.workspace.index import WorkspaceIndex
-
-    blas.single_threaded()
-    tree = data.tree(repo)
-    cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
-    index.build()
-    walked = [e.path for e in walk(tree, IgnoreRules(tree)) if not e.skipped]
-    files = sorted(f for f in walked if data._is_source(f))
-    return index.tags._graph, _jobs(tree, data.queries(repo, set(files)), files)
 
 
 def file_stats(repo: str) -> dict[str, Any]:

@@ -18,9 +18,11 @@ import os
 import pickle
 import statistics
 import sys
+from pathlib import Path
 from typing import Any
 
 from bench import repomap_eval_data as data
+from bench.repomap_eval import _jobs
 from bench.repomap_fit_file import (
     STEPS,
     Candidate,
@@ -61,7 +63,6 @@ def with_compounds(repo: str, cases: list[Any]) -> list[Any]:
         return cases
     kept = data.OUT / f"fitcompounds-{repo.replace('/', '+')}-{data.REPOS[repo][0][:12]}.pkl"
     if not kept.exists():
-        from bench.repomap_priors import index_of
         from tokend.core.repomap.said import compound_ids, said_scores
 
         graph, jobs = index_of(repo)
@@ -75,6 +76,26 @@ def with_compounds(repo: str, cases: list[Any]) -> list[Any]:
     for (scores, _, _), array in zip(cases, arrays, strict=True):
         scores["compounds"] = array
     return cases
+
+
+def index_of(repo: str) -> tuple[Any, list[dict[str, Any]]]:
+    """The repository's graph at its pin (its tags from the fit's cache) and bench.repomap_eval's
+    jobs on it."""
+    from tokend.adapters import blas
+    from tokend.adapters.file_index import walk
+    from tokend.adapters.ignore_rules import IgnoreRules
+    from tokend.adapters.workspace_cache import WorkspaceCache
+    from tokend.service.app_workspaces import index_ports
+    from tokend.service.workspace.index import WorkspaceIndex
+
+    blas.single_threaded()
+    tree = data.tree(repo)
+    cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
+    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
+    index.build()
+    walked = [e.path for e in walk(tree, IgnoreRules(tree)) if not e.skipped]
+    files = sorted(f for f in walked if data._is_source(f))
+    return index.tags._graph, _jobs(tree, data.queries(repo, set(files)), files)
 
 
 def tuning_groups() -> list[list[str]]:
