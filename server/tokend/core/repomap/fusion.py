@@ -81,5 +81,6 @@ def fused(scores: dict[str, Array], n: int, fusion: Fusion = FILE_FUSION) -> Arr
             total += np.where(score > 0, weight / (fusion.k + ranks(score)), 0.0)
         lift, top = fusion.scaled.get(name, 0.0), float(score.max()) if n else 0.0
         if lift and top > 0:
-            total += lift * np.maximum(score, 0.0) / top
+            total += lift * (np.maximum(score, 0.0) / top)  # (the best's own share is 1 exactly:
+            # lift * score first loses a subnormal score's digits, and the best less than 1)
     return total
