@@ -18,6 +18,7 @@ from typing import Any
 
 from pygls.lsp.server import LanguageServer
 
+from tests.lsp.test_protocol import Frames
 from tokend.core.assembly.assemble import AssemblyRequest, assemble
 from tokend.core.assembly.render_cache import RenderCache
 from tokend.core.types import Message, StoredPart, TextPart
@@ -26,17 +27,6 @@ from tokend.lsp.protocol import TokendProtocol, shared_converter
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 TURNS = 2_000
-
-
-class _Frames:
-    def __init__(self) -> None:
-        self.sent: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        self.sent.append(data)
-
-    def close(self) -> None:
-        pass
 
 
 def _history() -> tuple[Message, ...]:
@@ -80,7 +70,7 @@ def test_a_warm_reply_is_copied_once_on_its_way_out() -> None:
     def reply(ls: LanguageServer, params: Any) -> Any:
         return assemble_text(assembly, cache)
 
-    frames = _Frames()
+    frames = Frames()
     server.protocol.set_writer(frames, include_headers=True)
     server.protocol.initialize_seen = True
     request = {"jsonrpc": "2.0", "id": 7, "method": "test/assemble", "params": {}}

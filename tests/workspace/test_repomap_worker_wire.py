@@ -95,19 +95,8 @@ def test_a_workers_answers_hold_no_numpy_array(monkeypatch: pytest.MonkeyPatch) 
     answer), and the daemon's side makes the same arrays again (dtype, values) as PackedTags.of
     of the FileTags path."""
     batch = _work()
-    sent, answers = io.BytesIO(), io.BytesIO()
-    send(sent, batch)
-    with monkeypatch.context() as patched:
-        patched.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(sent.getvalue())))
-        patched.setattr(sys, "stdout", SimpleNamespace(buffer=answers))
-        patched.setattr(sys, "argv", ["tag_workers"])
-        patched.setattr(tag_workers.os, "nice", lambda _n: 0)
-        patched.setattr(tag_workers, "_watch_parent", lambda _pid: None)
-        tag_workers.main()
-    answers.seek(0)
     parser = TagParser()
-    for _ in batch:
-        index, _text, packed, _retiring = recv(answers)
+    for index, (_text, packed) in _run_worker(batch, monkeypatch).items():
         assert [type(field) for field in packed[:4]] == [bytes] * 4
         _light, got = unpacked(packed)
         _index, language, source = batch[index]
