@@ -12,6 +12,7 @@ import math
 import pytest
 
 from tokend.lsp.file_figures import figure_json
+from tokend.lsp.wire import common as wire_common
 from tokend.lsp.wire import json_array
 from tokend.lsp.wire.common import ARRAY_CHUNK
 from tokend.service.workspace.figures import FileFigure
@@ -54,21 +55,22 @@ def test_the_array_is_the_standard_encoding_of_every_figure(count: int) -> None:
 
 
 def test_the_encoder_runs_once_a_chunk_not_once_a_figure(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Counted, not timed: each call of JSONEncoder.iterencode is one pass of the encoder
-    (json.dumps(item, allow_nan=False) also built a new encoder for every item)."""
+    """Counted, not timed: each chunk is one call of the encoder made once
+    (core/json_text.small_dumps), and no JSONEncoder is built for a figure (json.dumps(item,
+    allow_nan=False) built a new encoder for every item)."""
     calls = {"encoders": 0, "passes": 0}
-    original_init, original_pass = json.JSONEncoder.__init__, json.JSONEncoder.iterencode
+    original_init, original_pass = json.JSONEncoder.__init__, wire_common.small_dumps
 
     def counted_init(self: json.JSONEncoder, *args: object, **kwargs: object) -> None:
         calls["encoders"] += 1
         original_init(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    def counted_pass(self: json.JSONEncoder, o: object, _one_shot: bool = False) -> object:
+    def counted_pass(value: object) -> str:
         calls["passes"] += 1
-        return original_pass(self, o, _one_shot)
+        return original_pass(value)
 
     monkeypatch.setattr(json.JSONEncoder, "__init__", counted_init)
-    monkeypatch.setattr(json.JSONEncoder, "iterencode", counted_pass)
+    monkeypatch.setattr(wire_common, "small_dumps", counted_pass)
     count = 5 * ARRAY_CHUNK + 1
     figures = [figure_json(f) for f in _figures(count)]
     json_array(figures)

@@ -11,7 +11,6 @@ precise message.
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import typing
 from collections.abc import Iterable
@@ -23,6 +22,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from tokend.core.errors import InvalidParams
 from tokend.core.excerpt import excerpt
+from tokend.core.json_text import small_dumps
 from tokend.lsp.strict import WireValueError, forget_frames, format_error, join_problems
 from tokend.lsp.strict import json_type as _json_type
 from tokend.lsp.structure_hooks import strict_sequences
@@ -200,8 +200,6 @@ class JsonBytes:
         self.pieces = tuple(pieces)
 
 
-# one encoder for every call (json.dumps(x, allow_nan=False) makes a new one each time)
-_ENCODE = json.JSONEncoder(allow_nan=False).encode
 ARRAY_CHUNK = 1000
 
 
@@ -212,7 +210,7 @@ def json_array(items: Iterable[Any]) -> JsonText:
     time of one each). The same text as json.dumps of the whole list."""
     chunks, each = [], iter(items)
     while chunk := list(itertools.islice(each, ARRAY_CHUNK)):
-        chunks.append(_ENCODE(chunk)[1:-1])
+        chunks.append(small_dumps(chunk)[1:-1])
     return JsonText("[" + ", ".join(chunks) + "]")
 
 
