@@ -243,13 +243,23 @@ async def test_every_workspace_folder_is_served(editor: Editor, tmp_path):
     assert await _dirty_figure(editor, c, "extra.py") == {"dirty": True, "bytes": len(buffer)}
 
 
+async def _until_kind(editor: Editor, kind: str, limit: float) -> None:
+    """Waits until a progress event of `kind` has arrived (a condition, not a fixed sleep: a
+    loaded machine sent the build's `end` more than half a second after the reply)."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while not any(k == kind for k, _ in editor.events):
+        assert asyncio.get_running_loop().time() < deadline, editor.events
+        await asyncio.sleep(0.02)
+
+
 async def test_index_progress_waits_for_the_token_and_one_token_per_build(editor, tmp_path):
     folder = _folder(tmp_path, "progress", {f"m{i}.py": f"x = {i}\n" for i in range(50)})
     await editor.initialize()  # no folder: the first fileTokens starts the build
     uri = folder.as_uri()
     await editor.request("workspace/fileTokens", {"workspaceUri": uri})
     await editor.request("workspace/fileTokens", {"workspaceUri": uri})
-    await asyncio.sleep(0.5)  # anything late would arrive by now
+    await _until_kind(editor, "end", 30.0)  # the build's end may follow its reply under load
+    await asyncio.sleep(0.5)  # a second token, were one made, would arrive by now
     creates = [token for kind, token in editor.events if kind == "create"]
     assert len(creates) == 1, editor.events
     [token] = creates
