@@ -62,11 +62,16 @@ REPOS: dict[str, tuple[str, str]] = {
     "networkx/networkx": ("cfc6b79fc53f583aa15a79b2187ae30bd4f480ed", "tuning (was held-out)"),
     "mikro-orm/mikro-orm": ("a6b9730585e467720b90390a1de706e0f4b8726c", "tuning (was held-out)"),
     "minio/minio": ("7aac2a2c5b7c882e68c1ce017d8256be2feea27f", "tuning (was held-out)"),
-    # held out from issue 24's twelfth pass on: chosen 2026-11-27 15:58 UTC before any run on
+    # held out in issue 24's twelfth pass (chosen 2026-11-27 15:58 UTC, measured once then):
+    # tuning from the thirteenth pass on
+    "conan-io/conan": ("814cbf12cc56cbc4a87405b5945a4f16968f9555", "tuning (was held-out)"),
+    "vitest-dev/vitest": ("c3ba16b35847d27fb9f01f38cdcb047c77e121f8", "tuning (was held-out)"),
+    "grpc/grpc-go": ("4793ad0474669eafbd5346c8a3d098fdfa542498", "tuning (was held-out)"),
+    # held out from issue 24's thirteenth pass on: chosen 2026-11-27 19:07 UTC before any run on
     # them, pinned to their snapshots' heads, measured once with the weights frozen
-    "conan-io/conan": ("814cbf12cc56cbc4a87405b5945a4f16968f9555", "held-out (new)"),
-    "vitest-dev/vitest": ("c3ba16b35847d27fb9f01f38cdcb047c77e121f8", "held-out (new)"),
-    "grpc/grpc-go": ("4793ad0474669eafbd5346c8a3d098fdfa542498", "held-out (new)"),
+    "twisted/twisted": ("64661601a1e492a9448ac1011deb9cd9467a9e30", "held-out (new)"),
+    "prisma/prisma": ("9b75b95503c2f8fdfc75319e5b158912e11aae81", "held-out (new)"),
+    "tailscale/tailscale": ("de9ec7ee25627e0e518f53c710a3fc3d947c86c1", "held-out (new)"),
 }
 
 

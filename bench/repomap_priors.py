@@ -1,5 +1,5 @@
 """Issue 24's twelfth pass: the causes the eleventh found, tried as changes of the file rank on
-the twenty-one tuning trees (bench.repomap_refit's groups), in bench.repomap_fit_file's way (each
+the twenty-four tuning trees (bench.repomap_refit's groups), in bench.repomap_fit_file's way (each
 query's signal arrays kept by pin; recall at 1 / 3 / 5 / 10 of the ranked files, no map rendered).
 
 - A hub file leading `lexical` for unrelated texts (rclone's generator, mikro-orm's
@@ -182,7 +182,7 @@ def run() -> str:
     """Each change from main 1db3331's fusions (bench.repomap_refit.MAIN; a text's `compounds`
     came after these were measured)."""
     head = ("| change (one at a time) | mean R@1..10 | groups (first six / 8th / 9th / 10th / "
-            "11th) | trees up / down |\n|---|---:|---:|---:|")  # fmt: skip
+            "11th / 12th) | trees up / down |\n|---|---:|---:|---:|")  # fmt: skip
     lines = ["#### repomap_priors: the eleventh pass's causes, tried on the tuning trees\n"]
     for kind in ("task", "file"):
         cases = _cases(kind)

@@ -1,6 +1,6 @@
 """Issue 24's eleventh and twelfth passes: both fusions (a file focus's, a task's text)
 refitted on the tuning trees (bench.repomap_eval_data's `tuning` roles: the first six and those
-held out in the eighth to eleventh passes, twenty-one), in bench.repomap_fit_file's way: each query's
+held out in the eighth to twelfth passes, twenty-four), in bench.repomap_fit_file's way: each query's
 signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate scored on
 them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
 
@@ -100,12 +100,12 @@ def index_of(repo: str) -> tuple[Any, list[dict[str, Any]]]:
 
 def tuning_groups() -> list[list[str]]:
     """The tuning trees by the pass that made them tuning trees: the first six, the eighth
-    pass's six, the ninth's three, the tenth's three, the eleventh's three
+    pass's six, the ninth's three, the tenth's three, the eleventh's three, the twelfth's three
     (bench.repomap_eval_data's order)."""
     tuning = [r for r, (_, role) in data.REPOS.items() if role.startswith("tuning")]
     first = [r for r in tuning if data.REPOS[r][1] == "tuning"]
     was = [r for r in tuning if r not in first]
-    return [first, was[:6], was[6:9], was[9:12], was[12:]]
+    return [first, was[:6], was[6:9], was[9:12], was[12:15], was[15:]]
 
 
 def _score(prepared: dict[str, list[Prepared]], parts: list[list[str]],
@@ -145,7 +145,14 @@ def run_kind(kind: str) -> str:
     for name, cand in sides.items():
         lines.append(row(f"{name}: {label(cand)}, tuning mean",
                          mean_recall(prepared, tuning, cand)))  # fmt: skip
-    names = ("first six", "six (8th)", "three (9th)", "three (10th)", "three (11th)")
+    names = (
+        "first six",
+        "six (8th)",
+        "three (9th)",
+        "three (10th)",
+        "three (11th)",
+        "three (12th)",
+    )
     for part, group in zip(names, parts, strict=True):
         for name, cand in sides.items():
             lines.append(row(f"{name}: {part}", mean_recall(prepared, group, cand)))
@@ -165,7 +172,7 @@ def run_kind(kind: str) -> str:
 
 def run() -> str:
     """bench.run's section: a text's rows, then a file's."""
-    head = "#### repomap_refit: both fusions on the twenty-one tuning trees\n"
+    head = "#### repomap_refit: both fusions on the twenty-four tuning trees\n"
     return "\n".join([head, run_kind("task"), run_kind("file")])
 
 

@@ -46,6 +46,7 @@ SECTIONS = [
     "repomap_fit_file",
     "repomap_refit",
     "repomap_priors",
+    "repomap_packages",
     "repomap_focus",
     "repomap_pagerank",
     "repomap_words",
