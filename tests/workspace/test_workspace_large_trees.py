@@ -79,16 +79,16 @@ def test_figures_are_ready_before_the_tags_and_a_change_meanwhile_is_tagged(tmp_
         root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
     )
     seen: dict[str, bool] = {}
-    real_refresh = index.tags.refresh
+    real_refresh = index.tags.refresh_walked
 
-    def refresh(entries, overlays, progress=None):  # type: ignore[no-untyped-def]
-        seen["ready during tags"] = index.ready.is_set()
+    def refresh(walk, overlays, progress=None):  # type: ignore[no-untyped-def]
+        seen["ready during tags"] = index.ready.wait(10)  # (the tags begin during the walk)
         seen["tags ready during tags"] = index.tags.ready.is_set()
         (root / "late.py").write_text("def late_arrival():\n    pass\n")
         index.apply_changes([root / "late.py"])  # a watcher batch while the tags are read
-        real_refresh(entries, overlays, progress)
+        real_refresh(walk, overlays, progress)
 
-    index.tags.refresh = refresh  # type: ignore[method-assign]
+    index.tags.refresh_walked = refresh  # type: ignore[method-assign]
     index.build()
     assert seen == {"ready during tags": True, "tags ready during tags": False}
     assert "late.py" in index.entries()
@@ -104,7 +104,7 @@ def test_a_failed_tag_build_does_not_leave_map_requests_waiting(tmp_path: Path):
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a grammar blew up")
 
-    index.tags.refresh = broken  # type: ignore[method-assign]
+    index.tags.refresh_walked = broken  # type: ignore[method-assign]
     with pytest.raises(RuntimeError):
         index.build()
     assert index.ready.is_set() and index.tags.ready.is_set()
