@@ -45,6 +45,17 @@ def test_the_screen_never_changes_a_decision(
     assert is_ignored([screened], path, is_dir) == is_ignored([plain], path, is_dir)
 
 
+def test_the_screen_tries_the_any_folder_prefix_once():
+    """Patterns that match in any folder (`*.o`) share pathspec's `(?:.+/)?`: the screen tries
+    it once, not once per pattern (issue 22: the kernel's root .gitignore's screen was 0.82 of
+    the walk's 2.7 CPU s, 0.35 so). That it decides as before: the property above."""
+    layer = Layer.of("", ["*.o", "*.a", ".*", "modules.order", "/linux", "build/"])
+    assert layer.screen is not None
+    assert layer.screen.pattern.count("(?:.+/)?") == 1  # main: 5, one per such pattern
+    assert is_ignored([layer], "drivers/net/x.o", False)
+    assert not is_ignored([layer], "drivers/net/x.c", False)
+
+
 def _tree(tmp_path: Path, files: int) -> Path:
     root = tmp_path / "tree"
     root.mkdir()
