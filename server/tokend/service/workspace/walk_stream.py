@@ -27,7 +27,6 @@ class WalkStream:
         self.entries: dict[str, Packed] = {}  # path -> its entry, as the walk found them
         self.found: list[str] = []  # the paths found so far, in path order
         self.done = False  # the walk has found every file (`found` is whole)
-        self.abandoned = False  # the reader gave up: the walk stops
         self._failed: BaseException | None = None
         self._changed = threading.Condition()
 
@@ -88,10 +87,10 @@ def merged(walked: Iterable[str], others: Iterable[str]) -> Iterator[str]:
 
 def fill(walk: WalkStream, found: Iterable[FileEntry], stopping: threading.Event) -> bool:
     """(The walk's thread.) The files `found` into `walk`; True once all are in, False when the
-    walk ended early (stopping, the reader gone, an error: the reader raises it)."""
+    walk ended early (stopping, an error: the reader raises it)."""
     try:
         for entry in found:
-            if stopping.is_set() or walk.abandoned:
+            if stopping.is_set():
                 raise Stopping("tokend is stopping: the workspace's first walk was not finished")
             walk.add(entry.path, pack(entry))
     except BaseException as exc:
@@ -103,12 +102,12 @@ def fill(walk: WalkStream, found: Iterable[FileEntry], stopping: threading.Event
 @contextmanager
 def walking(walker: Callable[[WalkStream], None]) -> Iterator[WalkStream]:
     """A WalkStream that `walker` fills on a thread of its own ("tokend-walk"), while the
-    caller reads it; left, the walk is stopped (if still going) and waited for."""
+    caller reads it; left, the walk is waited for (the caller failed: it still ends, and the
+    figures are served as before a failed tag pass)."""
     walk = WalkStream()
     thread = threading.Thread(target=walker, args=(walk,), name="tokend-walk", daemon=True)
     thread.start()
     try:
         yield walk
     finally:
-        walk.abandoned = True
         thread.join()
