@@ -40,7 +40,7 @@ MAX_RESOLVED = 2000  # ... unless an import picks among them (up to this many lo
 RESOLVED_WEIGHT = 4.0
 SPECIFIC_WEIGHT = 4.0
 IMPORT_WEIGHT = 1.0
-ROWS_PER_CHUNK = 4096
+ROWS_PER_CHUNK = 2048  # (two at once when a build warms the graph: 4,096 rows' temporaries)
 FLOW_BLOCK = 1 << 15  # references weighed at once (bounds the memory of a rank)
 DENSE_PAIRS = 1 << 22  # up to 2,048 files, the pairs an import reaches are flags (4 MiB)
 

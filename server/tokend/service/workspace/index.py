@@ -120,7 +120,7 @@ class WorkspaceIndex:
         report = (lambda n: progress(f"{n:,} files")) if progress else None
         if fill(walk, self.tree.walk(max_bytes=self.max_bytes, progress=report), self.stopping):
             with self._lock:
-                self._entries = dict(walk.entries)  # (the index's own: the watcher edits it)
+                self._entries = walk.entries  # (the tags read it too: a watcher's edit is newer)
             self.ready.set()
             walk.finish()
 
