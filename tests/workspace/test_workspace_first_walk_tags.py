@@ -94,3 +94,18 @@ def test_a_walk_that_fails_fails_the_build_and_wakes_its_waiters(
         index.build()
     assert index.tags.ready.is_set() and index.tags.failed is not None
     assert [t.name for t in threading.enumerate() if t.name == "tokend-walk"] == []
+
+
+def test_the_progress_counts_a_file_with_an_unsaved_buffer_once(tmp_path: Path) -> None:
+    """An editor's buffer of a file on disk, open before the first build: the tags' last report
+    says every file read, of as many files (262dab3 counted the buffer's file twice: "of 4")."""
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    pass\n")
+    index = WorkspaceIndex(tmp_path.as_uri(), tmp_path, WorkspaceCache(None), index_ports())
+    index.set_overlay("m1.py", "def f1():\n    return 1\n")
+    reports: list[str] = []
+    try:
+        index.build(reports.append)
+    finally:
+        index.close()
+    assert [r for r in reports if "symbols" in r][-1] == "3 files; symbols of 3 of 3 read"

@@ -112,7 +112,7 @@ class WorkspaceTags:
         files = walk.at_least(self._tagging.pool_min_files) + len(overlays)
 
         def total() -> int:  # (the files found so far, until the walk is done)
-            return len(walk.found) + len(overlays)
+            return len(walk.found) + sum(path not in walk.entries for path in overlays)
 
         ordered = merged(walk.paths(), overlays)
         self._tag(ordered, files, Entries(walk.entries), overlays, total, progress, True)
