@@ -34,13 +34,13 @@ async def test_a_map_request_waiting_for_the_tags_loads_its_vocabulary_meanwhile
     """Main: the vocabulary was loaded by the map's fit, after the tags."""
     monkeypatch.setattr(tokenizers, "_encodings", {})  # (as in a daemon that counted nothing)
     held = threading.Event()
-    real = WorkspaceTags.refresh
+    real = WorkspaceTags.refresh_walked
 
     def refresh(self: WorkspaceTags, *args: Any, **kwargs: Any) -> None:
         assert held.wait(60)  # the first build's tags, held until the vocabulary is looked at
         real(self, *args, **kwargs)
 
-    monkeypatch.setattr(WorkspaceTags, "refresh", refresh)
+    monkeypatch.setattr(WorkspaceTags, "refresh_walked", refresh)
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "a.py").write_text("def start():\n    return 1\n")

@@ -45,6 +45,17 @@ def test_the_screen_never_changes_a_decision(
     assert is_ignored([screened], path, is_dir) == is_ignored([plain], path, is_dir)
 
 
+def test_the_screen_tries_the_any_folder_prefix_once():
+    """Patterns that match in any folder (`*.o`) share pathspec's `(?:.+/)?`: the screen tries
+    it once, not once per pattern (issue 22: the kernel's root .gitignore's screen was 0.82 of
+    the walk's 2.7 CPU s, 0.35 so). That it decides as before: the property above."""
+    layer = Layer.of("", ["*.o", "*.a", ".*", "modules.order", "/linux", "build/"])
+    assert layer.screen is not None
+    assert layer.screen.pattern.count("(?:.+/)?") == 1  # main: 5, one per such pattern
+    assert is_ignored([layer], "drivers/net/x.o", False)
+    assert not is_ignored([layer], "drivers/net/x.c", False)
+
+
 def _tree(tmp_path: Path, files: int) -> Path:
     root = tmp_path / "tree"
     root.mkdir()
@@ -79,16 +90,16 @@ def test_figures_are_ready_before_the_tags_and_a_change_meanwhile_is_tagged(tmp_
         root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
     )
     seen: dict[str, bool] = {}
-    real_refresh = index.tags.refresh
+    real_refresh = index.tags.refresh_walked
 
-    def refresh(entries, overlays, progress=None):  # type: ignore[no-untyped-def]
-        seen["ready during tags"] = index.ready.is_set()
+    def refresh(walk, overlays, progress=None):  # type: ignore[no-untyped-def]
+        seen["ready during tags"] = index.ready.wait(10)  # (the tags begin during the walk)
         seen["tags ready during tags"] = index.tags.ready.is_set()
         (root / "late.py").write_text("def late_arrival():\n    pass\n")
         index.apply_changes([root / "late.py"])  # a watcher batch while the tags are read
-        real_refresh(entries, overlays, progress)
+        real_refresh(walk, overlays, progress)
 
-    index.tags.refresh = refresh  # type: ignore[method-assign]
+    index.tags.refresh_walked = refresh  # type: ignore[method-assign]
     index.build()
     assert seen == {"ready during tags": True, "tags ready during tags": False}
     assert "late.py" in index.entries()
@@ -104,7 +115,7 @@ def test_a_failed_tag_build_does_not_leave_map_requests_waiting(tmp_path: Path):
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a grammar blew up")
 
-    index.tags.refresh = broken  # type: ignore[method-assign]
+    index.tags.refresh_walked = broken  # type: ignore[method-assign]
     with pytest.raises(RuntimeError):
         index.build()
     assert index.ready.is_set() and index.tags.ready.is_set()

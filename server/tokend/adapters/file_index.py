@@ -149,18 +149,39 @@ def walk(
     start: str = "",
 ) -> Iterator[FileEntry]:
     """Every file of the tree (or of its folder `start`) that the ignore files keep, in path
-    order per folder; nothing of tokend's own folders (`rules.own`). Folders are not followed through symlinks; a folder that cannot be
-    listed is skipped."""
-    stack = [] if start and rules.own.owns(start) else [start]
+    order (the order of the paths' strings: a subfolder's files come where its name and a "/"
+    fall among the folder's names), so the first build can tag the files as they are found
+    (issue 22); nothing of tokend's own folders (`rules.own`). Folders are not followed through
+    symlinks; a folder that cannot be listed is skipped."""
+    if start and rules.own.owns(start):
+        return
+    stack = [_in_path_order(root, rules, start, max_bytes)]
     seen = 0
     while stack:
-        files, subfolders = list_folder(root, rules, stack.pop(), max_bytes=max_bytes)
-        for found in files:
+        found = next(stack[-1], None)
+        if found is None:
+            stack.pop()
+        elif isinstance(found, str):  # a subfolder: its files before the names after it
+            stack.append(_in_path_order(root, rules, found, max_bytes))
+        else:
             yield found
             seen += 1
             if progress is not None and seen % 500 == 0:
                 progress(seen)
-        stack.extend(reversed(subfolders))
+
+
+def _in_path_order(
+    root: Path, rules: IgnoreRules, folder: str, max_bytes: int
+) -> Iterator[FileEntry | str]:
+    """A folder's files (entries) and subfolders (paths) in the order of their paths: a
+    subfolder sorts as its name followed by "/" (a file's name holds no "/", so this is the
+    order of every path below it against the folder's other names)."""
+    files, subfolders = list_folder(root, rules, folder, max_bytes=max_bytes)
+    cut = len(folder) + 1 if folder else 0
+    keyed: list[tuple[str, FileEntry | str]] = [(f.path[cut:], f) for f in files]
+    keyed += [(sub[cut:] + "/", sub) for sub in subfolders]
+    keyed.sort(key=lambda pair: pair[0])
+    return iter([item for _, item in keyed])
 
 
 def list_folder(

@@ -59,10 +59,26 @@ def screen_of(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
         return None
     try:
         if all(source.startswith("^") for source in sources):  # anchored: match at 0 only
-            return re.compile("^(?:" + "|".join(s[1:] for s in sources) + ")", flags.pop())
+            return re.compile("^(?:" + _shared_prefix_once([s[1:] for s in sources]) + ")",
+                              flags.pop())  # fmt: skip
         return re.compile("|".join(f"(?:{s})" for s in sources), flags.pop())
     except re.error:
         return None
+
+
+ANY_FOLDERS = "(?:.+/)?"  # how pathspec starts a pattern that matches in any folder (`*.o`)
+
+
+def _shared_prefix_once(alternatives: list[str]) -> str:
+    """The alternation of `alternatives`, those that start with ANY_FOLDERS joined behind it
+    once (the same paths match: P·A | P·B is P·(A | B)). Each alternative tried its own `.+/`
+    over the whole path before its own text: the kernel's root .gitignore (63 such of 92) took
+    0.82 CPU s of the walk's 2.7, 0.35 with the prefix once (issue 22)."""
+    shared = [a[len(ANY_FOLDERS) :] for a in alternatives if a.startswith(ANY_FOLDERS)]
+    rest = [a for a in alternatives if not a.startswith(ANY_FOLDERS)]
+    if len(shared) < 2:
+        return "|".join(alternatives)
+    return "|".join([f"{ANY_FOLDERS}(?:{'|'.join(shared)})", *rest])
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,9 @@ for bit. Rows are derived ROWS_PER_CHUNK at a time, which bounds the memory of a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -38,11 +40,12 @@ MAX_RESOLVED = 2000  # ... unless an import picks among them (up to this many lo
 RESOLVED_WEIGHT = 4.0
 SPECIFIC_WEIGHT = 4.0
 IMPORT_WEIGHT = 1.0
-ROWS_PER_CHUNK = 4096
+ROWS_PER_CHUNK = 2048  # (two at once when a build warms the graph: 4,096 rows' temporaries)
 FLOW_BLOCK = 1 << 15  # references weighed at once (bounds the memory of a rank)
 DENSE_PAIRS = 1 << 22  # up to 2,048 files, the pairs an import reaches are flags (4 MiB)
 
 Array = Any
+Each = Callable[[Callable[[Array], Any], Iterable[Array]], Iterable[Any]]  # `map`, or a pool's
 
 
 @dataclass(slots=True)
@@ -69,18 +72,20 @@ class Links:
 NO_LINKS = Links()
 
 
-def derive_rows(table: TagTable, rows: Array, links: Links = NO_LINKS) -> Edges:
-    """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time.
-    Deriving every row looks up every reference's group: the table keeps them as its column
-    (TagTable.groups: the first map's request searched them again, issue 22)."""
+def derive_rows(table: TagTable, rows: Array, links: Links = NO_LINKS, each: Each = map) -> Edges:
+    """The out-edges of `rows` (ascending) as their own CSR table, a chunk of rows at a time
+    (`each(derive, chunks)`: a thread pool's `map` derives two at once, numpy letting go of the
+    interpreter in its big steps). Deriving every row looks up every reference's group: the
+    table keeps them as its column (TagTable.groups: the first map's request searched them
+    again, issue 22)."""
     definers = table.definers()
     found = None
     if table.r_group is None and len(rows) == len(table.paths):
-        found = with_room(len(table.r_key), np.int32)
-    parts: list[tuple[Array, Array, Array, Array]] = []
-    for start in range(0, len(rows), ROWS_PER_CHUNK):
-        chunk = rows[start : start + ROWS_PER_CHUNK]
-        parts.append(_derive_chunk(table, definers, chunk, links, found))
+        found = with_room(len(table.r_key), np.int32)  # (each chunk writes its own entries)
+    derive = partial(_derive_chunk, table, definers, links=links, found=found)
+    parts = list(
+        each(derive, [rows[s : s + ROWS_PER_CHUNK] for s in range(0, len(rows), ROWS_PER_CHUNK)])
+    )
     if found is not None:
         table.r_group = found
     lengths = [p[0] for p in parts] or [np.zeros(0, dtype=np.int64)]

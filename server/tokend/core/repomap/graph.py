@@ -165,12 +165,12 @@ class RepoGraph:
 
     # -- the graph's rows ----------------------------------------------------------------------
 
-    def edges(self) -> Edges:
+    def edges(self, each: graph_rows.Each = map) -> Edges:
         """This version's rows: kept ones as they are, stale ones derived again."""
         n = len(self.table.paths)
         if self._edges is None:
             rows = np.arange(n, dtype=np.int64)
-            self._edges = graph_rows.derive_rows(self.table, rows, self._links(rows))
+            self._edges = graph_rows.derive_rows(self.table, rows, self._links(rows), each)
             self._stale = set()
         elif self._stale:
             rows = np.array(sorted(r for p in self._stale if (r := self.table.row(p)) is not None))
@@ -190,11 +190,11 @@ class RepoGraph:
 
     # -- ranking --------------------------------------------------------------------------
 
-    def prepare(self) -> None:
+    def prepare(self, each: graph_rows.Each = map) -> None:
         """Derive this version's rows, solver and the table's group columns now (deriving the
         rows found them: the keys they hold are let go), else the next rank does."""
         if self.table.paths:
-            self._prepared()
+            self._prepared(each)  # (`each`: derive_rows's)
             self.table.groups()
 
     def rank_files(self, focus: Focus) -> list[tuple[str, float]]:
@@ -289,11 +289,11 @@ class RepoGraph:
         y = c.solve(restart_of(self.table, self._focus_rows(focus), focus.identifiers, seeds))
         return np.asarray(y / y.sum())
 
-    def _prepared(self) -> _Ranking:
+    def _prepared(self, each: graph_rows.Each = map) -> _Ranking:
         if self._ranking is not None and self._ranking[0] == self.graph_version:
             return self._ranking[1]
         self._ranking = None  # the old version's arrays go before the new ones are made
-        edges, t = self.edges(), self.table
+        edges, t = self.edges(each), self.table
         ranking = _Ranking(solver(edges.offsets, edges.targets, edges.weights, len(t.paths)))
         self._ranking = (self.graph_version, ranking)
         return ranking

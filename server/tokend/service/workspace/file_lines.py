@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import numpy as np
 
 
@@ -34,3 +36,25 @@ class FileLines:
 
 SCAN_FIRST = 1 << 16  # bytes looked through for a file's first line asked (then twice as many)
 NEWLINE = ord("\n")
+
+
+def line_reader(
+    read: Callable[[str], bytes], wanted: Mapping[str, set[int]] | None = None
+) -> Callable[[str, int], str]:
+    """(path, line) -> that line's text, from `read(path)` (its bytes now); each file read once
+    per map, split only as far as the lines asked for (SQLAlchemy's first map split 19 MB into
+    400,000 lines to show 462), its `wanted` lines (a map's candidates) taken as text and its
+    bytes let go (issue 22: a kernel's text focus held the bytes of every big header it read,
+    13-14 MiB)."""
+    files: dict[str, dict[int, str]] = {}
+
+    def text_of(path: str, line: int) -> str:
+        lines = files.get(path)
+        if lines is None or line not in lines:
+            found, asked = FileLines(read(path)), {line, *(wanted or {}).get(path, ())}
+            lines = files.setdefault(path, {})
+            for n in sorted(asked - lines.keys()):
+                lines[n] = found.line(n).decode("utf-8", "replace")
+        return lines[line]
+
+    return text_of

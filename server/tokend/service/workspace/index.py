@@ -30,6 +30,7 @@ from tokend.service.workspace.figures import Basis, FileFigure, FileText
 from tokend.service.workspace.tag_chunks import in_order
 from tokend.service.workspace.tags import WorkspaceTags
 from tokend.service.workspace.tree_ports import FileCache, IndexPorts
+from tokend.service.workspace.walk_stream import WalkStream, fill, walking
 from tokend.service.workspace.watch_batch import batch_paths, entries_now
 
 log = logging.getLogger(__name__)
@@ -91,23 +92,12 @@ class WorkspaceIndex:
             self.tags.words_ready.set()
 
     def _build(self, progress: Callable[[str], None] | None) -> None:
-        entries: dict[str, Packed] = {}
-        for entry in self.tree.walk(
-            max_bytes=self.max_bytes,
-            progress=(lambda n: progress(f"{n:,} files")) if progress else None,
-        ):
-            if self.stopping.is_set():
-                raise Stopping("tokend is stopping: the workspace's first walk was not finished")
-            entries[entry.path] = pack(entry)
-        with self._lock:
-            self._entries = entries
-        self.ready.set()
-
         def tagged(done: int, total: int) -> None:
-            if progress:
-                progress(f"{len(entries):,} files; symbols of {done:,} of {total:,} read")
+            if progress and walk.done:  # (the walk reports its own until it is done)
+                progress(f"{len(walk.entries):,} files; symbols of {done:,} of {total:,} read")
 
-        self.tags.refresh(self.entries(), self.overlays(), tagged)
+        with walking(lambda found: self._walk(found, progress)) as walk:  # the tags start on
+            self.tags.refresh_walked(walk, self.overlays(), tagged)  # its first files (issue 22)
         while not self.stopping.is_set():
             self.tags.warm()  # the graph's rows and solve: the first map request waits for none
             with self._lock:
@@ -119,10 +109,20 @@ class WorkspaceIndex:
 
         def counted(done: int, total: int) -> None:
             if progress:
-                progress(f"{len(entries):,} files; words of {done:,} of {total:,} counted")
+                progress(f"{len(walk.entries):,} files; words of {done:,} of {total:,} counted")
 
         self.tags.count_words(counted)  # what files say: after the first map (issue 22)
         self.check_open()
+
+    def _walk(self, walk: WalkStream, progress: Callable[[str], None] | None) -> None:
+        """(A thread of the build.) The tree's files into `walk` as they are found; `ready`
+        once all are (figures can be asked for)."""
+        report = (lambda n: progress(f"{n:,} files")) if progress else None
+        if fill(walk, self.tree.walk(max_bytes=self.max_bytes, progress=report), self.stopping):
+            with self._lock:
+                self._entries = walk.entries  # (the tags read it too: a watcher's edit is newer)
+            self.ready.set()
+            walk.finish()
 
     def close(self) -> None:
         """Stop the build and any batch being applied (they check `stopping` between files),

@@ -206,7 +206,7 @@ def finish_chunk(
 
 
 def chunks(
-    paths: list[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
+    paths: Iterable[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
 ) -> Iterable[list[str]]:
     """`paths` in runs of at most CHUNK_FILES files and (but for a single file) CHUNK_BYTES."""
     chunk: list[str] = []

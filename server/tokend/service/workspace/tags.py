@@ -17,7 +17,8 @@ import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import chain
 from pathlib import Path
 
 from tokend.core.errors import IndexFailed, Stopping
@@ -26,7 +27,8 @@ from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map, lin
 from tokend.core.repomap.said import reads_words
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.core.workspace.files import PathConflict
-from tokend.service.workspace.file_lines import FileLines
+from tokend.service.workspace.entries import Entries
+from tokend.service.workspace.file_lines import line_reader
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -37,9 +39,11 @@ from tokend.service.workspace.tag_chunks import (
     read_chunk,
 )
 from tokend.service.workspace.tree_ports import FileCache, IndexPorts, Parsed, TagPool
+from tokend.service.workspace.walk_stream import WalkStream, merged
 from tokend.service.workspace.word_pass import OwedWords
 
 MAP_CACHE_ENTRIES = 64
+WARM_THREADS = 2  # the graph's rows derived at once when it is warmed
 
 
 class WorkspaceTags:
@@ -75,19 +79,6 @@ class WorkspaceTags:
         self.words_ready = self._owed.ready
         self.failed: str | None = None  # why the first build failed (its maps are refused)
 
-    def refresh(
-        self,
-        entries: Mapping[str, FileEntry],
-        overlays: Mapping[str, str],
-        progress: Callable[[int, int], None] | None = None,
-    ) -> None:
-        """Tag every source file of `entries` (the build), without the words of their text,
-        which `count_words` counts once the first map can be made (issue 22: they were a fifth
-        of the kernel's tagging, and that map reads none); `progress(done, total)` after each
-        chunk of files."""
-        self.refresh_paths(set(entries) | set(overlays), entries, overlays, whole=True,
-                           progress=progress, words_later=True)  # fmt: skip
-
     def count_words(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Count the words of the files tagged without them (by worker processes for many),
         giving them to the graph as they come; `words_ready` is set once all are in."""
@@ -106,6 +97,26 @@ class WorkspaceTags:
         with self._lock:
             self._graph.set_words(spoken, more)
 
+    def refresh_walked(
+        self,
+        walk: WalkStream,
+        overlays: Mapping[str, str],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """Tag every source file a first walk finds (the build; the graph holds none yet),
+        without the words of their text, which `count_words` counts once the first map can be
+        made (issue 22: they were a fifth of the kernel's tagging, and that map reads none);
+        `progress(done, total)` after each chunk of files. Begun while the walk goes (issue 22:
+        the tag workers waited 4-6 s for the kernel's walk, a core idle): each chunk goes to
+        the workers once the walk has found it, in path order as ever."""
+        files = walk.at_least(self._tagging.pool_min_files) + len(overlays)
+
+        def total() -> int:  # (the files found so far, until the walk is done)
+            return len(walk.found) + sum(path not in walk.entries for path in overlays)
+
+        ordered = merged(walk.paths(), overlays)
+        self._tag(ordered, files, Entries(walk.entries), overlays, total, progress, True)
+
     def refresh_paths(
         self,
         paths: Iterable[str],
@@ -122,14 +133,36 @@ class WorkspaceTags:
         are not in (parsed `words_later`, or cached without them) are owed (`count_words`):
         counted here unless `words_later`."""
         wanted = in_order(paths)
+        self._tag(wanted, len(wanted), entries, overlays, lambda: len(wanted), progress,
+                  words_later)  # fmt: skip
+        if whole:
+            with self._lock:
+                gone = set(self._graph.paths) - set(wanted)
+                if gone:
+                    self._graph.set_files(dict.fromkeys(gone))
+                    self._owed.owe({}, gone)
+        if not words_later and self._owed.started:  # (before: the first build counts them)
+            self.count_words()
+
+    def _tag(
+        self,
+        ordered: Iterable[str],
+        files: int,
+        entries: Mapping[str, FileEntry],
+        overlays: Mapping[str, str],
+        total: Callable[[], int],
+        progress: Callable[[int, int], None] | None,
+        words_later: bool,
+    ) -> None:
+        """Tag the `files` paths `ordered` gives (in path order), a chunk at a time: the
+        workers parse one chunk while this thread reads the next and hands the graph the one
+        before; the next goes to the workers before the one ahead is done, so a worker free of
+        its last files starts on it (issue 22; TagWorkers: two at once)."""
         done = 0
-        pool = self._workers_for(len(wanted))
+        pool = self._workers_for(files)
         with pool as workers, Beside(workers is not None, threads=2) as beside:
-            # The workers parse one chunk while this thread reads the next and hands the graph
-            # the one before; the next goes to the workers before the one ahead is done, so a
-            # worker free of its last files starts on it (issue 22; TagWorkers: two at once).
             ahead: tuple[Chunk, Future[dict[str, str | Parsed]]] | None = None
-            for paths_now in [*chunks(wanted, entries, overlays), None]:
+            for paths_now in chain(chunks(ordered, entries, overlays), [None]):
                 self._check_stopping()
                 chunk = None
                 if paths_now is not None:
@@ -148,16 +181,8 @@ class WorkspaceTags:
                         self._owed.owe(unsaid, tags)
                     done += len(tags)
                     if progress is not None:
-                        progress(done, len(wanted))
+                        progress(done, total())
                 ahead = None if chunk is None or parsing is None else (chunk, parsing)
-        if whole:
-            with self._lock:
-                gone = set(self._graph.paths) - set(wanted)
-                if gone:
-                    self._graph.set_files(dict.fromkeys(gone))
-                    self._owed.owe({}, gone)
-        if not words_later and self._owed.started:  # (before: the first build counts them)
-            self.count_words()
 
     def _workers_for(self, files: int) -> contextlib.AbstractContextManager[TagPool | None]:
         """Worker processes for a refresh of `files` files (the first build), ended with it;
@@ -212,9 +237,10 @@ class WorkspaceTags:
             self._owed.forget()
 
     def warm(self) -> None:
-        """Build the graph's matrices now, so the first map request does not pay for them."""
-        with self._lock:
-            self._graph.prepare()
+        """Build the graph's matrices now, so the first map request does not pay for them;
+        its rows two chunks at a time (issue 22: the first map waited for them, a core idle)."""
+        with self._lock, ThreadPoolExecutor(WARM_THREADS, "tokend-rows") as pool:
+            self._graph.prepare(pool.map)
 
     @property
     def version(self) -> int:
@@ -254,29 +280,15 @@ class WorkspaceTags:
     def _line_reader(
         self, wanted: Mapping[str, set[int]] | None = None
     ) -> Callable[[str, int], str]:
-        """(path, line) -> that line's text now: the unsaved buffer, else the file on disk;
-        each file read once per map, split only as far as the lines asked for (SQLAlchemy's
-        first map split 19 MB into 400,000 lines to show 462), its `wanted` lines (a map's
-        candidates) taken as text and its bytes let go (issue 22: a kernel's text focus held
-        the bytes of every big header it read, 13-14 MiB)."""
-        files: dict[str, dict[int, str]] = {}
+        """(path, line) -> that line's text now (service.workspace.file_lines.line_reader)."""
+        return line_reader(lambda path: self._read_now(path), wanted)
 
-        def text_of(path: str, line: int) -> str:
-            lines = files.get(path)
-            if lines is None or line not in lines:
-                overlay = self._overlay(path)
-                try:
-                    data = (
-                        overlay.encode("utf-8", "surrogatepass")
-                        if overlay is not None
-                        else self._files.read_bytes(self.root, path)
-                    )
-                except (OSError, PathConflict):
-                    data = b""
-                found, asked = FileLines(data), {line, *(wanted or {}).get(path, ())}
-                lines = files.setdefault(path, {})
-                for n in sorted(asked - lines.keys()):
-                    lines[n] = found.line(n).decode("utf-8", "replace")
-            return lines[line]
-
-        return text_of
+    def _read_now(self, path: str) -> bytes:
+        """A file's bytes now: the unsaved buffer, else the file on disk (b"": unreadable)."""
+        overlay = self._overlay(path)
+        if overlay is not None:
+            return overlay.encode("utf-8", "surrogatepass")
+        try:
+            return self._files.read_bytes(self.root, path)
+        except (OSError, PathConflict):
+            return b""
