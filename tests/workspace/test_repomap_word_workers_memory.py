@@ -8,6 +8,7 @@ file's text for the words counted."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import tracemalloc
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import tokend
+from tokend.adapters import word_workers
 from tokend.adapters.tag_parsing import TagParsing
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -155,3 +158,16 @@ def test_a_word_pools_answers_hold_a_few_bytes_a_word() -> None:
     for (_, _, source), said in zip(work, found, strict=True):
         assert said is not None and dict(said) == text_words(source.decode())
     assert held < 20 * files * words, held / (files * words)
+
+
+def test_a_word_worker_imports_no_dataclasses_for_its_count() -> None:
+    """The modules a word worker's program loads (a fresh interpreter importing it, as the pool
+    starts it): no core.repomap.tags, dataclasses or inspect, which it loaded for WORDS_MAX
+    alone (issue 22: 1.2-1.6 MiB of each worker beside the daemon). Main 3342e99: all three."""
+    server = Path(tokend.__file__).resolve().parents[1]
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import sys, {word_workers.PROGRAM}; print(*sys.modules)"],
+        env={**os.environ, "PYTHONPATH": str(server)}, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert word_workers.PROGRAM in loaded
+    assert {"tokend.core.repomap.tags", "dataclasses", "inspect"}.isdisjoint(loaded)
