@@ -21,12 +21,16 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from itertools import islice
 
-from tokend.service.workspace.tag_chunks import CHUNK_BYTES, Beside, Reading, read_source
+from tokend.service.workspace.tag_chunks import Beside, Reading, read_source
 from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work
 
 Said = Mapping[int, int]  # a file's words by id (core.repomap.text.count_words)
 CHUNK_FILES = 250  # files counted at once (their words come back as dictionaries of Python
 # ints, tens of KB a file; a landing holds two chunks': tests/workspace/test_repomap_word_pass_sources.py)
+SOURCE_BYTES = 1 << 20  # ... or fewer, once they hold this much source (the tags' CHUNK_BYTES is 8
+# MB): the pass holds the chunk being counted and the next one read, and their sources were most
+# of what it held above the word table (issue 22: on the kernel's drivers/, about 16 MiB at each
+# landing with chunks of 250 files, 8.5 with 1 MiB; the landings cost the same CPU in all)
 Counting = Callable[[list[Work]], list[Said | None]]
 
 
@@ -136,7 +140,7 @@ class OwedWords:
         """The sources of `taken` whose content is their tags' (the key's hash), with keys."""
         work, keys, held = [], [], 0
         for path, key in taken.items():
-            if held > CHUNK_BYTES:  # enough for one chunk: the rest are owed again
+            if held > SOURCE_BYTES:  # enough for one chunk: the rest are owed again
                 with self._lock:
                     if self._taken.get(path) == key:
                         self._owed[path] = self._taken.pop(path)
