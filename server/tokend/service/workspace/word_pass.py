@@ -105,7 +105,7 @@ class OwedWords:
         check: Callable[[], None],
     ) -> None:
         total, done = self.owed, 0
-        with pool(total) as workers, Beside(workers is not None) as beside:
+        with pool(total) as workers, Beside(workers is not None, 2) as beside:
             counting: Counting = workers.count_words if workers else tagging.count_words
             ahead: tuple[list[str], list[str], Future[list[Said | None]]] | None = None
             while True:  # (`ahead`: the chunk being counted while the next one is read; its
@@ -113,8 +113,12 @@ class OwedWords:
                 taken = self._take()
                 work, keys = self._read(taken)
                 paths = [path for path, _, _ in work]
-                found = ahead[2].result() if ahead is not None else []
+                # the next chunk given to the pool before this one is waited for: its worker
+                # goes on to it when done with this one (its batches wait for a free worker),
+                # not once this one's answer reached this thread (issue 22: with one word
+                # worker, the kernel's chunks of about 1 MiB each left it idle in between)
                 now = beside(counting, work) if taken else None
+                found = ahead[2].result() if ahead is not None else []
                 del work
                 if ahead is not None:
                     done += self._land(ahead[0], ahead[1], found)
