@@ -49,6 +49,7 @@ class _Counting:
 
 def test_a_chunks_sources_are_gone_when_its_words_land(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(word_pass, "CHUNK_FILES", 4)
+    monkeypatch.setattr(word_pass, "SOURCE_BYTES", 4 * SIZE)  # (4 files a chunk: 3 landings)
     paths = [f"src/f{i:02d}.c" for i in range(FILES)]
     keys = {p: f"1:c:{hashlib.sha256(_source(p)).hexdigest()}" for p in paths}
     cache = _Cache()
@@ -121,3 +122,84 @@ class _SmallFiles:
 
     def read_bytes(self, root: Path, path: str) -> bytes:
         return self.source[path]
+
+
+def test_the_pass_holds_about_a_mib_of_sources_at_once() -> None:
+    """Files of 256 KiB, 250 to a chunk but for the sources' bound: the pass's peak (tracemalloc)
+    is about a chunk's sources, SOURCE_BYTES and one file more, where the tags' chunks hold 8 MB
+    (issue 22: on the kernel the daemon's own RSS in the words' pass, 450-457 MiB at its peak,
+    rose and fell by about 10 MiB between landings). The words landed are those counted.
+    Main 3342e99: 8.3 MiB (a chunk of 8 MB); now 1.3."""
+    size, files = 256 << 10, 80
+    paths = [f"src/f{i:02d}.c" for i in range(files)]
+    keys = {
+        p: f"1:c:{hashlib.sha256(_Sized(size).read_bytes(Path(), p)).hexdigest()}" for p in paths
+    }
+    reading = Reading(Path("/"), _Cache(), {}, size, _Sized(size), 1)  # type: ignore[arg-type]
+    landed: dict[str, Mapping[int, int]] = {}
+
+    owed = OwedWords(threading.RLock(), reading, lambda path: None, lambda s, _: landed.update(s))
+    with owed._lock:
+        owed.owe(keys, ())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        owed.count(_Counting(), lambda n: contextlib.nullcontext(None))  # type: ignore[arg-type]
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert landed == {p: {p.encode()[0]: size} for p in paths}
+    assert peak < 2.5 * (1 << 20), peak / (1 << 20)
+
+
+class _Sized:
+    """Each file its path's bytes padded to `size`, a new object at each read."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def read_bytes(self, root: Path, path: str) -> bytes:
+        return path.encode().ljust(self.size, b" ")
+
+
+class _Handing:
+    """A pool whose first chunk's count waits (at most WAIT_S) until the next chunk's count was
+    given to it, as a worker's batches of the next chunk wait for it; it records whether it
+    was. Counts as _Counting."""
+
+    WAIT_S = 5.0
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.next_given = threading.Event()
+        self.seen: list[bool] = []
+
+    def count_words(self, work: list[tuple[str, str, bytes]]) -> list[dict[int, int]]:
+        self.calls += 1
+        if self.calls == 1:
+            self.seen.append(self.next_given.wait(self.WAIT_S))
+        else:
+            self.next_given.set()
+        return _Counting().count_words(work)
+
+
+def test_the_next_chunk_is_given_to_the_pool_before_a_chunk_is_waited_for() -> None:
+    """A chunk's count is handed to the pool while the one before is still counted, so the
+    pool's worker goes on to it at once (issue 22: with one word worker the kernel's words'
+    pass waited at every chunk, about 1,100 of them, for the landing thread). The words
+    landed are those counted. fc8a583, which orders them as main 3342e99 does: the next chunk
+    given only once the first one's count returned (its wait ran out)."""
+    size, files = 512 << 10, 6
+    paths = [f"src/f{i:02d}.c" for i in range(files)]
+    keys = {
+        p: f"1:c:{hashlib.sha256(_Sized(size).read_bytes(Path(), p)).hexdigest()}" for p in paths
+    }
+    reading = Reading(Path("/"), _Cache(), {}, size, _Sized(size), 1)  # type: ignore[arg-type]
+    landed: dict[str, Mapping[int, int]] = {}
+    owed = OwedWords(threading.RLock(), reading, lambda path: None, lambda s, _: landed.update(s))
+    with owed._lock:
+        owed.owe(keys, ())
+    handing = _Handing()
+    owed.count(_Counting(), lambda n: contextlib.nullcontext(handing))  # type: ignore[arg-type]
+    assert landed == {p: {p.encode()[0]: size} for p in paths}
+    assert handing.calls >= 2 and handing.seen == [True]

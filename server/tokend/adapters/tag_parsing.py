@@ -12,12 +12,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from tokend.adapters import heap, word_workers
 from tokend.adapters.solo_worker import SoloWorker
 from tokend.adapters.tag_wire import raw_json
-from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work
+from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers, Work, default_workers
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags.queries import QUERIES_VERSION
 from tokend.core.repomap.text import count_words
 
 SOLO_BYTES = 256 << 10  # a bigger source is parsed by a worker even in a small refresh
+WORD_WORKERS = 1  # the words' pass's workers at most (issue 22: on the kernel two held 21-23 MiB
+# each beside a daemon of 450-457 whose word table grows in that pass)
 
 
 class TagParsing:
@@ -48,9 +50,10 @@ class TagParsing:
     def word_pool(self, workers: int | None) -> Iterator[TagWorkers]:
         """`pool`'s, for counting words alone: workers that load no tree-sitter, no grammar
         and no numpy (adapters.word_workers; issue 22: a tag worker counting the kernel's words
-        held 36-38 MiB beside the daemon, one of these about half)."""
+        held 36-38 MiB beside the daemon, one of these about half), WORD_WORKERS at most."""
+        size = min(workers or default_workers(), WORD_WORKERS)
         try:
-            with TagWorkers(workers, stopping=self._stopping, program=word_workers.PROGRAM) as pool:
+            with TagWorkers(size, stopping=self._stopping, program=word_workers.PROGRAM) as pool:
                 yield pool
         finally:
             heap.release_freed_memory()

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokend.core.repomap.keys import sub_words, word_ids
+from tokend.core.repomap.text import WORDS_MAX as WORDS_MAX
 
 LINE_TEXT_CHARS = 160  # a defining line longer than this is cut (with "…")
-# a file's text words kept (the most frequent): bounds the kernel's word table; 384 chosen on
-# the tuning trees (bench.repomap_fit; 256 before: 923 bytes a kernel file, 1,155 at 384)
-WORDS_MAX = 384
 # the error of a file whose tag worker process died on it: its empty tags are not kept in the
 # cache, so the file is tried again later
 WORKER_DIED = "the tag worker process died parsing this file"

@@ -17,8 +17,12 @@ from collections import Counter
 from itertools import islice
 
 from tokend.core.repomap.keys import SUB_WORD_PATTERN
-from tokend.core.repomap.tags import WORDS_MAX
 
+# a file's text words kept (the most frequent): bounds the kernel's word table; 384 chosen on
+# the tuning trees (bench.repomap_fit; 256 before: 923 bytes a kernel file, 1,155 at 384). Here,
+# not in core.repomap.tags (which reads it from here), so that a word worker, which imports this
+# module for its count, loads no dataclasses, inspect or tags (issue 22: 1.6 MiB of a worker).
+WORDS_MAX = 384
 _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # core.repomap.tags's, on bytes (ASCII either way)
 _SUB_WORD = re.compile(SUB_WORD_PATTERN.encode("ascii"))  # core.repomap.keys's, on bytes
 

@@ -21,12 +21,16 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from itertools import islice
 
-from tokend.service.workspace.tag_chunks import CHUNK_BYTES, Beside, Reading, read_source
+from tokend.service.workspace.tag_chunks import Beside, Reading, read_source
 from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work
 
 Said = Mapping[int, int]  # a file's words by id (core.repomap.text.count_words)
 CHUNK_FILES = 250  # files counted at once (their words come back as dictionaries of Python
 # ints, tens of KB a file; a landing holds two chunks': tests/workspace/test_repomap_word_pass_sources.py)
+SOURCE_BYTES = 1 << 20  # ... or fewer, once they hold this much source (the tags' CHUNK_BYTES is 8
+# MB): the pass holds the chunk being counted and the next one read, and their sources were most
+# of what it held above the word table (issue 22: on the kernel's drivers/, about 16 MiB at each
+# landing with chunks of 250 files, 8.5 with 1 MiB; the landings cost the same CPU in all)
 Counting = Callable[[list[Work]], list[Said | None]]
 
 
@@ -101,7 +105,7 @@ class OwedWords:
         check: Callable[[], None],
     ) -> None:
         total, done = self.owed, 0
-        with pool(total) as workers, Beside(workers is not None) as beside:
+        with pool(total) as workers, Beside(workers is not None, 2) as beside:
             counting: Counting = workers.count_words if workers else tagging.count_words
             ahead: tuple[list[str], list[str], Future[list[Said | None]]] | None = None
             while True:  # (`ahead`: the chunk being counted while the next one is read; its
@@ -109,8 +113,12 @@ class OwedWords:
                 taken = self._take()
                 work, keys = self._read(taken)
                 paths = [path for path, _, _ in work]
-                found = ahead[2].result() if ahead is not None else []
+                # the next chunk given to the pool before this one is waited for: its worker
+                # goes on to it when done with this one (its batches wait for a free worker),
+                # not once this one's answer reached this thread (issue 22: with one word
+                # worker, the kernel's chunks of about 1 MiB each left it idle in between)
                 now = beside(counting, work) if taken else None
+                found = ahead[2].result() if ahead is not None else []
                 del work
                 if ahead is not None:
                     done += self._land(ahead[0], ahead[1], found)
@@ -136,7 +144,7 @@ class OwedWords:
         """The sources of `taken` whose content is their tags' (the key's hash), with keys."""
         work, keys, held = [], [], 0
         for path, key in taken.items():
-            if held > CHUNK_BYTES:  # enough for one chunk: the rest are owed again
+            if held > SOURCE_BYTES:  # enough for one chunk: the rest are owed again
                 with self._lock:
                     if self._taken.get(path) == key:
                         self._owed[path] = self._taken.pop(path)
