@@ -2,7 +2,8 @@
 <= 20 ms p50 at 10,000 live messages warm, <= 300 ms cold after a restart, off the event loop).
 
 Each tree runs in its own `tokend serve` (PYTHONPATH=<tree>/server) on a private unix socket
-and SQLite file, talked to as an editor does; this tree beside the main this work branched
+and SQLite file (or, with TOKEND_ASSEMBLE_ENGINE=postgresql, a database of its own on the
+suite's PostgreSQL server), talked to as an editor does; this tree beside the main this work branched
 from (TIP_REV), in the same run. A session
 of short turns (bench/scale_session.short_turns: 20 to 60 words, usage on every assistant
 reply) is appended to each size (16 in flight), then `context/assemble` (openai format, a
@@ -26,11 +27,13 @@ the long session's first assemble: the session's own cold cost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,10 @@ from bench.append_order import Daemon
 from bench.baseline import ROOT, baseline_tree
 from bench.scale_session import MODEL, WINDOW, _cpu_s, _restart, pipelined, short_turns
 
-TIP_REV = "1db3331"  # main as this stop's work (cold1) branched from it
+TIP_REV = "3342e99"  # main as this stop's work (cold2) branched from it
+# TOKEND_ASSEMBLE_ENGINE=postgresql runs both daemons on a database each of the suite's own
+# PostgreSQL server (tests/pg.py) instead of their SQLite files.
+ENGINE = os.environ.get("TOKEND_ASSEMBLE_ENGINE", "sqlite")
 SIZES = (5_000, 10_000)
 CALLS = 20
 BESIDE_EVERY_S = 0.02  # the other connection's pace while a cold assemble runs
@@ -108,10 +114,13 @@ def _timed_snapshot(client: Any, session_id: str) -> float:
     return (time.perf_counter() - began) * 1000
 
 
-def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
+def measure(tree: Path, sizes: tuple[int, ...], database: str | None = None) -> dict[str, Any]:
     daemon = Daemon(tree)
     out: dict[str, Any] = {"warm": {}, "errors": 0}
     try:
+        if database is not None:
+            daemon.processes.env["TOKEND_DATABASE_URL"] = database
+            _restart(daemon)
         client = daemon.client("assemble")
         created = client.request("session/create", {"model": MODEL, "contextWindow": WINDOW})
         sid = created["sessionId"]
@@ -156,17 +165,36 @@ def measure(tree: Path, sizes: tuple[int, ...]) -> dict[str, Any]:
 
 def run() -> str:
     results: dict[str, dict[str, Any]] = {}
-    with baseline_tree(TIP_REV) as tip:
-        results["this tree"] = measure(ROOT, SIZES)
+    with baseline_tree(TIP_REV) as tip, _databases() as database:
+        results["this tree"] = measure(ROOT, SIZES, database("assemble_a"))
         if tip is not None:
-            results[f"main at {TIP_REV}"] = measure(tip, SIZES)
+            results[f"main at {TIP_REV}"] = measure(tip, SIZES, database("assemble_b"))
     return _section(results)
 
 
+@contextlib.contextmanager
+def _databases() -> Iterator[Callable[[str], str | None]]:
+    """A new database's URL for each name on PostgreSQL (ENGINE), else None (SQLite files)."""
+    if ENGINE != "postgresql":
+        yield lambda _name: None
+        return
+    from tests.pg import PostgresServer  # the suite's own server (the pgserver wheel)
+
+    server = PostgresServer().start()
+    try:
+        yield server.new_database
+    finally:
+        server.stop()
+
+
+_ENGINES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
 def _section(results: dict[str, dict[str, Any]]) -> str:
+    on = "" if ENGINE == "sqlite" else f" on {_ENGINES[ENGINE]}"
     lines = [
-        "### context/assemble on a long session (bench/scale_assemble.py)\n",
-        "A real `tokend serve` per tree, SQLite; a session of short turns (20 to 60 words, usage "
+        f"### context/assemble on a long session{on} (bench/scale_assemble.py)\n",
+        f"A real `tokend serve` per tree, {_ENGINES[ENGINE]}; a session of short turns (20 to 60 words, usage "
         "on every reply) appended to each size, then `context/assemble` (openai, a system "
         f"prompt) {CALLS} times warm: p50 of the round trip (the bench's client parses the "
         "reply), of the time to the reply's last byte (read, not parsed) and of the client's "
