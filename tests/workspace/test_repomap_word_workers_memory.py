@@ -164,7 +164,9 @@ def test_a_word_pools_answers_hold_a_few_bytes_a_word() -> None:
 def test_a_word_worker_imports_no_dataclasses_for_its_count() -> None:
     """The modules a word worker's program loads (a fresh interpreter importing it, as the pool
     starts it): no core.repomap.tags, dataclasses or inspect, which it loaded for WORDS_MAX
-    alone (issue 22: 1.2-1.6 MiB of each worker beside the daemon). Main 3342e99: all three."""
+    alone (issue 22: 1.2-1.6 MiB of each worker beside the daemon). Main 3342e99: all three.
+    Nor hashlib and its OpenSSL (about 4 MiB), which core.repomap.keys imported for the keys a
+    word worker never makes (main 38ed486 loaded both)."""
     server = Path(tokend.__file__).resolve().parents[1]
     loaded = subprocess.run(
         [sys.executable, "-c", f"import sys, {word_workers.PROGRAM}; print(*sys.modules)"],
@@ -172,6 +174,7 @@ def test_a_word_worker_imports_no_dataclasses_for_its_count() -> None:
     ).stdout.split()  # fmt: skip
     assert word_workers.PROGRAM in loaded
     assert {"tokend.core.repomap.tags", "dataclasses", "inspect"}.isdisjoint(loaded)
+    assert {"hashlib", "_hashlib"}.isdisjoint(loaded)
 
 
 def _big_source(seed: int) -> bytes:

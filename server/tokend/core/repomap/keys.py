@@ -10,7 +10,6 @@ read (the tag workers), so no table of words is kept to number them.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zlib
 from collections import Counter
@@ -60,6 +59,9 @@ def word_ids(words: Mapping[str, int]) -> dict[int, int]:
 
 
 def _digest(text: str) -> int:
+    import hashlib  # (here and in packed_keys: a word worker imports this module for its words,
+    # and hashlib's OpenSSL is about 4 MiB of a process that never makes a key)
+
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little") & ~3
 
@@ -92,6 +94,8 @@ def packed_keys(
     22,359 distinct), and a file's names are split into words by one pass of the pattern over
     them all, counted and keyed by calls on whole lists (issue 22: the per-name calls were most
     of a tag worker's packing, 16% of its CPU on the kernel)."""
+    import hashlib
+
     import numpy as np  # (here: see the imports)
 
     distinct = list(dict.fromkeys(chain(names, references)))

@@ -25,8 +25,9 @@ from tokend.service.workspace.tag_chunks import Beside, Reading, read_source
 from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work
 
 Said = Mapping[int, int]  # a file's words by id (core.repomap.text.count_words)
-CHUNK_FILES = 250  # files counted at once (their words come back as dictionaries of Python
-# ints, tens of KB a file; a landing holds two chunks': tests/workspace/test_repomap_word_pass_sources.py)
+CHUNK_FILES = 250  # files counted at once (their words come back as two arrays of 32-bit
+# integers, core.repomap.words.SaidArrays; a landing holds two chunks':
+# tests/workspace/test_repomap_word_pass_sources.py)
 SOURCE_BYTES = 1 << 20  # ... or fewer, once they hold this much source (the tags' CHUNK_BYTES is 8
 # MB): the pass holds the chunk being counted and the next one read, and their sources were most
 # of what it held above the word table (issue 22: on the kernel's drivers/, about 16 MiB at each
