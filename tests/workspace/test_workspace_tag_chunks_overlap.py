@@ -54,6 +54,11 @@ def test_the_next_chunk_is_parsed_beside_the_last_file_of_the_one_before(
     monkeypatch.setattr(tag_workers, "recv", answered)
     monkeypatch.setattr(tag_chunks, "CHUNK_FILES", CHUNK)
     tree = _tree(tmp_path)
+    slow = "".join(f"def slow_{n}(x):\n    return [x, {n}]\n\n" for n in range(20_000))
+    (tree / "gen" / f"g{CHUNK - 1:03}.py").write_text(  # about a second here: the tree's
+        # tenths of a second were once parsed before the next chunk went out, under load
+        f"def gen_{CHUNK - 1:03}(x):\n    return load_{CHUNK - 1:03}(x)\n" + slow
+    )
     index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(None), index_ports())
     index.tags.pool_workers = 2
     try:
