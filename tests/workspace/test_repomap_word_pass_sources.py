@@ -131,16 +131,7 @@ def test_the_pass_holds_about_a_mib_of_sources_at_once() -> None:
     rose and fell by about 10 MiB between landings). The words landed are those counted.
     Main 3342e99: 8.3 MiB (a chunk of 8 MB); now 1.3."""
     size, files = 256 << 10, 80
-    paths = [f"src/f{i:02d}.c" for i in range(files)]
-    keys = {
-        p: f"1:c:{hashlib.sha256(_Sized(size).read_bytes(Path(), p)).hexdigest()}" for p in paths
-    }
-    reading = Reading(Path("/"), _Cache(), {}, size, _Sized(size), 1)  # type: ignore[arg-type]
-    landed: dict[str, Mapping[int, int]] = {}
-
-    owed = OwedWords(threading.RLock(), reading, lambda path: None, lambda s, _: landed.update(s))
-    with owed._lock:
-        owed.owe(keys, ())
+    owed, paths, landed = _owing_sized(size, files)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -160,6 +151,22 @@ class _Sized:
 
     def read_bytes(self, root: Path, path: str) -> bytes:
         return path.encode().ljust(self.size, b" ")
+
+
+def _owing_sized(
+    size: int, files: int
+) -> tuple[OwedWords, list[str], dict[str, Mapping[int, int]]]:
+    """An OwedWords owing `files` files of `size` bytes (_Sized), the paths, and what lands."""
+    paths = [f"src/f{i:02d}.c" for i in range(files)]
+    keys = {
+        p: f"1:c:{hashlib.sha256(_Sized(size).read_bytes(Path(), p)).hexdigest()}" for p in paths
+    }
+    reading = Reading(Path("/"), _Cache(), {}, size, _Sized(size), 1)  # type: ignore[arg-type]
+    landed: dict[str, Mapping[int, int]] = {}
+    owed = OwedWords(threading.RLock(), reading, lambda path: None, lambda s, _: landed.update(s))
+    with owed._lock:
+        owed.owe(keys, ())
+    return owed, paths, landed
 
 
 class _Handing:
@@ -190,15 +197,7 @@ def test_the_next_chunk_is_given_to_the_pool_before_a_chunk_is_waited_for() -> N
     landed are those counted. fc8a583, which orders them as main 3342e99 does: the next chunk
     given only once the first one's count returned (its wait ran out)."""
     size, files = 512 << 10, 6
-    paths = [f"src/f{i:02d}.c" for i in range(files)]
-    keys = {
-        p: f"1:c:{hashlib.sha256(_Sized(size).read_bytes(Path(), p)).hexdigest()}" for p in paths
-    }
-    reading = Reading(Path("/"), _Cache(), {}, size, _Sized(size), 1)  # type: ignore[arg-type]
-    landed: dict[str, Mapping[int, int]] = {}
-    owed = OwedWords(threading.RLock(), reading, lambda path: None, lambda s, _: landed.update(s))
-    with owed._lock:
-        owed.owe(keys, ())
+    owed, paths, landed = _owing_sized(size, files)
     handing = _Handing()
     owed.count(_Counting(), lambda n: contextlib.nullcontext(handing))  # type: ignore[arg-type]
     assert landed == {p: {p.encode()[0]: size} for p in paths}
