@@ -106,3 +106,38 @@ def test_another_daemon_hears_each_append(pg_url: str) -> None:
         finally:
             stop()
     assert [h for h in heard if h[0] == "s"] == [("s", 1), ("s", 2), ("s", 3)]
+
+
+def test_a_change_right_after_listen_is_heard_however_slow_the_connection(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`listen` returns once its connection listens: an append committed right after it is
+    heard even when the connection takes its time (here 0.5 s; CI's loaded machine took longer
+    than the test's three appends). Main 95d659b returned at once, and the three appends made
+    before the LISTEN went unheard."""
+    from tokend.adapters.store.feed import ChangeFeed
+
+    connect = ChangeFeed._connect
+
+    def slow_connect(self: ChangeFeed) -> object:
+        threading.Event().wait(0.5)
+        return connect(self)
+
+    monkeypatch.setattr(ChangeFeed, "_connect", slow_connect)
+    with SqlStore.open(pg_url) as store, SqlStore.open(pg_url) as other:
+        store.create_session(session_info("s"))
+        heard: list[tuple[str | None, int]] = []
+        first = threading.Event()
+
+        def on_change(session_id: str | None, version: int) -> None:
+            heard.append((session_id, version))
+            first.set()
+
+        assert other.changes is not None
+        stop = other.changes.listen(on_change)
+        try:
+            store.commit_change("s", _append(1))
+            assert first.wait(30)
+        finally:
+            stop()
+    assert heard == [("s", 1)]

@@ -24,6 +24,7 @@ from sqlalchemy import Engine, Select, func, select
 CHANNEL = "tokend_sessions"
 WAIT_S = 0.5  # how long one wait for notifications blocks; the stop flag is checked between
 RETRY_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+FIRST_LISTEN_S = 10.0  # `listen` returns once its connection listens, or after this
 
 log = logging.getLogger(__name__)
 OnChange = Callable[[str | None, int], None]
@@ -44,11 +45,14 @@ class ChangeFeed:
     def listen(self, on_change: OnChange) -> Callable[[], None]:
         """Call `on_change(session_id, version)` (from a thread) for each change another daemon
         commits, and `on_change(None, 0)` after a reconnect; returns the stop function."""
-        stop = threading.Event()
+        stop, first_try = threading.Event(), threading.Event()
         thread = threading.Thread(
-            target=self._run, args=(on_change, stop), name="tokend-feed", daemon=True
+            target=self._run, args=(on_change, stop, first_try), name="tokend-feed", daemon=True
         )
         thread.start()
+        # A change committed before the connection listens is never heard: returned only once
+        # it listens (or its first try failed: then on_change(None, 0) follows the reconnect)
+        first_try.wait(FIRST_LISTEN_S)
 
         def stop_listening() -> None:
             stop.set()
@@ -64,17 +68,19 @@ class ChangeFeed:
         conn.execute(f"LISTEN {CHANNEL}")
         return conn
 
-    def _run(self, on_change: OnChange, stop: threading.Event) -> None:
+    def _run(self, on_change: OnChange, stop: threading.Event, first_try: threading.Event) -> None:
         failures = 0
         while not stop.is_set():
             try:
                 conn = self._connect()
             except Exception as exc:  # noqa: BLE001 - any driver error: wait and retry
+                first_try.set()
                 delay = RETRY_S[min(failures, len(RETRY_S) - 1)]
                 failures += 1
                 log.warning("cannot listen for other daemons' changes (%s); retrying", exc)
                 stop.wait(delay)
                 continue
+            first_try.set()  # it listens
             try:
                 if failures:
                     on_change(None, 0)  # changes made while we were away went unheard
