@@ -15,7 +15,13 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from tokend.adapters.sparse_product import compiled_product
 from tokend.core.repomap import krylov, solve
+
+
+def _loop(compiled: bool) -> krylov.Loop | None:
+    return compiled_product() if compiled else None
+
 
 BOTH = pytest.mark.parametrize("compiled", [True, False], ids=["scipy-loop", "numpy"])
 
@@ -61,7 +67,7 @@ def test_the_rank_solves_the_system_as_a_dense_solve_does(compiled: bool, seed: 
     files = 60 + 70 * seed
     offsets, targets, weights = _graph(files, 6, seed)
     v = _restart(files, seed)
-    operator = krylov.Transposed(offsets, targets, weights, files, 0.85, compiled=compiled)
+    operator = krylov.Transposed(offsets, targets, weights, files, 0.85, loop=_loop(compiled))
     assert (operator.loop is not None) == compiled  # the compiled loop is found (SciPy installed)
     got = krylov.bicgstab(operator, v, solve.ITERATIVE_RTOL)
     expected = _dense_solve(offsets, targets, weights, v)
@@ -79,7 +85,7 @@ def test_the_rank_is_scipys_bicgstab_to_the_bit(compiled: bool) -> None:
     scipy_operator = spla.LinearOperator(
         (files, files), matvec=lambda y: y - 0.85 * (transposed @ y), dtype=np.float64
     )
-    operator = krylov.Transposed(offsets, targets, weights, files, 0.85, compiled=compiled)
+    operator = krylov.Transposed(offsets, targets, weights, files, 0.85, loop=_loop(compiled))
     for seed in (1, 2):
         v = _restart(files, seed)
         scipy_y, info = spla.bicgstab(scipy_operator, v, x0=v, rtol=1e-12, atol=0.0, maxiter=1000)
@@ -92,9 +98,11 @@ _DIGEST = """
 import hashlib, sys
 sys.path.insert(0, sys.argv[1])
 from tests.unit.test_repomap_krylov import _graph, _restart
+from tokend.adapters.sparse_product import compiled_product
 from tokend.core.repomap import krylov
 offsets, targets, weights = _graph(2_000, 10, 11)
-operator = krylov.Transposed(offsets, targets, weights, 2_000, 0.85, compiled=sys.argv[2] == "1")
+loop = compiled_product() if sys.argv[2] == "1" else None
+operator = krylov.Transposed(offsets, targets, weights, 2_000, 0.85, loop=loop)
 print(hashlib.sha256(krylov.bicgstab(operator, _restart(2_000, 5), 1e-12).tobytes()).hexdigest())
 """
 
@@ -104,7 +112,7 @@ def test_the_same_graph_gives_the_same_bits_twice_and_in_another_process(compile
     from pathlib import Path
 
     offsets, targets, weights = _graph(2_000, 10, 11)
-    operator = krylov.Transposed(offsets, targets, weights, 2_000, 0.85, compiled=compiled)
+    operator = krylov.Transposed(offsets, targets, weights, 2_000, 0.85, loop=_loop(compiled))
     here = [
         hashlib.sha256(krylov.bicgstab(operator, _restart(2_000, 5), 1e-12).tobytes()).hexdigest()
         for _ in range(2)
@@ -169,7 +177,7 @@ def test_the_numpy_products_temporaries_are_a_blocks() -> None:
     np.cumsum(rng.multinomial(edges, np.ones(files) / files), out=offsets[1:])
     targets = rng.integers(0, files, edges).astype(np.int32)
     weights = rng.random(edges)
-    operator = krylov.Transposed(offsets, targets, weights, files, 0.85, compiled=False)
+    operator = krylov.Transposed(offsets, targets, weights, files, 0.85)
     y = rng.random(files)
     tracemalloc.start()
     try:

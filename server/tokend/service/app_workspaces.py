@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokend.adapters import blas, workspace_fs
+from tokend.adapters import blas, sparse_product, workspace_fs
 from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.adapters.file_index import FolderTree
 from tokend.adapters.own_folders import own_paths_inside, sqlite_file_of
@@ -43,8 +43,15 @@ class WorkspaceParts:
 def index_ports(foreground: Foreground | None = None) -> IndexPorts:
     """What a workspace index works through: its folder's files under the ignore rules, the
     workspace's files read for the map, tree-sitter's tag parsing (one per index), and the
-    process's requests being served (its counting lets them go first)."""
-    return IndexPorts(FolderTree, workspace_fs, TagParsing, foreground or Foreground())
+    process's requests being served (its counting lets them go first), and SciPy's compiled
+    product for a large tree's rank."""
+    return IndexPorts(
+        FolderTree,
+        workspace_fs,
+        TagParsing,
+        foreground or Foreground(),
+        sparse_product.compiled_product,
+    )
 
 
 def workspace_parts(

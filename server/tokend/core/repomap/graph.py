@@ -44,7 +44,7 @@ from tokend.core.repomap.render import RankedDefinition
 from tokend.core.repomap.restart import FOCUS_WEIGHT as FOCUS_WEIGHT
 from tokend.core.repomap.restart import restart_of
 from tokend.core.repomap.said import query_ids, said_signals
-from tokend.core.repomap.solve import solver
+from tokend.core.repomap.solve import Product, no_product, solver
 from tokend.core.repomap.stem import stem as stem_of
 from tokend.core.repomap.store import TagTable, name_key
 from tokend.core.repomap.tags import WORDS_MAX, FileTags
@@ -88,6 +88,7 @@ class RepoGraph:
     links: ImportLinks = field(default_factory=ImportLinks)
     _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
     _doc_lengths: tuple[tuple[int, int], tuple[Array, Array]] | None = None
+    product: Product = no_product  # a large graph's compiled product (core.repomap.solve)
 
     def set_files(
         self,
@@ -294,6 +295,8 @@ class RepoGraph:
             return self._ranking[1]
         self._ranking = None  # the old version's arrays go before the new ones are made
         edges, t = self.edges(each), self.table
-        ranking = _Ranking(solver(edges.offsets, edges.targets, edges.weights, len(t.paths)))
+        ranking = _Ranking(
+            solver(edges.offsets, edges.targets, edges.weights, len(t.paths), self.product)
+        )
         self._ranking = (self.graph_version, ranking)
         return ranking

@@ -7,20 +7,15 @@ and SciPy's package is not loaded: a daemon on the kernel holds 23-33 MiB less (
 Python modules and its linear algebra's OpenBLAS).
 
 The product is SciPy's own compiled loop (`csc_matvec` of scipy/sparse/_sparsetools, an
-extension module with no Python import of its own, loaded alone from its file: 0.2 MiB) when it
-is there; else numpy's, EDGE_BLOCK edges at a time in the same order (`np.add.at`), 3-4 times
+extension module with no Python import of its own, loaded alone from its file by
+adapters.sparse_product: 0.2 MiB) when the caller gives it (`loop`); else numpy's, EDGE_BLOCK edges at a time in the same order (`np.add.at`), 3-4 times
 slower on the kernel's 2.8 million edges (a float column of them would be 23 MB: the blocks hold
 512 KiB). The iteration's vectors are 8 bytes a file each.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.machinery
-import importlib.util
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,35 +24,8 @@ EDGE_BLOCK = 65_536  # edges a step of the product holds as floats (512 KiB)
 MAX_STEPS = 1000
 
 Array = Any
-
-
-@functools.cache
-def compiled_product() -> Callable[..., None] | None:
-    """SciPy's CSC product, `csc_matvec(n_row, n_col, Ap, Ai, Ax, x, y)` (y += A x), taken from
-    a SciPy already imported or else loaded alone from scipy/sparse/_sparsetools (its package's
-    modules stay unloaded); None when it cannot be found or loaded."""
-    loaded = sys.modules.get("scipy.sparse._sparsetools")
-    if loaded is not None:
-        return getattr(loaded, "csc_matvec", None)
-    try:
-        spec = importlib.util.find_spec("scipy")  # finds the package's folder; imports nothing
-        folders = list(spec.submodule_search_locations or []) if spec else []
-        for folder in folders:
-            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-                path = Path(folder) / "sparse" / f"_sparsetools{suffix}"
-                if path.is_file():
-                    loader = importlib.machinery.ExtensionFileLoader("_sparsetools", str(path))
-                    found = importlib.util.spec_from_file_location(
-                        "_sparsetools", path, loader=loader
-                    )
-                    if found is None:
-                        continue
-                    module = importlib.util.module_from_spec(found)
-                    loader.exec_module(module)
-                    return getattr(module, "csc_matvec", None)
-    except (ImportError, OSError):
-        return None
-    return None
+# SciPy's `csc_matvec(n_row, n_col, Ap, Ai, Ax, x, y)`: y += A x for A in CSC arrays
+Loop = Callable[..., None]
 
 
 class Transposed:
@@ -71,11 +39,11 @@ class Transposed:
         n: int,
         damping: float,
         *,
-        compiled: bool = True,
+        loop: Loop | None = None,
     ):
         self.offsets, self.targets, self.weights = offsets, targets, weights
         self.n, self.damping = n, damping
-        self.loop = compiled_product() if compiled else None
+        self.loop = loop
         small = int(offsets[-1]) < 2**31 and targets.dtype == np.int32
         if self.loop is not None and small and weights.dtype == np.float64:
             self.starts = offsets.astype(

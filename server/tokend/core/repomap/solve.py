@@ -25,12 +25,23 @@ DIRECT_MAX_FILES = 20_000  # larger graphs are solved iteratively
 ITERATIVE_RTOL = 1e-12
 
 Array = Any
+Product = Callable[[], krylov.Loop | None]  # the compiled product, found when first needed
 
 
-def solver(offsets: Array, targets: Array, weights: Array, n: int) -> Callable[[Array], Array]:
-    """y = solve(v) for the row-normalized graph given as CSR arrays (n files)."""
+def no_product() -> krylov.Loop | None:
+    """No compiled product: numpy's (core.repomap.krylov)."""
+    return None
+
+
+def solver(
+    offsets: Array, targets: Array, weights: Array, n: int, product: Product | None = None
+) -> Callable[[Array], Array]:
+    """y = solve(v) for the row-normalized graph given as CSR arrays (n files); `product()`:
+    the compiled loop of P^T's product (krylov.Loop) past DIRECT_MAX_FILES, or None (numpy's)."""
     if n > DIRECT_MAX_FILES:
-        operator = krylov.Transposed(offsets, targets, weights, n, DAMPING)
+        operator = krylov.Transposed(
+            offsets, targets, weights, n, DAMPING, loop=(product or no_product)()
+        )
         return lambda v: krylov.bicgstab(operator, v, ITERATIVE_RTOL)
     import scipy.sparse as sp  # type: ignore[import-untyped]  # SciPy ships no stubs
     import scipy.sparse.linalg as spla  # type: ignore[import-untyped]

@@ -62,10 +62,11 @@ class WorkspaceTags:
         self._tagging = ports.tagging(self._stopping)  # tree-sitter: here, or in workers
         self._files = ports.files
         self._foreground = ports.foreground  # the maps served: counting words lets them first
+        self._product = ports.rank_product  # a large graph's compiled product (its rank)
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self.pool_workers: int | None = None  # tag worker processes (None: one per core; 0: none)
-        self._graph = RepoGraph()
+        self._graph = RepoGraph(product=self._product)
         self._lock = threading.RLock()  # guards the graph and the map cache
         self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
         self.errors: dict[str, str] = {}  # path -> why it has no tags
@@ -232,7 +233,7 @@ class WorkspaceTags:
         """Drop the graph, the maps and the errors (the workspace was released: see
         WorkspaceIndex.forget)."""
         with self._lock:
-            self._graph, self._maps = RepoGraph(), OrderedDict()
+            self._graph, self._maps = RepoGraph(product=self._product), OrderedDict()
             self.errors.clear()
             self._owed.forget()
 

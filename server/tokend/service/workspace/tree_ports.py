@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tokend.core.repomap.packed import PackedTags
+from tokend.core.repomap.solve import Product, no_product
 from tokend.core.repomap.tags import FileTags
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry, FileRead
 from tokend.core.workspace.own_paths import OwnPaths
@@ -158,10 +159,12 @@ class TagParsing(Protocol):
 @dataclass(frozen=True, slots=True)
 class IndexPorts:
     """What a workspace index works through: its folder's files (`tree(root, own)`), the files
-    read for the map, its tag parsing (`tagging(stopping)`: set, a parse gives up), and the
-    process's requests being served, which its background counting lets go first."""
+    read for the map, its tag parsing (`tagging(stopping)`: set, a parse gives up), the
+    process's requests being served, which its background counting lets go first, and the
+    compiled product a large graph's rank is solved with (`rank_product`)."""
 
     tree: Callable[[Path, OwnPaths | None], FileTree]
     files: WorkspaceFiles
     tagging: Callable[[threading.Event], TagParsing]
     foreground: Foreground = field(default_factory=Foreground)
+    rank_product: Product = no_product  # SciPy's compiled product for a large graph's rank
