@@ -116,6 +116,28 @@ def test_without_claude_codes_figures_the_last_line_is_shown_while_tokend_starts
     assert _statusline(stdin) == line  # the daemon is gone: the last line, at once
 
 
+def test_a_line_is_kept_for_its_segments_and_never_shown_for_others(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """A refresh that cannot wait for the daemon shows the last line of the same segments
+    (8148dde kept one line a session: the line of `--segments cost,model` came back for the
+    whole line, and a slow refresh of one showed the other's)."""
+    transcript = tmp_path / "t.jsonl"
+    shutil.copy(session_file("short.jsonl"), transcript)
+    stdin = _given(transcript, "cold-3")
+    line = _until_tokend_line(stdin)
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not (picked := _statusline(stdin, "--segments", "cost,model")).startswith("$"):
+        assert time.monotonic() < deadline, picked
+        time.sleep(0.3)
+    assert len(picked.split(" · ")) == 2
+
+    subprocess.run([sys.executable, "-m", "tokend", "stop"], check=True, timeout=WAIT_SECONDS)
+    assert _statusline(stdin) == line
+    assert _statusline(stdin, "--segments", "cost,model") == picked
+    assert _statusline(stdin, "--segments", "model") == "tokend: starting"
+
+
 def test_a_daemon_reading_a_long_transcript_for_the_first_time_does_not_hold_the_line(
     daemons: Daemons, tmp_path: Path
 ) -> None:

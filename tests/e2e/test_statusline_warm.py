@@ -205,8 +205,11 @@ def test_a_daemon_without_statusline_line_is_asked_the_older_way(
     transcript.write_bytes(session_file("tool_heavy.jsonl").read_bytes())
     given = _given(transcript, "old-1")
     line = _current(given)
-    assert line_by_snapshot(given, None) == line
-    picked = line_by_snapshot(given, ("cost", "model"))
+    assert line_by_snapshot(given, None) == line  # rendered, or the line kept for all segments
+    deadline = time.monotonic() + WAIT_SECONDS  # a loaded machine: follow/start past its 0.1 s
+    while (picked := line_by_snapshot(given, ("cost", "model"))) == "tokend: starting":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
     cost = next(part for part in line.split(" · ") if part.startswith("$"))
     assert picked == f"{cost} · claude-opus-4-6"
 

@@ -131,7 +131,11 @@ def _line(text: str, given: dict[str, Any], segments: tuple[str, ...] | None, ag
         return "tokend: no transcript to follow (run as Claude Code's statusLine command)"
 
     def known() -> str:
-        return codex_known_line(given, time.time()) if codex else known_line(given)
+        return (
+            codex_known_line(given, time.time(), segments)
+            if codex
+            else known_line(given, segments=segments)
+        )
 
     try:
         sock = rendezvous.quick_connect(REPLY_SECONDS)
@@ -152,10 +156,10 @@ def _line(text: str, given: dict[str, Any], segments: tuple[str, ...] | None, ag
     state = result.get("state") if isinstance(result, dict) else None
     line = result.get("line") if isinstance(result, dict) else None
     if state == "current" and isinstance(line, str):
-        remember(given, line)
+        remember(given, line, segments)
         return line
     if state == "waiting" and not codex:
-        return known_line(given, fallback="tokend: waiting for the first reply")
+        return known_line(given, "tokend: waiting for the first reply", segments)
     return known()  # the daemon's figures are partial until it has read on
 
 

@@ -58,9 +58,11 @@ def newest_rollout(folder: str) -> str | None:
     return best[1] if best else None
 
 
-def codex_known_line(given: dict[str, Any], now: float) -> str:
+def codex_known_line(
+    given: dict[str, Any], now: float, segments: tuple[str, ...] | None = None
+) -> str:
     """The line from Codex's own figures in the rollout's end, else the last line printed for
-    the session, else `tokend: starting`."""
+    the session with these `segments`, else `tokend: starting`."""
     from tokend.core.statusline import codex_status
     from tokend.core.statusline.segments import rate_text, short_tokens
 
@@ -74,7 +76,7 @@ def codex_known_line(given: dict[str, Any], now: float) -> str:
         rates = rate_text(codex_status.rate_limits(records), now)
         parts += [rates] if rates else []
         return " · ".join(parts) + " · tokend starting"
-    return remembered_line(given) or "tokend: starting"
+    return remembered_line(given, segments) or "tokend: starting"
 
 
 def _newest_records(path: str) -> Iterator[dict[str, Any]]:

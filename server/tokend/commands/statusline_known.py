@@ -13,14 +13,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    Segments = tuple[str, ...] | None  # the segments a line shows (None: all, in their order)
+
 KEPT_CHARS = 64 << 10  # what is read of a kept line's file
 START_AGAIN_SECONDS = 30.0  # a background start younger than this is not started twice
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
-def known_line(given: dict[str, Any], fallback: str = "tokend: starting") -> str:
+def known_line(
+    given: dict[str, Any], fallback: str = "tokend: starting", segments: Segments = None
+) -> str:
     """The line from what Claude Code passed on stdin (its own figures, marked as such), else
-    the last line tokend printed for the session, else `fallback`."""
+    the last line tokend printed for the session with these `segments`, else `fallback`."""
     from tokend.core.statusline.segments import short_tokens
 
     window = given.get("context_window")
@@ -44,16 +48,19 @@ def known_line(given: dict[str, Any], fallback: str = "tokend: starting") -> str
         if isinstance(cost, dict) and isinstance(cost.get("total_cost_usd"), int | float):
             parts.append(f"${cost['total_cost_usd']:.2f}")
         return " · ".join(parts) + " · tokend starting"
-    remembered = remembered_line(given)
+    remembered = remembered_line(given, segments)
     return remembered if remembered is not None else fallback
 
 
-def _cache_file(given: dict[str, Any], suffix: str = "") -> str | None:
-    """<runtime folder>/statusline/<session id><suffix>, None without a plain session id."""
+def _cache_file(given: dict[str, Any], suffix: str = "", segments: Segments = None) -> str | None:
+    """<runtime folder>/statusline/<session id>[.<segment>-<segment>...]<suffix>, None without
+    a plain session id: a line is kept for the segments it shows (None: all, in their order),
+    so a line of other segments is never shown for it."""
     session_id = given.get("session_id")
     if not isinstance(session_id, str) or not _plain_id(session_id):
         return None
-    return os.path.join(rendezvous.runtime_location(), "statusline", session_id + suffix)
+    chosen = "" if segments is None else "." + "-".join(segments)  # checked names: letters
+    return os.path.join(rendezvous.runtime_location(), "statusline", session_id + chosen + suffix)
 
 
 def _plain_id(value: object) -> bool:
@@ -66,15 +73,15 @@ def _plain_id(value: object) -> bool:
     )
 
 
-def remember(given: dict[str, Any], line: str) -> None:
-    """Keep the line for the next cold start (keep_text)."""
-    target = _cache_file(given)
+def remember(given: dict[str, Any], line: str, segments: Segments = None) -> None:
+    """Keep the line of these `segments` for the next cold start (keep_text)."""
+    target = _cache_file(given, segments=segments)
     if target is not None:
         keep_text(target, line)
 
 
-def remembered_line(given: dict[str, Any]) -> str | None:
-    target = _cache_file(given)
+def remembered_line(given: dict[str, Any], segments: Segments = None) -> str | None:
+    target = _cache_file(given, segments=segments)
     if target is None:
         return None
     return (kept_text(target) or "").strip() or None
@@ -163,7 +170,7 @@ def line_by_snapshot(given: dict[str, Any], segments: tuple[str, ...] | None) ->
 
     client = LiveClient.connect(client_name="tokend statusline")
     if client is None:
-        return known_line(given)
+        return known_line(given, segments=segments)
     path = os.path.realpath(given["transcript_path"])
     with client:
         try:
@@ -171,14 +178,14 @@ def line_by_snapshot(given: dict[str, Any], segments: tuple[str, ...] | None) ->
                 "follow/start", {"agent": "claude-code", "path": path}, timeout=0.1
             )
         except NoReply:
-            return known_line(given)
+            return known_line(given, segments=segments)
         transcripts = follower["transcripts"]
         if transcripts and not transcripts[0].get("caughtUp", True):
-            return known_line(given)
+            return known_line(given, segments=segments)
         sessions = [t["sessionId"] for t in transcripts if t["sessionId"]]
         if not sessions:
-            return known_line(given, fallback="tokend: waiting for the first reply")
+            return known_line(given, "tokend: waiting for the first reply", segments)
         snapshot = client.request("budget/snapshot", {"sessionId": sessions[0]})
     line = render(snapshot, given, segments or SEGMENTS, colour=not os.environ.get("NO_COLOR"))
-    remember(given, line)
+    remember(given, line, segments)
     return line
