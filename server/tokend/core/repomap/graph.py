@@ -294,9 +294,7 @@ class RepoGraph:
         if self._ranking is not None and self._ranking[0] == self.graph_version:
             return self._ranking[1]
         self._ranking = None  # the old version's arrays go before the new ones are made
-        edges, t = self.edges(each), self.table
-        ranking = _Ranking(
-            solver(edges.offsets, edges.targets, edges.weights, len(t.paths), self.product)
-        )
+        e, n = self.edges(each), len(self.table.paths)
+        ranking = _Ranking(solver(e.offsets, e.targets, e.weights, n, self.product))
         self._ranking = (self.graph_version, ranking)
         return ranking
