@@ -89,6 +89,13 @@ def _aider(tree: Path, files: list[str], jobs: list[dict[str, Any]]) -> list[dic
     return results  # type: ignore[no-any-return]
 
 
+def aider_row(quick: bool) -> bool:
+    """Whether a run shows Aider's row: always but in a quick run (tokend now and the
+    baselines), where REPOMAP_EVAL_AIDER=kept shows the rows an earlier run kept (they cost
+    nothing; Aider itself is not run)."""
+    return not quick or os.environ.get("REPOMAP_EVAL_AIDER") == "kept"
+
+
 def _tokend(server: Path, tree: Path, files: list[str], jobs: list[dict[str, Any]],
             signals: dict[str, Any] | None = None, cache: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """tokend's results (`cache`: a tags cache the runs of one tree and side share; the map
@@ -167,7 +174,7 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
     jobs = _jobs(tree, queries, files)
     table: dict[str, Any] = {}
     quick = os.environ.get("REPOMAP_EVAL_QUICK") == "1"  # tokend now and the baselines only
-    if not quick:
+    if aider_row(quick):
         aider = _aider(tree, files, jobs)
         if aider is not None:
             table["Aider"] = _score(aider, jobs, count)

@@ -1,8 +1,8 @@
 """Issue 24's eleventh to fourteenth passes: both fusions (a file focus's, a task's text)
 refitted on the tuning trees (bench.repomap_eval_data's `tuning` roles: the first six and those
-held out in the eighth to thirteenth passes, twenty-seven), in bench.repomap_fit_file's way: each query's
-signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate scored on
-them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
+held out in the eighth to thirteenth passes, twenty-seven), in bench.repomap_fit_file's way:
+each query's signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate
+scored on them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
 
 The search (REPOMAP_REFIT_SEARCH=file or task) moves one weight or K at a time from the current
 fusion, a move kept when it raises the mean of R@1..10 over all the tuning trees and over most of
@@ -164,8 +164,8 @@ def run_kind(kind: str) -> str:
     if search_kind == kind:
         signals = SIGNALS[kind] + (("whole",) if os.environ.get("REPOMAP_REFIT_WHOLE") else ())
         steps = TEXT_STEPS if kind == "task" else STEPS
-        _, log = search(prepared, MAIN[kind], signals, steps)
-        lines += ["", f"The search from main's {kind} fusion (one weight or K at a time):", ""]
+        _, log = search(prepared, now, signals, steps)
+        lines += ["", f"The search from the current {kind} fusion (one weight or K at a time):", ""]
         lines += [f"- {line}" for line in log]
     return "\n".join(lines) + "\n"
 
