@@ -37,7 +37,7 @@ from bench.ranking import shown_files
 from bench.repomap import _aider_python, _env, _litellm_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REV = "3342e99"  # main before issue 24's thirteenth pass
+BEFORE_REV = "8148dde"  # main before issue 24's fourteenth pass
 KS = (1, 3, 5, 10)
 BUDGETS = (1024, 4096)
 KINDS = ("file", "task")
@@ -87,6 +87,13 @@ def _aider(tree: Path, files: list[str], jobs: list[dict[str, Any]]) -> list[dic
     results = _run(python, sides.AIDER, job, env)
     kept.write_text(json.dumps(results))
     return results  # type: ignore[no-any-return]
+
+
+def aider_row(quick: bool) -> bool:
+    """Whether a run shows Aider's row: always but in a quick run (tokend now and the
+    baselines), where REPOMAP_EVAL_AIDER=kept shows the rows an earlier run kept (they cost
+    nothing; Aider itself is not run)."""
+    return not quick or os.environ.get("REPOMAP_EVAL_AIDER") == "kept"
 
 
 def _tokend(server: Path, tree: Path, files: list[str], jobs: list[dict[str, Any]],
@@ -167,7 +174,7 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
     jobs = _jobs(tree, queries, files)
     table: dict[str, Any] = {}
     quick = os.environ.get("REPOMAP_EVAL_QUICK") == "1"  # tokend now and the baselines only
-    if not quick:
+    if aider_row(quick):
         aider = _aider(tree, files, jobs)
         if aider is not None:
             table["Aider"] = _score(aider, jobs, count)

@@ -67,11 +67,19 @@ REPOS: dict[str, tuple[str, str]] = {
     "conan-io/conan": ("814cbf12cc56cbc4a87405b5945a4f16968f9555", "tuning (was held-out)"),
     "vitest-dev/vitest": ("c3ba16b35847d27fb9f01f38cdcb047c77e121f8", "tuning (was held-out)"),
     "grpc/grpc-go": ("4793ad0474669eafbd5346c8a3d098fdfa542498", "tuning (was held-out)"),
-    # held out from issue 24's thirteenth pass on: chosen 2026-11-27 19:07 UTC before any run on
+    # held out in issue 24's thirteenth pass (chosen 2026-11-27 19:07 UTC, measured once then):
+    # tuning from the fourteenth pass on
+    "twisted/twisted": ("64661601a1e492a9448ac1011deb9cd9467a9e30", "tuning (was held-out)"),
+    "prisma/prisma": ("9b75b95503c2f8fdfc75319e5b158912e11aae81", "tuning (was held-out)"),
+    "tailscale/tailscale": ("de9ec7ee25627e0e518f53c710a3fc3d947c86c1", "tuning (was held-out)"),
+    # held out from issue 24's fourteenth pass on: chosen 2026-11-27 22:06 UTC before any run on
     # them, pinned to their snapshots' heads, measured once with the weights frozen
-    "twisted/twisted": ("64661601a1e492a9448ac1011deb9cd9467a9e30", "held-out (new)"),
-    "prisma/prisma": ("9b75b95503c2f8fdfc75319e5b158912e11aae81", "held-out (new)"),
-    "tailscale/tailscale": ("de9ec7ee25627e0e518f53c710a3fc3d947c86c1", "held-out (new)"),
+    "pylint-dev/pylint": ("3a99b2d728d0c8ff5267e0c38ebad4f5ba228dac", "held-out (new)"),
+    "apollographql/apollo-client": (
+        "54084bc22e92651cf153d03d0370b8dff3d1163f",
+        "held-out (new)",
+    ),
+    "syncthing/syncthing": ("328d910aee822178f55442c76bc7e35ce34d68cc", "held-out (new)"),
 }
 
 

@@ -1,8 +1,8 @@
-"""Issue 24's eleventh and twelfth passes: both fusions (a file focus's, a task's text)
+"""Issue 24's eleventh to fourteenth passes: both fusions (a file focus's, a task's text)
 refitted on the tuning trees (bench.repomap_eval_data's `tuning` roles: the first six and those
-held out in the eighth to twelfth passes, twenty-four), in bench.repomap_fit_file's way: each query's
-signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate scored on
-them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
+held out in the eighth to thirteenth passes, twenty-seven), in bench.repomap_fit_file's way:
+each query's signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate
+scored on them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
 
 The search (REPOMAP_REFIT_SEARCH=file or task) moves one weight or K at a time from the current
 fusion, a move kept when it raises the mean of R@1..10 over all the tuning trees and over most of
@@ -100,12 +100,11 @@ def index_of(repo: str) -> tuple[Any, list[dict[str, Any]]]:
 
 def tuning_groups() -> list[list[str]]:
     """The tuning trees by the pass that made them tuning trees: the first six, the eighth
-    pass's six, the ninth's three, the tenth's three, the eleventh's three, the twelfth's three
-    (bench.repomap_eval_data's order)."""
+    pass's six, then three a pass from the ninth on (bench.repomap_eval_data's order)."""
     tuning = [r for r, (_, role) in data.REPOS.items() if role.startswith("tuning")]
     first = [r for r in tuning if data.REPOS[r][1] == "tuning"]
     was = [r for r in tuning if r not in first]
-    return [first, was[:6], was[6:9], was[9:12], was[12:15], was[15:]]
+    return [first, was[:6], *(was[i : i + 3] for i in range(6, len(was), 3))]
 
 
 def _score(prepared: dict[str, list[Prepared]], parts: list[list[str]],
@@ -152,6 +151,7 @@ def run_kind(kind: str) -> str:
         "three (10th)",
         "three (11th)",
         "three (12th)",
+        "three (13th)",
     )
     for part, group in zip(names, parts, strict=True):
         for name, cand in sides.items():
@@ -164,8 +164,8 @@ def run_kind(kind: str) -> str:
     if search_kind == kind:
         signals = SIGNALS[kind] + (("whole",) if os.environ.get("REPOMAP_REFIT_WHOLE") else ())
         steps = TEXT_STEPS if kind == "task" else STEPS
-        _, log = search(prepared, MAIN[kind], signals, steps)
-        lines += ["", f"The search from main's {kind} fusion (one weight or K at a time):", ""]
+        _, log = search(prepared, now, signals, steps)
+        lines += ["", f"The search from the current {kind} fusion (one weight or K at a time):", ""]
         lines += [f"- {line}" for line in log]
     return "\n".join(lines) + "\n"
 
