@@ -91,13 +91,8 @@ def read_chunk(
         return _read_chunk(on, paths, entries, overlays, read)
 
 
-def _read_chunk(
-    on: Reading,
-    paths: list[str],
-    entries: Mapping[str, FileEntry],
-    overlays: Mapping[str, str],
-    read: Callable[[str], bytes],
-) -> Chunk:
+def _read_chunk(on: Reading, paths: list[str], entries: Mapping[str, FileEntry],
+                overlays: Mapping[str, str], read: Callable[[str], bytes]) -> Chunk:  # fmt: skip
     root_key = str(on.root)
     known = on.cache.hashes(root_key, paths)
     chunk = Chunk(paths)
