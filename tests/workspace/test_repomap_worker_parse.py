@@ -47,10 +47,8 @@ def test_a_worker_parses_each_source_whole(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(tag_workers, "_watch_parent", lambda _pid: None)
     tag_workers.main()  # the worker's loop: one batch in, then end of input
     answers.seek(0)
-    got = {}
-    for _ in batch:
-        index, text, _packed, _retiring = recv(answers)
-        got[index] = text
+    frame, _retiring = recv(answers)  # the batch's answers in one frame
+    got = {index: text for index, text, _packed in frame}
     assert reads == []  # main: one piecewise read per file
     alone = TagParser()  # the daemon's thread: through the callbacks, the same tags
     assert got == {i: tags_json(alone.tags(lang, src)) for i, lang, src in batch}

@@ -51,11 +51,8 @@ def _run_worker(batch: list[tuple[int, str, bytes]], monkeypatch: pytest.MonkeyP
         patched.setattr(tag_workers, "_watch_parent", lambda _pid: None)
         tag_workers.main()  # one batch in, then the end of its input
     answers.seek(0)
-    got = {}
-    for _ in batch:
-        index, text, packed, _retiring = recv(answers)
-        got[index] = (text, packed)
-    return got
+    frame, _retiring = recv(answers)  # the batch's answers in one frame
+    return {index: (text, packed) for index, text, packed in frame}
 
 
 def test_a_worker_sends_what_the_filetags_path_gives(monkeypatch: pytest.MonkeyPatch) -> None:

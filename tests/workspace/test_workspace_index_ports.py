@@ -6,9 +6,10 @@ map from what the fakes hold alone (main: the index imported the adapters and re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,10 @@ class Files:
         assert root == ROOT
         self.read.append(rel)
         return FILES[rel]
+
+    @contextlib.contextmanager
+    def reader(self, root: Path) -> Iterator[Callable[[str], bytes]]:
+        yield lambda rel: self.read_bytes(root, rel)
 
 
 class Cache:

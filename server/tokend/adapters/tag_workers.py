@@ -6,9 +6,10 @@ the daemon) reading work from its stdin and writing tags to its stdout.
 
 - Work goes out in batches of files (`BATCH_FILES`, at most `BATCH_BYTES` but for one file;
   smaller toward the end of the work, so the workers finish together);
-  each file's tags come back on their own, in order, so when a worker dies (a grammar that
-  crashes on a file, the OOM killer) the file it was on is known: that file gets no tags and
-  an error (logged), the worker is replaced, and the rest of its batch goes on.
+  a batch's answers come back in one frame (issue 22: a frame a file cost the daemon's reader
+  47 µs a file), so a worker that dies (a grammar that crashes on a file, the OOM killer) is
+  replaced and its batch goes again a file at a time: a file that ends a worker alone gets no
+  tags and an error (logged). A word worker answers a file at a time (adapters.word_workers).
 - Workers end with the daemon: their stdin is the daemon's pipe, and the daemon gone (even by
   kill -9) they read end-of-file and exit; a thread in each watches the parent's pid too.
 - Two parses may run at once (a build's next chunk beside the one before): each takes the
@@ -164,7 +165,7 @@ class TagWorkers:
     def _answer(self, run: _Parse, worker: _Worker) -> None:
         """A worker's next answer taken in, and the worker given its next batch or freed."""
         try:
-            index, raw, packed, retiring = recv(worker.stdout)
+            got = recv(worker.stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
             self._check_stopping()  # (killed by a stop: not a crash)
             run.drop(worker)
@@ -172,8 +173,10 @@ class TagWorkers:
             run.hold(replacement)
             self._next_batch(run, replacement)
             return
-        run.results[index] = packed if run.what == WORDS else (raw, *unpacked(packed))
-        worker.batch.remove(index)
+        answers, retiring = (got[0], got[1]) if len(got) == 2 else ([got[:3]], got[3])
+        for index, raw, packed in answers:
+            run.results[index] = packed if run.what == WORDS else (raw, *unpacked(packed))
+            worker.batch.remove(index)
         if retiring:  # its last answer: a fresh worker takes its place
             run.drop(worker)
             worker = self._replace(worker)
@@ -232,11 +235,16 @@ class TagWorkers:
     ) -> _Worker:
         """A worker died on the first file of its batch not answered: that file gets an
         error (no words: None), the rest of the batch goes back in the queue, and a new worker
-        takes its place."""
+        takes its place. A tag worker answers a batch at once, so which of its files it died
+        on is not known: the batch goes back a file a batch (a file that ends a worker ends a
+        second one, alone in its batch, and is then known)."""
         self.crashes += 1
         worker.stop()
         code = worker.proc.returncode
-        if worker.batch:
+        if len(worker.batch) > 1 and self.program == PROGRAM:
+            pending.extend([index] for index in reversed(worker.batch))  # (first popped first)
+            log.info("a tag worker died (exit %s): its batch goes again a file at a time", code)
+        elif worker.batch:
             culprit, rest = worker.batch[0], worker.batch[1:]
             path, language = work[culprit][:2]
             died = FileTags(error=f"{WORKER_DIED} (exit {code}; {language})")
@@ -275,16 +283,16 @@ def main() -> None:
             batch = recv(stdin)
         except EOFError:
             return
-        for n, (index, language, source, *what) in enumerate(batch, 1):
-            packed: Any
+        answers: list[tuple[int, str, Any]] = []
+        for index, language, source, *what in batch:
             if what and what[0] == WORDS:  # (a batch of 3-tuples: BOTH, as before)
-                text, packed = "", count_words(source)
+                answers.append((index, "", count_words(source)))
             else:
-                text, packed = wire_fields(parser.raw(language, source, what != [TAGS]))
-            retiring = n == len(batch) and _rss_bytes() > rss_limit
-            send(stdout, (index, text, packed, retiring))
-            if retiring:
-                return
+                answers.append((index, *wire_fields(parser.raw(language, source, what != [TAGS]))))
+        retiring = _rss_bytes() > rss_limit
+        send(stdout, (answers, retiring))  # the batch's answers in one frame
+        if retiring:
+            return
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A worker process that counts what files say (core.repomap.text.count_words) for the words'
 pass after the first map (service.workspace.word_pass), driven by the same pool as the tag
-workers (adapters.tag_workers.TagWorkers, `program=PROGRAM`) and answering in their frames;
-a file's words as the bytes of two arrays of 32-bit integers (its ids and their counts, in the
+workers (adapters.tag_workers.TagWorkers, `program=PROGRAM`), answering a file at a time (its
+pool reads that frame beside a tag worker's frame of a whole batch); a file's words as the bytes of two arrays of 32-bit integers (its ids and their counts, in the
 order counted), which the daemon reads as core.repomap.words.SaidArrays.
 
 It imports nothing but the count and its pipes: no tree-sitter, no grammar, no numpy (which a

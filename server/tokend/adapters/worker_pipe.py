@@ -16,8 +16,13 @@ _PARENT_POLL_S = 0.5
 
 
 def send(stream: IO[bytes], value: Any) -> None:
+    """`value` as one frame, written whole: the daemon's end of a worker's stdin is unbuffered,
+    and one write to a full pipe that a signal interrupts writes part of it (a ptrace attach,
+    py-spy's, did: the worker then waited for the rest of its batch forever)."""
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(HEADER.pack(len(data)) + data)
+    view = memoryview(HEADER.pack(len(data)) + data)
+    while view:
+        view = view[stream.write(view) or 0 :]
     stream.flush()
 
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokend.adapters import workspace_reads
 from tokend.adapters.workspace_walk import Walk, folder_walk, lstat_at, resolve_open
 from tokend.core.workspace.files import FolderMissing, OpenedFile, PathConflict
 
@@ -176,6 +177,12 @@ def read_bytes(
         if not stat.S_ISREG(opened.st.st_mode):
             raise PathConflict(rel, "not a regular file")
         return read_opened(opened, limit)
+
+
+def reader(root: Path) -> AbstractContextManager[Callable[[str], bytes]]:
+    """Many files of `root` read one after the other in path order, the folders held open from
+    one to the next: each `read(rel)` is `read_bytes(root, rel)` (adapters.workspace_reads)."""
+    return workspace_reads.reader(root, read_bytes)
 
 
 def read_opened(opened: OpenedFile, limit: int | None = None) -> bytes:

@@ -57,6 +57,11 @@ class WorkspaceFiles(Protocol):
         self, root: Path, rel: str, limit: int | None = None, *, follow_inside: bool = True
     ) -> bytes: ...
 
+    def reader(self, root: Path) -> AbstractContextManager[Callable[[str], bytes]]:
+        """Files of `root` read in path order: each `read(rel)` as `read_bytes(root, rel)`,
+        the folders the paths share opened once."""
+        ...
+
     def stat_file(
         self, root: Path, rel: str, *, follow_inside: bool = True
     ) -> os.stat_result | None: ...

@@ -133,8 +133,19 @@ def _spaced_words(names: list[str]) -> list[str]:
 
 
 def _word_keys_of(words: list[str]) -> list[int]:
-    """`word_key` of each of `words`, those remembered looked up in one call."""
+    """`word_key` of each of `words`, those remembered looked up in one call. Each is one word
+    of a name (`sub_words`'s, or `_spaced_words`'s: a run of lower case letters or of digits),
+    so none is a compound and its key is its digest alone: `word_key` would split it again."""
     keys = list(map(_word_keys.get, words))
     if None in keys:
-        return [word_key(w) if k is None else k for w, k in zip(words, keys, strict=True)]
+        return [_one_word_key(w) if k is None else k for w, k in zip(words, keys, strict=True)]
     return cast(list[int], keys)
+
+
+def _one_word_key(word: str) -> int:
+    """`word_key` of a word that is one word (`sub_words(word) == [word]`)."""
+    key = _digest("\0" + word)
+    if len(_word_keys) >= WORD_KEYS_KEPT:
+        _word_keys.clear()
+    _word_keys[word] = key
+    return key

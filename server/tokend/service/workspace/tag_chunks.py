@@ -85,7 +85,14 @@ class Beside:
 def read_chunk(
     on: Reading, paths: list[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
 ) -> Chunk:
-    """What tagging some files takes: their cached tags, and the sources to parse."""
+    """What tagging some files takes: their cached tags, and the sources to parse (read in path
+    order through the folders they share, opened once: `WorkspaceFiles.reader`)."""
+    with on.files.reader(on.root) as read:
+        return _read_chunk(on, paths, entries, overlays, read)
+
+
+def _read_chunk(on: Reading, paths: list[str], entries: Mapping[str, FileEntry],
+                overlays: Mapping[str, str], read: Callable[[str], bytes]) -> Chunk:  # fmt: skip
     root_key = str(on.root)
     known = on.cache.hashes(root_key, paths)
     chunk = Chunk(paths)
@@ -115,7 +122,7 @@ def read_chunk(
         if seen is not None and seen[:2] == (entry.size_bytes, entry.mtime_ns):
             sources[path] = (language, seen[2], None)
             continue
-        data = read_source(on, path)
+        data = read_source(on, path, read)
         if data is None:
             chunk.tags[path] = None
             continue
@@ -135,7 +142,7 @@ def read_chunk(
                 chunk.unsaid[path] = chunk.keys[path]
             continue
         if source is None:
-            source = read_source(on, path)
+            source = read_source(on, path, read)
             if source is None:
                 chunk.tags[path] = None
                 continue
@@ -154,11 +161,12 @@ def with_words(on: Reading, keys: list[str]) -> dict[str, dict[str, Any]]:
     return cached
 
 
-def read_source(on: Reading, path: str) -> bytes | None:
+def read_source(on: Reading, path: str, read: Callable[[str], bytes] | None = None) -> bytes | None:
     """A file's bytes, read through `on.files` (never through a symlink that leaves the
-    workspace); None, with the reason in `on.errors`, when it cannot be read."""
+    workspace), or by `read` (a chunk's `WorkspaceFiles.reader`); None, with the reason in
+    `on.errors`, when it cannot be read."""
     try:
-        return on.files.read_bytes(on.root, path)
+        return read(path) if read is not None else on.files.read_bytes(on.root, path)
     except (OSError, PathConflict) as exc:
         on.errors[path] = _unreadable(exc)
         return None
