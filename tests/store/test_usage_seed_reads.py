@@ -2,7 +2,7 @@
 days, for the day's spend and the rate headroom) reads the calls, not the messages' text.
 
 It read every message of those sessions with its parts and kept only each reply's usage, cost and
-time: at 50,000 messages of bench/scale_session's ~3 KB tool results, 150 MB of text read and
+time: at 50,000 messages of bench/scale_session's ~3 KB tool results, 75 MB of text read and
 dropped before the daemon's first request, and the restarted daemon larger than while it built
 the session (issue 22; the lead's PostgreSQL runs, 324-326 against 304 MiB). Counted, not timed,
 on both engines: the statements the seed sends (none names the parts table) and the Python

@@ -36,7 +36,7 @@ class SqlMessages:
     def load_replies(self, session_id: str) -> list[Message]:
         """Every message with a provider's usage, oldest first, without its parts: one query
         of the messages table alone (the usage monitor's seed at a daemon's start read every
-        message with its parts: at 50,000 messages 150 MB of tool output, to keep 25,000
+        message with its parts: at 50,000 messages 75 MB of tool output, to keep 25,000
         calls' figures)."""
         with collector_paused(), self._reading() as session:
             return read_replies(session, session_id)
