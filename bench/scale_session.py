@@ -46,6 +46,9 @@ PG_ASSEMBLE_AT = (5_000, 10_000)  # PostgreSQL: assemble warm and cold here too 
 # TOKEND_SCALE_ENGINES=sqlite (or postgresql) runs one engine's half alone (a quiet slot's
 # budget); `make bench` runs both.
 ENGINES = os.environ.get("TOKEND_SCALE_ENGINES", "sqlite,postgresql").split(",")
+# TOKEND_SCALE_BEFORE=REV: the baseline is REV instead, to this tree's sizes (a branch beside
+# the main it branched from: issue 22's daemon after a restart, at 50,000 messages).
+BEFORE = os.environ.get("TOKEND_SCALE_BEFORE")
 LINE = "src/module_{:05d}.py:{}: E501 line too long (121 > 100 characters) in handle_request\n"
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
 
@@ -190,12 +193,13 @@ def run() -> str:
     postgres: dict[str, dict[str, Any]] = {}
     from tests.pg import PostgresServer  # the suite's own server (the pgserver wheel)
 
-    with baseline_tree(BEFORE_REV) as before:
+    rev, before_marks = (BEFORE, MARKS) if BEFORE else (BEFORE_REV, BASELINE_MARKS)
+    name = f"main at {rev}"
+    with baseline_tree(rev) as before:
         if "sqlite" in ENGINES:
             results["this tree"] = measure(ROOT, MARKS, ASSEMBLE_AT)
             if before is not None:
-                name = f"main at {BEFORE_REV}"
-                results[name] = measure(before, BASELINE_MARKS, BASELINE_ASSEMBLE_AT)
+                results[name] = measure(before, before_marks, BASELINE_ASSEMBLE_AT)
         if "postgresql" in ENGINES:
             server = PostgresServer().start()
             try:
@@ -203,8 +207,7 @@ def run() -> str:
                 postgres["this tree"] = measure(ROOT, PG_MARKS, PG_ASSEMBLE_AT, url)
                 if before is not None:
                     url = server.new_database("scale_b")
-                    name = f"main at {BEFORE_REV}"
-                    postgres[name] = measure(before, BASELINE_MARKS, PG_ASSEMBLE_AT, url)
+                    postgres[name] = measure(before, before_marks, PG_ASSEMBLE_AT, url)
             finally:
                 server.stop()
     sections = [_section(results, "SQLite")] if results else []
@@ -219,9 +222,8 @@ def _section(results: dict[str, dict[str, Any]], engine: str) -> str:
         f"A real `tokend serve` per tree, {engine}, one connection, {IN_FLIGHT} in flight; each "
         "exchange a toolCall with usage, then a ~3 KB toolResult counted exactly (o200k) and "
         f"committed. Rate over {STRETCH} appends at each length of the live context (no "
-        "compaction), with the daemon's CPU ms per append. Baseline: main before this work "
-        f"({BEFORE_REV}), same run, to {_baseline_last(results):,} messages (a run's time "
-        "budget). Then the daemon is stopped and started on the same store and the first "
+        "compaction), with the daemon's CPU ms per append. Baseline: "
+        f"main at {BEFORE or BEFORE_REV}, same run, to {_baseline_last(results):,} messages. Then the daemon is stopped and started on the same store and the first "
         "`budget/snapshot` timed (at each daemon's last length); the daemon's RSS once built and "
         "after the restart and that snapshot.\n",
         "| daemon | " + " | ".join(f"appends/s at {m:,}" for m in marks) + " | errors |",

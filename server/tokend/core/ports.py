@@ -116,6 +116,11 @@ class SessionMessages(Protocol):
         the live context carry compacted_at and compacted_by."""
         ...
 
+    def load_replies(self, session_id: str) -> list[Message]:
+        """Every message of every window that carries a provider's usage, oldest first, each
+        read without its parts (`parts` is empty): the calls a session made, not its text."""
+        ...
+
     def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
         """The session as stored now and the messages appended after `version`, oldest first,
         from one snapshot."""

@@ -50,6 +50,22 @@ MESSAGES_WITH_PARTS = select(
 ).select_from(_m.outerjoin(_p, _p.c.message_id == _m.c.id))
 
 
+# The messages' own columns (MESSAGES_WITH_PARTS's first ten, in its order): a reply's call.
+REPLIES = select(*MESSAGES_WITH_PARTS.selected_columns[:10]).where(_m.c.usage.is_not(None))
+
+
+def read_replies(session: Session, session_id: str) -> list[Message]:
+    """The session's messages that carry a usage, oldest first, without their parts (`parts`
+    empty): one query of the messages table (call it with the collector paused)."""
+    query = REPLIES.where(_m.c.session_id == session_id).order_by(_m.c.seq)
+    result = session.connection().execute(query)
+    return [
+        _message((row, None, usage), [], session_id)
+        for rows in result.partitions(ROWS_AT_ONCE)
+        for row, usage in zip(rows, _values([r[4] for r in rows]), strict=True)
+    ]
+
+
 def read_messages(session: Session, session_id: str, where: Sequence[Any]) -> list[Message]:
     """The session's messages matching `where` (conditions on the messages table), oldest
     first, each with its parts in order: one query (call it with the collector paused:

@@ -1,11 +1,11 @@
 """Reads of a store's messages (core.ports.SessionMessages): a session's live context, its whole
-history, what was appended after a version, one message by id and a slice of a gated tool
-output, each in one read transaction of the store's."""
+history, its replies' usage alone, what was appended after a version, one message by id and a
+slice of a gated tool output, each in one read transaction of the store's."""
 
 from __future__ import annotations
 
 from tokend.adapters.store import rows
-from tokend.adapters.store.message_read import collector_paused
+from tokend.adapters.store.message_read import collector_paused, read_replies
 from tokend.adapters.store.rows import Transaction
 from tokend.adapters.store.session_columns import session_info
 from tokend.core.errors import SessionNotFound
@@ -32,6 +32,14 @@ class SqlMessages:
         with collector_paused(), self._reading() as session:
             rows.require_live(session, session_id, deleted_too=including_deleted)
             return rows.load_from(session, session_id)
+
+    def load_replies(self, session_id: str) -> list[Message]:
+        """Every message with a provider's usage, oldest first, without its parts: one query
+        of the messages table alone (the usage monitor's seed at a daemon's start read every
+        message with its parts: at 50,000 messages 75 MB of tool output, to keep 25,000
+        calls' figures)."""
+        with collector_paused(), self._reading() as session:
+            return read_replies(session, session_id)
 
     def load_since(self, session_id: str, version: int) -> tuple[SessionInfo, list[Message]]:
         """The session as stored now and the messages appended after `version` (whether still

@@ -9,7 +9,7 @@ refused with SpendLimitReached {limit, spent, scope}.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -63,6 +63,20 @@ def zone(name: str) -> tzinfo:
 def day_of(at: datetime, tz: tzinfo) -> date:
     """The calendar day of `at` (timezone-aware) in `tz`."""
     return at.astimezone(tz).date()
+
+
+def day_span(day: date, tz: tzinfo) -> tuple[datetime, datetime] | None:
+    """The instants [start, end) whose calendar day in `tz` is `day`, when the zone's offset is
+    the same at both of its midnights and the day lasts 24 hours (local time then runs as UTC
+    does all day); None on a day the clocks change: ask `day_of` of each instant instead."""
+    start = datetime.combine(day, time(), tzinfo=tz)
+    end = datetime.combine(day + timedelta(days=1), time(), tzinfo=tz)
+    if start.utcoffset() != end.utcoffset():
+        return None
+    start_utc, end_utc = start.astimezone(UTC), end.astimezone(UTC)
+    if end_utc - start_utc != timedelta(days=1):
+        return None
+    return start_utc, end_utc
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ It hears every session's changes with the messages each appended, and records th
 calls (a reply that grows as a follower imports it takes its final figures), so a change costs
 it O(messages appended), and it never reads a session again.
 The first time a figure needs the past (a workspace or user daily limit, `[rate] tpm_limit`)
-it reads the calls of the sessions updated since yesterday from the store, so
+it reads the calls of the sessions updated since yesterday from the store (the replies'
+usage, cost and times alone: no part, so a restart's seed of a 50,000-message session holds
+its 25,000 calls, not its text), so
 the per-day totals hold across daemon restarts; a command whose settings need none of them
 (`tokend status` with no limit set) never reads them. Figures: US dollars; tokens; the
 service's clock.
@@ -109,7 +111,7 @@ class UsageMonitor:
             return
         for session_id, workspace_uri in recent:
             try:
-                messages = self._service.store.messages.load_all_messages(session_id)
+                messages = self._service.store.messages.load_replies(session_id)
             except StoreError as exc:  # that session's pages are damaged; the others count
                 log.warning("usage: session %s could not be read: %s", session_id, exc.message)
                 continue
