@@ -32,6 +32,13 @@ def _tree(tmp_path: Path) -> Path:
     return tree
 
 
+def _answered(got: Any) -> list[int]:
+    """The files a tag worker's frame answers: (answers, retiring), each answer (index, its
+    tags' text, packed); a word worker's frame (a file's: index, "", counts, retiring) none."""
+    answers = got[0] if isinstance(got, tuple) and len(got) == 2 else []
+    return [int(json.loads(text)["d"][0][0][4:7]) for _, text, _ in answers if text]
+
+
 def test_the_next_chunk_is_parsed_beside_the_last_file_of_the_one_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -46,8 +53,7 @@ def test_the_next_chunk_is_parsed_beside_the_last_file_of_the_one_before(
 
     def answered(stream: Any) -> Any:
         got = real_recv(stream)
-        if isinstance(got, tuple) and got[1]:  # (index, tags' text, packed, retiring)
-            events.append(("answered", int(json.loads(got[1])["d"][0][0][4:7])))
+        events.extend(("answered", n) for n in _answered(got))
         return got
 
     monkeypatch.setattr(tag_workers, "send", sent)
@@ -93,8 +99,7 @@ def test_a_worker_freed_by_one_chunk_is_taken_by_the_next_at_once(
 
     def answered(stream: Any) -> Any:
         got = real_recv(stream)
-        if isinstance(got, tuple) and got[1]:
-            events.append(("answered", int(json.loads(got[1])["d"][0][0][4:7])))
+        events.extend(("answered", n) for n in _answered(got))
         return got
 
     monkeypatch.setattr(tag_workers, "send", sent)

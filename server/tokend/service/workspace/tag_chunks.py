@@ -91,13 +91,20 @@ def read_chunk(
         return _read_chunk(on, paths, entries, overlays, read)
 
 
-def _read_chunk(on: Reading, paths: list[str], entries: Mapping[str, FileEntry],
-                overlays: Mapping[str, str], read: Callable[[str], bytes]) -> Chunk:  # fmt: skip
+def _sources(
+    on: Reading,
+    chunk: Chunk,
+    entries: Mapping[str, FileEntry],
+    overlays: Mapping[str, str],
+    read: Callable[[str], bytes],
+) -> dict[str, tuple[str, str, bytes | None]]:
+    """Each file of `chunk` to tag: path -> (language, its SHA-256, its bytes when read; None
+    when the cache's hash for its size and mtime stands); the files not to tag are None in
+    `chunk.tags`, the hashes of the files read in `chunk.new_hashes`."""
     root_key = str(on.root)
-    known = on.cache.hashes(root_key, paths)
-    chunk = Chunk(paths)
+    known = on.cache.hashes(root_key, chunk.paths)
     sources: dict[str, tuple[str, str, bytes | None]] = {}  # path -> (language, sha, bytes)
-    for path in paths:
+    for path in chunk.paths:
         entry = entries.get(path)
         overlay = overlays.get(path)
         language = entry.language if entry else None
@@ -129,6 +136,18 @@ def _read_chunk(on: Reading, paths: list[str], entries: Mapping[str, FileEntry],
         sha = hashlib.sha256(data).hexdigest()
         sources[path] = (language, sha, data)
         chunk.new_hashes[path] = (entry.size_bytes, entry.mtime_ns, sha)
+    return sources
+
+
+def _read_chunk(
+    on: Reading,
+    paths: list[str],
+    entries: Mapping[str, FileEntry],
+    overlays: Mapping[str, str],
+    read: Callable[[str], bytes],
+) -> Chunk:
+    chunk = Chunk(paths)
+    sources = _sources(on, chunk, entries, overlays, read)
     version = on.queries_version
     chunk.keys = {p: f"v{version}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
     cached = with_words(on, sorted(set(chunk.keys.values())))
