@@ -123,3 +123,38 @@ def test_a_folder_swapped_for_a_link_out_while_held_is_not_followed(tmp_path: Pa
     with workspace_fs.reader(ws) as read, pytest.raises(PathConflict):
         read("d/b.c")  # a new block walks again: the link leads out, refused
     assert (outside / "b.c").read_bytes() == b"int secret;\n"
+
+
+def test_the_words_pass_reads_its_chunk_through_the_same_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The words' pass after the first map reads the same sources again, in path order: through
+    the folders they share too (fd6806d: each path walked from the root, 265 opens)."""
+    import hashlib
+    import threading
+
+    from tokend.service.workspace.word_pass import OwedWords
+
+    written: dict[str, bytes] = {}
+    for folder, count in (("a/b/c", 40), ("a/b/d", 10), ("e", 5)):
+        (tmp_path / folder).mkdir(parents=True)
+        for i in range(count):
+            path = f"{folder}/f{i:02d}.c"
+            written[path] = f"int g{i}(void) {{ return {i}; }} /* {folder} */\n".encode()
+            (tmp_path / path).write_bytes(written[path])
+    taken = {p: f"v1:c:{hashlib.sha256(b).hexdigest()}" for p, b in sorted(written.items())}
+    owed = OwedWords(threading.RLock(), _reading(tmp_path, {}), lambda path: None, print)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: str, *args: object, **kwargs: object) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", counting_open)
+    work, keys = owed._read(taken)
+    monkeypatch.undo()
+
+    assert {path: source for path, _language, source in work} == written
+    assert keys == list(taken.values())
+    assert len(opened) == 6 + len(written), opened  # the root, a, b, c, d, e, and each file

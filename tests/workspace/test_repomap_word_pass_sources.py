@@ -10,7 +10,7 @@ import contextlib
 import hashlib
 import threading
 import tracemalloc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,17 @@ def _source(path: str) -> bytes:
     return path.encode().ljust(SIZE, b" ")
 
 
-class _Files:
+class _Reads:
+    """A fake's `WorkspaceFiles.reader`: each read by its read_bytes."""
+
+    def read_bytes(self, root: Path, path: str) -> bytes:
+        raise NotImplementedError
+
+    def reader(self, root: Path) -> contextlib.nullcontext[Callable[[str], bytes]]:
+        return contextlib.nullcontext(lambda rel: self.read_bytes(root, rel))
+
+
+class _Files(_Reads):
     def read_bytes(self, root: Path, path: str) -> bytes:
         return _source(path)  # (a new object at each read: tracemalloc sees it)
 
@@ -116,7 +126,7 @@ def test_a_landing_holds_the_words_of_a_chunk_of_250_files() -> None:
     assert len(held) == files // 250
 
 
-class _SmallFiles:
+class _SmallFiles(_Reads):
     def __init__(self, source: Mapping[str, bytes]) -> None:
         self.source = source
 
@@ -143,7 +153,7 @@ def test_the_pass_holds_about_a_mib_of_sources_at_once() -> None:
     assert peak < 2.5 * (1 << 20), peak / (1 << 20)
 
 
-class _Sized:
+class _Sized(_Reads):
     """Each file its path's bytes padded to `size`, a new object at each read."""
 
     def __init__(self, size: int) -> None:

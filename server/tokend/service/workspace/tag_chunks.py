@@ -180,12 +180,11 @@ def with_words(on: Reading, keys: list[str]) -> dict[str, dict[str, Any]]:
     return cached
 
 
-def read_source(on: Reading, path: str, read: Callable[[str], bytes] | None = None) -> bytes | None:
-    """A file's bytes, read through `on.files` (never through a symlink that leaves the
-    workspace), or by `read` (a chunk's `WorkspaceFiles.reader`); None, with the reason in
-    `on.errors`, when it cannot be read."""
+def read_source(on: Reading, path: str, read: Callable[[str], bytes]) -> bytes | None:
+    """A file's bytes by `read` (`on.files.reader`: never through a symlink that leaves the
+    workspace); None, with the reason in `on.errors`, when it cannot be read."""
     try:
-        return read(path) if read is not None else on.files.read_bytes(on.root, path)
+        return read(path)
     except (OSError, PathConflict) as exc:
         on.errors[path] = _unreadable(exc)
         return None

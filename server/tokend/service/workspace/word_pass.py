@@ -142,7 +142,15 @@ class OwedWords:
             return taken
 
     def _read(self, taken: Mapping[str, str]) -> tuple[list[Work], list[str]]:
-        """The sources of `taken` whose content is their tags' (the key's hash), with keys."""
+        """The sources of `taken` whose content is their tags' (the key's hash), with keys,
+        read in path order through the folders they share (`WorkspaceFiles.reader`)."""
+        on = self._reading
+        with on.files.reader(on.root) as read:
+            return self._read_through(taken, read)
+
+    def _read_through(
+        self, taken: Mapping[str, str], read: Callable[[str], bytes]
+    ) -> tuple[list[Work], list[str]]:
         work, keys, held = [], [], 0
         for path, key in taken.items():
             if held > SOURCE_BYTES:  # enough for one chunk: the rest are owed again
@@ -151,7 +159,7 @@ class OwedWords:
                         self._owed[path] = self._taken.pop(path)
                 continue
             overlay = self._overlay(path)
-            source = read_source(self._reading, path) if overlay is None else None
+            source = read_source(self._reading, path, read) if overlay is None else None
             if overlay is not None:
                 source = overlay.encode("utf-8", "surrogatepass")
             _version, language, sha = key.split(":", 2)
