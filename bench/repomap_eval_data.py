@@ -80,7 +80,7 @@ REPOS: dict[str, tuple[str, str]] = {
         "tuning (was held-out)",
     ),
     "syncthing/syncthing": ("328d910aee822178f55442c76bc7e35ce34d68cc", "tuning (was held-out)"),
-    # held out from issue 24's fifteenth pass on: chosen 2026-11-28 01:04 UTC before any run on
+    # held out from issue 24's fifteenth pass on: chosen 2026-11-28 01:03 UTC before any run on
     # them, pinned to their snapshots' heads, measured once with the weights frozen
     "wagtail/wagtail": ("c2ae43b9265d085c95142cd1a1f8563ad2eb4de9", "held-out (new)"),
     "TanStack/query": ("40321a0b1b3bdd0afa11f0e439642ab84cdf6afe", "held-out (new)"),
