@@ -72,14 +72,19 @@ REPOS: dict[str, tuple[str, str]] = {
     "twisted/twisted": ("64661601a1e492a9448ac1011deb9cd9467a9e30", "tuning (was held-out)"),
     "prisma/prisma": ("9b75b95503c2f8fdfc75319e5b158912e11aae81", "tuning (was held-out)"),
     "tailscale/tailscale": ("de9ec7ee25627e0e518f53c710a3fc3d947c86c1", "tuning (was held-out)"),
-    # held out from issue 24's fourteenth pass on: chosen 2026-11-27 22:06 UTC before any run on
-    # them, pinned to their snapshots' heads, measured once with the weights frozen
-    "pylint-dev/pylint": ("3a99b2d728d0c8ff5267e0c38ebad4f5ba228dac", "held-out (new)"),
+    # held out in issue 24's fourteenth pass (chosen 2026-11-27 22:06 UTC, measured once then):
+    # tuning from the fifteenth pass on
+    "pylint-dev/pylint": ("3a99b2d728d0c8ff5267e0c38ebad4f5ba228dac", "tuning (was held-out)"),
     "apollographql/apollo-client": (
         "54084bc22e92651cf153d03d0370b8dff3d1163f",
-        "held-out (new)",
+        "tuning (was held-out)",
     ),
-    "syncthing/syncthing": ("328d910aee822178f55442c76bc7e35ce34d68cc", "held-out (new)"),
+    "syncthing/syncthing": ("328d910aee822178f55442c76bc7e35ce34d68cc", "tuning (was held-out)"),
+    # held out from issue 24's fifteenth pass on: chosen 2026-11-28 01:03 UTC before any run on
+    # them, pinned to their snapshots' heads, measured once with the weights frozen
+    "wagtail/wagtail": ("c2ae43b9265d085c95142cd1a1f8563ad2eb4de9", "held-out (new)"),
+    "TanStack/query": ("40321a0b1b3bdd0afa11f0e439642ab84cdf6afe", "held-out (new)"),
+    "helm/helm": ("e9b85e4de16ad45805843fb121748018cf89094b", "held-out (new)"),
 }
 
 

@@ -1,6 +1,6 @@
-"""Issue 24's eleventh to fourteenth passes: both fusions (a file focus's, a task's text)
+"""Issue 24's eleventh to fifteenth passes: both fusions (a file focus's, a task's text)
 refitted on the tuning trees (bench.repomap_eval_data's `tuning` roles: the first six and those
-held out in the eighth to thirteenth passes, twenty-seven), in bench.repomap_fit_file's way:
+held out in the eighth to fourteenth passes, thirty), in bench.repomap_fit_file's way:
 each query's signal arrays kept under bench/out/eval (fitfile-*.pkl, fittask-*.pkl), a candidate
 scored on them by recall at 1, 3, 5, 10 of the ranked files, no map rendered.
 
@@ -152,6 +152,7 @@ def run_kind(kind: str) -> str:
         "three (11th)",
         "three (12th)",
         "three (13th)",
+        "three (14th)",
     )
     for part, group in zip(names, parts, strict=True):
         for name, cand in sides.items():

@@ -48,6 +48,7 @@ from tokend.core.repomap.solve import Product, no_product, solver
 from tokend.core.repomap.stem import stem as stem_of
 from tokend.core.repomap.store import TagTable, name_key
 from tokend.core.repomap.tags import WORDS_MAX, FileTags
+from tokend.core.repomap.vendored import demoted
 from tokend.core.repomap.words import WordTable, said
 
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
@@ -129,9 +130,8 @@ class RepoGraph:
         words = self.words.changed(at, {p: spoken[p] for p in at})
         if not words:
             return False
-        # Room for the words still to come (issue 22: the first build's come a chunk at a time;
-        # each chunk grew the columns into a new copy beside the old, 59 MiB each at the end
-        # on the kernel). Pages not written are not resident.
+        # Room for the words still to come (issue 22: the first build's come a chunk at a time, each
+        # grew the columns into a new copy, 59 MiB at the end on the kernel; unwritten: not resident)
         self.words.apply(None, {at[p]: w for p, w in words.items()}, len(self.table.paths),
                          room=more * WORDS_MAX)  # fmt: skip
         self.words_version += 1
@@ -238,6 +238,7 @@ class RepoGraph:
             near = signals_of.near(e.offsets, e.targets, e.weights, around)
             scores["near"] = np.round(near, RANK_DECIMALS)
         fused = fusions.fused(scores, len(t.paths), fusion)
+        fused = demoted(fused, lambda: self._paths_terms().vendored, focus_rows, focus.text)
         return graph_rank, np.round(fused, RANK_DECIMALS)
 
     def _lexical(self, rows: list[int], text: str, text_only: bool) -> Array:
@@ -279,9 +280,8 @@ class RepoGraph:
             t, edges, graph_rank, order, focus.identifiers, focus_rows, limit
         )
         scores = {t.paths[f]: float(score[f]) for f in set(files)}
-        return [
-            RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)
-        ], scores
+        ranked = [RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)]
+        return ranked, scores
 
     def _focus_rows(self, focus: Focus) -> list[int]:
         return [r for p in focus.files if (r := self.table.row(p)) is not None]

@@ -30,6 +30,7 @@ from tokend.core.repomap.keys import name_key, sub_words, word_key
 from tokend.core.repomap.packed import KEY
 from tokend.core.repomap.stem import name_terms
 from tokend.core.repomap.store import TagTable
+from tokend.core.repomap.vendored import vendored
 from tokend.core.repomap.words import WordTable
 
 K1, B = 1.2, 0.75
@@ -91,6 +92,7 @@ class PathTerms:
     folders: list[tuple[str, ...]]  # the distinct folders, sorted
     folder_of: Array  # int32: each path's folder, an index into `folders`
     names: tuple[Array, Array]  # each file name's words (core.repomap.stem.name_terms)
+    vendored: Array  # bool: a vendored file's path (core.repomap.vendored)
 
 
 def path_terms(paths: list[str]) -> PathTerms:
@@ -106,7 +108,8 @@ def path_terms(paths: list[str]) -> PathTerms:
         words = sorted({word_key(w) for w in sub_words(stem)})
         keys.extend(words)
         offsets[i + 1] = len(keys)
-    return PathTerms(offsets, np.array(keys, dtype=KEY), folder_names, folder_of, name_terms(paths))
+    key_array, flags = np.array(keys, dtype=KEY), vendored(paths)
+    return PathTerms(offsets, key_array, folder_names, folder_of, name_terms(paths), flags)
 
 
 def query(table: TagTable, focus_rows: list[int], text: str) -> Array:
