@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tokend.adapters import file_index, tag_workers
+from tokend.adapters import file_index, tag_proc
 from tokend.adapters.file_index import walk
 from tokend.adapters.ignore_rules import IgnoreRules
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -48,7 +48,7 @@ def test_the_first_chunks_go_to_the_workers_before_the_walk_ends(
             (root / f"p{f}" / f"m{i:02}.py").write_text(f"def f{f}_{i}(x):\n    return g{i}(x)\n")
     sent = threading.Event()
     held: list[bool] = []
-    real_send, real_list = tag_workers.send, file_index.list_folder
+    real_send, real_list = tag_proc.send, file_index.list_folder
 
     def sending(stream: Any, value: Any) -> None:
         if isinstance(value, list):  # a batch of files
@@ -60,7 +60,7 @@ def test_the_first_chunks_go_to_the_workers_before_the_walk_ends(
             held.append(sent.wait(10))
         return real_list(root, rules, folder, **kwargs)
 
-    monkeypatch.setattr(tag_workers, "send", sending)
+    monkeypatch.setattr(tag_proc, "send", sending)  # (where a batch is sent)
     monkeypatch.setattr(file_index, "list_folder", listing)
     monkeypatch.setattr(tag_chunks, "CHUNK_FILES", CHUNK)
     index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(None), index_ports())

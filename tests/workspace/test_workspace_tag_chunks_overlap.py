@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tokend.adapters import tag_workers
+from tokend.adapters import tag_proc, tag_workers
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
 from tokend.service.app_workspaces import index_ports
@@ -43,7 +43,7 @@ def test_the_next_chunk_is_parsed_beside_the_last_file_of_the_one_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[tuple[str, int]] = []  # ("sent" | "answered", the file's number)
-    real_send, real_recv = tag_workers.send, tag_workers.recv
+    real_send, real_recv = tag_proc.send, tag_workers.recv
 
     def sent(stream: Any, value: Any) -> None:
         if isinstance(value, list):  # a batch: (index, language, source, what) each
@@ -56,7 +56,7 @@ def test_the_next_chunk_is_parsed_beside_the_last_file_of_the_one_before(
         events.extend(("answered", n) for n in _answered(got))
         return got
 
-    monkeypatch.setattr(tag_workers, "send", sent)
+    monkeypatch.setattr(tag_proc, "send", sent)  # (where a batch is sent)
     monkeypatch.setattr(tag_workers, "recv", answered)
     monkeypatch.setattr(tag_chunks, "CHUNK_FILES", CHUNK)
     tree = _tree(tmp_path)
@@ -89,12 +89,14 @@ def test_a_worker_freed_by_one_chunk_is_taken_by_the_next_at_once(
     (here 30 s: a kernel build lost up to a poll, 0.2 s, at each of its 177 chunks)."""
     monkeypatch.setattr(tag_workers, "STOP_POLL_S", 30.0)
     events: list[tuple[str, int]] = []
-    real_send, real_recv = tag_workers.send, tag_workers.recv
+    to: dict[int, int] = {}  # a file's number -> the worker's pipe it was sent on
+    real_send, real_recv = tag_proc.send, tag_workers.recv
 
     def sent(stream: Any, value: Any) -> None:
         if isinstance(value, list):
             tags = [source for _, _, source, what in value if what != tag_workers.WORDS]
             events.extend(("sent", int(source[8:11])) for source in tags)
+            to.update((int(source[8:11]), stream.fileno()) for source in tags)
         real_send(stream, value)
 
     def answered(stream: Any) -> Any:
@@ -102,7 +104,7 @@ def test_a_worker_freed_by_one_chunk_is_taken_by_the_next_at_once(
         events.extend(("answered", n) for n in _answered(got))
         return got
 
-    monkeypatch.setattr(tag_workers, "send", sent)
+    monkeypatch.setattr(tag_proc, "send", sent)  # (where a batch is sent)
     monkeypatch.setattr(tag_workers, "recv", answered)
     monkeypatch.setattr(tag_chunks, "CHUNK_FILES", CHUNK)
     tree = _tree(tmp_path)
@@ -116,9 +118,7 @@ def test_a_worker_freed_by_one_chunk_is_taken_by_the_next_at_once(
         index.build()
     finally:
         index.close()
-    slow_first = [n for kind, n in events if kind == "sent"].index(CHUNK)  # with its batch
-    first_batch = [n for kind, n in events if kind == "sent"][slow_first : slow_first + 16]
-    later = min(
-        events.index(("sent", n)) for n in range(CHUNK + 1, 2 * CHUNK) if n not in first_batch
-    )
+    other = [n for n in range(CHUNK + 1, 2 * CHUNK) if to[n] != to[CHUNK]]  # (not the slow
+    # file's worker, which holds its batch and one sent ahead: tag_proc.AHEAD)
+    later = min(events.index(("sent", n)) for n in other)
     assert later < events.index(("answered", CHUNK))  # main: after the slow file's answer

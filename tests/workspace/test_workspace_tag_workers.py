@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tokend.adapters import tag_parsing, tag_workers
+from tokend.adapters import tag_parsing, tag_proc, tag_workers
 from tokend.adapters.tag_wire import tags_json
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.tags import TagParser
@@ -67,8 +67,8 @@ def test_the_last_files_of_a_chunk_go_out_a_few_at_a_time(monkeypatch) -> None:
             sent.append([index for index, *_ in value])
         real_send(stream, value)
 
-    real_send = tag_workers.send
-    monkeypatch.setattr(tag_workers, "send", recording)
+    real_send = tag_proc.send
+    monkeypatch.setattr(tag_proc, "send", recording)
     work = [(f"f{i}.c", "c", b"int f%d(void) { return g(); }\n" % i) for i in range(500)]
     with TagWorkers(2) as workers:
         got = workers.parse_packed(work)

@@ -51,11 +51,12 @@ def _batch_with_slow_file() -> list[tuple[str, str, bytes]]:
 
 def _kill_when(workers: TagWorkers, alone: bool, timeout: float = 30.0) -> int:
     """Kill the worker parsing the slow file (index 2), with others in its batch or `alone`,
-    once one is (after a moment: into the slow file's parse)."""
+    once one is (after a moment: into the slow file's parse; the batch it parses is the first
+    it holds, another may wait behind it: tag_proc.AHEAD)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for worker in list(workers._workers):
-            if 2 in worker.batch and (len(worker.batch) == 1) == alone:
+            if 2 in worker.first() and (len(worker.first()) == 1) == alone:
                 time.sleep(0.5)
                 os.kill(worker.proc.pid, signal.SIGKILL)
                 return worker.proc.pid

@@ -4,6 +4,7 @@ stdin, read through its stdout, ended."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -13,7 +14,18 @@ from pathlib import Path
 from selectors import EVENT_READ, DefaultSelector
 from typing import Any
 
+from tokend.adapters.worker_pipe import send
+
+Work = tuple[str, str, bytes]  # (path: for the log, language, source)
+
 WORKER_RSS_BYTES = 120 << 20  # a worker past this after a batch retires and a fresh one follows
+# A worker's stdin pipe is made this large, so a batch sent ahead (adapters.tag_workers: the
+# next one while it parses one) waits in the pipe whole and the daemon's write does not block.
+PIPE_BYTES = 1 << 20
+# Batches a worker holds at once: the next waits in its stdin while it parses one, so it does not
+# wait for the daemon's thread to read its answers and send more (issue 22: the kernel's tag
+# workers slept 1.8-2.6 s of the first map's tags, the daemon's threads busy).
+AHEAD = 2
 # glibc's heap in a worker: big blocks mmapped (given back when freed), freed memory trimmed,
 # one arena. Without, a worker parsing the kernel's C grew to 300 MiB of free heap.
 _MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 20),
@@ -45,6 +57,40 @@ class WorkerProcess:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.batch: list[int] = []  # indexes of the files sent, not yet answered
+        self.ends: list[int] = []  # the last index of each batch sent and not all answered
+        self.pipe_bytes = _enlarged(self.stdin.fileno())  # what its stdin holds unread
+
+    def first(self) -> list[int]:
+        """The indexes of the first batch it holds (the one it parses: it reads the next only
+        once it has answered it)."""
+        return self.batch[: self.batch.index(self.ends[0]) + 1] if self.ends else []
+
+    def top_up(self, pending: list[list[int]], work: Sequence[Work], what: int) -> bool:
+        """Sent the next of `pending` until it holds AHEAD batches; whether it holds one (or
+        was sent one: to a worker that died idle, the batch goes back, its end-of-file next)."""
+        gave = False
+        for _ in range(AHEAD - len(self.ends)):
+            if not self.give(pending, work, what):
+                break
+            gave = True
+        return gave or bool(self.ends)
+
+    def give(self, pending: list[list[int]], work: Sequence[Work], what: int) -> int:
+        """Send the next of `pending`: 1 if it went, 0 when nothing is left (or, for a batch
+        sent ahead of one held, when it would not wait in the pipe whole: it goes later)."""
+        if not pending:
+            return 0
+        if self.ends and sum(len(work[i][2]) for i in pending[-1]) > self.pipe_bytes // 2:
+            return 0
+        batch = pending.pop()
+        try:
+            send(self.stdin, [(i, work[i][1], work[i][2], what) for i in batch])
+        except OSError:  # it died idle: its end-of-file comes next, and the batch goes back
+            pending.append(batch)
+            return 1
+        self.batch.extend(batch)
+        self.ends.append(batch[-1])
+        return 1
 
     def stop(self, kill: bool = False) -> None:
         """Ended: once its batch is done (its stdin closed), or now with `kill`."""
@@ -60,6 +106,14 @@ class WorkerProcess:
             self.proc.kill()
             self.proc.wait()
         self.stdout.close()
+
+
+def _enlarged(fd: int) -> int:
+    """The pipe `fd` made PIPE_BYTES large where the system allows it; its size."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:  # over the user's pipe limits: the pipe keeps its size
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
 
 
 @dataclass(slots=True)

@@ -5,15 +5,16 @@ interpreter (`python -m tokend.adapters.tag_workers`: the parser and the grammar
 the daemon) reading work from its stdin and writing tags to its stdout.
 
 - Work goes out in batches of files (`BATCH_FILES`, at most `BATCH_BYTES` but for one file;
-  smaller toward the end of the work, so the workers finish together);
-  a batch's answers come back in one frame (issue 22: a frame a file cost the daemon's reader
-  47 µs a file), so a worker that dies (a grammar that crashes on a file, the OOM killer) is
-  replaced and its batch goes again a file at a time: a file that ends a worker alone gets no
-  tags and an error (logged). A word worker answers a file at a time (adapters.word_workers).
+  smaller toward the end of the work, so the workers finish together), two held by a worker at
+  once (tag_proc.AHEAD); a batch's answers come back in one frame (issue 22: a frame a file
+  cost the daemon's reader 47 µs a file), so a worker that dies (a grammar that crashes on a
+  file, the OOM killer) is replaced and its batch goes again a file at a time: a file that
+  ends a worker alone gets no tags and an error (logged). A word worker answers a file at a
+  time (adapters.word_workers).
 - Workers end with the daemon: their stdin is the daemon's pipe, and the daemon gone (even by
   kill -9) they read end-of-file and exit; a thread in each watches the parent's pid too.
 - Two parses may run at once (a build's next chunk beside the one before): each takes the
-  workers that are free, and frees each once no batch of its work is left for it.
+  workers that are free, and frees each once it holds no batch of its work and none is left.
 - Starting workers costs a few hundred milliseconds: callers keep a pool only for a refresh of
   POOL_MIN_FILES files or more (the first build).
 - Each file's tags come back twice over: as the JSON text the workspace cache keeps, and packed
@@ -37,8 +38,9 @@ from collections.abc import Mapping, Sequence
 from selectors import DefaultSelector
 from typing import Any
 
-from tokend.adapters.tag_proc import WORKER_RSS_BYTES
+from tokend.adapters.tag_proc import AHEAD, WORKER_RSS_BYTES
 from tokend.adapters.tag_proc import Parse as _Parse
+from tokend.adapters.tag_proc import Work as Work  # (path: for the log, language, source)
 from tokend.adapters.tag_proc import WorkerProcess as _Worker
 from tokend.adapters.tag_wire import BATCH_FILES as BATCH_FILES
 from tokend.adapters.tag_wire import Parsed, batches, parsed, recv, send, unpacked, wire_fields
@@ -58,7 +60,6 @@ STOP_POLL_S = 0.2
 # first map: two workers on two cores), the daemon's threads, which answer every connection and
 # hand the workers their next files, are given the CPU first (issue 22).
 WORKER_NICE = 10
-Work = tuple[str, str, bytes]  # (path: for the log, language, source)
 PROGRAM = "tokend.adapters.tag_workers"
 TAGS, WORDS, BOTH = 1, 2, 3  # what a worker makes of a file: its tags, its words, or both
 
@@ -177,16 +178,21 @@ class TagWorkers:
         for index, raw, packed in answers:
             run.results[index] = packed if run.what == WORDS else (raw, *unpacked(packed))
             worker.batch.remove(index)
-        if retiring:  # its last answer: a fresh worker takes its place
+            if index == worker.ends[0]:  # (a worker answers its batches' files in order)
+                del worker.ends[0]
+        if retiring:  # its last answer: a fresh worker takes its place, and what was sent
+            if worker.batch:  # ahead of it goes back to the queue, next
+                run.pending.append(worker.batch)
             run.drop(worker)
             worker = self._replace(worker)
             run.hold(worker)
-        if not worker.batch:
+        if len(worker.ends) < AHEAD:
             self._next_batch(run, worker)
 
     def _next_batch(self, run: _Parse, worker: _Worker) -> None:
-        """`worker` sent the parse's next batch; freed for another parse when none is left."""
-        if not self._give(worker, pending=run.pending, work=run.work, what=run.what):
+        """`worker` sent the parse's next batches, up to AHEAD held; freed for another parse
+        when it holds none and none is left."""
+        if not worker.top_up(run.pending, run.work, run.what):
             run.drop(worker)
             with self._free:
                 self._idle.append(worker)
@@ -210,21 +216,6 @@ class TagWorkers:
             self.close(kill=True)  # their batches are not worth finishing
             raise Stopping("tokend is stopping: the repo map's tags were not finished")
 
-    def _give(
-        self, worker: _Worker, *, pending: list[list[int]], work: Sequence[Work], what: int
-    ) -> int:
-        """Send `worker` the next batch: 1 if it got one, 0 when nothing is left."""
-        if not pending:
-            return 0
-        batch = pending.pop()
-        try:
-            send(worker.stdin, [(i, work[i][1], work[i][2], what) for i in batch])
-        except OSError:  # it died idle: its end-of-file comes next, and the batch goes back
-            pending.append(batch)
-            return 1
-        worker.batch = list(batch)
-        return 1
-
     def _crashed(
         self,
         worker: _Worker,
@@ -237,15 +228,21 @@ class TagWorkers:
         error (no words: None), the rest of the batch goes back in the queue, and a new worker
         takes its place. A tag worker answers a batch at once, so which of its files it died
         on is not known: the batch goes back a file a batch (a file that ends a worker ends a
-        second one, alone in its batch, and is then known)."""
+        second one, alone in its batch, and is then known). It died in the first batch it
+        held: one sent ahead (AHEAD) was never read, and goes back as it was."""
         self.crashes += 1
         worker.stop()
         code = worker.proc.returncode
-        if len(worker.batch) > 1 and self.program == PROGRAM:
-            pending.extend([index] for index in reversed(worker.batch))  # (first popped first)
+        held = worker.batch
+        if self.program == PROGRAM:
+            held = worker.first()
+            if len(held) < len(worker.batch):
+                pending.append(worker.batch[len(held) :])  # (popped after the first's files)
+        if len(held) > 1 and self.program == PROGRAM:
+            pending.extend([index] for index in reversed(held))  # (first popped first)
             log.info("a tag worker died (exit %s): its batch goes again a file at a time", code)
-        elif worker.batch:
-            culprit, rest = worker.batch[0], worker.batch[1:]
+        elif held:
+            culprit, rest = held[0], held[1:]
             path, language = work[culprit][:2]
             died = FileTags(error=f"{WORKER_DIED} (exit {code}; {language})")
             results[culprit] = None if what == WORDS else parsed(died)
