@@ -87,10 +87,12 @@ def _driver_rows(result: CursorResult[Any]) -> Iterator[Sequence[Sequence[Any]]]
     if type(result.cursor_strategy) is not CursorFetchStrategy:
         yield from result.partitions(ROWS_AT_ONCE)
         return
-    cursor = result.cursor
+    cursor, strategy = result.cursor, result.cursor_strategy
     try:
         while rows := cursor.fetchmany(ROWS_AT_ONCE):
             yield rows
+    except Exception as exc:  # the driver's error, wrapped as SQLAlchemy's own fetch wraps it
+        strategy.handle_exception(result, cursor, exc)
     finally:
         result.close()
 
