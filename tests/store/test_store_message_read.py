@@ -170,9 +170,10 @@ def _sqlalchemy_frames(store: SqlStore, session_id: str) -> tuple[list[Message],
 def test_a_read_builds_messages_and_stored_parts_without_their_init(
     store: SqlStore, monkeypatch
 ) -> None:
-    """A restarted daemon's first `context/assemble` at 10,000 messages built each Message and
-    StoredPart through its frozen dataclass `__init__` (one `object.__setattr__` a field: 1.2
-    and 0.5 us); now their fields are set by their slots (adapters/store/slot_builders.py),
+    """A restarted daemon's first `context/assemble` at 10,000 messages built each Message,
+    StoredPart, text part and Usage through its frozen dataclass `__init__` (one
+    `object.__setattr__` a field: 1.2 and 0.5 us for the first two); now their fields are set
+    by their slots (adapters/store/slot_builders.py),
     and the driver's rows are read without a SQLAlchemy Row over each one (its Python frames
     do not grow with the rows: main c84769f entered 3 more for each 1,000 rows more). Oracle: the
     messages as written (equal, and of the same classes)."""
@@ -184,9 +185,10 @@ def test_a_read_builds_messages_and_stored_parts_without_their_init(
     for message in _messages("s2", 1_500):  # 2,250 rows: three partitions of the read
         parts = tuple(replace(sp, id=f"s2{sp.id}") for sp in message.parts)
         store.append_message(replace(message, id=f"s2{message.id}", parts=parts))
-    messages, parts = _Counted(Message, monkeypatch), _Counted(StoredPart, monkeypatch)
+    counted = [_Counted(cls, monkeypatch) for cls in (Message, StoredPart, TextPart, Usage)]
     loaded = store.messages.load_messages("s1")
-    assert (messages.calls, parts.calls) == (0, 0)  # main c84769f: 40 and 60
+    # main c84769f: 40 Messages, 60 StoredParts, 20 TextParts and 20 Usages
+    assert [c.calls for c in counted] == [0, 0, 0, 0]
     assert loaded == sent
     assert [type(m) for m in loaded] == [Message] * 40
     assert {type(sp) for m in loaded for sp in m.parts} == {StoredPart}

@@ -8,6 +8,7 @@ columns are read as their text on both and decoded a partition of rows at a time
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,11 +23,14 @@ from sqlalchemy.orm import Session
 from tokend.adapters.store.codec import PART_CLASSES
 from tokend.adapters.store.models import MessageRow, PartRow, table_of
 from tokend.adapters.store.slot_builders import positional
-from tokend.core.types import Message, StoredPart, Usage
+from tokend.core.types import Message, Part, StoredPart, TextPart, Usage
 
 _m, _p = table_of(MessageRow), table_of(PartRow)
 # Message(...) and StoredPart(...) without their __init__ (slot_builders: every field given)
 _new_message, _new_part = positional(Message), positional(StoredPart)
+_new_text, _new_usage = positional(TextPart), positional(Usage)  # and the usual part, a usage
+_USAGE = [(f.name, f.default) for f in dataclasses.fields(Usage)]
+_USAGE_NAMES = frozenset(name for name, _ in _USAGE)
 
 
 def _raw(column: Any) -> Any:
@@ -152,7 +156,12 @@ def _messages(rows: Iterable[tuple[Sequence[Any], Any, Any]], session_id: str) -
                 yield _message(head, parts, session_id)
             head, parts = got, []
         if row[10] is not None:
-            part = PART_CLASSES[row[11]](**got[1])
+            data = got[1]
+            part: Part
+            if row[11] == "text" and len(data) == 1 and "text" in data:  # TextPart(**data)
+                part = _new_text(data["text"], "text")
+            else:
+                part = PART_CLASSES[row[11]](**data)
             pruned = None if row[14] is None else _time(row[14])
             parts.append(_new_part(row[10], part, row[13], pruned))
     if head is not None:
@@ -165,7 +174,7 @@ def _message(
     """The message of a row (its columns in MESSAGES_WITH_PARTS's order, with its decoded
     usage), positional: a keyword call cost more than the rest of a row's decoding."""
     row, usage_json = got[0], got[2]
-    usage = None if usage_json is None else Usage(**usage_json)
+    usage = None if usage_json is None else _usage(usage_json)
     return _new_message(
         row[0],  # id
         session_id,
@@ -180,6 +189,15 @@ def _message(
         None if row[8] is None else _time(row[8]),  # compacted_at
         row[9],  # compacted_by
     )
+
+
+def _usage(values: dict[str, Any]) -> Usage:
+    """Usage(**values): by its slots when `values` names none but its fields and both the
+    figures every usage has (as the store writes it), else by its constructor."""
+    if values.keys() <= _USAGE_NAMES and "input_tokens" in values and "output_tokens" in values:
+        get = values.get
+        return _new_usage(*[get(name, default) for name, default in _USAGE])
+    return Usage(**values)
 
 
 _decoder = json.JSONDecoder()
