@@ -41,7 +41,7 @@ from bench.append_order import Daemon
 from bench.baseline import ROOT, baseline_tree
 from bench.scale_session import MODEL, WINDOW, _cpu_s, _restart, pipelined, short_turns
 
-TIP_REV = "8148dde"  # main as this stop's work (cold3) branched from it
+TIP_REV = "c84769f"  # main as this stop's work (cold4) branched from it
 # TOKEND_ASSEMBLE_ENGINE=postgresql runs both daemons on a database each of the suite's own
 # PostgreSQL server (tests/pg.py) instead of their SQLite files.
 ENGINE = os.environ.get("TOKEND_ASSEMBLE_ENGINE", "sqlite")

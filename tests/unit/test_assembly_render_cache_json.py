@@ -5,6 +5,7 @@ wire message in hand."""
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 from datetime import UTC, datetime
@@ -124,3 +125,28 @@ def test_a_cold_join_builds_no_json_encoder_per_message(monkeypatch):
     assert _CountedEncoder.built == 0
     monkeypatch.undo()
     assert joined == json.dumps(wires)
+
+
+def test_a_cold_render_and_join_keep_two_tracked_objects_a_message():
+    """A restarted daemon's first assembly renders and writes every message of the session:
+    the cache kept, for each, its entry and its wire messages' tuple, and besides them a
+    (wire, text) pair for every wire message, made when rendered and made again when written
+    (main c84769f: 3,000 objects the collector tracks kept for these 1,000 messages, and a
+    call of the cache's own per message and per wire message). Now the wire messages and
+    their texts are kept in two dicts by id: 2,000. Counted with the collector off (nothing
+    collected meanwhile); the text is still json.dumps's."""
+    history = _messages(1_000)
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        cache = RenderCache()
+        wires = list(cache.render_all(history, "openai"))
+        joined = cache.join_json(wires)
+        kept = len(gc.get_objects()) - before
+    finally:
+        gc.enable()
+    assert joined == json.dumps(wires)
+    # the cache, its dicts and the lists joined: a handful beyond the two a message
+    assert 2_000 <= kept < 2_050, kept
+    assert [cache.json_text(w) for w in wires[:3]] == [json.dumps(w) for w in wires[:3]]

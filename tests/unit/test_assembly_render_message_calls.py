@@ -80,3 +80,28 @@ def test_a_tool_result_still_leads_a_users_text() -> None:
         },
         {"role": "user", "content": [{"type": "text", "text": "and then?"}]},
     )
+
+
+def _reference(role: str, text: str, fmt: str) -> tuple[dict[str, Any], ...]:
+    """What the providers take for a message of one text (written out here): OpenAI a message
+    of the text (a system message for a system's; the user's for a tool's), none when it is
+    empty; Anthropic a text block of the user's or the assistant's, none when it is blank."""
+    if fmt == "openai":
+        said = {"user": "user", "tool": "user", "system": "system"}.get(role, "assistant")
+        return ({"role": said, "content": text},) if text else ()
+    said = "assistant" if role == "assistant" else "user"
+    return ({"role": said, "content": [{"type": "text", "text": text}]},) if text.strip() else ()
+
+
+@pytest.mark.parametrize("role", ["user", "assistant", "tool", "system"])
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_a_message_of_one_text_renders_in_three_calls(role: str, fmt: str) -> None:
+    """A restarted daemon's first `context/assemble` renders every message of the history;
+    a message of one text part is built straight from its text: three functions entered, its
+    speaker's and its wire message's (main c84769f: 6 for "hi" in both formats: the provider
+    compaction looked for, the wire message emitted, its content made), the same messages."""
+    for text in ("hi", "", "  \n", 'naïve ✓ "quoted"'):
+        message = _text(role, text)
+        wires, entered = _entered(lambda m=message: render_message(m, fmt))  # type: ignore[arg-type]
+        assert wires == _reference(role, text, fmt), (role, text)
+        assert entered <= 3, (role, text, entered)

@@ -154,6 +154,8 @@ def _reachable(conn: Connection) -> bool:
 
 
 def serve_forever(args: argparse.Namespace) -> int:
+    from tokend.lsp import handlers
+    from tokend.lsp.handler_table import prepare_hooks
     from tokend.service.app import open_app
 
     one_arena()  # before any thread of the daemon's allocates (adapters.heap)
@@ -165,6 +167,7 @@ def serve_forever(args: argparse.Namespace) -> int:
     service = app.service
     # SQLite's own check, bounded in time; damage is logged (stderr too when in a terminal).
     damage = app.check_store()
+    prepare_hooks(handlers.modules())  # an agent's first requests' wire classes, not in them
     logging.getLogger("tokend").addHandler(to_clients)
     app.workspaces.released_hooks.append(lambda key: release_freed_memory())
     connection_factory = _connection_factory(app, to_clients, damage)

@@ -261,6 +261,8 @@ def assemble_app(
         state.refresh()
     if serving:
         usage.load_past()  # before the first request; a command reads it only if it must
+        if isinstance(service.store, SqlStore):
+            service.store.prepare_reads()  # compiled now, not in the first request
     parts = None
     if serving or checkpoint_store is not None or workspace_cache is not None:
         from tokend.service.app_workspaces import workspace_parts

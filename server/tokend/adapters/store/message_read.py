@@ -8,6 +8,7 @@ columns are read as their text on both and decoded a partition of rows at a time
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -15,14 +16,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Text, cast, select, type_coerce
+from sqlalchemy import CursorResult, Text, cast, select, type_coerce
+from sqlalchemy.engine.cursor import CursorFetchStrategy
 from sqlalchemy.orm import Session
 
 from tokend.adapters.store.codec import PART_CLASSES
 from tokend.adapters.store.models import MessageRow, PartRow, table_of
-from tokend.core.types import Message, StoredPart, Usage
+from tokend.adapters.store.slot_builders import positional
+from tokend.core.types import Message, Part, StoredPart, TextPart, Usage
 
 _m, _p = table_of(MessageRow), table_of(PartRow)
+# Message(...) and StoredPart(...) without their __init__ (slot_builders: every field given)
+_new_message, _new_part = positional(Message), positional(StoredPart)
+_new_text, _new_usage = positional(TextPart), positional(Usage)  # and the usual part, a usage
+_USAGE = [(f.name, f.default) for f in dataclasses.fields(Usage)]
+_USAGE_NAMES = frozenset(name for name, _ in _USAGE)
 
 
 def _raw(column: Any) -> Any:
@@ -72,7 +80,25 @@ def read_messages(session: Session, session_id: str, where: Sequence[Any]) -> li
     `collector_paused`)."""
     query = MESSAGES_WITH_PARTS.where(*where).order_by(_m.c.seq, _p.c.idx)
     result = session.connection().execute(query)
-    return list(_messages(_with_json(result.partitions(ROWS_AT_ONCE)), session_id))
+    return list(_messages(_with_json(_driver_rows(result)), session_id))
+
+
+def _driver_rows(result: CursorResult[Any]) -> Iterator[Sequence[Sequence[Any]]]:
+    """The result's rows ROWS_AT_ONCE at a time, as the driver's own tuples: the columns are
+    read as the driver gives them (MESSAGES_WITH_PARTS), so SQLAlchemy's Row over each one was
+    only a copy (10,000 of them at a 10,000-message read). Through SQLAlchemy's rows when its
+    strategy fetches ahead of the cursor (rows it holds would be missed)."""
+    if type(result.cursor_strategy) is not CursorFetchStrategy:
+        yield from result.partitions(ROWS_AT_ONCE)
+        return
+    cursor, strategy = result.cursor, result.cursor_strategy
+    try:
+        while rows := cursor.fetchmany(ROWS_AT_ONCE):
+            yield rows
+    except Exception as exc:  # the driver's error, wrapped as SQLAlchemy's own fetch wraps it
+        strategy.handle_exception(result, cursor, exc)
+    finally:
+        result.close()
 
 
 @contextlib.contextmanager
@@ -130,9 +156,14 @@ def _messages(rows: Iterable[tuple[Sequence[Any], Any, Any]], session_id: str) -
                 yield _message(head, parts, session_id)
             head, parts = got, []
         if row[10] is not None:
-            part = PART_CLASSES[row[11]](**got[1])
+            data = got[1]
+            part: Part
+            if row[11] == "text" and len(data) == 1 and "text" in data:  # TextPart(**data)
+                part = _new_text(data["text"], "text")
+            else:
+                part = PART_CLASSES[row[11]](**data)
             pruned = None if row[14] is None else _time(row[14])
-            parts.append(StoredPart(row[10], part, row[13], pruned))
+            parts.append(_new_part(row[10], part, row[13], pruned))
     if head is not None:
         yield _message(head, parts, session_id)
 
@@ -143,8 +174,8 @@ def _message(
     """The message of a row (its columns in MESSAGES_WITH_PARTS's order, with its decoded
     usage), positional: a keyword call cost more than the rest of a row's decoding."""
     row, usage_json = got[0], got[2]
-    usage = None if usage_json is None else Usage(**usage_json)
-    return Message(
+    usage = None if usage_json is None else _usage(usage_json)
+    return _new_message(
         row[0],  # id
         session_id,
         row[1],  # role
@@ -158,6 +189,15 @@ def _message(
         None if row[8] is None else _time(row[8]),  # compacted_at
         row[9],  # compacted_by
     )
+
+
+def _usage(values: dict[str, Any]) -> Usage:
+    """Usage(**values): by its slots when `values` names none but its fields and both the
+    figures every usage has (as the store writes it), else by its constructor."""
+    if values.keys() <= _USAGE_NAMES and "input_tokens" in values and "output_tokens" in values:
+        get = values.get
+        return _new_usage(*[get(name, default) for name, default in _USAGE])
+    return Usage(**values)
 
 
 _decoder = json.JSONDecoder()

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokend.core.assembly.wire_formats import WireFormat, WireMessage, cacheable_block_index
+from tokend.core.assembly.wire_formats import WireFormat, WireMessage
 
 _PREFIX_CHUNKS = ("examples", "readOnlyFiles", "repoMap")
 _EPHEMERAL = {"type": "ephemeral"}
@@ -77,3 +77,16 @@ def _mark_block(out: list[WireMessage], message_index: int, block: dict[str, Any
         **out[message_index],
         "content": [*content[:index], marked, *content[index + 1 :]],
     }
+
+
+_NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def cacheable_block_index(content: Sequence[dict[str, Any]], block: dict[str, Any]) -> int | None:
+    """Where `block` sits in `content`, moved back past thinking blocks (they take no cache_control)."""
+    for index in range(len(content) - 1, -1, -1):
+        if content[index] is block:
+            while index >= 0 and content[index]["type"] in _NOT_CACHEABLE:
+                index -= 1
+            return index if index >= 0 else None
+    return None

@@ -4,6 +4,7 @@ each one's JSON text once it was written, so a warm reply joins text instead of 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import accumulate, islice
 
 from tokend.core.assembly.join_prefix import JoinedHistory
 from tokend.core.assembly.wire_formats import WireFormat, WireMessage, render_message
@@ -23,8 +24,9 @@ class RenderCache:
 
     def __init__(self) -> None:
         self._by_format: dict[str, dict[str, _Entry]] = {}
-        # id(wire) -> (wire, its JSON text or None until written), for every wire held above
-        self._json: dict[int, tuple[WireMessage, str | None]] = {}
+        # id(wire) -> wire, for every wire held above; and its JSON text once written
+        self._held: dict[int, WireMessage] = {}
+        self._texts: dict[int, str] = {}
         # The last list joined by join_json: its wire messages (held, so that their ids stay
         # theirs), their ids, where each one's text ends in the joined text, and that text
         self._joined: tuple[list[WireMessage], list[int], list[int], str] = ([], [], [], "[]")
@@ -41,12 +43,21 @@ class RenderCache:
         return self._store(entries, message, fmt)[1]
 
     def render_all(self, messages: Iterable[Message], fmt: WireFormat) -> Iterator[WireMessage]:
-        """The wire messages of `messages`, in order (the warm path of a whole history)."""
+        """The wire messages of `messages`, in order (the warm path of a whole history; a
+        message never rendered is stored here, without a call per message: a restarted
+        daemon's first assembly renders them all)."""
         entries = self._by_format.setdefault(fmt, {})
-        get = entries.get
+        get, held = entries.get, self._held
         for message in messages:
             hit = get(message.id)
-            if hit is None or (hit[0] is not message.parts and hit[0] != message.parts):
+            if hit is None:
+                wires = render_message(message, fmt)
+                entries[message.id] = (message.parts, wires)
+                for wire in wires:
+                    held[id(wire)] = wire
+                yield from wires
+                continue
+            if hit[0] is not message.parts and hit[0] != message.parts:
                 hit = self._store(entries, message, fmt)
             yield from hit[1]
 
@@ -61,13 +72,7 @@ class RenderCache:
 
     def json_text(self, wire: WireMessage) -> str:
         """`wire` as `json.dumps(wire, allow_nan=False)` writes it (ValueError for NaN)."""
-        held = self._json.get(id(wire))
-        if held is not None and held[0] is wire:
-            if held[1] is None:
-                held = (wire, small_dumps(wire))
-                self._json[id(wire)] = held
-            return held[1]  # type: ignore[return-value]  # written just above
-        return small_dumps(wire)
+        return self._texts_of((wire,), (id(wire),))[0]
 
     def join_json(self, wires: Sequence[WireMessage]) -> str:
         """`wires` as a JSON array, as `json.dumps(list(wires))` writes it (ValueError for
@@ -78,18 +83,17 @@ class RenderCache:
         same = _common_prefix(ids, held_ids)
         if same == len(ids) == len(held_ids):
             return text  # the very list again (a warm assembly of an unchanged session)
+        fragments = self._texts_of(wires[same:], ids[same:])
+        start = ends[same - 1] if same else 1  # where the kept text ends ("[" when none is)
+        lengths = [len(fragment) + 2 for fragment in fragments]  # each one after ", "
+        if lengths and not same:
+            lengths[0] -= 2  # right after "["
         new_ends = ends[:same]
-        pieces = [text[: new_ends[-1]]] if same else ["["]
-        position = new_ends[-1] if same else 1
-        for fragment in map(self.json_text, wires[same:]):
-            if position > 1:  # after another message
-                pieces.append(", ")
-                position += 2
-            pieces.append(fragment)
-            position += len(fragment)
-            new_ends.append(position)
-        pieces.append("]")
-        joined = "".join(pieces)
+        new_ends += islice(accumulate(lengths, initial=start), 1, None)
+        kept = text[:start] if same else "["
+        if fragments:
+            kept += ", " + ", ".join(fragments) if same else ", ".join(fragments)
+        joined = kept + "]"
         self._joined = (list(wires), ids, new_ends, joined)
         return joined
 
@@ -106,16 +110,32 @@ class RenderCache:
         old = entries.get(message.id)
         if old is not None:
             for wire in old[1]:
-                self._json.pop(id(wire), None)
+                self._held.pop(id(wire), None)
+                self._texts.pop(id(wire), None)
         entry = (message.parts, render_message(message, fmt))
         entries[message.id] = entry
         for wire in entry[1]:
-            self._json[id(wire)] = (wire, None)
+            self._held[id(wire)] = wire
         return entry
+
+    def _texts_of(self, wires: Iterable[WireMessage], ids: Iterable[int]) -> list[str]:
+        """Each wire message's JSON text: kept for the wires this cache holds (written and kept
+        the first time), written for any other. A text is kept only while its wire is held, so
+        an id with a kept text is that very wire's (no other object can have it meanwhile)."""
+        held, texts, out = self._held, self._texts, []
+        for wire, key in zip(wires, ids, strict=True):
+            text = texts.get(key)
+            if text is None:
+                text = small_dumps(wire)
+                if held.get(key) is wire:
+                    texts[key] = text
+            out.append(text)
+        return out
 
     def clear(self) -> None:
         self._by_format.clear()
-        self._json.clear()
+        self._held.clear()
+        self._texts.clear()
         self._joined = ([], [], [], "[]")
         self._joined_bytes = None
         self.joined_history.clear()

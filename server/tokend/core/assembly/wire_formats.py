@@ -36,8 +36,6 @@ WireFormat = Literal["openai", "anthropic"]
 WIRE_FORMATS: tuple[WireFormat, ...] = ("openai", "anthropic")
 WireMessage = dict[str, Any]
 
-_NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
-
 
 def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]:
     """The wire messages for one stored message (several when an assistant step has tool results).
@@ -52,6 +50,8 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
     if message.summary:
         return _summary_wire(message, fmt)
     said_as = _speaker(message, fmt)
+    if len(message.parts) == 1 and type(message.parts[0].part) is TextPart:
+        return _one_text(said_as, message.parts[0].part.text, fmt)  # most of a session's
     wire: list[WireMessage] = []
     compaction = _provider_compaction(message)
     if compaction is not None and not _kept_in_content(compaction, fmt):
@@ -78,6 +78,13 @@ def render_message(message: Message, fmt: WireFormat) -> tuple[WireMessage, ...]
         said.append(sp)
     _emit(wire, fmt, "assistant", said, results)
     return tuple(wire)
+
+
+def _one_text(role: str, text: str, fmt: WireFormat) -> tuple[WireMessage, ...]:
+    """What `_emit` makes of a message of one text part, built without its lists."""
+    if fmt == "openai":
+        return ({"role": role, "content": text},) if text else ()
+    return ({"role": role, "content": [{"type": "text", "text": text}]},) if text.strip() else ()
 
 
 def _provider_compaction(message: Message) -> CompactionPart | None:
@@ -288,13 +295,3 @@ def part_is_sent(part: Part, role: str, fmt: WireFormat) -> bool:
     if fmt == "openai" or role != "assistant":
         return False
     return _anthropic_thinking(part) is not None
-
-
-def cacheable_block_index(content: Sequence[dict[str, Any]], block: dict[str, Any]) -> int | None:
-    """Where `block` sits in `content`, moved back past thinking blocks (they take no cache_control)."""
-    for index in range(len(content) - 1, -1, -1):
-        if content[index] is block:
-            while index >= 0 and content[index]["type"] in _NOT_CACHEABLE:
-                index -= 1
-            return index if index >= 0 else None
-    return None

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tokend.core.types import CompactionPart, Iteration, Part, Usage
+from tokend.core.types import CompactionPart, Iteration, Message, Part, Usage
 from tokend.core.types import EstimateError as EstimateError  # re-exported: its home was here
 
 DEFAULT_ERROR_LOG_SIZE = 200
@@ -98,6 +98,17 @@ def provider_compaction(parts: Iterable[Part]) -> CompactionPart | None:
         if isinstance(part, CompactionPart) and part.provider is not None:
             return part
     return None
+
+
+def holds_provider_compaction(messages: Iterable[Message]) -> bool:
+    """Whether any of `messages` holds a provider's own compaction (`provider_compaction` of
+    its parts), looked at in one loop: no call, nor generator, a message (a restarted daemon's
+    first read of a 10,000-message session asks it of every one)."""
+    for message in messages:
+        for sp in message.parts:
+            if isinstance(sp.part, CompactionPart) and sp.part.provider is not None:
+                return True
+    return False
 
 
 def iteration_usage(iteration: Iteration) -> Usage:

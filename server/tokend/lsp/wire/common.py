@@ -10,6 +10,7 @@ precise message.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import typing
@@ -93,8 +94,11 @@ def _make_converter() -> cattrs.Converter:
 
         return flattened_object
 
-    conv.register_structure_hook_factory(attrs.has, structure_factory)
-    conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
+    # A class's hooks written once a process: cattrs empties its dispatch cache whenever it
+    # writes a new list type's hook (gen_unstructure_iterable registers it), after which it
+    # asked these factories again for every class it met, and each hook was written anew.
+    conv.register_structure_hook_factory(attrs.has, functools.cache(structure_factory))
+    conv.register_unstructure_hook_factory(attrs.has, functools.cache(unstructure_factory))
     # JSON types are taken as sent: "5", 5.5 and true are not token counts.
     conv.register_structure_hook(int, _strict_int)
     conv.register_structure_hook(str, _strict_str)

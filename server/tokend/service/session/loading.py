@@ -31,8 +31,8 @@ from tokend.core.session.data import SessionData, add_usage
 from tokend.core.session.evolve import evolve
 from tokend.core.session.gauge_state import GaugeState
 from tokend.core.session.message_log import MessageLog
-from tokend.core.types import ImagePart, Message, SessionInfo
-from tokend.core.usage.accounting import provider_compaction
+from tokend.core.types import ImagePart, Message, ReasoningPart, SessionInfo
+from tokend.core.usage.accounting import holds_provider_compaction, provider_compaction
 from tokend.core.usage.stats import tally_messages
 from tokend.service.counting.counter import ModelCounter
 from tokend.service.session.count_upgrade import loaded_counts
@@ -77,7 +77,7 @@ class _Window:
         messages = store.messages.load_messages(session_id, including_deleted=deleted)
         # Messages out of the live context exist only after a compaction boundary or a rewind.
         windowed = bool(messages) and messages[0].summary
-        provider = any(provider_compaction(sp.part for sp in m.parts) for m in messages)
+        provider = holds_provider_compaction(messages)
         every = (
             store.messages.load_all_messages(session_id, including_deleted=deleted)
             if windowed or provider or info.figures.rewinds
@@ -226,10 +226,11 @@ def stored_bodies(
         total = framing.get(role)
         if total is None:
             total = framing[role] = message_overhead(role, provider)
-        for sp in message.parts:
-            if not part_is_sent(sp.part, role, fmt):
+        for sp in message.parts:  # no call for the usual part (sent, counted, kept whole)
+            part = sp.part
+            if isinstance(part, ReasoningPart) and not part_is_sent(part, role, fmt):
                 continue
-            if isinstance(sp.part, ImagePart):
+            if isinstance(part, ImagePart):
                 total += image_tokens(provider)
             elif sp.compacted_at is not None:
                 pruned = counter.pruned_tokens() if pruned is None else pruned
@@ -238,7 +239,8 @@ def stored_bodies(
                 return None
             else:
                 total += sp.tokens
-        out.append((message if index == 0 else _usage_checked(message), total))
+        checked = index and message.summary and message.usage  # a summary inside: no anchor
+        out.append((_usage_checked(message) if checked else message, total))
     return out
 
 

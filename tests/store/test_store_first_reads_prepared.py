@@ -1,0 +1,74 @@
+"""A serving app (the daemon's, `tokend lsp --standalone`'s) makes before its first request the
+reads a session's first load makes, so that SQLAlchemy compiles their statements then and not
+in a restarted daemon's first `context/assemble` (issue 22, the cold assemble: the session row's
+ORM get, the live context's read and the count cache's lookup, about 10 ms of it).
+
+Counted on both engines: the statements a first `context/assemble` after a restart sends that
+SQLAlchemy had to compile (its execution context's cache_hit is CACHE_MISS). Main c84769f: 3
+(the session's row, the count cache's lookup, the live context's read). The reply is the one
+the same session gave before the restart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from tests.appending import append, run_on_own_loop
+from tokend.core.types import TextPart, Usage
+from tokend.service.app import App, open_app
+from tokend.service.assembly.assemble import AssembleInput, assemble_context_async
+
+REQUEST = AssembleInput(format="openai", system="You are a careful engineer.")
+
+
+@contextmanager
+def compiled(engine: Any) -> Iterator[list[str]]:
+    """The statements SQLAlchemy compiled (not found in its cache) while inside."""
+    missed: list[str] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        if str(context.cache_hit).endswith("CACHE_MISS"):
+            missed.append(statement)
+
+    event.listen(engine, "after_cursor_execute", seen)
+    try:
+        yield missed
+    finally:
+        event.remove(engine, "after_cursor_execute", seen)
+
+
+def first_assemble(app: App, session_id: str) -> Any:
+    service = app.service
+    return run_on_own_loop(assemble_context_async(service, session_id, REQUEST, usage=app.usage))
+
+
+def test_the_first_assemble_after_a_restart_compiles_no_statement(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    app = open_app(None, db_url, serving=True)
+    try:
+        service = app.service
+        sid = service.sessions.create_session("gpt-4o", workspace_uri="file:///ws").id
+        for i in range(5):
+            append(service, sid, "user", [TextPart(f"question {i}")])
+            usage = Usage(input_tokens=100 + i, output_tokens=10)
+            append(service, sid, "assistant", [TextPart(f"answer {i}")], usage=usage)
+        before = first_assemble(app, sid)
+    finally:
+        app.close()
+
+    reopened = open_app(None, db_url, serving=True)  # a restart
+    try:
+        with compiled(reopened.service.store.engine) as missed:
+            after = first_assemble(reopened, sid)
+        assert missed == []  # main c84769f: the session's row, the count cache, the messages
+        assert after.messages == before.messages
+        assert (after.total_tokens, after.chunks) == (before.total_tokens, before.chunks)
+    finally:
+        reopened.close()
