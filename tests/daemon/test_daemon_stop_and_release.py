@@ -186,21 +186,17 @@ def test_a_workspace_is_released_once_its_last_connection_leaves(
     pid = _serve(daemons)
     # A first workspace opened and left the way the measured one is (as big, two connections):
     # the daemon's shared threads (the service's workers, the event loop's executor, which grows
-    # to the concurrency it has seen) are started once, on first use, and kept. A CI run warmed
-    # by one connection on 20 files saw 7 threads after the release against 6 before.
-    # Twice: the first build's words are counted after its first map (issue 22), beside the
-    # next requests, so one warm-up may not have seen the concurrency the measured one sees.
-    for n in range(2):
-        warm = _tree(tmp_path / f"warm{n}", 300)
-        warming, also = _client(daemons, warm, f"warm-up{n}"), _client(daemons, warm, f"w{n}")
-        assert "result" in warming.request(
-            "repoMap/get", {"sessionId": _session(warming, warm)}, timeout=60
-        )
-        warming.close()
-        also.close()
-        assert _eventually(lambda: _watches(pid) == 0), _watches(pid)
+    # to the concurrency it has seen) are started once, on first use, and kept.
+    warm = _tree(tmp_path / "warm", 300)
+    warming, also = _client(daemons, warm, "warm-up"), _client(daemons, warm, "w")
+    assert "result" in warming.request(
+        "repoMap/get", {"sessionId": _session(warming, warm)}, timeout=60
+    )
+    warming.close()
+    also.close()
+    assert _eventually(lambda: _watches(pid) == 0), _watches(pid)
     time.sleep(0.5)
-    watches_before, threads_before = _watches(pid), _threads(pid)
+    watches_before = _watches(pid)
     first, second = _client(daemons, root, "a"), _client(daemons, root, "b")
     session = _session(first, root)
     assert "result" in first.request("repoMap/get", {"sessionId": session}, timeout=60)
@@ -217,13 +213,37 @@ def test_a_workspace_is_released_once_its_last_connection_leaves(
     assert _eventually(lambda: _watches(pid) == watches_before), (
         f"{_watches(pid)} inotify watches after the last client left ({watches_before} before)"
     )
-    assert _eventually(lambda: _threads(pid) <= threads_before), (
-        f"{_threads(pid)} threads after the last client left ({threads_before} before)"
-    )
-    # opened again, it is indexed and watched again
-    third = _client(daemons, root, "c")
-    assert "result" in third.request("repoMap/get", {"sessionId": session}, timeout=60)
-    assert _eventually(lambda: _watches(pid) >= watches_before + folders)
+    # Opened again, it is indexed and watched again; left again, its threads go again. A
+    # workspace that kept its threads (its build, walk, watch, tag workers' readers) would add
+    # them at every opening, so the count after a release must settle. It is not compared with
+    # the count before the first opening: asyncio's default executor, shared, grows a thread
+    # when a call finds none idle, up to its bound (a run saw `asyncio_2` start during the
+    # second opening: 7 threads against 6 after the first release), and never shrinks.
+    counts = [_settled_threads(pid)]
+    for n in range(4):
+        again = _client(daemons, root, f"again{n}")
+        assert "result" in again.request("repoMap/get", {"sessionId": session}, timeout=60)
+        assert _eventually(lambda: _watches(pid) >= watches_before + folders)
+        again.close()
+        assert _eventually(lambda: _watches(pid) == watches_before), _watches(pid)
+        counts.append(_settled_threads(pid))
+        if counts[-1] <= counts[-2]:
+            break
+    assert counts[-1] <= counts[-2], f"threads after each release: {counts}"
+
+
+def _settled_threads(pid: int) -> int:
+    """The daemon's thread count once it has not changed for a second (a release's threads
+    end in turn)."""
+    count, same = _threads(pid), 0
+    for _ in range(100):
+        time.sleep(0.2)
+        now = _threads(pid)
+        same = same + 1 if now == count else 0
+        count = now
+        if same == 5:
+            break
+    return count
 
 
 def test_a_folder_removed_from_the_workspace_is_released(daemons: Daemons, tmp_path: Path) -> None:
