@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -27,6 +30,20 @@ settings.register_profile(
 settings.load_profile("tokend")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def fresh_interpreter(program: str) -> Any:
+    """The JSON value `program` prints last, run by a fresh interpreter in the server's folder
+    (what a first request meets: nothing imported, no hook written)."""
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "server",
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
 
 SERIAL = (
     "tests/checkpoints/test_checkpoints_blob_kill9.py",

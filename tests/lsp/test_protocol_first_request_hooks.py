@@ -12,11 +12,7 @@ its cache breakpoints."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from tests.conftest import ROOT
+from tests.conftest import fresh_interpreter
 
 PROGRAM = """
 import json
@@ -44,14 +40,7 @@ print(json.dumps({
 
 
 def test_the_first_assemble_builds_no_hook_the_daemon_could_have_built_before() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROGRAM],
-        capture_output=True,
-        text=True,
-        cwd=ROOT / "server",
-        check=True,
-    )
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = fresh_interpreter(PROGRAM)
     # main c84769f: ContextAssembleParams FileParams AssembleResult ChunkWire CacheBreakpointWire
     assert got["written_for"] == [], got
     assert got["prepared"] >= 2  # the params and the result of context/assemble at least
@@ -84,14 +73,7 @@ def test_a_wire_class_hook_is_written_once_a_process() -> None:
     `gated` list here); the wire classes it met after that had their hooks written again (main
     c84769f: AssembleResult's twice, with a `session/append` reply between two
     `context/assemble` replies)."""
-    done = subprocess.run(
-        [sys.executable, "-c", AGAIN],
-        capture_output=True,
-        text=True,
-        cwd=ROOT / "server",
-        check=True,
-    )
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = fresh_interpreter(AGAIN)
     assert got["same"]
     assert sorted(got["written_for"]) == sorted(set(got["written_for"])), got["written_for"]
     assert {"AssembleResult", "ChunkWire", "SessionAppendResult"} <= set(got["written_for"])

@@ -10,11 +10,7 @@ while the two classes are unstructured the first time. Main 8148dde: 29 for Json
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from tests.conftest import ROOT
+from tests.conftest import fresh_interpreter
 
 PROGRAM = """
 import json, typing
@@ -33,12 +29,5 @@ print(json.dumps({"protocols": len(counted), "same": same}))
 
 
 def test_a_written_result_is_sent_without_asking_what_its_class_is() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROGRAM],
-        capture_output=True,
-        text=True,
-        cwd=ROOT / "server",
-        check=True,
-    )
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = fresh_interpreter(PROGRAM)
     assert got == {"protocols": 0, "same": True}
