@@ -26,9 +26,8 @@ def _small(i: int) -> tuple[str, str, bytes]:
     return (f"m{i}.py", "python", b"def small_%d(port):\n    return open_socket(port)\n" % i)
 
 
-def test_a_worker_is_sent_its_next_batch_before_its_answer_is_read(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _frames(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The batches sent and the answers read, in order, from now on."""
     events: list[tuple[str, int]] = []
     real_send, real_recv = tag_workers.send, tag_workers.recv
 
@@ -45,16 +44,39 @@ def test_a_worker_is_sent_its_next_batch_before_its_answer_is_read(
     for module in (tag_workers, tag_proc):  # (c84769f sends from tag_workers)
         monkeypatch.setattr(module, "send", sending, raising=False)
     monkeypatch.setattr(tag_workers, "recv", receiving)
+    return events
+
+
+def _parsed_in_three_batches() -> None:
     work = [_small(i) for i in range(48)]
     assert [len(b) for b in batches(work, 1)] == [16, 16, 16]
     with TagWorkers(1) as workers:
         got = workers.parse(work)
     parser = TagParser()
     assert got == [parser.tags(language, source) for _, language, source in work]
+
+
+def test_a_worker_is_sent_its_next_batch_before_its_answer_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events = _frames(monkeypatch)
+    _parsed_in_three_batches()
     # the second batch went out before the first one's answers were read, and each answer was
     # followed by the next batch while one was still held (c84769f: sent, answered, sent, ...)
     assert events == [("sent", 16), ("sent", 16), ("answered", 16), ("sent", 16),
                       ("answered", 16), ("answered", 16)]  # fmt: skip
+
+
+def test_where_a_pipe_size_cannot_be_set_no_batch_is_sent_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS's fcntl has no F_SETPIPE_SZ (first29's e668ba6 raised AttributeError there, at a
+    worker's start): its pipe's room unknown, a batch goes once the one before is answered, as
+    before first29 (a batch written ahead into a full pipe would block the daemon's thread)."""
+    events = _frames(monkeypatch)
+    monkeypatch.delattr(tag_proc.fcntl, "F_SETPIPE_SZ")
+    _parsed_in_three_batches()
+    assert events == [("sent", 16), ("answered", 16)] * 3
 
 
 def test_a_worker_killed_on_a_file_with_a_batch_ahead_costs_that_file_alone() -> None:

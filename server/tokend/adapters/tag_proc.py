@@ -109,11 +109,15 @@ class WorkerProcess:
 
 
 def _enlarged(fd: int) -> int:
-    """The pipe `fd` made PIPE_BYTES large where the system allows it; its size."""
+    """The pipe `fd` made PIPE_BYTES large where the system allows it; its size (0 where the
+    system cannot tell it, macOS: then no batch is sent ahead, a write could block)."""
+    set_size, get_size = (getattr(fcntl, n, None) for n in ("F_SETPIPE_SZ", "F_GETPIPE_SZ"))
+    if set_size is None or get_size is None:
+        return 0
     try:
-        return fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        return fcntl.fcntl(fd, set_size, PIPE_BYTES)
     except OSError:  # over the user's pipe limits: the pipe keeps its size
-        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+        return fcntl.fcntl(fd, get_size)
 
 
 @dataclass(slots=True)
