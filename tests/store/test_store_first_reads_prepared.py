@@ -10,15 +10,18 @@ the same session gave before the restart."""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 
 from tests.appending import append, run_on_own_loop
+from tokend.adapters.store.url import sqlite_url
 from tokend.core.types import TextPart, Usage
 from tokend.service.app import App, open_app
 from tokend.service.assembly.assemble import AssembleInput, assemble_context_async
@@ -72,3 +75,33 @@ def test_the_first_assemble_after_a_restart_compiles_no_statement(
         assert (after.total_tokens, after.chunks) == (before.total_tokens, before.chunks)
     finally:
         reopened.close()
+
+
+def test_a_store_whose_first_reads_fail_still_serves_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The preparation is a warm-up: a store its reads find damaged (SQLite's "database disk
+    image is malformed" on the live context's pages, made here by the driver's error at the
+    cursor; SQLite: the driver's own error) is left to the start's check and to the requests,
+    which say so (cold4's 255e648 raised StoreError out of open_app: the daemon did not start)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    db_url = sqlite_url(tmp_path / "tokend.sqlite3")
+
+    def malformed(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        values = parameters.values() if isinstance(parameters, dict) else parameters
+        if "FROM messages" in statement and "" in values:  # the preparation's: no session
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+    event.listen(Engine, "before_cursor_execute", malformed)
+    try:
+        with caplog.at_level(logging.WARNING, logger="tokend.adapters.store.sql_store"):
+            app = open_app(None, db_url, serving=True)
+    finally:
+        event.remove(Engine, "before_cursor_execute", malformed)
+    try:
+        assert "the store's first reads were not prepared" in caplog.text
+        sid = app.service.sessions.create_session("gpt-4o", workspace_uri="file:///ws").id
+        append(app.service, sid, "user", [TextPart("question")])
+        assert first_assemble(app, sid).messages[-1] == {"role": "user", "content": "question"}
+    finally:
+        app.close()

@@ -11,6 +11,7 @@ sessions are soft-deleted (deleted_at), pruned parts only marked (compacted_at).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Self
@@ -35,6 +36,8 @@ from tokend.adapters.store.url import resolve_database_url
 from tokend.core.commit import SessionCommit
 from tokend.core.errors import AlreadyStored, SessionNotFound, StoreError
 from tokend.core.types import Message, SessionInfo
+
+log = logging.getLogger(__name__)
 
 
 class SqlStore:
@@ -92,11 +95,15 @@ class SqlStore:
         """Make, for no session, the reads a session's first load makes (its row, its live
         context, the count cache's lookup): SQLAlchemy compiles each statement the first time
         a process runs it, and a restarted daemon's first request paid it (about 10 ms of a
-        first `context/assemble`, issue 22). Call it before serving."""
-        with self._reading() as session:
-            rows.live(session, "")
-            rows.load_from(session, "", live=True)
-        self.count_cache.get_many([""])
+        first `context/assemble`, issue 22). Call it before serving. A store these reads find
+        damaged is left to the start's check and to the requests, which say so: only logged."""
+        try:
+            with self._reading() as session:
+                rows.live(session, "")
+                rows.load_from(session, "", live=True)
+            self.count_cache.get_many([""])
+        except StoreError as exc:
+            log.warning("the store's first reads were not prepared: %s", exc.message)
 
     def __enter__(self) -> Self:
         return self
