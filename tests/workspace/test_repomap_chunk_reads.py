@@ -48,16 +48,20 @@ def _sources(chunk_work: Sequence[tuple[str, str, bytes]]) -> Mapping[str, bytes
     return {path: source for path, _language, source in chunk_work}
 
 
-def test_a_chunk_opens_each_folder_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _three_folders(root: Path, name: str) -> dict[str, bytes]:
+    """55 C files in a/b/c (40), a/b/d (10) and e (5) under `root`: each path's bytes."""
     written: dict[str, bytes] = {}
     for folder, count in (("a/b/c", 40), ("a/b/d", 10), ("e", 5)):
-        (tmp_path / folder).mkdir(parents=True)
+        (root / folder).mkdir(parents=True)
         for i in range(count):
             path = f"{folder}/f{i:02d}.c"
-            written[path] = f"int f{i}(void) {{ return {i}; }} /* {folder} */\n".encode()
-            (tmp_path / path).write_bytes(written[path])
-    paths = sorted(written)
-    entries = _entries(tmp_path, paths)
+            written[path] = f"int {name}{i}(void) {{ return {i}; }} /* {folder} */\n".encode()
+            (root / path).write_bytes(written[path])
+    return written
+
+
+def _counted_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths os.open is called with from now on (until the monkeypatch is undone)."""
     opened: list[str] = []
     real_open = os.open
 
@@ -66,6 +70,14 @@ def test_a_chunk_opens_each_folder_once(tmp_path: Path, monkeypatch: pytest.Monk
         return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", counting_open)
+    return opened
+
+
+def test_a_chunk_opens_each_folder_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written = _three_folders(tmp_path, "f")
+    paths = sorted(written)
+    entries = _entries(tmp_path, paths)
+    opened = _counted_opens(monkeypatch)
     errors: dict[str, str] = {}
     chunk = read_chunk(_reading(tmp_path, errors), paths, entries, {})
     monkeypatch.undo()
@@ -135,23 +147,10 @@ def test_the_words_pass_reads_its_chunk_through_the_same_folders(
 
     from tokend.service.workspace.word_pass import OwedWords
 
-    written: dict[str, bytes] = {}
-    for folder, count in (("a/b/c", 40), ("a/b/d", 10), ("e", 5)):
-        (tmp_path / folder).mkdir(parents=True)
-        for i in range(count):
-            path = f"{folder}/f{i:02d}.c"
-            written[path] = f"int g{i}(void) {{ return {i}; }} /* {folder} */\n".encode()
-            (tmp_path / path).write_bytes(written[path])
+    written = _three_folders(tmp_path, "g")
     taken = {p: f"v1:c:{hashlib.sha256(b).hexdigest()}" for p, b in sorted(written.items())}
     owed = OwedWords(threading.RLock(), _reading(tmp_path, {}), lambda path: None, print)
-    opened: list[str] = []
-    real_open = os.open
-
-    def counting_open(path: str, *args: object, **kwargs: object) -> int:
-        opened.append(str(path))
-        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "open", counting_open)
+    opened = _counted_opens(monkeypatch)
     work, keys = owed._read(taken)
     monkeypatch.undo()
 
