@@ -172,12 +172,12 @@ class RepoGraph:
         if self._edges is None:
             rows = np.arange(n, dtype=np.int64)
             self._edges = graph_rows.derive_rows(self.table, rows, self._links(rows), each)
-            self._stale = set()
-        elif self._stale:
-            rows = np.array(sorted(r for p in self._stale if (r := self.table.row(p)) is not None))
+        elif self._stale:  # (int64 rows: none where the stale files are all gone)
+            found = [r for p in self._stale if (r := self.table.row(p)) is not None]
+            rows = np.array(sorted(found), dtype=np.int64)
             fresh = graph_rows.derive_rows(self.table, rows, self._links(rows))
             self._edges = replaced(self._edges, rows, fresh)
-            self._stale = set()
+        self._stale = set()
         return self._edges
 
     def _links(self, rows: Array) -> graph_rows.Links:
