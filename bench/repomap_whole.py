@@ -1,13 +1,14 @@
 """Issue 24's sixteenth pass: a text's `whole` signal as core keeps it (core.repomap.whole: each
 file's whole tokens counted with its words, its path's added, its length its kept counts, each
-at most 255; every token on a tree of up to LARGE_TREE files, else each file's WHOLE_LARGE most
-frequent) beside the BM25 baseline's own score, and what its table costs.
+at most 255; every token on a tree of up to LARGE_TREE files, none on a larger one) beside the
+BM25 baseline's own score and beside cuts to each file's most frequent, and what a table costs.
 
 `python -m bench.repomap_whole recall [CUT ...]`: on the tuning trees' kept text arrays
 (bench.repomap_fit_file's fittask-*.pkl: the arrays of main's signals; the vendored share is
 not modelled), the mean of R@1..10 of main's text fusion, and of it with `whole` by its own
-reciprocal rank (core.repomap.fusion.TEXT_FUSION's weight and K): the baseline's own score, core's (every token: these trees are
-small), and core's cut as on a large tree to each CUT most frequent (default 32, 64, 128, 256);
+reciprocal rank (core.repomap.fusion.TEXT_FUSION's weight and K): the baseline's own score,
+core's (every token: these trees are small), and each file's tokens cut to its CUT most frequent
+(default 32, 64, 128, 256: what a large tree could afford, measured; not built);
 each group's mean (bench.repomap_refit.tuning_groups), and the table's entries a file.
 
 `python -m bench.repomap_whole search`: `whole`'s weight (WEIGHTS) and K (KS_TRIED) beside
@@ -54,7 +55,7 @@ def _uncut(source: bytes) -> dict[int, int]:
 def _tables(repo: str, cuts: tuple[int, ...]) -> tuple[dict[int, Any], float]:
     """The repository's whole tables by cut (rows: the fit's paths), and the mean tokens a file
     uncut."""
-    from tokend.core.repomap.whole import cut, with_path
+    from tokend.core.repomap.whole import with_path
     from tokend.core.repomap.words import WordTable
 
     paths, tree = paths_of(repo), data.tree(repo)
@@ -72,6 +73,21 @@ def _tables(repo: str, cuts: tuple[int, ...]) -> tuple[dict[int, Any], float]:
         table.apply(None, {i: new[p] for i, p in enumerate(paths) if p in new}, len(paths))
         tables[most] = table
     return tables, statistics.mean(len(u) for u in uncut) if uncut else 0.0
+
+
+def cut(tokens: Any, most: int) -> Any:
+    """A file's `most` most frequent tokens (ties: the smaller id): the cut measured."""
+    from tokend.core.repomap.words import SaidArrays
+
+    if len(tokens) <= most:
+        return tokens
+    if isinstance(tokens, SaidArrays):
+        ids, counts = tokens.ids, tokens.counts
+    else:
+        ids = np.fromiter(tokens, np.uint32, len(tokens))
+        counts = np.fromiter(tokens.values(), np.uint32, len(tokens))
+    keep = np.lexsort((ids, -counts.astype(np.int64)))[:most]
+    return SaidArrays.of(ids[keep], counts[keep])
 
 
 def _texts(repo: str) -> list[str]:

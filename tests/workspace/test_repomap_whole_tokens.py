@@ -144,32 +144,27 @@ def test_a_cache_an_older_tokend_wrote_is_not_read(tmp_path: Path) -> None:
         again.close()
 
 
-def test_a_large_tree_keeps_each_files_most_frequent_tokens(
+def test_a_large_tree_keeps_no_whole_tokens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past LARGE_TREE files (4 here) each file keeps its WHOLE_LARGE (3) most frequent tokens,
-    ties by the smaller id, whether it was counted before the tree grew that large (4 files, its
-    row whole until 2 more came: cut then) or after (the 2 files added)."""
+    """Past LARGE_TREE files (4 here) no file keeps a whole token, whether it was counted before
+    the tree grew that large (4 files: every token, until 2 more came) or after (the 2 added),
+    and a text focus ranks as it would without them: `a_probe.py` first (the tie by path)."""
     monkeypatch.setattr(whole, "LARGE_TREE", 4)
-    monkeypatch.setattr(whole, "WHOLE_LARGE", 3)
     tree = _tree(tmp_path)
     (tree / "other2.py").unlink()
     (tree / "other3.py").unlink()
     index = _index(tree)
     try:
         _rows_hold_the_files_tokens(index, tree)  # (4 files: every token)
+        assert _first(index) == "b_probe.py"
         (tree / "other2.py").write_text("# spam spam spam eggs eggs ham\nprint(spam)\n")
         (tree / "other3.py").write_text("def other_3(x):\n    return x\n")
         index.apply_changes([tree / "other2.py", tree / "other3.py"])
         assert index.tags.words_ready.wait(30)
         graph = index.tags._graph
         assert len(graph.paths) == 6
-        for row, path in enumerate(graph.paths):
-            every = _baseline_tokens(tree, path)
-            kept = sorted(every.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
-            span = slice(graph.whole.offsets[row], graph.whole.offsets[row + 1])
-            ids, counts = graph.whole.ids[span].tolist(), graph.whole.counts[span].tolist()
-            got = list(zip(ids, counts, strict=True))
-            assert got == sorted(kept), path
+        assert graph.whole.ids.size == 0 and graph.whole.offsets.tolist() == [0] * 7
+        assert _first(index) == "a_probe.py"
     finally:
         index.close()

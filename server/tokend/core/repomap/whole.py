@@ -7,10 +7,11 @@ names as written: fused by its own reciprocal rank beside the rest (core.repomap
 A file's tokens are counted with its words (core.repomap.text.count_words: after MARK, its
 WHOLE_MAX most frequent) and kept in a second word table (core.repomap.words.WordTable: 5 bytes
 a token), its path's added here; a file's length is its kept tokens' counts (each at most 255).
-Every token is kept on a tree of up to LARGE_TREE files; on a larger one each file keeps its
-WHOLE_LARGE most frequent (ties: the smaller id), the rows kept whole until then cut when the
-tree passes LARGE_TREE (the kernel's 55,556 files say 320 tokens a file: 85 MiB uncut, 16 MiB
-at 64; a cut at most frequent loses the rare tokens a text names: bench.repomap_whole).
+Every token is kept on a tree of up to LARGE_TREE files; a larger one keeps none (its rows
+kept until then are emptied when the tree passes LARGE_TREE), and its text focus ranks as before:
+the kernel's 55,556 files say 320 tokens a file (85 MiB of table), and a cut to each file's
+most frequent loses the rare tokens a text names (bench.repomap_whole: cut to 256 tokens a file
+or fewer, the tuning trees' groups go down; to 64, the mean falls below the fusion without it).
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")  # the BM25 baseline's tokens
 
 Array = Any
 Said = Mapping[int, int]
-LARGE_TREE = 10_000  # files: a larger tree keeps WHOLE_LARGE tokens a file
-WHOLE_LARGE = 64
+LARGE_TREE = 10_000  # files: a larger tree keeps no whole tokens
 
 
 def token_ids(text: str) -> dict[int, int]:
@@ -58,19 +58,6 @@ def with_path(tokens: Said, path: str) -> Said:
     return out
 
 
-def cut(tokens: Said, most: int) -> Said:
-    """The `most` most frequent of `tokens` (ties: the smaller id)."""
-    if len(tokens) <= most:
-        return tokens
-    if isinstance(tokens, SaidArrays):
-        ids, counts = tokens.ids, tokens.counts
-    else:
-        ids = np.fromiter(tokens, np.uint32, len(tokens))
-        counts = np.fromiter(tokens.values(), np.uint32, len(tokens))
-    keep = np.lexsort((ids, -counts.astype(np.int64)))[:most]
-    return SaidArrays.of(ids[keep], counts[keep])
-
-
 def whole_changed(
     words: WordTable,
     whole: WordTable,
@@ -87,22 +74,14 @@ def whole_changed(
     said = {path: got[0] for path, got in parted.items()}
     tokens = {p: with_path(got[1], p) if spoken[p] else {} for p, got in parted.items()}
     if n > LARGE_TREE:
-        tokens = {p: cut(t, WHOLE_LARGE) for p, t in tokens.items()}
+        tokens = dict.fromkeys(tokens, {})
     return words.changed(rows, said), whole.changed(rows, tokens)
 
 
-def _recut(whole: WordTable, n: int) -> None:
-    """Each row of more than WHOLE_LARGE tokens cut, once the tree has more than LARGE_TREE."""
-    sizes = np.diff(whole.offsets)
-    if n <= LARGE_TREE or not len(sizes) or int(sizes.max()) <= WHOLE_LARGE:
-        return
-    rows = {}
-    for row in np.flatnonzero(sizes > WHOLE_LARGE).tolist():
-        span = slice(whole.offsets[row], whole.offsets[row + 1])
-        ids, counts = whole.ids[span], whole.counts[span]  # (ids ascending: kept so)
-        keep = np.sort(np.lexsort((ids, -counts.astype(np.int64)))[:WHOLE_LARGE])
-        rows[row] = (ids[keep], counts[keep])
-    whole.apply(None, rows, n)
+def _emptied(whole: WordTable, n: int) -> None:
+    """Every row emptied (its arrays let go), once the tree has more than LARGE_TREE files."""
+    if n > LARGE_TREE and len(whole.ids):
+        whole.empty(n)
 
 
 def said_apply(
@@ -117,12 +96,12 @@ def said_apply(
     """whole_changed's `changes` applied to each table (WordTable.apply) once the graph's rows
     moved (`remap`), `row` the path's row now; room for the words of `more` files still to
     come (the words' pass). A table neither changed nor moved is left as it is."""
-    many = WHOLE_LARGE if n > LARGE_TREE else WHOLE_MAX
+    many = 0 if n > LARGE_TREE else WHOLE_MAX
     for table, new, most in ((words, changes[0], WORDS_MAX), (whole, changes[1], many)):
         if new or remap is not None or len(table.offsets) != n + 1:
             rows = {r: w for p, w in new.items() if (r := row(p)) is not None}
             table.apply(remap, rows, n, more * most)
-    _recut(whole, n)
+    _emptied(whole, n)
 
 
 def whole_scores(whole: WordTable, n: int, text: str) -> Array:

@@ -191,6 +191,12 @@ class WordTable:
         self.offsets = splice_offsets(self.offsets, runs)
         self._totals, self._found = None, None
 
+    def empty(self, n: int) -> None:
+        """`n` rows saying nothing (the arrays let go)."""
+        self.offsets = np.zeros(n + 1, dtype=np.int64)
+        self.ids, self.counts = np.zeros(0, dtype=ID), np.zeros(0, dtype=COUNT)
+        self._totals, self._found = None, None
+
     def hits(self, ids: Array) -> Iterator[tuple[Array, Array, Array]]:
         """Where the words `ids` (ascending, unique) are said, whole rows of about SIEVE_BLOCK
         entries at a time (the kernel's common words are said by most of its 78,000 files:
