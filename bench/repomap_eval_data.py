@@ -80,11 +80,16 @@ REPOS: dict[str, tuple[str, str]] = {
         "tuning (was held-out)",
     ),
     "syncthing/syncthing": ("328d910aee822178f55442c76bc7e35ce34d68cc", "tuning (was held-out)"),
-    # held out from issue 24's fifteenth pass on: chosen 2026-11-28 01:03 UTC before any run on
+    # held out in issue 24's fifteenth pass (chosen 2026-11-28 01:03 UTC, measured once then):
+    # tuning from the sixteenth pass on
+    "wagtail/wagtail": ("c2ae43b9265d085c95142cd1a1f8563ad2eb4de9", "tuning (was held-out)"),
+    "TanStack/query": ("40321a0b1b3bdd0afa11f0e439642ab84cdf6afe", "tuning (was held-out)"),
+    "helm/helm": ("e9b85e4de16ad45805843fb121748018cf89094b", "tuning (was held-out)"),
+    # held out from issue 24's sixteenth pass on: chosen 2026-11-28 04:32 UTC before any run on
     # them, pinned to their snapshots' heads, measured once with the weights frozen
-    "wagtail/wagtail": ("c2ae43b9265d085c95142cd1a1f8563ad2eb4de9", "held-out (new)"),
-    "TanStack/query": ("40321a0b1b3bdd0afa11f0e439642ab84cdf6afe", "held-out (new)"),
-    "helm/helm": ("e9b85e4de16ad45805843fb121748018cf89094b", "held-out (new)"),
+    "mitmproxy/mitmproxy": ("8fc25b3045934777b0796d8ec7958bbc257d7bb5", "held-out (new)"),
+    "jestjs/jest": ("52db46e50404c993d3f10dd1481e861cc04ae22e", "held-out (new)"),
+    "ollama/ollama": ("fb30760996871fa9460115c753afd2c60d4ab0f7", "held-out (new)"),
 }
 
 

@@ -50,6 +50,7 @@ SECTIONS = [
     "repomap_focus",
     "repomap_pagerank",
     "repomap_words",
+    "repomap_whole",
     "abuse",
     "shared_db",
     "bigframes",

@@ -1,15 +1,23 @@
 """The tag workers' count of what a file says (core.repomap.text.count_words) is the repo map's
 definition of it (core.repomap.tags.text_words), word for word and count for count, on any bytes:
-identifiers in one case or mixed, digits, underscores, invalid UTF-8, and more words than kept."""
+identifiers in one case or mixed, digits, underscores, invalid UTF-8, and more words than kept.
+After them (core.repomap.words.sections), its whole tokens are the BM25 baseline's
+(bench.repomap_eval_data.BM25: a regular expression and a Counter written out here again), the
+WHOLE_MAX most frequent."""
 
 from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokend.core.repomap.keys import word_id
 from tokend.core.repomap.tags import WORDS_MAX, text_words
-from tokend.core.repomap.text import count_words
+from tokend.core.repomap.text import MARK, WHOLE_MAX, WHOLE_SEED, count_words
+from tokend.core.repomap.words import sections
 
 C_SOURCE = b"""/* SPDX: GPL-2.0 */
 #define NETIF_F_HW_CSUM 0x1F2345
@@ -21,8 +29,20 @@ static int mlx5e_xmit(struct sk_buff *skb, struct net_device *dev_priv2x)
 """
 
 
+def _baseline_tokens(text: str) -> Counter[str]:
+    """The BM25 baseline's tokens of a text (bench.repomap_eval_data's rule, written out)."""
+    return Counter(w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", text))
+
+
 def _same(source: bytes) -> None:
-    assert count_words(source) == text_words(source.decode("utf-8", "replace"))
+    said = count_words(source)
+    words, tokens = sections(said)
+    assert dict(words) == text_words(source.decode("utf-8", "replace"))
+    assert said[MARK] == len(tokens)
+    expected = _baseline_tokens(source.decode("utf-8", "replace"))
+    if len(expected) <= WHOLE_MAX:  # (ids colliding with a word's of the file: none here)
+        ids = {zlib.crc32(t.encode(), WHOLE_SEED): n for t, n in expected.items()}
+        assert dict(tokens) == {k: n for k, n in ids.items() if k not in words}
 
 
 def test_c_code_counts_as_the_map_defines_its_words():
@@ -33,12 +53,23 @@ def test_c_code_counts_as_the_map_defines_its_words():
     assert said[word_id("netif_f_hw_csum")] == 1  # a compound: itself too
     assert said[word_id("parsehttpconfig_v2")] == 1
     assert word_id("reg32") not in said  # one word (reg) and digits: not a compound
+    _, tokens = sections(said)
+    assert tokens[zlib.crc32(b"reg32", WHOLE_SEED)] == 1  # whole tokens: as written, lowered
+    assert tokens[zlib.crc32(b"skb", WHOLE_SEED)] == 2
+    assert zlib.crc32(b"csum", WHOLE_SEED) not in tokens  # a part is no token
+
+
+def test_more_tokens_than_kept_keeps_the_most_frequent():
+    many = b" ".join(b"tok%04d" % i for i in range(WHOLE_MAX * 2)) + b" often" * 5
+    _, tokens = sections(count_words(many))
+    assert len(tokens) == WHOLE_MAX
+    assert tokens[zlib.crc32(b"often", WHOLE_SEED)] == 5
 
 
 def test_more_words_than_kept_keeps_the_same_ones():
     rare = b" ".join(b"w%03d_%s" % (i, b"abc"[i % 3 :] * 3) for i in range(WORDS_MAX * 3))
     source = C_SOURCE * 3 + rare + b" Tie tie TIE tIe"
-    assert len(count_words(source)) == WORDS_MAX
+    assert len(sections(count_words(source))[0]) == WORDS_MAX
     _same(source)
 
 
@@ -72,4 +103,4 @@ def test_the_parser_splits_only_mixed_case_identifiers_by_regex(monkeypatch):
     monkeypatch.setattr(repomap_text, "_SUB_WORD", counting)
     tags = TagParser().tags("c", C_SOURCE)
     assert counting.calls == 14
-    assert tags.words == text_words(C_SOURCE.decode("utf-8", "replace"))
+    assert dict(sections(tags.words)[0]) == text_words(C_SOURCE.decode("utf-8", "replace"))

@@ -23,6 +23,7 @@ from tokend.adapters.tag_parsing import TagParsing
 from tokend.adapters.tag_workers import POOL_MIN_FILES, TagWorkers
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.tags import text_words
+from tokend.core.repomap.words import sections
 from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
 from tokend.service.workspace.word_pass import OwedWords
@@ -70,7 +71,8 @@ def _fresh_tag_worker_rss_kib(tree: Path) -> int:
     pass used before)."""
     source = (tree / "pkg" / "m0.py").read_bytes()
     with TagWorkers(1) as pool:
-        assert pool.count_words([("m0.py", "python", source)]) == [text_words(source.decode())]
+        (said,) = pool.count_words([("m0.py", "python", source)])
+        assert said is not None and dict(sections(said)[0]) == text_words(source.decode())
         return _rss_kib(pool.pids()[0])
 
 
@@ -135,7 +137,8 @@ def test_the_words_pass_holds_one_word_worker_beside_the_daemon(
     tree = _tree(tmp_path, POOL_MIN_FILES + 40)
     source = (tree / "pkg" / "m0.py").read_bytes()
     with TagParsing(threading.Event()).word_pool(1) as pool:
-        assert pool.count_words([("m0.py", "python", source)]) == [text_words(source.decode())]
+        (said,) = pool.count_words([("m0.py", "python", source)])
+        assert said is not None and dict(sections(said)[0]) == text_words(source.decode())
         one = _rss_kib(pool.pids()[0])
     counted = 0
     for landed in _pass_workers(tmp_path, monkeypatch, tree):  # (the word workers alone: CI
@@ -152,8 +155,8 @@ def _letters(k: int) -> str:
 
 def test_a_word_pools_answers_hold_a_few_bytes_a_word() -> None:
     """250 files of 300 words (a chunk of the words' pass): what the pool's answers hold once
-    taken in (tracemalloc), at most 20 bytes a word; each file's words are text_words of its
-    text. The daemon holds two chunks' answers at a landing. Main: no word pool (the tag
+    taken in (tracemalloc), at most 20 bytes a word (an entry: the words, then each file's
+    whole tokens, core.repomap.whole); each file's words are text_words of its text. The daemon holds two chunks' answers at a landing. Main: no word pool (the tag
     workers' pool answered dictionaries of Python ints); b950f56's word pool: about 70 bytes
     a word."""
     files, words = 250, 300
@@ -171,8 +174,9 @@ def test_a_word_pools_answers_hold_a_few_bytes_a_word() -> None:
         finally:
             tracemalloc.stop()
     for (_, _, source), said in zip(work, found, strict=True):
-        assert said is not None and dict(said) == text_words(source.decode())
-    assert held < 20 * files * words, held / (files * words)
+        assert said is not None and dict(sections(said)[0]) == text_words(source.decode())
+    entries = sum(len(said) for said in found if said is not None)  # (words, MARK, tokens)
+    assert held < 20 * entries, held / entries
 
 
 def test_a_word_worker_imports_no_dataclasses_for_its_count() -> None:
@@ -218,7 +222,7 @@ def test_a_word_worker_gives_its_heap_back_after_big_files() -> None:
         above = []
         for source in sources[:2]:
             [said] = pool.count_words([("b.c", "c", source)])
-            assert said is not None and dict(said) == text_words(source.decode())
+            assert said is not None and dict(sections(said)[0]) == text_words(source.decode())
             above.append(_rss_kib(pool.pids()[0]) - rest)
         for source in sources[2:]:
             assert pool.count_words([("b.c", "c", source)])[0] is not None
@@ -239,6 +243,6 @@ def test_a_word_worker_that_grew_is_replaced_by_a_fresh_one() -> None:
         for seed in range(12):
             source = _big_source(seed)
             [said] = pool.count_words([("b.c", "c", source)])
-            assert said is not None and dict(said) == text_words(source.decode())
+            assert said is not None and dict(sections(said)[0]) == text_words(source.decode())
             above.append(_rss_kib(pool.pids()[0]) - rest)
     assert max(above) < 5.5 * 1024, above

@@ -24,6 +24,7 @@ from tokend.adapters.tags import parser as tag_parser
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
 from tokend.core.repomap.tags import text_words
+from tokend.core.repomap.words import sections
 from tokend.service.app import App
 from tokend.service.app_workspaces import index_ports
 from tokend.service.assembly.assemble_input import AssembleInput
@@ -220,7 +221,8 @@ def test_a_build_killed_between_its_tags_and_its_words_leaves_a_cache_that_is_us
 
 def test_the_workers_tag_without_words_and_count_them_apart() -> None:
     """Real tag workers: tags asked without words carry none (in their text for the cache and
-    in what the graph is given); the words counted apart are text_words of each file."""
+        in what the graph is given); the words counted apart are text_words of each file (and its
+    whole tokens after them: tests/workspace/test_repomap_whole_tokens.py)."""
     sources = sorted((ROOT / "server" / "tokend" / "core" / "repomap").glob("*.py"))
     work = [(p.name, "python", p.read_bytes()) for p in sources]
     with TagWorkers(2) as workers:
@@ -229,7 +231,7 @@ def test_the_workers_tag_without_words_and_count_them_apart() -> None:
     assert all("w" not in json.loads(text) and not light.words for text, light, _ in tagged)
     assert all(len(packed.def_keys) for _, _, packed in tagged[1:])  # (the tags themselves)
     expected = [text_words(source.decode()) for _, _, source in work]
-    assert counted == expected
+    assert [dict(sections(said)[0]) for said in counted] == expected  # (the words: before MARK)
 
 
 def test_a_build_with_workers_counts_every_files_words(tmp_path: Path) -> None:

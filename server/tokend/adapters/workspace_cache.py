@@ -39,6 +39,10 @@ CREATE TABLE IF NOT EXISTS file_hashes (
   sha256 TEXT NOT NULL, PRIMARY KEY (root, path));
 """
 _BATCH = 500  # keys per SELECT ... IN (...)
+# before the tags' key in `file_tags` and `file_words`: what a file says holds its whole tokens
+# too since issue 24's sixteenth pass (core.repomap.text.count_words), so the rows an older
+# tokend wrote (no prefix) are not read: their files are tagged and counted again
+SAID = "s1:"
 
 
 def default_cache_path() -> Path:
@@ -103,26 +107,28 @@ class WorkspaceCache:
 
     def put_tag_texts(self, tags: Mapping[str, str]) -> None:
         """Tags already written as JSON text (by the tag workers): kept as they are."""
-        self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", tags.items())
+        rows = ((SAID + key, text) for key, text in tags.items())
+        self._write("INSERT OR REPLACE INTO file_tags VALUES (?, ?)", rows)
 
     def words(self, keys: Sequence[str]) -> dict[str, Any]:
         """Tags' key -> the words kept apart for those tags (FileTags JSON's "w" value)."""
         return self._json_rows("SELECT key, words FROM file_words WHERE key IN ({})", keys)
 
     def _json_rows(self, sql: str, keys: Sequence[str]) -> dict[str, Any]:
-        """key -> its JSON value decoded, of the rows `sql` selects (a damaged value: left out,
-        as if not cached)."""
+        """key -> its JSON value decoded, of the rows `sql` selects by SAID + key (a damaged
+        value: left out, as if not cached)."""
         found = {}
-        for key, raw in self._select(sql, keys):
+        for key, raw in self._select(sql, [SAID + key for key in keys]):
             try:
-                found[key] = json.loads(raw)
+                found[key.removeprefix(SAID)] = json.loads(raw)
             except ValueError:
                 continue
         return found
 
     def put_word_texts(self, words: Mapping[str, str]) -> None:
         """Words written as JSON text (FileTags JSON's "w" value), by their tags' key."""
-        self._write("INSERT OR REPLACE INTO file_words VALUES (?, ?)", words.items())
+        rows = ((SAID + key, text) for key, text in words.items())
+        self._write("INSERT OR REPLACE INTO file_words VALUES (?, ?)", rows)
 
     def hashes(
         self, root: str, paths: Sequence[str] | None = None

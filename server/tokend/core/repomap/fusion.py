@@ -23,13 +23,14 @@ Array = Any
 
 @dataclass(frozen=True, slots=True)
 class Fusion:
-    """The weight of each fused signal and the reciprocal rank's K; `scaled`: a signal's score
-    over its best, times this, added too (a margin reciprocal ranks flatten: a file far ahead
-    on a signal keeps some of its lead)."""
+    """The weight of each fused signal and the reciprocal rank's K (`own_k`: a signal's own);
+    `scaled`: a signal's score over its best, times this, added too (a margin reciprocal ranks
+    flatten: a file far ahead on a signal keeps some of its lead)."""
 
     weights: dict[str, float]
     k: float
     scaled: dict[str, float] = field(default_factory=dict)
+    own_k: dict[str, float] = field(default_factory=dict)  # a signal's K, where not `k`
 
     def uses(self, name: str) -> bool:
         """Whether the signal adds anything (one weighed 0 and not scaled: not worked out)."""
@@ -46,16 +47,21 @@ class Fusion:
 # both refitted on eighteen (issue 24's eleventh pass, bench.repomap_refit): a file focus's
 # kept (no move gains), a text's K 8 -> 16 (0.4201 -> 0.4217, up on 7 trees, down on 1); a
 # text's `compounds` (core.repomap.said) on twenty-one (issue 24's twelfth pass: 0.4320 -> 0.4355,
-# up on 12 trees, down on 2, up on each of the five groups of trees; no other move gains)
+# up on 12 trees, down on 2, up on each of the five groups of trees; no other move gains); a
+# text's `whole` (core.repomap.whole) by its own reciprocal rank: weight 0.75, K 1, chosen on
+# thirty-three (issue 24's sixteenth pass, bench.repomap_whole: weights 0.25-2 x K 1-30, the best
+# mean that lowers no group, 0.4348 -> 0.4413; the fifteenth pass's weight 1, K 4: 0.4406 and
+# the first six down 0.0005)
 FILE_FUSION = Fusion(
     {"lexical": 1.0, "near": 1.0, "said": 1.0, "stem": 0.5},
     16.0,
     {"lexical": 0.005, "said": 0.02, "stem": 0.005},
 )
 TEXT_FUSION = Fusion(
-    {"lexical": 1.0, "near": 0.5, "said": 0.5, "compounds": 2.0},
+    {"lexical": 1.0, "near": 0.5, "said": 0.5, "compounds": 2.0, "whole": 0.75},
     16.0,
     {"lexical": 1.0, "said": 0.5, "near": 0.25, "compounds": 0.05},
+    {"whole": 1.0},
 )
 NAME_FUSION = Fusion({"graph": 1.0}, 60.0)  # identifiers alone: the graph's rank is all there is
 
@@ -78,7 +84,8 @@ def fused(scores: dict[str, Array], n: int, fusion: Fusion = FILE_FUSION) -> Arr
     for name in sorted(scores):
         weight, score = fusion.weights.get(name, 0.0), scores[name]
         if weight:
-            total += np.where(score > 0, weight / (fusion.k + ranks(score)), 0.0)
+            k = fusion.own_k.get(name, fusion.k)
+            total += np.where(score > 0, weight / (k + ranks(score)), 0.0)
         lift, top = fusion.scaled.get(name, 0.0), float(score.max()) if n else 0.0
         if lift and top > 0:
             total += lift * (np.maximum(score, 0.0) / top)  # (the best's own share is 1 exactly:

@@ -13,14 +13,13 @@ updated in place is the graph a new process builds, bit for bit.
 Ranking is personalized PageRank over that graph (damping 0.85): the focus files, the files
 defining a focus identifier and, for a task's text alone, its best lexical hits share the
 restart mass (with a small uniform floor); solved exactly (core.repomap.solve). The file rank
-(core.repomap.fusion) fuses BM25, what files say (and a text's compounds), the file name's
-words and the graph's edges to and from the focus; PageRank breaks its ties (and is the rank
-for a focus of identifiers alone). The map's definitions follow the file rank: a focus
-identifier's first, then each best PER_FILE of each file, files in rank order, then the rest;
-within a file a definition weighs the rank that flows to its name along references; ties fall
-to position (path, line, name key). Scores are rounded to RANK_DECIMALS before sorting. The
-tags are packed (core.repomap.store): names are 64-bit keys, definitions keep their line, not
-its text (read when rendering).
+(core.repomap.fusion) fuses BM25, what files say (a text's compounds and whole tokens too),
+the file name's words and the graph's edges to and from the focus; PageRank breaks its ties
+(and is the rank for a focus of identifiers alone). The map's definitions follow the file
+rank: a focus identifier's first, then each best PER_FILE of each file, files in rank order,
+then the rest; within a file a definition weighs the rank that flows to its name along
+references; ties fall to position (path, line, name key). Scores are rounded to RANK_DECIMALS
+before sorting. Tags are packed (core.repomap.store: names as 64-bit keys, lines not texts).
 """
 
 from __future__ import annotations
@@ -47,8 +46,9 @@ from tokend.core.repomap.said import query_ids, said_signals
 from tokend.core.repomap.solve import Product, no_product, solver
 from tokend.core.repomap.stem import stem as stem_of
 from tokend.core.repomap.store import TagTable, name_key
-from tokend.core.repomap.tags import WORDS_MAX, FileTags
+from tokend.core.repomap.tags import FileTags
 from tokend.core.repomap.vendored import demoted
+from tokend.core.repomap.whole import said_apply, whole_changed, whole_scores
 from tokend.core.repomap.words import WordTable, said
 
 TRACK_MAX_FILES = 256  # larger batches re-sort the definers and re-derive every row
@@ -79,6 +79,7 @@ class RepoGraph:
 
     table: TagTable = field(default_factory=TagTable)
     words: WordTable = field(default_factory=WordTable)  # what each file says (its rows)
+    whole: WordTable = field(default_factory=WordTable)  # its whole tokens (core.repomap.whole)
     version: int = 0  # moves at every change but of what files say alone (set_words)
     words_version: int = 0  # moves at every change of what files say
     graph_version: int = 0  # moves when the names, references or imports change
@@ -113,27 +114,26 @@ class RepoGraph:
                     continue
             packed[path] = new
         spoken = {p: {} if p in unsaid else said(t) for p, t in changed.items() if t is not None}
-        words = self.words.changed({p: self.table.row(p) for p in spoken}, spoken)
-        if not packed and not words:
+        at = {p: self.table.row(p) for p in spoken}
+        changes = whole_changed(self.words, self.whole, at, spoken, len(self.paths))
+        if not packed and not any(changes):
             return False
         remap = self._apply(packed, changed) if packed else None
-        rows = {r: w for p, w in words.items() if (r := self.table.row(p)) is not None}
-        self.words.apply(remap, rows, len(self.table.paths))
+        said_apply(self.words, self.whole, changes, self.table.row, remap, len(self.paths))
         self.version += 1
         return True
 
     def set_words(self, spoken: Mapping[str, Mapping[int, int]], more: int = 0) -> bool:
-        """What some files of the graph say (core.repomap.words.said of their tags), their tags
-        unchanged: `words_version` moves, not `version` (a map that reads no words is the same).
+        """What some files of the graph say (core.repomap.words.said of their tags), tags
+        unchanged: `words_version` moves, not `version` (a map reading no words is the same);
         `more`: how many files' words are still to come (the first build's word pass)."""
         at = {p: r for p in spoken if (r := self.table.row(p)) is not None}
-        words = self.words.changed(at, {p: spoken[p] for p in at})
-        if not words:
+        changes = whole_changed(self.words, self.whole, at, spoken, len(self.paths))
+        if not any(changes):
             return False
         # Room for the words still to come (issue 22: the first build's come a chunk at a time, each
         # grew the columns into a new copy, 59 MiB at the end on the kernel; unwritten: not resident)
-        self.words.apply(None, {at[p]: w for p, w in words.items()}, len(self.table.paths),
-                         room=more * WORDS_MAX)  # fmt: skip
+        said_apply(self.words, self.whole, changes, at.get, None, len(self.paths), more)
         self.words_version += 1
         return True
 
@@ -172,12 +172,12 @@ class RepoGraph:
         if self._edges is None:
             rows = np.arange(n, dtype=np.int64)
             self._edges = graph_rows.derive_rows(self.table, rows, self._links(rows), each)
-            self._stale = set()
-        elif self._stale:
-            rows = np.array(sorted(r for p in self._stale if (r := self.table.row(p)) is not None))
+        elif self._stale:  # (int64 rows: none where the stale files are all gone)
+            found = [r for p in self._stale if (r := self.table.row(p)) is not None]
+            rows = np.array(sorted(found), dtype=np.int64)
             fresh = graph_rows.derive_rows(self.table, rows, self._links(rows))
             self._edges = replaced(self._edges, rows, fresh)
-            self._stale = set()
+        self._stale = set()
         return self._edges
 
     def _links(self, rows: Array) -> graph_rows.Links:
@@ -231,6 +231,8 @@ class RepoGraph:
         if on.folder and fusion.uses("folder"):  # one neither weighed nor scaled adds nothing
             scores["folder"] = signals_of.folder(self._paths_terms(), focus_rows)
         scores.update(said_signals(self.words, len(t.paths), on, fusion, focus_rows, focus.text))
+        if on.whole and text_only and fusion.uses("whole"):  # a text's tokens, whole
+            scores["whole"] = whole_scores(self.whole, len(t.paths), focus.text)
         if on.stem and focus_rows and fusion.uses("stem"):
             scores["stem"] = stem_of(*self._paths_terms().names, focus_rows)
         if on.near:
@@ -272,13 +274,10 @@ class RepoGraph:
         """`rank`, and the file score of each file the definitions are in."""
         if not self.table.paths:
             return [], {}
-        t = self.table
-        graph_rank, score = self._scored(focus)
-        order = self._file_order(focus, score, graph_rank)
-        edges, focus_rows = self.edges(), self._focus_rows(focus)
-        files, lines = chosen_definitions(
-            t, edges, graph_rank, order, focus.identifiers, focus_rows, limit
-        )
+        t, (graph_rank, score) = self.table, self._scored(focus)
+        order, focus_rows = self._file_order(focus, score, graph_rank), self._focus_rows(focus)
+        files, lines = chosen_definitions(t, self.edges(), graph_rank, order, focus.identifiers,
+                                          focus_rows, limit)  # fmt: skip
         scores = {t.paths[f]: float(score[f]) for f in set(files)}
         ranked = [RankedDefinition(t.paths[f], li) for f, li in zip(files, lines, strict=True)]
         return ranked, scores

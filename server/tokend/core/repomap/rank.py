@@ -59,8 +59,7 @@ class Signals:
     graph: bool = True
     lexical: bool = True
     folder: bool = True
-    # the graph's own (core.repomap.edges): references resolved through imports, import edges
-    # (re-export modules), compound names weighing more
+    # the graph's own (core.repomap.edges): references through imports, import edges, compounds
     resolve: bool = True
     imports: bool = True
     specific: bool = True
@@ -71,6 +70,7 @@ class Signals:
     file_words: bool = True  # a file focus: what the focus files say, against what files say
     said: bool = True  # BM25 of what the focus says against what files say, a signal of its own
     compounds: bool = True  # a text's identifiers of two words or more, against what files say
+    whole: bool = True  # a text's tokens whole, against each file's (core.repomap.whole)
     near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
     stem: bool = True  # a file focus: the words of a file's name against the focus file's
 

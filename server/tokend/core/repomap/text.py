@@ -7,6 +7,13 @@ rest (`parseHTTPConfig`, `reg32`) on the bytes too. The kept words are given by 
 the CRC-32 of the word's bytes, taken here on the bytes already lowered). The result is
 text_words's, word for word and count for count (tests/unit/test_repomap_text.py holds one
 against the other).
+
+After the words, the same count carries the file's whole tokens (issue 24's sixteenth pass): its
+identifiers of 3 characters or more, whole and lowered (`__init__`, `reg32`, `parseconfig`), as
+the BM25 baseline reads a file (bench.repomap_eval_data.BM25), its WHOLE_MAX most frequent,
+each by its WHOLE_SEED id (core.repomap.whole reads them). They follow a MARK entry (its count:
+how many follow), so that they travel wherever the words go (the word workers' arrays, the tag
+workers' answers, the caches) in the order counted, and core.repomap.words.sections parts them.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from itertools import islice
+from itertools import islice, repeat
 
 from tokend.core.repomap.keys import SUB_WORD_PATTERN
 
@@ -23,22 +30,27 @@ from tokend.core.repomap.keys import SUB_WORD_PATTERN
 # not in core.repomap.tags (which reads it from here), so that a word worker, which imports this
 # module for its count, loads no dataclasses, inspect or tags (issue 22: 1.6 MiB of a worker).
 WORDS_MAX = 384
+WHOLE_MAX = 1024  # a file's whole tokens sent (the most frequent; the tuning trees' files say
+# 46-368 on average: all of them); core.repomap.whole keeps fewer on a large tree
+WHOLE_SEED = 0x5A1D  # a whole token's id: the CRC-32 of its bytes from this value (not a word's)
+MARK = 0  # between the words and the whole tokens (a word or token with this id: left out)
 _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # core.repomap.tags's, on bytes (ASCII either way)
 _SUB_WORD = re.compile(SUB_WORD_PATTERN.encode("ascii"))  # core.repomap.keys's, on bytes
 
 
 def count_words(source: bytes) -> dict[int, int]:
-    """text_words(source.decode("utf-8", "replace"))."""
+    """text_words(source.decode("utf-8", "replace")), then MARK, then the whole tokens."""
     counts: dict[bytes, int] = {}
-    get = counts.get
+    tokens: dict[bytes, int] = {}  # the whole tokens, lowered
+    get, got = counts.get, tokens.get
     for token, n in Counter(_IDENT.findall(source)).items():
         if len(token) < 3:  # no word of 3 characters or more in it
             continue
-        if token.isalpha() and (token.islower() or token.isupper()):  # one word: `skb`, `NULL`
-            word = token.lower()  # (the commonest by far)
-            counts[word] = get(word, 0) + n
-            continue
         whole = token.lower()
+        tokens[whole] = got(whole, 0) + n
+        if token.isalpha() and (token.islower() or token.isupper()):  # one word: `skb`, `NULL`
+            counts[whole] = get(whole, 0) + n  # (the commonest by far)
+            continue
         letters = token.replace(b"_", b"")
         # one case of letters only: its words are its parts between underscores
         if letters.isalpha() and (letters.islower() or letters.isupper()):
@@ -49,16 +61,34 @@ def count_words(source: bytes) -> dict[int, int]:
             counts[word] = get(word, 0) + n
         if len(parts) >= 2:  # a compound of two words or more: itself too
             counts[whole] = get(whole, 0) + n
-    if len(counts) > WORDS_MAX:  # the WORDS_MAX most frequent, ties: the first said
-        cut = sorted(counts.values())[-WORDS_MAX]
-        kept = [(w, n) for w, n in counts.items() if n > cut]
-        ties = ((w, n) for w, n in counts.items() if n == cut)
-        kept += islice(ties, WORDS_MAX - len(kept))
-        counts = dict(kept)
-    out = dict(zip(map(zlib.crc32, counts), counts.values(), strict=True))
-    if len(out) < len(counts):  # two words sharing an id (rare): their counts summed
+    out = _ids(_most(counts, WORDS_MAX), 0)
+    # (a token sharing a word's id in this file, rare: left out)
+    tail = _ids(_most(tokens, WHOLE_MAX), WHOLE_SEED)
+    tail = {key: n for key, n in tail.items() if key not in out}
+    out[MARK] = len(tail)
+    out.update(tail)
+    return out
+
+
+def _most(counts: dict[bytes, int], most: int) -> dict[bytes, int]:
+    """The `most` most frequent of `counts`, ties: the first said."""
+    if len(counts) <= most:
+        return counts
+    cut = sorted(counts.values())[-most]
+    kept = [(w, n) for w, n in counts.items() if n > cut]
+    ties = ((w, n) for w, n in counts.items() if n == cut)
+    kept += islice(ties, most - len(kept))
+    return dict(kept)
+
+
+def _ids(counts: dict[bytes, int], seed: int) -> dict[int, int]:
+    """`counts` by id (the CRC-32 from `seed`; two sharing an id, rare: their counts summed;
+    one whose id is MARK: left out)."""
+    out = dict(zip(map(zlib.crc32, counts, repeat(seed)), counts.values(), strict=True))
+    if len(out) < len(counts):
         out = {}
         for word, n in counts.items():
-            key = zlib.crc32(word)
+            key = zlib.crc32(word, seed)
             out[key] = out.get(key, 0) + n
+    out.pop(MARK, None)
     return out

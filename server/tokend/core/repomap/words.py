@@ -20,6 +20,7 @@ import numpy as np
 from tokend.core.repomap.columns import splice_in_place, splice_offsets
 from tokend.core.repomap.keys import word_ids
 from tokend.core.repomap.tags import FileTags, spoken
+from tokend.core.repomap.text import MARK
 
 ID = np.uint32
 COUNT = np.uint8
@@ -45,6 +46,13 @@ class SaidArrays(Mapping[int, int]):
         self.ids = np.frombuffer(ids, dtype=np.uint32)
         self.counts = np.frombuffer(counts, dtype=np.uint32)
 
+    @classmethod
+    def of(cls, ids: Array, counts: Array) -> SaidArrays:
+        """From the arrays themselves (uint32 each)."""
+        made = cls.__new__(cls)
+        made.ids, made.counts = ids, counts
+        return made
+
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -65,6 +73,22 @@ class SaidArrays(Mapping[int, int]):
 
     def _dict(self) -> dict[int, int]:
         return dict(zip(self.ids.tolist(), self.counts.tolist(), strict=True))
+
+
+def sections(said: Mapping[int, int]) -> tuple[Mapping[int, int], Mapping[int, int]]:
+    """A file's words and its whole tokens: what core.repomap.text.count_words counted before
+    and after MARK (a count without MARK, the words of a file's references: words alone)."""
+    if isinstance(said, SaidArrays):
+        at = np.flatnonzero(said.ids == MARK)
+        if not len(at):
+            return said, {}
+        i, ids, counts = int(at[0]), said.ids, said.counts
+        return SaidArrays.of(ids[:i], counts[:i]), SaidArrays.of(ids[i + 1 :], counts[i + 1 :])
+    if MARK not in said:
+        return said, {}
+    items = list(said.items())
+    i = next(i for i, (key, _) in enumerate(items) if key == MARK)
+    return dict(items[:i]), dict(items[i + 1 :])
 
 
 def said(tags: FileTags) -> Mapping[int, int]:
@@ -165,6 +189,12 @@ class WordTable:
         self.ids = splice_in_place(self.offsets, self.ids, runs, 0, room)
         self.counts = splice_in_place(self.offsets, self.counts, runs, 1, room)
         self.offsets = splice_offsets(self.offsets, runs)
+        self._totals, self._found = None, None
+
+    def empty(self, n: int) -> None:
+        """`n` rows saying nothing (the arrays let go)."""
+        self.offsets = np.zeros(n + 1, dtype=np.int64)
+        self.ids, self.counts = np.zeros(0, dtype=ID), np.zeros(0, dtype=COUNT)
         self._totals, self._found = None, None
 
     def hits(self, ids: Array) -> Iterator[tuple[Array, Array, Array]]:
