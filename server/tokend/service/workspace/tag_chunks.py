@@ -28,6 +28,7 @@ SORT_PIECE = 4096  # paths sorted in one call (in_order)
 CHUNK_FILES = 500  # files read and parsed between two cache writes and progress reports ...
 CHUNK_BYTES = 8 << 20  # ... or fewer, once they hold this much source (a chunk of the kernel's
 # register headers held 20,000 definitions a file: a chunk's tags, as objects, are bounded here)
+CHUNK_PATHS = 5000  # ... and at most this many paths, those of files not read for tags included
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,19 +235,36 @@ def finish_chunk(
 def chunks(
     paths: Iterable[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
 ) -> Iterable[list[str]]:
-    """`paths` in runs of at most CHUNK_FILES files and (but for a single file) CHUNK_BYTES."""
+    """`paths` in runs of at most CHUNK_FILES files read for tags, CHUNK_BYTES of them (but
+    for a single file) and CHUNK_PATHS paths. A file not read for tags (no tag language,
+    skipped: too big, binary) counts only as a path (issue 22: the kernel's 500-path chunks of
+    Documentation/ and of device trees, and its register headers' 8 MB of files over 1 MiB,
+    made 37 of its 177 chunks of tags fewer than 100 files, down to one: two chunks at once
+    are then one file a worker, and a worker waits while the other parses)."""
     chunk: list[str] = []
-    held = 0
+    held = files = 0
     for path in paths:
-        entry, overlay = entries.get(path), overlays.get(path)
-        size = len(overlay) if overlay is not None else (entry.size_bytes if entry else 0)
-        if chunk and (len(chunk) >= CHUNK_FILES or held + size > CHUNK_BYTES):
+        size = _tag_bytes(path, entries.get(path), overlays.get(path))
+        if chunk and (
+            files >= CHUNK_FILES or held + (size or 0) > CHUNK_BYTES or len(chunk) >= CHUNK_PATHS
+        ):
             yield chunk
-            chunk, held = [], 0
+            chunk, held, files = [], 0, 0
         chunk.append(path)
-        held += size
+        if size is not None:
+            held, files = held + size, files + 1
     if chunk:
         yield chunk
+
+
+def _tag_bytes(path: str, entry: FileEntry | None, overlay: str | None) -> int | None:
+    """The bytes tagging `path` reads (as `_sources` decides; an unsaved buffer's by its
+    characters), None when it reads none."""
+    if overlay is not None:
+        return len(overlay) if language_of(path) is not None else None
+    if entry is None or entry.skipped or entry.language is None:
+        return None
+    return entry.size_bytes
 
 
 def in_order(paths: Iterable[str]) -> list[str]:
