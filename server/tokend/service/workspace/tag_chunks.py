@@ -108,14 +108,8 @@ def _sources(
     for path in chunk.paths:
         entry = entries.get(path)
         overlay = overlays.get(path)
-        language = entry.language if entry else None
-        if overlay is not None:
-            language = language_of(path)
-        if (
-            language is None
-            or (entry is None and overlay is None)
-            or (entry is not None and entry.skipped and overlay is None)
-        ):
+        language = _tag_language(path, entry, overlay)
+        if language is None:
             chunk.tags[path] = None
             continue
         if overlay is not None:
@@ -257,14 +251,22 @@ def chunks(
         yield chunk
 
 
-def _tag_bytes(path: str, entry: FileEntry | None, overlay: str | None) -> int | None:
-    """The bytes tagging `path` reads (as `_sources` decides; an unsaved buffer's by its
-    characters), None when it reads none."""
+def _tag_language(path: str, entry: FileEntry | None, overlay: str | None) -> str | None:
+    """The language `path` is tagged in (an unsaved buffer's by its name), None when it is
+    not read for tags (no tag language; not in the walk; skipped: too big, binary)."""
     if overlay is not None:
-        return len(overlay) if language_of(path) is not None else None
-    if entry is None or entry.skipped or entry.language is None:
+        return language_of(path)
+    if entry is None or entry.skipped:
         return None
-    return entry.size_bytes
+    return entry.language
+
+
+def _tag_bytes(path: str, entry: FileEntry | None, overlay: str | None) -> int | None:
+    """The bytes tagging `path` reads (an unsaved buffer's by its characters), None when it
+    reads none (`_tag_language`, which `_sources` asks too)."""
+    if _tag_language(path, entry, overlay) is None:
+        return None
+    return len(overlay) if overlay is not None else entry.size_bytes if entry else None
 
 
 def in_order(paths: Iterable[str]) -> list[str]:
