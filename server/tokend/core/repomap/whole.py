@@ -72,9 +72,10 @@ def whole_changed(
     spoken = {path: spoken[path] for path in rows}
     parted = {path: sections(said) for path, said in spoken.items()}
     said = {path: got[0] for path, got in parted.items()}
-    tokens = {p: with_path(got[1], p) if spoken[p] else {} for p, got in parted.items()}
-    if n > LARGE_TREE:
-        tokens = dict.fromkeys(tokens, {})
+    if n > LARGE_TREE:  # (none kept: no path's tokens worked out to be dropped)
+        tokens: dict[str, Said] = dict.fromkeys(parted, {})
+    else:
+        tokens = {p: with_path(got[1], p) if spoken[p] else {} for p, got in parted.items()}
     return words.changed(rows, said), whole.changed(rows, tokens)
 
 
