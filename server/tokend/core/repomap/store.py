@@ -148,7 +148,7 @@ class TagTable:
             self.d_key = self.groups()[self.d_group]
         runs = Runs(np.full(n_old, -1, dtype=np.int64))
         dropped: list[int] = []  # old rows whose definitions leave
-        added: list[tuple[int, Array]] = []  # (new row, its definitions' keys, unique)
+        added: list[tuple[int, Array]] = []  # (new row, its definitions' keys, unique: carried)
         added_all: list[tuple[int, Array]] = []  # (new row, its definitions' keys)
         names: list[Array] = []
         done = 0
@@ -169,7 +169,9 @@ class TagTable:
             if new is not None:
                 if exists:
                     runs.remap[i] = len(runs.paths)
-                added.append((len(runs.paths), np.unique(new.def_keys)))
+                # (the keys made unique only for `_resplice`: the first build's 55,555 calls
+                # made them for nothing, issue 22)
+                added.append((len(runs.paths), np.unique(new.def_keys) if carry else _NO_KEYS))
                 added_all.append((len(runs.paths), new.def_keys))
                 runs.add(path, *_rows_of(new, carry))
             if track:
@@ -278,6 +280,9 @@ def _rows_of(new: PackedTags, carry: bool) -> tuple[tuple[Array, ...], tuple[Arr
             (new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))),
         )
     return (new.def_keys, new.def_lines), (new.ref_keys, new.ref_counts)
+
+
+_NO_KEYS = np.zeros(0, dtype=KEY)  # a new row's unique keys, when the definers are sorted again
 
 
 def _unknown(n: int) -> Array:  # the group column of a new row: to be looked up (-2)
