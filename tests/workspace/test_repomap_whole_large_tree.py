@@ -57,8 +57,9 @@ def test_a_large_trees_word_workers_send_and_its_cache_keeps_no_whole_tokens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tree of POOL_MIN_FILES + 10 files (a word worker counts them) past a LARGE_TREE of 50:
-    every count the cache keeps is the file's words alone (bc8dbde: MARK and the file's whole
-    tokens after it in every row, fails)."""
+    every count the cache keeps is the file's words alone, and so is a saved file's (counted in
+    process: bc8dbde kept it in its tags, with its tokens). bc8dbde: MARK and the file's whole
+    tokens after it in every row, fails."""
     monkeypatch.setattr(whole, "LARGE_TREE", 50)
     tree, cache = tmp_path / "tree", tmp_path / "cache.sqlite3"
     tree.mkdir()
@@ -74,6 +75,17 @@ def test_a_large_trees_word_workers_send_and_its_cache_keeps_no_whole_tokens(
         for ids, counts in kept:
             assert MARK not in ids
             assert json.dumps(sorted(zip(ids, counts, strict=True))) in by_words
+        saved = tree / "m007.py"
+        saved.write_text("# parse_config_7 reads reg7 and reg77\ndef run_7(x):\n")
+        index.apply_changes([saved])
+        assert index.tags.words_ready.wait(60)
+        row = graph.paths.index("m007.py")
+        span = slice(graph.words.offsets[row], graph.words.offsets[row + 1])
+        ids, counts = graph.words.ids[span].tolist(), graph.words.counts[span].tolist()
+        got = sorted(zip(ids, counts, strict=True))
+        assert got == sorted(text_words(saved.read_text()).items())
+        kept = _cached_words(cache)
+        assert len(kept) == POOL_MIN_FILES + 11 and all(MARK not in ids for ids, _ in kept)
     finally:
         index.close()
 
