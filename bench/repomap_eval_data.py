@@ -85,11 +85,15 @@ REPOS: dict[str, tuple[str, str]] = {
     "wagtail/wagtail": ("c2ae43b9265d085c95142cd1a1f8563ad2eb4de9", "tuning (was held-out)"),
     "TanStack/query": ("40321a0b1b3bdd0afa11f0e439642ab84cdf6afe", "tuning (was held-out)"),
     "helm/helm": ("e9b85e4de16ad45805843fb121748018cf89094b", "tuning (was held-out)"),
-    # held out from issue 24's sixteenth pass on: chosen 2026-11-28 04:32 UTC before any run on
-    # them, pinned to their snapshots' heads, measured once with the weights frozen
-    "mitmproxy/mitmproxy": ("8fc25b3045934777b0796d8ec7958bbc257d7bb5", "held-out (new)"),
-    "jestjs/jest": ("52db46e50404c993d3f10dd1481e861cc04ae22e", "held-out (new)"),
-    "ollama/ollama": ("fb30760996871fa9460115c753afd2c60d4ab0f7", "held-out (new)"),
+    # tuning from the seventeenth pass on (held out in the sixteenth, measured once then)
+    "mitmproxy/mitmproxy": ("8fc25b3045934777b0796d8ec7958bbc257d7bb5", "tuning (was held-out)"),
+    "jestjs/jest": ("52db46e50404c993d3f10dd1481e861cc04ae22e", "tuning (was held-out)"),
+    "ollama/ollama": ("fb30760996871fa9460115c753afd2c60d4ab0f7", "tuning (was held-out)"),
+    # held out from issue 24's seventeenth pass on: chosen by the lead 2026-11-28 07:00 UTC before
+    # any run on them, pinned to their snapshots' heads, measured once with the weights frozen
+    "astropy/astropy": ("1fdfae1fe1881234e08855ac662dae86e538ed7c", "held-out (new)"),
+    "outline/outline": ("d77dcdf853868c5d5fe125c895c9b71f0eff5c68", "held-out (new)"),
+    "restic/restic": ("a80be1478a4c537f8396e0db2b05120aa78f11e0", "held-out (new)"),
 }
 
 

@@ -38,6 +38,7 @@ def _same(source: bytes) -> None:
     said = count_words(source)
     words, tokens = sections(said)
     assert dict(words) == text_words(source.decode("utf-8", "replace"))
+    assert count_words(source, whole=False) == text_words(source.decode("utf-8", "replace"))
     assert said[MARK] == len(tokens)
     expected = _baseline_tokens(source.decode("utf-8", "replace"))
     if len(expected) <= WHOLE_MAX:  # (ids colliding with a word's of the file: none here)

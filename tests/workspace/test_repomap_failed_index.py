@@ -39,7 +39,7 @@ def _tree(tmp_path: Path) -> Path:
 
 
 def _fail_words(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing(source: bytes) -> dict[int, int]:
+    def failing(source: bytes, whole: bool = True) -> dict[int, int]:
         raise OSError("the disk went away")
 
     monkeypatch.setattr(tag_parsing, "count_words", failing, raising=False)

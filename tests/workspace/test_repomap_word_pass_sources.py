@@ -53,7 +53,9 @@ class _Counting:
     """Counts a file's words as its first byte's value and its length (what the test reads
     back); in this thread (no workers)."""
 
-    def count_words(self, work: list[tuple[str, str, bytes]]) -> list[dict[int, int]]:
+    def count_words(
+        self, work: list[tuple[str, str, bytes]], whole: bool = True
+    ) -> list[dict[int, int]]:
         return [{source[0]: len(source)} for _, _, source in work]
 
 
@@ -90,7 +92,9 @@ def test_a_chunks_sources_are_gone_when_its_words_land(monkeypatch: pytest.Monke
 class _Saying:
     """Counts 300 words a file (ids past the small ints Python keeps once), in this thread."""
 
-    def count_words(self, work: list[tuple[str, str, bytes]]) -> list[dict[int, int]]:
+    def count_words(
+        self, work: list[tuple[str, str, bytes]], whole: bool = True
+    ) -> list[dict[int, int]]:
         return [{10_000 + 7 * j + source[0]: 300 + j for j in range(300)} for _, _, source in work]
 
 
@@ -191,7 +195,9 @@ class _Handing:
         self.next_given = threading.Event()
         self.seen: list[bool] = []
 
-    def count_words(self, work: list[tuple[str, str, bytes]]) -> list[dict[int, int]]:
+    def count_words(
+        self, work: list[tuple[str, str, bytes]], whole: bool = True
+    ) -> list[dict[int, int]]:
         self.calls += 1
         if self.calls == 1:
             self.seen.append(self.next_given.wait(self.WAIT_S))

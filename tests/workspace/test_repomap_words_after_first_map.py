@@ -76,9 +76,9 @@ def _counts_recorded(index_of: list[WorkspaceIndex], monkeypatch: pytest.MonkeyP
     calls: list[bool] = []
     real = tag_parser.count_words
 
-    def recorded(source: bytes) -> dict[int, int]:
+    def recorded(source: bytes, whole: bool = True) -> dict[int, int]:
         calls.append(index_of[0].tags.ready.is_set())
-        return real(source)
+        return real(source, whole)
 
     monkeypatch.setattr(tag_parser, "count_words", recorded)
     monkeypatch.setattr(tag_parsing, "count_words", recorded, raising=False)
@@ -90,10 +90,10 @@ def _hold_words(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     release = threading.Event()
     real = tag_parsing.count_words if hasattr(tag_parsing, "count_words") else None
 
-    def held(source: bytes) -> dict[int, int]:
+    def held(source: bytes, whole: bool = True) -> dict[int, int]:
         release.wait(60)
         assert real is not None
-        return real(source)
+        return real(source, whole)
 
     monkeypatch.setattr(tag_parsing, "count_words", held, raising=False)
     return release
@@ -169,7 +169,7 @@ from tokend.service.assembly.assemble_input import AssembleInput
 from tokend.service.assembly.workspace_window import with_workspace
 from tokend.service.workspace.index import WorkspaceIndex
 
-def killed(source):  # the first word counted: the tags are in the cache, no word is
+def killed(source, whole=True):  # the first word counted: the tags are in the cache, no word is
     os.kill(os.getpid(), signal.SIGKILL)
 
 tag_parsing.count_words = killed

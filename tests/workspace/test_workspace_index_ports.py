@@ -162,7 +162,9 @@ class Tagging:
             out.append(json.dumps(FileTags(tuple(defs), refs).to_json()))
         return out
 
-    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
+    def count_words(
+        self, work: Sequence[Work], whole: bool = True
+    ) -> list[Mapping[int, int] | None]:
         return [{len(word): 1 for word in source.split()} for _path, _lang, source in work]
 
     def close(self) -> None:

@@ -46,8 +46,8 @@ def test_the_next_chunk_is_parsed_beside_the_last_file_of_the_one_before(
     real_send, real_recv = tag_proc.send, tag_workers.recv
 
     def sent(stream: Any, value: Any) -> None:
-        if isinstance(value, list):  # a batch: (index, language, source, what) each
-            tags = [source for _, _, source, what in value if what != tag_workers.WORDS]
+        if isinstance(value, list):  # a batch: (index, language, source, what, whole) each
+            tags = [source for _, _, source, what, *_ in value if what != tag_workers.WORDS]
             events.extend(("sent", int(source[8:11])) for source in tags)  # "def gen_NNN"
         real_send(stream, value)
 
@@ -94,7 +94,7 @@ def test_a_worker_freed_by_one_chunk_is_taken_by_the_next_at_once(
 
     def sent(stream: Any, value: Any) -> None:
         if isinstance(value, list):
-            tags = [source for _, _, source, what in value if what != tag_workers.WORDS]
+            tags = [source for _, _, source, what, *_ in value if what != tag_workers.WORDS]
             events.extend(("sent", int(source[8:11])) for source in tags)
             to.update((int(source[8:11]), stream.fileno()) for source in tags)
         real_send(stream, value)

@@ -32,7 +32,7 @@ def _frames(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     real_send, real_recv = tag_workers.send, tag_workers.recv
 
     def sending(stream: Any, value: Any) -> None:
-        if isinstance(value, list):  # a batch: (index, language, source, what) each
+        if isinstance(value, list):  # a batch: (index, language, source, what, whole) each
             events.append(("sent", len(value)))
         real_send(stream, value)
 

@@ -63,9 +63,12 @@ class TagParsing:
         `words`, its words are not counted: but a big source's, which a worker parses)."""
         return parse_all_json(self.parser, work, None, self.solo, words)
 
-    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
-        """Each source's words (core.repomap.text.count_words), counted in this thread."""
-        return [count_words(source) for _path, _language, source in work]
+    def count_words(
+        self, work: Sequence[Work], whole: bool = True
+    ) -> list[Mapping[int, int] | None]:
+        """Each source's words (core.repomap.text.count_words; with their whole tokens but
+        without `whole`), counted in this thread."""
+        return [count_words(source, whole) for _path, _language, source in work]
 
     def close(self) -> None:
         """End the worker kept for big files (the workspace closed)."""

@@ -65,26 +65,32 @@ class WorkerProcess:
         once it has answered it)."""
         return self.batch[: self.batch.index(self.ends[0]) + 1] if self.ends else []
 
-    def top_up(self, pending: list[list[int]], work: Sequence[Work], what: int) -> bool:
+    def top_up(
+        self, pending: list[list[int]], work: Sequence[Work], what: int, whole: bool = True
+    ) -> bool:
         """Sent the next of `pending` until it holds AHEAD batches; whether it holds one (or
         was sent one: to a worker that died idle, the batch goes back, its end-of-file next)."""
         gave = False
         for _ in range(AHEAD - len(self.ends)):
-            if not self.give(pending, work, what):
+            if not self.give(pending, work, what, whole):
                 break
             gave = True
         return gave or bool(self.ends)
 
-    def give(self, pending: list[list[int]], work: Sequence[Work], what: int) -> int:
+    def give(
+        self, pending: list[list[int]], work: Sequence[Work], what: int, whole: bool = True
+    ) -> int:
         """Send the next of `pending`: 1 if it went, 0 when nothing is left (or, for a batch
-        sent ahead of one held, when it would not wait in the pipe whole: it goes later)."""
+        sent ahead of one held, when it would not wait in the pipe whole: it goes later). Each
+        file goes as (index, language, source, what, whole): `whole`, whether a count of its
+        words carries its whole tokens (core.repomap.text.count_words)."""
         if not pending:
             return 0
         if self.ends and sum(len(work[i][2]) for i in pending[-1]) > self.pipe_bytes // 2:
             return 0
         batch = pending.pop()
         try:
-            send(self.stdin, [(i, work[i][1], work[i][2], what) for i in batch])
+            send(self.stdin, [(i, work[i][1], work[i][2], what, whole) for i in batch])
         except OSError:  # it died idle: its end-of-file comes next, and the batch goes back
             pending.append(batch)
             return 1
@@ -130,6 +136,7 @@ class Parse:
     results: list[Any]
     pending: list[list[int]]
     selector: DefaultSelector
+    whole: bool = True  # words counted with their whole tokens (core.repomap.text.count_words)
     held: set[WorkerProcess] = field(default_factory=set)
     waker: tuple[int, int] = (-1, -1)  # a pipe in its selector: written when a worker is freed
 

@@ -123,14 +123,17 @@ class TagWorkers:
         found = self._run(work, BOTH if words else TAGS)
         return [r if r is not None else parsed(FileTags(error="not parsed")) for r in found]
 
-    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
-        """Each file's words, counted by the workers (None: its worker died on it): as a
-        dictionary from a tag worker, as SaidArrays from a word worker (which sends the ids'
-        and counts' bytes: adapters.word_workers)."""
-        found = self._run(work, WORDS)
+    def count_words(
+        self, work: Sequence[Work], whole: bool = True
+    ) -> list[Mapping[int, int] | None]:
+        """Each file's words (with their whole tokens, but without `whole`: the batches say
+        which), counted by the workers (None: its worker died on it): as a dictionary from a
+        tag worker, as SaidArrays from a word worker (which sends the ids' and counts' bytes:
+        adapters.word_workers)."""
+        found = self._run(work, WORDS, whole)
         return [SaidArrays(*w) if isinstance(w, tuple) else w for w in found]
 
-    def _run(self, work: Sequence[Work], what: int) -> list[Any]:
+    def _run(self, work: Sequence[Work], what: int, whole: bool = True) -> list[Any]:
         """Each file's answer (`what` says which) in order; None for a file never answered.
         Two parses may run at once, each in a thread of its own (a build's next chunk beside
         the one before): a parse takes the workers that are free and frees each once no batch
@@ -140,7 +143,7 @@ class TagWorkers:
         results: list[Any] = [None] * len(work)
         pending = batches(work, self.size)
         pending.reverse()  # popped from the end: first batch first
-        run = _Parse(work, what, results, pending, DefaultSelector())
+        run = _Parse(work, what, results, pending, DefaultSelector(), whole)
         with self._free:
             self._parses.append(run)
         try:
@@ -192,7 +195,7 @@ class TagWorkers:
     def _next_batch(self, run: _Parse, worker: _Worker) -> None:
         """`worker` sent the parse's next batches, up to AHEAD held; freed for another parse
         when it holds none and none is left."""
-        if not worker.top_up(run.pending, run.work, run.what):
+        if not worker.top_up(run.pending, run.work, run.what, run.whole):
             run.drop(worker)
             with self._free:
                 self._idle.append(worker)
@@ -281,11 +284,12 @@ def main() -> None:
         except EOFError:
             return
         answers: list[tuple[int, str, Any]] = []
-        for index, language, source, *what in batch:
-            if what and what[0] == WORDS:  # (a batch of 3-tuples: BOTH, as before)
-                answers.append((index, "", count_words(source)))
+        for index, language, source, *what in batch:  # (what, whole; none: BOTH, as before)
+            if what and what[0] == WORDS:
+                answers.append((index, "", count_words(source, what[1:] != [False])))
             else:
-                answers.append((index, *wire_fields(parser.raw(language, source, what != [TAGS]))))
+                words = not what or what[0] != TAGS
+                answers.append((index, *wire_fields(parser.raw(language, source, words))))
         retiring = _rss_bytes() > rss_limit
         send(stdout, (answers, retiring))  # the batch's answers in one frame
         if retiring:

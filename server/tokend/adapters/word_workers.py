@@ -29,10 +29,11 @@ GROWTH_BYTES = 4 << 20  # a worker this much above its size once started retires
 
 
 def main() -> None:
-    """Each batch's files (index, language, source, what) answered one by one as the tag
-    workers answer (index, "", the file's words, retiring); ends at the end of its input, or
-    after a batch once its resident size passed the limit the daemon gave or grew by more
-    than GROWTH_BYTES since it started (a fresh one follows)."""
+    """Each batch's files (index, language, source, what, whole: whether their count carries
+    their whole tokens, core.repomap.text.count_words) answered one by one as the tag workers
+    answer (index, "", the file's words, retiring); ends at the end of its input, or after a
+    batch once its resident size passed the limit the daemon gave or grew by more than
+    GROWTH_BYTES since it started (a fresh one follows)."""
     rss_limit = min(int(sys.argv[1]), rss_bytes() + GROWTH_BYTES)
     try:
         os.nice(WORKER_NICE)
@@ -45,8 +46,9 @@ def main() -> None:
             batch: list[Any] = recv(stdin)
         except EOFError:
             return
-        for n, (index, _language, source, *_what) in enumerate(batch, 1):
-            words = count_words(source)  # sent as the bytes of its ids and of its counts
+        for n, (index, _language, source, *what) in enumerate(batch, 1):  # (what, whole)
+            words = count_words(source, what[1:] != [False])
+            # sent as the bytes of its ids and of its counts
             packed = (array("I", words).tobytes(), array("I", words.values()).tobytes())
             retiring = n == len(batch) and rss_bytes() > rss_limit
             send(stdout, (index, "", packed, retiring))

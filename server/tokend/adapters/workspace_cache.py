@@ -5,6 +5,8 @@
 - `file_tags`: "<tags version>:<language>:<sha256>" -> the file's tags as JSON;
 - `file_words`: the same key -> the words of the file's text, for tags kept without them (the
   first build counts them after its first map; tags written with their words have none here);
+  words counted without their whole tokens (a tree of more than 10,000 files) under the key
+  with `bare:` before it (service.workspace.tree_ports.words_key);
 - `file_hashes`: (root, path) -> (size, mtime_ns, sha256), so an unchanged file is not even
   read again to learn its hash.
 

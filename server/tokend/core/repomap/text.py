@@ -14,6 +14,10 @@ the BM25 baseline reads a file (bench.repomap_eval_data.BM25), its WHOLE_MAX mos
 each by its WHOLE_SEED id (core.repomap.whole reads them). They follow a MARK entry (its count:
 how many follow), so that they travel wherever the words go (the word workers' arrays, the tag
 workers' answers, the caches) in the order counted, and core.repomap.words.sections parts them.
+A count for a tree that keeps no whole tokens (core.repomap.whole.keeps_whole: more than
+LARGE_TREE files, the kernel) is asked `whole=False`: the words alone, no MARK, nothing after it
+(the kernel's word workers sent and the cache kept about twice the words' bytes for tokens the
+daemon then dropped).
 """
 
 from __future__ import annotations
@@ -38,30 +42,34 @@ _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")  # core.repomap.tags's, on bytes
 _SUB_WORD = re.compile(SUB_WORD_PATTERN.encode("ascii"))  # core.repomap.keys's, on bytes
 
 
-def count_words(source: bytes) -> dict[int, int]:
-    """text_words(source.decode("utf-8", "replace")), then MARK, then the whole tokens."""
+def count_words(source: bytes, whole: bool = True) -> dict[int, int]:
+    """text_words(source.decode("utf-8", "replace")), then MARK, then the whole tokens (without
+    `whole`: the words alone)."""
     counts: dict[bytes, int] = {}
     tokens: dict[bytes, int] = {}  # the whole tokens, lowered
     get, got = counts.get, tokens.get
     for token, n in Counter(_IDENT.findall(source)).items():
         if len(token) < 3:  # no word of 3 characters or more in it
             continue
-        whole = token.lower()
-        tokens[whole] = got(whole, 0) + n
+        lowered = token.lower()
+        if whole:
+            tokens[lowered] = got(lowered, 0) + n
         if token.isalpha() and (token.islower() or token.isupper()):  # one word: `skb`, `NULL`
-            counts[whole] = get(whole, 0) + n  # (the commonest by far)
+            counts[lowered] = get(lowered, 0) + n  # (the commonest by far)
             continue
         letters = token.replace(b"_", b"")
         # one case of letters only: its words are its parts between underscores
         if letters.isalpha() and (letters.islower() or letters.isupper()):
-            parts = [p for p in whole.split(b"_") if len(p) >= 3]
+            parts = [p for p in lowered.split(b"_") if len(p) >= 3]
         else:
             parts = [w.lower() for w in _SUB_WORD.findall(token) if len(w) >= 3]
         for word in parts:
             counts[word] = get(word, 0) + n
         if len(parts) >= 2:  # a compound of two words or more: itself too
-            counts[whole] = get(whole, 0) + n
+            counts[lowered] = get(lowered, 0) + n
     out = _ids(_most(counts, WORDS_MAX), 0)
+    if not whole:
+        return out
     # (a token sharing a word's id in this file, rare: left out)
     tail = _ids(_most(tokens, WHOLE_MAX), WHOLE_SEED)
     tail = {key: n for key, n in tail.items() if key not in out}

@@ -7,8 +7,10 @@ names as written: fused by its own reciprocal rank beside the rest (core.repomap
 A file's tokens are counted with its words (core.repomap.text.count_words: after MARK, its
 WHOLE_MAX most frequent) and kept in a second word table (core.repomap.words.WordTable: 5 bytes
 a token), its path's added here; a file's length is its kept tokens' counts (each at most 255).
-Every token is kept on a tree of up to LARGE_TREE files; a larger one keeps none (its rows
-kept until then are emptied when the tree passes LARGE_TREE), and its text focus ranks as before:
+Every token is kept on a tree of up to LARGE_TREE files (keeps_whole); a larger one keeps none
+(its rows kept until then are emptied when the tree passes LARGE_TREE; its words are counted
+without them, and a tree back under LARGE_TREE counts them again: service.workspace.word_pass),
+and its text focus ranks as before:
 the kernel's 55,556 files say 320 tokens a file (85 MiB of table), and a cut to each file's
 most frequent loses the rare tokens a text names (bench.repomap_whole: cut to 256 tokens a file
 or fewer, the tuning trees' groups go down; to 64, the mean falls below the fusion without it).
@@ -32,6 +34,12 @@ _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")  # the BM25 baseline's tokens
 Array = Any
 Said = Mapping[int, int]
 LARGE_TREE = 10_000  # files: a larger tree keeps no whole tokens
+
+
+def keeps_whole(n: int) -> bool:
+    """Whether a tree of `n` files keeps its files' whole tokens (its words are counted with
+    them: core.repomap.text.count_words's `whole`)."""
+    return n <= LARGE_TREE
 
 
 def token_ids(text: str) -> dict[int, int]:
@@ -72,7 +80,7 @@ def whole_changed(
     spoken = {path: spoken[path] for path in rows}
     parted = {path: sections(said) for path, said in spoken.items()}
     said = {path: got[0] for path, got in parted.items()}
-    if n > LARGE_TREE:  # (none kept: no path's tokens worked out to be dropped)
+    if not keeps_whole(n):  # (none kept: no path's tokens worked out to be dropped)
         tokens: dict[str, Said] = dict.fromkeys(parted, {})
     else:
         tokens = {p: with_path(got[1], p) if spoken[p] else {} for p, got in parted.items()}
@@ -81,7 +89,7 @@ def whole_changed(
 
 def _emptied(whole: WordTable, n: int) -> None:
     """Every row emptied (its arrays let go), once the tree has more than LARGE_TREE files."""
-    if n > LARGE_TREE and len(whole.ids):
+    if not keeps_whole(n) and len(whole.ids):
         whole.empty(n)
 
 
@@ -97,7 +105,7 @@ def said_apply(
     """whole_changed's `changes` applied to each table (WordTable.apply) once the graph's rows
     moved (`remap`), `row` the path's row now; room for the words of `more` files still to
     come (the words' pass). A table neither changed nor moved is left as it is."""
-    many = 0 if n > LARGE_TREE else WHOLE_MAX
+    many = WHOLE_MAX if keeps_whole(n) else 0
     for table, new, most in ((words, changes[0], WORDS_MAX), (whole, changes[1], many)):
         if new or remap is not None or len(table.offsets) != n + 1:
             rows = {r: w for p, w in new.items() if (r := row(p)) is not None}

@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
+
+from tokend.core.workspace.files import PathConflict
+from tokend.service.ports import WorkspaceFiles
 
 
 class FileLines:
@@ -58,3 +62,17 @@ def line_reader(
         return lines[line]
 
     return text_of
+
+
+def bytes_now(
+    files: WorkspaceFiles, root: Path, overlay: Callable[[str], str | None], path: str
+) -> bytes:
+    """A file's bytes now: its unsaved buffer (`overlay`), else the file on disk (b"":
+    unreadable)."""
+    unsaved = overlay(path)
+    if unsaved is not None:
+        return unsaved.encode("utf-8", "surrogatepass")
+    try:
+        return files.read_bytes(root, path)
+    except (OSError, PathConflict):
+        return b""

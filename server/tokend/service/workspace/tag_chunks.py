@@ -21,7 +21,7 @@ from tokend.core.repomap.tags import WORKER_DIED, FileTags
 from tokend.core.workspace.fileclass import FileEntry, language_of
 from tokend.core.workspace.files import PathConflict
 from tokend.service.ports import WorkspaceFiles
-from tokend.service.workspace.tree_ports import FileCache, Parsed
+from tokend.service.workspace.tree_ports import FileCache, Parsed, words_key
 
 T = TypeVar("T")
 SORT_PIECE = 4096  # paths sorted in one call (in_order)
@@ -84,12 +84,17 @@ class Beside:
 
 
 def read_chunk(
-    on: Reading, paths: list[str], entries: Mapping[str, FileEntry], overlays: Mapping[str, str]
+    on: Reading,
+    paths: list[str],
+    entries: Mapping[str, FileEntry],
+    overlays: Mapping[str, str],
+    whole: bool = True,
 ) -> Chunk:
-    """What tagging some files takes: their cached tags, and the sources to parse (read in path
-    order through the folders they share, opened once: `WorkspaceFiles.reader`)."""
+    """What tagging some files takes: their cached tags (with the words of the kind `whole`
+    says, words_key), and the sources to parse (read in path order through the folders they
+    share, opened once: `WorkspaceFiles.reader`)."""
     with on.files.reader(on.root) as read:
-        return _read_chunk(on, paths, entries, overlays, read)
+        return _read_chunk(on, paths, entries, overlays, read, whole)
 
 
 def _sources(
@@ -140,12 +145,13 @@ def _read_chunk(
     entries: Mapping[str, FileEntry],
     overlays: Mapping[str, str],
     read: Callable[[str], bytes],
+    whole: bool,
 ) -> Chunk:
     chunk = Chunk(paths)
     sources = _sources(on, chunk, entries, overlays, read)
     version = on.queries_version
     chunk.keys = {p: f"v{version}:{lang}:{sha}" for p, (lang, sha, _) in sources.items()}
-    cached = with_words(on, sorted(set(chunk.keys.values())))
+    cached = with_words(on, sorted(set(chunk.keys.values())), whole)
     chunk.reread = bool(chunk.new_hashes) or any(s is not None for _, _, s in sources.values())
     for path, (language, _sha, source) in sources.items():
         raw = cached.get(chunk.keys[path])
@@ -165,13 +171,14 @@ def _read_chunk(
     return chunk
 
 
-def with_words(on: Reading, keys: list[str]) -> dict[str, dict[str, Any]]:
+def with_words(on: Reading, keys: list[str], whole: bool = True) -> dict[str, dict[str, Any]]:
     """The cached tags of `keys`, with the words kept apart for those kept without them
-    (service.workspace.word_pass): as tags kept with their words are."""
+    (service.workspace.word_pass) when counted as `whole` says (words_key): as tags kept with
+    their words are (those hold their whole tokens: a tree without them drops them)."""
     cached = on.cache.tags(keys)
-    apart = on.cache.words([k for k, raw in cached.items() if "w" not in raw])
-    for key, words in apart.items():
-        cached[key] = {**cached[key], "w": words}
+    wanted = {words_key(k, whole): k for k, raw in cached.items() if "w" not in raw}
+    for key, words in on.cache.words(list(wanted)).items():
+        cached[wanted[key]] = {**cached[wanted[key]], "w": words}
     return cached
 
 

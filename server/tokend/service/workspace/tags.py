@@ -13,11 +13,11 @@ they were (a comment, a function body) keeps every cached map but those showing 
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from itertools import chain
 from pathlib import Path
 
@@ -25,10 +25,10 @@ from tokend.core.errors import IndexFailed, Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
 from tokend.core.repomap.render import EXTRA_CANDIDATES, FittedMap, fit_map, lines_of
 from tokend.core.repomap.said import reads_words
+from tokend.core.repomap.whole import keeps_whole
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
-from tokend.core.workspace.files import PathConflict
 from tokend.service.workspace.entries import Entries
-from tokend.service.workspace.file_lines import line_reader
+from tokend.service.workspace.file_lines import bytes_now, line_reader
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -38,7 +38,7 @@ from tokend.service.workspace.tag_chunks import (
     in_order,
     read_chunk,
 )
-from tokend.service.workspace.tree_ports import FileCache, IndexPorts, Parsed, TagPool
+from tokend.service.workspace.tree_ports import FileCache, IndexPorts, Parsed, TagPool, pool_for
 from tokend.service.workspace.walk_stream import WalkStream, merged
 from tokend.service.workspace.word_pass import OwedWords
 
@@ -76,8 +76,10 @@ class WorkspaceTags:
         self.ready = threading.Event()  # set once the first build's tags are in the graph
         # what files say, counted after the first map (`count_words`); its `ready` is set once
         # every file's words are in (`words_ready`)
-        self._owed = OwedWords(self._lock, self._reading, overlay, self._graph_words)
+        self._owed = OwedWords(self._lock, self._reading, overlay, self._graph_words,
+                               self._keeps_whole)  # fmt: skip
         self.words_ready = self._owed.ready
+        self._bare = False  # the graph may hold words without whole tokens (`_whole_again`)
         self.failed: str | None = None  # why the first build failed (its maps are refused)
 
     def count_words(self, progress: Callable[[int, int], None] | None = None) -> None:
@@ -88,7 +90,8 @@ class WorkspaceTags:
             self._check_stopping()
             self._foreground.yield_to()  # a map being served goes first (service.foreground)
 
-        self._owed.count(self._tagging, self._word_workers_for, progress, check)
+        pools = partial(pool_for, self._tagging, self.pool_workers, words=True)
+        self._owed.count(self._tagging, pools, progress, check)
 
     def reads_words(self, focus: Focus) -> bool:
         """Whether a map for `focus` reads what files say (it waits for `words_ready`)."""
@@ -97,6 +100,21 @@ class WorkspaceTags:
     def _graph_words(self, spoken: Mapping[str, Mapping[int, int]], more: int) -> None:
         with self._lock:
             self._graph.set_words(spoken, more)
+
+    def _keeps_whole(self) -> bool:
+        """Whether the graph's tree keeps its files' whole tokens now (core.repomap.whole)."""
+        with self._lock:
+            return keeps_whole(len(self._graph.paths))
+
+    def _whole_again(self, entries: Mapping[str, FileEntry], overlays: Mapping[str, str]) -> None:
+        """A tree that keeps whole tokens whose graph may hold words counted without them (it
+        was larger, or the cache gave such words): every file's tags and words of that kind
+        read again (tag_chunks.with_words; unchanged files are not parsed), the rest owed."""
+        with self._lock:
+            if not self._bare or not keeps_whole(len(self._graph.paths)):
+                return
+            self._bare, every = False, list(self._graph.paths)
+        self._tag(every, len(every), entries, overlays, lambda: len(every), None, True)
 
     def refresh_walked(
         self,
@@ -115,8 +133,10 @@ class WorkspaceTags:
         def total() -> int:  # (the files found so far, until the walk is done)
             return len(walk.found) + sum(path not in walk.entries for path in overlays)
 
-        ordered = merged(walk.paths(), overlays)
-        self._tag(ordered, files, Entries(walk.entries), overlays, total, progress, True)
+        ordered, entries = merged(walk.paths(), overlays), Entries(walk.entries)
+        # (cached words read as the files found say: on a warm start, the graph's first chunks)
+        self._tag(ordered, files, entries, overlays, total, progress, True, total)
+        self._whole_again(entries, overlays)
 
     def refresh_paths(
         self,
@@ -133,15 +153,16 @@ class WorkspaceTags:
         With `whole`, files the graph has and `paths` does not are removed. Files whose words
         are not in (parsed `words_later`, or cached without them) are owed (`count_words`):
         counted here unless `words_later`."""
-        wanted = in_order(paths)
-        self._tag(wanted, len(wanted), entries, overlays, lambda: len(wanted), progress,
-                  words_later)  # fmt: skip
+        # (a large tree's words are counted apart, without whole tokens: word_pass)
+        wanted, later = in_order(paths), words_later or not self._keeps_whole()
+        self._tag(wanted, len(wanted), entries, overlays, lambda: len(wanted), progress, later)
         if whole:
             with self._lock:
                 gone = set(self._graph.paths) - set(wanted)
                 if gone:
                     self._graph.set_files(dict.fromkeys(gone))
                     self._owed.owe({}, gone)
+        self._whole_again(entries, overlays)
         if not words_later and self._owed.started:  # (before: the first build counts them)
             self.count_words()
 
@@ -154,20 +175,25 @@ class WorkspaceTags:
         total: Callable[[], int],
         progress: Callable[[int, int], None] | None,
         words_later: bool,
+        size: Callable[[], int] | None = None,
     ) -> None:
         """Tag the `files` paths `ordered` gives (in path order), a chunk at a time: the
         workers parse one chunk while this thread reads the next and hands the graph the one
         before; the next goes to the workers before the one ahead is done, so a worker free of
-        its last files starts on it (issue 22; TagWorkers: two at once)."""
+        its last files starts on it (issue 22; TagWorkers: two at once). Cached words are read
+        of the kind (with whole tokens or without) the tree's size says (`size()`, else the
+        graph's)."""
         done = 0
-        pool = self._workers_for(files)
+        pool = pool_for(self._tagging, self.pool_workers, files)
         with pool as workers, Beside(workers is not None, threads=2) as beside:
             ahead: tuple[Chunk, Future[dict[str, str | Parsed]]] | None = None
             for paths_now in chain(chunks(ordered, entries, overlays), [None]):
                 self._check_stopping()
                 chunk = None
                 if paths_now is not None:
-                    chunk = read_chunk(self._reading, paths_now, entries, overlays)
+                    whole = keeps_whole(size()) if size else self._keeps_whole()
+                    chunk = read_chunk(self._reading, paths_now, entries, overlays, whole)
+                    self._bare |= not whole
                 parsing = None
                 if chunk is not None:
                     parsing = beside(self._parse, chunk.work, workers, not words_later)
@@ -180,24 +206,11 @@ class WorkspaceTags:
                         if self._graph.set_files(tags, done_chunk.packed, unsaid) or reread:
                             self._forget_maps_showing(set(tags))
                         self._owed.owe(unsaid, tags)
+                        self._bare |= not keeps_whole(len(self._graph.paths))
                     done += len(tags)
                     if progress is not None:
                         progress(done, total())
                 ahead = None if chunk is None or parsing is None else (chunk, parsing)
-
-    def _workers_for(self, files: int) -> contextlib.AbstractContextManager[TagPool | None]:
-        """Worker processes for a refresh of `files` files (the first build), ended with it;
-        none for a few files (a save), which the calling thread parses."""
-        if self.pool_workers == 0 or files < self._tagging.pool_min_files:
-            return contextlib.nullcontext()
-        return self._tagging.pool(self.pool_workers or None)
-
-    def _word_workers_for(self, files: int) -> contextlib.AbstractContextManager[TagPool | None]:
-        """`_workers_for`'s, for counting the words of `files` files: workers that count words
-        alone (smaller processes than the tag workers: issue 22, the daemon's peak with them)."""
-        if self.pool_workers == 0 or files < self._tagging.pool_min_files:
-            return contextlib.nullcontext()
-        return self._tagging.word_pool(self.pool_workers or None)
 
     def _check_stopping(self) -> None:
         if self._stopping.is_set():
@@ -236,6 +249,7 @@ class WorkspaceTags:
             self._graph, self._maps = RepoGraph(product=self._product), OrderedDict()
             self.errors.clear()
             self._owed.forget()
+            self._bare = False
 
     def warm(self) -> None:
         """Build the graph's matrices now, so the first map request does not pay for them;
@@ -281,15 +295,6 @@ class WorkspaceTags:
     def _line_reader(
         self, wanted: Mapping[str, set[int]] | None = None
     ) -> Callable[[str, int], str]:
-        """(path, line) -> that line's text now (service.workspace.file_lines.line_reader)."""
-        return line_reader(lambda path: self._read_now(path), wanted)
-
-    def _read_now(self, path: str) -> bytes:
-        """A file's bytes now: the unsaved buffer, else the file on disk (b"": unreadable)."""
-        overlay = self._overlay(path)
-        if overlay is not None:
-            return overlay.encode("utf-8", "surrogatepass")
-        try:
-            return self._files.read_bytes(self.root, path)
-        except (OSError, PathConflict):
-            return b""
+        """(path, line) -> that line's text now: the unsaved buffer's, else the file's on disk
+        (service.workspace.file_lines.line_reader, bytes_now)."""
+        return line_reader(partial(bytes_now, self._files, self.root, self._overlay), wanted)

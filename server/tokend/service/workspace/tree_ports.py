@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +24,7 @@ from tokend.service.ports import WorkspaceFiles
 
 Work = tuple[str, str, bytes]  # (path, language, source)
 Parsed = tuple[str, FileTags, PackedTags]  # a pool's: the JSON text, the tags but names, packed
+BARE = "bare:"  # words_key's
 
 
 class FolderRules(Protocol):
@@ -85,6 +86,13 @@ class FileTree(Protocol):
         ...
 
 
+def words_key(key: str, whole: bool) -> str:
+    """The cache's key for the words counted for the tags of `key`: with their whole tokens
+    (`whole`), the tags' key; without (a tree of more than LARGE_TREE files, core.repomap.whole
+    .keeps_whole), BARE before it, so that a count of one kind is never read as the other."""
+    return key if whole else BARE + key
+
+
 class FileCache(Protocol):
     """The workspace cache (one per user): exact counts and tags by content hash, and each
     file's (size, mtime_ns, sha256) as last seen, by workspace root."""
@@ -98,7 +106,7 @@ class FileCache(Protocol):
     def put_tag_texts(self, tags: Mapping[str, str]) -> None: ...
 
     def words(self, keys: Sequence[str]) -> dict[str, Any]:
-        """Tags' key -> the words kept apart for it (a FileTags JSON's "w" value)."""
+        """Words' key (words_key) -> the words kept apart for it (a FileTags JSON's "w" value)."""
         ...
 
     def put_word_texts(self, words: Mapping[str, str]) -> None: ...
@@ -118,8 +126,11 @@ class TagPool(Protocol):
         """Each file's tags (without `words`: their words empty, none in the text)."""
         ...
 
-    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
-        """Each file's words (None: not counted, its worker died on it)."""
+    def count_words(
+        self, work: Sequence[Work], whole: bool = True
+    ) -> list[Mapping[int, int] | None]:
+        """Each file's words, with their whole tokens but without `whole` (None: not counted,
+        its worker died on it)."""
         ...
 
 
@@ -149,11 +160,26 @@ class TagParsing(Protocol):
         their words may be left out)."""
         ...
 
-    def count_words(self, work: Sequence[Work]) -> list[Mapping[int, int] | None]:
-        """Each source's words (core.repomap.text.count_words), without a pool."""
+    def count_words(
+        self, work: Sequence[Work], whole: bool = True
+    ) -> list[Mapping[int, int] | None]:
+        """Each source's words (core.repomap.text.count_words: with their whole tokens but
+        without `whole`), without a pool."""
         ...
 
     def close(self) -> None: ...
+
+
+def pool_for(
+    tagging: TagParsing, workers: int | None, files: int, words: bool = False
+) -> AbstractContextManager[TagPool | None]:
+    """Worker processes (`workers`: None, one per core; 0, none) for a refresh of `files` files
+    (the first build), ended with it; none for a few files (a save), which the calling thread
+    parses. With `words`, for counting words: workers that count words alone (smaller
+    processes than the tag workers: issue 22, the daemon's peak with them)."""
+    if workers == 0 or files < tagging.pool_min_files:
+        return nullcontext()
+    return (tagging.word_pool if words else tagging.pool)(workers or None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,10 @@ tags without them (a build stopped between the two passes). `ready` is set once 
 and nothing is being counted: a map that reads words (a text focus, a file focus) waits for it.
 Words are counted from the file as it is now, and kept in the cache under their tags' key only
 when its content is the content those tags were parsed from; a file re-tagged meanwhile (its
-words counted with its tags) keeps those.
+words counted with its tags) keeps those. A chunk is counted with the files' whole tokens or
+without, as the tree's size says when the chunk is taken (core.repomap.whole.keeps_whole: the
+kernel's are counted without), and kept under a key that says which (tree_ports.words_key); a
+count without them that lands once the tree keeps them again is owed again.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from contextlib import AbstractContextManager
 from itertools import islice
 
 from tokend.service.workspace.tag_chunks import Beside, Reading, read_source
-from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work
+from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work, words_key
 
 Said = Mapping[int, int]  # a file's words by id (core.repomap.text.count_words)
 CHUNK_FILES = 250  # files counted at once (their words come back as two arrays of 32-bit
@@ -32,7 +35,7 @@ SOURCE_BYTES = 1 << 20  # ... or fewer, once they hold this much source (the tag
 # MB): the pass holds the chunk being counted and the next one read, and their sources were most
 # of what it held above the word table (issue 22: on the kernel's drivers/, about 16 MiB at each
 # landing with chunks of 250 files, 8.5 with 1 MiB; the landings cost the same CPU in all)
-Counting = Callable[[list[Work]], list[Said | None]]
+Counting = Callable[[list[Work], bool], list[Said | None]]
 
 
 class OwedWords:
@@ -45,8 +48,11 @@ class OwedWords:
         reading: Reading,
         overlay: Callable[[str], str | None],
         set_words: Callable[[Mapping[str, Said], int], object],
+        whole: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`whole()`: whether the tree keeps its files' whole tokens now (their count too)."""
         self._lock = lock
+        self._whole = whole
         self._reading = reading
         self._overlay = overlay
         self._set_words = set_words
@@ -108,24 +114,24 @@ class OwedWords:
         total, done = self.owed, 0
         with pool(total) as workers, Beside(workers is not None, 2) as beside:
             counting: Counting = workers.count_words if workers else tagging.count_words
-            ahead: tuple[list[str], list[str], Future[list[Said | None]]] | None = None
+            ahead: tuple[list[str], list[str], bool, Future[list[Said | None]]] | None = None
             while True:  # (`ahead`: the chunk being counted while the next one is read; its
                 check()  # paths, not its sources: those go once counted, not once landed)
-                taken = self._take()
+                taken, whole = self._take(), self._whole()
                 work, keys = self._read(taken)
                 paths = [path for path, _, _ in work]
                 # the next chunk given to the pool before this one is waited for: its worker
                 # goes on to it when done with this one (its batches wait for a free worker),
                 # not once this one's answer reached this thread (issue 22: with one word
                 # worker, the kernel's chunks of about 1 MiB each left it idle in between)
-                now = beside(counting, work) if taken else None
-                found = ahead[2].result() if ahead is not None else []
+                now = beside(counting, work, whole) if taken else None
+                found = ahead[3].result() if ahead is not None else []
                 del work
                 if ahead is not None:
-                    done += self._land(ahead[0], ahead[1], found)
+                    done += self._land(*ahead[:3], found)
                     if progress is not None:
                         progress(done, max(total, done))
-                ahead = (paths, keys, now) if now is not None else None
+                ahead = (paths, keys, whole, now) if now is not None else None
                 if ahead is None:
                     with self._lock:
                         if not self._owed:  # (else owed meanwhile: counted too)
@@ -172,20 +178,27 @@ class OwedWords:
             held += len(source)
         return work, keys
 
-    def _land(self, paths: list[str], keys: list[str], found: list[Said | None]) -> int:
-        """Counted words kept in the cache and given to the graph (but for files re-tagged
-        since); how many files were counted."""
+    def _land(
+        self, paths: list[str], keys: list[str], whole: bool, found: list[Said | None]
+    ) -> int:
+        """Counted words kept in the cache (under words_key, by `whole`) and given to the
+        graph (but for files re-tagged since, and, counted without their whole tokens, for all
+        once the tree keeps them again: owed again); how many files were counted."""
         kept = {}
         for key, words in zip(keys, found, strict=True):
             if words is not None:  # (None: its worker died on it; counted again next time)
-                kept[key] = json.dumps([list(words), list(words.values())], separators=(",", ":"))
+                text = json.dumps([list(words), list(words.values())], separators=(",", ":"))
+                kept[words_key(key, whole)] = text
         if kept:
             self._reading.cache.put_word_texts(kept)
         with self._lock:
-            spoken = {}
+            spoken, again = {}, not whole and self._whole()
             for path, key, words in zip(paths, keys, found, strict=True):
                 if self._taken.get(path) == key:
                     del self._taken[path]
+                    if again:
+                        self._owed[path] = key
+                        continue
                     spoken[path] = words or {}
             if spoken:  # (and how many files' words are still to come)
                 self._set_words(spoken, len(self._owed) + len(self._taken))
