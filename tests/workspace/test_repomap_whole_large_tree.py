@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.probe_tree import probe_tree
 from tokend.adapters.tag_workers import POOL_MIN_FILES
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -90,19 +91,6 @@ def test_a_large_trees_word_workers_send_and_its_cache_keeps_no_whole_tokens(
         index.close()
 
 
-def _tree(tmp_path: Path) -> Path:
-    """`b_probe.py` alone says the text's `reg32` as written (`a_probe.py` says `reg_32`, the
-    same words; first in path order, where ties fall), and four other files."""
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    body = "def probe_{n}(dev):\n    return dev.read(0x10) + {n}\n"
-    (tree / "a_probe.py").write_text("# the reg_32 register of the probe\n" + body.format(n=1))
-    (tree / "b_probe.py").write_text("# the reg32 register of the probe\n" + body.format(n=2))
-    for i in range(4):
-        (tree / f"other{i}.py").write_text(f"def other_{i}(x):\n    return x * {i}\n")
-    return tree
-
-
 def _ranked(index: WorkspaceIndex) -> tuple[list[str], list[list[int]]]:
     """The text focus's files in rank order, and each file's row of whole tokens."""
     fitted = index.tags.repo_map(TEXT, 1024, _count, "o200k")
@@ -122,7 +110,7 @@ def test_a_tree_back_under_large_tree_ranks_a_text_as_a_fresh_build(
     restart on the same cache (which holds their words counted without tokens). bc8dbde: the
     rows emptied while the tree was large stay empty and `a_probe.py` comes first, fails."""
     monkeypatch.setattr(whole, "LARGE_TREE", 4)
-    tree, cache = _tree(tmp_path), tmp_path / "cache.sqlite3"
+    tree, cache = probe_tree(tmp_path), tmp_path / "cache.sqlite3"
     index = _index(tree, cache)
     try:
         assert index.tags._graph.whole.ids.size == 0  # (six files: no tokens)

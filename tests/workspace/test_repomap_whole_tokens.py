@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.probe_tree import probe_tree
 from tokend.adapters.tokenizers import load_encoding
 from tokend.adapters.workspace_cache import SAID, WorkspaceCache
 from tokend.core.repomap import whole
@@ -31,19 +32,6 @@ _o200k = load_encoding("o200k_base")
 
 def _count(text: str) -> int:
     return len(_o200k.encode_ordinary(text))
-
-
-def _tree(tmp_path: Path) -> Path:
-    """`a_probe.py` and `b_probe.py` alike but for `reg_32` / `reg32` in a comment (the same
-    words; `a_probe.py` first in path order, where ties fall), and a few other files."""
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    body = "def probe_{n}(dev):\n    return dev.read(0x10) + {n}\n"
-    (tree / "a_probe.py").write_text("# the reg_32 register of the probe\n" + body.format(n=1))
-    (tree / "b_probe.py").write_text("# the reg32 register of the probe\n" + body.format(n=2))
-    for i in range(4):
-        (tree / f"other{i}.py").write_text(f"def other_{i}(x):\n    return x * {i}\n")
-    return tree
 
 
 def _index(tree: Path, cache: Path | None = None) -> WorkspaceIndex:
@@ -81,7 +69,7 @@ def _rows_hold_the_files_tokens(index: WorkspaceIndex, tree: Path) -> None:
 
 def test_a_text_focus_ranks_first_the_file_saying_its_token_as_written(tmp_path: Path) -> None:
     """Main bce5b30 ranks `a_probe.py` first (a tie on every signal it has, broken by path)."""
-    tree = _tree(tmp_path)
+    tree = probe_tree(tmp_path)
     index = _index(tree)
     try:
         assert _first(index) == "b_probe.py"
@@ -91,7 +79,7 @@ def test_a_text_focus_ranks_first_the_file_saying_its_token_as_written(tmp_path:
 
 
 def test_the_tokens_follow_an_edit_and_a_delete(tmp_path: Path) -> None:
-    tree = _tree(tmp_path)
+    tree = probe_tree(tmp_path)
     index = _index(tree)
     try:
         (tree / "a_probe.py").write_text("# the reg32 register, reg32 and reg32 again\n")
@@ -132,7 +120,7 @@ def _as_an_older_tokend_wrote_it(cache: Path) -> int:
 def test_a_cache_an_older_tokend_wrote_is_not_read(tmp_path: Path) -> None:
     """Its files are tagged and counted again, their tokens with them (read, they would say no
     token: on main bce5b30 the cache's keys had no prefix and its words no tokens)."""
-    tree, cache = _tree(tmp_path), tmp_path / "cache.sqlite3"
+    tree, cache = probe_tree(tmp_path), tmp_path / "cache.sqlite3"
     first = _index(tree, cache)
     first.close()
     assert _as_an_older_tokend_wrote_it(cache) >= 6
@@ -151,7 +139,7 @@ def test_a_large_tree_keeps_no_whole_tokens(
     the tree grew that large (4 files: every token, until 2 more came) or after (the 2 added),
     and a text focus ranks as it would without them: `a_probe.py` first (the tie by path)."""
     monkeypatch.setattr(whole, "LARGE_TREE", 4)
-    tree = _tree(tmp_path)
+    tree = probe_tree(tmp_path)
     (tree / "other2.py").unlink()
     (tree / "other3.py").unlink()
     index = _index(tree)
