@@ -8,9 +8,13 @@ K or scaled parts (core.repomap.fusion.fused, the vendored share, the graph's ra
 focus files left out), recall at 1, 3, 5, 10 of the ranked files, no map rendered.
 
 `python -m bench.repomap_margin keep [REPO ...]`: the arrays of the tuning trees (or REPOs).
-`python -m bench.repomap_margin search`: `whole`'s scaled part (its score over its best, the
-margin reciprocal ranks flatten) beside main's text fusion; each candidate's mean of R@1..10
-over the tuning trees and how many of bench.repomap_refit's groups it lowers.
+`python -m bench.repomap_margin search`: a text's `whole` given a margin (its score over its
+best, scaled, beside or instead of its reciprocal rank; that share to a power; its lead over the
+2nd, 4th or 11th best; its z-score), its weight and K again; a file focus's whole tokens
+(`whole_file`: the focus file's against every file's, BM25 as a text's `whole`); `near` times
+the IDF of a file's in-degree (bench/out/eval/marginedges-*.pkl: the graph's rows). Each
+candidate's mean of R@1..10 over the tuning trees beside main's fusion, and how many of
+bench.repomap_refit's groups, trees and (tree, k) cells it raises or lowers.
 `python -m bench.repomap_margin misses REPO [file|task]`: each query's targets, their ranks in
 the map and in the BM25 baseline, and the signals' ranks of each target.
 """
@@ -283,7 +287,7 @@ def misses(repo: str, kind: str) -> str:
 
     cases = [c for c in keep(repo) if c["kind"] == kind]
     tree = data.tree(repo)
-    paths = _paths(repo)
+    paths = edges_of(repo)["paths"]  # (the same index, its rows in the same order)
     files = sorted(paths)
     bm25 = data.BM25(tree, files)
     lines = []
@@ -303,23 +307,6 @@ def misses(repo: str, kind: str) -> str:
                             for k, r in sorted(sig.items()))  # fmt: skip
             lines.append(f"    {p}: map {where}, BM25 {b}; {each}")
     return "\n".join(lines)
-
-
-def _paths(repo: str) -> list[str]:
-    from bench.repomap_fit_file import paths_of
-
-    return paths_of(repo)
-
-
-if __name__ == "__main__":
-    what = sys.argv[1]
-    if what == "keep":
-        for repo in sys.argv[2:] or [r for g in tuning_groups() for r in g]:
-            print(repo, len(keep(repo)), flush=True)
-    elif what == "search":
-        print(search())
-    elif what == "misses":
-        print(misses(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "file"))
 
 
 def edges_of(repo: str) -> dict[str, Any]:
@@ -345,3 +332,14 @@ def edges_of(repo: str) -> dict[str, Any]:
     with kept.open("wb") as f:
         pickle.dump(got, f)
     return got
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "keep":
+        for repo in sys.argv[2:] or [r for g in tuning_groups() for r in g]:
+            print(repo, len(keep(repo)), flush=True)
+    elif what == "search":
+        print(search())
+    elif what == "misses":
+        print(misses(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "file"))
