@@ -92,7 +92,7 @@ class Layer:
     base: str
     spec: pathspec.GitIgnoreSpec
     screen: re.Pattern[str] | None = None
-    folders: pathspec.PathSpec | None = None  # (None: made from `spec`)
+    folders: pathspec.PathSpec[pathspec.Pattern] | None = None  # (None: made from `spec`)
 
     def __post_init__(self) -> None:
         if self.folders is None:
