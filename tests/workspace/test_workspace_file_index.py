@@ -283,3 +283,30 @@ def test_a_folder_created_past_the_watch_limit_is_polled_and_said_once(
         watcher.stop()
     assert watcher.polled == [root / "late1", root / "late2"]
     assert len(notices) == 1 and "max_user_watches" in notices[0] and "late1" in notices[0]
+
+
+def test_a_tree_that_ignores_all_and_re_includes_its_folders_is_walked_as_git_sees_it(
+    tmp_path: Path,
+):
+    """go-zero's root .gitignore: `*`, then `!*.*` (files with a dot) and `!*/` (every folder).
+    git keeps the folders and the files with a dot in them (the oracle: `git ls-files`'s
+    others, not ignored). pathspec's GitIgnoreSpec left `core/` out (its `!*/` matched through
+    the folder's slash and ranked below `*`): the walk found only .gitignore and go.mod."""
+    import shutil
+    import subprocess
+
+    root = tmp_path / "repo"
+    for rel in ["go.mod", "LICENSE", "core/bloom/bloom.go", "core/bloom/README", "api/x.api",
+                "core/Makefile"]:  # fmt: skip
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("package x\n")
+    (root / ".gitignore").write_text("*\n!*.*\n!**/Makefile\n!*/\n")
+    if shutil.which("git") is None:
+        pytest.fail("git is needed for this test's oracle")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    listed = subprocess.run(
+        ["git", "-c", "core.excludesFile=/dev/null", "-C", str(root), "ls-files", "--others",
+         "--exclude-standard"], capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert "core/bloom/bloom.go" in listed and "LICENSE" not in listed  # (the oracle's own)
+    assert paths_of(root) == set(listed)

@@ -83,11 +83,20 @@ def _shared_prefix_once(alternatives: list[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Layer:
-    """The rules of one folder (`base` relative to the root, "" for the root)."""
+    """The rules of one folder (`base` relative to the root, "" for the root). `folders`: the
+    same patterns judging a folder by the last that matches it, as git does (pathspec's
+    GitIgnoreSpec ranks a pattern that matched through a folder's slash, `!*/`, below one that
+    did not, `*`, even for that folder itself: a tree that ignores everything and re-includes
+    its folders and files with a dot, go-zero's root .gitignore, walked as empty)."""
 
     base: str
     spec: pathspec.GitIgnoreSpec
     screen: re.Pattern[str] | None = None
+    folders: pathspec.PathSpec[pathspec.Pattern] | None = None  # (None: made from `spec`)
+
+    def __post_init__(self) -> None:
+        if self.folders is None:
+            object.__setattr__(self, "folders", pathspec.PathSpec(self.spec.patterns))
 
     @classmethod
     def of(cls, base: str, lines: list[str]) -> Layer:
@@ -154,7 +163,8 @@ def is_ignored(layers: Sequence[Layer], rel_path: str, is_dir: bool) -> bool:
         local = local + "/" if is_dir else local
         if layer.screen is not None and layer.screen.search(local) is None:
             continue  # no pattern of this layer matches
-        result = layer.spec.check_file(local)
+        spec = layer.folders if is_dir and layer.folders is not None else layer.spec
+        result = spec.check_file(local)
         if result.include is not None:
             decided = result.include
     return bool(decided)
