@@ -93,7 +93,7 @@ REPOS: dict[str, tuple[str, str]] = {
     "astropy/astropy": ("1fdfae1fe1881234e08855ac662dae86e538ed7c", "tuning (was held-out)"),
     "outline/outline": ("d77dcdf853868c5d5fe125c895c9b71f0eff5c68", "tuning (was held-out)"),
     "restic/restic": ("a80be1478a4c537f8396e0db2b05120aa78f11e0", "tuning (was held-out)"),
-    # held out from issue 24's eighteenth pass on: chosen by the lead 2026-11-28 09:37 UTC before
+    # held out from issue 24's eighteenth pass on: chosen by the lead 2026-11-28 09:30 UTC before
     # any run on them, pinned to their snapshots' heads, measured once with the weights frozen
     "canonical/cloud-init": ("04eacd06ee60de9dbb9e7be784be20dab7342c1a", "held-out (new)"),
     "typescript-eslint/typescript-eslint": (
