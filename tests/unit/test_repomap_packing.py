@@ -27,23 +27,27 @@ def _key(name: str) -> int:
     return bits | (2 if len(words) >= 2 else 0) | (1 if name.startswith("_") else 0)
 
 
-def _expected(tags: FileTags) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+def _expected(tags: FileTags) -> tuple[list[tuple[int, int]], ...]:
+    """(line, key) of the definitions, (key, count) of the references and of the words of the
+    definitions' names (kept apart: the words' pass may give them later)."""
     defs = sorted({(d.line, _key(d.name)) for d in tags.definitions})
     refs: dict[int, int] = {}
     for name, count in tags.references.items():
         refs[_key(name)] = refs.get(_key(name), 0) + count
+    words: dict[int, int] = {}
     for d in tags.definitions:
         for word in _WORDS.findall(d.name):
             if len(word) >= 3:
                 key = _key("\0" + word.lower())
-                refs[key] = refs.get(key, 0) + 1
-    return defs, sorted(refs.items())
+                words[key] = words.get(key, 0) + 1
+    return defs, sorted(refs.items()), sorted(words.items())
 
 
-def _packed(tags: FileTags) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+def _packed(tags: FileTags) -> tuple[list[tuple[int, int]], ...]:
     p = PackedTags.of(tags)
     defs = list(zip(p.def_lines.tolist(), p.def_keys.tolist(), strict=True))
-    return defs, list(zip(p.ref_keys.tolist(), p.ref_counts.tolist(), strict=True))
+    refs = list(zip(p.ref_keys.tolist(), p.ref_counts.tolist(), strict=True))
+    return defs, refs, list(zip(p.word_keys.tolist(), p.word_counts.tolist(), strict=True))
 
 
 def _register_header(block: int, count: int) -> FileTags:
@@ -60,9 +64,15 @@ def test_a_register_header_packs_as_the_keys_are_defined():
     tags = _register_header(0, 200)
     assert _packed(tags) == _expected(tags)
     p = PackedTags.of(tags)
-    assert [a.dtype.name for a in (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts)] == [
-        "uint64", "int32", "uint64", "int32"
-    ]  # fmt: skip
+    arrays = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, p.word_keys, p.word_counts)
+    assert [a.dtype.name for a in arrays] == [
+        "uint64",
+        "int32",
+        "uint64",
+        "int32",
+        "uint64",
+        "int32",
+    ]
 
 
 PIECE = st.sampled_from([*"aAzZ_09é", "HTTP", "Server", "reg", "\udcff", "__"])
