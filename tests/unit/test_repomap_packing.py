@@ -125,10 +125,13 @@ def test_names_of_every_kind_of_word_and_separator_pack_as_the_keys_are_defined(
     names: list[str], references: dict[str, int]
 ):
     """Words of 1 to 3 letters in every case next to each other, digits, names holding the
-    separators a file's names could be joined by ("\\0", "\\n", " "), names without a word."""
+    separators a file's names could be joined by ("\\0", "\\n", " "), names without a word;
+    and the names' words alone, as the words' pass makes them from a file's cached names."""
     defs = tuple(Definition(n, i % 5, "") for i, n in enumerate(names) if n)
     tags = FileTags(defs, {n: c for n, c in references.items() if n})
     assert _packed(tags) == _expected(tags)
+    alone = repomap_keys.name_words([d.name for d in defs])
+    assert sorted(alone.items()) == _expected(tags)[2]
 
 
 def test_a_files_names_are_not_split_into_words_one_by_one(monkeypatch):

@@ -31,6 +31,7 @@ _SUB_WORD = re.compile(SUB_WORD_PATTERN)
 # more is matched from its first character, and the characters after a shorter one's first are
 # fewer still, of the same run.
 _LONG_WORDS = re.compile(r"[A-Z]{3,}(?![a-z])|[A-Z][a-z]{2,}|[a-z]{3,}|[0-9]{3,}|\0")
+_NAMES_WORDS = re.compile(_LONG_WORDS.pattern.removesuffix(r"|\0"))  # (names joined by "\0")
 _BITS = (1 << 64) - 1
 WORD_KEYS_KEPT = 1 << 15  # words whose keys are remembered (a tree's words recur: issue 22)
 _word_keys: dict[str, int] = {}
@@ -119,10 +120,12 @@ def packed_keys(
 
 def name_words(names: Sequence[str]) -> dict[int, int]:
     """packed_keys's words of a file's definitions' `names` alone: each word's key and how
-    often the names say it (the words' pass makes them from the cached names, issue 22)."""
-    distinct = list(dict.fromkeys(names))
-    of_name = dict(zip(distinct, _spaced_words(distinct), strict=True))
-    return _counted_words(" ".join(map(of_name.__getitem__, names)))
+    often the names say it (the words' pass makes them from the cached names, issue 22), by
+    one search of the names joined (_spaced_words's pattern, but for "\0")."""
+    joined = "\0".join(names)
+    if joined.count("\0") != len(names) - 1:  # a name holding "\0": each split alone
+        return _counted_words(" ".join(w for name in names for w in sub_words(name)))
+    return _counted_words(" ".join(_NAMES_WORDS.findall(joined)).lower())
 
 
 def _counted_words(spaced: str) -> dict[int, int]:
