@@ -8,7 +8,8 @@ taken through a tag worker's stages one after the other, each timed in CPU secon
 tree-sitter's parse, the tags query's captures, the captures walked into names, lines and counted
 references (adapters.tags.parser, the worker's own code), the encoding (adapters.tag_wire.
 wire_fields: the JSON text and the packed keys) and the answer's pickle. No words (the first
-build's pass is tags only). CPU seconds do not depend on the machine's load as seconds do.
+build's pass is tags only), nor, where the tree's code leaves them out, its names' words. CPU
+seconds do not depend on the machine's load as seconds do.
 
 The report: the stages' totals; the folders that cost most, with each stage and the CPU per MB;
 and the bounds of skipping tree-sitter for some files: files that yield no tag at all, and files
@@ -69,7 +70,10 @@ for folder, dirs, names in os.walk(tree):
         imports = sorted({s for n in captures.get("import", ()) for s in _specs(n)})
         raw_tags = _raw(named, references, tuple(imports), source, False)
         t4 = clock()
-        text, packed = tag_wire.wire_fields(raw_tags)
+        try:  # (no words of the names either, where the tree's first build makes them later)
+            text, packed = tag_wire.wire_fields(raw_tags, False)
+        except TypeError:
+            text, packed = tag_wire.wire_fields(raw_tags)
         t5 = clock()
         pickle.dumps((0, text, packed, False), protocol=pickle.HIGHEST_PROTOCOL)
         t6 = clock()

@@ -67,7 +67,7 @@ def test_the_lexical_sieve_keeps_no_flag_per_reference() -> None:
     """BM25's membership sieve over the kernel's 4 million reference keys (core.repomap.rank:
     the lexical signal of every new focus) holds its buckets and a block's temporaries, not a
     flag per value nor a whole-size block."""
-    from tokend.core.repomap.rank import _member
+    from tokend.core.repomap.sieve import member
 
     rng = np.random.default_rng(22)
     keys = rng.integers(0, 2**63, 4_000_000, dtype=np.uint64)
@@ -75,7 +75,7 @@ def test_the_lexical_sieve_keeps_no_flag_per_reference() -> None:
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        found = _member(keys, query)
+        found = member(keys, query)
         peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()

@@ -27,23 +27,27 @@ def _key(name: str) -> int:
     return bits | (2 if len(words) >= 2 else 0) | (1 if name.startswith("_") else 0)
 
 
-def _expected(tags: FileTags) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+def _expected(tags: FileTags) -> tuple[list[tuple[int, int]], ...]:
+    """(line, key) of the definitions, (key, count) of the references and of the words of the
+    definitions' names (kept apart: the words' pass may give them later)."""
     defs = sorted({(d.line, _key(d.name)) for d in tags.definitions})
     refs: dict[int, int] = {}
     for name, count in tags.references.items():
         refs[_key(name)] = refs.get(_key(name), 0) + count
+    words: dict[int, int] = {}
     for d in tags.definitions:
         for word in _WORDS.findall(d.name):
             if len(word) >= 3:
                 key = _key("\0" + word.lower())
-                refs[key] = refs.get(key, 0) + 1
-    return defs, sorted(refs.items())
+                words[key] = words.get(key, 0) + 1
+    return defs, sorted(refs.items()), sorted(words.items())
 
 
-def _packed(tags: FileTags) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+def _packed(tags: FileTags) -> tuple[list[tuple[int, int]], ...]:
     p = PackedTags.of(tags)
     defs = list(zip(p.def_lines.tolist(), p.def_keys.tolist(), strict=True))
-    return defs, list(zip(p.ref_keys.tolist(), p.ref_counts.tolist(), strict=True))
+    refs = list(zip(p.ref_keys.tolist(), p.ref_counts.tolist(), strict=True))
+    return defs, refs, list(zip(p.word_keys.tolist(), p.word_counts.tolist(), strict=True))
 
 
 def _register_header(block: int, count: int) -> FileTags:
@@ -60,9 +64,15 @@ def test_a_register_header_packs_as_the_keys_are_defined():
     tags = _register_header(0, 200)
     assert _packed(tags) == _expected(tags)
     p = PackedTags.of(tags)
-    assert [a.dtype.name for a in (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts)] == [
-        "uint64", "int32", "uint64", "int32"
-    ]  # fmt: skip
+    arrays = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts, p.word_keys, p.word_counts)
+    assert [a.dtype.name for a in arrays] == [
+        "uint64",
+        "int32",
+        "uint64",
+        "int32",
+        "uint64",
+        "int32",
+    ]
 
 
 PIECE = st.sampled_from([*"aAzZ_09é", "HTTP", "Server", "reg", "\udcff", "__"])
@@ -115,10 +125,13 @@ def test_names_of_every_kind_of_word_and_separator_pack_as_the_keys_are_defined(
     names: list[str], references: dict[str, int]
 ):
     """Words of 1 to 3 letters in every case next to each other, digits, names holding the
-    separators a file's names could be joined by ("\\0", "\\n", " "), names without a word."""
+    separators a file's names could be joined by ("\\0", "\\n", " "), names without a word;
+    and the names' words alone, as the words' pass makes them from a file's cached names."""
     defs = tuple(Definition(n, i % 5, "") for i, n in enumerate(names) if n)
     tags = FileTags(defs, {n: c for n, c in references.items() if n})
     assert _packed(tags) == _expected(tags)
+    alone = repomap_keys.name_words([d.name for d in defs])
+    assert sorted(alone.items()) == _expected(tags)[2]
 
 
 def test_a_files_names_are_not_split_into_words_one_by_one(monkeypatch):

@@ -282,15 +282,15 @@ def test_the_membership_sieve_agrees_with_numpy(monkeypatch: pytest.MonkeyPatch)
     the positions np.isin flags: keys (uint64) and groups (int32, with -1 for no group)."""
     import numpy as np
 
-    from tokend.core.repomap import rank as repomap_rank
+    from tokend.core.repomap import sieve
 
-    monkeypatch.setattr(repomap_rank, "SIEVE_BLOCK", 1000)  # many blocks, cut anywhere
+    monkeypatch.setattr(sieve, "SIEVE_BLOCK", 1000)  # many blocks, cut anywhere
     rng = np.random.default_rng(7)
     keys = rng.integers(0, 2**63, 10_007, dtype=np.uint64)
     query = np.unique(np.concatenate([keys[::97], rng.integers(0, 2**63, 50, dtype=np.uint64)]))
     groups = rng.integers(-1, 5000, 10_007).astype(np.int32)
     wanted = np.unique(groups[:40])
-    member = repomap_rank._member
+    member = sieve.member
     assert np.array_equal(member(keys, query), np.flatnonzero(np.isin(keys, query)))
     assert np.array_equal(member(groups, wanted), np.flatnonzero(np.isin(groups, wanted)))
     assert not len(member(keys, query[:0]))

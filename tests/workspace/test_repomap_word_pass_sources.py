@@ -10,7 +10,7 @@ import contextlib
 import hashlib
 import threading
 import tracemalloc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -48,6 +48,9 @@ class _Cache:
     def put_word_texts(self, texts: Mapping[str, str]) -> None:
         self.kept.update(texts)
 
+    def tags(self, keys: Sequence[str]) -> dict[str, dict[str, object]]:
+        return {}  # (no names: the words' pass gives none)
+
 
 class _Counting:
     """Counts a file's words as its first byte's value and its length (what the test reads
@@ -69,7 +72,7 @@ def test_a_chunks_sources_are_gone_when_its_words_land(monkeypatch: pytest.Monke
     held: list[int] = []
     landed: dict[str, Mapping[int, int]] = {}
 
-    def set_words(spoken: Mapping[str, Mapping[int, int]], more: int) -> None:
+    def set_words(spoken: Mapping[str, Mapping[int, int]], more: int, _names: object) -> None:
         held.append(tracemalloc.get_traced_memory()[0] - before)
         landed.update(spoken)
 
@@ -110,7 +113,7 @@ def test_a_landing_holds_the_words_of_a_chunk_of_250_files() -> None:
     reading = Reading(Path("/"), _Cache(), {}, SIZE, _SmallFiles(source), 1)  # type: ignore[arg-type]
     held: list[int] = []
 
-    def set_words(spoken: Mapping[str, Mapping[int, int]], more: int) -> None:
+    def set_words(spoken: Mapping[str, Mapping[int, int]], more: int, _names: object) -> None:
         held.append(tracemalloc.get_traced_memory()[0] - before)
 
     owed = OwedWords(threading.RLock(), reading, lambda path: None, set_words)
@@ -177,7 +180,7 @@ def _owing_sized(
     }
     reading = Reading(Path("/"), _Cache(), {}, size, _Sized(size), 1)  # type: ignore[arg-type]
     landed: dict[str, Mapping[int, int]] = {}
-    owed = OwedWords(threading.RLock(), reading, lambda path: None, lambda s, _: landed.update(s))
+    owed = OwedWords(threading.RLock(), reading, lambda path: None, lambda s, *_: landed.update(s))
     with owed._lock:
         owed.owe(keys, ())
     return owed, paths, landed

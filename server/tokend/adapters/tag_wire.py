@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 from collections.abc import Sequence
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import numpy as np
 import orjson
@@ -55,22 +55,26 @@ def packed_fields(tags: FileTags) -> tuple[Any, ...]:
     return (*_array_bytes(PackedTags.of(tags)), tags.imports, tags.words, tags.error)
 
 
-def _array_bytes(p: PackedTags) -> tuple[bytes, bytes, bytes, bytes]:
+def _array_bytes(p: PackedTags) -> tuple[bytes | None, ...]:
     """The packed arrays as their bytes (`unpacked` makes them arrays again): a numpy array's
     pickle and unpickle cost five to ten times its bytes' (issue 22: the kernel's 55,543
-    answers, four arrays each, about 1.5 CPU s, most of it in the daemon's reader)."""
+    answers, four arrays each, about 1.5 CPU s, most of it in the daemon's reader); the
+    names' words' two None when not made."""
     arrays = (p.def_keys, p.def_lines, p.ref_keys, p.ref_counts)
-    return cast(tuple[bytes, bytes, bytes, bytes], tuple(a.tobytes() for a in arrays))
+    words = (p.word_keys.tobytes(), p.word_counts.tobytes()) if p.words_made else (None, None)
+    return (*(a.tobytes() for a in arrays), *words)
 
 
-def wire_fields(raw: Raw) -> tuple[str, tuple[Any, ...]]:
+def wire_fields(raw: Raw, name_words: bool = True) -> tuple[str, tuple[Any, ...]]:
     """What a worker sends for a file's tags as plain values (TagParser.raw): the text
     `tags_json` gives, and `packed_fields`, made without a FileTags or a Definition object
     (issue 22: a tenth of a worker's CPU outside tree-sitter went to making them, and to
-    turning them into lists for the JSON)."""
+    turning them into lists for the JSON); without `name_words`, the words of the names it
+    defines are not made (a first build's: the words' pass makes them, from the cached text)."""
     definitions, references, imports, words, error = raw
     names = [name for name, _line, _text in definitions]
-    p = PackedTags.of_parts([line for _name, line, _text in definitions], names, references)
+    lines = [line for _name, line, _text in definitions]
+    p = PackedTags.of_parts(lines, names, references, name_words)
     return raw_json(raw), (*_array_bytes(p), imports, words, error)
 
 
@@ -90,11 +94,15 @@ def raw_json(raw: Raw) -> str:
 
 
 def unpacked(sent: tuple[Any, ...]) -> tuple[FileTags, PackedTags]:
-    def_keys, def_lines, ref_keys, ref_counts, imports, words, error = sent
+    def_keys, def_lines, ref_keys, ref_counts, word_keys, word_counts, *rest = sent
+    imports, words, error = rest
     light = FileTags(error=error, imports=tuple(imports), words=words)
     keys, lines = np.frombuffer(def_keys, KEY), np.frombuffer(def_lines, np.int32)
     refs, counts = np.frombuffer(ref_keys, KEY), np.frombuffer(ref_counts, np.int32)
-    return light, PackedTags(keys, lines, refs, counts)
+    if word_keys is None:  # not made: the words' pass gives them
+        return light, PackedTags(keys, lines, refs, counts, words_made=False)
+    said = np.frombuffer(word_keys, KEY), np.frombuffer(word_counts, np.int32)
+    return light, PackedTags(keys, lines, refs, counts, *said)
 
 
 def batches(work: Sequence[tuple[str, str, bytes]], workers: int) -> list[list[int]]:

@@ -22,8 +22,8 @@ the daemon) reading work from its stdin and writing tags to its stdout.
   error), so the daemon's thread neither decodes the text nor computes a key per name (issue 22:
   the kernel's first map waited on that thread, a third of it in PackedTags.of).
 - A file's work says what to make (`TAGS`, `WORDS`, `BOTH`): the first build asks for the tags
-  alone, and for the words of the text (core.repomap.text.count_words) once its first map is
-  made (issue 22: the words were a fifth of the workers' CPU, and that map reads none).
+  alone (not the names' words: core.repomap.name_words), and for the words of the text once its
+  first map is made (issue 22: a fifth of the workers' CPU, and that map reads none).
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def main() -> None:
                 answers.append((index, "", count_words(source, what[1:] != [False])))
             else:
                 words = not what or what[0] != TAGS
-                answers.append((index, *wire_fields(parser.raw(language, source, words))))
+                answers.append((index, *wire_fields(parser.raw(language, source, words), words)))
         retiring = _rss_bytes() > rss_limit
         send(stdout, (answers, retiring))  # the batch's answers in one frame
         if retiring:

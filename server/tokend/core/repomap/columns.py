@@ -12,7 +12,7 @@ outgrows the room copies the column, into a new buffer with room again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,26 +175,28 @@ def _move(buffer: Array, start: int, end: int, to: int) -> None:
 
 @dataclass(slots=True)
 class Runs:
-    """The rows of two tables (definitions, references) being spliced, as splice_offsets'
-    `runs`, with their paths and where each old row went (`remap`: -1 until kept)."""
+    """The rows of three tables (definitions, references, the names' words) being spliced, as
+    splice_offsets' `runs`, with their paths and where each old row went (`remap`: -1 until
+    kept)."""
 
     remap: Array
     paths: list[str] = field(default_factory=list)
     d_runs: list[Any] = field(default_factory=list)
     r_runs: list[Any] = field(default_factory=list)
+    w_runs: list[Any] = field(default_factory=list)
 
     def keep(self, old_paths: Sequence[str], a: int, b: int) -> None:
         """Old rows a..b-1, whole."""
         self.remap[a:b] = np.arange(len(self.paths), len(self.paths) + b - a)
         self.paths.extend(old_paths[a:b])
-        self.d_runs.append((a, b))
-        self.r_runs.append((a, b))
+        for runs in (self.d_runs, self.r_runs, self.w_runs):
+            runs.append((a, b))
 
-    def add(self, path: str, d_row: tuple[Array, ...], r_row: tuple[Array, ...]) -> None:
-        """A new row: its path and its entries' columns in each table."""
+    def add(self, path: str, *rows: tuple[Array, ...]) -> None:
+        """A new row: its path and its entries' columns in each table (d, r, w)."""
         self.paths.append(path)
-        self.d_runs.append(d_row)
-        self.r_runs.append(r_row)
+        for runs, row in zip((self.d_runs, self.r_runs, self.w_runs), rows, strict=True):
+            runs.append(row)
 
 
 def renumber_column(column: Array, renumber: Array) -> None:
@@ -257,3 +259,24 @@ def group_of(groups: Array, keys: Array) -> Array:
         at[~found] = -1
         out[start : start + len(part)] = at
     return out
+
+
+def rows_replaced(
+    offsets: Array, columns: Sequence[Array], rows: Mapping[int, Sequence[Array]], room: int = 0
+) -> tuple[Array, list[Array]]:
+    """A table's offsets and columns once some of its rows (row -> its entries, a column
+    each) are replaced, the other rows kept (splice_in_place: in each column's buffer when
+    it fits, else in a new one with room for `room` more entries)."""
+    if not rows:
+        return offsets, list(columns)
+    runs: list[Any] = []
+    done = 0
+    for row in sorted(rows):
+        if row > done:
+            runs.append((done, row))
+        runs.append(tuple(rows[row]))
+        done = row + 1
+    if done < len(offsets) - 1:
+        runs.append((done, len(offsets) - 1))
+    spliced = [splice_in_place(offsets, c, runs, i, room) for i, c in enumerate(columns)]
+    return splice_offsets(offsets, runs), spliced

@@ -284,14 +284,14 @@ def name_flow(t: TagTable, edges: Edges, file_rank: Array, needed: Places) -> Ar
 
 
 def same_row(t: TagTable, row: int, new: PackedTags) -> bool:
-    """Whether file `row`'s definitions and references are `new`'s."""
-    d, r = slice(t.d_off[row], t.d_off[row + 1]), slice(t.r_off[row], t.r_off[row + 1])
-    return (
-        np.array_equal(t.keys_at(d.start, d.stop), new.def_keys)
-        and np.array_equal(t.d_line[d], new.def_lines)
-        and np.array_equal(t.r_key[r], new.ref_keys)
-        and np.array_equal(t.r_count[r], new.ref_counts)
-    )
+    """Whether file `row`'s definitions, references and (made: `words_made`) names' words
+    are `new`'s."""
+    d, r, w = (slice(o[row], o[row + 1]) for o in (t.d_off, t.r_off, t.w_off))
+    pairs = [(t.keys_at(d.start, d.stop), new.def_keys), (t.d_line[d], new.def_lines),
+             (t.r_key[r], new.ref_keys), (t.r_count[r], new.ref_counts)]  # fmt: skip
+    if new.words_made:
+        pairs += [(t.w_key[w], new.word_keys), (t.w_count[w], new.word_counts)]
+    return all(np.array_equal(a, b) for a, b in pairs)
 
 
 def referrers(t: TagTable, keys: Array) -> Array:

@@ -32,6 +32,7 @@ import numpy as np
 
 from tokend.core.repomap import edges as graph_rows
 from tokend.core.repomap import fusion as fusions
+from tokend.core.repomap import name_words
 from tokend.core.repomap import rank as signals_of
 from tokend.core.repomap.choice import RANK_DECIMALS, chosen_definitions
 from tokend.core.repomap.edges import Edges, referrers, renumbered, replaced, same_row
@@ -123,16 +124,20 @@ class RepoGraph:
         self.version += 1
         return True
 
-    def set_words(self, spoken: Mapping[str, Mapping[int, int]], more: int = 0) -> bool:
-        """What some files of the graph say (core.repomap.words.said of their tags), tags
-        unchanged: `words_version` moves, not `version` (a map reading no words is the same);
-        `more`: how many files' words are still to come (the first build's word pass)."""
+    def set_words(self, spoken: Mapping[str, Mapping[int, int]], more: int = 0,
+                  names: Mapping[str, name_words.Words] = {}) -> bool:  # fmt: skip
+        """What some files of the graph say (core.repomap.words.said of their tags) and their
+        names' words (`names`, the words' pass's: core.repomap.name_words), tags unchanged:
+        `words_version` moves, not `version` (a map reading no words is the same); `more`: how
+        many files' words are still to come (the first build's word pass)."""
         at = {p: r for p in spoken if (r := self.table.row(p)) is not None}
         changes = whole_changed(self.words, self.whole, at, spoken, len(self.paths))
-        if not any(changes):
+        named = name_words.changed_rows(self.table, names)
+        if not any(changes) and not named:
             return False
         # Room for the words still to come (issue 22: the first build's come a chunk at a time, each
         # grew the columns into a new copy, 59 MiB at the end on the kernel; unwritten: not resident)
+        self.table.set_words(named, more * name_words.ROOM)
         said_apply(self.words, self.whole, changes, at.get, None, len(self.paths), more)
         self.words_version += 1
         return True
@@ -152,8 +157,6 @@ class RepoGraph:
         self.graph_version += 1
         return applied.remap
 
-    # -- reads -----------------------------------------------------------------------------
-
     @property
     def paths(self) -> list[str]:
         return self.table.paths
@@ -163,8 +166,6 @@ class RepoGraph:
 
     def definers_of(self, name: str) -> list[str]:
         return [self.table.paths[r] for r in self.table.definer_rows(name_key(name)).tolist()]
-
-    # -- the graph's rows ----------------------------------------------------------------------
 
     def edges(self, each: graph_rows.Each = map) -> Edges:
         """This version's rows: kept ones as they are, stale ones derived again."""

@@ -31,6 +31,7 @@ _SUB_WORD = re.compile(SUB_WORD_PATTERN)
 # more is matched from its first character, and the characters after a shorter one's first are
 # fewer still, of the same run.
 _LONG_WORDS = re.compile(r"[A-Z]{3,}(?![a-z])|[A-Z][a-z]{2,}|[a-z]{3,}|[0-9]{3,}|\0")
+_NAMES_WORDS = re.compile(_LONG_WORDS.pattern.removesuffix(r"|\0"))  # (names joined by "\0")
 _BITS = (1 << 64) - 1
 WORD_KEYS_KEPT = 1 << 15  # words whose keys are remembered (a tree's words recur: issue 22)
 _word_keys: dict[str, int] = {}
@@ -86,14 +87,15 @@ def word_key(word: str) -> int:
 
 
 def packed_keys(
-    names: Sequence[str], references: Mapping[str, int]
-) -> tuple[NDArray[np.uint64], dict[int, int]]:
-    """The keys of a file's definitions' `names` (in their order), and the count of each key
-    among its `references` and the words of its definitions' names. Each distinct name and
-    word is keyed once (the kernel's macros repeat their words: 952,084 words in 1,500 files,
-    22,359 distinct), and a file's names are split into words by one pass of the pattern over
-    them all, counted and keyed by calls on whole lists (issue 22: the per-name calls were most
-    of a tag worker's packing, 16% of its CPU on the kernel)."""
+    names: Sequence[str], references: Mapping[str, int], words: bool = True
+) -> tuple[NDArray[np.uint64], dict[int, int], dict[int, int] | None]:
+    """The keys of a file's definitions' `names` (in their order), the count of each key among
+    its `references`, and (with `words`; else None) the count of each word of its definitions'
+    names (`word_key`s: core.repomap.packed keeps them apart). Each distinct name and word is
+    keyed once (the kernel's macros repeat their words: 952,084 words in 1,500 files, 22,359
+    distinct), and a file's names are split into words by one pass of the pattern over them
+    all, counted and keyed by calls on whole lists (issue 22: the per-name calls were most of a
+    tag worker's packing, 16% of its CPU on the kernel)."""
     import hashlib
 
     import numpy as np  # (here: see the imports)
@@ -109,17 +111,37 @@ def packed_keys(
     keys = np.frombuffer(raw, "<u8") & np.uint64(~3 & _BITS) | compound.astype(np.uint64) << 1
     key_of = dict(zip(distinct, (keys | under).tolist(), strict=True))
     def_keys = np.fromiter(map(key_of.__getitem__, names), np.uint64, len(names))
+    refs = _summed(list(map(key_of.__getitem__, references)), list(references.values()))
+    if not words:
+        return def_keys, refs, None
     of_name = dict(zip(distinct, spaced, strict=True))
-    said = Counter(" ".join(map(of_name.__getitem__, names)).split())
-    ref_keys = list(map(key_of.__getitem__, references))
-    ref_keys += _word_keys_of(list(said))
-    counts = [*references.values(), *said.values()]
-    refs = dict(zip(ref_keys, counts, strict=True))
-    if len(refs) < len(ref_keys):  # two keys alike: their counts summed
-        refs = {}
-        for key, n in zip(ref_keys, counts, strict=True):
-            refs[key] = refs.get(key, 0) + n
-    return def_keys, refs
+    return def_keys, refs, _counted_words(" ".join(map(of_name.__getitem__, names)))
+
+
+def name_words(names: Sequence[str]) -> dict[int, int]:
+    """packed_keys's words of a file's definitions' `names` alone: each word's key and how
+    often the names say it (the words' pass makes them from the cached names, issue 22), by
+    one search of the names joined (_spaced_words's pattern, but for "\0")."""
+    joined = "\0".join(names)
+    if joined.count("\0") != len(names) - 1:  # a name holding "\0": each split alone
+        return _counted_words(" ".join(w for name in names for w in sub_words(name)))
+    return _counted_words(" ".join(_NAMES_WORDS.findall(joined)).lower())
+
+
+def _counted_words(spaced: str) -> dict[int, int]:
+    """Each word of `spaced` (_spaced_words's, joined) by its key, counted."""
+    said = Counter(spaced.split())
+    return _summed(_word_keys_of(list(said)), list(said.values()))
+
+
+def _summed(keys: list[int], counts: list[int]) -> dict[int, int]:
+    """key -> count; two keys alike (two names sharing a key) with their counts summed."""
+    out = dict(zip(keys, counts, strict=True))
+    if len(out) < len(keys):
+        out = {}
+        for key, n in zip(keys, counts, strict=True):
+            out[key] = out.get(key, 0) + n
+    return out
 
 
 def _spaced_words(names: list[str]) -> list[str]:

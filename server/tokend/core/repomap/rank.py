@@ -28,14 +28,13 @@ import numpy as np
 
 from tokend.core.repomap.keys import name_key, sub_words, word_key
 from tokend.core.repomap.packed import KEY
+from tokend.core.repomap.sieve import buckets, member
 from tokend.core.repomap.stem import name_terms
 from tokend.core.repomap.store import TagTable
 from tokend.core.repomap.vendored import vendored
 from tokend.core.repomap.words import WordTable
 
 K1, B = 1.2, 0.75
-BUCKETS = 1 << 20  # of the membership sieve (_member)
-SIEVE_BLOCK = 1 << 16  # values sieved at once
 TERMS_ROWS = 1 << 10  # files whose name terms are gathered at once (lexical)
 TERMS_BLOCK = 1 << 14  # terms weighed at once
 
@@ -123,13 +122,15 @@ def query(table: TagTable, focus_rows: list[int], text: str) -> Array:
 def file_keys(table: TagTable, row: int) -> Array:
     """The names a file defines or refers to and its definitions' words (keys, unique)."""
     refs = table.r_key[table.r_off[row] : table.r_off[row + 1]]
+    words = table.w_key[table.w_off[row] : table.w_off[row + 1]]
     defs = table.keys_at(int(table.d_off[row]), int(table.d_off[row + 1]))
-    return np.unique(np.concatenate([refs, defs]))
+    return np.unique(np.concatenate([refs, words, defs]))
 
 
 def lengths(table: TagTable, paths: PathTerms, words: Array) -> tuple[Array, Array]:
     """Each file's BM25 length, with and without the `words` it says (a count a file)."""
-    names = (np.diff(table.r_off) + np.diff(table.d_off) + np.diff(paths.offsets)).astype(float)
+    names = np.diff(table.r_off) + np.diff(table.w_off) + np.diff(table.d_off)
+    names = (names + np.diff(paths.offsets)).astype(float)
     return names + words, names
 
 
@@ -149,8 +150,9 @@ def lexical(
     length: Array,
     said: tuple[WordTable, Array] | None = None,
 ) -> Array:
-    """BM25 of every file against the query's keys (unique): its references (each counted as
-    often as it occurs), definitions and path words are its terms; `length`: each file's;
+    """BM25 of every file against the query's keys (unique): its references and its
+    definitions' names' words (each counted as often as it occurs), definitions and path
+    words are its terms; `length`: each file's;
     `said`: what files say (core.repomap.words) and the query's words in it (ids), terms of
     their own."""
     n = len(table.paths)
@@ -195,7 +197,7 @@ def _name_terms(
     found: Array = q_groups < len(groups)
     found[found] = groups[q_groups[found]] == query[found]
     defined = (np.flatnonzero(found), q_groups[found])  # the defined keys' places, groups
-    sieves = (_buckets(query), _buckets(defined[1]))
+    sieves = (buckets(query), buckets(defined[1]))
     return [
         _block_terms(table, paths, query, defined, sieves, start)
         for start in range(0, len(table.paths), TERMS_ROWS)
@@ -210,23 +212,28 @@ def _block_terms(
     sieves: tuple[Array, Array],
     a: int,
 ) -> tuple[Array, Array, Array]:
-    """_name_terms of the files a..a+TERMS_ROWS-1: references, definitions and path words."""
+    """_name_terms of the files a..a+TERMS_ROWS-1: references, the names' words, definitions
+    and path words."""
     b = min(a + TERMS_ROWS, len(t.paths))
-    r0, d0, p0 = int(t.r_off[a]), int(t.d_off[a]), int(paths.offsets[a])
-    r_hit = r0 + _member(t.r_key[r0 : int(t.r_off[b])], query, sieves[0])
-    d_hit = d0 + _member(t.d_group[d0 : int(t.d_off[b])], defined[1], sieves[1])
-    p_hit = p0 + _member(paths.keys[p0 : int(paths.offsets[b])], query, sieves[0])
+    r0, d0, p0, w0 = int(t.r_off[a]), int(t.d_off[a]), int(paths.offsets[a]), int(t.w_off[a])
+    r_hit = r0 + member(t.r_key[r0 : int(t.r_off[b])], query, sieves[0])
+    w_hit = w0 + member(t.w_key[w0 : int(t.w_off[b])], query, sieves[0])
+    d_hit = d0 + member(t.d_group[d0 : int(t.d_off[b])], defined[1], sieves[1])
+    p_hit = p0 + member(paths.keys[p0 : int(paths.offsets[b])], query, sieves[0])
     rows = np.concatenate([
         np.searchsorted(t.r_off, r_hit, side="right") - 1,
+        np.searchsorted(t.w_off, w_hit, side="right") - 1,
         np.searchsorted(t.d_off, d_hit, side="right") - 1,
         np.searchsorted(paths.offsets, p_hit, side="right") - 1,
     ]).astype(np.int32)  # fmt: skip
     place = np.concatenate([
         np.searchsorted(query, t.r_key[r_hit]),
+        np.searchsorted(query, t.w_key[w_hit]),
         defined[0][np.searchsorted(defined[1], t.d_group[d_hit])],
         np.searchsorted(query, paths.keys[p_hit]),
     ]).astype(np.int32)  # fmt: skip
-    tf = np.concatenate([t.r_count[r_hit], np.ones(len(d_hit) + len(p_hit), dtype=np.int32)])
+    ones = np.ones(len(d_hit) + len(p_hit), dtype=np.int32)
+    tf = np.concatenate([t.r_count[r_hit], t.w_count[w_hit], ones])
     order = np.lexsort((place, rows))
     rows, place, tf = rows[order], place[order], tf[order]
     new = np.ones(len(rows), dtype=bool)
@@ -234,31 +241,6 @@ def _block_terms(
     at = np.flatnonzero(new)
     tf = np.add.reduceat(tf, at) if len(at) else tf
     return rows[at], place[at], tf.astype(np.int32)
-
-
-def _member(values: Array, ascending: Array, buckets: Array | None = None) -> Array:
-    """The positions (ascending) of the values in `ascending` (sorted, small): a bucket table of
-    the query's low bits sifts the values in one pass, and only those in a query bucket are
-    searched (no sort of the kernel's millions of references, as np.isin would make); a block
-    at a time, and no flag per value (issue 22: 4 MiB a request for the kernel's references).
-    `buckets`: the table (_buckets) when the caller sifts several parts by one query."""
-    if not len(ascending) or not len(values):
-        return np.zeros(0, dtype=np.int64)
-    buckets = _buckets(ascending) if buckets is None else buckets
-    found = []
-    for start in range(0, len(values), SIEVE_BLOCK):  # bounded temporaries (the kernel)
-        part = values[start : start + SIEVE_BLOCK]
-        maybe = np.flatnonzero(buckets[(part % BUCKETS).astype(np.intp)])
-        at = np.minimum(np.searchsorted(ascending, part[maybe]), len(ascending) - 1)
-        found.append(start + maybe[ascending[at] == part[maybe]])
-    return np.concatenate(found)
-
-
-def _buckets(ascending: Array) -> Array:
-    """_member's bucket table of `ascending`: a flag per value of its low bits."""
-    buckets = np.zeros(BUCKETS, dtype=bool)
-    buckets[(ascending % BUCKETS).astype(np.intp)] = True
-    return buckets
 
 
 def folder(paths: PathTerms, focus_rows: list[int]) -> Array:

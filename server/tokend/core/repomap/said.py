@@ -79,8 +79,12 @@ def _text_scores(words: WordTable, n: int, parts: list[Array]) -> list[Array]:
 
 def reads_words(on: Signals, files: bool, text: str) -> bool:
     """Whether the rank of a focus with focus `files` (any) and `text` reads what files say
-    (query_ids asks for words): an unfocused map, or one of identifiers alone, does not."""
-    return bool(text and on.words) or (files and on.file_words)
+    (query_ids asks for words) or the words of the names they define (BM25 of a focus's
+    names, core.repomap.rank.lexical: the words' pass gives them, core.repomap.name_words):
+    an unfocused map, or one of identifiers alone, does not."""
+    return (
+        bool((text or files) and on.lexical) or bool(text and on.words) or (files and on.file_words)
+    )
 
 
 def query_ids(words: WordTable, on: Signals, rows: list[int], text: str) -> Array | None:

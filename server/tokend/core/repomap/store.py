@@ -39,6 +39,7 @@ from tokend.core.repomap.columns import (
     groups_in_order,
     renumber_column,
     rows_of,
+    rows_replaced,
     splice_in_place,
     splice_offsets,
     with_room,
@@ -72,6 +73,8 @@ class TagTable:
         self.r_off = np.zeros(1, dtype=np.int64)
         self.r_key = np.zeros(0, dtype=KEY)
         self.r_count = np.zeros(0, dtype=np.int32)
+        self.w_off = np.zeros(1, dtype=np.int64)  # the words of the names defined (packed.py)
+        self.w_key, self.w_count = np.zeros(0, dtype=KEY), np.zeros(0, dtype=np.int32)
         self.d_group: Array = np.zeros(0, dtype=np.int32)  # None until groups() makes it
         self.r_group: Array = np.zeros(0, dtype=np.int32)
         # None until definers() makes them: the defined names' sorted keys, and per group the
@@ -137,6 +140,11 @@ class TagTable:
         g = _index_of(groups, key)
         return rows[:0] if g is None else rows[starts[g] : starts[g + 1]]
 
+    def set_words(self, rows: Mapping[int, tuple[Array, Array]], room: int = 0) -> None:
+        """Some rows' names' words (row -> keys, counts) replaced (the words' pass: packed.py)."""
+        columns = (self.w_key, self.w_count)
+        self.w_off, (self.w_key, self.w_count) = rows_replaced(self.w_off, columns, rows, room)
+
     def apply(self, changed: Mapping[str, PackedTags | None], *, track: bool) -> Applied:
         """Replace (None: remove) the tags of some files. With `track`, the definers stay
         sorted by splicing (a few files) and `names` says whose definers changed; without,
@@ -193,9 +201,10 @@ class TagTable:
 
     def _splice(self, runs: Runs, carry: bool) -> None:
         """Every column and the offsets of both tables spliced from `runs`; the paths too."""
-        for prefix, table_runs in (("d", runs.d_runs), ("r", runs.r_runs)):
+        for prefix, table_runs in (("d", runs.d_runs), ("r", runs.r_runs), ("w", runs.w_runs)):
             offsets = getattr(self, f"{prefix}_off")
-            kept = ("key", "line" if prefix == "d" else "count", "group" if carry else "")
+            grouped = carry and prefix != "w"
+            kept = ("key", "line" if prefix == "d" else "count", "group" if grouped else "")
             for i, name in enumerate(kept):  # one column at a time (bounded memory)
                 column = getattr(self, f"{prefix}_{name}", None) if name else None
                 if column is None:  # no such column (the keys of definitions, held by groups)
@@ -271,15 +280,17 @@ def _index_of(groups: Array, key: int) -> int | None:
     return g if g < len(groups) and groups[g] == key else None
 
 
-def _rows_of(new: PackedTags, carry: bool) -> tuple[tuple[Array, ...], tuple[Array, ...]]:
-    """A new row's entries in the definitions' and the references' tables (with a group
-    column to be looked up when the groups are carried)."""
+def _rows_of(new: PackedTags, carry: bool) -> tuple[tuple[Array, ...], ...]:
+    """A new row's entries in the definitions', the references' (with a group column to be
+    looked up when the groups are carried) and the names' words' tables."""
+    words = (new.word_keys, new.word_counts)
     if carry:
         return (
             (new.def_keys, new.def_lines, _unknown(len(new.def_keys))),
             (new.ref_keys, new.ref_counts, _unknown(len(new.ref_keys))),
+            words,
         )
-    return (new.def_keys, new.def_lines), (new.ref_keys, new.ref_counts)
+    return (new.def_keys, new.def_lines), (new.ref_keys, new.ref_counts), words
 
 
 _NO_KEYS = np.zeros(0, dtype=KEY)  # a new row's unique keys, when the definers are sorted again

@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 from tokend.core.errors import IndexFailed, Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
@@ -70,9 +71,8 @@ class WorkspaceTags:
         self._lock = threading.RLock()  # guards the graph and the map cache
         self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
         self.errors: dict[str, str] = {}  # path -> why it has no tags
-        self._reading = Reading(
-            root, cache, self.errors, max_bytes, ports.files, self._tagging.queries_version
-        )
+        self._reading = Reading(root, cache, self.errors, max_bytes, ports.files,
+                                self._tagging.queries_version)  # fmt: skip
         self.ready = threading.Event()  # set once the first build's tags are in the graph
         # what files say, counted after the first map (`count_words`); its `ready` is set once
         # every file's words are in (`words_ready`)
@@ -97,9 +97,9 @@ class WorkspaceTags:
         """Whether a map for `focus` reads what files say (it waits for `words_ready`)."""
         return reads_words(self._graph.signals, bool(focus.files), focus.text)
 
-    def _graph_words(self, spoken: Mapping[str, Mapping[int, int]], more: int) -> None:
+    def _graph_words(self, *words: Any) -> None:  # (what RepoGraph.set_words takes)
         with self._lock:
-            self._graph.set_words(spoken, more)
+            self._graph.set_words(*words)
 
     def _keeps_whole(self) -> bool:
         """Whether the graph's tree keeps its files' whole tokens now (core.repomap.whole)."""

@@ -24,6 +24,8 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from itertools import islice
 
+from tokend.core.repomap.name_words import Words
+from tokend.core.repomap.packed import names_words
 from tokend.service.workspace.tag_chunks import Beside, Reading, read_source
 from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work, words_key
 
@@ -36,6 +38,7 @@ SOURCE_BYTES = 1 << 20  # ... or fewer, once they hold this much source (the tag
 # of what it held above the word table (issue 22: on the kernel's drivers/, about 16 MiB at each
 # landing with chunks of 250 files, 8.5 with 1 MiB; the landings cost the same CPU in all)
 Counting = Callable[[list[Work], bool], list[Said | None]]
+Counted = Future[list[Said | None]]
 
 
 class OwedWords:
@@ -47,7 +50,7 @@ class OwedWords:
         lock: threading.RLock,
         reading: Reading,
         overlay: Callable[[str], str | None],
-        set_words: Callable[[Mapping[str, Said], int], object],
+        set_words: Callable[[Mapping[str, Said], int, Mapping[str, Words]], object],
         whole: Callable[[], bool] = lambda: True,
     ) -> None:
         """`whole()`: whether the tree keeps its files' whole tokens now (their count too)."""
@@ -114,7 +117,7 @@ class OwedWords:
         total, done = self.owed, 0
         with pool(total) as workers, Beside(workers is not None, 2) as beside:
             counting: Counting = workers.count_words if workers else tagging.count_words
-            ahead: tuple[list[str], list[str], bool, Future[list[Said | None]]] | None = None
+            ahead: tuple[list[str], list[str], bool, dict[str, Words], Counted] | None = None
             while True:  # (`ahead`: the chunk being counted while the next one is read; its
                 check()  # paths, not its sources: those go once counted, not once landed)
                 taken, whole = self._take(), self._whole()
@@ -125,13 +128,14 @@ class OwedWords:
                 # not once this one's answer reached this thread (issue 22: with one word
                 # worker, the kernel's chunks of about 1 MiB each left it idle in between)
                 now = beside(counting, work, whole) if taken else None
-                found = ahead[3].result() if ahead is not None else []
                 del work
+                names = self._names(paths, keys)  # (while the workers count)
+                found = ahead[4].result() if ahead is not None else []
                 if ahead is not None:
-                    done += self._land(*ahead[:3], found)
+                    done += self._land(*ahead[:4], found)
                     if progress is not None:
                         progress(done, max(total, done))
-                ahead = (paths, keys, whole, now) if now is not None else None
+                ahead = (paths, keys, whole, names, now) if now is not None else None
                 if ahead is None:
                     with self._lock:
                         if not self._owed:  # (else owed meanwhile: counted too)
@@ -178,12 +182,25 @@ class OwedWords:
             held += len(source)
         return work, keys
 
+    def _names(self, paths: list[str], keys: list[str]) -> dict[str, Words]:
+        """The words of the names each file defines (core.repomap.name_words), from its tags
+        the cache keeps under its key (a first build's tag workers left them out, issue 22)."""
+        cached = self._reading.cache.tags(sorted(set(keys)))
+        return {path: names_words([d[0] for d in cached[key].get("d", ())])
+                for path, key in zip(paths, keys, strict=True) if key in cached}  # fmt: skip
+
     def _land(
-        self, paths: list[str], keys: list[str], whole: bool, found: list[Said | None]
+        self,
+        paths: list[str],
+        keys: list[str],
+        whole: bool,
+        names: Mapping[str, Words],
+        found: list[Said | None],
     ) -> int:
         """Counted words kept in the cache (under words_key, by `whole`) and given to the
-        graph (but for files re-tagged since, and, counted without their whole tokens, for all
-        once the tree keeps them again: owed again); how many files were counted."""
+        graph with the words of the names the files define (but for files re-tagged since,
+        and, counted without their whole tokens, for all once the tree keeps them again: owed
+        again); how many files were counted."""
         kept = {}
         for key, words in zip(keys, found, strict=True):
             if words is not None:  # (None: its worker died on it; counted again next time)
@@ -201,5 +218,6 @@ class OwedWords:
                         continue
                     spoken[path] = words or {}
             if spoken:  # (and how many files' words are still to come)
-                self._set_words(spoken, len(self._owed) + len(self._taken))
+                named = {path: names[path] for path in spoken if path in names}
+                self._set_words(spoken, len(self._owed) + len(self._taken), named)
         return len(paths)
