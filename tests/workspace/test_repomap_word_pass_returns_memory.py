@@ -3,7 +3,7 @@ once its pool ends (issue 22). On the kernel the pass starts beside the first ma
 whose temporaries (tens of MiB in blocks under the daemon's mmap threshold) are freed below
 blocks allocated meanwhile: glibc cannot shrink its heap past those, and keeps the freed pages
 resident until a malloc_trim, which came when the pass's pool ended. So the daemon peaked at
-the pass's end, its word table full, with 12-26 MiB of free heap resident beside it.
+the pass's end, its word table full, with 13-40 MiB of free heap resident beside it.
 
 Here a real index (the real tag parsing and its trim, real files, words counted in the build's
 thread) counts its words in chunks of one file (FILES landings; a trim every RELEASE_LANDINGS),

@@ -158,7 +158,7 @@ class OwedWords:
         """The memory the process freed given back to the system, every RELEASE_LANDINGS
         landings (the pool's end trims too): a chunk's temporaries and, above all, a map
         request's, freed below blocks allocated meanwhile, which glibc keeps resident until a
-        trim (issue 22: the pass starts beside the first map's request; on the kernel 12-26 MiB
+        trim (issue 22: the pass starts beside the first map's request; on the kernel 13-40 MiB
         of free heap stayed resident to the pass's end, where its word table is all in and
         the daemon peaks); the seconds it took."""
         started = time.perf_counter()
