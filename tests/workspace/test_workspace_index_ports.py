@@ -167,6 +167,9 @@ class Tagging:
     ) -> list[Mapping[int, int] | None]:
         return [{len(word): 1 for word in source.split()} for _path, _lang, source in work]
 
+    def release_freed_memory(self) -> None:
+        pass
+
     def close(self) -> None:
         self.closed = True
 

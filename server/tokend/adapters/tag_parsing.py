@@ -70,6 +70,10 @@ class TagParsing:
         without `whole`), counted in this thread."""
         return [count_words(source, whole) for _path, _language, source in work]
 
+    def release_freed_memory(self) -> None:
+        """glibc's free pages given back to the system (adapters.heap)."""
+        heap.release_freed_memory()
+
     def close(self) -> None:
         """End the worker kept for big files (the workspace closed)."""
         self.solo.close()

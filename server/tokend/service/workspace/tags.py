@@ -77,7 +77,7 @@ class WorkspaceTags:
         # what files say, counted after the first map (`count_words`); its `ready` is set once
         # every file's words are in (`words_ready`)
         self._owed = OwedWords(self._lock, self._reading, overlay, self._graph_words,
-                               self._keeps_whole)  # fmt: skip
+                               self._keeps_whole, self._tagging.release_freed_memory)  # fmt: skip
         self.words_ready = self._owed.ready
         self._bare = False  # the graph may hold words without whole tokens (`_whole_again`)
         self.failed: str | None = None  # why the first build failed (its maps are refused)

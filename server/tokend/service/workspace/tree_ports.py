@@ -167,6 +167,11 @@ class TagParsing(Protocol):
         without `whole`), without a pool."""
         ...
 
+    def release_freed_memory(self) -> None:
+        """Give the memory this process freed back to the system (the words' pass, now and
+        then: word_pass.OwedWords)."""
+        ...
+
     def close(self) -> None: ...
 
 

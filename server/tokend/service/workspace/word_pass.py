@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
@@ -39,6 +41,9 @@ SOURCE_BYTES = 1 << 20  # ... or fewer, once they hold this much source (the tag
 # landing with chunks of 250 files, 8.5 with 1 MiB; the landings cost the same CPU in all)
 Counting = Callable[[list[Work], bool], list[Said | None]]
 Counted = Future[list[Said | None]]
+RELEASE_LANDINGS = 16  # landings between two returns of the freed memory to the system (below)
+
+log = logging.getLogger(__name__)
 
 
 class OwedWords:
@@ -52,10 +57,13 @@ class OwedWords:
         overlay: Callable[[str], str | None],
         set_words: Callable[[Mapping[str, Said], int, Mapping[str, Words]], object],
         whole: Callable[[], bool] = lambda: True,
+        release: Callable[[], object] = lambda: None,
     ) -> None:
-        """`whole()`: whether the tree keeps its files' whole tokens now (their count too)."""
+        """`whole()`: whether the tree keeps its files' whole tokens now (their count too);
+        `release()` gives the memory the process freed back to the system (TagParsing's)."""
         self._lock = lock
         self._whole = whole
+        self._release = release
         self._reading = reading
         self._overlay = overlay
         self._set_words = set_words
@@ -114,7 +122,7 @@ class OwedWords:
         progress: Callable[[int, int], None] | None,
         check: Callable[[], None],
     ) -> None:
-        total, done = self.owed, 0
+        total, done, landings, released_s = self.owed, 0, 0, 0.0
         with pool(total) as workers, Beside(workers is not None, 2) as beside:
             counting: Counting = workers.count_words if workers else tagging.count_words
             ahead: tuple[list[str], list[str], bool, dict[str, Words], Counted] | None = None
@@ -133,6 +141,9 @@ class OwedWords:
                 found = ahead[4].result() if ahead is not None else []
                 if ahead is not None:
                     done += self._land(*ahead[:4], found)
+                    landings += 1
+                    if landings % RELEASE_LANDINGS == 0:  # (a save's few: none)
+                        released_s += self._released()
                     if progress is not None:
                         progress(done, max(total, done))
                 ahead = (paths, keys, whole, names, now) if now is not None else None
@@ -141,7 +152,22 @@ class OwedWords:
                         if not self._owed:  # (else owed meanwhile: counted too)
                             self.ready.set()
                             self._counting = False  # (with the check: nothing is left owed)
-                            return
+                            break
+        if landings >= RELEASE_LANDINGS:  # (a first build's pass; not a save's)
+            log.info("words of %d files counted in %d landings; the freed memory returned %d "
+                     "times (%.0f ms)", done, landings, landings // RELEASE_LANDINGS,
+                     released_s * 1000)  # fmt: skip
+
+    def _released(self) -> float:
+        """The memory the process freed given back to the system, every RELEASE_LANDINGS
+        landings (the pool's end trims too): a chunk's temporaries and, above all, a map
+        request's, freed below blocks allocated meanwhile, which glibc keeps resident until a
+        trim (issue 22: the pass starts beside the first map's request; on the kernel 13-40 MiB
+        of free heap stayed resident to the pass's end, where its word table is all in and
+        the daemon peaks); the seconds it took."""
+        started = time.perf_counter()
+        self._release()
+        return time.perf_counter() - started
 
     def _take(self) -> dict[str, str]:
         """The next CHUNK_FILES owed files (path -> key), now being counted."""
