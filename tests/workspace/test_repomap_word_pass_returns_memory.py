@@ -65,9 +65,9 @@ def test_the_words_pass_returns_the_freed_heap_before_it_ends(
     heap_at_landings: list[int] = []
     landed = WorkspaceTags._graph_words
 
-    def recorded(self: WorkspaceTags, spoken: object, more: int) -> None:
+    def recorded(self: WorkspaceTags, *words: object) -> None:
         heap_at_landings.append(_heap_rss())
-        landed(self, spoken, more)  # type: ignore[arg-type]
+        landed(self, *words)
 
     monkeypatch.setattr(WorkspaceTags, "_graph_words", recorded)
     tree = _tree(tmp_path)
