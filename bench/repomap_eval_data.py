@@ -21,6 +21,7 @@ import subprocess
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "eval"
@@ -199,6 +200,27 @@ def _is_source(path: str) -> bool:
 
 
 # -- baselines -----------------------------------------------------------------------------
+
+
+def ablate_index(repo: str) -> tuple[Any, list[str]]:
+    """`repo`'s tree indexed in this process on its ablation cache (bench/out/eval's
+    ablate-*.sqlite3, shared by the fits and bench.repomap_margin), built, and the tree's source
+    files the walk keeps, sorted."""
+    from tokend.adapters import blas
+    from tokend.adapters.file_index import walk
+    from tokend.adapters.ignore_rules import IgnoreRules
+    from tokend.adapters.workspace_cache import WorkspaceCache
+    from tokend.service.app_workspaces import index_ports
+    from tokend.service.workspace.index import WorkspaceIndex
+
+    blas.single_threaded()
+    root = tree(repo)
+    walked = [e.path for e in walk(root, IgnoreRules(root)) if not e.skipped]
+    files = sorted(f for f in walked if _is_source(f))
+    cache = OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
+    index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(Path(cache)), index_ports())
+    index.build()
+    return index, files
 
 
 def same_folder(focus: str, files: list[str]) -> list[str]:

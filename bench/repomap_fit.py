@@ -24,7 +24,6 @@ import os
 import statistics
 import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,21 +106,9 @@ def recalls(cases: list[tuple[dict[str, Array], list[int], list[int]]], weights:
 
 
 def cases_of(repo: str) -> dict[str, list[tuple[dict[str, Array], list[int], list[int]]]]:
-    from tokend.adapters import blas
-    from tokend.adapters.file_index import walk
-    from tokend.adapters.ignore_rules import IgnoreRules
-    from tokend.adapters.workspace_cache import WorkspaceCache
-    from tokend.service.app_workspaces import index_ports
-    from tokend.service.workspace.index import WorkspaceIndex
-
-    blas.single_threaded()
+    index, files = data.ablate_index(repo)
     tree = data.tree(repo)
-    walked = [e.path for e in walk(tree, IgnoreRules(tree)) if not e.skipped]
-    files = sorted(f for f in walked if data._is_source(f))
     jobs = _jobs(tree, data.queries(repo, set(files)), files)
-    cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
-    index.build()
     graph = index.tags._graph
     whole = data.BM25(tree, files)  # the BM25 baseline's, over each file's whole text
     at = np.array([graph.table.row(f) for f in files], dtype=object)

@@ -60,22 +60,11 @@ def file_cases(repo: str, kind: str = "file") -> list[Case]:
 
 def paths_of(repo: str) -> list[str]:
     """The tagged files of `repo` in row order (the fit's index, kept by its pin)."""
-    from pathlib import Path
-
-    from tokend.adapters import blas
-    from tokend.adapters.workspace_cache import WorkspaceCache
-    from tokend.service.app_workspaces import index_ports
-    from tokend.service.workspace.index import WorkspaceIndex
-
     kept = data.OUT / f"fitpaths-{repo.replace('/', '+')}-{data.REPOS[repo][0][:12]}.pkl"
     if kept.exists():
         with kept.open("rb") as f:
             return pickle.load(f)  # type: ignore[no-any-return]
-    blas.single_threaded()
-    tree = data.tree(repo)
-    cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
-    index.build()
+    index, _ = data.ablate_index(repo)
     paths = list(index.tags._graph.table.paths)
     with kept.open("wb") as f:
         pickle.dump(paths, f)

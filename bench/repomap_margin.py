@@ -47,23 +47,12 @@ def keep(repo: str) -> list[Case]:
     if _kept(repo).exists():
         with _kept(repo).open("rb") as f:
             return pickle.load(f)  # type: ignore[no-any-return]
-    from tokend.adapters import blas
-    from tokend.adapters.file_index import walk
-    from tokend.adapters.ignore_rules import IgnoreRules
-    from tokend.adapters.workspace_cache import WorkspaceCache
     from tokend.core.repomap import fusion as fusions
     from tokend.core.repomap import graph as graphs
-    from tokend.service.app_workspaces import index_ports
-    from tokend.service.workspace.index import WorkspaceIndex
 
-    blas.single_threaded()
+    index, files = data.ablate_index(repo)
     tree = data.tree(repo)
-    walked = [e.path for e in walk(tree, IgnoreRules(tree)) if not e.skipped]
-    files = sorted(f for f in walked if data._is_source(f))
     jobs = _jobs(tree, data.queries(repo, set(files)), files)
-    cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
-    index.build()
     graph = index.tags._graph
     seen: list[dict[str, Array]] = []
     real = fusions.fused
@@ -315,16 +304,7 @@ def edges_of(repo: str) -> dict[str, Any]:
     if kept.exists():
         with kept.open("rb") as f:
             return pickle.load(f)  # type: ignore[no-any-return]
-    from tokend.adapters import blas
-    from tokend.adapters.workspace_cache import WorkspaceCache
-    from tokend.service.app_workspaces import index_ports
-    from tokend.service.workspace.index import WorkspaceIndex
-
-    blas.single_threaded()
-    tree = data.tree(repo)
-    cache = data.OUT / f"ablate-{repo.replace('/', '+')}.sqlite3"
-    index = WorkspaceIndex(tree.as_uri(), tree, WorkspaceCache(Path(cache)), index_ports())
-    index.build()
+    index, _ = data.ablate_index(repo)
     graph = index.tags._graph
     e = graph.edges()
     got = {"offsets": np.asarray(e.offsets), "targets": np.asarray(e.targets),
