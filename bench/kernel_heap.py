@@ -123,6 +123,10 @@ def _run(out, phase_file, trace):
         f.write(json.dumps(row) + "\n")
 
 if os.environ.get("TKHEAP_OUT") and _is_daemon():
+    # the daemon's one arena (adapters.heap.one_arena) before this thread's first malloc: glibc
+    # fixes the arena limit then, and a probe thread started under the default limit gave the
+    # daemon a second arena it does not have unprobed (the runs of 2026-11-28 09:34-11:17 UTC)
+    ctypes.CDLL(None).mallopt(-8, 1)
     trace = os.environ.get("TKHEAP_TRACE", "")
     if trace == "start":
         import tracemalloc

@@ -6,6 +6,7 @@ each one a 64 MiB-aligned reservation of 64 MiB, its used part read-write, the r
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,3 +65,48 @@ def test_the_daemons_threads_share_one_arena(daemons: Daemons, tmp_path: Path) -
     assert "result" in got, got
     assert "m1.py" in got["result"]["text"]
     assert _thread_arenas(pid) == []  # main: one at least
+
+
+_SETTINGS_THEN_THREADS = """
+import sys, threading
+from tokend.adapters.heap import one_arena
+from tokend.daemon.process import return_big_blocks_to_the_system
+
+one_arena()  # serve_forever's first step ...
+return_big_blocks_to_the_system()  # ... and run_daemon's, with no thread allocating between
+
+
+def work():
+    kept = [bytes(1000) for _ in range(10000)]
+    del kept
+
+
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("allocated", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_later_heap_settings_keep_one_arena() -> None:
+    """glibc fixes the arena limit at the first thread's first malloc: in the daemon one_arena's 1
+    held only because some thread allocated before run_daemon's mallopt set the limit to 2 (a
+    heap probe whose thread started first saw a second arena). One owner now: threads that
+    allocate after both settings share the main arena."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SETTINGS_THEN_THREADS],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "allocated"
+        assert _thread_arenas(proc.pid) == []  # b30f9c3's process.MALLOC_ARENAS: one
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=30)

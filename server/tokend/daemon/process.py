@@ -36,17 +36,15 @@ def tune_the_collector() -> None:
 SWITCH_INTERVAL_S = 0.0005
 M_TRIM_THRESHOLD = -1  # glibc mallopt parameters
 M_MMAP_THRESHOLD = -3
-M_ARENA_MAX = -8
-MALLOC_ARENAS = 2  # not one per thread (glibc's default: up to 8 per core), whose freed memory
-# each keeps apart: on the kernel's tree the daemon rests 13 MiB lower and peaks 13 MiB lower
 
 
 def return_big_blocks_to_the_system() -> None:
     """A long-running daemon gives memory back after a big request: glibc raises its mmap
     threshold each time a large block is freed (up to 32 MiB), after which a 30 MB request's
     buffers stay on the heap for good (+90 MiB seen). Fixing the thresholds keeps blocks of
-    1 MiB and more mmapped, so freeing them returns them. The daemon's threads share
-    MALLOC_ARENAS arenas. A no-op off glibc."""
+    1 MiB and more mmapped, so freeing them returns them. (How many arenas the daemon's threads
+    share is adapters.heap.one_arena's, set once, before any thread allocates.) A no-op off
+    glibc."""
     import ctypes
     import ctypes.util
 
@@ -57,7 +55,6 @@ def return_big_blocks_to_the_system() -> None:
         libc = ctypes.CDLL(name)
         libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
         libc.mallopt(M_TRIM_THRESHOLD, 4 << 20)
-        libc.mallopt(M_ARENA_MAX, MALLOC_ARENAS)
     except (OSError, AttributeError):
         return
 
