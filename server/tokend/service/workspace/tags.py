@@ -20,7 +20,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import Any
 
 from tokend.core.errors import IndexFailed, Stopping
 from tokend.core.repomap.graph import Focus, RepoGraph
@@ -41,7 +40,7 @@ from tokend.service.workspace.tag_chunks import (
 )
 from tokend.service.workspace.tree_ports import FileCache, IndexPorts, Parsed, TagPool, pool_for
 from tokend.service.workspace.walk_stream import WalkStream, merged
-from tokend.service.workspace.word_pass import OwedWords
+from tokend.service.workspace.word_pass import Names, OwedWords, Said
 
 MAP_CACHE_ENTRIES = 64
 WARM_THREADS = 2  # the graph's rows derived at once when it is warmed
@@ -97,9 +96,9 @@ class WorkspaceTags:
         """Whether a map for `focus` reads what files say (it waits for `words_ready`)."""
         return reads_words(self._graph.signals, bool(focus.files), focus.text)
 
-    def _graph_words(self, *words: Any) -> None:  # (what RepoGraph.set_words takes)
+    def _graph_words(self, spoken: Mapping[str, Said], more: int, names: Names) -> None:
         with self._lock:
-            self._graph.set_words(*words)
+            self._graph.set_words(spoken, more, names)
 
     def _keeps_whole(self) -> bool:
         """Whether the graph's tree keeps its files' whole tokens now (core.repomap.whole)."""

@@ -32,6 +32,7 @@ from tokend.service.workspace.tag_chunks import Beside, Reading, read_source
 from tokend.service.workspace.tree_ports import TagParsing, TagPool, Work, words_key
 
 Said = Mapping[int, int]  # a file's words by id (core.repomap.text.count_words)
+Names = Mapping[str, Words]  # files' names' words (core.repomap.name_words)
 CHUNK_FILES = 250  # files counted at once (their words come back as two arrays of 32-bit
 # integers, core.repomap.words.SaidArrays; a landing holds two chunks':
 # tests/workspace/test_repomap_word_pass_sources.py)
@@ -55,7 +56,7 @@ class OwedWords:
         lock: threading.RLock,
         reading: Reading,
         overlay: Callable[[str], str | None],
-        set_words: Callable[[Mapping[str, Said], int, Mapping[str, Words]], object],
+        set_words: Callable[[Mapping[str, Said], int, Names], object],
         whole: Callable[[], bool] = lambda: True,
         release: Callable[[], object] = lambda: None,
     ) -> None:
