@@ -8,7 +8,8 @@ its pinned commit (`git archive`, unpacked under bench/out/eval/trees). Queries:
 from the pin along first parents, skipping merges, the first COMMITS commits whose changed
 source files (a language tokend tags) number 2..MAX_GROUP and all exist at the pin; a commit
 touching more source files than that is a sweep and is skipped. One query per commit: the focus
-is the changed file whose sha1(commit + path) is least, the targets are its other changed files.
+is the changed file whose sha1(commit + path) is least, the targets are its other changed files,
+the text is the commit's message without its git trailer block (bench.repomap_eval_texts).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from bench.repomap_eval_texts import without_trailers
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out" / "eval"
@@ -110,7 +113,7 @@ class Query:
     commit: str
     focus: str
     targets: tuple[str, ...]
-    message: str  # the commit's subject and body (a task's text)
+    message: str  # the commit's subject and body, no trailers (a task's text)
 
 
 def git_dir(repo: str) -> Path:
@@ -187,7 +190,7 @@ def queries(repo: str, source_files: set[str]) -> list[Query]:
             continue
         focus = min(source, key=lambda p: hashlib.sha1(f"{commit}{p}".encode()).hexdigest())
         targets = tuple(p for p in source if p != focus)
-        found.append(Query(commit, focus, targets, message.strip()))
+        found.append(Query(commit, focus, targets, without_trailers(message)))
         if len(found) >= COMMITS:
             break
     return found
