@@ -37,7 +37,7 @@ from bench.ranking import shown_files
 from bench.repomap import _aider_python, _env, _litellm_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REV = "b30f9c3"  # main before issue 24's eighteenth pass
+BEFORE_REV = "2f27079"  # main before issue 24's nineteenth pass
 KS = (1, 3, 5, 10)
 BUDGETS = (1024, 4096)
 KINDS = ("file", "task")
