@@ -7,7 +7,9 @@ after the title's, read from the end, is a trailer block when every line in it i
 `Token: value` line, the token letters, digits and '-', whitespace allowed before the ':'; a line
 that starts with whitespace continues the one above), or when at least one line starts with a
 prefix git writes itself (`Signed-off-by: `, `(cherry picked from commit `) and trailers are at
-least a quarter of its lines. Lines starting with '#' are comments to git: neither kind.
+least a quarter of its lines. Lines starting with '#' are comments to git: neither kind. What
+is left is taken again, until git would find no trailer in it. A `---` line is text here, as in
+any commit message (git log's `%(trailers)`), not the start of a patch.
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ def _block_start(lines: list[str]) -> int:
 
 
 def without_trailers(message: str) -> str:
-    """`message` without its git trailer block (and the blank lines before it), stripped."""
+    """`message` without its git trailer blocks (and the blank lines before them), stripped: the
+    last block, then the one git would find in what is left, until git would find none
+    (sqlalchemy's `Fixes: / Closes: / Pull-request:` paragraph above its `Change-Id:` one)."""
     lines = message.strip().split("\n")
-    return "\n".join(lines[: _block_start(lines)]).strip()
+    while (start := _block_start(lines)) < len(lines):
+        lines = lines[:start]
+        while lines and not lines[-1].strip():
+            lines.pop()
+    return "\n".join(lines).strip()

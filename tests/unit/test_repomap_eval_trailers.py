@@ -1,6 +1,7 @@
 """bench.repomap_eval's task texts carry no git trailer block (`Signed-off-by:`,
-`Co-authored-by:`, `Change-Id:` ...): found as git finds it, checked against git itself
-(`git interpret-trailers --parse`), and left out of the queries every side is given."""
+`Co-authored-by:`, `Change-Id:` ...): found as git finds it in a commit message, checked against
+git itself (`git interpret-trailers --no-divider --parse`), and left out of the queries every
+side is given."""
 
 from __future__ import annotations
 
@@ -50,18 +51,40 @@ PROSE_WITH_A_COLON = """Refactor the parser
 Note: this keeps the old API.
 It only moves code around."""
 ONE_PARAGRAPH = "docs: fix a typo in the README"
+WITH_A_LOG = """build: allow inotify on Android amd64 (#10783)
+
+The crash, as logged:
+
+```
+---
+F/DEBUG: backtrace
+```
+
+Signed-off-by: A Developer <dev@example.org>"""
+TWO_BLOCKS = """Deterministic order in create table ddl
+
+Render the table options in a deterministic order.
+
+Fixes: #13523
+Closes: #13524
+Pull-request: https://github.com/sqlalchemy/sqlalchemy/pull/13524
+Pull-request-sha: 4b3283906123068744943fa724722ee63b74e007
+
+Change-Id: I2ac52e95616be9519ced8279824b0c44ef1078a9"""
 CHERRY_PICK = """Fix the build on arm64
 
 Missing include.
 
 (cherry picked from commit 0123456789abcdef0123456789abcdef01234567)"""
 
-MESSAGES = [KERNEL, SQUASHED, GERRIT, MOSTLY_PROSE, PROSE_WITH_A_COLON, ONE_PARAGRAPH, CHERRY_PICK]
+MESSAGES = [KERNEL, SQUASHED, GERRIT, MOSTLY_PROSE, PROSE_WITH_A_COLON, ONE_PARAGRAPH, CHERRY_PICK,
+            TWO_BLOCKS, WITH_A_LOG]  # fmt: skip
 
 
 def _git_trailers(message: str) -> str:
-    done = subprocess.run(["git", "interpret-trailers", "--parse"], input=message, text=True,
-                          capture_output=True, env=ENV, check=True)  # fmt: skip
+    # --no-divider: in a commit message a `---` line is text (git log's %(trailers) reads so)
+    done = subprocess.run(["git", "interpret-trailers", "--no-divider", "--parse"], input=message,
+                          text=True, capture_output=True, env=ENV, check=True)  # fmt: skip
     return done.stdout
 
 
@@ -71,7 +94,8 @@ def test_what_is_left_out_is_the_block_git_reads_as_trailers(message: str) -> No
     assert message.strip().startswith(kept)
     assert _git_trailers(kept) == ""  # git finds no trailer in what is left
     removed = message.strip()[len(kept) :]
-    assert _git_trailers(f"title\n\n{removed.strip()}\n") == _git_trailers(message)
+    last = removed.strip().split("\n\n")[-1]  # the block git itself reads, the last one
+    assert _git_trailers(f"title\n\n{last}\n") == _git_trailers(message)
 
 
 def test_bodies_are_kept_and_only_the_blocks_go() -> None:
@@ -82,6 +106,8 @@ def test_bodies_are_kept_and_only_the_blocks_go() -> None:
     assert without_trailers(GERRIT).endswith("Retries stop after the budget is spent.")
     assert without_trailers(MOSTLY_PROSE) == "Move the cache"  # 1 of 4 lines, git's own prefix
     assert without_trailers(CHERRY_PICK).endswith("Missing include.")
+    assert without_trailers(TWO_BLOCKS).endswith("in a deterministic order.")
+    assert without_trailers(WITH_A_LOG).endswith("F/DEBUG: backtrace\n```")
     assert without_trailers(PROSE_WITH_A_COLON) == PROSE_WITH_A_COLON
     assert without_trailers(ONE_PARAGRAPH) == ONE_PARAGRAPH
 
