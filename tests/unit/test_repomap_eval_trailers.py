@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from bench.repomap_eval_texts import without_trailers
 
 ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
@@ -141,5 +140,6 @@ def test_the_evaluations_queries_carry_no_trailers(
     monkeypatch.setenv("REPOMAP_EVAL_GIT", str(tmp_path / "git"))
     monkeypatch.setitem(data.REPOS, "someone/tree", (pin, "tuning"))
     got = data.queries("someone/tree", {"a.py", "b.py"})
-    assert [q.message for q in got] == [without_trailers(SQUASHED), without_trailers(KERNEL), "Start"]
+    texts = [without_trailers(SQUASHED), without_trailers(KERNEL), "Start"]  # newest first
+    assert [q.message for q in got] == texts
     assert not any("Signed-off-by" in q.message or "Co-authored-by" in q.message for q in got)
