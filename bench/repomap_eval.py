@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench import repomap_eval_baselines as trivial
 from bench import repomap_eval_data as data
 from bench import repomap_eval_sides as sides
 from bench.baseline import baseline_tree
@@ -37,7 +38,7 @@ from bench.ranking import shown_files
 from bench.repomap import _aider_python, _env, _litellm_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REV = "b30f9c3"  # main before issue 24's eighteenth pass
+BEFORE_REV = "2f27079"  # main before issue 24's nineteenth pass
 KS = (1, 3, 5, 10)
 BUDGETS = (1024, 4096)
 KINDS = ("file", "task")
@@ -139,22 +140,22 @@ def _score(results: list[dict[str, Any]], jobs: list[dict[str, Any]], count: Any
 def _baselines(
     tree: Path, files: list[str], jobs: list[dict[str, Any]]
 ) -> dict[str, list[list[str]]]:
-    graph = data.import_graph(tree, files)
-    bm25 = data.BM25(tree, files)
+    graph = trivial.import_graph(tree, files)
+    bm25 = trivial.BM25(tree, files)
     out: dict[str, list[list[str]]] = {"same folder": [], "import graph": [], "BM25": []}
     for j in jobs:
         if j["kind"] == "file":
             focus = j["files"][0]
-            out["same folder"].append(data.same_folder(focus, files))
-            out["import graph"].append(data.import_ranking(focus, files, graph))
+            out["same folder"].append(trivial.same_folder(focus, files))
+            out["import graph"].append(trivial.import_ranking(focus, files, graph))
             text = (tree / focus).read_text("utf-8", "replace")
             out["BM25"].append(bm25.ranking(text, exclude=focus))
         else:
             out["BM25"].append(bm25.ranking(j["text"]))
             anchor = j["mentioned"][0] if j["mentioned"] else None
-            ranked = data.same_folder(anchor, files) if anchor else sorted(files)
+            ranked = trivial.same_folder(anchor, files) if anchor else sorted(files)
             out["same folder"].append(([anchor] if anchor else []) + ranked)
-            imp = data.import_ranking(anchor, files, graph) if anchor else sorted(files)
+            imp = trivial.import_ranking(anchor, files, graph) if anchor else sorted(files)
             out["import graph"].append(([anchor] if anchor else []) + imp)
     return out
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import repomap_eval_baselines as trivial
 from bench import repomap_eval_data as data
 from bench.repomap_eval import KS, _jobs
 
@@ -110,7 +111,7 @@ def cases_of(repo: str) -> dict[str, list[tuple[dict[str, Array], list[int], lis
     tree = data.tree(repo)
     jobs = _jobs(tree, data.queries(repo, set(files)), files)
     graph = index.tags._graph
-    whole = data.BM25(tree, files)  # the BM25 baseline's, over each file's whole text
+    whole = trivial.BM25(tree, files)  # the BM25 baseline's, over each file's whole text
     at = np.array([graph.table.row(f) for f in files], dtype=object)
     out: dict[str, list[Any]] = {"file": [], "task": []}
     for j in jobs:

@@ -32,6 +32,7 @@ import numpy as np
 
 from bench import repomap_eval_data as data
 from bench.repomap_eval import KS, _jobs
+from bench.repomap_margin_misses import edges_of, misses
 from bench.repomap_refit import tuning_groups
 
 Array = Any
@@ -268,50 +269,6 @@ def search() -> str:
             f"| {kind} | near x IDF of in-degree | {summary(tree_means(hubs, kind, fusion), base)} |"
         )
     return "\n".join(lines)
-
-
-def misses(repo: str, kind: str) -> str:
-    """Each `kind` query's targets: rank in the map, in the BM25 baseline, and by each signal."""
-    from tokend.core.repomap.fusion import fusion_for, ranks
-
-    cases = [c for c in keep(repo) if c["kind"] == kind]
-    tree = data.tree(repo)
-    paths = edges_of(repo)["paths"]  # (the same index, its rows in the same order)
-    files = sorted(paths)
-    bm25 = data.BM25(tree, files)
-    lines = []
-    for c in cases:
-        fusion = fusion_for(bool(c["rows"]), bool(c["text"]))
-        got = order(c, fusion).tolist()
-        asked = (tree / c["file"]).read_text("utf-8", "replace") if c["file"] else c["text"]
-        base = bm25.ranking(asked, exclude=c["file"] or None)
-        sig = {k: ranks(v) for k, v in c["scores"].items()}
-        head = c["file"] or c["text"].splitlines()[0][:70]
-        lines.append(f"- {head}")
-        for t in c["targets"]:
-            p = paths[t]
-            where = got.index(t) + 1 if t in got else -1
-            b = base.index(p) + 1 if p in base else -1
-            each = " ".join(f"{k}={int(r[t]) if c['scores'][k][t] > 0 else '-'}"
-                            for k, r in sorted(sig.items()))  # fmt: skip
-            lines.append(f"    {p}: map {where}, BM25 {b}; {each}")
-    return "\n".join(lines)
-
-
-def edges_of(repo: str) -> dict[str, Any]:
-    """The tree's graph rows (CSR offsets, targets, weights; kept by its pin)."""
-    kept = data.OUT / f"marginedges-{repo.replace('/', '+')}-{data.REPOS[repo][0][:12]}.pkl"
-    if kept.exists():
-        with kept.open("rb") as f:
-            return pickle.load(f)  # type: ignore[no-any-return]
-    index, _ = data.ablate_index(repo)
-    graph = index.tags._graph
-    e = graph.edges()
-    got = {"offsets": np.asarray(e.offsets), "targets": np.asarray(e.targets),
-           "weights": np.asarray(e.weights), "paths": list(graph.paths)}  # fmt: skip
-    with kept.open("wb") as f:
-        pickle.dump(got, f)
-    return got
 
 
 if __name__ == "__main__":

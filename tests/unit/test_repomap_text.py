@@ -2,7 +2,7 @@
 definition of it (core.repomap.tags.text_words), word for word and count for count, on any bytes:
 identifiers in one case or mixed, digits, underscores, invalid UTF-8, and more words than kept.
 After them (core.repomap.words.sections), its whole tokens are the BM25 baseline's
-(bench.repomap_eval_data.BM25: a regular expression and a Counter written out here again), the
+(bench.repomap_eval_baselines.BM25: a regular expression and a Counter written out here again), the
 WHOLE_MAX most frequent."""
 
 from __future__ import annotations

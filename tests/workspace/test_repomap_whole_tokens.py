@@ -48,7 +48,7 @@ def _first(index: WorkspaceIndex) -> str:
 
 
 def _baseline_tokens(tree: Path, path: str) -> dict[int, int]:
-    """The file's text's and path's tokens, as bench.repomap_eval_data.BM25 counts them, by
+    """The file's text's and path's tokens, as bench.repomap_eval_baselines.BM25 counts them, by
     their ids (the WHOLE_MAX most frequent: every one, in these small files)."""
     said = (tree / path).read_text()
     tokens = Counter(w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", said))

@@ -10,7 +10,7 @@ against the other).
 
 After the words, the same count carries the file's whole tokens (issue 24's sixteenth pass): its
 identifiers of 3 characters or more, whole and lowered (`__init__`, `reg32`, `parseconfig`), as
-the BM25 baseline reads a file (bench.repomap_eval_data.BM25), its WHOLE_MAX most frequent,
+the BM25 baseline reads a file (bench.repomap_eval_baselines.BM25), its WHOLE_MAX most frequent,
 each by its WHOLE_SEED id (core.repomap.whole reads them). They follow a MARK entry (its count:
 how many follow), so that they travel wherever the words go (the word workers' arrays, the tag
 workers' answers, the caches) in the order counted, and core.repomap.words.sections parts them.

@@ -1,5 +1,5 @@
 """A text's `whole` signal (issue 24's sixteenth pass): BM25 of each file's whole tokens against
-the text's, as the BM25 baseline reads them (bench.repomap_eval_data.BM25): identifiers of 3
+the text's, as the BM25 baseline reads them (bench.repomap_eval_baselines.BM25): identifiers of 3
 characters or more, whole and lowered (`__init__`, `reg32`, `parse_config`), a file's text's
 and its path's, the text's each once. Where `said` reads words and their parts, this reads the
 names as written: fused by its own reciprocal rank beside the rest (core.repomap.fusion).
