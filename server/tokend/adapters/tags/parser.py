@@ -120,7 +120,7 @@ class TagParser:
         JSON and packed: adapters.tag_wire.wire_fields); without `words`, what the text says is
         not counted (its words empty: the first build counts them after its first map). A C
         file of preprocessor lines only is not parsed (adapters.tags.directives: the same tags,
-        issue 22: 4,392 of the kernel's files, 3 CPU s of tree-sitter's 118)."""
+        issue 22: 4,375 of the kernel's C files, 78 MB, about 2.6-2.9 CPU s of the workers')."""
         if language not in GRAMMARS:
             return _failed(f"no grammar for {language}")
         loaded = _load(language)
