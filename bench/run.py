@@ -39,6 +39,7 @@ SECTIONS = [
     "kernel_warm",
     "kernel_first",
     "kernel_files",
+    "kernel_directives",
     "ranking",
     "repomap_eval",
     "repomap_ablate",
