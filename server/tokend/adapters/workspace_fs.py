@@ -186,15 +186,10 @@ def reader(root: Path) -> AbstractContextManager[Callable[[str], bytes]]:
 
 
 def read_opened(opened: OpenedFile, limit: int | None = None) -> bytes:
-    """The bytes of an opened file from where it stands (at most `limit` + 1, when given)."""
-    chunks, left = [], (limit + 1 if limit is not None else None)
-    while left is None or left > 0:
-        chunk = os.read(opened.fd, 1 << 20 if left is None else min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left = None if left is None else left - len(chunk)
-    return b"".join(chunks)
+    """The bytes of an opened file from where it stands (at most `limit` + 1, when given), read
+    into a buffer of its size (workspace_reads.read_rest)."""
+    left = limit + 1 if limit is not None else None
+    return workspace_reads.read_rest(opened.fd, opened.st.st_size, left)
 
 
 def stat_file(root: Path, rel: str, *, follow_inside: bool = True) -> os.stat_result | None:
