@@ -13,14 +13,11 @@ the recognizer's tags of them. CPU seconds do not depend on the machine's load a
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from bench.kernel import kernel_tree
+from bench.kernel_files import script_json
 
 ROOT = Path(__file__).resolve().parents[1]
 _SCRIPT = r"""
@@ -70,12 +67,7 @@ print(json.dumps(out))
 
 
 def measure(server: Path, tree: Path) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(server)}
-    done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(tree)],
-        env=env, capture_output=True, text=True, check=True, timeout=3600,
-    )  # fmt: skip
-    return dict(json.loads(done.stdout))
+    return dict(script_json(_SCRIPT, server, tree))
 
 
 def report(m: dict[str, Any]) -> str:

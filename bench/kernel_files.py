@@ -92,13 +92,19 @@ LABELS = {
 }
 
 
-def profile(server: Path, tree: Path) -> list[list[Any]]:
+def script_json(script: str, server: Path, tree: Path) -> Any:
+    """What `script` prints as JSON, run on `tree` by a fresh interpreter importing the tokend
+    package from `server` (a code's own tree: this one's or a baseline's)."""
     env = {**os.environ, "PYTHONPATH": str(server)}
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(tree)],
+        [sys.executable, "-c", script, str(tree)],
         env=env, capture_output=True, text=True, check=True, timeout=3600,
     )  # fmt: skip
-    return list(json.loads(done.stdout))
+    return json.loads(done.stdout)
+
+
+def profile(server: Path, tree: Path) -> list[list[Any]]:
+    return list(script_json(_SCRIPT, server, tree))
 
 
 def folder_of(path: str) -> str:

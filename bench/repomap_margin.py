@@ -279,4 +279,5 @@ if __name__ == "__main__":
     elif what == "search":
         print(search())
     elif what == "misses":
-        print(misses(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "file"))
+        repo = sys.argv[2]
+        print(misses(repo, sys.argv[3] if len(sys.argv) > 3 else "file", keep(repo), order))

@@ -4,6 +4,7 @@ baseline's ranking, and the tree's graph rows (kept by its pin, for `near` candi
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,13 +12,15 @@ import numpy as np
 from bench import repomap_eval_baselines as trivial
 from bench import repomap_eval_data as data
 
+Order = Callable[[dict[str, Any], Any], Any]  # (bench.repomap_margin.order: a case's ranking)
 
-def misses(repo: str, kind: str) -> str:
-    """Each `kind` query's targets: rank in the map, in the BM25 baseline, and by each signal."""
-    from bench.repomap_margin import keep, order  # (which imports this module)
+
+def misses(repo: str, kind: str, kept: list[dict[str, Any]], order: Order) -> str:
+    """Each `kind` query's targets among `kept` (bench.repomap_margin.keep's cases of `repo`):
+    rank in the map (`order`), in the BM25 baseline, and by each signal."""
     from tokend.core.repomap.fusion import fusion_for, ranks
 
-    cases = [c for c in keep(repo) if c["kind"] == kind]
+    cases = [c for c in kept if c["kind"] == kind]
     tree = data.tree(repo)
     paths = edges_of(repo)["paths"]  # (the same index, its rows in the same order)
     files = sorted(paths)

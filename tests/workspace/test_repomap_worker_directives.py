@@ -4,15 +4,12 @@ C files, 78 MB), with the answer tree-sitter's tags give; a file of code is stil
 
 from __future__ import annotations
 
-import io
-import sys
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tokend.adapters import tag_workers
-from tokend.adapters.tag_wire import recv, send, tags_json
+from tests.tag_worker_loop import worker_answers
+from tokend.adapters.tag_wire import tags_json
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags import parser as tag_parser
 
@@ -56,23 +53,6 @@ def _recorded_parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     return parsed
 
 
-def _worker_answers(
-    monkeypatch: pytest.MonkeyPatch, batch: list[tuple[int, str, bytes]]
-) -> dict[int, str]:
-    sent = io.BytesIO()
-    send(sent, batch)
-    answers = io.BytesIO()
-    monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(sent.getvalue())))
-    monkeypatch.setattr(sys, "stdout", SimpleNamespace(buffer=answers))
-    monkeypatch.setattr(sys, "argv", ["tag_workers"])
-    monkeypatch.setattr(tag_workers.os, "nice", lambda _n: 0)  # not this test's process
-    monkeypatch.setattr(tag_workers, "_watch_parent", lambda _pid: None)
-    tag_workers.main()  # the worker's loop: one batch in, then end of input
-    answers.seek(0)
-    frame, _retiring = recv(answers)
-    return {index: text for index, text, _packed in frame}
-
-
 def test_a_worker_tags_a_header_of_directives_without_parsing_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -83,6 +63,6 @@ def test_a_worker_tags_a_header_of_directives_without_parsing_it(
             i: tags_json(TagParser().tags(language, source)) for i, language, source in batch
         }
     parsed = _recorded_parses(monkeypatch)
-    assert _worker_answers(monkeypatch, batch) == expected
+    assert worker_answers(monkeypatch, batch) == expected
     assert parsed == [CODE]  # main: all three parsed
     assert '"mmGRBM_CNTL"' in expected[0] and '"mmGRBM_SKEW_CNTL"' in expected[0]

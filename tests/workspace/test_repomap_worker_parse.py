@@ -5,15 +5,12 @@ through them (a big unsaved buffer must not hold the event loop)."""
 
 from __future__ import annotations
 
-import io
-import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from tokend.adapters import tag_workers
-from tokend.adapters.tag_wire import recv, send, tags_json
+from tests.tag_worker_loop import worker_answers
+from tokend.adapters.tag_wire import tags_json
 from tokend.adapters.tags import TagParser
 from tokend.adapters.tags import parser as tag_parser
 
@@ -36,19 +33,8 @@ def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_worker_parses_each_source_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     files = sorted(SOURCE.glob("*.py"))
     batch = [(i, "python", p.read_bytes()) for i, p in enumerate(files)]
-    sent = io.BytesIO()
-    send(sent, batch)
-    answers = io.BytesIO()
     reads = _counted_reads(monkeypatch)
-    monkeypatch.setattr(sys, "stdin", SimpleNamespace(buffer=io.BytesIO(sent.getvalue())))
-    monkeypatch.setattr(sys, "stdout", SimpleNamespace(buffer=answers))
-    monkeypatch.setattr(sys, "argv", ["tag_workers"])
-    monkeypatch.setattr(tag_workers.os, "nice", lambda _n: 0)  # not this test's process
-    monkeypatch.setattr(tag_workers, "_watch_parent", lambda _pid: None)
-    tag_workers.main()  # the worker's loop: one batch in, then end of input
-    answers.seek(0)
-    frame, _retiring = recv(answers)  # the batch's answers in one frame
-    got = {index: text for index, text, _packed in frame}
+    got = worker_answers(monkeypatch, batch)  # the batch's answers in one frame
     assert reads == []  # main: one piecewise read per file
     alone = TagParser()  # the daemon's thread: through the callbacks, the same tags
     assert got == {i: tags_json(alone.tags(lang, src)) for i, lang, src in batch}
