@@ -32,13 +32,14 @@ from typing import Any
 
 from bench import repomap_eval_baselines as trivial
 from bench import repomap_eval_data as data
+from bench import repomap_eval_paired as paired
 from bench import repomap_eval_sides as sides
 from bench.baseline import baseline_tree
 from bench.ranking import shown_files
 from bench.repomap import _aider_python, _env, _litellm_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
-BEFORE_REV = "2f27079"  # main before issue 24's nineteenth pass
+BEFORE_REV = "67ef0b2"  # main before issue 24's twentieth pass
 KS = (1, 3, 5, 10)
 BUDGETS = (1024, 4096)
 KINDS = ("file", "task")
@@ -114,14 +115,15 @@ def _score(results: list[dict[str, Any]], jobs: list[dict[str, Any]], count: Any
         picked = [(r, j) for r, j in zip(results, jobs, strict=True) if j["kind"] == kind]
         if not picked:
             continue
-        got: dict[str, float] = {}
+        got: dict[str, Any] = {"each": {}}  # each: a cell's per-query shares (paired tests)
         for k in KS:
-            got[f"@{k}"] = statistics.mean(
+            got["each"][f"@{k}"] = [
                 len(set(r["ranked"][:k]) & set(j["targets"])) / len(j["targets"]) for r, j in picked
-            )
+            ]
+            got[f"@{k}"] = statistics.mean(got["each"][f"@{k}"])
         over, seconds = 0, []
         for b in BUDGETS:
-            shares = []
+            shares: list[float] = []
             for r, j in picked:
                 text = r["maps"][str(b)] if str(b) in r["maps"] else r["maps"][b]
                 shares.append(len(shown_files(text, set(j["targets"]))) / len(j["targets"]))
@@ -130,6 +132,7 @@ def _score(results: list[dict[str, Any]], jobs: list[dict[str, Any]], count: Any
                 if str(b) in sec or b in sec:
                     seconds.append(sec.get(str(b), sec.get(b)))
             got[f"{b}"] = statistics.mean(shares)
+            got["each"][f"{b}"] = shares
         got["over"] = over
         got["maps"] = len(picked) * len(BUDGETS)
         got["seconds"] = statistics.median(seconds) if seconds else None
@@ -220,8 +223,13 @@ def run() -> str:
         "files; R 1,024 / 4,096: share of targets the map of that budget shows; over: maps over "
         "budget (o200k_base); s: median seconds of a map call.\n",
     ]
+    tallies: dict[str, paired.Tally] = {}
+    large: set[str] = set()
     for repo in repos:
         table, n_files, n_queries = evaluate(repo, ablate)
+        before = len(lines)
+        if n_files >= 500:
+            large.add(repo)
         role = data.REPOS[repo][1]
         lines.append(f"\n**{repo}** @ {data.REPOS[repo][0][:12]} ({role}; {n_files} source files, "
                      f"{n_queries} commits)\n")  # fmt: skip
@@ -234,8 +242,35 @@ def run() -> str:
                     f"| {side} | {kind} | " + " | ".join(f"{got[f'@{k}']:.3f}" for k in KS)
                     + f" | {got['1024']:.3f} | {got['4096']:.3f} | {got['over']}/{got['maps']} | {sec} |"
                 )  # fmt: skip
-        print("\n".join(lines[-(2 + sum(len(r) for r in table.values())) :]), file=sys.stderr)
+        lines += _paired_lines(table, tallies, repo in large)
+        print("\n".join(lines[before:]), file=sys.stderr)
+    lines.append(f"\nAll {len(large)} trees of 500 source files or more, every cell "
+                 "(R@1..10 and both budgets, both kinds), a paired bootstrap of the queries "
+                 "(bench.repomap_eval_paired):\n")  # fmt: skip
+    lines += [f"- {t.line(side)}" for side, t in tallies.items()]
     return "\n".join(lines) + "\n"
+
+
+CELLS = {**{f"@{k}": f"R@{k}" for k in KS}, **{f"{b}": f"R {b:,}" for b in BUDGETS}}
+
+
+def _paired_lines(
+    table: dict[str, Any], tallies: dict[str, paired.Tally], large: bool
+) -> list[str]:
+    """The cells where tokend is behind another side, each with its paired interval; each
+    comparison counted in `tallies` (trees of 500 source files or more: the issue's goal)."""
+    out: list[str] = []
+    for side, rows in table.items():
+        if side == "tokend" or side.startswith("tokend "):
+            continue
+        for kind, got in rows.items():
+            for cell, label in CELLS.items():
+                p = paired.paired(table["tokend"][kind]["each"][cell], got["each"][cell])
+                if large:
+                    tallies.setdefault(side, paired.Tally()).add(p)
+                if p.behind:
+                    out.append(paired.behind_line(side, kind, label, p))
+    return [""] + out if out else []
 
 
 if __name__ == "__main__":
