@@ -14,6 +14,9 @@ renderer: each file's definitions, files in the baseline's order, fitted to the 
 Figures per repository and side: recall at k files (share of the targets among the first k
 files of the ranking, focus files left out), recall within a budget (share of targets whose
 path heads a block of the map), maps over budget (o200k_base), median seconds per map call.
+Where tokend is behind a side in a cell, the difference's paired 95% interval over the tree's
+queries; the run ends with every cell of the trees of 500+ source files tallied, ahead and
+behind, and how many beyond the noise (bench.repomap_eval_paired).
 """
 
 from __future__ import annotations
@@ -217,7 +220,7 @@ def run() -> str:
     lines = [
         "### repomap_eval: does the map rank the files that change together first?\n",
         "Co-change in public git histories (bench.repomap_eval_data: pins, commits, focus). Per "
-        "repository, up to 25 commits of 2..12 changed source files; `file`: map focused on one "
+        f"repository, up to {data.commits()} commits of 2..12 changed source files; `file`: map focused on one "
         "changed file, targets its other changed files; `task`: focus is the commit message's "
         "text, targets all its changed files. R@k: share of targets among the first k ranked "
         "files; R 1,024 / 4,096: share of targets the map of that budget shows; over: maps over "

@@ -5,7 +5,8 @@ Each repository is a git directory with history: REPOMAP_EVAL_GIT (a folder hold
 `owner+name/repo` or `owner+name.git` git dirs) else bench/out/eval/git, where a missing one is
 cloned (`git clone --bare https://github.com/owner/name`). The tree a repository is mapped at is
 its pinned commit (`git archive`, unpacked under bench/out/eval/trees). Queries: walking back
-from the pin along first parents, skipping merges, the first COMMITS commits whose changed
+from the pin along first parents, skipping merges, the first COMMITS commits (or
+REPOMAP_EVAL_COMMITS) whose changed
 source files (a language tokend tags) number 2..MAX_GROUP and all exist at the pin; a commit
 touching more source files than that is a sweep and is skipped. One query per commit: the focus
 is the changed file whose sha1(commit + path) is least, the targets are its other changed files,
@@ -197,9 +198,15 @@ def queries(repo: str, source_files: set[str]) -> list[Query]:
         focus = min(source, key=lambda p: hashlib.sha1(f"{commit}{p}".encode()).hexdigest())
         targets = tuple(p for p in source if p != focus)
         found.append(Query(commit, focus, targets, without_trailers(message)))
-        if len(found) >= COMMITS:
+        if len(found) >= commits():
             break
     return found
+
+
+def commits() -> int:
+    """Queries a tree gives at most: COMMITS, or REPOMAP_EVAL_COMMITS (more queries narrow each
+    cell's interval, bench.repomap_eval_paired; Aider's results are kept by their queries)."""
+    return int(os.environ.get("REPOMAP_EVAL_COMMITS") or COMMITS)
 
 
 def _is_source(path: str) -> bool:

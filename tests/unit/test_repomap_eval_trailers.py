@@ -121,9 +121,9 @@ def _commit(repo: Path, message: str, *names: str) -> None:
                     "commit", "-q", "-m", message], check=True, env=ENV)  # fmt: skip
 
 
-def test_the_evaluations_queries_carry_no_trailers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree `someone/tree` whose history gives three queries (newest first: SQUASHED, KERNEL,
+    Start), as the evaluation finds it."""
     from bench import repomap_eval_data as data
 
     repo = tmp_path / "work"
@@ -139,7 +139,28 @@ def test_the_evaluations_queries_carry_no_trailers(
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True, env=ENV)
     monkeypatch.setenv("REPOMAP_EVAL_GIT", str(tmp_path / "git"))
     monkeypatch.setitem(data.REPOS, "someone/tree", (pin, "tuning"))
+
+
+def test_the_evaluations_queries_carry_no_trailers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import repomap_eval_data as data
+
+    _history(tmp_path, monkeypatch)
     got = data.queries("someone/tree", {"a.py", "b.py"})
     texts = [without_trailers(SQUASHED), without_trailers(KERNEL), "Start"]  # newest first
     assert [q.message for q in got] == texts
     assert not any("Signed-off-by" in q.message or "Co-authored-by" in q.message for q in got)
+
+
+def test_a_run_may_ask_for_more_or_fewer_queries_a_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench import repomap_eval_data as data
+
+    _history(tmp_path, monkeypatch)
+    monkeypatch.setenv("REPOMAP_EVAL_COMMITS", "2")
+    got = data.queries("someone/tree", {"a.py", "b.py"})
+    assert [q.message for q in got] == [without_trailers(SQUASHED), without_trailers(KERNEL)]
+    monkeypatch.delenv("REPOMAP_EVAL_COMMITS")
+    assert len(data.queries("someone/tree", {"a.py", "b.py"})) == 3 < data.COMMITS
