@@ -11,6 +11,12 @@ fusion and each signal's 30 best, targets and focus files left out. Measured lea
 (bench.repomap_refit.tuning_groups): trained on the other groups, its order (core's vendored
 share and ties as bench.repomap_margin.order) scored on the group left out, beside core's.
 
+`python -m bench.repomap_learned lambdamart file|task`: LambdaMART (LightGBM's lambdarank; `pip
+install lightgbm` first: a measurement only, not a dependency) stacked on core's fusion: the
+features above and core's fused score (over its best, its reciprocal rank) and the graph's rank;
+a query's candidates are the pool above (at training its targets added), the rest ordered after
+them by core; leave-one-group-out as above, two sizes of model (LAMBDAMART).
+
 `python -m bench.repomap_learned agree file|task`: where the best file (focus left out) of two
 or more signals is one and the same file and core's first is another, how often each is a
 target.
@@ -25,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench import repomap_margin as margin
+from bench.repomap_eval import KS
 from bench.repomap_refit import tuning_groups
 
 Array = Any
@@ -120,6 +127,84 @@ def learned(kind: str) -> str:
     return "\n".join(lines)
 
 
+LAMBDAMART = {  # label: (rounds, leaves, least queries' files a leaf)
+    "200 rounds, 15 leaves, 50 a leaf": (200, 15, 50),
+    "100 rounds, 7 leaves, 200 a leaf": (100, 7, 200),
+}
+
+
+def _stacked(case: margin.Case, kind: str) -> tuple[Array, Array]:
+    """The case's features with core's fused score and the graph's rank beside them, and core's
+    fused score."""
+    from tokend.core.repomap.fusion import fused, ranks
+
+    core = fused(case["scores"], len(case["ties"]), _fusion(kind))
+    top = float(core.max())
+    extra = [
+        core / top if top > 0 else core,
+        1.0 / (1 + ranks(core)),
+        np.log1p(ranks(case["ties"])),
+    ]
+    return np.column_stack([features(case["scores"], kind), *extra]), core
+
+
+def _pool(case: margin.Case, kind: str, core: Array, targets: bool) -> Array:
+    pool = set(np.argsort(-core)[:150].tolist())
+    for name in SIGNALS[kind]:
+        if name in case["scores"]:
+            pool |= set(np.argsort(-case["scores"][name])[:30].tolist())
+    return np.array(sorted((pool | set(case["targets"]) if targets else pool) - set(case["rows"])))
+
+
+def _ranked(case: margin.Case, x: Array, core: Array, pool: Array, model: Any) -> list[int]:
+    from tokend.core.repomap.choice import RANK_DECIMALS
+    from tokend.core.repomap.vendored import demoted
+
+    n = len(case["ties"])
+    total = np.full(n, -1e9) + core * 1e-6  # the rest after the pool, in core's order
+    total[pool] = model.predict(x[pool])
+    total = demoted(total - total.min() + 1.0, lambda: case["vendored"], case["rows"], case["text"])
+    got = np.lexsort((np.arange(n), -case["ties"], -np.round(total, RANK_DECIMALS)))
+    return got[~np.isin(got, case["rows"])][:10].tolist()  # type: ignore[no-any-return]
+
+
+def lambdamart(kind: str) -> str:
+    import lightgbm
+
+    groups = tuning_groups()
+    cases = {r: [c for c in margin.keep(r) if c["kind"] == kind] for g in groups for r in g}
+    stacked = {r: [_stacked(c, kind) for c in cs] for r, cs in cases.items()}
+    core = margin.tree_means(cases, kind, _fusion(kind))
+    lines = [f"{kind}, leave one group out ({len(groups)} groups, {len(cases)} trees):", "",
+             f"- core {margin.summary(core)}"]  # fmt: skip
+    for label, (rounds, leaves, least) in LAMBDAMART.items():
+        got: dict[str, list[float]] = {}
+        for group in groups:
+            xs, ys, sizes = [], [], []
+            for r in (r for g in groups if g is not group for r in g):
+                for c, (x, fused_) in zip(cases[r], stacked[r], strict=True):
+                    if set(c["targets"]) - set(c["rows"]):
+                        pool = _pool(c, kind, fused_, True)
+                        xs.append(x[pool])
+                        ys.append(np.isin(pool, c["targets"]).astype(int))
+                        sizes.append(len(pool))
+            params = {"objective": "lambdarank", "learning_rate": 0.05, "num_leaves": leaves,
+                      "min_data_in_leaf": least, "bagging_fraction": 0.8, "bagging_freq": 1,
+                      "feature_fraction": 0.8, "lambdarank_truncation_level": 20, "seed": 0,
+                      "verbose": -1, "num_threads": 1, "deterministic": True}  # fmt: skip
+            data = lightgbm.Dataset(np.concatenate(xs), np.concatenate(ys), group=sizes)
+            model = lightgbm.train(params, data, num_boost_round=rounds)
+            for r in group:
+                each = []
+                for c, (x, fused_) in zip(cases[r], stacked[r], strict=True):
+                    top = _ranked(c, x, fused_, _pool(c, kind, fused_, False), model)
+                    want = len(c["paths_targets"])
+                    each.append([len(set(top[:k]) & set(c["targets"])) / want for k in KS])
+                got[r] = [statistics.mean(e[i] for e in each) for i in range(len(KS))]
+        lines.append(f"- LambdaMART, {label}: {margin.summary(got, core)}")
+    return "\n".join(lines)
+
+
 def agree(kind: str) -> str:
     counts = {s: [0, 0, 0] for s in AGREEING[kind]}  # disagreements, agreed a target, core's
     for group in tuning_groups():
@@ -147,4 +232,4 @@ def agree(kind: str) -> str:
 
 
 if __name__ == "__main__":
-    print({"learned": learned, "agree": agree}[sys.argv[1]](sys.argv[2]))
+    print({"learned": learned, "lambdamart": lambdamart, "agree": agree}[sys.argv[1]](sys.argv[2]))
