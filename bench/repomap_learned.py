@@ -49,9 +49,9 @@ AGREEING = {
 
 
 def _fusion(kind: str) -> Any:
-    from tokend.core.repomap.fusion import FILE_FUSION, TEXT_FUSION
+    from tokend.core.repomap.fusion import fusion_for
 
-    return FILE_FUSION if kind == "file" else TEXT_FUSION
+    return fusion_for(files=kind == "file", text=kind == "task")
 
 
 def features(scores: dict[str, Array], kind: str) -> Array:
@@ -79,11 +79,7 @@ def _pairs(case: margin.Case, kind: str) -> tuple[Array, Array, Array] | None:
     if not targets:
         return None
     best = fused(case["scores"], len(case["ties"]), _fusion(kind))
-    pool = set(np.argsort(-best)[:150].tolist())
-    for name in SIGNALS[kind]:
-        if name in case["scores"]:
-            pool |= set(np.argsort(-case["scores"][name])[:30].tolist())
-    negatives = np.array(sorted(pool - set(targets) - set(case["rows"])))
+    negatives = np.setdiff1d(_pool(case, kind, best, False), targets)
     return features(case["scores"], kind), np.array(targets), negatives
 
 
@@ -149,6 +145,8 @@ def _stacked(case: margin.Case, kind: str) -> tuple[Array, Array]:
 
 
 def _pool(case: margin.Case, kind: str, core: Array, targets: bool) -> Array:
+    """A query's candidates: core's 150 best and each signal's 30 best (with its targets when
+    `targets`), focus files left out, sorted."""
     pool = set(np.argsort(-core)[:150].tolist())
     for name in SIGNALS[kind]:
         if name in case["scores"]:
