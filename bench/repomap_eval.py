@@ -102,13 +102,16 @@ def aider_row(quick: bool) -> bool:
 
 
 def _tokend(server: Path, tree: Path, files: list[str], jobs: list[dict[str, Any]],
-            signals: dict[str, Any] | None = None, cache: Path | None = None) -> dict[str, Any]:  # fmt: skip
+            signals: dict[str, Any] | None = None, cache: Path | None = None,
+            history: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
     """tokend's results (`cache`: a tags cache the runs of one tree and side share; the map
-    calls are timed with the index loaded either way)."""
+    calls are timed with the index loaded either way; `history`: the git history its index
+    reads, bench.repomap_eval_data.history)."""
     env = dict(os.environ, PYTHONPATH=str(server), PYTHONHASHSEED="0")
     with tempfile.TemporaryDirectory(prefix="tokend-eval-") as scratch:
         job = {"root": str(tree), "files": files, "budgets": list(BUDGETS), "queries": jobs,
-               "cache": str(cache or Path(scratch) / "cache.sqlite3"), "signals": signals}  # fmt: skip
+               "cache": str(cache or Path(scratch) / "cache.sqlite3"), "signals": signals,
+               "history": history}  # fmt: skip
         return _run(Path(sys.executable), sides.TOKEND, job, env)  # type: ignore[no-any-return]
 
 
@@ -179,6 +182,7 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
     files = sorted(f for f in walked if data._is_source(f))
     queries = data.queries(repo, set(files))
     jobs = _jobs(tree, queries, files)
+    history = data.history(repo, queries)
     table: dict[str, Any] = {}
     quick = os.environ.get("REPOMAP_EVAL_QUICK") == "1"  # tokend now and the baselines only
     if aider_row(quick):
@@ -188,14 +192,16 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
     with contextlib.nullcontext(None) if quick else baseline_tree(BEFORE_REV) as before:
         if before is not None:
             table["tokend (main)"] = _score(
-                _tokend(before / "server", tree, files, jobs)["results"], jobs, count
+                _tokend(before / "server", tree, files, jobs, history=history)["results"],
+                jobs,
+                count,
             )
     baselines = _baselines(tree, files, jobs)
     for j in jobs:
         j["others"] = {}
     for i, j in enumerate(jobs):
         j["others"] = {name: rankings[i] for name, rankings in baselines.items()}
-    now = _tokend(ROOT / "server", tree, files, jobs)
+    now = _tokend(ROOT / "server", tree, files, jobs, history=history)
     table["tokend"] = _score(now["results"], jobs, count)
     for name in baselines:
         results = [{"ranked": baselines[name][i], "maps": r["others"][name]}
@@ -208,7 +214,7 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
             cache = Path(scratch) / "cache.sqlite3"  # the tree's tags parsed once for these runs
             for field in Signals.__dataclass_fields__:
                 off = {field: False}
-                got = _tokend(ROOT / "server", tree, files, jobs, off, cache)["results"]
+                got = _tokend(ROOT / "server", tree, files, jobs, off, cache, history)["results"]
                 table[f"tokend without {field}"] = _score(got, jobs, count)
     return table, len(files), len(queries)
 

@@ -63,5 +63,5 @@ def test_the_refit_groups_are_the_tuning_trees_and_no_held_out_one():
     groups = tuning_groups()
     flat = [r for g in groups for r in g]
     tuning = [r for r, (_, role) in data.REPOS.items() if role.startswith("tuning")]
-    assert flat == tuning and [len(g) for g in groups] == [6, 6, *[3] * 11]
+    assert flat == tuning and [len(g) for g in groups] == [6, 6, *[3] * 12]
     assert not {r for r, (_, role) in data.REPOS.items() if role.startswith("held-out")} & set(flat)

@@ -14,6 +14,7 @@ from pathlib import Path
 from tokend.adapters import blas, sparse_product, workspace_fs
 from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.adapters.file_index import FolderTree
+from tokend.adapters.git_history import read_history
 from tokend.adapters.own_folders import own_paths_inside, sqlite_file_of
 from tokend.adapters.tag_parsing import TagParsing
 from tokend.adapters.watch import PathWatch
@@ -43,14 +44,15 @@ class WorkspaceParts:
 def index_ports(foreground: Foreground | None = None) -> IndexPorts:
     """What a workspace index works through: its folder's files under the ignore rules, the
     workspace's files read for the map, tree-sitter's tag parsing (one per index), and the
-    process's requests being served (its counting lets them go first), and SciPy's compiled
-    product for a large tree's rank."""
+    process's requests being served (its counting lets them go first), SciPy's compiled
+    product for a large tree's rank, and git's history of the folder (the map's `cochange`)."""
     return IndexPorts(
         FolderTree,
         workspace_fs,
         TagParsing,
         foreground or Foreground(),
         sparse_product.compiled_product,
+        read_history,
     )
 
 

@@ -14,13 +14,12 @@ Ranking is personalized PageRank over that graph (damping 0.85): the focus files
 defining a focus identifier and, for a task's text alone, its best lexical hits share the
 restart mass (with a small uniform floor); solved exactly (core.repomap.solve). The file rank
 (core.repomap.fusion) fuses BM25, what files say (a text's compounds and whole tokens too),
-the file name's words and the graph's edges to and from the focus; PageRank breaks its ties
-(and is the rank for a focus of identifiers alone). The map's definitions follow the file
-rank: a focus identifier's first, then each best PER_FILE of each file, files in rank order,
-then the rest; within a file a definition weighs the rank that flows to its name along
-references; ties fall to position (path, line, name key). Scores are rounded to RANK_DECIMALS
-before sorting. Tags are packed (core.repomap.store: names as 64-bit keys, lines not texts).
-"""
+the file name's words, the graph's edges to and from the focus and the commits of the history
+that changed a file with the focus; PageRank breaks its ties (and is the rank for a focus of
+identifiers alone). The map's definitions follow the file rank: a focus identifier's first,
+then each best PER_FILE of each file, files in rank order, then the rest; within a file a
+definition weighs the rank that flows to its name along references; ties fall to position
+(path, line, name key). Scores are rounded to RANK_DECIMALS before sorting. Tags are packed."""
 
 from __future__ import annotations
 
@@ -35,6 +34,7 @@ from tokend.core.repomap import fusion as fusions
 from tokend.core.repomap import name_words
 from tokend.core.repomap import rank as signals_of
 from tokend.core.repomap.choice import RANK_DECIMALS, chosen_definitions
+from tokend.core.repomap.cochange import History, cochange
 from tokend.core.repomap.edges import Edges, referrers, renumbered, replaced, same_row
 from tokend.core.repomap.links import ImportLinks
 from tokend.core.repomap.packed import PackedTags
@@ -68,9 +68,7 @@ class Focus:
 
 
 @dataclass(slots=True)
-class _Ranking:
-    """What every rank of one graph version shares."""
-
+class _Ranking:  # what every rank of one graph version shares
     solve: Callable[[Array], Array]
 
 
@@ -92,6 +90,7 @@ class RepoGraph:
     _path_terms: tuple[list[str], signals_of.PathTerms] | None = None
     _doc_lengths: tuple[tuple[int, int], tuple[Array, Array]] | None = None
     product: Product = no_product  # a large graph's compiled product (core.repomap.solve)
+    history: History = field(default_factory=History)  # the repository's (core.repomap.cochange)
 
     def set_files(
         self,
@@ -164,9 +163,6 @@ class RepoGraph:
     def defines(self, name: str) -> bool:
         return len(self.table.definer_rows(name_key(name))) > 0
 
-    def definers_of(self, name: str) -> list[str]:
-        return [self.table.paths[r] for r in self.table.definer_rows(name_key(name)).tolist()]
-
     def edges(self, each: graph_rows.Each = map) -> Edges:
         """This version's rows: kept ones as they are, stale ones derived again."""
         n = len(self.table.paths)
@@ -186,11 +182,13 @@ class RepoGraph:
         return self.links.links(self.table.paths, rows, reach=on.graph and on.resolve,
                                 imports=on.graph and on.imports, specific=on.specific)  # fmt: skip
 
+    def set_history(self, history: History) -> None:
+        """The repository's history from now on (`version` moves: a map may rank otherwise)."""
+        self.history, self.version = history, self.version + 1
+
     def use(self, signals: Signals) -> None:
         """Rank with these signals from now on (the rows are derived again)."""
         self.signals, self._edges, self._ranking, self._stale = signals, None, None, set()
-
-    # -- ranking --------------------------------------------------------------------------
 
     def prepare(self, each: graph_rows.Each = map) -> None:
         """Derive this version's rows, solver and the table's group columns now (deriving the
@@ -236,6 +234,8 @@ class RepoGraph:
             scores["whole"] = whole_scores(self.whole, len(t.paths), focus.text)
         if on.stem and focus_rows and fusion.uses("stem"):
             scores["stem"] = stem_of(*self._paths_terms().names, focus_rows)
+        if on.cochange and focus_rows and fusion.uses("cochange"):
+            scores["cochange"] = cochange(self.history, t.row, len(t.paths), focus.files)
         if on.near:
             e, around = self.edges(), dict.fromkeys(focus_rows, 1.0) if focus_rows else seeds
             near = signals_of.near(e.offsets, e.targets, e.weights, around)

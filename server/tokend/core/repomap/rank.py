@@ -15,6 +15,8 @@ Signals, each giving every file a score (0: no evidence):
 - `near`: the graph's edges between the focus files (a text focus: its best lexical hits, by
   share) and each file, out and in: what the focus refers to, imports, or is referred to by.
 - `stem`: how much a file's name says what a focus file's name says (core.repomap.stem).
+- `cochange`: how often the repository's history changed a file with a focus file
+  (core.repomap.cochange).
 Fusion: core.repomap.fusion. Fixed orders throughout: the same files, the same scores."""
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Signals:
     whole: bool = True  # a text's tokens whole, against each file's (core.repomap.whole)
     near: bool = True  # the graph's edges between the focus (or a text's best hits) and a file
     stem: bool = True  # a file focus: the words of a file's name against the focus file's
+    cochange: bool = True  # a file focus: the commits a file changed in with it (its history)
 
 
 def text_keys(text: str) -> Array:

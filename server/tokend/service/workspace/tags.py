@@ -5,10 +5,10 @@ so a new process reads no unchanged file and parses nothing it parsed before. A 
 is read and parsed alone; the graph re-derives only what depends on it (core.repomap.graph). The
 first build hands the graph one chunk of files at a time, so no more than a chunk's tags are
 ever held as objects. The graph keeps no line text: a map's lines are read when it is made
-(the unsaved buffer first, else the file on disk).
-Fitted maps are kept per (graph version, focus, budget, counter): asking again is a lookup,
-and a new focus re-ranks without re-reading the tree. An edit that leaves a file's tags as
-they were (a comment, a function body) keeps every cached map but those showing that file.
+(the unsaved buffer first, else the file on disk). Fitted maps are kept per (graph version,
+focus, budget, counter): asking again is a lookup, and a new focus re-ranks without re-reading
+the tree. An edit that leaves a file's tags as they were (a comment, a function body) keeps
+every cached map but those showing that file.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from tokend.core.repomap.whole import keeps_whole
 from tokend.core.workspace.fileclass import DEFAULT_MAX_FILE_BYTES, FileEntry
 from tokend.service.workspace.entries import Entries
 from tokend.service.workspace.file_lines import bytes_now, line_reader
+from tokend.service.workspace.history_read import HistoryRead
 from tokend.service.workspace.tag_chunks import (
     Beside,
     Chunk,
@@ -63,6 +64,7 @@ class WorkspaceTags:
         self._files = ports.files
         self._foreground = ports.foreground  # the maps served: counting words lets them first
         self._product = ports.rank_product  # a large graph's compiled product (its rank)
+        self._history = HistoryRead(ports.history, root, self._stopping)  # the map's `cochange`
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self.pool_workers: int | None = None  # tag worker processes (None: one per core; 0: none)
@@ -127,6 +129,7 @@ class WorkspaceTags:
         `progress(done, total)` after each chunk of files. Begun while the walk goes (issue 22:
         the tag workers waited 4-6 s for the kernel's walk, a core idle): each chunk goes to
         the workers once the walk has found it, in path order as ever."""
+        self._history.start()
         files = walk.at_least(self._tagging.pool_min_files) + len(overlays)
 
         def total() -> int:  # (the files found so far, until the walk is done)
@@ -242,8 +245,7 @@ class WorkspaceTags:
         self._tagging.close()
 
     def forget(self) -> None:
-        """Drop the graph, the maps and the errors (the workspace was released: see
-        WorkspaceIndex.forget)."""
+        """Drop the graph, maps and errors (the workspace was released: WorkspaceIndex.forget)."""
         with self._lock:
             self._graph, self._maps = RepoGraph(product=self._product), OrderedDict()
             self.errors.clear()
@@ -253,12 +255,11 @@ class WorkspaceTags:
     def warm(self) -> None:
         """Build the graph's matrices now, so the first map request does not pay for them;
         its rows two chunks at a time (issue 22: the first map waited for them, a core idle)."""
+        if (history := self._history.take()) is not None:  # (the first time; read beside the
+            with self._lock:  # first build's tags: refresh_walked)
+                self._graph.set_history(history)
         with self._lock, ThreadPoolExecutor(WARM_THREADS, "tokend-rows") as pool:
             self._graph.prepare(pool.map)
-
-    @property
-    def version(self) -> int:
-        return self._graph.version
 
     def defines(self, name: str) -> bool:
         with self._lock:

@@ -1,8 +1,9 @@
 """The seams of a workspace's index and its tags (service.workspace.index, tags, tag_chunks):
-the folder's files under its ignore rules, the workspace cache, and the tag parsing. The
-composition root (service/app_workspaces.py) hands in the adapters' (adapters.file_index
-.FolderTree, adapters.workspace_cache.WorkspaceCache, adapters.tag_parsing.TagParsing,
-adapters.workspace_fs); a test may hand in fakes.
+the folder's files under its ignore rules, the workspace cache, the tag parsing and the
+repository's history. The composition root (service/app_workspaces.py) hands in the adapters'
+(adapters.file_index.FolderTree, adapters.workspace_cache.WorkspaceCache,
+adapters.tag_parsing.TagParsing, adapters.workspace_fs, adapters.git_history); a test may hand
+in fakes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from tokend.service.ports import WorkspaceFiles
 Work = tuple[str, str, bytes]  # (path, language, source)
 Parsed = tuple[str, FileTags, PackedTags]  # a pool's: the JSON text, the tags but names, packed
 BARE = "bare:"  # words_key's
+# the paths each of the repository's newest commits changed (core.repomap.cochange), read in the
+# workspace folder; set: a stop (none read then)
+History = Callable[[Path, threading.Event], Sequence[Sequence[str]]]
+
+
+def no_history(root: Path, stopping: threading.Event) -> Sequence[Sequence[str]]:
+    return ()
 
 
 class FolderRules(Protocol):
@@ -191,11 +199,13 @@ def pool_for(
 class IndexPorts:
     """What a workspace index works through: its folder's files (`tree(root, own)`), the files
     read for the map, its tag parsing (`tagging(stopping)`: set, a parse gives up), the
-    process's requests being served, which its background counting lets go first, and the
-    compiled product a large graph's rank is solved with (`rank_product`)."""
+    process's requests being served, which its background counting lets go first, the
+    compiled product a large graph's rank is solved with (`rank_product`), and the
+    repository's history (`history`: none, no `cochange` signal)."""
 
     tree: Callable[[Path, OwnPaths | None], FileTree]
     files: WorkspaceFiles
     tagging: Callable[[threading.Event], TagParsing]
     foreground: Foreground = field(default_factory=Foreground)
     rank_product: Product = no_product  # SciPy's compiled product for a large graph's rank
+    history: History = no_history
