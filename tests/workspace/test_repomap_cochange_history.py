@@ -5,51 +5,14 @@ oracle is the commits this test makes: the file changed with the focus in most o
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
+from tests.git_history_repo import git, repository
 from tokend.adapters.git_history import read_history
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
 from tokend.service.app_workspaces import index_ports
 from tokend.service.workspace.index import WorkspaceIndex
-
-NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
-         "juliet", "kilo", "lima", "mike", "zulu"]  # fmt: skip
-
-
-def git(root: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "HOME": str(root),
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid", "PATH": "/usr/bin:/bin"}  # fmt: skip
-    done = subprocess.run(["git", "-C", str(root), *args], env=env, capture_output=True, check=True)
-    return done.stdout.decode()
-
-
-def touch(root: Path, *names: str) -> None:
-    """A line in each file that shares no word with another file's (no signal but the history
-    links them)."""
-    for name in names:
-        with (root / f"{name}.py").open("a") as f:
-            f.write(f"# {name}\n")
-
-
-def repository(root: Path) -> Path:
-    """Fourteen files that share no name; alpha and zulu changed together three times, alpha
-    and bravo once with two others, and one sweep of every file (no evidence)."""
-    root.mkdir()
-    for i, name in enumerate(NAMES):
-        (root / f"{name}.py").write_text(f"def {name}_{i}_only(x):\n    return x + {i}\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "start")
-    for n in range(3):
-        touch(root, "alpha", "zulu")
-        git(root, "commit", "-q", "-am", f"together {n}")
-    touch(root, "alpha", "bravo", "charlie", "delta")
-    git(root, "commit", "-q", "-am", "four")
-    touch(root, *NAMES)
-    git(root, "commit", "-q", "-am", "sweep")
-    return root
 
 
 def first_files(root: Path, cache: Path, focus: str) -> list[str]:
