@@ -47,7 +47,7 @@ def commits(repo: str, paths: list[str]) -> list[list[str]]:
     if rev is None:
         return []
     log = data._git(repo, "log", "--first-parent", "--no-merges", "--no-renames", "-n", str(READ),
-                    "--format=\x01", "--name-only", rev["rev"], "--")  # fmt: skip
+                    "--format=%x01", "--name-only", rev["rev"], "--")  # fmt: skip
     return [[n for n in block.split("\n") if n] for block in log.split("\x01")[1:]]
 
 
