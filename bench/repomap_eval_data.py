@@ -259,7 +259,7 @@ def ablate_index(repo: str) -> tuple[Any, list[str]]:
         from tokend.adapters.git_history import read_history
 
         git = partial(read_history, git_dir=Path(reads["git_dir"]), rev=reads["rev"])
-        ports = replace(ports, history=git)
+        ports = replace(ports, history=git, history_mark=lambda root: None)  # (read once)
     index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(Path(cache)), ports)
     index.build()
     return index, files

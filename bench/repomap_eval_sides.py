@@ -78,12 +78,12 @@ except ImportError:
     ports = ()
 if job.get("history") and ports and hasattr(ports[0], "history"):
     # the daemon's reader of the history, of the pinned repository up to its oldest query
-    # (the tree itself has no .git: bench.repomap_eval_data.history)
+    # (the tree itself has no .git: bench.repomap_eval_data.history), read once
     import dataclasses, functools
     from tokend.adapters.git_history import read_history
     reader = functools.partial(read_history, git_dir=Path(job["history"]["git_dir"]),
                                rev=job["history"]["rev"])
-    ports = (dataclasses.replace(ports[0], history=reader),)
+    ports = (dataclasses.replace(ports[0], history=reader, history_mark=lambda root: None),)
 index = WorkspaceIndex(root.as_uri(), root, WorkspaceCache(Path(job["cache"])), *ports)
 started = time.perf_counter()
 index.build()

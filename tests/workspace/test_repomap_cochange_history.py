@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.git_history_repo import git, repository
-from tokend.adapters.git_history import read_history
+from tests.git_history_repo import git, repository, touch
+from tokend.adapters.git_history import history_mark, read_history
 from tokend.adapters.workspace_cache import WorkspaceCache
 from tokend.core.repomap.graph import Focus
 from tokend.service.app_workspaces import index_ports
@@ -57,3 +57,40 @@ def test_no_repository_or_no_commit_is_no_history(tmp_path: Path) -> None:
     assert read_history(tmp_path) == []
     git(tmp_path, "init", "-q")
     assert read_history(tmp_path) == []
+
+
+def test_a_commit_made_after_the_first_map_counts_from_a_later_map(tmp_path: Path) -> None:
+    root = repository(tmp_path / "repo")
+    index = WorkspaceIndex(
+        root.as_uri(), root, WorkspaceCache(tmp_path / "c.sqlite3"), index_ports()
+    )
+    index.build()
+    focus = Focus(files=frozenset({"alpha.py"}))
+
+    def first() -> str:
+        return index.tags.repo_map(focus, 4096, len, "chars").ranked[0][0]
+
+    assert first() == "zulu.py"  # three commits with alpha
+    for _ in range(4):  # four with mike now: mike's 4 over zulu's 3
+        touch(root, "alpha", "mike")
+        git(root, "commit", "-q", "-am", "mike")
+    assert first() == "zulu.py"  # this map saw the history move: read again, for a later map
+    index.tags.history.wait()
+    assert first() == "mike.py"
+    index.close()
+
+
+def test_the_mark_moves_with_a_commit_in_the_repository_or_a_worktree(tmp_path: Path) -> None:
+    assert history_mark(tmp_path) is None
+    root = repository(tmp_path / "repo")
+    before = history_mark(root / "sub-folder-not-made")  # (a folder inside: the same repository)
+    assert before is not None and before == history_mark(root)
+    touch(root, "alpha")
+    git(root, "commit", "-q", "-am", "one more")
+    assert history_mark(root) not in (None, before)
+    git(root, "worktree", "add", "-q", str(tmp_path / "tree"))
+    tree, was = tmp_path / "tree", history_mark(tmp_path / "tree")
+    touch(tree, "bravo")
+    git(tree, "commit", "-q", "-am", "in the worktree")
+    assert was is not None and history_mark(tree) not in (None, was)
+    assert read_history(tree)[0] == ["bravo.py"]

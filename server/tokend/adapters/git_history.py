@@ -7,6 +7,11 @@ changed something under it, its paths relative to it (`--relative`, `-- .`). No 
 history git cannot read within TIMEOUT, or a stop: no history (the signal is left out, the map
 is made as without it). The repository's own configuration runs nothing here: no pager, no
 signature checks, no fsmonitor hook, no external diff or text conversion.
+
+`history_mark`: what says the history moved since it was read (a commit, a checkout, a pull, a
+reset): the size and time of the repository's log of HEAD (`logs/HEAD`; without one, of HEAD
+itself), found without running git (the first `.git` of the folder and those above it, a folder
+or a worktree's `gitdir:` file); a stat, cheap enough to look at for each map.
 """
 
 from __future__ import annotations
@@ -72,3 +77,31 @@ def _output(proc: subprocess.Popen[bytes], stopping: threading.Event | None) -> 
                 proc.kill()
                 proc.communicate()
                 return None
+
+
+def history_mark(root: Path) -> tuple[int, int] | None:
+    """The (size, mtime in ns) of the log of HEAD of the repository `root` is in; None: none."""
+    git_dir = _git_dir(root)
+    for path in ((git_dir / "logs" / "HEAD"), (git_dir / "HEAD")) if git_dir else ():
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        return st.st_size, st.st_mtime_ns
+    return None
+
+
+def _git_dir(root: Path) -> Path | None:
+    for folder in (root, *root.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.is_file():  # a worktree or a submodule: "gitdir: PATH"
+            try:
+                text = dot.read_text("utf-8", "replace").strip()
+            except OSError:
+                return None
+            if text.startswith("gitdir:"):
+                return (folder / text.removeprefix("gitdir:").strip()).resolve()
+            return None
+    return None

@@ -14,7 +14,7 @@ from pathlib import Path
 from tokend.adapters import blas, sparse_product, workspace_fs
 from tokend.adapters.checkpoint_store import CheckpointStore
 from tokend.adapters.file_index import FolderTree
-from tokend.adapters.git_history import read_history
+from tokend.adapters.git_history import history_mark, read_history
 from tokend.adapters.own_folders import own_paths_inside, sqlite_file_of
 from tokend.adapters.tag_parsing import TagParsing
 from tokend.adapters.watch import PathWatch
@@ -53,6 +53,7 @@ def index_ports(foreground: Foreground | None = None) -> IndexPorts:
         foreground or Foreground(),
         sparse_product.compiled_product,
         read_history,
+        history_mark,
     )
 
 

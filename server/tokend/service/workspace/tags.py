@@ -64,12 +64,12 @@ class WorkspaceTags:
         self._files = ports.files
         self._foreground = ports.foreground  # the maps served: counting words lets them first
         self._product = ports.rank_product  # a large graph's compiled product (its rank)
-        self._history = HistoryRead(ports.history, root, self._stopping)  # the map's `cochange`
         self._cache = cache
         self._overlay = overlay  # a path's unsaved text, if an editor has one
         self.pool_workers: int | None = None  # tag worker processes (None: one per core; 0: none)
         self._graph = RepoGraph(product=self._product)
         self._lock = threading.RLock()  # guards the graph and the map cache
+        self.history = HistoryRead(ports, root, self._stopping, lambda: self._graph, self._lock)
         self._maps: OrderedDict[tuple[object, ...], FittedMap] = OrderedDict()
         self.errors: dict[str, str] = {}  # path -> why it has no tags
         self._reading = Reading(root, cache, self.errors, max_bytes, ports.files,
@@ -129,7 +129,7 @@ class WorkspaceTags:
         `progress(done, total)` after each chunk of files. Begun while the walk goes (issue 22:
         the tag workers waited 4-6 s for the kernel's walk, a core idle): each chunk goes to
         the workers once the walk has found it, in path order as ever."""
-        self._history.start()
+        self.history.start()
         files = walk.at_least(self._tagging.pool_min_files) + len(overlays)
 
         def total() -> int:  # (the files found so far, until the walk is done)
@@ -255,9 +255,7 @@ class WorkspaceTags:
     def warm(self) -> None:
         """Build the graph's matrices now, so the first map request does not pay for them;
         its rows two chunks at a time (issue 22: the first map waited for them, a core idle)."""
-        if (history := self._history.take()) is not None:  # (the first time; read beside the
-            with self._lock:  # first build's tags: refresh_walked)
-                self._graph.set_history(history)
+        self.history.fresh(wait=True)  # (the first: read beside the build's tags, refresh_walked)
         with self._lock, ThreadPoolExecutor(WARM_THREADS, "tokend-rows") as pool:
             self._graph.prepare(pool.map)
 
@@ -270,6 +268,7 @@ class WorkspaceTags:
     ) -> FittedMap:
         """The map for `focus` within `budget_tokens` as `count` counts (cached); one that
         reads what files say waits until their words are in (`words_ready`)."""
+        self.history.fresh(wait=False)  # (a history that moved: read again, for a later map)
         reads = self.reads_words(focus)
         if reads:
             self.words_ready.wait()

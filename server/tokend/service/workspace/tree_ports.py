@@ -35,6 +35,11 @@ def no_history(root: Path, stopping: threading.Event) -> Sequence[Sequence[str]]
     return ()
 
 
+def no_mark(root: Path) -> object:
+    """What says the history moved since it was read (compared for equality; None: nothing)."""
+    return None
+
+
 class FolderRules(Protocol):
     """A folder's ignore rules (its ignore files, .git/info/exclude, the user's excludes), which
     always leave out tokend's own folders inside it (`own`)."""
@@ -201,7 +206,7 @@ class IndexPorts:
     read for the map, its tag parsing (`tagging(stopping)`: set, a parse gives up), the
     process's requests being served, which its background counting lets go first, the
     compiled product a large graph's rank is solved with (`rank_product`), and the
-    repository's history (`history`: none, no `cochange` signal)."""
+    repository's history (`history`: none, no `cochange` signal; `history_mark`: when it moved)."""
 
     tree: Callable[[Path, OwnPaths | None], FileTree]
     files: WorkspaceFiles
@@ -209,3 +214,4 @@ class IndexPorts:
     foreground: Foreground = field(default_factory=Foreground)
     rank_product: Product = no_product  # SciPy's compiled product for a large graph's rank
     history: History = no_history
+    history_mark: Callable[[Path], object] = no_mark  # changed: the history is read again
