@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.git_history_repo import git, repository, touch
 from tokend.adapters.git_history import history_mark, read_history
 from tokend.adapters.workspace_cache import WorkspaceCache
@@ -53,10 +55,16 @@ def test_the_history_is_read_relative_to_a_folder_inside_the_repository(tmp_path
     ]
 
 
-def test_no_repository_or_no_commit_is_no_history(tmp_path: Path) -> None:
+def test_no_repository_no_commit_or_no_git_is_no_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert read_history(tmp_path) == []
     git(tmp_path, "init", "-q")
     assert read_history(tmp_path) == []
+    root = repository(tmp_path / "repo")
+    assert read_history(root)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))  # a machine without git
+    assert read_history(root) == []
 
 
 def test_a_commit_made_after_the_first_map_counts_from_a_later_map(tmp_path: Path) -> None:
