@@ -36,19 +36,12 @@ VARIANTS: list[Variant] = [(30, "count", 0), (12, "count", 0), (30, "sqrt", 0), 
                            (20, "size", 0), (50, "size", 0)]  # fmt: skip
 FUSED = [(0.125, 1.0), (0.125, 4.0), (0.25, 2.0), (0.25, 4.0), (0.25, 16.0), (0.5, 16.0),
          (1.0, 60.0), (2.0, 16.0)]  # fmt: skip
-READ = 5000  # the newest commits read before the oldest query
 
 
 def commits(repo: str, paths: list[str]) -> list[list[str]]:
     """The tree's history up to its oldest query's first parent (newest first): each commit's
-    changed paths (git log along first parents, merges left out, renames as delete and add)."""
-    found = data.queries(repo, set(paths))
-    rev = data.history(repo, found)
-    if rev is None:
-        return []
-    log = data._git(repo, "log", "--first-parent", "--no-merges", "--no-renames", "-n", str(READ),
-                    "--format=%x01", "--name-only", rev["rev"], "--")  # fmt: skip
-    return [[n for n in block.split("\n") if n] for block in log.split("\x01")[1:]]
+    changed paths (bench.repomap_eval_data.history_commits)."""
+    return data.history_commits(repo, data.history(repo, data.queries(repo, set(paths))))
 
 
 def signal(paths: list[str], history: list[list[str]], focus: list[int], v: Variant) -> list[Array]:

@@ -8,8 +8,11 @@ changed files shown?). Sides, in the same run: Aider 0.86.2's RepoMap (bench.rep
 virtualenv, offline; its results are kept in bench/out/eval by tree and queries), tokend before
 this work (main at BEFORE_REV, in a temporary worktree), tokend now (and one row per signal
 left out: REPOMAP_EVAL_ABLATE=1), and the trivial baselines: same folder, import graph, BM25
-(for a file focus, the query is that file's words). Baselines' maps are rendered by tokend's
-renderer: each file's definitions, files in the baseline's order, fitted to the budget.
+(for a file focus, the query is that file's words) and co-change (the history tokend reads
+alone: the commits before the oldest query that changed a file with the focus). Baselines' maps
+are rendered by tokend's renderer: each file's definitions, files in the baseline's order,
+fitted to the budget. tokend's index reads the pinned repository's history up to the first
+parent of the tree's oldest query (bench.repomap_eval_data.history): no query's own commit.
 
 Figures per repository and side: recall at k files (share of the targets among the first k
 files of the ranking, focus files left out), recall within a budget (share of targets whose
@@ -147,25 +150,31 @@ def _score(results: list[dict[str, Any]], jobs: list[dict[str, Any]], count: Any
 
 
 def _baselines(
-    tree: Path, files: list[str], jobs: list[dict[str, Any]]
+    tree: Path, files: list[str], jobs: list[dict[str, Any]], history: list[list[str]]
 ) -> dict[str, list[list[str]]]:
+    """Each trivial baseline's ranking per job; a task's text ranks from the first file it
+    mentions (none: by path), as same folder, the import graph and co-change have no text."""
     graph = trivial.import_graph(tree, files)
     bm25 = trivial.BM25(tree, files)
-    out: dict[str, list[list[str]]] = {"same folder": [], "import graph": [], "BM25": []}
+    out: dict[str, list[list[str]]] = {"same folder": [], "import graph": [], "BM25": [],
+                                       "co-change": []}  # fmt: skip
+    ranked_from = {
+        "same folder": lambda f: trivial.same_folder(f, files),
+        "import graph": lambda f: trivial.import_ranking(f, files, graph),
+        "co-change": lambda f: trivial.cochange_ranking(f, files, history),
+    }
     for j in jobs:
         if j["kind"] == "file":
             focus = j["files"][0]
-            out["same folder"].append(trivial.same_folder(focus, files))
-            out["import graph"].append(trivial.import_ranking(focus, files, graph))
+            for name, ranking in ranked_from.items():
+                out[name].append(ranking(focus))
             text = (tree / focus).read_text("utf-8", "replace")
             out["BM25"].append(bm25.ranking(text, exclude=focus))
         else:
             out["BM25"].append(bm25.ranking(j["text"]))
             anchor = j["mentioned"][0] if j["mentioned"] else None
-            ranked = trivial.same_folder(anchor, files) if anchor else sorted(files)
-            out["same folder"].append(([anchor] if anchor else []) + ranked)
-            imp = trivial.import_ranking(anchor, files, graph) if anchor else sorted(files)
-            out["import graph"].append(([anchor] if anchor else []) + imp)
+            for name, ranking in ranked_from.items():
+                out[name].append([anchor, *ranking(anchor)] if anchor else sorted(files))
     return out
 
 
@@ -196,7 +205,7 @@ def evaluate(repo: str, ablate: bool) -> tuple[dict[str, Any], int, int]:
                 jobs,
                 count,
             )
-    baselines = _baselines(tree, files, jobs)
+    baselines = _baselines(tree, files, jobs, data.history_commits(repo, history))
     for j in jobs:
         j["others"] = {}
     for i, j in enumerate(jobs):

@@ -1,5 +1,6 @@
 """The trivial baselines of the repo map's evaluation (bench.repomap_eval): same folder, the
-import graph and BM25 over each file's whole text, each a ranking of the tree's files."""
+import graph, BM25 over each file's whole text and git's co-change alone, each a ranking of the
+tree's files."""
 
 from __future__ import annotations
 
@@ -131,6 +132,20 @@ def import_ranking(focus: str, files: list[str], graph: dict[str, set[str]]) -> 
                 todo.append(nxt)
     far = 1 << 30
     return sorted((f for f in files if f != focus), key=lambda f: (hops.get(f, far), f))
+
+
+def cochange_ranking(focus: str, files: list[str], commits: list[list[str]]) -> list[str]:
+    """Files by the commits that changed them with the focus (a commit of n of `files`, 2 to
+    12, gives each 1 / (n - 1)), then the rest, each by path: the history alone (`commits`:
+    bench.repomap_eval_data.history_commits, the history tokend's index reads)."""
+    known, score = set(files), Counter[str]()
+    for changed in commits:
+        mine = sorted(set(changed) & known)
+        if focus in mine and 2 <= len(mine) <= 12:
+            for other in mine:
+                if other != focus:
+                    score[other] += 1.0 / (len(mine) - 1)
+    return sorted((f for f in files if f != focus), key=lambda f: (-score[f], f))
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")

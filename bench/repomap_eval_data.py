@@ -224,6 +224,17 @@ def history(repo: str, found: list[Query]) -> dict[str, str] | None:
     return {"git_dir": str(git_dir(repo)), "rev": f"{found[-1].commit}^"}
 
 
+def history_commits(repo: str, reads: dict[str, str] | None) -> list[list[str]]:
+    """The commits of `reads` (`history`'s: up to the oldest query's first parent), newest first,
+    each as the paths it changed: git log along first parents, merges left out, renames as a
+    delete and an add, the newest 5,000 (as adapters.git_history reads them for the daemon)."""
+    if reads is None:
+        return []
+    log = _git(repo, "log", "--first-parent", "--no-merges", "--no-renames", "-n", "5000",
+               "--format=%x01", "--name-only", reads["rev"], "--")  # fmt: skip
+    return [[n for n in block.split("\n") if n] for block in log.split("\x01")[1:]]
+
+
 def commits() -> int:
     """Queries a tree gives at most: COMMITS, or REPOMAP_EVAL_COMMITS (more queries narrow each
     cell's interval, bench.repomap_eval_paired; Aider's results are kept by their queries)."""
