@@ -42,7 +42,8 @@ class HistoryRead:
     def _run(self) -> None:
         history = History.of(self._read(self._root, self._stopping))
         with self._lock:
-            self._done = history
+            if not self._stopping.is_set():  # (a read a stop cut short is not the history)
+                self._done = history
 
     def fresh(self, wait: bool) -> None:
         """Hand the graph the history read since the last call, if any. `wait`: for the read
