@@ -226,13 +226,10 @@ def history(repo: str, found: list[Query]) -> dict[str, str] | None:
 
 def history_commits(repo: str, reads: dict[str, str] | None) -> list[list[str]]:
     """The commits of `reads` (`history`'s: up to the oldest query's first parent), newest first,
-    each as the paths it changed: git log along first parents, merges left out, renames as a
-    delete and an add, the newest 5,000 (as adapters.git_history reads them for the daemon)."""
-    if reads is None:
-        return []
-    log = _git(repo, "log", "--first-parent", "--no-merges", "--no-renames", "-n", "5000",
-               "--format=%x01", "--name-only", reads["rev"], "--")  # fmt: skip
-    return [[n for n in block.split("\n") if n] for block in log.split("\x01")[1:]]
+    each as the paths it changed, read as tokend's index reads them (adapters.git_history)."""
+    from tokend.adapters.git_history import read_history
+
+    return read_history(Path(), git_dir=Path(reads["git_dir"]), rev=reads["rev"]) if reads else []
 
 
 def commits() -> int:
