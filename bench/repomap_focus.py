@@ -2,7 +2,9 @@
 focus on a 1,000-file repository in 100 ms or less, with the daemon running".
 
 Trees: bench.repomap_eval's (REPOMAP_FOCUS_REPOS, default vite 1,569 source files and mypy
-1,449, at their pins). Per tree and daemon (this branch's, then main's before this work,
+1,449, at their pins), each a git checkout of its pin sharing the pinned repository's objects
+(`git clone --shared`), as a user's workspace is: the daemon reads its history (the map's
+`cochange`: core.repomap.cochange), main before it does not. Per tree and daemon (this branch's, then main's before this work,
 BEFORE_REV, in a temporary worktree; a fresh data dir each, one daemon after the other): one
 client asks `workspace/fileTokens`, a session of the tree, the first `repoMap/get` (4,096
 tokens; it waits for the tags), then waits until the daemon is idle (its background work after
@@ -20,6 +22,7 @@ import random
 import shutil
 import socket
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -94,6 +97,17 @@ def _one_daemon(server: Path, tree: Path, files: list[str], texts: list[str]) ->
     return f
 
 
+def _checkout(repo: str) -> Path:
+    """A git checkout of `repo`'s pin in a temporary folder, its objects shared with the pinned
+    repository (removed by the caller)."""
+    target = Path(tempfile.mkdtemp(prefix="tkfc-tree-")) / repo.replace("/", "+")
+    git = ["git", "-c", "advice.detachedHead=false"]
+    subprocess.run([*git, "clone", "-q", "--shared", "--no-checkout", str(data.git_dir(repo)),
+                    str(target)], check=True)  # fmt: skip
+    subprocess.run([*git, "-C", str(target), "checkout", "-q", data.REPOS[repo][0]], check=True)
+    return target
+
+
 def _ms(xs: list[float]) -> str:
     return f"{statistics.median(xs) * 1000:.0f} (max {max(xs) * 1000:.0f})"
 
@@ -109,7 +123,8 @@ def run() -> str:
         "### repomap_focus: a new focus on a repository of 1,000+ files, through the daemon\n",
         f"Real `tokend serve`, one client; medians of {FOCUSES} new file focuses and {TEXTS} "
         "text focuses (the eval's commit messages), ms (slowest in brackets), this branch beside "
-        f"main at {BEFORE_REV} in the same run, one daemon after the other. Load average at "
+        f"main at {BEFORE_REV} in the same run, one daemon after the other, each tree a git "
+        "checkout of its pin (this branch reads its history). Load average at "
         f"the start: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min).\n",
         "| tree | source files | daemon | first map s | idle after s | same map ms | "
         "new file focus ms | text focus ms |",
@@ -121,10 +136,15 @@ def run() -> str:
         source = sorted(p for p in walked if data._is_source(p))
         files = random.Random(7).sample(source, FOCUSES)
         texts = [q.message for q in data.queries(repo, set(source))][:TEXTS]
-        sides = {"this branch": _one_daemon(ROOT / "server", tree, files, texts)}
-        with baseline_tree(BEFORE_REV) as before:
-            if before is not None:
-                sides[f"main {BEFORE_REV}"] = _one_daemon(before / "server", tree, files, texts)
+        checkout = _checkout(repo)
+        try:
+            sides = {"this branch": _one_daemon(ROOT / "server", checkout, files, texts)}
+            with baseline_tree(BEFORE_REV) as before:
+                if before is not None:
+                    server = before / "server"
+                    sides[f"main {BEFORE_REV}"] = _one_daemon(server, checkout, files, texts)
+        finally:
+            shutil.rmtree(checkout.parent, ignore_errors=True)
         for name, f in sides.items():
             lines.append(f"| {repo} | {len(source):,} | {name} | {f['first_s']:.1f} | "
                          f"{f['settle_s']:.0f} | "
